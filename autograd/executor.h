@@ -1,0 +1,89 @@
+// Executor: binds a tape, a memory layout (baseline: every buffer its own memory for the
+// whole step; planned: one arena with offsets from the planner) and a backend, and runs
+// forward, backward and the optimizer step. Results are bitwise equal in every memory mode.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "autograd/tape.h"
+#include "memory/liveness.h"
+
+namespace frugal {
+
+enum class MemoryMode { baseline, planned };
+const char* memory_mode_name(MemoryMode m);
+
+struct ExecutorOptions {
+  Mode mode = Mode::training;
+  MemoryMode memory = MemoryMode::baseline;
+  // Fill every buffer with NaN when its lifetime starts (tests: an undeclared read fails).
+  bool poison = false;
+  uint64_t seed = 0;  // randomness (dropout) is a function of (seed, step, op)
+  // Values readable after forward/backward: their buffers (and gradients) live to the end.
+  std::vector<Value> keep;
+  // Keep every parameter gradient until the end of the step (tests); otherwise with an
+  // optimizer set, the planned mode frees each gradient right after its update.
+  bool keep_param_grads = false;
+  std::optional<SgdConfig> sgd;  // optimizer applied during backward
+};
+
+class Executor {
+ public:
+  Executor(Tape& tape, Backend& backend, ExecutorOptions options,
+           Allocator& alloc = cpu_allocator());
+  ~Executor();
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  // The memory of input `v`; write the batch into it before forward().
+  Tensor& input(Value v);
+  void set_input(Value v, const Tensor& host);
+
+  void forward();
+  // d loss = 1 for a one-element loss, then backward in reverse tape order; applies the
+  // optimizer as each parameter's gradient becomes final. Ends the step.
+  void backward(Value loss);
+  // Backward from explicit upstream gradients (gradient checks).
+  void backward(std::span<const std::pair<Value, Tensor>> seeds);
+
+  // A value's tensor; for values not in options.keep only valid while it is live.
+  const Tensor& value(Value v) const;
+  // Gradient of a kept value, an input with requires_grad, or a parameter (with
+  // keep_param_grads or in baseline mode).
+  const Tensor& grad(Value v) const;
+
+  const Liveness& liveness() const { return live_; }
+  const ExecutorOptions& options() const { return opt_; }
+  uint64_t step() const { return step_; }
+  // Bytes held by this executor (arena or per-buffer storage), excluding parameters.
+  size_t memory_bytes() const { return held_bytes_; }
+  size_t arena_bytes() const { return arena_bytes_; }
+
+ private:
+  void bind();
+  void start_lifetime(int step);
+  void run_backward_step(int op_index);
+  void optimizer_update(int value_id);
+  void poison(Tensor& t);
+  OpContext context(int op_index, bool backward);
+
+  Tape& tape_;
+  Backend& backend_;
+  ExecutorOptions opt_;
+  Allocator& alloc_;
+  Liveness live_;
+  std::vector<Tensor> buffers_;                  // one per liveness buffer
+  std::vector<std::vector<int>> starts_at_;      // step -> buffers whose lifetime starts
+  std::vector<Tensor> param_values_;             // value id -> parameter tensor view
+  std::vector<std::shared_ptr<Storage>> owned_;  // storage held by this executor
+  size_t held_bytes_ = 0, arena_bytes_ = 0;
+  uint64_t step_ = 0;
+  bool forward_done_ = false;
+};
+
+}  // namespace frugal

@@ -1,0 +1,89 @@
+// Op: one recorded operation. An op infers its output shapes when recorded, declares its
+// roles (what backward reads, what it saves, its scratch, which aliases it allows), and
+// implements forward and backward against an OpContext that hands it exactly those buffers.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/backend.h"
+#include "core/tensor.h"
+
+namespace frugal {
+
+enum class Mode { inference, training };
+const char* mode_name(Mode m);
+
+// Output `output` may take the bytes of input `input` (forward aliases), or the gradient of
+// input `input` may take the bytes of the gradient of output `output` (gradient aliases).
+struct Alias {
+  int output = 0;
+  int input = 0;
+};
+
+// The contract between an op and the planner (DESIGN.md, "Roles").
+struct Roles {
+  std::vector<int> backward_reads_inputs;   // inputs backward reads (must stay alive)
+  std::vector<int> backward_reads_outputs;  // outputs backward reads
+  std::vector<TensorMeta> saved;            // extra state written in forward, read in backward
+  size_t forward_scratch = 0;               // bytes, live during forward only
+  size_t backward_scratch = 0;              // bytes, live during backward only
+  std::vector<Alias> aliases;               // output j may overwrite input i
+  std::vector<Alias> grad_aliases;          // d input i may overwrite d output j
+};
+
+// What an op's forward or backward sees. Accessing a buffer the op did not declare for
+// backward throws at once, naming the op.
+class OpContext {
+ public:
+  Backend& backend() const { return *backend_; }
+  Mode mode() const { return mode_; }
+  bool training() const { return mode_ == Mode::training; }
+  // Seed for this op in this step: randomness is a function of (seed(), op stream, index).
+  uint64_t seed() const { return seed_; }
+
+  const Tensor& input(int i) const;
+  Tensor& output(int j) const;
+  Tensor& saved(int k) const;
+  Tensor& scratch() const;
+  // Backward only.
+  const Tensor& grad_output(int j) const;
+  bool needs_grad_input(int i) const;
+  Tensor& grad_input(int i) const;  // throws if !needs_grad_input(i)
+
+  // Filled by the executor (or by a test driving an op directly).
+  const char* op_name = "?";
+  bool backward_pass = false;
+  Backend* backend_ = nullptr;
+  Mode mode_ = Mode::training;
+  uint64_t seed_ = 0;
+  std::vector<Tensor*> inputs, outputs, saved_, grad_outputs, grad_inputs;
+  Tensor* scratch_ = nullptr;
+
+ private:
+  Tensor& pick(const std::vector<Tensor*>& v, int i, const char* what) const;
+};
+
+class Op {
+ public:
+  virtual ~Op() = default;
+  // Short lowercase name, as in error messages and reports ("conv2d").
+  virtual std::string name() const = 0;
+  // Called once when the op is recorded: checks the inputs, returns the outputs' metas and
+  // keeps whatever geometry forward/backward need. Throws naming the op and the shapes.
+  virtual std::vector<TensorMeta> infer(std::span<const TensorMeta> inputs) = 0;
+  // Whether input i can carry a gradient (false for labels or running statistics).
+  virtual bool differentiable(int input) const { return input >= 0; }
+  virtual Roles roles(Mode mode, const Backend& backend) const = 0;
+  virtual void forward(const OpContext& ctx) = 0;
+  virtual void backward(const OpContext& ctx) = 0;
+  // Ops with state updated in forward (BatchNorm running stats) say so: recomputation must
+  // not apply that update twice.
+  virtual bool updates_state() const { return false; }
+  // Stable per-op stream for randomness, set by the tape when recorded.
+  uint64_t stream = 0;
+};
+
+}  // namespace frugal

@@ -1,0 +1,60 @@
+// Parameters and other persistent state (BatchNorm running statistics), owned outside any
+// tape so that re-recording a model (another batch size) finds the same tensors by name.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace frugal {
+
+// How a new parameter is filled. Values are a function of (store seed, name), so they do
+// not depend on creation order or thread count.
+struct Init {
+  enum class Kind { zeros, ones, normal, uniform } kind = Kind::zeros;
+  double scale = 0;  // std for normal, bound for uniform (-scale, scale)
+  static Init zeros() { return {Kind::zeros, 0}; }
+  static Init ones() { return {Kind::ones, 0}; }
+  static Init normal(double std) { return {Kind::normal, std}; }
+  static Init uniform(double bound) { return {Kind::uniform, bound}; }
+};
+
+struct Parameter {
+  std::string name;
+  Tensor value;
+  bool trainable = true;  // false for running statistics
+  Tensor momentum;        // optimizer state, created by the optimizer on first use
+};
+
+class ParamStore {
+ public:
+  explicit ParamStore(uint64_t seed = 0, Allocator& alloc = cpu_allocator())
+      : seed_(seed), alloc_(&alloc) {}
+
+  // Returns the parameter called `name`, creating and initializing it if new. Throws if it
+  // exists with another shape or dtype.
+  Parameter& get_or_create(const std::string& name, const TensorMeta& meta, Init init,
+                           bool trainable);
+  Parameter* find(const std::string& name);
+  // In creation order.
+  std::vector<Parameter*> all();
+  size_t count_elements(bool trainable_only) const;
+  size_t size() const { return params_.size(); }
+  uint64_t seed() const { return seed_; }
+
+ private:
+  uint64_t seed_;
+  Allocator* alloc_;
+  std::vector<std::unique_ptr<Parameter>> params_;
+  std::map<std::string, Parameter*> by_name_;
+};
+
+// Fills `t` (f32/f64) as `init` says, from (seed, stream).
+void initialize(Tensor& t, Init init, uint64_t seed, uint64_t stream);
+uint64_t hash_name(const std::string& s);
+
+}  // namespace frugal

@@ -1,0 +1,91 @@
+// Recording: shape inference at record time, gradient requirements, scopes.
+#include "autograd/tape.h"
+
+#include "core/error.h"
+
+namespace frugal {
+
+const TensorMeta& Value::meta() const { return tape_->value(id_).meta; }
+
+Value Tape::input(const std::string& name, Shape shape, DType dtype, bool requires_grad) {
+  ValueNode v;
+  v.kind = ValueKind::input;
+  v.meta = {std::move(shape), dtype};
+  v.name = name;
+  v.requires_grad = requires_grad;
+  values_.push_back(std::move(v));
+  return Value(this, static_cast<int>(values_.size()) - 1);
+}
+
+Value Tape::param(const std::string& name, Shape shape, Init init, bool trainable) {
+  std::string full = scope_.empty() ? name : scope_ + "/" + name;
+  Parameter& p = params_->get_or_create(full, {std::move(shape), dtype_}, init, trainable);
+  ValueNode v;
+  v.kind = ValueKind::param;
+  v.meta = p.value.meta();
+  v.name = full;
+  v.requires_grad = trainable;
+  v.param = &p;
+  values_.push_back(std::move(v));
+  return Value(this, static_cast<int>(values_.size()) - 1);
+}
+
+std::vector<Value> Tape::record(std::unique_ptr<Op> op, std::vector<Value> inputs,
+                                std::source_location where) {
+  std::string at = std::string(where.file_name()) + ":" + std::to_string(where.line());
+  std::vector<TensorMeta> metas;
+  for (const Value& v : inputs) {
+    FRUGAL_CHECK(v.valid() && &v.tape() == this, at, ": ", op->name(),
+                 ": an input belongs to another tape or is empty");
+    metas.push_back(v.meta());
+  }
+  std::vector<TensorMeta> outs;
+  try {
+    outs = op->infer(metas);
+  } catch (const Error& e) {
+    throw Error(at + ": " + e.what());
+  }
+  const int index = static_cast<int>(ops_.size());
+  op->stream = static_cast<uint64_t>(index) * 0x9E3779B97F4A7C15ull + 1;
+  OpNode node;
+  node.where = at;
+  node.scope = scope_;
+  bool grad = false;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    node.inputs.push_back(inputs[i].id());
+    values_[static_cast<size_t>(inputs[i].id())].consumers.push_back(index);
+    if (op->differentiable(static_cast<int>(i)) && values_[inputs[i].id()].requires_grad)
+      grad = true;
+  }
+  std::vector<Value> result;
+  for (size_t j = 0; j < outs.size(); ++j) {
+    ValueNode v;
+    v.kind = ValueKind::op_output;
+    v.meta = outs[j];
+    v.producer = index;
+    v.output_index = static_cast<int>(j);
+    v.requires_grad = grad && (outs[j].dtype == DType::f32 || outs[j].dtype == DType::f64);
+    v.name = op->name();
+    values_.push_back(std::move(v));
+    node.outputs.push_back(static_cast<int>(values_.size()) - 1);
+    result.emplace_back(this, static_cast<int>(values_.size()) - 1);
+  }
+  node.op = std::move(op);
+  ops_.push_back(std::move(node));
+  return result;
+}
+
+Tape::Scope::Scope(Tape& t, const std::string& name) : t_(t), previous_(t.scope_.size()) {
+  t_.scope_ += t_.scope_.empty() ? name : "/" + name;
+}
+Tape::Scope::~Scope() { t_.scope_.resize(previous_); }
+
+std::string Tape::unique_name(const std::string& kind) {
+  std::string key = scope_ + "|" + kind;
+  for (auto& [k, n] : counters_)
+    if (k == key) return kind + std::to_string(n++);
+  counters_.emplace_back(key, 1);
+  return kind + "0";
+}
+
+}  // namespace frugal

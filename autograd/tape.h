@@ -1,0 +1,103 @@
+// Tape: the append-only record of a model's forward pass. Values are handles to its entries;
+// ops are recorded in order, so the tape is already topologically sorted and backward is
+// reverse iteration. Shapes are inferred when an op is recorded, so a shape error names the
+// model line that caused it.
+#pragma once
+
+#include <memory>
+#include <source_location>
+#include <string>
+#include <vector>
+
+#include "autograd/op.h"
+#include "autograd/params.h"
+
+namespace frugal {
+
+class Tape;
+
+// A small handle to one value on a tape.
+class Value {
+ public:
+  Value() = default;
+  Value(Tape* tape, int id) : tape_(tape), id_(id) {}
+  bool valid() const { return tape_ != nullptr; }
+  Tape& tape() const { return *tape_; }
+  int id() const { return id_; }
+  const TensorMeta& meta() const;
+  const Shape& shape() const { return meta().shape; }
+  DType dtype() const { return meta().dtype; }
+
+ private:
+  Tape* tape_ = nullptr;
+  int id_ = -1;
+};
+
+enum class ValueKind { input, param, op_output };
+
+struct ValueNode {
+  ValueKind kind = ValueKind::input;
+  TensorMeta meta;
+  std::string name;
+  int producer = -1;      // op index for op_output
+  int output_index = 0;   // which output of the producer
+  bool requires_grad = false;
+  Parameter* param = nullptr;  // for kind == param
+  std::vector<int> consumers;  // op indices in order (an op reading twice appears twice)
+};
+
+struct OpNode {
+  std::unique_ptr<Op> op;
+  std::vector<int> inputs;   // value ids
+  std::vector<int> outputs;  // value ids
+  std::string where;         // "file:line" of the model code that recorded it
+  std::string scope;
+};
+
+class Tape {
+ public:
+  explicit Tape(ParamStore& params, DType dtype = DType::f32) : params_(&params), dtype_(dtype) {}
+  Tape(const Tape&) = delete;
+  Tape& operator=(const Tape&) = delete;
+
+  // A network input (images, labels), fed to the executor each step.
+  Value input(const std::string& name, Shape shape, DType dtype, bool requires_grad = false);
+  // A parameter (or running statistic) from the store, named within the current scope.
+  Value param(const std::string& name, Shape shape, Init init, bool trainable = true);
+  // Records `op` over `inputs`; returns its outputs. Shape errors are rethrown with `where`.
+  std::vector<Value> record(std::unique_ptr<Op> op, std::vector<Value> inputs,
+                            std::source_location where);
+
+  // Names parameters "scope/name": Scope s(tape, "layer1");
+  class Scope {
+   public:
+    Scope(Tape& t, const std::string& name);
+    ~Scope();
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+
+   private:
+    Tape& t_;
+    size_t previous_;
+  };
+  // A fresh name for an op of kind `kind` in the current scope ("conv2d3").
+  std::string unique_name(const std::string& kind);
+
+  DType dtype() const { return dtype_; }
+  ParamStore& params() const { return *params_; }
+  const std::vector<ValueNode>& values() const { return values_; }
+  const std::vector<OpNode>& ops() const { return ops_; }
+  std::vector<OpNode>& ops() { return ops_; }
+  const ValueNode& value(int id) const { return values_.at(static_cast<size_t>(id)); }
+  const std::string& scope() const { return scope_; }
+
+ private:
+  ParamStore* params_;
+  DType dtype_;
+  std::vector<ValueNode> values_;
+  std::vector<OpNode> ops_;
+  std::string scope_;
+  std::vector<std::pair<std::string, int>> counters_;  // (scope/kind, count)
+};
+
+}  // namespace frugal

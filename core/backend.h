@@ -1,0 +1,139 @@
+// The Backend: every kernel a device provides, in one place. Kernels receive their output and
+// scratch memory as arguments and never allocate. An output may alias an input only where the
+// op declared that alias, and a kernel gives identical bits whether or not it does.
+// All float kernels work in f32 and f64 (the dtype of their tensors).
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "core/device.h"
+#include "core/tensor.h"
+
+namespace frugal {
+
+// x (N,C,H,W)  w (K,C,R,S)  y (N,K,P,Q)
+struct Conv2dGeometry {
+  int64_t N = 0, C = 0, H = 0, W = 0;  // input
+  int64_t K = 0, R = 0, S = 0;         // filters: count, height, width
+  int64_t P = 0, Q = 0;                // output height, width
+  int64_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
+};
+
+// x (N,C,H,W)  y (N,C,P,Q); padding counts as -inf for max and as 0 for average
+// (count_include_pad, as Torch's SpatialAveragePooling); ceil mode is folded into P,Q.
+struct Pool2dGeometry {
+  int64_t N = 0, C = 0, H = 0, W = 0;
+  int64_t P = 0, Q = 0;
+  int64_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
+};
+
+struct SgdConfig {
+  double lr = 0.01, momentum = 0.0, weight_decay = 0.0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual Device device() const = 0;
+  virtual int threads() const = 0;
+
+  // --- memory -----------------------------------------------------------------------------
+  virtual void fill(Tensor& t, double value) = 0;  // f32/f64/i32/u8
+  virtual void copy(const Tensor& x, Tensor& y) = 0;  // same bytes; y may alias x
+  // y += x, elementwise (gradient accumulation in a fixed order)
+  virtual void accumulate(const Tensor& x, Tensor& y) = 0;
+
+  // --- dense ------------------------------------------------------------------------------
+  // x (N,I)  w (O,I)  b (O) or undefined  y (N,O):  y = x w^T + b
+  virtual void linear_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) = 0;
+  // dx = dy w
+  virtual void linear_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) = 0;
+  // dw = dy^T x; db = sum_n dy (db may be undefined)
+  virtual void linear_backward_weight(const Tensor& x, const Tensor& dy, Tensor& dw,
+                                      Tensor& db) = 0;
+
+  // --- convolution --------------------------------------------------------------------------
+  // Scratch bytes each conv kernel needs (im2col columns for a bounded chunk of the batch).
+  virtual size_t conv2d_forward_scratch(const Conv2dGeometry& g, DType t) const = 0;
+  virtual size_t conv2d_backward_scratch(const Conv2dGeometry& g, DType t) const = 0;
+  virtual void conv2d_forward(const Conv2dGeometry& g, const Tensor& x, const Tensor& w,
+                              const Tensor& b, Tensor& y, Tensor& scratch) = 0;
+  // dx from dy and w
+  virtual void conv2d_backward_data(const Conv2dGeometry& g, const Tensor& dy, const Tensor& w,
+                                    Tensor& dx, Tensor& scratch) = 0;
+  // dw (and db if defined) from x and dy; overwrites dw, db
+  virtual void conv2d_backward_filter(const Conv2dGeometry& g, const Tensor& x, const Tensor& dy,
+                                      Tensor& dw, Tensor& db, Tensor& scratch) = 0;
+
+  // --- pooling ------------------------------------------------------------------------------
+  // index (N,C,P,Q) u8: position of the max inside its window (row-major in the window).
+  virtual void maxpool2d_forward(const Pool2dGeometry& g, const Tensor& x, Tensor& y,
+                                 Tensor& index) = 0;
+  virtual void maxpool2d_backward(const Pool2dGeometry& g, const Tensor& dy, const Tensor& index,
+                                  Tensor& dx) = 0;
+  virtual void avgpool2d_forward(const Pool2dGeometry& g, const Tensor& x, Tensor& y) = 0;
+  virtual void avgpool2d_backward(const Pool2dGeometry& g, const Tensor& dy, Tensor& dx) = 0;
+
+  // --- batch norm (x (N,C,H,W) or (N,C); per-channel tensors (C)) -----------------------------
+  // Batch statistics; writes mean, inv_std = 1/sqrt(var_biased + eps), and updates running
+  // stats with the unbiased variance: r = (1 - momentum) r + momentum * stat.
+  virtual void batchnorm_forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                       Tensor& running_mean, Tensor& running_var,
+                                       double momentum, double eps, Tensor& y, Tensor& mean,
+                                       Tensor& inv_std) = 0;
+  virtual void batchnorm_forward_infer(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                       const Tensor& running_mean, const Tensor& running_var,
+                                       double eps, Tensor& y) = 0;
+  // dgamma, dbeta overwritten; dx may be undefined (input needs no gradient)
+  virtual void batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                  const Tensor& mean, const Tensor& inv_std, Tensor& dx,
+                                  Tensor& dgamma, Tensor& dbeta) = 0;
+
+  // --- pointwise ----------------------------------------------------------------------------
+  // Bit masks are u8 tensors of ceil(numel/8) bytes, bit i%8 of byte i/8, set where x > 0.
+  // y = max(x, 0); writes mask if defined.
+  virtual void relu_forward(const Tensor& x, Tensor& y, Tensor& mask) = 0;
+  // dx = dy where the mask bit is set, else 0
+  virtual void relu_backward_mask(const Tensor& dy, const Tensor& mask, Tensor& dx) = 0;
+  // dx = dy where y > 0, else 0
+  virtual void relu_backward_output(const Tensor& dy, const Tensor& y, Tensor& dx) = 0;
+  // y = x > threshold ? x : value; mask bit set where x > threshold.
+  virtual void threshold_forward(const Tensor& x, double threshold, double value, Tensor& y,
+                                 Tensor& mask) = 0;
+  // keep where random_uniform(seed, stream, i) >= p; y = x * keep / (1 - p); mask = keep
+  virtual void dropout_forward(const Tensor& x, double p, uint64_t seed, uint64_t stream,
+                               Tensor& y, Tensor& mask) = 0;
+  // dx = dy * mask * scale (threshold backward uses scale 1, dropout 1/(1-p))
+  virtual void masked_scale(const Tensor& dy, const Tensor& mask, double scale, Tensor& dx) = 0;
+  // y = a + b (y may alias a or b)
+  virtual void add(const Tensor& a, const Tensor& b, Tensor& y) = 0;
+  // Channel concatenation of (N,Ci,H,W) inputs into y (N,sum Ci,H,W) and its inverse;
+  // undefined entries of dxs are skipped.
+  virtual void concat_forward(std::span<const Tensor> xs, Tensor& y) = 0;
+  virtual void concat_backward(const Tensor& dy, std::span<Tensor> dxs) = 0;
+
+  // --- losses (x (N,C), labels (N) i32, loss (1)) ----------------------------------------------
+  virtual void log_softmax_forward(const Tensor& x, Tensor& y) = 0;
+  // dx = dy - exp(y) * sum_c dy
+  virtual void log_softmax_backward(const Tensor& dy, const Tensor& y, Tensor& dx) = 0;
+  // loss = -mean_n logp[n, label_n]; throws if a label is outside [0, C)
+  virtual void nll_forward(const Tensor& logp, const Tensor& labels, Tensor& loss) = 0;
+  virtual void nll_backward(const Tensor& dloss, const Tensor& labels, Tensor& dlogp) = 0;
+  // loss = mean_n (logsumexp(x_n) - x[n, label_n])
+  virtual void softmax_cross_entropy_forward(const Tensor& x, const Tensor& labels,
+                                             Tensor& loss) = 0;
+  // dx = (softmax(x) - onehot(label)) * dloss / N
+  virtual void softmax_cross_entropy_backward(const Tensor& x, const Tensor& labels,
+                                              const Tensor& dloss, Tensor& dx) = 0;
+
+  // --- optimizer ------------------------------------------------------------------------------
+  // g = dw + wd w;  v = momentum v + g;  w -= lr v   (PyTorch's SGD; v starts at zero)
+  virtual void sgd_step(Tensor& w, const Tensor& dw, Tensor& v, const SgdConfig& c) = 0;
+};
+
+// The CPU backend over Eigen, using `threads` OpenMP threads (0: all cores).
+Backend& cpu_backend();
+void set_cpu_threads(int threads);
+
+}  // namespace frugal

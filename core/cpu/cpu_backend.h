@@ -1,0 +1,79 @@
+// The CPU backend: Backend over Eigen and OpenMP. Each kernel family lives in its own file
+// in core/cpu/ (conv2d.cpp, linear.cpp, pool.cpp, batchnorm.cpp, pointwise.cpp, loss.cpp,
+// memory.cpp); this header is private to the library and never includes Eigen.
+// Determinism: work is split statically over threads and every reduction has a fixed order,
+// so results are the same bits on every run with the same thread count.
+#pragma once
+
+#include "core/backend.h"
+
+namespace frugal {
+
+class CpuBackend final : public Backend {
+ public:
+  Device device() const override { return {}; }
+  int threads() const override;
+
+  void fill(Tensor& t, double value) override;
+  void copy(const Tensor& x, Tensor& y) override;
+  void accumulate(const Tensor& x, Tensor& y) override;
+
+  void linear_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) override;
+  void linear_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) override;
+  void linear_backward_weight(const Tensor& x, const Tensor& dy, Tensor& dw,
+                              Tensor& db) override;
+
+  size_t conv2d_forward_scratch(const Conv2dGeometry& g, DType t) const override;
+  size_t conv2d_backward_scratch(const Conv2dGeometry& g, DType t) const override;
+  void conv2d_forward(const Conv2dGeometry& g, const Tensor& x, const Tensor& w, const Tensor& b,
+                      Tensor& y, Tensor& scratch) override;
+  void conv2d_backward_data(const Conv2dGeometry& g, const Tensor& dy, const Tensor& w,
+                            Tensor& dx, Tensor& scratch) override;
+  void conv2d_backward_filter(const Conv2dGeometry& g, const Tensor& x, const Tensor& dy,
+                              Tensor& dw, Tensor& db, Tensor& scratch) override;
+
+  void maxpool2d_forward(const Pool2dGeometry& g, const Tensor& x, Tensor& y,
+                         Tensor& index) override;
+  void maxpool2d_backward(const Pool2dGeometry& g, const Tensor& dy, const Tensor& index,
+                          Tensor& dx) override;
+  void avgpool2d_forward(const Pool2dGeometry& g, const Tensor& x, Tensor& y) override;
+  void avgpool2d_backward(const Pool2dGeometry& g, const Tensor& dy, Tensor& dx) override;
+
+  void batchnorm_forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                               Tensor& running_mean, Tensor& running_var, double momentum,
+                               double eps, Tensor& y, Tensor& mean, Tensor& inv_std) override;
+  void batchnorm_forward_infer(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                               const Tensor& running_mean, const Tensor& running_var, double eps,
+                               Tensor& y) override;
+  void batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                          const Tensor& mean, const Tensor& inv_std, Tensor& dx, Tensor& dgamma,
+                          Tensor& dbeta) override;
+
+  void relu_forward(const Tensor& x, Tensor& y, Tensor& mask) override;
+  void relu_backward_mask(const Tensor& dy, const Tensor& mask, Tensor& dx) override;
+  void relu_backward_output(const Tensor& dy, const Tensor& y, Tensor& dx) override;
+  void threshold_forward(const Tensor& x, double threshold, double value, Tensor& y,
+                         Tensor& mask) override;
+  void dropout_forward(const Tensor& x, double p, uint64_t seed, uint64_t stream, Tensor& y,
+                       Tensor& mask) override;
+  void masked_scale(const Tensor& dy, const Tensor& mask, double scale, Tensor& dx) override;
+  void add(const Tensor& a, const Tensor& b, Tensor& y) override;
+  void concat_forward(std::span<const Tensor> xs, Tensor& y) override;
+  void concat_backward(const Tensor& dy, std::span<Tensor> dxs) override;
+
+  void log_softmax_forward(const Tensor& x, Tensor& y) override;
+  void log_softmax_backward(const Tensor& dy, const Tensor& y, Tensor& dx) override;
+  void nll_forward(const Tensor& logp, const Tensor& labels, Tensor& loss) override;
+  void nll_backward(const Tensor& dloss, const Tensor& labels, Tensor& dlogp) override;
+  void softmax_cross_entropy_forward(const Tensor& x, const Tensor& labels,
+                                     Tensor& loss) override;
+  void softmax_cross_entropy_backward(const Tensor& x, const Tensor& labels, const Tensor& dloss,
+                                      Tensor& dx) override;
+
+  void sgd_step(Tensor& w, const Tensor& dw, Tensor& v, const SgdConfig& c) override;
+};
+
+// Bytes of a bit mask over n elements.
+inline int64_t mask_bytes(int64_t n) { return (n + 7) / 8; }
+
+}  // namespace frugal

@@ -1,0 +1,90 @@
+// Fill, copy, accumulate, SGD and the thread setting of the CPU backend.
+#include <omp.h>
+
+#include <cstring>
+
+#include "core/cpu/cpu_backend.h"
+
+namespace frugal {
+
+namespace {
+int g_threads = 0;
+}
+
+void set_cpu_threads(int threads) {
+  g_threads = threads;
+  if (threads > 0) omp_set_num_threads(threads);
+}
+
+int CpuBackend::threads() const { return g_threads > 0 ? g_threads : omp_get_max_threads(); }
+
+Backend& cpu_backend() {
+  static CpuBackend b;
+  return b;
+}
+
+void CpuBackend::fill(Tensor& t, double value) {
+  const int64_t n = t.numel();
+  switch (t.dtype()) {
+    case DType::f32: {
+      float* p = t.data<float>();
+      for (int64_t i = 0; i < n; ++i) p[i] = static_cast<float>(value);
+      break;
+    }
+    case DType::f64: {
+      double* p = t.data<double>();
+      for (int64_t i = 0; i < n; ++i) p[i] = value;
+      break;
+    }
+    case DType::i32: {
+      int32_t* p = t.data<int32_t>();
+      for (int64_t i = 0; i < n; ++i) p[i] = static_cast<int32_t>(value);
+      break;
+    }
+    case DType::u8: std::memset(t.raw(), static_cast<int>(value), t.bytes()); break;
+  }
+}
+
+void CpuBackend::copy(const Tensor& x, Tensor& y) {
+  FRUGAL_CHECK(x.bytes() == y.bytes(), "copy: ", x.shape(), " and ", y.shape(), " differ in size");
+  if (x.raw() != y.raw()) std::memmove(y.raw(), x.raw(), x.bytes());
+}
+
+namespace {
+template <typename T>
+void accumulate_t(const T* x, T* y, int64_t n) {
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i) y[i] += x[i];
+}
+
+template <typename T>
+void sgd_t(T* w, const T* dw, T* v, int64_t n, const SgdConfig& c) {
+  const T lr = static_cast<T>(c.lr), m = static_cast<T>(c.momentum),
+          wd = static_cast<T>(c.weight_decay);
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i) {
+    T g = dw[i] + wd * w[i];
+    v[i] = m * v[i] + g;
+    w[i] -= lr * v[i];
+  }
+}
+}  // namespace
+
+void CpuBackend::accumulate(const Tensor& x, Tensor& y) {
+  FRUGAL_CHECK(x.meta() == y.meta(), "accumulate: ", x.shape(), " into ", y.shape());
+  if (x.dtype() == DType::f32)
+    accumulate_t(x.data<float>(), y.data<float>(), x.numel());
+  else
+    accumulate_t(x.data<double>(), y.data<double>(), x.numel());
+}
+
+void CpuBackend::sgd_step(Tensor& w, const Tensor& dw, Tensor& v, const SgdConfig& c) {
+  FRUGAL_CHECK(w.meta() == dw.meta() && w.meta() == v.meta(), "sgd: weight ", w.shape(),
+               ", gradient ", dw.shape(), ", momentum ", v.shape(), " must match");
+  if (w.dtype() == DType::f32)
+    sgd_t(w.data<float>(), dw.data<float>(), v.data<float>(), w.numel(), c);
+  else
+    sgd_t(w.data<double>(), dw.data<double>(), v.data<double>(), w.numel(), c);
+}
+
+}  // namespace frugal

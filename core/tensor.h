@@ -1,0 +1,65 @@
+// Tensor: a dense row-major view (shape, dtype) at a byte offset into a shared Storage.
+// Many tensors may view one Storage: that is how a planned arena holds every buffer.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/shape.h"
+#include "core/storage.h"
+
+namespace frugal {
+
+// Shape and element type of a tensor, without memory.
+struct TensorMeta {
+  Shape shape;
+  DType dtype = DType::f32;
+  size_t bytes() const { return static_cast<size_t>(shape.numel()) * dtype_size(dtype); }
+  bool operator==(const TensorMeta&) const = default;
+};
+
+class Tensor {
+ public:
+  Tensor() = default;
+  Tensor(std::shared_ptr<Storage> storage, size_t offset, Shape shape, DType dtype);
+  // A fresh tensor with its own storage from `alloc` (contents uninitialized).
+  static Tensor empty(Shape shape, DType dtype, Role role = Role::input,
+                      Allocator& alloc = cpu_allocator());
+  static Tensor zeros(Shape shape, DType dtype, Role role = Role::input,
+                      Allocator& alloc = cpu_allocator());
+
+  bool defined() const { return storage_ != nullptr; }
+  const Shape& shape() const { return meta_.shape; }
+  DType dtype() const { return meta_.dtype; }
+  const TensorMeta& meta() const { return meta_; }
+  int64_t numel() const { return meta_.shape.numel(); }
+  size_t bytes() const { return meta_.bytes(); }
+  Device device() const { return storage_ ? storage_->device() : Device{}; }
+  const std::shared_ptr<Storage>& storage() const { return storage_; }
+  size_t offset() const { return offset_; }
+
+  void* raw() const { return static_cast<char*>(storage_->data()) + offset_; }
+  // Typed pointer; throws if T does not match dtype().
+  template <typename T>
+  T* data() const {
+    FRUGAL_CHECK(meta_.dtype == dtype_of<T>(), "tensor ", meta_.shape, " is ",
+                 dtype_name(meta_.dtype), ", accessed as ", dtype_name(dtype_of<T>()));
+    return static_cast<T*>(raw());
+  }
+  // Same bytes, another shape with the same element count.
+  Tensor reshape(Shape s) const;
+
+ private:
+  std::shared_ptr<Storage> storage_;
+  size_t offset_ = 0;
+  TensorMeta meta_;
+};
+
+// Host helpers for tests and tools (not for hot paths).
+double element_as_double(const Tensor& t, int64_t i);
+void copy_bytes(const Tensor& src, Tensor& dst);  // same bytes(), host memory
+bool bitwise_equal(const Tensor& a, const Tensor& b);
+
+}  // namespace frugal

@@ -1,0 +1,284 @@
+// Liveness analysis: buffers and their lifetimes from the tape and the ops' roles.
+#include "memory/liveness.h"
+
+#include <algorithm>
+
+#include "autograd/tape.h"
+#include "core/error.h"
+
+namespace frugal {
+
+const char* buffer_kind_name(BufferKind k) {
+  switch (k) {
+    case BufferKind::input: return "input";
+    case BufferKind::value: return "value";
+    case BufferKind::saved: return "saved";
+    case BufferKind::fwd_scratch: return "forward scratch";
+    case BufferKind::bwd_scratch: return "backward scratch";
+    case BufferKind::grad: return "grad";
+    case BufferKind::grad_temp: return "grad (second contribution)";
+  }
+  return "?";
+}
+
+namespace {
+
+bool contains(const std::vector<int>& v, int x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+Buffer make(BufferKind kind, Role role, const TensorMeta& meta) {
+  Buffer b;
+  b.kind = kind;
+  b.role = role;
+  b.meta = meta;
+  return b;
+}
+
+int root_of(const std::vector<Buffer>& b, int i) {
+  while (b[static_cast<size_t>(i)].alias_of >= 0) i = b[static_cast<size_t>(i)].alias_of;
+  return i;
+}
+
+class Analysis {
+ public:
+  Analysis(const Tape& tape, Mode mode, const Backend& backend, const LivenessOptions& opt)
+      : tape_(tape), opt_(opt) {
+    L_.mode = mode;
+    L_.ops = static_cast<int>(tape.ops().size());
+    L_.steps = training() ? 2 * L_.ops + 1 : L_.ops + 1;
+    for (const OpNode& node : tape.ops()) L_.roles.push_back(node.op->roles(mode, backend));
+  }
+
+  Liveness run() {
+    const size_t nv = tape_.values().size(), nops = tape_.ops().size();
+    L_.value_buffer.assign(nv, -1);
+    L_.grad_buffer.assign(nv, -1);
+    L_.update_step.assign(nv, -1);
+    L_.saved_buffers.assign(nops, {});
+    L_.fwd_scratch.assign(nops, -1);
+    L_.bwd_scratch.assign(nops, -1);
+    L_.grad_temp_buffers.assign(nops, {});
+    if (training()) find_gradient_flow();
+    add_values();
+    add_op_buffers();
+    if (training()) add_gradients();
+    if (opt_.aliases) choose_aliases();
+    return std::move(L_);
+  }
+
+ private:
+  bool training() const { return L_.mode == Mode::training; }
+  int final_step() const { return L_.steps - 1; }
+  bool kept(int v) const { return contains(opt_.keep, v); }
+
+  int add(Buffer b) {
+    b.bytes = b.meta.bytes();
+    L_.buffers.push_back(std::move(b));
+    return static_cast<int>(L_.buffers.size()) - 1;
+  }
+
+  // Which op input slots receive a gradient, and which ops run a backward at all.
+  void find_gradient_flow() {
+    const auto& ops = tape_.ops();
+    needs_grad_.resize(ops.size());
+    runs_backward_.assign(ops.size(), false);
+    for (size_t k = 0; k < ops.size(); ++k) {
+      const OpNode& node = ops[k];
+      for (size_t i = 0; i < node.inputs.size(); ++i) {
+        bool g = node.op->differentiable(static_cast<int>(i)) &&
+                 tape_.value(node.inputs[i]).requires_grad;
+        needs_grad_[k].push_back(g);
+        if (g) runs_backward_[k] = true;
+      }
+    }
+  }
+
+  bool reads_in_backward(int op, int slot) const {
+    return training() && runs_backward_[static_cast<size_t>(op)] &&
+           contains(L_.roles[static_cast<size_t>(op)].backward_reads_inputs, slot);
+  }
+
+  void add_values() {
+    const auto& values = tape_.values();
+    for (size_t v = 0; v < values.size(); ++v) {
+      const ValueNode& node = values[v];
+      if (node.kind == ValueKind::param) continue;
+      Buffer b;
+      b.meta = node.meta;
+      b.value = static_cast<int>(v);
+      if (node.kind == ValueKind::input) {
+        b.kind = BufferKind::input;
+        b.role = Role::input;
+        b.first = 0;
+        b.last = final_step();
+        b.label = node.name;
+      } else {
+        const int k = node.producer;
+        b.kind = BufferKind::value;
+        b.role = Role::output;
+        b.first = k;
+        b.last = k;
+        b.label = tape_.ops()[static_cast<size_t>(k)].op->name() + " " + std::to_string(k) +
+                  " out" + (node.output_index ? std::to_string(node.output_index) : "");
+        // Forward readers, and backward readers through the roles.
+        for (int c : node.consumers) {
+          b.last = std::max(b.last, c);
+          const OpNode& cn = tape_.ops()[static_cast<size_t>(c)];
+          for (size_t i = 0; i < cn.inputs.size(); ++i)
+            if (cn.inputs[i] == static_cast<int>(v) && reads_in_backward(c, static_cast<int>(i)))
+              b.last = std::max(b.last, L_.backward_step(c));
+        }
+        if (training() && runs_backward_[static_cast<size_t>(k)] &&
+            contains(L_.roles[static_cast<size_t>(k)].backward_reads_outputs, node.output_index))
+          b.last = std::max(b.last, L_.backward_step(k));
+        if (kept(static_cast<int>(v))) b.last = final_step();
+      }
+      L_.value_buffer[v] = add(std::move(b));
+    }
+  }
+
+  void add_op_buffers() {
+    const auto& ops = tape_.ops();
+    for (size_t k = 0; k < ops.size(); ++k) {
+      const Roles& r = L_.roles[k];
+      const int ki = static_cast<int>(k);
+      const std::string name = ops[k].op->name() + " " + std::to_string(k);
+      const bool backward = training() && runs_backward_[k];
+      for (size_t s = 0; s < r.saved.size(); ++s) {
+        Buffer b = make(BufferKind::saved, Role::saved, r.saved[s]);
+        b.op = ki;
+        b.index = static_cast<int>(s);
+        b.first = ki;
+        b.last = backward ? L_.backward_step(ki) : ki;
+        b.label = name + " saved" + std::to_string(s);
+        L_.saved_buffers[k].push_back(add(std::move(b)));
+      }
+      if (r.forward_scratch > 0) {
+        Buffer b = make(BufferKind::fwd_scratch, Role::scratch, {});
+        b.meta = {Shape{static_cast<int64_t>(r.forward_scratch)}, DType::u8};
+        b.op = ki;
+        b.first = b.last = ki;
+        b.label = name + " scratch";
+        L_.fwd_scratch[k] = add(std::move(b));
+      }
+      if (backward && r.backward_scratch > 0) {
+        Buffer b = make(BufferKind::bwd_scratch, Role::scratch, {});
+        b.meta = {Shape{static_cast<int64_t>(r.backward_scratch)}, DType::u8};
+        b.op = ki;
+        b.first = b.last = L_.backward_step(ki);
+        b.label = name + " backward scratch";
+        L_.bwd_scratch[k] = add(std::move(b));
+      }
+    }
+  }
+
+  // Gradient buffers. In backward order (ops descending, slots ascending) the first writer of
+  // d v writes it directly; later contributions go to a one-step temporary and are summed in.
+  void add_gradients() {
+    const auto& ops = tape_.ops();
+    const auto& values = tape_.values();
+    const int n = L_.ops;
+    std::vector<int> first_writer_op(values.size(), -1), min_consumer(values.size(), -1);
+    for (int k = n - 1; k >= 0; --k) {
+      const OpNode& node = ops[static_cast<size_t>(k)];
+      L_.grad_temp_buffers[static_cast<size_t>(k)].assign(node.inputs.size(), -1);
+      for (size_t i = 0; i < node.inputs.size(); ++i) {
+        if (!needs_grad_[static_cast<size_t>(k)][i]) continue;
+        const int v = node.inputs[i];
+        min_consumer[static_cast<size_t>(v)] = k;
+        if (first_writer_op[static_cast<size_t>(v)] < 0) {
+          first_writer_op[static_cast<size_t>(v)] = k;
+          first_slot_.emplace_back(k, static_cast<int>(i));
+          continue;
+        }
+        Buffer t = make(BufferKind::grad_temp, Role::grad, values[v].meta);
+        t.value = v;
+        t.op = k;
+        t.index = static_cast<int>(i);
+        t.first = t.last = L_.backward_step(k);
+        t.label = "d " + values[v].name + " (" + std::to_string(k) + "." + std::to_string(i) + ")";
+        L_.grad_temp_buffers[static_cast<size_t>(k)][i] = add(std::move(t));
+      }
+    }
+    for (size_t v = 0; v < values.size(); ++v) {
+      const ValueNode& node = values[v];
+      if (!node.requires_grad) continue;
+      Buffer g = make(BufferKind::grad, Role::grad, node.meta);
+      g.value = static_cast<int>(v);
+      // Written first by the backward of its latest consumer, or seeded when backward starts.
+      g.first = first_writer_op[v] >= 0 ? L_.backward_step(first_writer_op[v]) : n;
+      g.label = "d " + node.name + " " + std::to_string(v);
+      if (node.kind == ValueKind::op_output) {
+        g.last = L_.backward_step(node.producer);
+      } else if (node.kind == ValueKind::input) {
+        g.last = final_step();
+      } else {
+        g.role = Role::param_grad;
+        if (first_writer_op[v] < 0) continue;  // a parameter this loss does not reach
+        int update = (opt_.optimizer && opt_.fuse_optimizer)
+                         ? L_.backward_step(min_consumer[v])
+                         : final_step();
+        L_.update_step[v] = update;
+        g.last = opt_.keep_param_grads || !opt_.optimizer ? final_step() : update;
+      }
+      if (kept(static_cast<int>(v))) g.last = final_step();
+      L_.grad_buffer[v] = add(std::move(g));
+    }
+  }
+
+  // In place where the op allows it and nothing reads the input after this op.
+  void choose_aliases() {
+    const auto& ops = tape_.ops();
+    std::vector<bool> taken(L_.buffers.size(), false);
+    for (size_t k = 0; k < ops.size(); ++k) {
+      const OpNode& node = ops[k];
+      for (const Alias& a : L_.roles[k].aliases) {
+        const int in = L_.value_buffer[static_cast<size_t>(node.inputs[a.input])];
+        const int out = L_.value_buffer[static_cast<size_t>(node.outputs[a.output])];
+        if (in < 0 || out < 0) continue;
+        Buffer& bi = L_.buffers[static_cast<size_t>(in)];
+        Buffer& bo = L_.buffers[static_cast<size_t>(out)];
+        if (bi.kind != BufferKind::value || taken[in] || bi.last != static_cast<int>(k) ||
+            bi.bytes != bo.bytes || bo.alias_of >= 0)
+          continue;
+        bo.alias_of = root_of(L_.buffers, in);
+        taken[in] = true;
+      }
+    }
+    if (!training()) return;
+    for (auto [k, i] : first_slot_) {
+      const OpNode& node = ops[static_cast<size_t>(k)];
+      for (const Alias& a : L_.roles[static_cast<size_t>(k)].grad_aliases) {
+        if (a.input != i) continue;
+        const int gi = L_.grad_buffer[static_cast<size_t>(node.inputs[i])];
+        const int go = L_.grad_buffer[static_cast<size_t>(node.outputs[a.output])];
+        if (gi < 0 || go < 0) continue;
+        Buffer& bi = L_.buffers[static_cast<size_t>(gi)];
+        Buffer& bo = L_.buffers[static_cast<size_t>(go)];
+        const int step = L_.backward_step(k);
+        if (bi.role != Role::grad || bo.role != Role::grad || taken[go] || bo.last != step ||
+            bi.first != step || bi.bytes != bo.bytes || bi.alias_of >= 0)
+          continue;
+        bi.alias_of = root_of(L_.buffers, go);
+        taken[go] = true;
+      }
+    }
+  }
+
+  const Tape& tape_;
+  LivenessOptions opt_;
+  Liveness L_;
+  std::vector<std::vector<bool>> needs_grad_;
+  std::vector<bool> runs_backward_;
+  std::vector<std::pair<int, int>> first_slot_;  // (op, slot) writing a gradient directly
+};
+
+}  // namespace
+
+Liveness analyze(const Tape& tape, Mode mode, const Backend& backend,
+                 const LivenessOptions& options) {
+  return Analysis(tape, mode, backend, options).run();
+}
+
+}  // namespace frugal

@@ -1,0 +1,70 @@
+// Liveness: from a recorded tape, the op roles and a mode, every buffer the step needs, with
+// its size, role and lifetime [first, last] on one timeline: forward steps 0..n-1, then the
+// backward of op k at step 2n-1-k, then one final step 2n (end-of-step optimizer). Also the
+// aliases (in place) the planner may apply: only where the op allows it and nothing reads the
+// input afterwards, backward readers included.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "autograd/op.h"
+
+namespace frugal {
+
+class Tape;
+
+enum class BufferKind {
+  input,        // network input, fed by the user
+  value,        // an op's output
+  saved,        // an op's saved extra state
+  fwd_scratch,  // forward scratch of one op
+  bwd_scratch,  // backward scratch of one op
+  grad,         // gradient of a value (params: Role::param_grad)
+  grad_temp,    // a second contribution to a gradient, summed into it at once
+};
+const char* buffer_kind_name(BufferKind k);
+
+struct Buffer {
+  BufferKind kind = BufferKind::value;
+  Role role = Role::output;
+  TensorMeta meta;
+  size_t bytes = 0;
+  int value = -1;  // value id (input, value, grad)
+  int op = -1;     // op index (saved, scratch, grad_temp)
+  int index = 0;   // saved slot, or input slot for grad_temp
+  int first = 0, last = 0;  // inclusive timeline steps
+  int alias_of = -1;  // takes the bytes of this buffer (set only when aliasing is enabled)
+  std::string label;  // "conv2d3 out", for reports and pictures
+};
+
+struct LivenessOptions {
+  bool aliases = true;            // apply allowed in-place aliases
+  bool fuse_optimizer = true;     // parameter update right after its gradient is final
+  bool optimizer = false;         // an optimizer step runs (param grads live until it)
+  bool keep_param_grads = false;  // param grads live to the end of the step
+  std::vector<int> keep;          // value ids whose buffers (and grads) live to the end
+};
+
+struct Liveness {
+  Mode mode = Mode::training;
+  int ops = 0;    // n
+  int steps = 0;  // timeline length: n (inference) or 2n + 1 (training)
+  std::vector<Buffer> buffers;
+  std::vector<int> value_buffer;  // value id -> buffer, -1 for params
+  std::vector<int> grad_buffer;   // value id -> gradient buffer, -1 if none
+  std::vector<std::vector<int>> saved_buffers;      // op -> buffers
+  std::vector<int> fwd_scratch, bwd_scratch;        // op -> buffer or -1
+  std::vector<std::vector<int>> grad_temp_buffers;  // op -> per input slot, buffer or -1
+  std::vector<Roles> roles;                         // op -> its roles in this mode
+  std::vector<int> update_step;  // param value id -> step of its optimizer update, else -1
+
+  int backward_step(int op) const { return 2 * ops - 1 - op; }
+  int final_step() const { return steps - 1; }
+};
+
+Liveness analyze(const Tape& tape, Mode mode, const Backend& backend,
+                 const LivenessOptions& options);
+
+}  // namespace frugal
