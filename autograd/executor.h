@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -25,11 +26,11 @@ struct ExecutorOptions {
   bool poison = false;
   uint64_t seed = 0;  // randomness (dropout) is a function of (seed, step, op)
   // Values readable after forward/backward: their buffers (and gradients) live to the end.
-  std::vector<Value> keep;
+  std::vector<Value> keep = {};
   // Keep every parameter gradient until the end of the step (tests); otherwise with an
   // optimizer set, the planned mode frees each gradient right after its update.
   bool keep_param_grads = false;
-  std::optional<SgdConfig> sgd;  // optimizer applied during backward
+  std::optional<SgdConfig> sgd = std::nullopt;  // optimizer applied during backward
 };
 
 class Executor {
@@ -60,6 +61,8 @@ class Executor {
   const Liveness& liveness() const { return live_; }
   const ExecutorOptions& options() const { return opt_; }
   uint64_t step() const { return step_; }
+  // Sets the step counter (randomness replays per step; resume continues a saved run).
+  void set_step(uint64_t step) { step_ = step; }
   // Bytes held by this executor (arena or per-buffer storage), excluding parameters.
   size_t memory_bytes() const { return held_bytes_; }
   size_t arena_bytes() const { return arena_bytes_; }
@@ -70,6 +73,7 @@ class Executor {
   void run_backward_step(int op_index);
   void optimizer_update(int value_id);
   void poison(Tensor& t);
+  uint64_t step_seed() const;
   OpContext context(int op_index, bool backward);
 
   Tape& tape_;
@@ -81,6 +85,9 @@ class Executor {
   std::vector<std::vector<int>> starts_at_;      // step -> buffers whose lifetime starts
   std::vector<Tensor> param_values_;             // value id -> parameter tensor view
   std::vector<std::shared_ptr<Storage>> owned_;  // storage held by this executor
+  std::vector<std::string> names_;               // op names (contexts point into them)
+  std::vector<OpContext> forward_ctx_, backward_ctx_;
+  Tensor one_;                                   // d loss / d loss
   size_t held_bytes_ = 0, arena_bytes_ = 0;
   uint64_t step_ = 0;
   bool forward_done_ = false;

@@ -82,6 +82,11 @@ class Op {
   // Ops with state updated in forward (BatchNorm running stats) say so: recomputation must
   // not apply that update twice.
   virtual bool updates_state() const { return false; }
+  // Ops whose backward can read either a compact saved encoding (a 1-bit mask) or their own
+  // full output say so; the planner picks the output where another op's backward keeps it
+  // alive anyway, and the encoding where that lets the output die early.
+  virtual bool has_compact_encoding() const { return false; }
+  virtual void use_compact_encoding(bool /*compact*/) {}
   // Stable per-op stream for randomness, set by the tape when recorded.
   uint64_t stream = 0;
 };

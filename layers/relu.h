@@ -19,6 +19,10 @@ class ReluOp final : public Op {
   Roles roles(Mode mode, const Backend& backend) const override;
   void forward(const OpContext& ctx) override;
   void backward(const OpContext& ctx) override;
+  bool has_compact_encoding() const override { return true; }
+  void use_compact_encoding(bool compact) override {
+    saves = compact ? Saves::mask : Saves::output;
+  }
 
  private:
   TensorMeta x_;

@@ -224,6 +224,7 @@ class Analysis {
       }
       if (kept(static_cast<int>(v))) g.last = final_step();
       L_.grad_buffer[v] = add(std::move(g));
+      if (first_writer_op[v] < 0) L_.unwritten_grads.push_back(L_.grad_buffer[v]);
     }
   }
 

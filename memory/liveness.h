@@ -58,6 +58,7 @@ struct Liveness {
   std::vector<int> fwd_scratch, bwd_scratch;        // op -> buffer or -1
   std::vector<std::vector<int>> grad_temp_buffers;  // op -> per input slot, buffer or -1
   std::vector<Roles> roles;                         // op -> its roles in this mode
+  std::vector<int> unwritten_grads;  // gradient buffers no backward writes: seeded or zeroed
   std::vector<int> update_step;  // param value id -> step of its optimizer update, else -1
 
   int backward_step(int op) const { return 2 * ops - 1 - op; }

@@ -13,7 +13,6 @@ struct GradcheckOptions {
   double eps = 1e-6;        // central difference step
   double tolerance = 1e-6;  // on |analytic - numeric| / max(1, |analytic|, |numeric|)
   uint64_t seed = 1;        // parameters and the random upstream gradient
-  Mode mode = Mode::training;
 };
 
 // Records `build` over leaf inputs holding `inputs` (f64 tensors are differentiable; i32

@@ -1,0 +1,269 @@
+// Executor: memory binding (baseline or planned arena), forward, backward, fused optimizer.
+#include "autograd/executor.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/error.h"
+#include "core/rng.h"
+#include "memory/encodings.h"
+#include "memory/planner.h"
+
+namespace frugal {
+
+const char* memory_mode_name(MemoryMode m) {
+  return m == MemoryMode::planned ? "planned" : "baseline";
+}
+
+namespace {
+LivenessOptions liveness_options(const ExecutorOptions& o) {
+  LivenessOptions l;
+  const bool planned = o.memory == MemoryMode::planned;
+  l.aliases = planned;
+  l.fuse_optimizer = planned;
+  l.optimizer = o.sgd.has_value();
+  l.keep_param_grads = o.keep_param_grads || !planned;
+  for (const Value& v : o.keep) l.keep.push_back(v.id());
+  return l;
+}
+}  // namespace
+
+Executor::Executor(Tape& tape, Backend& backend, ExecutorOptions options, Allocator& alloc)
+    : tape_(tape), backend_(backend), opt_(std::move(options)), alloc_(alloc) {
+  for (const Value& v : opt_.keep)
+    FRUGAL_CHECK(v.valid() && &v.tape() == &tape_, "executor: a kept value is not on this tape");
+  LivenessOptions lo = liveness_options(opt_);
+  // Baseline runs the ops as recorded; planned picks each saved encoding from the lifetimes.
+  if (opt_.memory == MemoryMode::planned) choose_encodings(tape_, opt_.mode, backend_, lo.keep);
+  live_ = analyze(tape_, opt_.mode, backend_, lo);
+  bind();
+}
+
+Executor::~Executor() = default;
+
+// Gives every buffer memory: its own storage (baseline) or an offset in one arena (planned).
+// Inputs always get their own storage; they are the user's, fed every step.
+void Executor::bind() {
+  const auto& bufs = live_.buffers;
+  buffers_.resize(bufs.size());
+  std::vector<PlanBuffer> requests;
+  std::vector<int> planned;
+  for (size_t i = 0; i < bufs.size(); ++i) {
+    const Buffer& b = bufs[i];
+    const bool own = b.kind == BufferKind::input || opt_.memory == MemoryMode::baseline;
+    if (own) {
+      auto s = std::make_shared<Storage>(alloc_, b.bytes, b.role);
+      held_bytes_ += b.bytes;
+      buffers_[i] = Tensor(s, 0, b.meta.shape, b.meta.dtype);
+      owned_.push_back(std::move(s));
+    } else {
+      planned.push_back(static_cast<int>(i));
+    }
+  }
+  if (!planned.empty()) {
+    std::vector<int> slot(bufs.size(), -1);
+    for (size_t j = 0; j < planned.size(); ++j) slot[static_cast<size_t>(planned[j])] = static_cast<int>(j);
+    for (int i : planned) {
+      const Buffer& b = bufs[static_cast<size_t>(i)];
+      requests.push_back({.bytes = b.bytes, .first = b.first, .last = b.last,
+                          .alias_of = b.alias_of >= 0 ? slot[static_cast<size_t>(b.alias_of)] : -1});
+    }
+    Plan plan = plan_arena(requests, alloc_.alignment());
+    arena_bytes_ = plan.arena_bytes;
+    auto arena = std::make_shared<Storage>(alloc_, plan.arena_bytes, Role::arena);
+    held_bytes_ += plan.arena_bytes;
+    for (size_t j = 0; j < planned.size(); ++j) {
+      const Buffer& b = bufs[static_cast<size_t>(planned[j])];
+      buffers_[static_cast<size_t>(planned[j])] =
+          Tensor(arena, plan.offsets[j], b.meta.shape, b.meta.dtype);
+    }
+    owned_.push_back(std::move(arena));
+  }
+  param_values_.resize(tape_.values().size());
+  for (size_t v = 0; v < tape_.values().size(); ++v)
+    if (const Parameter* p = tape_.values()[v].param) param_values_[v] = p->value;
+  for (const OpNode& node : tape_.ops()) names_.push_back(node.op->name());
+  for (int k = 0; k < live_.ops; ++k) {
+    forward_ctx_.push_back(context(k, false));
+    if (opt_.mode == Mode::training) backward_ctx_.push_back(context(k, true));
+  }
+  starts_at_.assign(static_cast<size_t>(live_.steps), {});
+  for (size_t i = 0; i < bufs.size(); ++i)
+    if (bufs[i].kind != BufferKind::input && bufs[i].alias_of < 0)
+      starts_at_[static_cast<size_t>(bufs[i].first)].push_back(static_cast<int>(i));
+}
+
+Tensor& Executor::input(Value v) {
+  FRUGAL_CHECK(v.valid() && &v.tape() == &tape_ && tape_.value(v.id()).kind == ValueKind::input,
+               "executor: value ", v.id(), " is not an input of this tape");
+  return buffers_[static_cast<size_t>(live_.value_buffer[static_cast<size_t>(v.id())])];
+}
+
+void Executor::set_input(Value v, const Tensor& host) {
+  Tensor& t = input(v);
+  FRUGAL_CHECK(host.meta() == t.meta(), "executor: input '", tape_.value(v.id()).name, "' is ",
+               t.shape(), " ", dtype_name(t.dtype()), ", got ", host.shape(), " ",
+               dtype_name(host.dtype()), " (record the model again for another shape)");
+  backend_.copy(host, t);
+}
+
+const Tensor& Executor::value(Value v) const {
+  const size_t id = static_cast<size_t>(v.id());
+  if (tape_.values().at(id).kind == ValueKind::param) return param_values_[id];
+  return buffers_[static_cast<size_t>(live_.value_buffer[id])];
+}
+
+const Tensor& Executor::grad(Value v) const {
+  const int b = live_.grad_buffer.at(static_cast<size_t>(v.id()));
+  FRUGAL_CHECK(b >= 0, "executor: value ", v.id(), " ('", tape_.value(v.id()).name,
+               "') has no gradient");
+  return buffers_[static_cast<size_t>(b)];
+}
+
+uint64_t Executor::step_seed() const { return random_bits(opt_.seed, 0x5eed, step_); }
+
+void Executor::poison(Tensor& t) {
+  if (t.dtype() == DType::f32 || t.dtype() == DType::f64)
+    backend_.fill(t, std::numeric_limits<double>::quiet_NaN());
+  else
+    backend_.fill(t, 0xA5);  // not NaN-able: a recognisable pattern
+}
+
+void Executor::start_lifetime(int step) {
+  if (!opt_.poison) return;
+  for (int b : starts_at_[static_cast<size_t>(step)]) poison(buffers_[static_cast<size_t>(b)]);
+}
+
+OpContext Executor::context(int k, bool backward) {
+  const OpNode& node = tape_.ops()[static_cast<size_t>(k)];
+  const Roles& r = live_.roles[static_cast<size_t>(k)];
+  OpContext c;
+  c.op_name = names_[static_cast<size_t>(k)].c_str();
+  c.backward_pass = backward;
+  c.backend_ = &backend_;
+  c.mode_ = opt_.mode;
+  auto tensor_of = [&](int v) -> Tensor* {
+    if (tape_.value(v).kind == ValueKind::param) return &param_values_[static_cast<size_t>(v)];
+    return &buffers_[static_cast<size_t>(live_.value_buffer[static_cast<size_t>(v)])];
+  };
+  auto buffer = [&](int b) -> Tensor* { return b >= 0 ? &buffers_[static_cast<size_t>(b)] : nullptr; };
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    bool visible = !backward || std::find(r.backward_reads_inputs.begin(),
+                                          r.backward_reads_inputs.end(),
+                                          static_cast<int>(i)) != r.backward_reads_inputs.end();
+    c.inputs.push_back(visible ? tensor_of(node.inputs[i]) : nullptr);
+  }
+  for (size_t j = 0; j < node.outputs.size(); ++j) {
+    bool visible = !backward || std::find(r.backward_reads_outputs.begin(),
+                                          r.backward_reads_outputs.end(),
+                                          static_cast<int>(j)) != r.backward_reads_outputs.end();
+    c.outputs.push_back(visible ? tensor_of(node.outputs[j]) : nullptr);
+  }
+  for (int b : live_.saved_buffers[static_cast<size_t>(k)]) c.saved_.push_back(buffer(b));
+  c.scratch_ = buffer(backward ? live_.bwd_scratch[static_cast<size_t>(k)]
+                               : live_.fwd_scratch[static_cast<size_t>(k)]);
+  if (backward) {
+    for (int out : node.outputs) c.grad_outputs.push_back(buffer(live_.grad_buffer[static_cast<size_t>(out)]));
+    const auto& temps = live_.grad_temp_buffers[static_cast<size_t>(k)];
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      Tensor* g = nullptr;
+      if (node.op->differentiable(static_cast<int>(i)) && tape_.value(node.inputs[i]).requires_grad)
+        g = temps[i] >= 0 ? buffer(temps[i])
+                          : buffer(live_.grad_buffer[static_cast<size_t>(node.inputs[i])]);
+      c.grad_inputs.push_back(g);
+    }
+  }
+  return c;
+}
+
+void Executor::forward() {
+  const int n = live_.ops;
+  for (int k = 0; k < n; ++k) {
+    start_lifetime(k);
+    OpContext& c = forward_ctx_[static_cast<size_t>(k)];
+    c.seed_ = step_seed();
+    tape_.ops()[static_cast<size_t>(k)].op->forward(c);
+  }
+  forward_done_ = true;
+  if (opt_.mode == Mode::inference) ++step_;
+}
+
+void Executor::backward(Value loss) {
+  FRUGAL_CHECK(loss.valid() && loss.shape().numel() == 1, "executor: backward(loss) needs a ",
+               "one-element loss, got ", loss.shape());
+  if (!one_.defined() || one_.meta() != loss.meta()) {
+    one_ = Tensor::empty(loss.shape(), loss.dtype(), Role::grad, alloc_);
+    backend_.fill(one_, 1.0);
+  }
+  std::pair<Value, Tensor> seed{loss, one_};
+  backward(std::span<const std::pair<Value, Tensor>>(&seed, 1));
+}
+
+void Executor::backward(std::span<const std::pair<Value, Tensor>> seeds) {
+  FRUGAL_CHECK(opt_.mode == Mode::training, "executor: backward in inference mode");
+  FRUGAL_CHECK(forward_done_, "executor: backward before forward");
+  const int n = live_.ops;
+  for (int s = n; s < 2 * n; ++s) {
+    start_lifetime(s);
+    if (s == n) {
+      // Gradients nobody writes (the loss, unused outputs) start at zero, then the seeds.
+      for (int b : live_.unwritten_grads) backend_.fill(buffers_[static_cast<size_t>(b)], 0.0);
+      for (const auto& [v, t] : seeds) {
+        FRUGAL_CHECK(v.valid() && &v.tape() == &tape_ &&
+                         std::count(live_.unwritten_grads.begin(), live_.unwritten_grads.end(),
+                                    live_.grad_buffer[static_cast<size_t>(v.id())]) == 1,
+                     "executor: a backward seed must be a value with a gradient that no op's ",
+                     "backward writes (value ", v.id(), ")");
+        Tensor& g = const_cast<Tensor&>(grad(v));
+        FRUGAL_CHECK(g.meta() == t.meta(), "executor: seed for value ", v.id(), " is ",
+                     t.shape(), ", expected ", g.shape());
+        backend_.copy(t, g);
+      }
+    }
+    run_backward_step(2 * n - 1 - s);
+  }
+  start_lifetime(live_.final_step());
+  for (size_t v = 0; v < live_.update_step.size(); ++v)
+    if (live_.update_step[v] == live_.final_step()) optimizer_update(static_cast<int>(v));
+  forward_done_ = false;
+  ++step_;
+}
+
+void Executor::run_backward_step(int k) {
+  OpNode& node = tape_.ops()[static_cast<size_t>(k)];
+  OpContext& c = backward_ctx_[static_cast<size_t>(k)];
+  bool any = false;
+  for (Tensor* g : c.grad_inputs) any = any || g != nullptr;
+  if (!any) return;
+  c.seed_ = step_seed();
+  node.op->backward(c);
+  // Second contributions to a gradient, summed in slot order.
+  const auto& temps = live_.grad_temp_buffers[static_cast<size_t>(k)];
+  for (size_t i = 0; i < temps.size(); ++i) {
+    if (temps[i] < 0) continue;
+    const int g = live_.grad_buffer[static_cast<size_t>(node.inputs[i])];
+    backend_.accumulate(buffers_[static_cast<size_t>(temps[i])], buffers_[static_cast<size_t>(g)]);
+  }
+  const int step = live_.backward_step(k);
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    const int v = node.inputs[i];
+    const bool repeated = std::find(node.inputs.begin(), node.inputs.begin() + i, v) !=
+                          node.inputs.begin() + i;
+    if (!repeated && live_.update_step[static_cast<size_t>(v)] == step) optimizer_update(v);
+  }
+}
+
+void Executor::optimizer_update(int v) {
+  if (!opt_.sgd) return;
+  Parameter* p = tape_.values()[static_cast<size_t>(v)].param;
+  if (!p->momentum.defined()) {
+    p->momentum = Tensor::empty(p->value.shape(), p->value.dtype(), Role::optimizer_state,
+                                cpu_allocator());
+    backend_.fill(p->momentum, 0.0);
+  }
+  backend_.sgd_step(p->value, buffers_[static_cast<size_t>(live_.grad_buffer[static_cast<size_t>(v)])],
+                    p->momentum, *opt_.sgd);
+}
+
+}  // namespace frugal

@@ -1,0 +1,173 @@
+// Batch normalization kernels of the CPU backend. x is viewed as (N,C,S) with S = H*W (1 for
+// (N,C) input); every per-channel reduction runs over n then s in one thread (the loop is
+// parallel over channels) and accumulates in double, so results are the same bits every run.
+#include <cmath>
+#include <initializer_list>
+
+#include "core/cpu/cpu_backend.h"
+
+namespace frugal {
+
+namespace {
+
+struct Dims {
+  int64_t N, C, S;
+};
+
+// Checks that t (per-channel: gamma, beta, statistics and their gradients) is (C) in x's dtype.
+void check_channel(const char* op, const Tensor& t, const Tensor& x, int64_t C) {
+  FRUGAL_CHECK(t.defined() && t.shape() == Shape{C} && t.dtype() == x.dtype(), op,
+               ": per-channel tensor ", t.defined() ? t.shape().str() : "undefined", ", expected [",
+               C, "] ", dtype_name(x.dtype()), " for x ", x.shape());
+}
+
+// Checks x (N,C,H,W) or (N,C), y of the same meta, and the per-channel tensors.
+Dims check_shapes(const char* op, const Tensor& x, const Tensor& y,
+                  std::initializer_list<const Tensor*> per_channel) {
+  const int rank = x.shape().rank();
+  FRUGAL_CHECK(rank == 2 || rank == 4, op, ": x must be (N,C,H,W) or (N,C), got ", x.shape());
+  FRUGAL_CHECK(x.dtype() == DType::f32 || x.dtype() == DType::f64, op,
+               ": x must be f32 or f64, got ", dtype_name(x.dtype()));
+  const Dims d{x.shape()[0], x.shape()[1], rank == 4 ? x.shape()[2] * x.shape()[3] : 1};
+  FRUGAL_CHECK(y.meta() == x.meta(), op, ": x ", x.shape(), " and y ", y.shape(), " differ");
+  for (const Tensor* t : per_channel) check_channel(op, *t, x, d.C);
+  return d;
+}
+
+// y = (x - mean) * (inv_std * gamma) + beta over channel c; elementwise, so y may alias x.
+template <typename T>
+void normalize_channel(const Dims& d, int64_t c, const T* x, T mean, T inv_std, T gamma, T beta,
+                       T* y) {
+  const T scale = inv_std * gamma;
+  for (int64_t n = 0; n < d.N; ++n) {
+    const int64_t base = (n * d.C + c) * d.S;
+    for (int64_t s = 0; s < d.S; ++s) y[base + s] = (x[base + s] - mean) * scale + beta;
+  }
+}
+
+// x (N,C,S)  gamma, beta, running_mean, running_var, mean, inv_std (C)  y (N,C,S)
+template <typename T>
+void batchnorm_forward_train_t(const Dims& d, const T* x, const T* gamma, const T* beta, T* rm,
+                               T* rv, double momentum, double eps, T* y, T* mean, T* inv_std) {
+  const double M = static_cast<double>(d.N * d.S);
+#pragma omp parallel for schedule(static)
+  for (int64_t c = 0; c < d.C; ++c) {
+    double sum = 0, sq = 0;
+    for (int64_t n = 0; n < d.N; ++n)
+      for (int64_t s = 0; s < d.S; ++s) sum += x[(n * d.C + c) * d.S + s];
+    const double mu = sum / M;
+    for (int64_t n = 0; n < d.N; ++n)
+      for (int64_t s = 0; s < d.S; ++s) {
+        const double e = x[(n * d.C + c) * d.S + s] - mu;
+        sq += e * e;
+      }
+    const double var = sq / M;  // biased: normalization; unbiased: running statistic
+    mean[c] = static_cast<T>(mu);
+    inv_std[c] = static_cast<T>(1.0 / std::sqrt(var + eps));
+    rm[c] = static_cast<T>((1 - momentum) * rm[c] + momentum * mu);
+    rv[c] = static_cast<T>((1 - momentum) * rv[c] + momentum * var * M / (M - 1));
+    normalize_channel(d, c, x, mean[c], inv_std[c], gamma[c], beta[c], y);
+  }
+}
+
+// x (N,C,S)  gamma, beta, running_mean, running_var (C)  y (N,C,S), y may alias x
+template <typename T>
+void batchnorm_forward_infer_t(const Dims& d, const T* x, const T* gamma, const T* beta,
+                               const T* rm, const T* rv, double eps, T* y) {
+#pragma omp parallel for schedule(static)
+  for (int64_t c = 0; c < d.C; ++c) {
+    const T inv_std = static_cast<T>(1.0 / std::sqrt(static_cast<double>(rv[c]) + eps));
+    normalize_channel(d, c, x, rm[c], inv_std, gamma[c], beta[c], y);
+  }
+}
+
+// x, dy, dx (N,C,S)  gamma, mean, inv_std, dgamma, dbeta (C); with x^ = (x - mean) inv_std
+// and M = N*S values per channel (y = gamma x^ + beta, mean and var from the batch):
+//   dbeta = sum dy,  dgamma = sum dy x^,
+//   dx = gamma inv_std / M * (M dy - sum dy - x^ sum dy x^)
+// dx is written after both sums, element by element, so it may alias dy.
+template <typename T>
+void batchnorm_backward_t(const Dims& d, const T* x, const T* dy, const T* gamma, const T* mean,
+                          const T* inv_std, T* dx, T* dgamma, T* dbeta) {
+  const double M = static_cast<double>(d.N * d.S);
+#pragma omp parallel for schedule(static)
+  for (int64_t c = 0; c < d.C; ++c) {
+    const double mu = mean[c], inv = inv_std[c];
+    double sum_dy = 0, sum_dy_xhat = 0;
+    for (int64_t n = 0; n < d.N; ++n)
+      for (int64_t s = 0; s < d.S; ++s) {
+        const int64_t i = (n * d.C + c) * d.S + s;
+        sum_dy += dy[i];
+        sum_dy_xhat += dy[i] * ((x[i] - mu) * inv);
+      }
+    if (dgamma) dgamma[c] = static_cast<T>(sum_dy_xhat);
+    if (dbeta) dbeta[c] = static_cast<T>(sum_dy);
+    if (!dx) continue;
+    const double k = gamma[c] * inv / M;
+    for (int64_t n = 0; n < d.N; ++n)
+      for (int64_t s = 0; s < d.S; ++s) {
+        const int64_t i = (n * d.C + c) * d.S + s;
+        const double xhat = (x[i] - mu) * inv;
+        dx[i] = static_cast<T>(k * (M * dy[i] - sum_dy - xhat * sum_dy_xhat));
+      }
+  }
+}
+
+template <typename T>
+T* ptr(const Tensor& t) {
+  return t.defined() ? t.data<T>() : nullptr;
+}
+
+}  // namespace
+
+void CpuBackend::batchnorm_forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                         Tensor& running_mean, Tensor& running_var, double momentum,
+                                         double eps, Tensor& y, Tensor& mean, Tensor& inv_std) {
+  const Dims d = check_shapes("batch_norm", x, y,
+                              {&gamma, &beta, &running_mean, &running_var, &mean, &inv_std});
+  FRUGAL_CHECK(d.N * d.S > 1, "batch_norm: training needs more than 1 value per channel, got x ",
+               x.shape());
+  if (x.dtype() == DType::f32)
+    batchnorm_forward_train_t(d, x.data<float>(), gamma.data<float>(), beta.data<float>(),
+                              running_mean.data<float>(), running_var.data<float>(), momentum, eps,
+                              y.data<float>(), mean.data<float>(), inv_std.data<float>());
+  else
+    batchnorm_forward_train_t(d, x.data<double>(), gamma.data<double>(), beta.data<double>(),
+                              running_mean.data<double>(), running_var.data<double>(), momentum,
+                              eps, y.data<double>(), mean.data<double>(), inv_std.data<double>());
+}
+
+void CpuBackend::batchnorm_forward_infer(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                         const Tensor& running_mean, const Tensor& running_var,
+                                         double eps, Tensor& y) {
+  const Dims d = check_shapes("batch_norm", x, y, {&gamma, &beta, &running_mean, &running_var});
+  if (x.dtype() == DType::f32)
+    batchnorm_forward_infer_t(d, x.data<float>(), gamma.data<float>(), beta.data<float>(),
+                              running_mean.data<float>(), running_var.data<float>(), eps,
+                              y.data<float>());
+  else
+    batchnorm_forward_infer_t(d, x.data<double>(), gamma.data<double>(), beta.data<double>(),
+                              running_mean.data<double>(), running_var.data<double>(), eps,
+                              y.data<double>());
+}
+
+void CpuBackend::batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                    const Tensor& mean, const Tensor& inv_std, Tensor& dx,
+                                    Tensor& dgamma, Tensor& dbeta) {
+  const char* op = "batch_norm backward";
+  const Dims d = check_shapes(op, x, dy, {&gamma, &mean, &inv_std});
+  if (dgamma.defined()) check_channel(op, dgamma, x, d.C);
+  if (dbeta.defined()) check_channel(op, dbeta, x, d.C);
+  if (dx.defined())
+    FRUGAL_CHECK(dx.meta() == x.meta(), op, ": dx ", dx.shape(), " for x ", x.shape());
+  if (x.dtype() == DType::f32)
+    batchnorm_backward_t(d, x.data<float>(), dy.data<float>(), gamma.data<float>(),
+                         mean.data<float>(), inv_std.data<float>(), ptr<float>(dx),
+                         ptr<float>(dgamma), ptr<float>(dbeta));
+  else
+    batchnorm_backward_t(d, x.data<double>(), dy.data<double>(), gamma.data<double>(),
+                         mean.data<double>(), inv_std.data<double>(), ptr<double>(dx),
+                         ptr<double>(dgamma), ptr<double>(dbeta));
+}
+
+}  // namespace frugal

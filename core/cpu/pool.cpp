@@ -1,0 +1,171 @@
+// Max and average pooling kernels of the CPU backend. Parallel over the N*C planes; each
+// backward zeroes its dx plane and scatters into it in output order, so the sums are the same
+// bits on every run.
+#include <algorithm>
+#include <cmath>
+
+#include "core/cpu/cpu_backend.h"
+
+namespace frugal {
+
+namespace {
+
+// Window of output (p, q): [h0, h1) x [w0, w1) in input coordinates, clipped to the input;
+// hs, ws is the unclipped start (may lie in the top/left padding); area counts padding up to
+// the padded border (count_include_pad, clipped at H + pad as PyTorch in ceil mode).
+struct Window {
+  int64_t hs, ws, h0, h1, w0, w1, area;
+};
+
+Window window(const Pool2dGeometry& g, int64_t p, int64_t q) {
+  Window v;
+  v.hs = p * g.stride_h - g.pad_h;
+  v.ws = q * g.stride_w - g.pad_w;
+  const int64_t he = std::min(v.hs + g.kernel_h, g.H + g.pad_h);
+  const int64_t we = std::min(v.ws + g.kernel_w, g.W + g.pad_w);
+  v.area = (he - v.hs) * (we - v.ws);
+  v.h0 = std::max<int64_t>(v.hs, 0), v.h1 = std::min(he, g.H);
+  v.w0 = std::max<int64_t>(v.ws, 0), v.w1 = std::min(we, g.W);
+  return v;
+}
+
+// x is the input side (x or dx), y the output side (y or dy).
+void check_shapes(const char* op, const Pool2dGeometry& g, const Tensor& x, const Tensor& y) {
+  const Shape xs{g.N, g.C, g.H, g.W}, ys{g.N, g.C, g.P, g.Q};
+  FRUGAL_CHECK(x.shape() == xs && y.shape() == ys && x.dtype() == y.dtype() &&
+                   (x.dtype() == DType::f32 || x.dtype() == DType::f64),
+               op, ": input side ", x.shape(), " ", dtype_name(x.dtype()), ", output side ",
+               y.shape(), " ", dtype_name(y.dtype()), "; expected ", xs, " and ", ys,
+               ", both f32 or both f64");
+}
+
+// x (N,C,H,W)  y (N,C,P,Q)  index (N,C,P,Q) u8 or null: argmax row-major in the full window.
+// Padding never wins (acts as -inf); NaN wins, as in PyTorch; ties keep the first.
+template <typename T>
+void maxpool2d_forward_t(const Pool2dGeometry& g, const T* x, T* y, uint8_t* index) {
+#pragma omp parallel for schedule(static)
+  for (int64_t nc = 0; nc < g.N * g.C; ++nc) {
+    const T* xp = x + nc * g.H * g.W;
+    for (int64_t p = 0; p < g.P; ++p)
+      for (int64_t q = 0; q < g.Q; ++q) {
+        const Window v = window(g, p, q);
+        int64_t best = v.h0 * g.W + v.w0;
+        T m = xp[best];
+        for (int64_t h = v.h0; h < v.h1; ++h)
+          for (int64_t w = v.w0; w < v.w1; ++w) {
+            const T val = xp[h * g.W + w];
+            if (val > m || std::isnan(val)) {
+              m = val;
+              best = h * g.W + w;
+            }
+          }
+        const int64_t o = nc * g.P * g.Q + p * g.Q + q;
+        y[o] = m;
+        if (index)
+          index[o] = static_cast<uint8_t>((best / g.W - v.hs) * g.kernel_w + best % g.W - v.ws);
+      }
+  }
+}
+
+// dy (N,C,P,Q)  index (N,C,P,Q) u8  dx (N,C,H,W):  dx[argmax] += dy
+template <typename T>
+void maxpool2d_backward_t(const Pool2dGeometry& g, const T* dy, const uint8_t* index, T* dx) {
+#pragma omp parallel for schedule(static)
+  for (int64_t nc = 0; nc < g.N * g.C; ++nc) {
+    T* dxp = dx + nc * g.H * g.W;
+    std::fill(dxp, dxp + g.H * g.W, T(0));
+    for (int64_t p = 0; p < g.P; ++p)
+      for (int64_t q = 0; q < g.Q; ++q) {
+        const Window v = window(g, p, q);
+        const int64_t o = nc * g.P * g.Q + p * g.Q + q;
+        const int64_t h = v.hs + index[o] / g.kernel_w, w = v.ws + index[o] % g.kernel_w;
+        dxp[h * g.W + w] += dy[o];
+      }
+  }
+}
+
+// x (N,C,H,W)  y (N,C,P,Q):  y = sum of the window / window area (padding counts as 0)
+template <typename T>
+void avgpool2d_forward_t(const Pool2dGeometry& g, const T* x, T* y) {
+#pragma omp parallel for schedule(static)
+  for (int64_t nc = 0; nc < g.N * g.C; ++nc) {
+    const T* xp = x + nc * g.H * g.W;
+    for (int64_t p = 0; p < g.P; ++p)
+      for (int64_t q = 0; q < g.Q; ++q) {
+        const Window v = window(g, p, q);
+        T sum = 0;
+        for (int64_t h = v.h0; h < v.h1; ++h)
+          for (int64_t w = v.w0; w < v.w1; ++w) sum += xp[h * g.W + w];
+        y[nc * g.P * g.Q + p * g.Q + q] = sum / static_cast<T>(v.area);
+      }
+  }
+}
+
+// dy (N,C,P,Q)  dx (N,C,H,W):  every in-bounds element of a window gets dy / area
+template <typename T>
+void avgpool2d_backward_t(const Pool2dGeometry& g, const T* dy, T* dx) {
+#pragma omp parallel for schedule(static)
+  for (int64_t nc = 0; nc < g.N * g.C; ++nc) {
+    T* dxp = dx + nc * g.H * g.W;
+    std::fill(dxp, dxp + g.H * g.W, T(0));
+    for (int64_t p = 0; p < g.P; ++p)
+      for (int64_t q = 0; q < g.Q; ++q) {
+        const Window v = window(g, p, q);
+        const T d = dy[nc * g.P * g.Q + p * g.Q + q] / static_cast<T>(v.area);
+        for (int64_t h = v.h0; h < v.h1; ++h)
+          for (int64_t w = v.w0; w < v.w1; ++w) dxp[h * g.W + w] += d;
+      }
+  }
+}
+
+}  // namespace
+
+void CpuBackend::maxpool2d_forward(const Pool2dGeometry& g, const Tensor& x, Tensor& y,
+                                   Tensor& index) {
+  check_shapes("max_pool2d", g, x, y);
+  // Every window must hold an input element (ceil mode drops windows starting in padding).
+  FRUGAL_CHECK(2 * g.pad_h <= g.kernel_h && 2 * g.pad_w <= g.kernel_w, "max_pool2d: pad ", g.pad_h,
+               "x", g.pad_w, " exceeds half the kernel ", g.kernel_h, "x", g.kernel_w);
+  uint8_t* idx = nullptr;
+  if (index.defined()) {
+    FRUGAL_CHECK(g.kernel_h * g.kernel_w <= 256, "max_pool2d: window ", g.kernel_h, "x", g.kernel_w,
+                 " does not fit a u8 index");
+    FRUGAL_CHECK(index.shape() == y.shape() && index.dtype() == DType::u8, "max_pool2d: index ",
+                 index.shape(), " ", dtype_name(index.dtype()), ", expected u8 ", y.shape());
+    idx = index.data<uint8_t>();
+  }
+  if (x.dtype() == DType::f32)
+    maxpool2d_forward_t(g, x.data<float>(), y.data<float>(), idx);
+  else
+    maxpool2d_forward_t(g, x.data<double>(), y.data<double>(), idx);
+}
+
+void CpuBackend::maxpool2d_backward(const Pool2dGeometry& g, const Tensor& dy, const Tensor& index,
+                                    Tensor& dx) {
+  check_shapes("max_pool2d backward", g, dx, dy);
+  FRUGAL_CHECK(index.shape() == dy.shape() && index.dtype() == DType::u8,
+               "max_pool2d backward: index ", index.shape(), " ", dtype_name(index.dtype()),
+               ", expected u8 ", dy.shape());
+  if (dy.dtype() == DType::f32)
+    maxpool2d_backward_t(g, dy.data<float>(), index.data<uint8_t>(), dx.data<float>());
+  else
+    maxpool2d_backward_t(g, dy.data<double>(), index.data<uint8_t>(), dx.data<double>());
+}
+
+void CpuBackend::avgpool2d_forward(const Pool2dGeometry& g, const Tensor& x, Tensor& y) {
+  check_shapes("avg_pool2d", g, x, y);
+  if (x.dtype() == DType::f32)
+    avgpool2d_forward_t(g, x.data<float>(), y.data<float>());
+  else
+    avgpool2d_forward_t(g, x.data<double>(), y.data<double>());
+}
+
+void CpuBackend::avgpool2d_backward(const Pool2dGeometry& g, const Tensor& dy, Tensor& dx) {
+  check_shapes("avg_pool2d backward", g, dx, dy);
+  if (dy.dtype() == DType::f32)
+    avgpool2d_backward_t(g, dy.data<float>(), dx.data<float>());
+  else
+    avgpool2d_backward_t(g, dy.data<double>(), dx.data<double>());
+}
+
+}  // namespace frugal

@@ -1,0 +1,77 @@
+// BatchNorm2d forward and backward, with its roles. Training backward reads x, gamma and the
+// saved mean and 1/std, never y; inference forward is elementwise, so y may take x's bytes.
+#include "layers/batchnorm2d.h"
+
+namespace frugal {
+
+std::vector<TensorMeta> BatchNormOp::infer(std::span<const TensorMeta> in) {
+  FRUGAL_CHECK(in.size() == 5, "batch_norm: expects 5 inputs (x, weight, bias, running_mean, ",
+               "running_var), got ", in.size());
+  const TensorMeta& x = in[0];
+  FRUGAL_CHECK(x.shape.rank() == 4 || x.shape.rank() == 2,
+               "batch_norm: input must be (N,C,H,W) or (N,C), got ", x.shape);
+  FRUGAL_CHECK(x.dtype == DType::f32 || x.dtype == DType::f64,
+               "batch_norm: input must be f32 or f64, got ", dtype_name(x.dtype), " (x ", x.shape,
+               ")");
+  const char* names[] = {"x", "weight", "bias", "running_mean", "running_var"};
+  for (int i = 1; i < 5; ++i)
+    FRUGAL_CHECK(in[i].shape == Shape{x.shape[1]} && in[i].dtype == x.dtype,
+                 "batch_norm: ", names[i], " ", in[i].shape, " ", dtype_name(in[i].dtype),
+                 ", expected [", x.shape[1], "] ", dtype_name(x.dtype), " for x ", x.shape);
+  x_ = x;
+  return {x_};
+}
+
+Roles BatchNormOp::roles(Mode mode, const Backend&) const {
+  Roles r;
+  if (mode == Mode::training) {
+    const TensorMeta channel{Shape{x_.shape[1]}, x_.dtype};
+    r.saved = {channel, channel};  // mean, inv_std
+    r.backward_reads_inputs = {0, 1};
+    r.grad_aliases = {{.output = 0, .input = 0}};  // dx is written after the sums over dy
+  } else {
+    r.aliases = {{.output = 0, .input = 0}};
+  }
+  return r;
+}
+
+// Training: batch mean and biased variance normalize; running stats take the unbiased one.
+// Inference: running statistics normalize; elementwise, identical bits in place.
+void BatchNormOp::forward(const OpContext& ctx) {
+  Backend& b = ctx.backend();
+  if (ctx.training()) {
+    Tensor running_mean = ctx.input(3), running_var = ctx.input(4);  // views, updated in place
+    b.batchnorm_forward_train(ctx.input(0), ctx.input(1), ctx.input(2), running_mean, running_var,
+                              options_.momentum, options_.eps, ctx.output(0), ctx.saved(0),
+                              ctx.saved(1));
+  } else {
+    b.batchnorm_forward_infer(ctx.input(0), ctx.input(1), ctx.input(2), ctx.input(3), ctx.input(4),
+                              options_.eps, ctx.output(0));
+  }
+}
+
+// dx = gamma inv_std / M (M dy - sum dy - x^ sum dy x^), dgamma = sum dy x^, dbeta = sum dy
+void BatchNormOp::backward(const OpContext& ctx) {
+  FRUGAL_CHECK(ctx.training(), "batch_norm: backward runs only in training mode");
+  Tensor none;
+  Tensor& dx = ctx.needs_grad_input(0) ? ctx.grad_input(0) : none;
+  Tensor& dgamma = ctx.needs_grad_input(1) ? ctx.grad_input(1) : none;
+  Tensor& dbeta = ctx.needs_grad_input(2) ? ctx.grad_input(2) : none;
+  ctx.backend().batchnorm_backward(ctx.input(0), ctx.grad_output(0), ctx.input(1), ctx.saved(0),
+                                   ctx.saved(1), dx, dgamma, dbeta);
+}
+
+Value batch_norm(Value x, const BatchNormOptions& o, std::source_location where) {
+  Tape& t = x.tape();
+  FRUGAL_CHECK(x.shape().rank() == 4 || x.shape().rank() == 2, where.file_name(), ":", where.line(),
+               ": batch_norm: input must be (N,C,H,W) or (N,C), got ", x.shape());
+  const std::string name = o.name.empty() ? t.unique_name("batch_norm") : o.name;
+  const Shape C{x.shape()[1]};
+  Value gamma = t.param(name + ".weight", C, Init::ones(), true);
+  Value beta = t.param(name + ".bias", C, Init::zeros(), true);
+  Value mean = t.param(name + ".running_mean", C, Init::zeros(), false);
+  Value var = t.param(name + ".running_var", C, Init::ones(), false);
+  return t.record(std::make_unique<BatchNormOp>(o), {x, gamma, beta, mean, var}, where)[0];
+}
+
+}  // namespace frugal

@@ -1,0 +1,45 @@
+// BatchNorm2d: per-channel normalization with learned scale and shift. Training normalizes
+// with batch statistics, saves only mean and 1/std (C each) and updates the running
+// statistics; inference uses the running statistics and may run in place.
+#pragma once
+
+#include <source_location>
+#include <string>
+
+#include "autograd/tape.h"
+
+namespace frugal {
+
+struct BatchNormOptions {
+  double eps = 1e-5;
+  double momentum = 0.1;  // running = (1 - momentum) running + momentum batch statistic
+  // Parameter prefix; empty: a fresh "batch_norm<k>". Initialized so that designated
+  // initializers leaving it out draw no missing-initializer warning from GCC 12.
+  std::string name = "";
+};
+
+// Inputs {x, gamma, beta, running_mean, running_var}; the running statistics are state
+// (updated in training forward), not differentiable.
+class BatchNormOp final : public Op {
+ public:
+  explicit BatchNormOp(BatchNormOptions o) : options_(std::move(o)) {}
+  std::string name() const override { return "batch_norm"; }
+  std::vector<TensorMeta> infer(std::span<const TensorMeta> in) override;
+  bool differentiable(int input) const override { return input >= 0 && input <= 2; }
+  Roles roles(Mode mode, const Backend& backend) const override;
+  void forward(const OpContext& ctx) override;
+  void backward(const OpContext& ctx) override;
+  bool updates_state() const override { return true; }
+
+ private:
+  BatchNormOptions options_;
+  TensorMeta x_;
+};
+
+// y = gamma (x - mean) / sqrt(var + eps) + beta per channel, x (N,C,H,W) or (N,C). Creates
+// "<name>.weight" (ones), "<name>.bias" (zeros), "<name>.running_mean" (zeros) and
+// "<name>.running_var" (ones) as PyTorch's BatchNorm2d.
+Value batch_norm(Value x, const BatchNormOptions& o = {},
+                 std::source_location where = std::source_location::current());
+
+}  // namespace frugal

@@ -1,0 +1,46 @@
+// Conv2d: 2-D convolution over (N,C,H,W) with square kernels, stride and zero padding, as
+// im2col + GEMM on the CPU. Backward reads x and w; the im2col columns are scratch that lives
+// only during the op's forward or backward, so they never add to the step's peak for long.
+#pragma once
+
+#include <source_location>
+#include <string>
+
+#include "autograd/tape.h"
+
+namespace frugal {
+
+struct Conv2dOptions {
+  int64_t out = 0;     // output channels K
+  int64_t kernel = 1;  // R = S
+  int64_t stride = 1;
+  int64_t pad = 0;
+  bool bias = true;
+  std::string name{};  // parameter prefix; default tape.unique_name("conv2d")
+};
+
+// Inputs {x (N,C,H,W), w (K,C,R,S)} and optionally b (K); output y (N,K,P,Q).
+class Conv2dOp final : public Op {
+ public:
+  Conv2dOp(int64_t stride, int64_t pad) : stride_(stride), pad_(pad) {}
+
+  std::string name() const override { return "conv2d"; }
+  std::vector<TensorMeta> infer(std::span<const TensorMeta> in) override;
+  Roles roles(Mode mode, const Backend& backend) const override;
+  void forward(const OpContext& ctx) override;
+  void backward(const OpContext& ctx) override;
+  const Conv2dGeometry& geometry() const { return g_; }
+
+ private:
+  int64_t stride_, pad_;
+  bool bias_ = false;
+  DType dtype_ = DType::f32;
+  Conv2dGeometry g_;
+};
+
+// y = conv2d(x) with parameters "<name>.weight" (K,C,k,k), normal(0, sqrt(2/(k*k*K))), and
+// "<name>.bias" (K), zeros. Example: conv2d(x, {.out = 64, .kernel = 3, .pad = 1}).
+Value conv2d(Value x, const Conv2dOptions& o,
+             std::source_location where = std::source_location::current());
+
+}  // namespace frugal

@@ -1,0 +1,36 @@
+// Linear (fully connected): y = x w^T + b over x (N,I). Backward reads x (for dw) and w (for
+// dx); no scratch and no aliases.
+#pragma once
+
+#include <source_location>
+#include <string>
+
+#include "autograd/tape.h"
+
+namespace frugal {
+
+struct LinearOptions {
+  int64_t out = 0;  // output features O
+  bool bias = true;
+  std::string name{};  // parameter prefix; default tape.unique_name("linear")
+};
+
+// Inputs {x (N,I), w (O,I)} and optionally b (O); output y (N,O).
+class LinearOp final : public Op {
+ public:
+  std::string name() const override { return "linear"; }
+  std::vector<TensorMeta> infer(std::span<const TensorMeta> in) override;
+  Roles roles(Mode mode, const Backend& backend) const override;
+  void forward(const OpContext& ctx) override;
+  void backward(const OpContext& ctx) override;
+
+ private:
+  bool bias_ = false;
+};
+
+// y = linear(x) with parameters "<name>.weight" (O,I) and "<name>.bias" (O), both uniform in
+// (-1/sqrt(I), 1/sqrt(I)) as in PyTorch. Example: linear(x, {.out = 10}).
+Value linear(Value x, const LinearOptions& o,
+             std::source_location where = std::source_location::current());
+
+}  // namespace frugal

@@ -1,0 +1,30 @@
+// Pooling options and output-size arithmetic shared by MaxPool2d and AvgPool2d, so that both
+// pools (and their tests) size their outputs exactly as PyTorch and Torch7 do, floor or ceil.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "core/backend.h"
+#include "core/tensor.h"
+
+namespace frugal {
+
+struct Pool2dOptions {
+  int64_t kernel = 2;
+  int64_t stride = 0;  // 0: same as kernel
+  int64_t pad = 0;     // at most kernel / 2
+  bool ceil = false;   // ceil mode: a partial last window counts
+};
+
+// Output extent of one pooled dimension: floor or ceil of (in + 2 pad - kernel) / stride + 1;
+// in ceil mode the last window is dropped if it would start inside the right padding,
+// i.e. if (out - 1) * stride >= in + pad (PyTorch's pooling_output_shape).
+int64_t pool_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad, bool ceil);
+
+// Checks that op `op` ("max_pool2d") has one input x (N,C,H,W) f32/f64 and sane options,
+// naming the op, the shape and the options on error; returns the geometry with P,Q filled in.
+Pool2dGeometry pool2d_geometry(const char* op, std::span<const TensorMeta> in,
+                               const Pool2dOptions& o);
+
+}  // namespace frugal

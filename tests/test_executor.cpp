@@ -1,0 +1,236 @@
+// The executor's invariants: planned steps bitwise equal to baseline steps (outputs,
+// gradients, updated weights) on composite graphs; determinism; clear errors.
+#include <doctest/doctest.h>
+
+#include "autograd/executor.h"
+#include "layers/add.h"
+#include "layers/batchnorm2d.h"
+#include "layers/concat.h"
+#include "layers/conv2d.h"
+#include "layers/dropout.h"
+#include "layers/flatten.h"
+#include "layers/linear.h"
+#include "layers/maxpool2d.h"
+#include "layers/relu.h"
+#include "layers/softmax_cross_entropy.h"
+#include "tests/gradcheck.h"
+
+using namespace frugal;
+using namespace frugal::testing;
+
+namespace {
+
+// Residual adds, concat branches, fan-out, dropout, batch norm, max-pool.
+Value composite(Value x, bool with_dropout) {
+  Value h = relu(batch_norm(conv2d(x, {.out = 8, .kernel = 3, .pad = 1})));
+  h = max_pool2d(h, {.kernel = 2});
+  Value a = relu(conv2d(h, {.out = 4, .kernel = 3, .pad = 1}));
+  Value b = batch_norm(conv2d(h, {.out = 4, .kernel = 1}));
+  Value c = concat({a, b});  // 8 channels
+  Value r = relu(add(c, h));  // residual, h fans out to three readers
+  if (with_dropout) r = dropout(r, 0.25);
+  Value f = flatten(r);
+  return linear(relu(linear(f, {.out = 16})), {.out = 5});
+}
+
+struct StepResult {
+  std::vector<Tensor> weights;  // after one SGD step
+  std::vector<Tensor> grads;    // parameter gradients
+  Tensor loss, logits;
+};
+
+Tensor clone(const Tensor& t) {
+  Tensor c = Tensor::empty(t.shape(), t.dtype());
+  copy_bytes(t, c);
+  return c;
+}
+
+StepResult run_step(MemoryMode memory, DType dtype, bool dropout, int steps, bool poison) {
+  ParamStore store(42);
+  Tape tape(store, dtype);
+  Value x = tape.input("x", {4, 3, 8, 8}, dtype);
+  Value labels = tape.input("labels", {4}, DType::i32);
+  Value logits = composite(x, dropout);
+  Value loss = softmax_cross_entropy(logits, labels);
+  Executor ex(tape, cpu_backend(),
+              {.mode = Mode::training, .memory = memory, .poison = poison, .seed = 9,
+               .keep = {loss, logits}, .keep_param_grads = true,
+               .sgd = SgdConfig{.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-3}});
+  StepResult r;
+  for (int s = 0; s < steps; ++s) {
+    ex.set_input(x, random_tensor({4, 3, 8, 8}, 100 + s, -1, 1, dtype));
+    ex.set_input(labels, random_labels(4, 5, 200 + s));
+    ex.forward();
+    r.loss = clone(ex.value(loss));
+    r.logits = clone(ex.value(logits));
+    ex.backward(loss);
+  }
+  for (Parameter* p : store.all()) r.weights.push_back(clone(p->value));
+  for (size_t v = 0; v < tape.values().size(); ++v)
+    if (tape.values()[v].kind == ValueKind::param && tape.values()[v].requires_grad)
+      r.grads.push_back(clone(ex.grad(Value(&tape, static_cast<int>(v)))));
+  return r;
+}
+
+void check_bitwise(const StepResult& a, const StepResult& b) {
+  CHECK(bitwise_equal(a.loss, b.loss));
+  CHECK(bitwise_equal(a.logits, b.logits));
+  REQUIRE(a.weights.size() == b.weights.size());
+  for (size_t i = 0; i < a.weights.size(); ++i) CHECK(bitwise_equal(a.weights[i], b.weights[i]));
+  REQUIRE(a.grads.size() == b.grads.size());
+  for (size_t i = 0; i < a.grads.size(); ++i) CHECK(bitwise_equal(a.grads[i], b.grads[i]));
+}
+
+}  // namespace
+
+TEST_CASE("planned step is bitwise equal to baseline step") {
+  for (DType dtype : {DType::f32, DType::f64}) {
+    for (bool dropout : {false, true}) {
+      CAPTURE(dtype_name(dtype));
+      CAPTURE(dropout);
+      StepResult base = run_step(MemoryMode::baseline, dtype, dropout, 3, false);
+      StepResult planned = run_step(MemoryMode::planned, dtype, dropout, 3, true);
+      check_bitwise(base, planned);
+    }
+  }
+}
+
+TEST_CASE("a step run twice gives identical bits") {
+  StepResult a = run_step(MemoryMode::planned, DType::f32, true, 2, false);
+  StepResult b = run_step(MemoryMode::planned, DType::f32, true, 2, false);
+  check_bitwise(a, b);
+}
+
+TEST_CASE("gradcheck composite graph") {
+  check_gradients(
+      [](std::span<const Value> in) {
+        return std::vector<Value>{softmax_cross_entropy(composite(in[0], false), in[1])};
+      },
+      {random_tensor({2, 3, 4, 4}, 5), random_labels(2, 5, 6)}, {.tolerance = 1e-5});
+}
+
+TEST_CASE("planned inference equals baseline inference") {
+  auto infer = [](MemoryMode memory) {
+    ParamStore store(3);
+    Tape tape(store, DType::f32);
+    Value x = tape.input("x", {2, 3, 8, 8}, DType::f32);
+    Value y = composite(x, true);
+    Executor ex(tape, cpu_backend(),
+                {.mode = Mode::inference, .memory = memory, .poison = true, .keep = {y}});
+    ex.set_input(x, random_tensor({2, 3, 8, 8}, 1, -1, 1, DType::f32));
+    ex.forward();
+    return clone(ex.value(y));
+  };
+  CHECK(bitwise_equal(infer(MemoryMode::baseline), infer(MemoryMode::planned)));
+}
+
+TEST_CASE("planned memory is smaller than baseline") {
+  ParamStore store(1);
+  Tape tape(store, DType::f32);
+  Value x = tape.input("x", {4, 3, 8, 8}, DType::f32);
+  Value labels = tape.input("labels", {4}, DType::i32);
+  Value loss = softmax_cross_entropy(composite(x, true), labels);
+  Executor base(tape, cpu_backend(), {.memory = MemoryMode::baseline, .keep = {loss}});
+  Executor planned(tape, cpu_backend(), {.memory = MemoryMode::planned, .keep = {loss}});
+  CHECK(planned.memory_bytes() < base.memory_bytes());
+}
+
+TEST_CASE("executor input errors name the input and shapes") {
+  ParamStore store;
+  Tape tape(store);
+  Value x = tape.input("images", {2, 3}, DType::f32);
+  Value y = relu(x);
+  Executor ex(tape, cpu_backend(), {.keep = {y}});
+  CHECK_THROWS_WITH_AS(ex.set_input(x, Tensor::empty({3, 3}, DType::f32)),
+                       doctest::Contains("input 'images' is [2,3] f32, got [3,3] f32"), Error);
+  CHECK_THROWS_WITH_AS(ex.backward(y), doctest::Contains("one-element loss"), Error);
+}
+
+TEST_CASE("planned training makes no allocation after the first step") {
+  ParamStore store(1);
+  Tape tape(store, DType::f32);
+  Value x = tape.input("x", {4, 3, 8, 8}, DType::f32);
+  Value labels = tape.input("labels", {4}, DType::i32);
+  Value loss = softmax_cross_entropy(composite(x, true), labels);
+  Executor ex(tape, cpu_backend(),
+              {.memory = MemoryMode::planned, .keep = {loss}, .sgd = SgdConfig{.lr = 0.01}});
+  auto step = [&](int s) {
+    copy_bytes(random_tensor({4, 3, 8, 8}, s, -1, 1, DType::f32), ex.input(x));
+    copy_bytes(random_labels(4, 5, s), ex.input(labels));
+    ex.forward();
+    ex.backward(loss);
+  };
+  step(1);  // creates the optimizer state
+  const size_t before = cpu_allocator().allocation_count();
+  step(2);
+  step(3);
+  CHECK(cpu_allocator().allocation_count() == before + 4);  // the 4 test tensors only
+}
+
+TEST_CASE("switching memory modes between steps does not change results") {
+  auto run = [](std::vector<MemoryMode> modes) {
+    ParamStore store(5);
+    std::vector<Tensor> out;
+    uint64_t step = 0;
+    for (MemoryMode m : modes) {
+      Tape tape(store, DType::f32);
+      Value x = tape.input("x", {4, 3, 8, 8}, DType::f32);
+      Value labels = tape.input("labels", {4}, DType::i32);
+      Value loss = softmax_cross_entropy(composite(x, true), labels);
+      Executor ex(tape, cpu_backend(),
+                  {.memory = m, .seed = 3, .keep = {loss},
+                   .sgd = SgdConfig{.lr = 0.05, .momentum = 0.9}});
+      ex.set_step(step);
+      ex.set_input(x, random_tensor({4, 3, 8, 8}, 10 + step, -1, 1, DType::f32));
+      ex.set_input(labels, random_labels(4, 5, 20 + step));
+      ex.forward();
+      out.push_back(clone(ex.value(loss)));
+      ex.backward(loss);
+      step = ex.step();
+    }
+    for (Parameter* p : store.all()) out.push_back(clone(p->value));
+    return out;
+  };
+  auto a = run({MemoryMode::baseline, MemoryMode::baseline, MemoryMode::baseline});
+  auto b = run({MemoryMode::planned, MemoryMode::baseline, MemoryMode::planned});
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) CHECK(bitwise_equal(a[i], b[i]));
+}
+
+TEST_CASE("planned relu saves a mask only where its output would otherwise die") {
+  ParamStore store(1);
+  Tape tape(store, DType::f32);
+  Value x = tape.input("x", {2, 3, 8, 8}, DType::f32);
+  Value a = relu(conv2d(x, {.out = 4, .kernel = 3, .pad = 1}));  // conv2 reads a in backward
+  Value b = relu(conv2d(a, {.out = 4, .kernel = 3, .pad = 1}));  // max-pool does not read b
+  Value y = max_pool2d(b, {.kernel = 2});
+  Executor ex(tape, cpu_backend(), {.memory = MemoryMode::planned, .keep = {y}});
+  auto relu_op = [&](Value v) {
+    return static_cast<const ReluOp&>(*tape.ops()[tape.value(v.id()).producer].op);
+  };
+  CHECK(relu_op(a).saves == ReluOp::Saves::output);
+  CHECK(relu_op(b).saves == ReluOp::Saves::mask);
+}
+
+TEST_CASE("backward reading an undeclared input fails at once") {
+  struct Sneaky final : Op {
+    std::string name() const override { return "sneaky"; }
+    std::vector<TensorMeta> infer(std::span<const TensorMeta> in) override { return {in[0]}; }
+    Roles roles(Mode, const Backend&) const override { return {}; }
+    void forward(const OpContext& c) override { c.backend().copy(c.input(0), c.output(0)); }
+    void backward(const OpContext& c) override {
+      c.backend().copy(c.input(0), c.grad_input(0));  // reads x without declaring it
+    }
+  };
+  ParamStore store;
+  Tape tape(store, DType::f64);
+  Value x = tape.input("x", {3}, DType::f64, true);
+  Value y = tape.record(std::make_unique<Sneaky>(), {x}, std::source_location::current())[0];
+  Executor ex(tape, cpu_backend(), {.keep = {y}});
+  ex.set_input(x, random_tensor({3}, 1));
+  ex.forward();
+  std::pair<Value, Tensor> seed{y, random_tensor({3}, 2)};
+  CHECK_THROWS_WITH_AS(ex.backward(std::span<const std::pair<Value, Tensor>>(&seed, 1)),
+                       doctest::Contains("sneaky: backward reads input 0 which its roles do not declare"),
+                       Error);
+}

@@ -1,0 +1,399 @@
+// MaxPool2d and AvgPool2d: output sizes against PyTorch's, hand-computed cases, gradient
+// checks (floor, ceil, padding, stride != kernel, non-square), the kernels against a naive
+// reference (non-square kernels too), roles, determinism and error messages.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+#include <utility>
+
+#include "autograd/executor.h"
+#include "core/rng.h"
+#include "layers/avgpool2d.h"
+#include "layers/maxpool2d.h"
+#include "layers/relu.h"
+#include "memory/liveness.h"
+#include "tests/gradcheck.h"
+
+using namespace frugal;
+using namespace frugal::testing;
+
+namespace {
+
+// Distinct values 0.01 apart in shuffled order: no ties, and a finite-difference step
+// cannot change which element is a window's maximum.
+Tensor distinct(Shape s, uint64_t seed) {
+  Tensor t = Tensor::empty(std::move(s), DType::f64);
+  double* p = t.data<double>();
+  const int64_t n = t.numel();
+  for (int64_t i = 0; i < n; ++i) p[i] = 0.01 * static_cast<double>(i - n / 2);
+  Rng rng(seed);
+  for (int64_t i = n - 1; i > 0; --i)
+    std::swap(p[i], p[static_cast<int64_t>(rng.below(static_cast<uint64_t>(i + 1)))]);
+  return t;
+}
+
+Tensor from(Shape s, const std::vector<double>& v) {
+  Tensor t = Tensor::empty(std::move(s), DType::f64);
+  REQUIRE(static_cast<size_t>(t.numel()) == v.size());
+  for (size_t i = 0; i < v.size(); ++i) t.data<double>()[i] = v[i];
+  return t;
+}
+
+// One f64 forward and backward of a single pool through the executor.
+struct PoolRun {
+  Shape y_shape;
+  std::vector<double> y, dx;
+};
+
+PoolRun run_pool(bool max, Shape xs, const std::vector<double>& x, Pool2dOptions o,
+                 const std::vector<double>& dy) {
+  ParamStore store;
+  Tape tape(store, DType::f64);
+  Value xv = tape.input("x", xs, DType::f64, true);
+  Value yv = max ? max_pool2d(xv, o) : avg_pool2d(xv, o);
+  Executor ex(tape, cpu_backend(), {.poison = true, .keep = {xv, yv}, .sgd = std::nullopt});
+  ex.set_input(xv, from(xs, x));
+  ex.forward();
+  PoolRun r{yv.shape(), {}, {}};
+  const Tensor& y = ex.value(yv);
+  r.y.assign(y.data<double>(), y.data<double>() + y.numel());
+  std::pair<Value, Tensor> seed{yv, from(yv.shape(), dy)};
+  ex.backward(std::span<const std::pair<Value, Tensor>>(&seed, 1));
+  const Tensor& dx = ex.grad(xv);
+  r.dx.assign(dx.data<double>(), dx.data<double>() + dx.numel());
+  return r;
+}
+
+void check_near(const std::vector<double>& got, const std::vector<double>& want) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    INFO("element ", i);
+    CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-14));
+  }
+}
+
+// The configurations the gradient checks cover: (input shape, options).
+const std::vector<std::pair<Shape, Pool2dOptions>> kConfigs = {
+    {{2, 3, 6, 6}, {.kernel = 2}},                                       // floor, disjoint
+    {{2, 2, 7, 9}, {.kernel = 3, .stride = 2, .pad = 1, .ceil = true}},  // pad + ceil
+    {{1, 2, 6, 5}, {.kernel = 3, .stride = 2, .ceil = true}},            // partial last window
+    {{1, 2, 5, 4}, {.kernel = 3, .stride = 1, .pad = 1}},                // overlapping windows
+    {{1, 1, 5, 3}, {.kernel = 2, .stride = 2, .pad = 1, .ceil = true}},  // ceil drops a window
+    {{1, 2, 7, 8}, {.kernel = 2, .stride = 3}},                          // stride > kernel
+};
+
+}  // namespace
+
+TEST_CASE("pool output sizes match PyTorch") {
+  // GoogLeNet's stem and inception pools, its auxiliary head, AlexNet, ResNet's stem.
+  CHECK(pool_output_size(112, 3, 2, 0, true) == 56);
+  CHECK(pool_output_size(112, 3, 2, 0, false) == 55);
+  CHECK(pool_output_size(56, 3, 2, 0, true) == 28);
+  CHECK(pool_output_size(28, 3, 1, 1, true) == 28);
+  CHECK(pool_output_size(14, 5, 3, 0, true) == 4);
+  CHECK(pool_output_size(55, 3, 2, 0, false) == 27);
+  CHECK(pool_output_size(112, 3, 2, 1, false) == 56);
+  // Ceil mode adds a partial window, but never one that starts in the right padding.
+  CHECK(pool_output_size(6, 3, 2, 0, true) == 3);
+  CHECK(pool_output_size(6, 3, 2, 0, false) == 2);
+  CHECK(pool_output_size(5, 2, 2, 1, true) == 3);  // a 4th window would start at 6 >= 5 + 1
+  CHECK(pool_output_size(3, 2, 2, 1, true) == 2);
+  CHECK(pool_output_size(7, 3, 2, 1, true) == 4);
+
+  ParamStore store;
+  Tape tape(store);
+  Value x = tape.input("x", {2, 64, 112, 112}, DType::f32);
+  CHECK(max_pool2d(x, {.kernel = 3, .stride = 2, .ceil = true}).shape() == Shape{2, 64, 56, 56});
+  Value a = tape.input("a", {1, 576, 14, 14}, DType::f32);
+  CHECK(avg_pool2d(a, {.kernel = 5, .stride = 3, .ceil = true}).shape() == Shape{1, 576, 4, 4});
+  Value b = tape.input("b", {1, 8, 28, 20}, DType::f32);
+  CHECK(max_pool2d(b, {.kernel = 3, .stride = 1, .pad = 1, .ceil = true}).shape() ==
+        Shape{1, 8, 28, 20});
+}
+
+TEST_CASE("max_pool2d hand-computed") {
+  // 3x3 input, k2 s2 p1: windows rows {0}, {1,2} x cols {0}, {1,2}; padding never wins,
+  // even over negative values.
+  PoolRun r = run_pool(true, {1, 1, 3, 3}, {-9, 2, 3, 4, 5, 6, 7, 8, -1},
+                       {.kernel = 2, .stride = 2, .pad = 1}, {1, 2, 3, 4});
+  CHECK(r.y_shape == Shape{1, 1, 2, 2});
+  check_near(r.y, {-9, 3, 7, 8});
+  check_near(r.dx, {1, 0, 2, 0, 0, 0, 3, 4, 0});
+  // Overlapping windows: a maximum shared by all four collects all four gradients.
+  r = run_pool(true, {1, 1, 3, 3}, {1, 2, 3, 4, 9, 6, 7, 8, 5}, {.kernel = 2, .stride = 1},
+               {1, 10, 100, 1000});
+  check_near(r.y, {9, 9, 9, 9});
+  check_near(r.dx, {0, 0, 0, 0, 1111, 0, 0, 0, 0});
+}
+
+TEST_CASE("avg_pool2d hand-computed") {
+  // Padding counts as zeros: k2 s2 p1 on 2x2 gives every element its own window of area 4.
+  PoolRun r = run_pool(false, {1, 1, 2, 2}, {1, 2, 3, 4}, {.kernel = 2, .stride = 2, .pad = 1},
+                       {1, 1, 1, 1});
+  check_near(r.y, {0.25, 0.5, 0.75, 1});
+  check_near(r.dx, {0.25, 0.25, 0.25, 0.25});
+  // Ceil mode: the last window is cut at the input's edge (no padding there), so its divisor
+  // is 3x2, as PyTorch's AvgPool2d(3, 2, ceil_mode=True) on a 3x6 input.
+  std::vector<double> x;
+  for (int h = 0; h < 3; ++h)
+    for (int w = 0; w < 6; ++w) x.push_back(w + 1 + 10 * h);
+  r = run_pool(false, {1, 1, 3, 6}, x, {.kernel = 3, .stride = 2, .ceil = true}, {9, 9, 6});
+  CHECK(r.y_shape == Shape{1, 1, 1, 3});
+  check_near(r.y, {12, 14, 15.5});
+  check_near(r.dx, {1, 1, 2, 1, 2, 1, 1, 1, 2, 1, 2, 1, 1, 1, 2, 1, 2, 1});
+  // Ceil mode with padding: the divisor counts the padding up to the padded border (W + pad):
+  // k3 s2 p1 on 1x4 has windows [-1,2) [1,4) [3,5) of widths 3 3 2, rows [-1,2) of height 3.
+  r = run_pool(false, {1, 1, 1, 4}, {1, 2, 3, 4},
+               {.kernel = 3, .stride = 2, .pad = 1, .ceil = true}, {1, 1, 1});
+  CHECK(r.y_shape == Shape{1, 1, 1, 3});
+  check_near(r.y, {3.0 / 9, 9.0 / 9, 4.0 / 6});
+  check_near(r.dx, {1.0 / 9, 2.0 / 9, 1.0 / 9, 1.0 / 9 + 1.0 / 6});
+}
+
+TEST_CASE("gradcheck max_pool2d") {
+  uint64_t seed = 1;
+  for (const auto& [shape, o] : kConfigs) {
+    INFO("x ", shape, " kernel ", o.kernel, " stride ", o.stride, " pad ", o.pad, " ceil ", o.ceil);
+    check_gradients(
+        [o](std::span<const Value> x) { return std::vector<Value>{max_pool2d(x[0], o)}; },
+        {distinct(shape, seed++)});
+  }
+}
+
+TEST_CASE("gradcheck avg_pool2d") {
+  uint64_t seed = 1;
+  for (const auto& [shape, o] : kConfigs) {
+    INFO("x ", shape, " kernel ", o.kernel, " stride ", o.stride, " pad ", o.pad, " ceil ", o.ceil);
+    check_gradients(
+        [o](std::span<const Value> x) { return std::vector<Value>{avg_pool2d(x[0], o)}; },
+        {random_tensor(shape, seed++)});
+  }
+}
+
+namespace {
+
+// Naive pooling over the padded window, written from the definition, for the kernels to match.
+// x (H,W) one plane; returns y (P,Q) and, for max, the argmax position inside each window.
+struct Reference {
+  std::vector<double> y, dx;
+  std::vector<int> index;
+};
+
+Reference reference(const Pool2dGeometry& g, bool max, const std::vector<double>& x,
+                    const std::vector<double>& dy) {
+  Reference r{std::vector<double>(g.P * g.Q), std::vector<double>(g.H * g.W, 0.0),
+              std::vector<int>(g.P * g.Q)};
+  for (int64_t p = 0; p < g.P; ++p)
+    for (int64_t q = 0; q < g.Q; ++q) {
+      const int64_t hs = p * g.stride_h - g.pad_h, ws = q * g.stride_w - g.pad_w;
+      double best = -std::numeric_limits<double>::infinity(), sum = 0;
+      int64_t pad_rows = 0, pad_cols = 0;  // padded extent of the window (count_include_pad)
+      for (int64_t i = 0; i < g.kernel_h; ++i) pad_rows += hs + i < g.H + g.pad_h;
+      for (int64_t j = 0; j < g.kernel_w; ++j) pad_cols += ws + j < g.W + g.pad_w;
+      for (int64_t i = 0; i < g.kernel_h; ++i)
+        for (int64_t j = 0; j < g.kernel_w; ++j) {
+          const int64_t h = hs + i, w = ws + j;
+          if (h < 0 || h >= g.H || w < 0 || w >= g.W) continue;
+          sum += x[h * g.W + w];
+          if (x[h * g.W + w] > best) {
+            best = x[h * g.W + w];
+            r.index[p * g.Q + q] = static_cast<int>(i * g.kernel_w + j);
+          }
+        }
+      const double area = static_cast<double>(pad_rows * pad_cols);
+      r.y[p * g.Q + q] = max ? best : sum / area;
+      for (int64_t i = 0; i < g.kernel_h; ++i)
+        for (int64_t j = 0; j < g.kernel_w; ++j) {
+          const int64_t h = hs + i, w = ws + j;
+          if (h < 0 || h >= g.H || w < 0 || w >= g.W) continue;
+          if (!max)
+            r.dx[h * g.W + w] += dy[p * g.Q + q] / area;
+          else if (r.index[p * g.Q + q] == i * g.kernel_w + j)
+            r.dx[h * g.W + w] += dy[p * g.Q + q];
+        }
+    }
+  return r;
+}
+
+Pool2dGeometry geometry(int64_t H, int64_t W, int64_t kh, int64_t kw, int64_t sh, int64_t sw,
+                        int64_t ph, int64_t pw, bool ceil) {
+  Pool2dGeometry g{.N = 1,
+                   .C = 1,
+                   .H = H,
+                   .W = W,
+                   .P = pool_output_size(H, kh, sh, ph, ceil),
+                   .Q = pool_output_size(W, kw, sw, pw, ceil),
+                   .kernel_h = kh,
+                   .kernel_w = kw,
+                   .stride_h = sh,
+                   .stride_w = sw,
+                   .pad_h = ph,
+                   .pad_w = pw};
+  return g;
+}
+
+std::vector<double> values(const Tensor& t) {
+  std::vector<double> v;
+  for (int64_t i = 0; i < t.numel(); ++i) v.push_back(element_as_double(t, i));
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("pool kernels match a naive reference with non-square kernels") {
+  const Pool2dGeometry cases[] = {
+      geometry(7, 9, 2, 3, 2, 2, 1, 1, true),   // non-square kernel, pad, ceil
+      geometry(8, 5, 3, 1, 1, 2, 1, 0, false),  // non-square kernel and stride
+      geometry(6, 7, 3, 2, 3, 1, 0, 1, true),   // ceil with a partial last window
+      geometry(5, 5, 4, 4, 2, 2, 2, 2, true),   // pad = kernel / 2
+  };
+  for (const Pool2dGeometry& g : cases) {
+    INFO("H ", g.H, " W ", g.W, " kernel ", g.kernel_h, "x", g.kernel_w, " stride ", g.stride_h,
+         "x", g.stride_w, " pad ", g.pad_h, "x", g.pad_w, " -> ", g.P, "x", g.Q);
+    for (DType t : {DType::f64, DType::f32}) {
+      const Tensor x64 = distinct({1, 1, g.H, g.W}, 5), dy64 = random_tensor({1, 1, g.P, g.Q}, 6);
+      Tensor x = Tensor::empty(x64.shape(), t), dy = Tensor::empty(dy64.shape(), t);
+      Tensor y = Tensor::empty(dy.shape(), t), dx = Tensor::empty(x.shape(), t);
+      Tensor index = Tensor::empty(dy.shape(), DType::u8);
+      for (int64_t i = 0; i < x.numel(); ++i) {
+        if (t == DType::f32)
+          x.data<float>()[i] = static_cast<float>(x64.data<double>()[i]);
+        else
+          x.data<double>()[i] = x64.data<double>()[i];
+      }
+      for (int64_t i = 0; i < dy.numel(); ++i) {
+        if (t == DType::f32)
+          dy.data<float>()[i] = static_cast<float>(dy64.data<double>()[i]);
+        else
+          dy.data<double>()[i] = dy64.data<double>()[i];
+      }
+      const double tol = t == DType::f32 ? 1e-6 : 1e-14;
+      for (bool max : {true, false}) {
+        const Reference ref = reference(g, max, values(x), values(dy));
+        if (max) {
+          cpu_backend().maxpool2d_forward(g, x, y, index);
+          cpu_backend().maxpool2d_backward(g, dy, index, dx);
+          for (int64_t i = 0; i < index.numel(); ++i)
+            CHECK(index.data<uint8_t>()[i] == ref.index[static_cast<size_t>(i)]);
+        } else {
+          cpu_backend().avgpool2d_forward(g, x, y);
+          cpu_backend().avgpool2d_backward(g, dy, dx);
+        }
+        for (int64_t i = 0; i < y.numel(); ++i)
+          CHECK(element_as_double(y, i) == doctest::Approx(ref.y[i]).epsilon(tol));
+        for (int64_t i = 0; i < dx.numel(); ++i)
+          CHECK(element_as_double(dx, i) == doctest::Approx(ref.dx[i]).epsilon(tol));
+      }
+    }
+  }
+}
+
+TEST_CASE("max_pool2d inference writes no index and padding never wins over -inf") {
+  const Pool2dGeometry g = geometry(2, 2, 2, 2, 2, 2, 1, 1, false);
+  Tensor x = Tensor::empty({1, 1, 2, 2}, DType::f32), y = Tensor::empty({1, 1, 2, 2}, DType::f32);
+  const float inf = std::numeric_limits<float>::infinity();
+  float in[4] = {-inf, 1, -inf, -2};
+  for (int i = 0; i < 4; ++i) x.data<float>()[i] = in[i];
+  Tensor none;
+  cpu_backend().maxpool2d_forward(g, x, y, none);
+  CHECK(y.data<float>()[0] == -inf);
+  CHECK(y.data<float>()[1] == 1);
+  CHECK(y.data<float>()[2] == -inf);
+  CHECK(y.data<float>()[3] == -2);
+}
+
+TEST_CASE("pool roles: max-pool saves only a u8 index and avg-pool keeps nothing") {
+  ParamStore store;
+  Tape tape(store);
+  Value x = tape.input("x", {2, 3, 9, 9}, DType::f32, true);
+  Value h = relu(x);
+  Value m = max_pool2d(h, {.kernel = 3, .stride = 2, .ceil = true});
+  Value a = avg_pool2d(relu(m), {.kernel = 2});
+  (void)a;
+  const Op& max_op = *tape.ops()[1].op;
+  Roles train = max_op.roles(Mode::training, cpu_backend());
+  REQUIRE(train.saved.size() == 1);
+  CHECK(train.saved[0] == TensorMeta{Shape{2, 3, 4, 4}, DType::u8});
+  CHECK(train.backward_reads_inputs.empty());
+  CHECK(train.backward_reads_outputs.empty());
+  Roles infer = max_op.roles(Mode::inference, cpu_backend());
+  CHECK(infer.saved.empty());
+  const Op& avg_op = *tape.ops()[3].op;
+  for (Mode mode : {Mode::training, Mode::inference}) {
+    Roles r = avg_op.roles(mode, cpu_backend());
+    CHECK(r.saved.empty());
+    CHECK(r.backward_reads_inputs.empty());
+    CHECK(r.backward_reads_outputs.empty());
+  }
+  // So the pool's input dies at the end of the pool's forward, even in training.
+  Liveness live = analyze(tape, Mode::training, cpu_backend(), {});
+  CHECK(live.buffers[static_cast<size_t>(live.value_buffer[static_cast<size_t>(h.id())])].last ==
+        1);
+}
+
+TEST_CASE("pool kernels give the same bits with one thread and with all") {
+  const Pool2dGeometry g{.N = 3,
+                         .C = 5,
+                         .H = 9,
+                         .W = 7,
+                         .P = 5,
+                         .Q = 4,
+                         .kernel_h = 3,
+                         .kernel_w = 3,
+                         .stride_h = 2,
+                         .stride_w = 2,
+                         .pad_h = 1,
+                         .pad_w = 1};
+  const Tensor x = random_tensor({3, 5, 9, 7}, 11, -1, 1, DType::f32);
+  const Tensor dy = random_tensor({3, 5, 5, 4}, 12, -1, 1, DType::f32);
+  auto run = [&](int threads) {
+    const int before = cpu_backend().threads();
+    set_cpu_threads(threads);
+    std::vector<Tensor> out;
+    for (int i = 0; i < 4; ++i)
+      out.push_back(Tensor::empty(i % 2 ? x.shape() : dy.shape(), DType::f32));
+    Tensor index = Tensor::empty(dy.shape(), DType::u8);
+    cpu_backend().maxpool2d_forward(g, x, out[0], index);
+    cpu_backend().maxpool2d_backward(g, dy, index, out[1]);
+    cpu_backend().avgpool2d_forward(g, x, out[2]);
+    cpu_backend().avgpool2d_backward(g, dy, out[3]);
+    set_cpu_threads(before);
+    return out;
+  };
+  std::vector<Tensor> one = run(1), all = run(cpu_backend().threads());
+  for (size_t i = 0; i < one.size(); ++i) CHECK(bitwise_equal(one[i], all[i]));
+}
+
+TEST_CASE("pool errors name the op and the shapes") {
+  ParamStore store;
+  Tape tape(store);
+  Value v3 = tape.input("v3", {3, 8, 8}, DType::f32);
+  CHECK_THROWS_WITH_AS(max_pool2d(v3, {.kernel = 2}),
+                       doctest::Contains("max_pool2d: input must be (N,C,H,W), got [3,8,8]"),
+                       Error);
+  Value x = tape.input("x", {1, 2, 8, 8}, DType::f32);
+  CHECK_THROWS_WITH_AS(max_pool2d(x, {.kernel = 3, .pad = 2}),
+                       doctest::Contains("max_pool2d: pad 2 must be at most half of kernel 3 (x "
+                                         "[1,2,8,8])"),
+                       Error);
+  CHECK_THROWS_WITH_AS(avg_pool2d(x, {.kernel = 11}),
+                       doctest::Contains("avg_pool2d: kernel 11 is larger than the padded input "
+                                         "(x [1,2,8,8], pad 0)"),
+                       Error);
+  Value big = tape.input("big", {1, 1, 20, 20}, DType::f32);
+  CHECK_THROWS_WITH_AS(max_pool2d(big, {.kernel = 17}),
+                       doctest::Contains("max_pool2d: kernel 17x17 has more than 256 positions"),
+                       Error);
+  CHECK(max_pool2d(big, {.kernel = 16}).shape() == Shape{1, 1, 1, 1});  // 256 positions fit
+  Value labels = tape.input("labels", {1, 1, 4, 4}, DType::i32);
+  CHECK_THROWS_WITH_AS(avg_pool2d(labels, {.kernel = 2}),
+                       doctest::Contains("avg_pool2d: input must be f32 or f64, got i32"), Error);
+  // The kernels check their tensors against the geometry.
+  const Pool2dGeometry g = geometry(8, 8, 2, 2, 2, 2, 0, 0, false);
+  Tensor xt = Tensor::empty({1, 1, 8, 8}, DType::f32), yt = Tensor::empty({1, 1, 3, 4}, DType::f32);
+  CHECK_THROWS_WITH_AS(cpu_backend().avgpool2d_forward(g, xt, yt),
+                       doctest::Contains("avg_pool2d: input side [1,1,8,8] f32, output side "
+                                         "[1,1,3,4] f32; expected [1,1,8,8] and [1,1,4,4]"),
+                       Error);
+}
