@@ -31,11 +31,17 @@ LivenessOptions liveness_options(const ExecutorOptions& o) {
 
 Executor::Executor(Tape& tape, Backend& backend, ExecutorOptions options, Allocator& alloc)
     : tape_(tape), backend_(backend), opt_(std::move(options)), alloc_(alloc) {
+  FRUGAL_CHECK(tape_.params().materialized(), "executor: the tape's parameter store holds ",
+               "shapes only (made for planning); record the model over a real store to run it");
   for (const Value& v : opt_.keep)
     FRUGAL_CHECK(v.valid() && &v.tape() == &tape_, "executor: a kept value is not on this tape");
   LivenessOptions lo = liveness_options(opt_);
-  // Baseline runs the ops as recorded; planned picks each saved encoding from the lifetimes.
-  if (opt_.memory == MemoryMode::planned) choose_encodings(tape_, opt_.mode, backend_, lo.keep);
+  if (!opt_.encodings_as_recorded) {
+    if (opt_.memory == MemoryMode::planned)
+      choose_encodings(tape_, opt_.mode, backend_, lo.keep);
+    else
+      use_full_encodings(tape_);
+  }
   live_ = analyze(tape_, opt_.mode, backend_, lo);
   bind();
 }

@@ -31,6 +31,9 @@ struct ExecutorOptions {
   // optimizer set, the planned mode frees each gradient right after its update.
   bool keep_param_grads = false;
   std::optional<SgdConfig> sgd = std::nullopt;  // optimizer applied during backward
+  // Saved encodings: chosen by the mode (baseline: full outputs, as Torch's modules; planned:
+  // compact where that lets a tensor die), or left as recorded (tests of each encoding).
+  bool encodings_as_recorded = false;
 };
 
 class Executor {

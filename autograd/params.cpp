@@ -27,11 +27,14 @@ void initialize(Tensor& t, Init init, uint64_t seed, uint64_t stream) {
     }
     return 0.0;
   };
+  // Each element is a pure function of (seed, stream, i): same bits for any thread count.
   if (t.dtype() == DType::f32) {
     float* p = t.data<float>();
+#pragma omp parallel for schedule(static) if (n > 4096)
     for (int64_t i = 0; i < n; ++i) p[i] = static_cast<float>(value(i));
   } else {
     double* p = t.data<double>();
+#pragma omp parallel for schedule(static) if (n > 4096)
     for (int64_t i = 0; i < n; ++i) p[i] = value(i);
   }
 }
@@ -39,8 +42,8 @@ void initialize(Tensor& t, Init init, uint64_t seed, uint64_t stream) {
 Parameter& ParamStore::get_or_create(const std::string& name, const TensorMeta& meta, Init init,
                                      bool trainable) {
   if (Parameter* p = find(name)) {
-    FRUGAL_CHECK(p->value.meta() == meta, "parameter '", name, "' exists as ", p->value.shape(),
-                 " ", dtype_name(p->value.dtype()), ", requested as ", meta.shape, " ",
+    FRUGAL_CHECK(p->meta == meta, "parameter '", name, "' exists as ", p->meta.shape, " ",
+                 dtype_name(p->meta.dtype), ", requested as ", meta.shape, " ",
                  dtype_name(meta.dtype));
     return *p;
   }
@@ -48,9 +51,12 @@ Parameter& ParamStore::get_or_create(const std::string& name, const TensorMeta& 
                "' must be f32 or f64, got ", dtype_name(meta.dtype));
   auto p = std::make_unique<Parameter>();
   p->name = name;
-  p->value = Tensor::empty(meta.shape, meta.dtype, Role::param, *alloc_);
+  p->meta = meta;
   p->trainable = trainable;
-  initialize(p->value, init, seed_, hash_name(name));
+  if (materialize_) {
+    p->value = Tensor::empty(meta.shape, meta.dtype, Role::param, *alloc_);
+    initialize(p->value, init, seed_, hash_name(name));
+  }
   by_name_[name] = p.get();
   params_.push_back(std::move(p));
   return *params_.back();
@@ -70,7 +76,7 @@ std::vector<Parameter*> ParamStore::all() {
 size_t ParamStore::count_elements(bool trainable_only) const {
   size_t n = 0;
   for (auto& p : params_)
-    if (!trainable_only || p->trainable) n += static_cast<size_t>(p->value.numel());
+    if (!trainable_only || p->trainable) n += static_cast<size_t>(p->meta.shape.numel());
   return n;
 }
 

@@ -25,7 +25,8 @@ struct Init {
 
 struct Parameter {
   std::string name;
-  Tensor value;
+  TensorMeta meta;
+  Tensor value;  // undefined in a shape-only store
   bool trainable = true;  // false for running statistics
   Tensor momentum;        // optimizer state, created by the optimizer on first use
 };
@@ -34,6 +35,14 @@ class ParamStore {
  public:
   explicit ParamStore(uint64_t seed = 0, Allocator& alloc = cpu_allocator())
       : seed_(seed), alloc_(&alloc) {}
+  // A store that records shapes only (no memory, no initialization): for planning and
+  // memory reports of networks that are never run.
+  static ParamStore shapes_only() {
+    ParamStore s;
+    s.materialize_ = false;
+    return s;
+  }
+  bool materialized() const { return materialize_; }
 
   // Returns the parameter called `name`, creating and initializing it if new. Throws if it
   // exists with another shape or dtype.
@@ -49,6 +58,7 @@ class ParamStore {
  private:
   uint64_t seed_;
   Allocator* alloc_;
+  bool materialize_ = true;
   std::vector<std::unique_ptr<Parameter>> params_;
   std::map<std::string, Parameter*> by_name_;
 };

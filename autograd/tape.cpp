@@ -22,7 +22,7 @@ Value Tape::param(const std::string& name, Shape shape, Init init, bool trainabl
   Parameter& p = params_->get_or_create(full, {std::move(shape), dtype_}, init, trainable);
   ValueNode v;
   v.kind = ValueKind::param;
-  v.meta = p.value.meta();
+  v.meta = p.meta;
   v.name = full;
   v.requires_grad = trainable;
   v.param = &p;

@@ -1,6 +1,7 @@
 // Liveness: from a recorded tape, the op roles and a mode, every buffer the step needs, with
-// its size, role and lifetime [first, last] on one timeline: forward steps 0..n-1, then the
-// backward of op k at step 2n-1-k, then one final step 2n (end-of-step optimizer). Also the
+// its size, role and lifetime [first, last] on one timeline: forward steps 0..n-1; in
+// training the backward of op k at step 2n-1-k; then one final step (n in inference, 2n in
+// training: the end-of-step optimizer and reading results). Also the
 // aliases (in place) the planner may apply: only where the op allows it and nothing reads the
 // input afterwards, backward readers included.
 #pragma once
@@ -31,12 +32,12 @@ struct Buffer {
   Role role = Role::output;
   TensorMeta meta;
   size_t bytes = 0;
-  int value = -1;  // value id (input, value, grad)
-  int op = -1;     // op index (saved, scratch, grad_temp)
-  int index = 0;   // saved slot, or input slot for grad_temp
+  int value = -1;           // value id (input, value, grad)
+  int op = -1;              // op index (saved, scratch, grad_temp)
+  int index = 0;            // saved slot, or input slot for grad_temp
   int first = 0, last = 0;  // inclusive timeline steps
-  int alias_of = -1;  // takes the bytes of this buffer (set only when aliasing is enabled)
-  std::string label;  // "conv2d3 out", for reports and pictures
+  int alias_of = -1;        // takes the bytes of this buffer (set only when aliasing is enabled)
+  std::string label;        // "conv2d3 out", for reports and pictures
 };
 
 struct LivenessOptions {
@@ -52,14 +53,14 @@ struct Liveness {
   int ops = 0;    // n
   int steps = 0;  // timeline length: n (inference) or 2n + 1 (training)
   std::vector<Buffer> buffers;
-  std::vector<int> value_buffer;  // value id -> buffer, -1 for params
-  std::vector<int> grad_buffer;   // value id -> gradient buffer, -1 if none
+  std::vector<int> value_buffer;                    // value id -> buffer, -1 for params
+  std::vector<int> grad_buffer;                     // value id -> gradient buffer, -1 if none
   std::vector<std::vector<int>> saved_buffers;      // op -> buffers
   std::vector<int> fwd_scratch, bwd_scratch;        // op -> buffer or -1
   std::vector<std::vector<int>> grad_temp_buffers;  // op -> per input slot, buffer or -1
   std::vector<Roles> roles;                         // op -> its roles in this mode
   std::vector<int> unwritten_grads;  // gradient buffers no backward writes: seeded or zeroed
-  std::vector<int> update_step;  // param value id -> step of its optimizer update, else -1
+  std::vector<int> update_step;      // param value id -> step of its optimizer update, else -1
 
   int backward_step(int op) const { return 2 * ops - 1 - op; }
   int final_step() const { return steps - 1; }

@@ -61,7 +61,7 @@ void check_gradients(const std::function<std::vector<Value>(std::span<const Valu
   keep.insert(keep.end(), in.begin(), in.end());
   Executor ex(tape, cpu_backend(),
               {.mode = Mode::training, .memory = MemoryMode::baseline, .poison = true,
-               .seed = o.seed, .keep = keep});
+               .seed = o.seed, .keep = keep, .encodings_as_recorded = true});
   for (size_t i = 0; i < inputs.size(); ++i) ex.set_input(in[i], inputs[i]);
 
   // Random upstream gradients R; the scalar checked is f = sum R * out.

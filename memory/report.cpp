@@ -1,0 +1,176 @@
+// Memory report: baseline sums, eager simulation, planned arena.
+#include "memory/report.h"
+
+#include <algorithm>
+
+#include "autograd/tape.h"
+#include "memory/eager.h"
+#include "memory/encodings.h"
+#include "memory/planner.h"
+
+namespace frugal {
+
+namespace {
+
+size_t* category(CategoryBytes& c, const Buffer& b) {
+  switch (b.kind) {
+    case BufferKind::input: return nullptr;
+    case BufferKind::value: return &c.outputs;
+    case BufferKind::saved:
+    case BufferKind::fwd_scratch:
+    case BufferKind::bwd_scratch: return &c.buffers;
+    case BufferKind::grad:
+    case BufferKind::grad_temp: return b.role == Role::param_grad ? &c.params : &c.grad_inputs;
+  }
+  return nullptr;
+}
+
+struct ParamTotals {
+  size_t weights = 0, trainable = 0;
+};
+
+ParamTotals param_totals(const Tape& tape) {
+  ParamTotals t;
+  for (Parameter* p : tape.params().all()) {
+    t.weights += p->meta.bytes();
+    if (p->trainable) t.trainable += p->meta.bytes();
+  }
+  return t;
+}
+
+LivenessOptions options_for(bool planned, bool optimizer, const std::vector<int>& keep) {
+  LivenessOptions o;
+  o.keep = keep;
+  o.aliases = planned;
+  o.fuse_optimizer = planned;
+  o.optimizer = optimizer;
+  o.keep_param_grads = !planned;
+  return o;
+}
+
+}  // namespace
+
+CategoryBytes peak_by_category(const Liveness& live) {
+  // Per category, a difference array over the timeline; an alias group counts once, as its
+  // root, over the union of its members' lifetimes.
+  const size_t steps = static_cast<size_t>(live.steps) + 1;
+  std::vector<int> first(live.buffers.size()), last(live.buffers.size());
+  std::vector<int> root(live.buffers.size());
+  for (size_t i = 0; i < live.buffers.size(); ++i) {
+    int r = static_cast<int>(i);
+    while (live.buffers[static_cast<size_t>(r)].alias_of >= 0)
+      r = live.buffers[static_cast<size_t>(r)].alias_of;
+    root[i] = r;
+    first[i] = live.buffers[i].first;
+    last[i] = live.buffers[i].last;
+  }
+  for (size_t i = 0; i < live.buffers.size(); ++i) {
+    const size_t r = static_cast<size_t>(root[i]);
+    first[r] = std::min(first[r], live.buffers[i].first);
+    last[r] = std::max(last[r], live.buffers[i].last);
+  }
+  CategoryBytes dummy, peak;
+  std::vector<std::vector<long long>> delta(3, std::vector<long long>(steps + 1, 0));
+  auto slot = [&](const Buffer& b) -> int {
+    size_t* p = category(dummy, b);
+    if (p == &dummy.outputs) return 0;
+    if (p == &dummy.grad_inputs) return 1;
+    if (p == &dummy.buffers) return 2;
+    return -1;
+  };
+  size_t param_grads = 0;
+  for (size_t i = 0; i < live.buffers.size(); ++i) {
+    const Buffer& b = live.buffers[i];
+    if (root[i] != static_cast<int>(i)) continue;
+    if (b.role == Role::param_grad) {
+      // Fused updates free weight gradients early; report their peak with the params.
+      continue;
+    }
+    int s = slot(b);
+    if (s < 0) continue;
+    delta[static_cast<size_t>(s)][static_cast<size_t>(first[i])] += static_cast<long long>(b.bytes);
+    delta[static_cast<size_t>(s)][static_cast<size_t>(last[i]) + 1] -= static_cast<long long>(b.bytes);
+  }
+  std::vector<long long> pg(steps + 1, 0);
+  for (const Buffer& b : live.buffers)
+    if (b.role == Role::param_grad && b.alias_of < 0) {
+      pg[static_cast<size_t>(b.first)] += static_cast<long long>(b.bytes);
+      pg[static_cast<size_t>(b.last) + 1] -= static_cast<long long>(b.bytes);
+    }
+  size_t* out[3] = {&peak.outputs, &peak.grad_inputs, &peak.buffers};
+  for (size_t c = 0; c < 3; ++c) {
+    long long cur = 0;
+    for (size_t t = 0; t < steps; ++t) {
+      cur += delta[c][t];
+      *out[c] = std::max(*out[c], static_cast<size_t>(cur));
+    }
+  }
+  long long cur = 0;
+  for (size_t t = 0; t < steps; ++t) {
+    cur += pg[t];
+    param_grads = std::max(param_grads, static_cast<size_t>(cur));
+  }
+  peak.params = param_grads;
+  return peak;
+}
+
+MemoryReport memory_report(Tape& tape, Mode mode, const Backend& backend,
+                           const ReportOptions& options) {
+  MemoryReport r;
+  r.mode = mode;
+  r.dtype = tape.dtype();
+  const bool training = mode == Mode::training;
+  const bool optimizer = training && options.optimizer;
+  const ParamTotals params = param_totals(tape);
+  const size_t momentum = optimizer && options.optimizer ? params.trainable : 0;
+
+  // Baseline: Torch's modules, full encodings, every buffer its own memory.
+  use_full_encodings(tape);
+  const Liveness base = analyze(tape, mode, backend, options_for(false, optimizer, options.keep));
+  for (const Buffer& b : base.buffers)
+    if (size_t* c = category(r.baseline.bytes, b)) *c += b.bytes;
+  r.baseline.bytes.params += params.weights;
+  if (!training) r.baseline.bytes.params += params.trainable;  // gradWeight from construction
+  r.baseline.bytes.optimizer_state = momentum;
+  const CategoryBytes& bb = r.baseline.bytes;
+  r.baseline.total = bb.outputs + bb.grad_inputs + bb.buffers + bb.params;
+
+  // Eager: PyTorch frees at the last reference; its caching allocator serves the requests.
+  // Eager runs the same ops as baseline, each buffer freed after its last use.
+  const Liveness& eager_live = base;
+  std::vector<EagerEvent> events;
+  for (const Buffer& b : eager_live.buffers)
+    if (b.kind != BufferKind::input) {
+      // Weight gradients stay allocated between steps (set_to_none=False, the old default).
+      int last = b.role == Role::param_grad ? eager_live.final_step() : b.last;
+      events.push_back({b.bytes, b.first, last});
+    }
+  const EagerResult sim = simulate_caching_allocator(events);
+  r.eager.bytes = peak_by_category(eager_live);
+  r.eager.bytes.params += params.weights;
+  r.eager.bytes.optimizer_state = momentum;
+  r.eager.arena = sim.peak_reserved;
+  r.eager.total = sim.peak_reserved + params.weights;
+
+  // Planned: compact encodings, aliases, fused optimizer, one arena.
+  choose_encodings(tape, mode, backend, options.keep);
+  const Liveness planned = analyze(tape, mode, backend, options_for(true, optimizer, options.keep));
+  std::vector<PlanBuffer> req;
+  std::vector<int> slot(planned.buffers.size(), -1);
+  for (size_t i = 0; i < planned.buffers.size(); ++i) {
+    const Buffer& b = planned.buffers[i];
+    if (b.kind == BufferKind::input) continue;
+    slot[i] = static_cast<int>(req.size());
+    req.push_back({b.bytes, b.first, b.last, b.alias_of >= 0 ? slot[static_cast<size_t>(b.alias_of)] : -1});
+  }
+  const Plan plan = plan_arena(req, options.alignment);
+  r.planned.bytes = peak_by_category(planned);
+  r.planned.bytes.params += params.weights;
+  r.planned.bytes.optimizer_state = momentum;
+  r.planned.arena = plan.arena_bytes;
+  r.planned.lower_bound = plan.lower_bound;
+  r.planned.total = plan.arena_bytes + params.weights;
+  return r;
+}
+
+}  // namespace frugal

@@ -1,0 +1,56 @@
+// The memory report: bytes per optnet category (outputs, gradInputs, buffers, params) for the
+// baseline, eager and planned modes of one tape, plus the planned arena and the liveness
+// lower bound. Needs only shapes: nothing is run.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "autograd/op.h"
+#include "memory/liveness.h"
+
+namespace frugal {
+
+class Tape;
+
+struct CategoryBytes {
+  size_t outputs = 0;          // op outputs (the network input is not counted)
+  size_t grad_inputs = 0;      // gradients w.r.t. op inputs
+  size_t buffers = 0;          // saved extras and scratch
+  size_t params = 0;           // weights (and running statistics) + weight gradients
+  size_t optimizer_state = 0;  // momentum; reported apart, not in optnet's total
+};
+
+struct ModeMemory {
+  CategoryBytes bytes;
+  // baseline: sum of every buffer; eager: caching allocator's peak reserved + params;
+  // planned: arena + params.
+  size_t total = 0;
+  size_t arena = 0;        // planned: the one arena; eager: peak reserved
+  size_t lower_bound = 0;  // planned: max over time of live bytes
+};
+
+struct MemoryReport {
+  Mode mode = Mode::training;
+  DType dtype = DType::f32;
+  ModeMemory baseline, eager, planned;
+};
+
+struct ReportOptions {
+  bool optimizer = true;  // training: an SGD step with momentum follows backward
+  size_t alignment = 64;
+  std::vector<int> keep = {};  // value ids read after the step (the loss), as the executor's
+};
+
+// Plans the tape in each mode. Baseline follows Torch's nn modules: every buffer its own
+// memory for the whole step, full saved encodings, and weight gradients even in inference.
+// In the eager and planned modes a category's figure is its peak live bytes (categories
+// peak at different times, so they need not add up to the total).
+MemoryReport memory_report(Tape& tape, Mode mode, const Backend& backend,
+                           const ReportOptions& options = {});
+
+// Peak live bytes per category of a liveness with the given offsets' alias groups once.
+CategoryBytes peak_by_category(const Liveness& live);
+
+}  // namespace frugal

@@ -1,0 +1,21 @@
+// ModelConfig: the switches every bundled network builder takes, so one training or memory
+// command can build any of them (without Dropout for optnet's training table, without batch
+// norm for its ResNet-110, or with another number of classes).
+#pragma once
+
+#include <cstdint>
+
+namespace frugal {
+
+struct ModelConfig {
+  bool dropout = true;     // Dropout(0.5) where the network has it (AlexNet, VGG)
+  bool batch_norm = true;  // BatchNorm where the network has it (ResNets)
+  int64_t classes = 0;     // 0: the network's default (10 for CIFAR nets, 1000 for ImageNet)
+};
+
+// The number of classes a builder should use: config.classes, or `fallback` when it is 0.
+inline int64_t classes_or(const ModelConfig& config, int64_t fallback) {
+  return config.classes > 0 ? config.classes : fallback;
+}
+
+}  // namespace frugal

@@ -1,0 +1,81 @@
+// The registry: each bundled network's name, input and builder, in one table.
+#include "models/registry.h"
+
+#include <string>
+
+#include "core/error.h"
+#include "layers/nll_loss.h"
+#include "layers/softmax_cross_entropy.h"
+#include "models/alexnet.h"
+#include "models/googlenet.h"
+#include "models/resnet_cifar.h"
+#include "models/resnet_imagenet.h"
+#include "models/small_cnn.h"
+#include "models/vgg.h"
+
+namespace frugal {
+namespace {
+
+const Shape kImageNet{3, 224, 224};
+const Shape kCifar{3, 32, 32};
+
+ModelSpec cifar_resnet(int depth) {
+  return {"resnet" + std::to_string(depth),
+          "ResNet-" + std::to_string(depth) + " for CIFAR-10, basic blocks, shortcut B",
+          kCifar,
+          10,
+          false,
+          [depth](Value x, const ModelConfig& c) { return resnet_cifar(x, depth, c); }};
+}
+
+ModelSpec vgg_spec(const char* name, const char* description, VggConfig which) {
+  return {name, description, kImageNet,
+          1000, true,        [which](Value x, const ModelConfig& c) { return vgg(x, which, c); }};
+}
+
+std::vector<ModelSpec> make_specs() {
+  std::vector<ModelSpec> specs;
+  specs.push_back({"small-cnn", "two conv blocks and a linear layer for 28x28 grey images",
+                   Shape{1, 28, 28}, 10, false, [](Value x, const ModelConfig& c) {
+                     return small_cnn(x, static_cast<int>(classes_or(c, 10)));
+                   }});
+  specs.push_back({"alexnet", "AlexNet, two towers, no LRN (optnet)", kImageNet, 1000, true,
+                   [](Value x, const ModelConfig& c) { return alexnet(x, c); }});
+  specs.push_back(vgg_spec("vgg-a", "VGG-A (VGG-11)", VggConfig::a));
+  specs.push_back(vgg_spec("vgg16", "VGG-16 (configuration D)", VggConfig::d));
+  specs.push_back(vgg_spec("vgg19", "VGG-19 (configuration E)", VggConfig::e));
+  specs.push_back({"googlenet", "GoogLeNet, optnet's Inception variant, main and aux heads",
+                   kImageNet, 1000, true,
+                   [](Value x, const ModelConfig& c) { return googlenet(x, c); }});
+  for (int depth : {20, 32, 56, 110}) specs.push_back(cifar_resnet(depth));
+  specs.push_back({"resnet1001", "ResNet-1001 for CIFAR-10, pre-activation bottlenecks", kCifar, 10,
+                   false,
+                   [](Value x, const ModelConfig& c) { return preact_resnet_cifar(x, 1001, c); }});
+  specs.push_back({"resnet18", "ResNet-18 for ImageNet, basic blocks", kImageNet, 1000, false,
+                   [](Value x, const ModelConfig& c) { return resnet_imagenet(x, 18, c); }});
+  specs.push_back({"resnet50", "ResNet-50 for ImageNet, bottlenecks", kImageNet, 1000, false,
+                   [](Value x, const ModelConfig& c) { return resnet_imagenet(x, 50, c); }});
+  return specs;
+}
+
+}  // namespace
+
+const std::vector<ModelSpec>& model_specs() {
+  static const std::vector<ModelSpec> specs = make_specs();
+  return specs;
+}
+
+const ModelSpec& find_model(const std::string& name) {
+  std::string names;
+  for (const ModelSpec& s : model_specs()) {
+    if (s.name == name) return s;
+    names += (names.empty() ? "" : ", ") + s.name;
+  }
+  throw Error("unknown model '" + name + "'; valid names: " + names);
+}
+
+Value model_loss(const ModelSpec& spec, Value output, Value labels) {
+  return spec.log_softmax_output ? nll_loss(output, labels) : softmax_cross_entropy(output, labels);
+}
+
+}  // namespace frugal

@@ -1,0 +1,39 @@
+// The registry of bundled networks: one name per network (what `frugal train --model` takes),
+// its input shape, default classes and a builder, so commands and benchmarks can record any
+// of them without knowing its code.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "autograd/tape.h"
+#include "core/shape.h"
+#include "models/model_config.h"
+
+namespace frugal {
+
+struct ModelSpec {
+  std::string name;         // "resnet110"
+  std::string description;  // one line for --help and reports
+  Shape input;              // one image: C, H, W
+  int64_t classes;          // default number of classes (labels lie in [0, classes))
+  bool log_softmax_output;  // output is log-probabilities (train with nll_loss), else logits
+  // Records the network over images (N, input...) and returns its output (N, classes); for
+  // GoogLeNet (N, 2 classes), its two heads side by side.
+  std::function<Value(Value images, const ModelConfig&)> build;
+};
+
+// All bundled networks, in a fixed order: small-cnn, alexnet, vgg-a, vgg16, vgg19,
+// googlenet, resnet20, resnet32, resnet56, resnet110, resnet1001, resnet18, resnet50.
+const std::vector<ModelSpec>& model_specs();
+
+// The network called `name`; throws frugal::Error listing the valid names otherwise.
+const ModelSpec& find_model(const std::string& name);
+
+// The training loss of `output` against i32 labels (N): nll_loss for log-probability
+// outputs, else the fused softmax cross-entropy. For GoogLeNet the labels index the main
+// head's columns, so the auxiliary head gets no gradient.
+Value model_loss(const ModelSpec& spec, Value output, Value labels);
+
+}  // namespace frugal

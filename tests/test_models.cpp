@@ -1,0 +1,230 @@
+// The bundled networks: parameter counts as reference/networks.md (and torchvision where it
+// gives none), output shapes of every registered model, registry errors, and one real
+// ResNet-20 training step, planned bitwise equal to baseline.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "autograd/executor.h"
+#include "models/registry.h"
+#include "models/resnet_cifar.h"
+#include "models/resnet_imagenet.h"
+#include "tests/gradcheck.h"
+
+using namespace frugal;
+using namespace frugal::testing;
+
+namespace {
+
+struct Recorded {
+  size_t params = 0;               // trainable elements
+  Shape output;                    // of the network at batch 2
+  std::vector<std::string> ops;    // op names in tape order
+  std::vector<std::string> names;  // parameter names
+  int count(const std::string& op) const {
+    int n = 0;
+    for (const std::string& name : ops) n += name == op;
+    return n;
+  }
+  bool has_param(const std::string& name) const {
+    for (const std::string& n : names)
+      if (n == name) return true;
+    return false;
+  }
+};
+
+// Records model `name` at batch 2 (f32: recording allocates only the parameters).
+Recorded record(const std::string& name, ModelConfig config = {}) {
+  const ModelSpec& spec = find_model(name);
+  ParamStore store(1);
+  Tape tape(store, DType::f32);
+  Shape input{2, spec.input[0], spec.input[1], spec.input[2]};
+  Value y = spec.build(tape.input("images", input, DType::f32), config);
+  Recorded r{store.count_elements(true), y.shape(), {}, {}};
+  for (const OpNode& op : tape.ops()) r.ops.push_back(op.op->name());
+  for (Parameter* p : store.all()) r.names.push_back(p->name);
+  return r;
+}
+
+Tensor clone(const Tensor& t) {
+  Tensor c = Tensor::empty(t.shape(), t.dtype());
+  copy_bytes(t, c);
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("registry lists the bundled networks by name") {
+  std::string names;
+  for (const ModelSpec& s : model_specs()) names += s.name + " ";
+  CHECK(names ==
+        "small-cnn alexnet vgg-a vgg16 vgg19 googlenet resnet20 resnet32 resnet56 resnet110 "
+        "resnet1001 resnet18 resnet50 ");
+  CHECK(find_model("small-cnn").input == Shape{1, 28, 28});
+  CHECK(find_model("resnet56").input == Shape{3, 32, 32});
+  CHECK(find_model("googlenet").input == Shape{3, 224, 224});
+  CHECK(find_model("resnet50").classes == 1000);
+  CHECK_THROWS_WITH_AS(find_model("resnet-110"),
+                       doctest::Contains("unknown model 'resnet-110'; valid names: small-cnn, "
+                                         "alexnet, vgg-a"),
+                       Error);
+}
+
+TEST_CASE("builders reject depths their family does not have") {
+  ParamStore store;
+  Tape tape(store);
+  Value x = tape.input("images", {1, 3, 32, 32}, DType::f32);
+  CHECK_THROWS_WITH_AS(resnet_cifar(x, 21), doctest::Contains("depth 21 is not 6n + 2"), Error);
+  CHECK_THROWS_WITH_AS(preact_resnet_cifar(x, 1000), doctest::Contains("is not 9n + 2"), Error);
+  CHECK_THROWS_WITH_AS(resnet_imagenet(x, 19), doctest::Contains("depth 19 is not one of"), Error);
+}
+
+TEST_CASE("model small-cnn") {
+  Recorded r = record("small-cnn");
+  CHECK(r.params == 50282);
+  CHECK(r.output == Shape{2, 10});
+}
+
+TEST_CASE("model alexnet without dropout") {
+  Recorded r = record("alexnet", {.dropout = false});
+  CHECK(r.params == 60522856);
+  CHECK(r.output == Shape{2, 1000});
+  CHECK(r.count("dropout") == 0);
+  CHECK(r.count("threshold") == 2);
+  CHECK(r.count("conv2d") == 10);
+  CHECK(r.has_param("features/tower1/conv2d4.weight"));
+  CHECK(r.has_param("classifier/linear2.bias"));
+}
+
+TEST_CASE("model vgg-a with dropout") {
+  Recorded r = record("vgg-a");
+  CHECK(r.params == 132863336);
+  CHECK(r.output == Shape{2, 1000});
+  CHECK(r.count("dropout") == 2);
+  CHECK(r.count("conv2d") == 8);
+}
+
+TEST_CASE("model vgg16") {
+  Recorded r = record("vgg16");
+  CHECK(r.params == 138357544);
+  CHECK(r.output == Shape{2, 1000});
+}
+
+TEST_CASE("model vgg19") {
+  Recorded r = record("vgg19");
+  CHECK(r.params == 143667240);
+  CHECK(r.output == Shape{2, 1000});
+}
+
+TEST_CASE("model googlenet") {
+  Recorded r = record("googlenet");
+  CHECK(r.params == 19124528);
+  CHECK(r.output == Shape{2, 2000});  // main and auxiliary log-probabilities
+  CHECK(r.count("log_softmax") == 2);
+  CHECK(r.has_param("inception3a/double3x3/conv2d2.weight"));
+  CHECK(r.has_param("main/inception5b/pool/conv2d0.bias"));
+  CHECK(!r.has_param("main/inception4e/pool/conv2d0.weight"));  // proj = 0
+  CHECK(r.has_param("aux/linear1.weight"));
+}
+
+TEST_CASE("models resnet20 resnet32 resnet56") {
+  const std::pair<const char*, size_t> nets[] = {
+      {"resnet20", 273258}, {"resnet32", 468138}, {"resnet56", 857898}};
+  for (auto [name, params] : nets) {
+    CAPTURE(name);
+    Recorded r = record(name);
+    CHECK(r.params == params);
+    CHECK(r.output == Shape{2, 10});
+  }
+  CHECK(record("resnet20", {.classes = 7}).output == Shape{2, 7});
+}
+
+TEST_CASE("model resnet110 with and without batch norm") {
+  Recorded r = record("resnet110");
+  CHECK(r.params == 1734858);
+  CHECK(r.output == Shape{2, 10});
+  CHECK(r.count("conv2d") == 111);
+  CHECK(r.count("linear") == 1);
+  CHECK(r.has_param("stage3/block0/shortcut/bn.weight"));
+  CHECK(r.has_param("stage1/block17/conv2.bias"));
+  Recorded plain = record("resnet110", {.batch_norm = false});
+  CHECK(plain.params == 1726570);
+  CHECK(plain.count("batch_norm") == 0);
+  CHECK(plain.output == Shape{2, 10});
+}
+
+TEST_CASE("model resnet1001") {
+  Recorded r = record("resnet1001");
+  CHECK(r.params == 10327706);
+  CHECK(r.output == Shape{2, 10});
+  CHECK(r.count("conv2d") == 1000 + 3);  // 3 x 333 + stem, and three shortcut convs
+  CHECK(r.count("add") == 333);
+  ParamStore store;  // the same definition at depth 164 (He et al. 2016's other net)
+  Tape tape(store);
+  Value y = preact_resnet_cifar(tape.input("images", {1, 3, 32, 32}, DType::f32), 164);
+  CHECK(store.count_elements(true) == 1703258);
+  CHECK(y.shape() == Shape{1, 10});
+}
+
+TEST_CASE("model resnet18") {
+  Recorded r = record("resnet18");
+  CHECK(r.params == 11689512);
+  CHECK(r.output == Shape{2, 1000});
+  CHECK(r.has_param("stage2/block0/shortcut/conv.weight"));
+  CHECK(!r.has_param("stage2/block0/conv1.bias"));  // BN follows
+}
+
+TEST_CASE("model resnet50") {
+  Recorded r = record("resnet50");
+  CHECK(r.params == 25557032);
+  CHECK(r.output == Shape{2, 1000});
+  CHECK(r.count("conv2d") == 53);
+}
+
+TEST_CASE("model_loss matches the output kind") {
+  ParamStore store;
+  Tape tape(store);
+  Value labels = tape.input("labels", {2}, DType::i32);
+  Value scores = tape.input("scores", {2, 10}, DType::f32);
+  model_loss(find_model("vgg-a"), scores, labels);
+  CHECK(tape.ops().back().op->name() == "nll_loss");
+  model_loss(find_model("resnet20"), scores, labels);
+  CHECK(tape.ops().back().op->name() == "softmax_cross_entropy");
+}
+
+TEST_CASE("resnet20 planned training step is bitwise equal to baseline") {
+  auto run = [](MemoryMode memory) {
+    ParamStore store(7);
+    Tape tape(store, DType::f32);
+    const ModelSpec& spec = find_model("resnet20");
+    Value x = tape.input("images", {2, 3, 32, 32}, DType::f32);
+    Value labels = tape.input("labels", {2}, DType::i32);
+    Value logits = spec.build(x, {});
+    Value loss = model_loss(spec, logits, labels);
+    Executor ex(tape, cpu_backend(),
+                {.memory = memory,
+                 .poison = memory == MemoryMode::planned,
+                 .seed = 3,
+                 .keep = {loss, logits},
+                 .sgd = SgdConfig{.lr = 0.1, .momentum = 0.9}});
+    std::vector<Tensor> out;
+    for (int step = 0; step < 2; ++step) {
+      ex.set_input(x, random_tensor({2, 3, 32, 32}, 10 + step, -1, 1, DType::f32));
+      ex.set_input(labels, random_labels(2, 10, 20 + step));
+      ex.forward();
+      out.push_back(clone(ex.value(loss)));
+      out.push_back(clone(ex.value(logits)));
+      ex.backward(loss);
+    }
+    for (Parameter* p : store.all()) out.push_back(clone(p->value));  // incl. BN statistics
+    return out;
+  };
+  std::vector<Tensor> base = run(MemoryMode::baseline), planned = run(MemoryMode::planned);
+  REQUIRE(base.size() == planned.size());
+  CHECK(base[0].data<float>()[0] > 0);
+  for (size_t i = 0; i < base.size(); ++i) {
+    CAPTURE(i);
+    CHECK(bitwise_equal(base[i], planned[i]));
+  }
+}

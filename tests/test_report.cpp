@@ -1,0 +1,67 @@
+// The memory report: the bytes it claims are the bytes the allocator hands out, and the
+// planned figures respect lower bound <= arena <= baseline.
+#include <doctest/doctest.h>
+
+#include "autograd/executor.h"
+#include "layers/add.h"
+#include "layers/batchnorm2d.h"
+#include "layers/conv2d.h"
+#include "layers/flatten.h"
+#include "layers/linear.h"
+#include "layers/maxpool2d.h"
+#include "layers/relu.h"
+#include "layers/softmax_cross_entropy.h"
+#include "memory/report.h"
+
+using namespace frugal;
+
+namespace {
+Value small_resnet(Value x) {
+  Value h = relu(batch_norm(conv2d(x, {.out = 8, .kernel = 3, .pad = 1, .bias = false})));
+  for (int i = 0; i < 3; ++i) {
+    Value b = relu(batch_norm(conv2d(h, {.out = 8, .kernel = 3, .pad = 1, .bias = false})));
+    b = batch_norm(conv2d(b, {.out = 8, .kernel = 3, .pad = 1, .bias = false}));
+    h = relu(add(b, h));
+  }
+  return linear(flatten(max_pool2d(h, {.kernel = 4})), {.out = 10});
+}
+}  // namespace
+
+TEST_CASE("report bytes equal the bytes the executor allocates") {
+  for (Mode mode : {Mode::training, Mode::inference}) {
+    CAPTURE(mode_name(mode));
+    ParamStore store(1);
+    Tape tape(store, DType::f32);
+    Value x = tape.input("x", {8, 3, 16, 16}, DType::f32);
+    Value labels = tape.input("labels", {8}, DType::i32);
+    Value logits = small_resnet(x);
+    Value out = mode == Mode::training ? softmax_cross_entropy(logits, labels) : logits;
+    ReportOptions ro{.keep = {out.id()}};
+    MemoryReport r = memory_report(tape, mode, cpu_backend(), ro);
+    CHECK(r.planned.lower_bound <= r.planned.arena);
+    CHECK(r.planned.total < r.baseline.total);
+    CHECK(r.planned.bytes.outputs < r.baseline.bytes.outputs);
+
+    const size_t input_bytes = 8 * 3 * 16 * 16 * 4 + 8 * 4;
+    for (MemoryMode m : {MemoryMode::planned, MemoryMode::baseline}) {
+      const size_t before = cpu_allocator().current_bytes();
+      std::optional<SgdConfig> sgd;
+      if (mode == Mode::training) sgd = SgdConfig{.lr = 0.1, .momentum = 0.9};
+      Executor ex(tape, cpu_backend(),
+                  {.mode = mode, .memory = m, .keep = {out}, .sgd = sgd});
+      const size_t held = cpu_allocator().current_bytes() - before;
+      CHECK(held == ex.memory_bytes());
+      if (m == MemoryMode::planned) {
+        CHECK(ex.arena_bytes() == r.planned.arena);
+        CHECK(held == r.planned.arena + input_bytes);
+      } else {
+        // Baseline holds every buffer (weight gradients included in training).
+        const CategoryBytes& b = r.baseline.bytes;
+        size_t weights = 0;
+        for (Parameter* p : store.all()) weights += p->value.bytes();
+        size_t param_grads = mode == Mode::training ? b.params - weights : 0;
+        CHECK(held == b.outputs + b.grad_inputs + b.buffers + param_grads + input_bytes);
+      }
+    }
+  }
+}
