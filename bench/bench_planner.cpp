@@ -9,8 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "autograd/tape.h"
 #include "memory/eager.h"
+#include "memory/encodings.h"
+#include "memory/liveness.h"
 #include "memory/planner.h"
+#include "models/registry.h"
 
 using namespace frugal;
 
@@ -175,6 +179,35 @@ void report(const char* name, const std::vector<PlanBuffer>& buffers, int runs) 
               eager.peak_allocated / mib, eager.peak_reserved / mib);
 }
 
+// The real training step of a bundled network: recorded with shapes only, analyzed as the
+// planned executor does (aliases, compact encodings, fused SGD), inputs left out of the arena.
+std::vector<PlanBuffer> model_step(const std::string& model, int64_t batch, int* ops) {
+  const ModelSpec& spec = find_model(model);
+  ParamStore store = ParamStore::shapes_only();
+  Tape tape(store, DType::f32);
+  std::vector<int64_t> dims{batch};
+  for (int64_t d : spec.input.dims()) dims.push_back(d);
+  Value x = tape.input("images", Shape(dims), DType::f32);
+  Value labels = tape.input("labels", {batch}, DType::i32);
+  Value loss = model_loss(spec, spec.build(x, {}), labels);
+  const std::vector<int> keep{loss.id()};
+  choose_encodings(tape, Mode::training, cpu_backend(), keep);
+  LivenessOptions lo;
+  lo.optimizer = true;
+  lo.keep = keep;
+  const Liveness live = analyze(tape, Mode::training, cpu_backend(), lo);
+  std::vector<PlanBuffer> out;
+  std::vector<int> slot(live.buffers.size(), -1);
+  for (size_t i = 0; i < live.buffers.size(); ++i) {
+    const Buffer& b = live.buffers[i];
+    if (b.kind == BufferKind::input) continue;
+    slot[i] = static_cast<int>(out.size());
+    out.push_back({b.bytes, b.first, b.last, b.alias_of >= 0 ? slot[b.alias_of] : -1});
+  }
+  *ops = live.ops;
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -186,7 +219,27 @@ int main(int argc, char** argv) {
   app.add_option("--batch", batch, "batch size")->check(CLI::PositiveNumber);
   app.add_option("--runs", runs, "timed runs of plan_arena (the median is reported)")
       ->check(CLI::PositiveNumber);
+  std::vector<std::string> models;
+  app.add_option("--models", models,
+                 "bundled networks to plan instead of the synthetic steps ('all' for every one)");
   CLI11_PARSE(app, argc, argv);
+  if (!models.empty()) {
+    if (models.size() == 1 && models[0] == "all") {
+      models.clear();
+      for (const ModelSpec& m : model_specs()) models.push_back(m.name);
+    }
+    for (const std::string& m : models) {
+      int ops = 0;
+      const auto start = std::chrono::steady_clock::now();
+      std::vector<PlanBuffer> buffers = model_step(m, static_cast<int64_t>(batch), &ops);
+      const double record_ms = ms_since(start);
+      const std::string name = m + " training step, batch " + std::to_string(batch) + ", " +
+                               std::to_string(ops) + " ops (record + liveness " +
+                               std::to_string(static_cast<int>(record_ms)) + " ms)";
+      report(name.c_str(), buffers, runs);
+    }
+    return 0;
+  }
   // By default ResNet-1001 as a lean and as a detailed liveness (~24k buffers), and a 3x deeper
   // lean one (~32k buffers on a 3x longer timeline).
   struct Case {

@@ -1,0 +1,27 @@
+// The frugal command: `frugal train`, `frugal memory`. Bad data or options print
+// `error: <message>` and exit 1.
+#include <cstdio>
+#include <exception>
+#include <vector>
+
+#include "apps/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"frugal: a C++ deep-learning framework that trains in far less memory"};
+  app.require_subcommand(1);
+  std::vector<std::pair<CLI::App*, frugal::Action>> commands;
+  for (auto add : {frugal::add_train_command, frugal::add_memory_command}) {
+    frugal::Action action = add(app);
+    commands.emplace_back(app.get_subcommands({}).back(), std::move(action));
+  }
+  CLI11_PARSE(app, argc, argv);
+  try {
+    for (auto& [command, action] : commands)
+      if (command->parsed()) action();
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

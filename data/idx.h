@@ -1,0 +1,45 @@
+// IDX files (the MNIST family's format: big-endian header, then unsigned bytes), plain or
+// gzip-compressed, read into host tensors: images (N,1,H,W) f32 normalized, labels (N) i32.
+// Every error names the file and what was wrong with it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/tensor.h"
+
+namespace frugal {
+
+// Debian's dataset-fashion-mnist installs the four .gz files here.
+inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
+// Mean and standard deviation of Fashion-MNIST's training pixels, scaled to [0,1].
+inline constexpr double kFashionMnistMean = 0.2860;
+inline constexpr double kFashionMnistStd = 0.3530;
+
+struct ImageOptions {
+  double mean = 0.0, std = 1.0;   // x = (pixel / 255 - mean) / std
+  int pad = 0;                    // border of background (pixel 0) on each side: 28 + 2*2 = 32
+  int64_t height = 0, width = 0;  // expected image size before padding; 0 accepts any
+};
+
+struct Dataset {
+  Tensor images;  // (N,1,H,W) f32
+  Tensor labels;  // (N) i32
+  int64_t size() const { return labels.defined() ? labels.shape()[0] : 0; }
+};
+
+// Reads an IDX file of rank 3 (N,H,W) unsigned bytes; ".gz" files are decompressed.
+Tensor read_idx_images(const std::string& path, const ImageOptions& options = {});
+// Reads an IDX file of rank 1 (N) unsigned bytes; every label must lie in 0..classes-1.
+Tensor read_idx_labels(const std::string& path, int classes = 10);
+// Images and labels from two files whose counts must match.
+Dataset load_idx(const std::string& images_path, const std::string& labels_path,
+                 const ImageOptions& options = {}, int classes = 10);
+
+// Fashion-MNIST's training (60000) or test (10000) set from `dir`, which holds
+// {train,t10k}-{images-idx3,labels-idx1}-ubyte, each plain or .gz. Images are 28x28
+// normalized with the data set's mean and std, plus `pad` pixels of border on each side.
+Dataset load_fashion_mnist(const std::string& dir = kFashionMnistDir, bool train = true,
+                           int pad = 0);
+
+}  // namespace frugal

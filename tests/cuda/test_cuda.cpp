@@ -1,0 +1,462 @@
+// Every kernel of the CUDA backend against its CPU twin: the same random inputs on both, the
+// results compared within a tolerance of the result's scale (f32 1e-5, f64 1e-12), and exactly
+// where the arithmetic is the same (masks, indices, copies, elementwise kernels). Outputs start
+// as NaN (all-ones bytes), so a kernel that skips an element fails. Where no CUDA device is
+// present the program prints "no CUDA device: skipped" and exits with 77 (CTest: skipped).
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/backend.h"
+#include "core/rng.h"
+#include "cuda/cuda_entry.h"
+
+using namespace frugal;
+
+namespace {
+
+constexpr int kSkipped = 77;
+const DType kFloats[] = {DType::f32, DType::f64};
+
+Backend& cpu() {
+  return cpu_backend();
+}
+Backend& gpu() {
+  return cuda_backend();
+}
+
+// All-ones bytes: NaN in f32 and f64.
+void poison(Backend& b, Tensor& t) {
+  if (t.bytes() == 0) return;
+  Tensor bytes(t.storage(), t.offset(), Shape{static_cast<int64_t>(t.bytes())}, DType::u8);
+  b.fill(bytes, 255);
+}
+
+// One tensor with the same contents on the host (cpu) and on the device (gpu).
+struct Pair {
+  Tensor cpu, gpu;
+};
+
+Pair empty_pair(Shape s, DType t) {
+  Pair p{Tensor::empty(s, t), Tensor::empty(s, t, Role::input, cuda_allocator())};
+  poison(cpu(), p.cpu);
+  poison(gpu(), p.gpu);
+  return p;
+}
+
+Pair upload(const Tensor& host) {
+  Pair p = empty_pair(host.shape(), host.dtype());
+  cpu().copy(host, p.cpu);
+  gpu().copy(host, p.gpu);
+  return p;
+}
+
+// Uniform in [lo, hi) (integers in [lo, hi) for i32).
+Pair random_pair(Shape s, DType t, uint64_t seed, double lo = -1, double hi = 1) {
+  Tensor h = Tensor::empty(s, t);
+  Rng rng(seed);
+  for (int64_t i = 0; i < h.numel(); ++i) {
+    const double v = lo + (hi - lo) * rng.uniform();
+    if (t == DType::f32) h.data<float>()[i] = static_cast<float>(v);
+    if (t == DType::f64) h.data<double>()[i] = v;
+    if (t == DType::i32) h.data<int32_t>()[i] = static_cast<int32_t>(std::floor(v));
+  }
+  return upload(h);
+}
+
+Tensor download(const Tensor& device) {
+  Tensor h = Tensor::empty(device.shape(), device.dtype());
+  gpu().copy(device, h);
+  return h;
+}
+
+// Scratch of `bytes` for backend b (undefined when none is needed), poisoned.
+Tensor scratch(Backend& b, size_t bytes) {
+  if (bytes == 0) return Tensor();
+  Allocator& a = b.device().kind == DeviceKind::cuda ? cuda_allocator() : cpu_allocator();
+  Tensor t = Tensor::empty({static_cast<int64_t>(bytes)}, DType::u8, Role::scratch, a);
+  poison(b, t);
+  return t;
+}
+
+// max |cpu - gpu| <= tol * max |cpu|; NaN must meet NaN.
+void check_close(const Pair& p, const char* what) {
+  const Tensor got = download(p.gpu);
+  double err = 0, scale = 0;
+  bool nan_mismatch = false;
+  for (int64_t i = 0; i < p.cpu.numel(); ++i) {
+    const double a = element_as_double(p.cpu, i), b = element_as_double(got, i);
+    if (std::isnan(a) || std::isnan(b)) {
+      nan_mismatch |= std::isnan(a) != std::isnan(b);
+      continue;
+    }
+    err = std::max(err, std::abs(a - b));
+    scale = std::max(scale, std::abs(a));
+  }
+  const double tol = p.cpu.dtype() == DType::f32 ? 1e-5 : 1e-12;
+  INFO(what, " ", p.cpu.shape(), " ", dtype_name(p.cpu.dtype()), ": error ", err, ", scale ",
+       scale);
+  CHECK(!nan_mismatch);
+  CHECK(err <= tol * scale);
+}
+
+void check_equal(const Pair& p, const char* what) {
+  INFO(what, " ", p.cpu.shape(), " ", dtype_name(p.cpu.dtype()));
+  CHECK(bitwise_equal(p.cpu, download(p.gpu)));
+}
+
+// Runs f(backend, side) on the CPU, then on the GPU; side(p) is p's tensor for that backend.
+template <typename F>
+void on_both(F f) {
+  f(cpu(), [](Pair& p) -> Tensor& { return p.cpu; });
+  f(gpu(), [](Pair& p) -> Tensor& { return p.gpu; });
+}
+
+Conv2dGeometry conv(int64_t N, int64_t C, int64_t H, int64_t W, int64_t K, int64_t R, int64_t S,
+                    int64_t stride, int64_t pad_h, int64_t pad_w) {
+  return {.N = N,
+          .C = C,
+          .H = H,
+          .W = W,
+          .K = K,
+          .R = R,
+          .S = S,
+          .P = (H + 2 * pad_h - R) / stride + 1,
+          .Q = (W + 2 * pad_w - S) / stride + 1,
+          .stride_h = stride,
+          .stride_w = stride,
+          .pad_h = pad_h,
+          .pad_w = pad_w};
+}
+
+}  // namespace
+
+TEST_CASE("cuda allocator: aligned device memory, accounted by role") {
+  Allocator& a = cuda_allocator();
+  CHECK(a.device().kind == DeviceKind::cuda);
+  CHECK(a.alignment() == 256);
+  const size_t before = a.current_bytes();
+  {
+    Tensor t = Tensor::empty({3, 5}, DType::f32, Role::grad, a);
+    Tensor u = Tensor::empty({7}, DType::u8, Role::saved, a);
+    CHECK(reinterpret_cast<uintptr_t>(t.raw()) % 256 == 0);
+    CHECK(reinterpret_cast<uintptr_t>(u.raw()) % 256 == 0);
+    CHECK(a.current_bytes() == before + 60 + 7);
+    CHECK(t.device().kind == DeviceKind::cuda);
+  }
+  CHECK(a.current_bytes() == before);
+}
+
+TEST_CASE("cuda memory: fill, copy, accumulate, sgd") {
+  for (DType t : {DType::f32, DType::f64, DType::i32, DType::u8}) {
+    Pair p = empty_pair({37}, t);
+    cpu().fill(p.cpu, 3);
+    gpu().fill(p.gpu, 3);
+    check_equal(p, "fill");
+  }
+  for (DType t : kFloats) {
+    Pair x = random_pair({4, 33}, t, 1), y = random_pair({4, 33}, t, 2);
+    check_equal(x, "copy host to device and back");
+    Pair z = empty_pair({4, 33}, t);
+    cpu().copy(x.cpu, z.cpu);
+    gpu().copy(x.gpu, z.gpu);
+    check_equal(z, "copy device to device");
+    cpu().accumulate(x.cpu, y.cpu);
+    gpu().accumulate(x.gpu, y.gpu);
+    check_equal(y, "accumulate");
+    Pair w = random_pair({300}, t, 3), dw = random_pair({300}, t, 4), v = random_pair({300}, t, 5);
+    const SgdConfig c{.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-3};
+    cpu().sgd_step(w.cpu, dw.cpu, v.cpu, c);
+    gpu().sgd_step(w.gpu, dw.gpu, v.gpu, c);
+    check_close(w, "sgd weight");
+    check_close(v, "sgd momentum");
+  }
+}
+
+TEST_CASE("cuda linear") {
+  for (DType t : kFloats)
+    for (auto [N, I, O] : {std::array<int64_t, 3>{5, 7, 3}, {33, 65, 17}}) {
+      Pair x = random_pair({N, I}, t, 10), w = random_pair({O, I}, t, 11);
+      Pair b = random_pair({O}, t, 12), dy = random_pair({N, O}, t, 13);
+      Pair y = empty_pair({N, O}, t), y0 = empty_pair({N, O}, t), dx = empty_pair({N, I}, t);
+      Pair dw = empty_pair({O, I}, t), db = empty_pair({O}, t), db_only = empty_pair({O}, t);
+      Tensor none;
+      on_both([&](Backend& be, auto side) {
+        be.linear_forward(side(x), side(w), side(b), side(y));
+        be.linear_forward(side(x), side(w), none, side(y0));
+        be.linear_backward_data(side(dy), side(w), side(dx));
+        be.linear_backward_weight(side(x), side(dy), side(dw), side(db));
+        be.linear_backward_weight(side(x), side(dy), none, side(db_only));
+      });
+      check_close(y, "linear y");
+      check_close(y0, "linear y without bias");
+      check_close(dx, "linear dx");
+      check_close(dw, "linear dw");
+      check_close(db, "linear db");
+      check_close(db_only, "linear db alone");
+    }
+}
+
+TEST_CASE("cuda conv2d: forward, backward data and filter, deterministic") {
+  const Conv2dGeometry geometries[] = {
+      conv(2, 3, 9, 7, 4, 3, 3, 1, 1, 1), conv(3, 5, 8, 8, 6, 1, 1, 1, 0, 0),
+      conv(2, 4, 11, 10, 3, 5, 3, 2, 2, 1), conv(1, 2, 6, 6, 2, 2, 2, 2, 0, 0)};
+  for (DType t : kFloats)
+    for (const Conv2dGeometry& g : geometries) {
+      const Shape xs{g.N, g.C, g.H, g.W}, ws{g.K, g.C, g.R, g.S}, ys{g.N, g.K, g.P, g.Q};
+      Pair x = random_pair(xs, t, 20), w = random_pair(ws, t, 21), b = random_pair({g.K}, t, 22);
+      Pair dy = random_pair(ys, t, 23), y = empty_pair(ys, t), dx = empty_pair(xs, t);
+      Pair dw = empty_pair(ws, t), db = empty_pair({g.K}, t);
+      on_both([&](Backend& be, auto side) {
+        Tensor fs = scratch(be, be.conv2d_forward_scratch(g, t));
+        Tensor bs = scratch(be, be.conv2d_backward_scratch(g, t));
+        be.conv2d_forward(g, side(x), side(w), side(b), side(y), fs);
+        be.conv2d_backward_data(g, side(dy), side(w), side(dx), bs);
+        be.conv2d_backward_filter(g, side(x), side(dy), side(dw), side(db), bs);
+      });
+      check_close(y, "conv2d y");
+      check_close(dx, "conv2d dx");
+      check_close(dw, "conv2d dw");
+      check_close(db, "conv2d db");
+
+      // Same algorithm, same workspace size and same bits on a second run.
+      CHECK(gpu().conv2d_forward_scratch(g, t) == gpu().conv2d_forward_scratch(g, t));
+      Pair dw2 = empty_pair(ws, t), dx2 = empty_pair(xs, t);
+      Tensor none, bs = scratch(gpu(), gpu().conv2d_backward_scratch(g, t));
+      gpu().conv2d_backward_filter(g, x.gpu, dy.gpu, dw2.gpu, none, bs);
+      gpu().conv2d_backward_data(g, dy.gpu, w.gpu, dx2.gpu, bs);
+      CHECK(bitwise_equal(download(dw.gpu), download(dw2.gpu)));
+      CHECK(bitwise_equal(download(dx.gpu), download(dx2.gpu)));
+    }
+}
+
+TEST_CASE("cuda pooling: max (exact indices) and average") {
+  // floor mode with padding; ceil mode (P = 5: the last window is clipped); a 2x2 stride-2.
+  const Pool2dGeometry geometries[] = {{.N = 2,
+                                        .C = 3,
+                                        .H = 7,
+                                        .W = 9,
+                                        .P = 4,
+                                        .Q = 5,
+                                        .kernel_h = 3,
+                                        .kernel_w = 3,
+                                        .stride_h = 2,
+                                        .stride_w = 2,
+                                        .pad_h = 1,
+                                        .pad_w = 1},
+                                       {.N = 2,
+                                        .C = 2,
+                                        .H = 8,
+                                        .W = 8,
+                                        .P = 5,
+                                        .Q = 5,
+                                        .kernel_h = 3,
+                                        .kernel_w = 3,
+                                        .stride_h = 2,
+                                        .stride_w = 2,
+                                        .pad_h = 1,
+                                        .pad_w = 1},
+                                       {.N = 3,
+                                        .C = 4,
+                                        .H = 6,
+                                        .W = 10,
+                                        .P = 3,
+                                        .Q = 5,
+                                        .kernel_h = 2,
+                                        .kernel_w = 2,
+                                        .stride_h = 2,
+                                        .stride_w = 2,
+                                        .pad_h = 0,
+                                        .pad_w = 0}};
+  for (DType t : kFloats)
+    for (const Pool2dGeometry& g : geometries) {
+      const Shape xs{g.N, g.C, g.H, g.W}, ys{g.N, g.C, g.P, g.Q};
+      Pair x = random_pair(xs, t, 30), dy = random_pair(ys, t, 31);
+      Pair y = empty_pair(ys, t), index = empty_pair(ys, DType::u8), dx = empty_pair(xs, t);
+      Pair ay = empty_pair(ys, t), adx = empty_pair(xs, t);
+      on_both([&](Backend& be, auto side) {
+        be.maxpool2d_forward(g, side(x), side(y), side(index));
+        be.maxpool2d_backward(g, side(dy), side(index), side(dx));
+        be.avgpool2d_forward(g, side(x), side(ay));
+        be.avgpool2d_backward(g, side(dy), side(adx));
+      });
+      check_equal(y, "max_pool2d y");
+      check_equal(index, "max_pool2d index");
+      check_equal(dx, "max_pool2d dx");  // gathered in the CPU's scatter order
+      check_equal(ay, "avg_pool2d y");
+      check_equal(adx, "avg_pool2d dx");
+    }
+}
+
+TEST_CASE("cuda batch norm: training, inference, backward, in place") {
+  for (DType t : kFloats)
+    for (const Shape& xs : {Shape{4, 3, 5, 6}, Shape{8, 5}}) {
+      const int64_t C = xs[1];
+      Pair x = random_pair(xs, t, 40, -2, 3), dy = random_pair(xs, t, 41);
+      Pair gamma = random_pair({C}, t, 42, 0.5, 1.5), beta = random_pair({C}, t, 43);
+      Pair rm = random_pair({C}, t, 44), rv = random_pair({C}, t, 45, 0.5, 2);
+      Pair y = empty_pair(xs, t), mean = empty_pair({C}, t), inv_std = empty_pair({C}, t);
+      Pair yi = empty_pair(xs, t), dx = empty_pair(xs, t), dgamma = empty_pair({C}, t);
+      Pair dbeta = empty_pair({C}, t), dgamma2 = empty_pair({C}, t), dbeta2 = empty_pair({C}, t);
+      Tensor none;
+      on_both([&](Backend& be, auto side) {
+        be.batchnorm_forward_infer(side(x), side(gamma), side(beta), side(rm), side(rv), 1e-5,
+                                   side(yi));
+        be.batchnorm_forward_train(side(x), side(gamma), side(beta), side(rm), side(rv), 0.1, 1e-5,
+                                   side(y), side(mean), side(inv_std));
+        be.batchnorm_backward(side(x), side(dy), side(gamma), side(mean), side(inv_std), side(dx),
+                              side(dgamma), side(dbeta));
+        be.batchnorm_backward(side(x), side(dy), side(gamma), side(mean), side(inv_std), none,
+                              side(dgamma2), side(dbeta2));
+      });
+      check_close(yi, "batch_norm inference y");
+      check_close(y, "batch_norm y");
+      check_close(mean, "batch_norm mean");
+      check_close(inv_std, "batch_norm inv_std");
+      check_close(rm, "batch_norm running mean");
+      check_close(rv, "batch_norm running var");
+      check_close(dx, "batch_norm dx");
+      check_close(dgamma, "batch_norm dgamma");
+      check_close(dbeta, "batch_norm dbeta");
+      CHECK(bitwise_equal(download(dgamma.gpu), download(dgamma2.gpu)));  // dx undefined
+      CHECK(bitwise_equal(download(dbeta.gpu), download(dbeta2.gpu)));
+
+      // In place (y is x) gives the out-of-place bits; running stats restart from the same values.
+      Pair xi = upload(x.cpu), rm2 = upload(rm.cpu), rv2 = upload(rv.cpu);
+      gpu().batchnorm_forward_train(xi.gpu, gamma.gpu, beta.gpu, rm2.gpu, rv2.gpu, 0.1, 1e-5,
+                                    xi.gpu, mean.gpu, inv_std.gpu);
+      Pair again = empty_pair(xs, t), rm3 = upload(rm.cpu), rv3 = upload(rv.cpu);
+      gpu().batchnorm_forward_train(x.gpu, gamma.gpu, beta.gpu, rm3.gpu, rv3.gpu, 0.1, 1e-5,
+                                    again.gpu, mean.gpu, inv_std.gpu);
+      CHECK(bitwise_equal(download(xi.gpu), download(again.gpu)));
+    }
+}
+
+TEST_CASE("cuda relu, threshold, dropout, masked scale, add: exact, masks bit for bit") {
+  const Shape s{7, 143};  // 1001 elements: a partial warp and a partial mask byte
+  const Shape ms{(s.numel() + 7) / 8};
+  for (DType t : kFloats) {
+    Pair x = random_pair(s, t, 50), dy = random_pair(s, t, 51), b = random_pair(s, t, 52);
+    Pair y = empty_pair(s, t), mask = empty_pair(ms, DType::u8), dx = empty_pair(s, t);
+    Pair dxo = empty_pair(s, t), ty = empty_pair(s, t), tmask = empty_pair(ms, DType::u8);
+    Pair dropped = empty_pair(s, t), dmask = empty_pair(ms, DType::u8), ds = empty_pair(s, t);
+    Pair sum = empty_pair(s, t), ynomask = empty_pair(s, t);
+    Tensor none;
+    on_both([&](Backend& be, auto side) {
+      be.relu_forward(side(x), side(y), side(mask));
+      be.relu_forward(side(x), side(ynomask), none);
+      be.relu_backward_mask(side(dy), side(mask), side(dx));
+      be.relu_backward_output(side(dy), side(y), side(dxo));
+      be.threshold_forward(side(x), 0.25, -2, side(ty), side(tmask));
+      be.dropout_forward(side(x), 0.3, 42, 7, side(dropped), side(dmask));
+      be.masked_scale(side(dy), side(dmask), 1 / 0.7, side(ds));
+      be.add(side(x), side(b), side(sum));
+    });
+    check_equal(y, "relu y");
+    check_equal(mask, "relu mask");
+    check_equal(ynomask, "relu y without mask");
+    check_equal(dx, "relu dx from mask");
+    check_equal(dxo, "relu dx from output");
+    check_equal(ty, "threshold y");
+    check_equal(tmask, "threshold mask");
+    check_equal(dropped, "dropout y");
+    check_equal(dmask, "dropout mask");
+    check_equal(ds, "masked_scale dx");
+    check_equal(sum, "add y");
+
+    // In place gives the out-of-place bits.
+    Pair xi = upload(x.cpu);
+    gpu().relu_forward(xi.gpu, xi.gpu, mask.gpu);
+    CHECK(bitwise_equal(download(xi.gpu), download(y.gpu)));
+    Pair ai = upload(x.cpu);
+    gpu().add(ai.gpu, b.gpu, ai.gpu);
+    CHECK(bitwise_equal(download(ai.gpu), download(sum.gpu)));
+  }
+}
+
+TEST_CASE("cuda concat: forward and backward, undefined parts skipped") {
+  for (DType t : kFloats) {
+    Pair a = random_pair({2, 3, 4, 5}, t, 60), b = random_pair({2, 1, 4, 5}, t, 61);
+    Pair c = random_pair({2, 2, 4, 5}, t, 62), y = empty_pair({2, 6, 4, 5}, t);
+    cpu().concat_forward(std::vector<Tensor>{a.cpu, b.cpu, c.cpu}, y.cpu);
+    gpu().concat_forward(std::vector<Tensor>{a.gpu, b.gpu, c.gpu}, y.gpu);
+    check_equal(y, "concat y");
+    Pair da = empty_pair(a.cpu.shape(), t), dc = empty_pair(c.cpu.shape(), t);
+    std::vector<Tensor> host{da.cpu, Tensor(nullptr, 0, {2, 1, 4, 5}, t), dc.cpu};
+    std::vector<Tensor> dev{da.gpu, Tensor(nullptr, 0, {2, 1, 4, 5}, t), dc.gpu};
+    cpu().concat_backward(y.cpu, host);
+    gpu().concat_backward(y.gpu, dev);
+    check_equal(da, "concat dx 0");
+    check_equal(dc, "concat dx 2");
+    check_equal({a.cpu, da.gpu}, "concat round trip");
+  }
+}
+
+TEST_CASE("cuda losses: log-softmax, nll, softmax cross-entropy") {
+  for (DType t : kFloats)
+    for (auto [N, C] : {std::array<int64_t, 2>{6, 10}, {300, 7}}) {
+      Pair x = random_pair({N, C}, t, 70, -3, 3), dy = random_pair({N, C}, t, 71);
+      Pair labels = random_pair({N}, DType::i32, 72, 0, static_cast<double>(C));
+      Pair dloss = random_pair({1}, t, 73, 0.5, 2);
+      Pair y = empty_pair({N, C}, t), dx = empty_pair({N, C}, t), nll = empty_pair({1}, t);
+      Pair dlogp = empty_pair({N, C}, t), ce = empty_pair({1}, t), dce = empty_pair({N, C}, t);
+      on_both([&](Backend& be, auto side) {
+        be.log_softmax_forward(side(x), side(y));
+        be.log_softmax_backward(side(dy), side(y), side(dx));
+        be.nll_forward(side(y), side(labels), side(nll));
+        be.nll_backward(side(dloss), side(labels), side(dlogp));
+        be.softmax_cross_entropy_forward(side(x), side(labels), side(ce));
+        be.softmax_cross_entropy_backward(side(x), side(labels), side(dloss), side(dce));
+      });
+      check_close(y, "log_softmax y");
+      check_close(dx, "log_softmax dx");
+      check_close(nll, "nll loss");
+      check_close(dlogp, "nll dlogp");
+      check_close(ce, "softmax_cross_entropy loss");
+      check_close(dce, "softmax_cross_entropy dx");
+    }
+}
+
+TEST_CASE("cuda errors name the op and the shapes") {
+  Pair x = random_pair({4, 10}, DType::f32, 80), loss = empty_pair({1}, DType::f32);
+  Tensor host_labels = Tensor::empty({4}, DType::i32);
+  for (int32_t i = 0; i < 4; ++i) host_labels.data<int32_t>()[i] = i == 2 ? 10 : i;
+  Pair labels = upload(host_labels);
+  CHECK_THROWS_WITH_AS(gpu().nll_forward(x.gpu, labels.gpu, loss.gpu),
+                       doctest::Contains("nll_loss: label 10 of sample 2 is outside [0, 10)"),
+                       Error);
+  CHECK_THROWS_WITH_AS(
+      gpu().softmax_cross_entropy_forward(x.gpu, labels.gpu, loss.gpu),
+      doctest::Contains("softmax_cross_entropy: label 10 of sample 2 is outside [0, 10)"), Error);
+
+  Pair y = empty_pair({4, 9}, DType::f32);
+  Tensor none;
+  CHECK_THROWS_WITH_AS(gpu().relu_forward(x.gpu, y.gpu, none),
+                       doctest::Contains("relu: x [4,10] f32 and y [4,9] f32 must match"), Error);
+  Pair y2 = empty_pair({4, 10}, DType::f32);
+  CHECK_THROWS_WITH_AS(gpu().relu_forward(x.cpu, y2.gpu, none),
+                       doctest::Contains("the CUDA backend needs CUDA tensors"), Error);
+
+  const Conv2dGeometry g = conv(1, 3, 8, 8, 4, 3, 3, 1, 1, 1);
+  Pair cx = random_pair({1, 3, 8, 8}, DType::f32, 82),
+       cw = random_pair({4, 4, 3, 3}, DType::f32, 83);
+  Pair cy = empty_pair({1, 4, 8, 8}, DType::f32);
+  Tensor fs = scratch(gpu(), gpu().conv2d_forward_scratch(g, DType::f32));
+  CHECK_THROWS_WITH_AS(gpu().conv2d_forward(g, cx.gpu, cw.gpu, none, cy.gpu, fs),
+                       doctest::Contains("conv2d forward: tensors x [1,3,8,8] w [4,4,3,3]"), Error);
+}
+
+int main(int argc, char** argv) {
+  if (!cuda_available()) {
+    std::printf("no CUDA device: skipped\n");
+    return kSkipped;
+  }
+  doctest::Context context(argc, argv);
+  return context.run();
+}
