@@ -48,43 +48,74 @@ Executor::Executor(Tape& tape, Backend& backend, ExecutorOptions options, Alloca
 
 Executor::~Executor() = default;
 
+namespace {
+// Planned mode: which buffers go into the arena. Inputs stay out (the user's, fed every step)
+// unless the arena is borrowed from an outer plan, which then holds everything.
+bool in_arena(const Buffer& b, const ExecutorOptions& o, bool with_inputs) {
+  return o.memory == MemoryMode::planned && (b.kind != BufferKind::input || with_inputs);
+}
+
+Plan plan_for(const Liveness& live, const ExecutorOptions& o, size_t alignment,
+              std::vector<int>* planned, bool with_inputs) {
+  std::vector<int> slot(live.buffers.size(), -1);
+  std::vector<PlanBuffer> requests;
+  for (size_t i = 0; i < live.buffers.size(); ++i) {
+    const Buffer& b = live.buffers[i];
+    if (!in_arena(b, o, with_inputs)) continue;
+    slot[i] = static_cast<int>(requests.size());
+    planned->push_back(static_cast<int>(i));
+    requests.push_back({.bytes = b.bytes, .first = b.first, .last = b.last,
+                        .alias_of = b.alias_of >= 0 ? slot[static_cast<size_t>(b.alias_of)] : -1});
+  }
+  return plan_arena(requests, alignment);
+}
+}  // namespace
+
+size_t Executor::planned_bytes(Tape& tape, Backend& backend, const ExecutorOptions& options,
+                               size_t alignment) {
+  ExecutorOptions o = options;
+  o.memory = MemoryMode::planned;
+  LivenessOptions lo = liveness_options(o);
+  if (!o.encodings_as_recorded) choose_encodings(tape, o.mode, backend, lo.keep);
+  std::vector<int> planned;
+  return plan_for(analyze(tape, o.mode, backend, lo), o, alignment, &planned, true).arena_bytes;
+}
+
 // Gives every buffer memory: its own storage (baseline) or an offset in one arena (planned).
-// Inputs always get their own storage; they are the user's, fed every step.
 void Executor::bind() {
   const auto& bufs = live_.buffers;
   buffers_.resize(bufs.size());
-  std::vector<PlanBuffer> requests;
   std::vector<int> planned;
   for (size_t i = 0; i < bufs.size(); ++i) {
     const Buffer& b = bufs[i];
-    const bool own = b.kind == BufferKind::input || opt_.memory == MemoryMode::baseline;
-    if (own) {
+    if (!in_arena(b, opt_, opt_.arena.defined())) {
       auto s = std::make_shared<Storage>(alloc_, b.bytes, b.role);
       held_bytes_ += b.bytes;
       buffers_[i] = Tensor(s, 0, b.meta.shape, b.meta.dtype);
       owned_.push_back(std::move(s));
-    } else {
-      planned.push_back(static_cast<int>(i));
     }
   }
-  if (!planned.empty()) {
-    std::vector<int> slot(bufs.size(), -1);
-    for (size_t j = 0; j < planned.size(); ++j) slot[static_cast<size_t>(planned[j])] = static_cast<int>(j);
-    for (int i : planned) {
-      const Buffer& b = bufs[static_cast<size_t>(i)];
-      requests.push_back({.bytes = b.bytes, .first = b.first, .last = b.last,
-                          .alias_of = b.alias_of >= 0 ? slot[static_cast<size_t>(b.alias_of)] : -1});
-    }
-    Plan plan = plan_arena(requests, alloc_.alignment());
+  if (opt_.memory == MemoryMode::planned) {
+    std::vector<int> planned;
+    const Plan plan = plan_for(live_, opt_, alloc_.alignment(), &planned, opt_.arena.defined());
     arena_bytes_ = plan.arena_bytes;
-    auto arena = std::make_shared<Storage>(alloc_, plan.arena_bytes, Role::arena);
-    held_bytes_ += plan.arena_bytes;
+    std::shared_ptr<Storage> arena;
+    size_t base = 0;
+    if (opt_.arena.defined()) {
+      FRUGAL_CHECK(opt_.arena.bytes() >= plan.arena_bytes, "executor: the borrowed arena has ",
+                   opt_.arena.bytes(), " bytes, the plan needs ", plan.arena_bytes);
+      arena = opt_.arena.storage();
+      base = opt_.arena.offset();
+    } else {
+      arena = std::make_shared<Storage>(alloc_, plan.arena_bytes, Role::arena);
+      held_bytes_ += plan.arena_bytes;
+      owned_.push_back(arena);
+    }
     for (size_t j = 0; j < planned.size(); ++j) {
       const Buffer& b = bufs[static_cast<size_t>(planned[j])];
       buffers_[static_cast<size_t>(planned[j])] =
-          Tensor(arena, plan.offsets[j], b.meta.shape, b.meta.dtype);
+          Tensor(arena, base + plan.offsets[j], b.meta.shape, b.meta.dtype);
     }
-    owned_.push_back(std::move(arena));
   }
   param_values_.resize(tape_.values().size());
   for (size_t v = 0; v < tape_.values().size(); ++v)
@@ -127,7 +158,9 @@ const Tensor& Executor::grad(Value v) const {
   return buffers_[static_cast<size_t>(b)];
 }
 
-uint64_t Executor::step_seed() const { return random_bits(opt_.seed, 0x5eed, step_); }
+uint64_t Executor::step_seed() const {
+  return fixed_seed_ ? *fixed_seed_ : random_bits(opt_.seed, 0x5eed, step_);
+}
 
 void Executor::poison(Tensor& t) {
   if (t.dtype() == DType::f32 || t.dtype() == DType::f64)
@@ -149,9 +182,10 @@ OpContext Executor::context(int k, bool backward) {
   c.backward_pass = backward;
   c.backend_ = &backend_;
   c.mode_ = opt_.mode;
+  const int step = backward ? live_.backward_step(k) : k;
   auto tensor_of = [&](int v) -> Tensor* {
     if (tape_.value(v).kind == ValueKind::param) return &param_values_[static_cast<size_t>(v)];
-    return &buffers_[static_cast<size_t>(live_.value_buffer[static_cast<size_t>(v)])];
+    return &buffers_[static_cast<size_t>(live_.value_at(v, step))];
   };
   auto buffer = [&](int b) -> Tensor* { return b >= 0 ? &buffers_[static_cast<size_t>(b)] : nullptr; };
   for (size_t i = 0; i < node.inputs.size(); ++i) {
@@ -170,6 +204,14 @@ OpContext Executor::context(int k, bool backward) {
   c.scratch_ = buffer(backward ? live_.bwd_scratch[static_cast<size_t>(k)]
                                : live_.fwd_scratch[static_cast<size_t>(k)]);
   if (backward) {
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      const bool rebuilds = std::find(r.rebuilds_inputs.begin(), r.rebuilds_inputs.end(),
+                                      static_cast<int>(i)) != r.rebuilds_inputs.end();
+      const int rb = live_.rebuilt_buffer[static_cast<size_t>(node.inputs[i])];
+      c.rebuilt.push_back(rebuilds && rb >= 0 && live_.rebuild_step[static_cast<size_t>(node.inputs[i])] == step
+                              ? buffer(rb)
+                              : nullptr);
+    }
     for (int out : node.outputs) c.grad_outputs.push_back(buffer(live_.grad_buffer[static_cast<size_t>(out)]));
     const auto& temps = live_.grad_temp_buffers[static_cast<size_t>(k)];
     for (size_t i = 0; i < node.inputs.size(); ++i) {
@@ -189,6 +231,7 @@ void Executor::forward() {
     start_lifetime(k);
     OpContext& c = forward_ctx_[static_cast<size_t>(k)];
     c.seed_ = step_seed();
+    c.update_state_ = update_state_;
     tape_.ops()[static_cast<size_t>(k)].op->forward(c);
   }
   forward_done_ = true;
@@ -243,6 +286,7 @@ void Executor::run_backward_step(int k) {
   for (Tensor* g : c.grad_inputs) any = any || g != nullptr;
   if (!any) return;
   c.seed_ = step_seed();
+  c.update_state_ = update_state_;
   node.op->backward(c);
   // Second contributions to a gradient, summed in slot order.
   const auto& temps = live_.grad_temp_buffers[static_cast<size_t>(k)];

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "autograd/tape.h"
+#include "core/error.h"
 #include "memory/liveness.h"
 
 namespace frugal {
@@ -34,6 +35,9 @@ struct ExecutorOptions {
   // Saved encodings: chosen by the mode (baseline: full outputs, as Torch's modules; planned:
   // compact where that lets a tensor die), or left as recorded (tests of each encoding).
   bool encodings_as_recorded = false;
+  // Planned mode: plan into this memory instead of allocating (a region of an outer plan's
+  // scratch, for ops that run sub-graphs); inputs are then planned into it too.
+  Tensor arena = {};
 };
 
 class Executor {
@@ -66,6 +70,21 @@ class Executor {
   uint64_t step() const { return step_; }
   // Sets the step counter (randomness replays per step; resume continues a saved run).
   void set_step(uint64_t step) { step_ = step; }
+  // Every op of this step sees exactly `seed` as OpContext::seed() (a sub-graph run by an op
+  // draws what the op's own step draws).
+  void set_step_seed(uint64_t seed) { fixed_seed_ = seed; }
+  // While false, forward does not update state (a recomputation within one step).
+  void set_update_state(bool update) { update_state_ = update; }
+  // Bytes of a borrowed planned arena for these options (inputs included), without
+  // allocating.
+  static size_t planned_bytes(Tape& tape, Backend& backend, const ExecutorOptions& options,
+                              size_t alignment = 64);
+  // Changes the optimizer's settings between steps (learning-rate schedules). Only an
+  // executor built with an optimizer has one to change.
+  void set_sgd(const SgdConfig& sgd) {
+    FRUGAL_CHECK(opt_.sgd.has_value(), "executor: set_sgd on an executor without an optimizer");
+    opt_.sgd = sgd;
+  }
   // Bytes held by this executor (arena or per-buffer storage), excluding parameters.
   size_t memory_bytes() const { return held_bytes_; }
   size_t arena_bytes() const { return arena_bytes_; }
@@ -94,6 +113,8 @@ class Executor {
   size_t held_bytes_ = 0, arena_bytes_ = 0;
   uint64_t step_ = 0;
   bool forward_done_ = false;
+  bool update_state_ = true;
+  std::optional<uint64_t> fixed_seed_;
 };
 
 }  // namespace frugal

@@ -33,5 +33,6 @@ bool OpContext::needs_grad_input(int i) const {
          grad_inputs[static_cast<size_t>(i)] != nullptr;
 }
 Tensor& OpContext::grad_input(int i) const { return pick(grad_inputs, i, "input gradient"); }
+Tensor& OpContext::rebuilt_input(int i) const { return pick(rebuilt, i, "rebuilt input"); }
 
 }  // namespace frugal

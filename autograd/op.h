@@ -32,6 +32,10 @@ struct Roles {
   size_t backward_scratch = 0;              // bytes, live during backward only
   std::vector<Alias> aliases;               // output j may overwrite input i
   std::vector<Alias> grad_aliases;          // d input i may overwrite d output j
+  // Inputs whose value backward rebuilds (reversible blocks): the op does not read them in
+  // backward but writes them back, so they may die after forward; later backward readers of
+  // that value read the rebuilt copy.
+  std::vector<int> rebuilds_inputs;
 };
 
 // What an op's forward or backward sees. Accessing a buffer the op did not declare for
@@ -43,6 +47,9 @@ class OpContext {
   bool training() const { return mode_ == Mode::training; }
   // Seed for this op in this step: randomness is a function of (seed(), op stream, index).
   uint64_t seed() const { return seed_; }
+  // False while a forward is recomputed: state (BatchNorm running statistics) must not be
+  // updated a second time in one step.
+  bool update_state() const { return update_state_; }
 
   const Tensor& input(int i) const;
   Tensor& output(int j) const;
@@ -52,6 +59,8 @@ class OpContext {
   const Tensor& grad_output(int j) const;
   bool needs_grad_input(int i) const;
   Tensor& grad_input(int i) const;  // throws if !needs_grad_input(i)
+  // Where backward writes input i back (declared in Roles::rebuilds_inputs).
+  Tensor& rebuilt_input(int i) const;
 
   // Filled by the executor (or by a test driving an op directly).
   const char* op_name = "?";
@@ -59,7 +68,8 @@ class OpContext {
   Backend* backend_ = nullptr;
   Mode mode_ = Mode::training;
   uint64_t seed_ = 0;
-  std::vector<Tensor*> inputs, outputs, saved_, grad_outputs, grad_inputs;
+  bool update_state_ = true;
+  std::vector<Tensor*> inputs, outputs, saved_, grad_outputs, grad_inputs, rebuilt;
   Tensor* scratch_ = nullptr;
 
  private:
@@ -87,7 +97,8 @@ class Op {
   // alive anyway, and the encoding where that lets the output die early.
   virtual bool has_compact_encoding() const { return false; }
   virtual void use_compact_encoding(bool /*compact*/) {}
-  // Stable per-op stream for randomness, set by the tape when recorded.
+  // Stable per-op stream for randomness, set by the tape when recorded (from the op's scope
+  // and its count among ops of its kind there).
   uint64_t stream = 0;
 };
 

@@ -19,12 +19,15 @@ Value Tape::input(const std::string& name, Shape shape, DType dtype, bool requir
 
 Value Tape::param(const std::string& name, Shape shape, Init init, bool trainable) {
   std::string full = scope_.empty() ? name : scope_ + "/" + name;
-  Parameter& p = params_->get_or_create(full, {std::move(shape), dtype_}, init, trainable);
+  return param(params_->get_or_create(full, {std::move(shape), dtype_}, init, trainable));
+}
+
+Value Tape::param(Parameter& p) {
   ValueNode v;
   v.kind = ValueKind::param;
   v.meta = p.meta;
-  v.name = full;
-  v.requires_grad = trainable;
+  v.name = p.name;
+  v.requires_grad = p.trainable;
   v.param = &p;
   values_.push_back(std::move(v));
   return Value(this, static_cast<int>(values_.size()) - 1);
@@ -46,7 +49,9 @@ std::vector<Value> Tape::record(std::unique_ptr<Op> op, std::vector<Value> input
     throw Error(at + ": " + e.what());
   }
   const int index = static_cast<int>(ops_.size());
-  op->stream = static_cast<uint64_t>(index) * 0x9E3779B97F4A7C15ull + 1;
+  // Randomness follows the op's name within its scope, not its position on the tape, so a
+  // sub-graph recorded on a tape of its own (reversible halves) draws what it would inline.
+  op->stream = hash_name(scope_ + "|" + unique_name("#" + op->name()));
   OpNode node;
   node.where = at;
   node.scope = scope_;

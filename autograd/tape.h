@@ -64,6 +64,8 @@ class Tape {
   Value input(const std::string& name, Shape shape, DType dtype, bool requires_grad = false);
   // A parameter (or running statistic) from the store, named within the current scope.
   Value param(const std::string& name, Shape shape, Init init, bool trainable = true);
+  // A parameter already in the store (an op recording a sub-graph passes its parameters on).
+  Value param(Parameter& p);
   // Records `op` over `inputs`; returns its outputs. Shape errors are rethrown with `where`.
   std::vector<Value> record(std::unique_ptr<Op> op, std::vector<Value> inputs,
                             std::source_location where);

@@ -108,6 +108,8 @@ class Backend {
   virtual void masked_scale(const Tensor& dy, const Tensor& mask, double scale, Tensor& dx) = 0;
   // y = a + b (y may alias a or b)
   virtual void add(const Tensor& a, const Tensor& b, Tensor& y) = 0;
+  // y = a - b (y may alias a or b)
+  virtual void subtract(const Tensor& a, const Tensor& b, Tensor& y) = 0;
   // Channel concatenation of (N,Ci,H,W) inputs into y (N,sum Ci,H,W) and its inverse;
   // undefined entries of dxs are skipped.
   virtual void concat_forward(std::span<const Tensor> xs, Tensor& y) = 0;

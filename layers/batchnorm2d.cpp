@@ -35,14 +35,16 @@ Roles BatchNormOp::roles(Mode mode, const Backend&) const {
   return r;
 }
 
-// Training: batch mean and biased variance normalize; running stats take the unbiased one.
+// Training: batch mean and biased variance normalize; running stats take the unbiased one,
+// except in a recomputed forward (momentum 0 leaves them as they are: updated once a step).
 // Inference: running statistics normalize; elementwise, identical bits in place.
 void BatchNormOp::forward(const OpContext& ctx) {
   Backend& b = ctx.backend();
   if (ctx.training()) {
     Tensor running_mean = ctx.input(3), running_var = ctx.input(4);  // views, updated in place
     b.batchnorm_forward_train(ctx.input(0), ctx.input(1), ctx.input(2), running_mean, running_var,
-                              options_.momentum, options_.eps, ctx.output(0), ctx.saved(0),
+                              ctx.update_state() ? options_.momentum : 0.0, options_.eps,
+                              ctx.output(0), ctx.saved(0),
                               ctx.saved(1));
   } else {
     b.batchnorm_forward_infer(ctx.input(0), ctx.input(1), ctx.input(2), ctx.input(3), ctx.input(4),

@@ -17,6 +17,7 @@ const char* buffer_kind_name(BufferKind k) {
     case BufferKind::bwd_scratch: return "backward scratch";
     case BufferKind::grad: return "grad";
     case BufferKind::grad_temp: return "grad (second contribution)";
+    case BufferKind::rebuilt: return "rebuilt value";
   }
   return "?";
 }
@@ -53,6 +54,8 @@ class Analysis {
   Liveness run() {
     const size_t nv = tape_.values().size(), nops = tape_.ops().size();
     L_.value_buffer.assign(nv, -1);
+    L_.rebuilt_buffer.assign(nv, -1);
+    L_.rebuild_step.assign(nv, -1);
     L_.grad_buffer.assign(nv, -1);
     L_.update_step.assign(nv, -1);
     L_.saved_buffers.assign(nops, {});
@@ -121,21 +124,56 @@ class Analysis {
         b.last = k;
         b.label = tape_.ops()[static_cast<size_t>(k)].op->name() + " " + std::to_string(k) +
                   " out" + (node.output_index ? std::to_string(node.output_index) : "");
-        // Forward readers, and backward readers through the roles.
-        for (int c : node.consumers) {
-          b.last = std::max(b.last, c);
-          const OpNode& cn = tape_.ops()[static_cast<size_t>(c)];
-          for (size_t i = 0; i < cn.inputs.size(); ++i)
-            if (cn.inputs[i] == static_cast<int>(v) && reads_in_backward(c, static_cast<int>(i)))
-              b.last = std::max(b.last, L_.backward_step(c));
-        }
+      }
+      // Forward readers, and backward readers through the roles; backward reads after a
+      // rebuild go to the rebuilt copy instead.
+      const int rebuild = rebuild_step(static_cast<int>(v));
+      int rebuilt_last = rebuild;
+      auto read_at = [&](int step) {
+        if (rebuild >= 0 && step > rebuild)
+          rebuilt_last = std::max(rebuilt_last, step);
+        else
+          b.last = std::max(b.last, step);
+      };
+      for (int c : node.consumers) {
+        b.last = std::max(b.last, c);
+        const OpNode& cn = tape_.ops()[static_cast<size_t>(c)];
+        for (size_t i = 0; i < cn.inputs.size(); ++i)
+          if (cn.inputs[i] == static_cast<int>(v) && reads_in_backward(c, static_cast<int>(i)))
+            read_at(L_.backward_step(c));
+      }
+      if (node.kind == ValueKind::op_output) {
+        const int k = node.producer;
         if (training() && runs_backward_[static_cast<size_t>(k)] &&
             contains(L_.roles[static_cast<size_t>(k)].backward_reads_outputs, node.output_index))
-          b.last = std::max(b.last, L_.backward_step(k));
-        if (kept(static_cast<int>(v))) b.last = final_step();
+          read_at(L_.backward_step(k));
       }
-      L_.value_buffer[v] = add(std::move(b));
+      if (kept(static_cast<int>(v))) b.last = final_step();
+      L_.value_buffer[v] = add(b);
+      if (rebuild >= 0) {
+        Buffer r = make(BufferKind::rebuilt, Role::output, node.meta);
+        r.value = static_cast<int>(v);
+        r.first = rebuild;
+        r.last = rebuilt_last;
+        r.label = b.label + " (rebuilt)";
+        L_.rebuilt_buffer[v] = add(std::move(r));
+        L_.rebuild_step[v] = rebuild;
+      }
     }
+  }
+
+  // The step at which a backward rebuilds value v (the latest op that declares it), or -1.
+  int rebuild_step(int v) const {
+    if (!training()) return -1;
+    int step = -1;
+    for (int c : tape_.value(v).consumers) {
+      const OpNode& cn = tape_.ops()[static_cast<size_t>(c)];
+      if (!runs_backward_[static_cast<size_t>(c)]) continue;
+      for (int slot : L_.roles[static_cast<size_t>(c)].rebuilds_inputs)
+        if (cn.inputs[static_cast<size_t>(slot)] == v && (step < 0 || L_.backward_step(c) < step))
+          step = L_.backward_step(c);
+    }
+    return step;
   }
 
   void add_op_buffers() {

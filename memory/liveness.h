@@ -24,6 +24,7 @@ enum class BufferKind {
   bwd_scratch,  // backward scratch of one op
   grad,         // gradient of a value (params: Role::param_grad)
   grad_temp,    // a second contribution to a gradient, summed into it at once
+  rebuilt,      // a value rebuilt in backward (reversible block input) for later readers
 };
 const char* buffer_kind_name(BufferKind k);
 
@@ -53,8 +54,10 @@ struct Liveness {
   int ops = 0;    // n
   int steps = 0;  // timeline length: n (inference) or 2n + 1 (training)
   std::vector<Buffer> buffers;
-  std::vector<int> value_buffer;                    // value id -> buffer, -1 for params
-  std::vector<int> grad_buffer;                     // value id -> gradient buffer, -1 if none
+  std::vector<int> value_buffer;    // value id -> buffer, -1 for params
+  std::vector<int> grad_buffer;     // value id -> gradient buffer, -1 if none
+  std::vector<int> rebuilt_buffer;  // value id -> rebuilt copy, -1 if none
+  std::vector<int> rebuild_step;    // value id -> step its rebuild is written, -1 if none
   std::vector<std::vector<int>> saved_buffers;      // op -> buffers
   std::vector<int> fwd_scratch, bwd_scratch;        // op -> buffer or -1
   std::vector<std::vector<int>> grad_temp_buffers;  // op -> per input slot, buffer or -1
@@ -63,6 +66,11 @@ struct Liveness {
   std::vector<int> update_step;      // param value id -> step of its optimizer update, else -1
 
   int backward_step(int op) const { return 2 * ops - 1 - op; }
+  // The buffer that holds value v when read at `step` (its rebuilt copy after a rebuild).
+  int value_at(int v, int step) const {
+    const size_t i = static_cast<size_t>(v);
+    return rebuilt_buffer[i] >= 0 && step > rebuild_step[i] ? rebuilt_buffer[i] : value_buffer[i];
+  }
   int final_step() const { return steps - 1; }
 };
 

@@ -58,6 +58,7 @@ class CpuBackend final : public Backend {
                        Tensor& mask) override;
   void masked_scale(const Tensor& dy, const Tensor& mask, double scale, Tensor& dx) override;
   void add(const Tensor& a, const Tensor& b, Tensor& y) override;
+  void subtract(const Tensor& a, const Tensor& b, Tensor& y) override;
   void concat_forward(std::span<const Tensor> xs, Tensor& y) override;
   void concat_backward(const Tensor& dy, std::span<Tensor> dxs) override;
 

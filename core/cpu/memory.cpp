@@ -78,6 +78,23 @@ void CpuBackend::accumulate(const Tensor& x, Tensor& y) {
     accumulate_t(x.data<double>(), y.data<double>(), x.numel());
 }
 
+namespace {
+template <typename T>
+void subtract_t(const T* a, const T* b, T* y, int64_t n) {
+#pragma omp parallel for schedule(static) if (n > 32768)
+  for (int64_t i = 0; i < n; ++i) y[i] = a[i] - b[i];
+}
+}  // namespace
+
+void CpuBackend::subtract(const Tensor& a, const Tensor& b, Tensor& y) {
+  FRUGAL_CHECK(a.meta() == b.meta() && a.meta() == y.meta(), "subtract: a ", a.shape(), " b ",
+               b.shape(), " y ", y.shape(), " must match");
+  if (a.dtype() == DType::f32)
+    subtract_t(a.data<float>(), b.data<float>(), y.data<float>(), a.numel());
+  else
+    subtract_t(a.data<double>(), b.data<double>(), y.data<double>(), a.numel());
+}
+
 void CpuBackend::sgd_step(Tensor& w, const Tensor& dw, Tensor& v, const SgdConfig& c) {
   FRUGAL_CHECK(w.meta() == dw.meta() && w.meta() == v.meta(), "sgd: weight ", w.shape(),
                ", gradient ", dw.shape(), ", momentum ", v.shape(), " must match");

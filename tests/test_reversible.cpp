@@ -1,0 +1,186 @@
+// Reversible blocks: inverse round trip, gradients against the stored-activation twin,
+// activation memory independent of depth, BatchNorm statistics updated once, dropout replay,
+// planned bitwise equal to baseline.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "autograd/executor.h"
+#include "layers/add.h"
+#include "layers/batchnorm2d.h"
+#include "layers/channel_slice.h"
+#include "layers/concat.h"
+#include "layers/conv2d.h"
+#include "layers/dropout.h"
+#include "layers/relu.h"
+#include "layers/reversible.h"
+#include "memory/report.h"
+#include "tests/gradcheck.h"
+
+using namespace frugal;
+using namespace frugal::testing;
+
+namespace {
+
+// F and G of a RevNet unit on c/2 channels: BN, ReLU, conv 3x3, BN, ReLU, conv 3x3.
+Value unit(Value h, bool with_dropout) {
+  const int64_t c = h.shape()[1];
+  h = conv2d(relu(batch_norm(h)), {.out = c, .kernel = 3, .pad = 1, .bias = false});
+  if (with_dropout) h = dropout(h, 0.2);
+  return conv2d(relu(batch_norm(h)), {.out = c, .kernel = 3, .pad = 1, .bias = false});
+}
+
+// The same unit with stored activations: split, y1 = x1 + F(x2), y2 = x2 + G(y1), concat.
+// F and G are recorded under the scopes the reversible op uses, so they share parameters.
+Value stored_unit(Value x, int index, bool with_dropout) {
+  Tape& t = x.tape();
+  const int64_t c = x.shape()[1];
+  Value x1 = channel_slice(x, 0, c / 2), x2 = channel_slice(x, c / 2, c);
+  Value y1, y2;
+  {
+    Tape::Scope s(t, "reversible" + std::to_string(index) + "/F");
+    y1 = add(x1, unit(x2, with_dropout));
+  }
+  {
+    Tape::Scope s(t, "reversible" + std::to_string(index) + "/G");
+    y2 = add(x2, unit(y1, with_dropout));
+  }
+  return concat({y1, y2});
+}
+
+Value chain(Value x, int depth, bool reversible, bool with_dropout) {
+  for (int i = 0; i < depth; ++i)
+    x = reversible ? reversible_block(
+                         x, [=](Value h) { return unit(h, with_dropout); },
+                         [=](Value h) { return unit(h, with_dropout); })
+                   : stored_unit(x, i, with_dropout);
+  return x;
+}
+
+struct Run {
+  Tensor y, dx;
+  std::vector<Tensor> grads, stats;
+};
+
+Tensor clone(const Tensor& t) {
+  Tensor c = Tensor::empty(t.shape(), t.dtype());
+  copy_bytes(t, c);
+  return c;
+}
+
+Run run(bool reversible, int depth, DType dtype, MemoryMode memory, bool with_dropout) {
+  ParamStore store(11);
+  Tape tape(store, dtype);
+  Value x = tape.input("x", {2, 4, 6, 6}, dtype, true);
+  Value y = chain(x, depth, reversible, with_dropout);
+  Executor ex(tape, cpu_backend(),
+              {.memory = memory, .poison = true, .seed = 5, .keep = {y}, .keep_param_grads = true});
+  ex.set_input(x, random_tensor({2, 4, 6, 6}, 3, -1, 1, dtype));
+  ex.forward();
+  Run r;
+  r.y = clone(ex.value(y));
+  std::pair<Value, Tensor> seed{y, random_tensor({2, 4, 6, 6}, 4, -1, 1, dtype)};
+  ex.backward(std::span<const std::pair<Value, Tensor>>(&seed, 1));
+  r.dx = clone(ex.grad(x));
+  for (Parameter* p : store.all()) {
+    if (!p->trainable) {
+      r.stats.push_back(clone(p->value));
+      continue;
+    }
+    for (size_t v = 0; v < tape.values().size(); ++v)
+      if (tape.values()[v].param == p) {
+        r.grads.push_back(clone(ex.grad(Value(&tape, static_cast<int>(v)))));
+        break;
+      }
+  }
+  return r;
+}
+
+double max_rel(const Tensor& a, const Tensor& b) {
+  double worst = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    const double x = element_as_double(a, i), y = element_as_double(b, i);
+    worst = std::max(worst, std::abs(x - y) / std::max(1.0, std::abs(y)));
+  }
+  return worst;
+}
+
+}  // namespace
+
+TEST_CASE("reversible gradients equal the stored-activation twin") {
+  for (bool with_dropout : {false, true}) {
+    CAPTURE(with_dropout);
+    Run rev = run(true, 3, DType::f64, MemoryMode::planned, with_dropout);
+    Run twin = run(false, 3, DType::f64, MemoryMode::baseline, with_dropout);
+    // Dropout masks replay: the halves draw what the stored twin draws.
+    CHECK(max_rel(rev.y, twin.y) < 1e-12);
+    CHECK(max_rel(rev.dx, twin.dx) < 1e-10);
+    REQUIRE(rev.grads.size() == twin.grads.size());
+    for (size_t i = 0; i < rev.grads.size(); ++i)
+      CHECK(max_rel(rev.grads[i], twin.grads[i]) < 1e-10);
+    // BatchNorm running statistics are updated once per step, as in the twin.
+    REQUIRE(rev.stats.size() == twin.stats.size());
+    for (size_t i = 0; i < rev.stats.size(); ++i)
+      CHECK(max_rel(rev.stats[i], twin.stats[i]) < 1e-12);
+  }
+}
+
+TEST_CASE("reversible planned is bitwise equal to reversible baseline") {
+  Run a = run(true, 2, DType::f32, MemoryMode::planned, true);
+  Run b = run(true, 2, DType::f32, MemoryMode::baseline, true);
+  CHECK(bitwise_equal(a.y, b.y));
+  CHECK(bitwise_equal(a.dx, b.dx));
+  for (size_t i = 0; i < a.grads.size(); ++i) CHECK(bitwise_equal(a.grads[i], b.grads[i]));
+}
+
+TEST_CASE("gradcheck reversible") {
+  check_gradients(
+      [](std::span<const Value> in) { return std::vector<Value>{chain(in[0], 2, true, false)}; },
+      {random_tensor({2, 4, 3, 3}, 9)}, {.tolerance = 1e-5});
+}
+
+TEST_CASE("reversible chain activation memory does not grow with depth") {
+  auto outputs = [](int depth) {
+    ParamStore store = ParamStore::shapes_only();
+    Tape tape(store, DType::f32);
+    Value x = tape.input("x", {8, 16, 16, 16}, DType::f32, true);
+    Value y = chain(x, depth, true, false);
+    MemoryReport r = memory_report(tape, Mode::training, cpu_backend(), {.keep = {y.id()}});
+    return r.planned.bytes.outputs;
+  };
+  const size_t d4 = outputs(4), d16 = outputs(16);
+  CHECK(d4 == d16);
+  auto stored = [](int depth) {
+    ParamStore store = ParamStore::shapes_only();
+    Tape tape(store, DType::f32);
+    Value x = tape.input("x", {8, 16, 16, 16}, DType::f32, true);
+    Value y = chain(x, depth, false, false);
+    return memory_report(tape, Mode::training, cpu_backend(), {.keep = {y.id()}})
+        .planned.bytes.outputs;
+  };
+  CHECK(stored(16) > 3 * stored(4));
+}
+
+TEST_CASE("reversible rejects odd channels and halves that change shape") {
+  ParamStore store;
+  Tape tape(store, DType::f32);
+  Value x = tape.input("x", {1, 3, 4, 4}, DType::f32);
+  auto id = [](Value h) { return relu(h); };
+  CHECK_THROWS_WITH_AS(reversible_block(x, id, id), doctest::Contains("even number of channels"),
+                       Error);
+  Value x4 = tape.input("x4", {1, 4, 4, 4}, DType::f32);
+  auto wider = [](Value h) { return conv2d(h, {.out = 3, .kernel = 1}); };
+  CHECK_THROWS_WITH_AS(reversible_block(x4, wider, id),
+                       doctest::Contains("must return its input's shape"), Error);
+}
+
+TEST_CASE("gradcheck channel_slice") {
+  check_gradients(
+      [](std::span<const Value> in) {
+        return std::vector<Value>{channel_slice(in[0], 1, 3), channel_slice(in[0], 0, 2)};
+      },
+      {random_tensor({2, 4, 3, 2}, 1)});
+  check_gradients(
+      [](std::span<const Value> in) { return std::vector<Value>{channel_slice(in[0], 2, 5)}; },
+      {random_tensor({3, 5}, 2)});
+}
