@@ -84,6 +84,12 @@ class Tape {
   };
   // A fresh name for an op of kind `kind` in the current scope ("conv2d3").
   std::string unique_name(const std::string& kind);
+  // Takes over another tape's scope and name counters (a sub-graph recorded apart names its
+  // parameters as it would inline), or hands them back.
+  void continue_naming_from(const Tape& other) {
+    scope_ = other.scope_;
+    counters_ = other.counters_;
+  }
 
   DType dtype() const { return dtype_; }
   ParamStore& params() const { return *params_; }

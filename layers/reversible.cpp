@@ -6,16 +6,6 @@
 
 namespace frugal {
 
-// One half-network: its own tape over the shared parameters, and executors bound to regions
-// of the op's scratch (one per region and mode, created on first use).
-struct ReversibleOp::Half {
-  std::unique_ptr<Tape> tape;
-  Value in, out;
-  std::map<std::pair<const void*, int>, std::unique_ptr<Executor>> executors;
-  // Value id on this tape of each of the op's parameters (-1: not used by this half).
-  std::vector<int> param_value;
-};
-
 // Scratch layout in bytes: [F arena][G arena][T1][T2] in forward, plus [D1][D2] in backward.
 struct ReversibleOp::Layout {
   size_t f = 0, g = 0, half = 0;
@@ -27,21 +17,6 @@ struct ReversibleOp::Layout {
     return at;
   }
 };
-
-namespace {
-ExecutorOptions half_options(Mode mode, Value out) {
-  ExecutorOptions o;
-  o.mode = mode;
-  o.memory = MemoryMode::planned;
-  o.keep = {out};
-  o.keep_param_grads = true;
-  return o;
-}
-
-Tensor region(const Tensor& scratch, size_t offset, const TensorMeta& meta) {
-  return Tensor(scratch.storage(), scratch.offset() + offset, meta.shape, meta.dtype);
-}
-}  // namespace
 
 ReversibleOp::ReversibleOp(ParamStore& params, DType dtype, const std::string& scope, HalfNet F,
                            HalfNet G)
@@ -56,51 +31,30 @@ std::vector<TensorMeta> ReversibleOp::infer(std::span<const TensorMeta> in) {
   FRUGAL_CHECK(in[0].shape[1] % 2 == 0, "reversible: x ", in[0].shape,
                " must have an even number of channels to split into halves");
   if (F_ && x_ == in[0]) return {x_};
-  arenas_.clear();
   x_ = in[0];
   half_ = x_;
   half_.shape[1] /= 2;
   auto record = [&](const HalfNet& net, const char* name) {
-    auto h = std::make_unique<Half>();
-    h->tape = std::make_unique<Tape>(store_, dtype_);
-    Tape::Scope s(*h->tape, scope_.empty() ? name : scope_ + "/" + name);
-    h->in = h->tape->input("x", half_.shape, half_.dtype, true);
-    h->out = net(h->in);
-    FRUGAL_CHECK(h->out.valid() && h->out.meta() == half_, "reversible: ", name,
-                 " must return its input's shape ", half_.shape, ", got ",
-                 h->out.valid() ? h->out.shape() : Shape{});
+    auto h = std::make_unique<SubGraph>(store_, dtype_, scope_.empty() ? name : scope_ + "/" + name,
+                                        net, half_);
+    FRUGAL_CHECK(h->output().meta() == half_, "reversible: ", name,
+                 " must return its input's shape ", half_.shape, ", got ", h->output().shape());
     return h;
   };
   F_ = record(f_, "F");
   G_ = record(g_, "G");
-  params_.clear();
-  for (Half* h : {F_.get(), G_.get()})
-    for (const ValueNode& v : h->tape->values())
-      if (v.kind == ValueKind::param && v.requires_grad &&
-          std::find(params_.begin(), params_.end(), v.param) == params_.end())
-        params_.push_back(v.param);
-  for (Half* h : {F_.get(), G_.get()}) {
-    h->param_value.assign(params_.size(), -1);
-    for (size_t v = 0; v < h->tape->values().size(); ++v)
-      for (size_t p = 0; p < params_.size(); ++p)
-        if (h->tape->values()[v].param == params_[p]) h->param_value[p] = static_cast<int>(v);
-  }
+  params_ = F_->parameters();
+  for (Parameter* p : G_->parameters())
+    if (std::find(params_.begin(), params_.end(), p) == params_.end()) params_.push_back(p);
   FRUGAL_CHECK(in.size() == 1 || in.size() == 1 + params_.size(), "reversible: expects x and ",
                params_.size(), " parameters, got ", in.size(), " inputs");
   return {x_};
 }
 
 ReversibleOp::Layout ReversibleOp::layout(Mode mode, const Backend& backend) const {
-  // Planning the halves is cheap but not free: once per backend and mode.
-  auto& cached = arenas_[{&backend, static_cast<int>(mode)}];
-  if (cached.first == 0) {
-    Backend& be = const_cast<Backend&>(backend);
-    cached = {Executor::planned_bytes(*F_->tape, be, half_options(mode, F_->out)),
-              Executor::planned_bytes(*G_->tape, be, half_options(mode, G_->out))};
-  }
   Layout l;
-  l.f = cached.first;
-  l.g = cached.second;
+  l.f = F_->arena_bytes(mode, backend);
+  l.g = G_->arena_bytes(mode, backend);
   l.half = half_.bytes();
   return l;
 }
@@ -118,39 +72,26 @@ Roles ReversibleOp::roles(Mode mode, const Backend& backend) const {
   return r;
 }
 
-Executor& ReversibleOp::executor(Half& h, Mode mode, Backend& backend, const Tensor& arena) {
-  auto key = std::make_pair(static_cast<const void*>(arena.raw()), static_cast<int>(mode));
-  auto& ex = h.executors[key];
-  if (!ex) {
-    ExecutorOptions o = half_options(mode, h.out);
-    o.arena = arena;
-    ex = std::make_unique<Executor>(*h.tape, backend, std::move(o));
-  }
-  return *ex;
-}
-
 // x = [x1, x2]:  y1 = x1 + F(x2) (in T1),  y2 = x2 + G(y1) (in T2),  y = [y1, y2]
 void ReversibleOp::forward(const OpContext& ctx) {
   Backend& be = ctx.backend();
   const Layout l = layout(ctx.mode(), be);
   const Tensor& s = ctx.scratch();
-  const TensorMeta bytes_f{Shape{static_cast<int64_t>(l.f)}, DType::u8};
-  const TensorMeta bytes_g{Shape{static_cast<int64_t>(l.g)}, DType::u8};
-  Executor& F = executor(*F_, ctx.mode(), be, region(s, l.offset(0), bytes_f));
-  Executor& G = executor(*G_, ctx.mode(), be, region(s, l.offset(1), bytes_g));
-  Tensor T1 = region(s, l.offset(2), half_), T2 = region(s, l.offset(3), half_);
+  Executor& F = F_->executor(ctx.mode(), be, scratch_region(s, l.offset(0), l.f));
+  Executor& G = G_->executor(ctx.mode(), be, scratch_region(s, l.offset(1), l.g));
+  Tensor T1 = scratch_region(s, l.offset(2), half_), T2 = scratch_region(s, l.offset(3), half_);
   for (Executor* e : {&F, &G}) {
     e->set_step_seed(ctx.seed());
     e->set_update_state(ctx.update_state());
   }
-  Tensor& x2 = F.input(F_->in);
+  Tensor& x2 = F.input(F_->input());
   Tensor parts[2] = {T1, x2};
   be.concat_backward(ctx.input(0), parts);
   F.forward();
-  be.add(T1, F.value(F_->out), T1);
-  be.copy(T1, G.input(G_->in));
+  be.add(T1, F.value(F_->output()), T1);
+  be.copy(T1, G.input(G_->input()));
   G.forward();
-  be.add(x2, G.value(G_->out), T2);
+  be.add(x2, G.value(G_->output()), T2);
   const Tensor halves[2] = {T1, T2};
   be.concat_forward(halves, ctx.output(0));
 }
@@ -161,34 +102,32 @@ void ReversibleOp::backward(const OpContext& ctx) {
   Backend& be = ctx.backend();
   const Layout l = layout(Mode::training, be);
   const Tensor& s = ctx.scratch();
-  const TensorMeta bytes_f{Shape{static_cast<int64_t>(l.f)}, DType::u8};
-  const TensorMeta bytes_g{Shape{static_cast<int64_t>(l.g)}, DType::u8};
-  Executor& F = executor(*F_, Mode::training, be, region(s, l.offset(0), bytes_f));
-  Executor& G = executor(*G_, Mode::training, be, region(s, l.offset(1), bytes_g));
-  Tensor T1 = region(s, l.offset(2), half_), T2 = region(s, l.offset(3), half_);
-  Tensor D1 = region(s, l.offset(4), half_), D2 = region(s, l.offset(5), half_);
+  Executor& F = F_->executor(Mode::training, be, scratch_region(s, l.offset(0), l.f));
+  Executor& G = G_->executor(Mode::training, be, scratch_region(s, l.offset(1), l.g));
+  Tensor T1 = scratch_region(s, l.offset(2), half_), T2 = scratch_region(s, l.offset(3), half_);
+  Tensor D1 = scratch_region(s, l.offset(4), half_), D2 = scratch_region(s, l.offset(5), half_);
   for (Executor* e : {&F, &G}) {
     e->set_step_seed(ctx.seed());
     e->set_update_state(false);  // BatchNorm statistics were updated in forward
   }
-  Tensor& y1 = G.input(G_->in);
+  Tensor& y1 = G.input(G_->input());
   Tensor ys[2] = {y1, T2};
   be.concat_backward(ctx.output(0), ys);
   Tensor dys[2] = {D1, D2};
   be.concat_backward(ctx.grad_output(0), dys);
 
   G.forward();
-  be.subtract(T2, G.value(G_->out), T2);  // x2
-  std::pair<Value, Tensor> seed_g{G_->out, D2};
+  be.subtract(T2, G.value(G_->output()), T2);  // x2
+  std::pair<Value, Tensor> seed_g{G_->output(), D2};
   G.backward(std::span<const std::pair<Value, Tensor>>(&seed_g, 1));
-  be.accumulate(G.grad(G_->in), D1);  // dy1'
+  be.accumulate(G.grad(G_->input()), D1);  // dy1'
 
-  be.copy(T2, F.input(F_->in));
+  be.copy(T2, F.input(F_->input()));
   F.forward();
-  be.subtract(y1, F.value(F_->out), T1);  // x1
-  std::pair<Value, Tensor> seed_f{F_->out, D1};
+  be.subtract(y1, F.value(F_->output()), T1);  // x1
+  std::pair<Value, Tensor> seed_f{F_->output(), D1};
   F.backward(std::span<const std::pair<Value, Tensor>>(&seed_f, 1));
-  be.accumulate(F.grad(F_->in), D2);  // dx2
+  be.accumulate(F.grad(F_->input()), D2);  // dx2
 
   if (ctx.needs_grad_input(0)) {
     const Tensor d[2] = {D1, D2};
@@ -202,17 +141,8 @@ void ReversibleOp::backward(const OpContext& ctx) {
     const int slot = static_cast<int>(p) + 1;
     if (!ctx.needs_grad_input(slot)) continue;
     Tensor& dw = ctx.grad_input(slot);
-    bool written = false;
-    for (auto [half, ex] : {std::pair{F_.get(), &F}, std::pair{G_.get(), &G}}) {
-      const int v = half->param_value[p];
-      if (v < 0) continue;
-      const Tensor& g = ex->grad(Value(half->tape.get(), v));
-      if (written)
-        be.accumulate(g, dw);
-      else
-        be.copy(g, dw);
-      written = true;
-    }
+    const bool in_f = F_->param_grad(F, params_[p], be, dw, true);
+    G_->param_grad(G, params_[p], be, dw, !in_f);
   }
 }
 

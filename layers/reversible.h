@@ -5,18 +5,15 @@
 // The rebuilt x is what the block before reads, so in a chain only the last output is stored.
 #pragma once
 
-#include <functional>
-#include <map>
 #include <memory>
 #include <source_location>
 
-#include "autograd/executor.h"
-#include "autograd/tape.h"
+#include "layers/subgraph.h"
 
 namespace frugal {
 
 // A sub-network on one half of the channels: records and returns a value of its input's shape.
-using HalfNet = std::function<Value(Value)>;
+using HalfNet = SubNet;
 
 class ReversibleOp final : public Op {
  public:
@@ -36,19 +33,16 @@ class ReversibleOp final : public Op {
   const std::vector<Parameter*>& parameters() const { return params_; }
 
  private:
-  struct Half;
   struct Layout;
   Layout layout(Mode mode, const Backend& backend) const;
-  Executor& executor(Half& h, Mode mode, Backend& backend, const Tensor& region);
 
   ParamStore& store_;
   DType dtype_;
   std::string scope_;
   HalfNet f_, g_;
-  std::unique_ptr<Half> F_, G_;
+  std::unique_ptr<SubGraph> F_, G_;
   std::vector<Parameter*> params_;
   TensorMeta x_, half_;
-  mutable std::map<std::pair<const Backend*, int>, std::pair<size_t, size_t>> arenas_;
 };
 
 // Records a reversible block over x (N, C, H, W) with C even.

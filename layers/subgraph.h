@@ -1,0 +1,51 @@
+// SubGraph: a one-input, one-output sub-network recorded on a tape of its own over the
+// model's parameters, run by executors planned into memory an op lends them (its scratch).
+// Ops that recompute in backward (reversible blocks, checkpoint segments) are built on it.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "autograd/executor.h"
+#include "autograd/tape.h"
+
+namespace frugal {
+
+using SubNet = std::function<Value(Value)>;
+
+class SubGraph {
+ public:
+  // Records `net` over an input of `in`'s shape under `scope`. Throws if net returns nothing.
+  SubGraph(ParamStore& params, DType dtype, const std::string& scope, const SubNet& net,
+           const TensorMeta& in);
+  // Records `net` with the names it would get inline on `parent` (whose name counters then
+  // advance as if it had been recorded there).
+  SubGraph(Tape& parent, const SubNet& net, const TensorMeta& in);
+
+  Value input() const { return in_; }
+  Value output() const { return out_; }
+  // Trainable parameters, each once, in recording order.
+  std::vector<Parameter*> parameters() const;
+  // Bytes of a planned arena for this mode (inputs included), cached per backend and mode.
+  size_t arena_bytes(Mode mode, const Backend& backend) const;
+  // The executor planned into `arena` (created on first use for this memory and mode).
+  Executor& executor(Mode mode, Backend& backend, const Tensor& arena);
+  // Adds (or, when `first`, copies) d parameter into `dw`; returns false if this sub-graph
+  // does not use the parameter.
+  bool param_grad(Executor& ex, const Parameter* p, Backend& backend, Tensor& dw, bool first) const;
+
+ private:
+  std::unique_ptr<Tape> tape_;
+  Value in_, out_;
+  mutable std::map<std::pair<const Backend*, int>, size_t> arena_bytes_;
+  std::map<std::pair<const void*, int>, std::unique_ptr<Executor>> executors_;
+};
+
+// A region of `scratch`: `bytes` u8 at `offset`, or a tensor of `meta` there.
+Tensor scratch_region(const Tensor& scratch, size_t offset, size_t bytes);
+Tensor scratch_region(const Tensor& scratch, size_t offset, const TensorMeta& meta);
+
+}  // namespace frugal
