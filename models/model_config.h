@@ -11,6 +11,9 @@ struct ModelConfig {
   bool dropout = true;     // Dropout(0.5) where the network has it (AlexNet, VGG)
   bool batch_norm = true;  // BatchNorm where the network has it (ResNets)
   int64_t classes = 0;     // 0: the network's default (10 for CIFAR nets, 1000 for ImageNet)
+  // CIFAR ResNets: split the chain of blocks into this many segments and checkpoint all but
+  // the last (as PyTorch's checkpoint_sequential); 0: store every activation.
+  int segments = 0;
 };
 
 // The number of classes a builder should use: config.classes, or `fallback` when it is 0.

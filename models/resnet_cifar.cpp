@@ -11,6 +11,7 @@
 #include "layers/add.h"
 #include "layers/avgpool2d.h"
 #include "layers/batchnorm2d.h"
+#include "layers/checkpoint.h"
 #include "layers/conv2d.h"
 #include "layers/flatten.h"
 #include "layers/linear.h"
@@ -60,14 +61,30 @@ Value preact_bottleneck(Value x, int64_t K, int64_t stride, bool bn) {
 
 // Three stages of n blocks each, K = widths[s]; the first block of stages 2 and 3 has stride
 // 2. Block b of stage s records in scope "stage<s+1>/block<b>".
+// With `segments` > 0 the 3n blocks are cut into that many runs; every run but the last is
+// one checkpoint op (same parameter names, bitwise equal results).
 Value stages(Value x, const std::array<int64_t, 3>& widths, int n,
-             const std::function<Value(Value, int64_t K, int64_t stride)>& block) {
-  for (int s = 0; s < 3; ++s) {
-    Tape::Scope stage(x.tape(), "stage" + std::to_string(s + 1));
-    for (int b = 0; b < n; ++b) {
-      Tape::Scope scope(x.tape(), "block" + std::to_string(b));
-      x = block(x, widths[static_cast<size_t>(s)], s > 0 && b == 0 ? 2 : 1);
+             const std::function<Value(Value, int64_t K, int64_t stride)>& block,
+             int segments = 0) {
+  auto run = [&](Value v, int from, int to) {  // blocks [from, to) of the chain
+    for (int i = from; i < to; ++i) {
+      const int s = i / n, b = i % n;
+      Tape::Scope stage(v.tape(), "stage" + std::to_string(s + 1));
+      Tape::Scope scope(v.tape(), "block" + std::to_string(b));
+      v = block(v, widths[static_cast<size_t>(s)], s > 0 && b == 0 ? 2 : 1);
     }
+    return v;
+  };
+  const int total = 3 * n;
+  if (segments <= 1) return run(x, 0, total);
+  FRUGAL_CHECK(segments <= total, "resnet: ", segments, " segments for ", total, " blocks");
+  const int per = (total + segments - 1) / segments;
+  for (int from = 0; from < total; from += per) {
+    const int to = std::min(total, from + per);
+    if (to == total)
+      x = run(x, from, to);
+    else
+      x = checkpoint(x, [&, from, to](Value v) { return run(v, from, to); });
   }
   return x;
 }
@@ -86,8 +103,10 @@ Value resnet_cifar(Value images, int depth, const ModelConfig& config) {
     x = conv2d(images, {.out = 16, .kernel = 3, .pad = 1, .name = "conv"});
     x = relu(maybe_bn(x, bn, "bn"));
   }
-  x = stages(x, {16, 32, 64}, n,
-             [bn](Value v, int64_t K, int64_t stride) { return basic_block(v, K, stride, bn); });
+  x = stages(
+      x, {16, 32, 64}, n,
+      [bn](Value v, int64_t K, int64_t stride) { return basic_block(v, K, stride, bn); },
+      config.segments);
   Tape::Scope scope(t, "head");
   return head(x, classes_or(config, 10));
 }
