@@ -1,11 +1,23 @@
 #!/usr/bin/env bash
-# The tests: install dependencies, build frugal with its tests, and run them all with CTest
-# (doctest cases, one CTest test each, plus the install test).
+# The tests: install dependencies, build frugal with its tests and run them all with CTest
+# (doctest cases, one CTest test each, plus the install and command-line tests). Where the
+# CUDA toolkit is installed, it first builds with -DFRUGAL_CUDA=ON as well and runs the CUDA
+# tests, which report themselves as skipped when no GPU is present.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${FRUGAL_BUILD_DIR:-build}"
 
 scripts/setup-deps.sh
+if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
+  cuda_build="${build}-cuda"
+  cmake -S . -B "$cuda_build" -DCMAKE_BUILD_TYPE=Release -DFRUGAL_CUDA=ON \
+    -DFRUGAL_APPS=OFF -DFRUGAL_BENCH=OFF
+  cmake --build "$cuda_build" -j2
+  ctest --test-dir "$cuda_build" --output-on-failure -L cuda
+else
+  echo "CUDA toolkit not found: the FRUGAL_CUDA=ON configuration was not built or tested."
+fi
+
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release
 cmake --build "$build" -j2
 ctest --test-dir "$build" --output-on-failure -j2

@@ -153,7 +153,7 @@ TEST_CASE("cuda allocator: aligned device memory, accounted by role") {
   CHECK(a.current_bytes() == before);
 }
 
-TEST_CASE("cuda memory: fill, copy, accumulate, sgd") {
+TEST_CASE("cuda memory: fill, copy, accumulate, subtract, sgd") {
   for (DType t : {DType::f32, DType::f64, DType::i32, DType::u8}) {
     Pair p = empty_pair({37}, t);
     cpu().fill(p.cpu, 3);
@@ -170,6 +170,9 @@ TEST_CASE("cuda memory: fill, copy, accumulate, sgd") {
     cpu().accumulate(x.cpu, y.cpu);
     gpu().accumulate(x.gpu, y.gpu);
     check_equal(y, "accumulate");
+    cpu().subtract(x.cpu, y.cpu, z.cpu);
+    gpu().subtract(x.gpu, y.gpu, z.gpu);
+    check_equal(z, "subtract");
     Pair w = random_pair({300}, t, 3), dw = random_pair({300}, t, 4), v = random_pair({300}, t, 5);
     const SgdConfig c{.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-3};
     cpu().sgd_step(w.cpu, dw.cpu, v.cpu, c);

@@ -1,0 +1,158 @@
+// Batch normalization kernels of the CUDA backend, custom so that they follow the CPU twin's
+// semantics exactly (biased variance to normalize, unbiased for the running variance, saved
+// inv_std). x is viewed as (N,C,S); training and backward run one block per channel, summing
+// in double by block_sum's fixed tree, so results are the same bits on every run.
+#include "cuda/cuda_backend.h"
+#include "cuda/kernel_checks.h"
+#include "cuda/launch.cuh"
+
+namespace frugal {
+
+namespace {
+
+// Index of value j in [0, N*S) of channel c: sample j / S, position j % S.
+__device__ inline int64_t at(const ChannelDims& d, int64_t c, int64_t j) {
+  return (j / d.S * d.C + c) * d.S + j % d.S;
+}
+
+// x, y (N,C,S)  gamma, beta, running_mean, running_var, mean, inv_std (C); one block per
+// channel. y is written after both sums, each element by the thread that read it: y may be x.
+template <typename T>
+__global__ void batchnorm_forward_train_kernel(ChannelDims d, const T* x, const T* gamma,
+                                               const T* beta, T* rm, T* rv, double momentum,
+                                               double eps, T* y, T* mean, T* inv_std) {
+  const int64_t c = blockIdx.x, M = d.N * d.S;
+  double sum = 0, sq = 0;
+  for (int64_t j = threadIdx.x; j < M; j += kThreads) sum += x[at(d, c, j)];
+  const double mu = block_sum(sum) / static_cast<double>(M);
+  for (int64_t j = threadIdx.x; j < M; j += kThreads) {
+    const double e = x[at(d, c, j)] - mu;
+    sq += e * e;
+  }
+  const double var = block_sum(sq) / static_cast<double>(M);  // biased: normalization
+  const T m = static_cast<T>(mu), inv = static_cast<T>(1.0 / sqrt(var + eps));
+  if (threadIdx.x == 0) {
+    mean[c] = m;
+    inv_std[c] = inv;
+    rm[c] = static_cast<T>((1 - momentum) * rm[c] + momentum * mu);
+    rv[c] = static_cast<T>((1 - momentum) * rv[c] + momentum * var * M / (M - 1));  // unbiased
+  }
+  const T scale = inv * gamma[c], b = beta[c];
+  for (int64_t j = threadIdx.x; j < M; j += kThreads) {
+    const int64_t i = at(d, c, j);
+    y[i] = (x[i] - m) * scale + b;
+  }
+}
+
+// x, y (N,C,S)  gamma, beta, running_mean, running_var (C); one thread per element; y may be x.
+template <typename T>
+__global__ void batchnorm_forward_infer_kernel(ChannelDims d, const T* x, const T* gamma,
+                                               const T* beta, const T* rm, const T* rv, double eps,
+                                               T* y, int64_t n) {
+  const int64_t i = thread_index();
+  if (i >= n) return;
+  const int64_t c = i / d.S % d.C;
+  const T inv = static_cast<T>(1.0 / sqrt(static_cast<double>(rv[c]) + eps));
+  y[i] = (x[i] - rm[c]) * (inv * gamma[c]) + beta[c];
+}
+
+// x, dy, dx (N,C,S)  gamma, mean, inv_std, dgamma, dbeta (C); with x^ = (x - mean) inv_std and
+// M = N*S values per channel:  dbeta = sum dy,  dgamma = sum dy x^,
+//   dx = gamma inv_std / M * (M dy - sum dy - x^ sum dy x^)
+// One block per channel; dx is written after both sums, so it may alias dy.
+template <typename T>
+__global__ void batchnorm_backward_kernel(ChannelDims d, const T* x, const T* dy, const T* gamma,
+                                          const T* mean, const T* inv_std, T* dx, T* dgamma,
+                                          T* dbeta) {
+  const int64_t c = blockIdx.x, M = d.N * d.S;
+  const double mu = mean[c], inv = inv_std[c];
+  double sum_dy = 0, sum_dy_xhat = 0;
+  for (int64_t j = threadIdx.x; j < M; j += kThreads) {
+    const int64_t i = at(d, c, j);
+    sum_dy += dy[i];
+    sum_dy_xhat += dy[i] * ((x[i] - mu) * inv);
+  }
+  sum_dy = block_sum(sum_dy);
+  sum_dy_xhat = block_sum(sum_dy_xhat);
+  if (threadIdx.x == 0) {
+    if (dgamma) dgamma[c] = static_cast<T>(sum_dy_xhat);
+    if (dbeta) dbeta[c] = static_cast<T>(sum_dy);
+  }
+  if (!dx) return;
+  const double k = gamma[c] * inv / static_cast<double>(M);
+  for (int64_t j = threadIdx.x; j < M; j += kThreads) {
+    const int64_t i = at(d, c, j);
+    const double xhat = (x[i] - mu) * inv;
+    dx[i] = static_cast<T>(k * (static_cast<double>(M) * dy[i] - sum_dy - xhat * sum_dy_xhat));
+  }
+}
+
+template <typename T>
+T* ptr(const Tensor& t) {
+  return t.defined() ? t.data<T>() : nullptr;
+}
+
+template <typename T>
+void backward_t(const ChannelDims& d, const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                const Tensor& mean, const Tensor& inv_std, Tensor& dx, Tensor& dgamma,
+                Tensor& dbeta) {
+  launch_blocks(d.C, batchnorm_backward_kernel<T>, d, x.data<T>(), dy.data<T>(), gamma.data<T>(),
+                mean.data<T>(), inv_std.data<T>(), ptr<T>(dx), ptr<T>(dgamma), ptr<T>(dbeta));
+}
+
+}  // namespace
+
+void CudaBackend::batchnorm_forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                          Tensor& running_mean, Tensor& running_var,
+                                          double momentum, double eps, Tensor& y, Tensor& mean,
+                                          Tensor& inv_std) {
+  const ChannelDims d = check_batchnorm(
+      "batch_norm", x, y, {&gamma, &beta, &running_mean, &running_var, &mean, &inv_std});
+  FRUGAL_CHECK(d.N * d.S > 1, "batch_norm: training needs more than 1 value per channel, got x ",
+               x.shape());
+  if (x.dtype() == DType::f32)
+    launch_blocks(d.C, batchnorm_forward_train_kernel<float>, d, x.data<float>(),
+                  gamma.data<float>(), beta.data<float>(), running_mean.data<float>(),
+                  running_var.data<float>(), momentum, eps, y.data<float>(), mean.data<float>(),
+                  inv_std.data<float>());
+  else
+    launch_blocks(d.C, batchnorm_forward_train_kernel<double>, d, x.data<double>(),
+                  gamma.data<double>(), beta.data<double>(), running_mean.data<double>(),
+                  running_var.data<double>(), momentum, eps, y.data<double>(), mean.data<double>(),
+                  inv_std.data<double>());
+}
+
+void CudaBackend::batchnorm_forward_infer(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                          const Tensor& running_mean, const Tensor& running_var,
+                                          double eps, Tensor& y) {
+  const ChannelDims d =
+      check_batchnorm("batch_norm", x, y, {&gamma, &beta, &running_mean, &running_var});
+  const int64_t n = x.numel();
+  if (x.dtype() == DType::f32)
+    launch(n, batchnorm_forward_infer_kernel<float>, d, x.data<float>(), gamma.data<float>(),
+           beta.data<float>(), running_mean.data<float>(), running_var.data<float>(), eps,
+           y.data<float>(), n);
+  else
+    launch(n, batchnorm_forward_infer_kernel<double>, d, x.data<double>(), gamma.data<double>(),
+           beta.data<double>(), running_mean.data<double>(), running_var.data<double>(), eps,
+           y.data<double>(), n);
+}
+
+void CudaBackend::batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                     const Tensor& mean, const Tensor& inv_std, Tensor& dx,
+                                     Tensor& dgamma, Tensor& dbeta) {
+  const char* op = "batch_norm backward";
+  const ChannelDims d = check_batchnorm(op, x, dy, {&gamma, &mean, &inv_std});
+  if (dgamma.defined()) check_channel(op, dgamma, x, d.C);
+  if (dbeta.defined()) check_channel(op, dbeta, x, d.C);
+  if (dx.defined()) {
+    FRUGAL_CHECK(dx.meta() == x.meta(), op, ": dx ", dx.shape(), " for x ", x.shape());
+    check_on_device(op, {&dx});
+  }
+  if (x.dtype() == DType::f32)
+    backward_t<float>(d, x, dy, gamma, mean, inv_std, dx, dgamma, dbeta);
+  else
+    backward_t<double>(d, x, dy, gamma, mean, inv_std, dx, dgamma, dbeta);
+}
+
+}  // namespace frugal

@@ -1,0 +1,109 @@
+// The CUDA backend: Backend over cuBLAS, cuDNN and a few custom kernels, on one device and its
+// default stream. Each kernel family lives in the file named as its CPU twin in core/cpu/
+// (conv2d.cu, linear.cu, pool.cu, batchnorm.cu, relu.cu, pointwise.cu, loss.cu, memory.cu).
+// Deterministic: no atomics in sums, fixed reduction trees, deterministic cuDNN algorithms only.
+#pragma once
+
+#include <array>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "core/backend.h"
+#include "cuda/check.h"
+
+namespace frugal {
+
+// The cuDNN algorithms, workspace sizes and descriptors of one convolution (cuda/conv2d.cu).
+struct ConvPlan;
+
+class CudaBackend final : public Backend {
+ public:
+  // Creates the cuBLAS and cuDNN handles on the current device; throws if there is none.
+  CudaBackend();
+  ~CudaBackend() override;
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
+
+  Device device() const override { return {DeviceKind::cuda, device_}; }
+  int threads() const override { return 1; }  // one stream; results do not depend on it
+
+  void fill(Tensor& t, double value) override;
+  // Copies across host and device too (cudaMemcpyDefault): the executor's uploads.
+  void copy(const Tensor& x, Tensor& y) override;
+  void accumulate(const Tensor& x, Tensor& y) override;
+  void subtract(const Tensor& a, const Tensor& b, Tensor& y) override;
+
+  void linear_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) override;
+  void linear_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) override;
+  void linear_backward_weight(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db) override;
+
+  // The cuDNN workspace of the algorithm chosen for this geometry (same choice every call).
+  size_t conv2d_forward_scratch(const Conv2dGeometry& g, DType t) const override;
+  size_t conv2d_backward_scratch(const Conv2dGeometry& g, DType t) const override;
+  void conv2d_forward(const Conv2dGeometry& g, const Tensor& x, const Tensor& w, const Tensor& b,
+                      Tensor& y, Tensor& scratch) override;
+  void conv2d_backward_data(const Conv2dGeometry& g, const Tensor& dy, const Tensor& w, Tensor& dx,
+                            Tensor& scratch) override;
+  void conv2d_backward_filter(const Conv2dGeometry& g, const Tensor& x, const Tensor& dy,
+                              Tensor& dw, Tensor& db, Tensor& scratch) override;
+
+  void maxpool2d_forward(const Pool2dGeometry& g, const Tensor& x, Tensor& y,
+                         Tensor& index) override;
+  void maxpool2d_backward(const Pool2dGeometry& g, const Tensor& dy, const Tensor& index,
+                          Tensor& dx) override;
+  void avgpool2d_forward(const Pool2dGeometry& g, const Tensor& x, Tensor& y) override;
+  void avgpool2d_backward(const Pool2dGeometry& g, const Tensor& dy, Tensor& dx) override;
+
+  void batchnorm_forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                               Tensor& running_mean, Tensor& running_var, double momentum,
+                               double eps, Tensor& y, Tensor& mean, Tensor& inv_std) override;
+  void batchnorm_forward_infer(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                               const Tensor& running_mean, const Tensor& running_var, double eps,
+                               Tensor& y) override;
+  void batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                          const Tensor& mean, const Tensor& inv_std, Tensor& dx, Tensor& dgamma,
+                          Tensor& dbeta) override;
+
+  void relu_forward(const Tensor& x, Tensor& y, Tensor& mask) override;
+  void relu_backward_mask(const Tensor& dy, const Tensor& mask, Tensor& dx) override;
+  void relu_backward_output(const Tensor& dy, const Tensor& y, Tensor& dx) override;
+  void threshold_forward(const Tensor& x, double threshold, double value, Tensor& y,
+                         Tensor& mask) override;
+  void dropout_forward(const Tensor& x, double p, uint64_t seed, uint64_t stream, Tensor& y,
+                       Tensor& mask) override;
+  void masked_scale(const Tensor& dy, const Tensor& mask, double scale, Tensor& dx) override;
+  void add(const Tensor& a, const Tensor& b, Tensor& y) override;
+  void concat_forward(std::span<const Tensor> xs, Tensor& y) override;
+  void concat_backward(const Tensor& dy, std::span<Tensor> dxs) override;
+
+  // Labels are validated on the device first; a bad one throws (one host synchronization).
+  void log_softmax_forward(const Tensor& x, Tensor& y) override;
+  void log_softmax_backward(const Tensor& dy, const Tensor& y, Tensor& dx) override;
+  void nll_forward(const Tensor& logp, const Tensor& labels, Tensor& loss) override;
+  void nll_backward(const Tensor& dloss, const Tensor& labels, Tensor& dlogp) override;
+  void softmax_cross_entropy_forward(const Tensor& x, const Tensor& labels, Tensor& loss) override;
+  void softmax_cross_entropy_backward(const Tensor& x, const Tensor& labels, const Tensor& dloss,
+                                      Tensor& dx) override;
+
+  void sgd_step(Tensor& w, const Tensor& dw, Tensor& v, const SgdConfig& c) override;
+
+ private:
+  // The plan for (g, t), made on first use and kept: planning and running agree on the bytes.
+  const ConvPlan& conv_plan(const Conv2dGeometry& g, DType t) const;
+  // Throws (op, sample, label, x's shape) if a label lies outside [0, C) (cuda/loss.cu).
+  void check_label_values(const char* op, const Tensor& labels, const Tensor& x);
+  void release() noexcept;
+
+  int device_ = 0;
+  cublasHandle_t cublas_ = nullptr;
+  cudnnHandle_t cudnn_ = nullptr;
+  // 8 device bytes for kernels that report to the host (the first bad label); made once here,
+  // so no kernel allocates.
+  unsigned long long* status_ = nullptr;
+
+  mutable std::mutex plans_mutex_;
+  mutable std::map<std::array<int64_t, 14>, std::shared_ptr<const ConvPlan>> plans_;
+};
+
+}  // namespace frugal

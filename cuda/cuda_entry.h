@@ -1,0 +1,19 @@
+// The CUDA backend's entry points for the rest of frugal. No CUDA headers and no #ifdef: a
+// build with FRUGAL_CUDA=ON defines them in cuda/cuda_entry.cpp; a CPU-only build defines them
+// to report that CUDA was not built.
+#pragma once
+
+#include "core/allocator.h"
+#include "core/backend.h"
+
+namespace frugal {
+
+// Whether CUDA was built and a CUDA device is present.
+bool cuda_available();
+// The CUDA backend on the current device. Throws frugal::Error if CUDA was not built or no
+// device is present; never falls back to the CPU.
+Backend& cuda_backend();
+// Memory of the current CUDA device (256-byte aligned); throws as cuda_backend() does.
+Allocator& cuda_allocator();
+
+}  // namespace frugal

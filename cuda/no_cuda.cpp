@@ -1,0 +1,18 @@
+// The CPU-only build's CUDA entry points: asking for CUDA where it was not built is an error,
+// never a quiet CPU run. Compiled only when FRUGAL_CUDA is off (cmake/cuda.cmake has the twin).
+#include "core/error.h"
+#include "cuda/cuda_entry.h"
+
+namespace frugal {
+
+bool cuda_available() { return false; }
+
+Backend& cuda_backend() {
+  throw Error("CUDA was not built (configure with -DFRUGAL_CUDA=ON)");
+}
+
+Allocator& cuda_allocator() {
+  throw Error("CUDA was not built (configure with -DFRUGAL_CUDA=ON)");
+}
+
+}  // namespace frugal

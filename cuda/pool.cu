@@ -1,0 +1,177 @@
+// Max and average pooling kernels of the CUDA backend. Forward: one thread per output. Backward:
+// one thread per input element gathers from the outputs whose windows cover it, in (p, q)
+// order: the CPU twin's scatter order, without atomics, so sums are the same bits as the CPU's.
+#include "cuda/cuda_backend.h"
+#include "cuda/kernel_checks.h"
+#include "cuda/launch.cuh"
+
+namespace frugal {
+
+namespace {
+
+__host__ __device__ inline int64_t min64(int64_t a, int64_t b) {
+  return a < b ? a : b;
+}
+__host__ __device__ inline int64_t max64(int64_t a, int64_t b) {
+  return a > b ? a : b;
+}
+
+// Window of output (p, q), as the CPU twin: [h0, h1) x [w0, w1) clipped to the input; hs, ws the
+// unclipped start; area counts padding up to H + pad, W + pad (count_include_pad).
+struct Window {
+  int64_t hs, ws, h0, h1, w0, w1, area;
+};
+
+__device__ Window window(const Pool2dGeometry& g, int64_t p, int64_t q) {
+  Window v;
+  v.hs = p * g.stride_h - g.pad_h;
+  v.ws = q * g.stride_w - g.pad_w;
+  const int64_t he = min64(v.hs + g.kernel_h, g.H + g.pad_h);
+  const int64_t we = min64(v.ws + g.kernel_w, g.W + g.pad_w);
+  v.area = (he - v.hs) * (we - v.ws);
+  v.h0 = max64(v.hs, 0), v.h1 = min64(he, g.H);
+  v.w0 = max64(v.ws, 0), v.w1 = min64(we, g.W);
+  return v;
+}
+
+// Outputs [lo, hi) along one axis whose windows (start o*stride - pad, size k) hold input i.
+struct Range {
+  int64_t lo, hi;
+};
+__device__ Range covering(int64_t i, int64_t out, int64_t k, int64_t stride, int64_t pad) {
+  const int64_t a = i + pad - k + 1;  // o*stride >= a
+  return {a <= 0 ? 0 : (a + stride - 1) / stride, min64(out, (i + pad) / stride + 1)};
+}
+
+// x (N,C,H,W)  y (N,C,P,Q)  index (N,C,P,Q) u8 or null: row-major argmax in the full window;
+// padding never wins, NaN wins, ties keep the first. One thread per output o.
+template <typename T>
+__global__ void maxpool2d_forward_kernel(Pool2dGeometry g, const T* x, T* y, uint8_t* index,
+                                         int64_t n) {
+  const int64_t o = thread_index();
+  if (o >= n) return;
+  const int64_t q = o % g.Q, p = o / g.Q % g.P, nc = o / (g.P * g.Q);
+  const Window v = window(g, p, q);
+  const T* xp = x + nc * g.H * g.W;
+  int64_t best = v.h0 * g.W + v.w0;
+  T m = xp[best];
+  for (int64_t h = v.h0; h < v.h1; ++h)
+    for (int64_t w = v.w0; w < v.w1; ++w) {
+      const T val = xp[h * g.W + w];
+      if (val > m || isnan(val)) {
+        m = val;
+        best = h * g.W + w;
+      }
+    }
+  y[o] = m;
+  if (index) index[o] = static_cast<uint8_t>((best / g.W - v.hs) * g.kernel_w + best % g.W - v.ws);
+}
+
+// dy (N,C,P,Q)  index (N,C,P,Q)  dx (N,C,H,W): dx = sum of dy over the outputs whose argmax is
+// this element. One thread per input element i.
+template <typename T>
+__global__ void maxpool2d_backward_kernel(Pool2dGeometry g, const T* dy, const uint8_t* index,
+                                          T* dx, int64_t n) {
+  const int64_t i = thread_index();
+  if (i >= n) return;
+  const int64_t w = i % g.W, h = i / g.W % g.H, nc = i / (g.H * g.W);
+  const Range ps = covering(h, g.P, g.kernel_h, g.stride_h, g.pad_h);
+  const Range qs = covering(w, g.Q, g.kernel_w, g.stride_w, g.pad_w);
+  T sum = 0;
+  for (int64_t p = ps.lo; p < ps.hi; ++p)
+    for (int64_t q = qs.lo; q < qs.hi; ++q) {
+      const int64_t o = (nc * g.P + p) * g.Q + q;
+      const int64_t k = index[o];
+      if (p * g.stride_h - g.pad_h + k / g.kernel_w == h &&
+          q * g.stride_w - g.pad_w + k % g.kernel_w == w)
+        sum += dy[o];
+    }
+  dx[i] = sum;
+}
+
+// x (N,C,H,W)  y (N,C,P,Q):  y = window sum / window area. One thread per output o.
+template <typename T>
+__global__ void avgpool2d_forward_kernel(Pool2dGeometry g, const T* x, T* y, int64_t n) {
+  const int64_t o = thread_index();
+  if (o >= n) return;
+  const int64_t q = o % g.Q, p = o / g.Q % g.P, nc = o / (g.P * g.Q);
+  const Window v = window(g, p, q);
+  const T* xp = x + nc * g.H * g.W;
+  T sum = 0;
+  for (int64_t h = v.h0; h < v.h1; ++h)
+    for (int64_t w = v.w0; w < v.w1; ++w) sum += xp[h * g.W + w];
+  y[o] = sum / static_cast<T>(v.area);
+}
+
+// dy (N,C,P,Q)  dx (N,C,H,W):  dx = sum of dy / area over the windows holding the element.
+template <typename T>
+__global__ void avgpool2d_backward_kernel(Pool2dGeometry g, const T* dy, T* dx, int64_t n) {
+  const int64_t i = thread_index();
+  if (i >= n) return;
+  const int64_t w = i % g.W, h = i / g.W % g.H, nc = i / (g.H * g.W);
+  const Range ps = covering(h, g.P, g.kernel_h, g.stride_h, g.pad_h);
+  const Range qs = covering(w, g.Q, g.kernel_w, g.stride_w, g.pad_w);
+  T sum = 0;
+  for (int64_t p = ps.lo; p < ps.hi; ++p)
+    for (int64_t q = qs.lo; q < qs.hi; ++q)
+      sum += dy[(nc * g.P + p) * g.Q + q] / static_cast<T>(window(g, p, q).area);
+  dx[i] = sum;
+}
+
+}  // namespace
+
+void CudaBackend::maxpool2d_forward(const Pool2dGeometry& g, const Tensor& x, Tensor& y,
+                                    Tensor& index) {
+  check_pool("max_pool2d", g, x, y);
+  FRUGAL_CHECK(2 * g.pad_h <= g.kernel_h && 2 * g.pad_w <= g.kernel_w, "max_pool2d: pad ", g.pad_h,
+               "x", g.pad_w, " exceeds half the kernel ", g.kernel_h, "x", g.kernel_w);
+  uint8_t* idx = nullptr;
+  if (index.defined()) {
+    FRUGAL_CHECK(g.kernel_h * g.kernel_w <= 256, "max_pool2d: window ", g.kernel_h, "x", g.kernel_w,
+                 " does not fit a u8 index");
+    FRUGAL_CHECK(index.shape() == y.shape() && index.dtype() == DType::u8, "max_pool2d: index ",
+                 index.shape(), " ", dtype_name(index.dtype()), ", expected u8 ", y.shape());
+    check_on_device("max_pool2d", {&index});
+    idx = index.data<uint8_t>();
+  }
+  const int64_t n = y.numel();
+  if (x.dtype() == DType::f32)
+    launch(n, maxpool2d_forward_kernel<float>, g, x.data<float>(), y.data<float>(), idx, n);
+  else
+    launch(n, maxpool2d_forward_kernel<double>, g, x.data<double>(), y.data<double>(), idx, n);
+}
+
+void CudaBackend::maxpool2d_backward(const Pool2dGeometry& g, const Tensor& dy, const Tensor& index,
+                                     Tensor& dx) {
+  check_pool("max_pool2d backward", g, dx, dy);
+  FRUGAL_CHECK(index.shape() == dy.shape() && index.dtype() == DType::u8,
+               "max_pool2d backward: index ", index.shape(), " ", dtype_name(index.dtype()),
+               ", expected u8 ", dy.shape());
+  check_on_device("max_pool2d backward", {&index});
+  const int64_t n = dx.numel();
+  const uint8_t* idx = index.data<uint8_t>();
+  if (dy.dtype() == DType::f32)
+    launch(n, maxpool2d_backward_kernel<float>, g, dy.data<float>(), idx, dx.data<float>(), n);
+  else
+    launch(n, maxpool2d_backward_kernel<double>, g, dy.data<double>(), idx, dx.data<double>(), n);
+}
+
+void CudaBackend::avgpool2d_forward(const Pool2dGeometry& g, const Tensor& x, Tensor& y) {
+  check_pool("avg_pool2d", g, x, y);
+  const int64_t n = y.numel();
+  if (x.dtype() == DType::f32)
+    launch(n, avgpool2d_forward_kernel<float>, g, x.data<float>(), y.data<float>(), n);
+  else
+    launch(n, avgpool2d_forward_kernel<double>, g, x.data<double>(), y.data<double>(), n);
+}
+
+void CudaBackend::avgpool2d_backward(const Pool2dGeometry& g, const Tensor& dy, Tensor& dx) {
+  check_pool("avg_pool2d backward", g, dx, dy);
+  const int64_t n = dx.numel();
+  if (dy.dtype() == DType::f32)
+    launch(n, avgpool2d_backward_kernel<float>, g, dy.data<float>(), dx.data<float>(), n);
+  else
+    launch(n, avgpool2d_backward_kernel<double>, g, dy.data<double>(), dx.data<double>(), n);
+}
+
+}  // namespace frugal
