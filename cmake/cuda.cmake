@@ -99,5 +99,7 @@ set_target_properties(frugal_cuda PROPERTIES POSITION_INDEPENDENT_CODE ON
 # Objects, not a link to frugal_cuda, and libraries by path, so that the exported frugal target
 # asks nothing of a consumer's CMake (no CUDA:: targets to find).
 target_sources(frugal PRIVATE $<TARGET_OBJECTS:frugal_cuda>)
+# frugal was created before CUDA was enabled, so it did not pick up the default architectures.
+set_target_properties(frugal PROPERTIES CUDA_ARCHITECTURES "${CMAKE_CUDA_ARCHITECTURES}")
 target_link_libraries(frugal PRIVATE ${CUDA_cudart_LIBRARY} ${CUDA_cublas_LIBRARY}
   ${FRUGAL_CUDNN_LIBRARY})
