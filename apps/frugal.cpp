@@ -1,4 +1,4 @@
-// The frugal command: `frugal train`, `frugal memory`. Bad data or options print
+// The frugal command: `frugal train`, `frugal memory`, `frugal graph`. Bad data or options print
 // `error: <message>` and exit 1.
 #include <cstdio>
 #include <exception>
@@ -10,7 +10,8 @@ int main(int argc, char** argv) {
   CLI::App app{"frugal: a C++ deep-learning framework that trains in far less memory"};
   app.require_subcommand(1);
   std::vector<std::pair<CLI::App*, frugal::Action>> commands;
-  for (auto add : {frugal::add_train_command, frugal::add_memory_command}) {
+  for (auto add : {frugal::add_train_command, frugal::add_memory_command,
+                   frugal::add_graph_command}) {
     frugal::Action action = add(app);
     commands.emplace_back(app.get_subcommands({}).back(), std::move(action));
   }

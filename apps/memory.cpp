@@ -9,31 +9,14 @@
 #include "autograd/executor.h"
 #include "core/rng.h"
 #include "memory/report.h"
+#include "memory/timeline.h"
 #include "models/registry.h"
 
 namespace frugal {
 
-namespace {
-
 using nlohmann::ordered_json;
 
-double mib(size_t bytes) {
-  return static_cast<double>(bytes) / (1024.0 * 1024.0);
-}
-
-// Relative saving of `on` against `off`, in percent.
-double saving(size_t off, size_t on) {
-  return off == 0 ? 0.0 : 100.0 * (1.0 - static_cast<double>(on) / static_cast<double>(off));
-}
-
-struct Recorded {
-  ParamStore store;
-  std::unique_ptr<Tape> tape;
-  Value images, labels, out;
-};
-
-// Records the network over a batch; the loss in training, the output in inference.
-void record(Recorded& r, const MemoryOptions& o) {
+void record_model(RecordedModel& r, const MemoryOptions& o) {
   const ModelSpec& spec = find_model(o.model);
   FRUGAL_CHECK(o.batch > 0, "memory: batch must be positive, got ", o.batch);
   r.tape = std::make_unique<Tape>(r.store, o.dtype);
@@ -43,6 +26,29 @@ void record(Recorded& r, const MemoryOptions& o) {
   r.labels = r.tape->input("labels", {o.batch}, DType::i32);
   Value y = spec.build(r.images, {.dropout = o.dropout, .batch_norm = o.batch_norm});
   r.out = o.mode == Mode::training ? model_loss(spec, y, r.labels) : y;
+}
+
+Layout recorded_layout(RecordedModel& r, const MemoryOptions& o, MemoryMode m) {
+  const ReportOptions ro{.keep = {r.out.id()}};
+  return memory_layout(*r.tape, o.mode, m, cpu_backend(), report_layout_options(o.mode, ro));
+}
+
+void write_text_file(const std::string& path, const std::string& text, const char* what) {
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  FRUGAL_CHECK(f != nullptr, what, ": cannot open '", path, "' for writing");
+  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  FRUGAL_CHECK(std::fclose(f) == 0 && ok, what, ": cannot write '", path, "'");
+}
+
+namespace {
+
+double mib(size_t bytes) {
+  return static_cast<double>(bytes) / (1024.0 * 1024.0);
+}
+
+// Relative saving of `on` against `off`, in percent.
+double saving(size_t off, size_t on) {
+  return off == 0 ? 0.0 : 100.0 * (1.0 - static_cast<double>(on) / static_cast<double>(off));
 }
 
 ordered_json mode_json(const ModeMemory& m, bool planned) {
@@ -111,11 +117,12 @@ void print_table(const MemoryOptions& o, const MemoryReport& r) {
 // Runs one real step in planned and baseline memory and checks that the allocator handed out
 // exactly the planned bytes, and that both modes give the same loss bits.
 void run_and_compare(const MemoryOptions& o, const MemoryReport& r) {
-  Recorded rec{ParamStore(1), nullptr, {}, {}, {}};
-  record(rec, o);
   const ModelSpec& spec = find_model(o.model);
   std::vector<Tensor> results;
   for (MemoryMode m : {MemoryMode::planned, MemoryMode::baseline}) {
+    // Each mode from the same initial weights (the first step's update must not leak over).
+    RecordedModel rec{ParamStore(1), nullptr, {}, {}, {}};
+    record_model(rec, o);
     std::optional<SgdConfig> sgd;
     if (o.mode == Mode::training) sgd = SgdConfig{.lr = 0.01, .momentum = 0.9};
     const size_t before = cpu_allocator().current_bytes();
@@ -161,11 +168,35 @@ void run_and_compare(const MemoryOptions& o, const MemoryReport& r) {
 }  // namespace
 
 MemoryReport memory_report_for(const MemoryOptions& o) {
-  Recorded rec{ParamStore::shapes_only(), nullptr, {}, {}, {}};
-  record(rec, o);
+  RecordedModel rec{ParamStore::shapes_only(), nullptr, {}, {}, {}};
+  record_model(rec, o);
   ReportOptions ro{.keep = {rec.out.id()}};
   return memory_report(*rec.tape, o.mode, cpu_backend(), ro);
 }
+
+namespace {
+
+// The planned layout over the step: an SVG timeline and/or a Chrome trace.
+void write_pictures(const MemoryOptions& o) {
+  if (o.timeline.empty() && o.trace.empty()) return;
+  RecordedModel rec{ParamStore::shapes_only(), nullptr, {}, {}, {}};
+  record_model(rec, o);
+  const Layout layout = recorded_layout(rec, o, MemoryMode::planned);
+  const std::string title = o.model + ", batch " + std::to_string(o.batch) + ", " +
+                            mode_name(o.mode) + ", " + dtype_name(o.dtype) + ", planned";
+  std::FILE* note = o.json ? stderr : stdout;
+  if (!o.timeline.empty()) {
+    write_text_file(o.timeline, timeline_svg(layout, title), "memory --timeline");
+    std::fprintf(note, "wrote %s\n", o.timeline.c_str());
+  }
+  if (!o.trace.empty()) {
+    write_text_file(o.trace, trace_json(layout, title), "memory --trace");
+    std::fprintf(note, "wrote %s (open in https://ui.perfetto.dev or chrome://tracing)\n",
+                 o.trace.c_str());
+  }
+}
+
+}  // namespace
 
 void run_memory(const MemoryOptions& o) {
   const MemoryReport r = memory_report_for(o);
@@ -173,6 +204,7 @@ void run_memory(const MemoryOptions& o) {
     std::printf("%s\n", memory_report_json(o, r).dump(2).c_str());
   else
     print_table(o, r);
+  write_pictures(o);
   if (o.run) run_and_compare(o, r);
 }
 
@@ -209,6 +241,11 @@ Action add_memory_command(CLI::App& app) {
       "--no-batch-norm", [o](int64_t) { o->batch_norm = false; }, "Leave BatchNorm out (ResNets)");
   c->add_flag("--json", o->json, "Print one JSON object (byte counts)");
   c->add_flag("--run", o->run, "Also run one real step: measured bytes must equal planned bytes");
+  c->add_option("--timeline", o->timeline,
+                "Write live bytes over the step (planned layout) as an SVG to this file");
+  c->add_option(
+      "--trace", o->trace,
+      "Write the planned layout as Chrome trace events (JSON, for Perfetto) to this file");
   c->add_flag("--list", *list, "List the bundled networks");
   c->add_flag("--optnet-tables", *tables,
               "optnet's three published conditions, frugal beside optnet (with --json: an array)");

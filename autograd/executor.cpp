@@ -57,13 +57,16 @@ bool in_arena(const Buffer& b, const ExecutorOptions& o, bool with_inputs) {
 
 Plan plan_for(const Liveness& live, const ExecutorOptions& o, size_t alignment,
               std::vector<int>* planned, bool with_inputs) {
+  // Slots first: an alias may point to a later buffer (a gradient taking its output's bytes).
   std::vector<int> slot(live.buffers.size(), -1);
+  for (size_t i = 0; i < live.buffers.size(); ++i)
+    if (in_arena(live.buffers[i], o, with_inputs)) {
+      slot[i] = static_cast<int>(planned->size());
+      planned->push_back(static_cast<int>(i));
+    }
   std::vector<PlanBuffer> requests;
-  for (size_t i = 0; i < live.buffers.size(); ++i) {
-    const Buffer& b = live.buffers[i];
-    if (!in_arena(b, o, with_inputs)) continue;
-    slot[i] = static_cast<int>(requests.size());
-    planned->push_back(static_cast<int>(i));
+  for (int i : *planned) {
+    const Buffer& b = live.buffers[static_cast<size_t>(i)];
     requests.push_back({.bytes = b.bytes, .first = b.first, .last = b.last,
                         .alias_of = b.alias_of >= 0 ? slot[static_cast<size_t>(b.alias_of)] : -1});
   }

@@ -198,10 +198,12 @@ std::vector<PlanBuffer> model_step(const std::string& model, int64_t batch, int*
   const Liveness live = analyze(tape, Mode::training, cpu_backend(), lo);
   std::vector<PlanBuffer> out;
   std::vector<int> slot(live.buffers.size(), -1);
+  int count = 0;  // slots first: a gradient alias names a later buffer
+  for (size_t i = 0; i < live.buffers.size(); ++i)
+    if (live.buffers[i].kind != BufferKind::input) slot[i] = count++;
   for (size_t i = 0; i < live.buffers.size(); ++i) {
     const Buffer& b = live.buffers[i];
     if (b.kind == BufferKind::input) continue;
-    slot[i] = static_cast<int>(out.size());
     out.push_back({b.bytes, b.first, b.last, b.alias_of >= 0 ? slot[b.alias_of] : -1});
   }
   *ops = live.ops;

@@ -5,22 +5,24 @@
 
 #include "autograd/tape.h"
 #include "memory/eager.h"
-#include "memory/encodings.h"
-#include "memory/planner.h"
+#include "memory/layout.h"
 
 namespace frugal {
 
 namespace {
 
 size_t* category(CategoryBytes& c, const Buffer& b) {
-  switch (b.kind) {
-    case BufferKind::input: return nullptr;
-    case BufferKind::value: return &c.outputs;
-    case BufferKind::saved:
-    case BufferKind::fwd_scratch:
-    case BufferKind::bwd_scratch: return &c.buffers;
-    case BufferKind::grad:
-    case BufferKind::grad_temp: return b.role == Role::param_grad ? &c.params : &c.grad_inputs;
+  switch (memory_category(b)) {
+    case MemoryCategory::none:
+      return nullptr;
+    case MemoryCategory::outputs:
+      return &c.outputs;
+    case MemoryCategory::grad_inputs:
+      return &c.grad_inputs;
+    case MemoryCategory::buffers:
+      return &c.buffers;
+    case MemoryCategory::param_grads:
+      return &c.params;
   }
   return nullptr;
 }
@@ -36,16 +38,6 @@ ParamTotals param_totals(const Tape& tape) {
     if (p->trainable) t.trainable += p->meta.bytes();
   }
   return t;
-}
-
-LivenessOptions options_for(bool planned, bool optimizer, const std::vector<int>& keep) {
-  LivenessOptions o;
-  o.keep = keep;
-  o.aliases = planned;
-  o.fuse_optimizer = planned;
-  o.optimizer = optimizer;
-  o.keep_param_grads = !planned;
-  return o;
 }
 
 }  // namespace
@@ -89,7 +81,8 @@ CategoryBytes peak_by_category(const Liveness& live) {
     int s = slot(b);
     if (s < 0) continue;
     delta[static_cast<size_t>(s)][static_cast<size_t>(first[i])] += static_cast<long long>(b.bytes);
-    delta[static_cast<size_t>(s)][static_cast<size_t>(last[i]) + 1] -= static_cast<long long>(b.bytes);
+    delta[static_cast<size_t>(s)][static_cast<size_t>(last[i]) + 1] -=
+        static_cast<long long>(b.bytes);
   }
   std::vector<long long> pg(steps + 1, 0);
   for (const Buffer& b : live.buffers)
@@ -114,6 +107,12 @@ CategoryBytes peak_by_category(const Liveness& live) {
   return peak;
 }
 
+LayoutOptions report_layout_options(Mode mode, const ReportOptions& options) {
+  return {.optimizer = mode == Mode::training && options.optimizer,
+          .keep = options.keep,
+          .alignment = options.alignment};
+}
+
 MemoryReport memory_report(Tape& tape, Mode mode, const Backend& backend,
                            const ReportOptions& options) {
   MemoryReport r;
@@ -124,9 +123,10 @@ MemoryReport memory_report(Tape& tape, Mode mode, const Backend& backend,
   const ParamTotals params = param_totals(tape);
   const size_t momentum = optimizer && options.optimizer ? params.trainable : 0;
 
+  const LayoutOptions lo = report_layout_options(mode, options);
+
   // Baseline: Torch's modules, full encodings, every buffer its own memory.
-  use_full_encodings(tape);
-  const Liveness base = analyze(tape, mode, backend, options_for(false, optimizer, options.keep));
+  const Liveness base = memory_layout(tape, mode, MemoryMode::baseline, backend, lo).live;
   for (const Buffer& b : base.buffers)
     if (size_t* c = category(r.baseline.bytes, b)) *c += b.bytes;
   r.baseline.bytes.params += params.weights;
@@ -153,17 +153,9 @@ MemoryReport memory_report(Tape& tape, Mode mode, const Backend& backend,
   r.eager.total = sim.peak_reserved + params.weights;
 
   // Planned: compact encodings, aliases, fused optimizer, one arena.
-  choose_encodings(tape, mode, backend, options.keep);
-  const Liveness planned = analyze(tape, mode, backend, options_for(true, optimizer, options.keep));
-  std::vector<PlanBuffer> req;
-  std::vector<int> slot(planned.buffers.size(), -1);
-  for (size_t i = 0; i < planned.buffers.size(); ++i) {
-    const Buffer& b = planned.buffers[i];
-    if (b.kind == BufferKind::input) continue;
-    slot[i] = static_cast<int>(req.size());
-    req.push_back({b.bytes, b.first, b.last, b.alias_of >= 0 ? slot[static_cast<size_t>(b.alias_of)] : -1});
-  }
-  const Plan plan = plan_arena(req, options.alignment);
+  const Layout layout = memory_layout(tape, mode, MemoryMode::planned, backend, lo);
+  const Liveness& planned = layout.live;
+  const Plan& plan = layout.plan;
   r.planned.bytes = peak_by_category(planned);
   r.planned.bytes.params += params.weights;
   r.planned.bytes.optimizer_state = momentum;

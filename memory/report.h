@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "autograd/op.h"
+#include "memory/layout.h"
 #include "memory/liveness.h"
 
 namespace frugal {
@@ -42,6 +43,11 @@ struct ReportOptions {
   size_t alignment = 64;
   std::vector<int> keep = {};  // value ids read after the step (the loss), as the executor's
 };
+
+// The layout options memory_report plans with: an optimizer step in training, the kept values
+// and the alignment. memory_layout(tape, mode, m, backend, report_layout_options(mode, o))
+// gives the layout behind the report's figures for memory mode m.
+LayoutOptions report_layout_options(Mode mode, const ReportOptions& options);
 
 // Plans the tape in each mode. Baseline follows Torch's nn modules: every buffer its own
 // memory for the whole step, full saved encodings, and weight gradients even in inference.

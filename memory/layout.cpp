@@ -1,0 +1,115 @@
+// The memory layout of a step: encodings, liveness and offsets for baseline or planned memory.
+#include "memory/layout.h"
+
+#include "autograd/tape.h"
+#include "core/error.h"
+#include "memory/encodings.h"
+
+namespace frugal {
+
+namespace {
+
+size_t round_up(size_t bytes, size_t alignment) {
+  return (bytes + alignment - 1) / alignment * alignment;
+}
+
+LivenessOptions liveness_options(MemoryMode memory, const LayoutOptions& o) {
+  const bool planned = memory == MemoryMode::planned;
+  LivenessOptions l;
+  l.keep = o.keep;
+  l.aliases = planned;
+  l.fuse_optimizer = planned;
+  l.optimizer = o.optimizer;
+  l.keep_param_grads = o.keep_param_grads || !planned;
+  return l;
+}
+
+// Baseline: each buffer its own memory, drawn side by side in buffer order.
+Plan side_by_side(const std::vector<PlanBuffer>& requests, size_t alignment) {
+  Plan p;
+  p.alignment = alignment;
+  p.strategy = "baseline: every buffer its own memory";
+  for (const PlanBuffer& r : requests) {
+    p.offsets.push_back(p.arena_bytes);
+    p.arena_bytes += round_up(r.bytes, alignment);
+  }
+  p.lower_bound = p.arena_bytes;
+  return p;
+}
+
+}  // namespace
+
+MemoryCategory memory_category(const Buffer& b) {
+  switch (b.kind) {
+    case BufferKind::input:
+      return MemoryCategory::none;
+    case BufferKind::value:
+    case BufferKind::rebuilt:  // a value's copy rebuilt in backward
+      return MemoryCategory::outputs;
+    case BufferKind::saved:
+    case BufferKind::fwd_scratch:
+    case BufferKind::bwd_scratch:
+      return MemoryCategory::buffers;
+    case BufferKind::grad:
+    case BufferKind::grad_temp:
+      return b.role == Role::param_grad ? MemoryCategory::param_grads : MemoryCategory::grad_inputs;
+  }
+  return MemoryCategory::none;
+}
+
+const char* memory_category_name(MemoryCategory c) {
+  switch (c) {
+    case MemoryCategory::none:
+      return "inputs";
+    case MemoryCategory::outputs:
+      return "outputs";
+    case MemoryCategory::grad_inputs:
+      return "gradInputs";
+    case MemoryCategory::buffers:
+      return "buffers";
+    case MemoryCategory::param_grads:
+      return "param grads";
+  }
+  return "?";
+}
+
+long long Layout::offset(int i) const {
+  const int r = request.at(static_cast<size_t>(i));
+  return r < 0 ? -1 : static_cast<long long>(plan.offsets[static_cast<size_t>(r)]);
+}
+
+size_t Layout::rounded_bytes(int i) const {
+  return round_up(live.buffers.at(static_cast<size_t>(i)).bytes, plan.alignment);
+}
+
+Layout memory_layout(Tape& tape, Mode mode, MemoryMode memory, const Backend& backend,
+                     const LayoutOptions& options) {
+  FRUGAL_CHECK(options.alignment > 0, "memory layout: alignment must be positive");
+  const LivenessOptions lo = liveness_options(memory, options);
+  if (!options.encodings_as_recorded) {
+    if (memory == MemoryMode::planned)
+      choose_encodings(tape, mode, backend, lo.keep);
+    else
+      use_full_encodings(tape);
+  }
+  Layout l;
+  l.memory = memory;
+  l.live = analyze(tape, mode, backend, lo);
+  l.request.assign(l.live.buffers.size(), -1);
+  // Requests are numbered first: an alias may name a later buffer (a gradient alias: d input
+  // takes d output's bytes). The executor maps them the same way (autograd/executor.cpp).
+  int count = 0;
+  for (size_t i = 0; i < l.live.buffers.size(); ++i)
+    if (l.live.buffers[i].kind != BufferKind::input) l.request[i] = count++;
+  for (size_t i = 0; i < l.live.buffers.size(); ++i) {
+    const Buffer& b = l.live.buffers[i];
+    if (b.kind == BufferKind::input) continue;
+    const int alias = b.alias_of >= 0 ? l.request[static_cast<size_t>(b.alias_of)] : -1;
+    l.requests.push_back({.bytes = b.bytes, .first = b.first, .last = b.last, .alias_of = alias});
+  }
+  l.plan = memory == MemoryMode::planned ? plan_arena(l.requests, options.alignment)
+                                         : side_by_side(l.requests, options.alignment);
+  return l;
+}
+
+}  // namespace frugal

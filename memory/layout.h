@@ -1,0 +1,54 @@
+// The memory layout of one recorded step: the buffers and lifetimes (Liveness) and the byte
+// offset of each buffer (Plan), made exactly as the executor makes them for a memory mode.
+// The report, the timeline, the trace and the graph picture all read this one function.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "autograd/executor.h"
+#include "memory/liveness.h"
+#include "memory/planner.h"
+
+namespace frugal {
+
+class Tape;
+
+// optnet's categories, as the report, the timeline and the trace group buffers. Inputs are
+// the user's and belong to none.
+enum class MemoryCategory { none, outputs, grad_inputs, buffers, param_grads };
+constexpr int kMemoryCategories = 4;  // outputs .. param_grads
+MemoryCategory memory_category(const Buffer& b);
+const char* memory_category_name(MemoryCategory c);  // "outputs", "gradInputs", ...
+
+struct LayoutOptions {
+  bool optimizer = false;              // training: an optimizer step runs (ExecutorOptions::sgd)
+  bool keep_param_grads = false;       // every parameter gradient lives to the end (tests)
+  std::vector<int> keep = {};          // value ids read after the step (the loss)
+  size_t alignment = 64;               // the allocator's alignment
+  bool encodings_as_recorded = false;  // leave each op's saved encoding as recorded
+};
+
+struct Layout {
+  MemoryMode memory = MemoryMode::planned;
+  Liveness live;
+  // One request per buffer that is not an input (inputs get their own storage every step).
+  std::vector<PlanBuffer> requests;
+  std::vector<int> request;  // buffer -> index in requests and plan.offsets, -1 for inputs
+  // planned: the arena from plan_arena. baseline: every buffer its own memory for the whole
+  // step, drawn as consecutive aligned ranges, so arena_bytes = lower_bound = their sum.
+  Plan plan;
+
+  // Offset of buffer i in the layout, or -1 for an input.
+  long long offset(int i) const;
+  // Bytes of buffer i rounded up to the alignment (what it occupies in the layout).
+  size_t rounded_bytes(int i) const;
+};
+
+// Chooses the saved encodings for the memory mode (planned: compact where that lets a tensor
+// die; baseline: full outputs, as Torch's modules), analyzes liveness and places every
+// buffer. Mutates only the ops' encoding choices. Deterministic.
+Layout memory_layout(Tape& tape, Mode mode, MemoryMode memory, const Backend& backend,
+                     const LayoutOptions& options = {});
+
+}  // namespace frugal
