@@ -1,4 +1,5 @@
-// The frugal command: `frugal train`, `frugal memory`, `frugal graph`. Bad data or options print
+// The frugal command: `frugal train`, `frugal memory`, `frugal graph`,
+// `frugal bench`. Bad data or options print
 // `error: <message>` and exit 1.
 #include <cstdio>
 #include <exception>
@@ -11,7 +12,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   std::vector<std::pair<CLI::App*, frugal::Action>> commands;
   for (auto add : {frugal::add_train_command, frugal::add_memory_command,
-                   frugal::add_graph_command}) {
+                   frugal::add_graph_command, frugal::add_bench_command}) {
     frugal::Action action = add(app);
     commands.emplace_back(app.get_subcommands({}).back(), std::move(action));
   }

@@ -1,0 +1,209 @@
+// `frugal bench`: times steps of a bundled network on random data and reports its memory as
+// the peers measure theirs: the allocator's peak bytes (parameters, momentum, arena, inputs)
+// and the process peak RSS. bench/peers/ runs it beside PyTorch.
+#include "apps/commands.h"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "autograd/executor.h"
+#include "core/backend.h"
+#include "core/rng.h"
+#include "models/registry.h"
+
+namespace frugal {
+namespace {
+
+struct BenchOptions {
+  std::string model = "resnet110";
+  int64_t batch = 64;
+  int steps = 5;  // the first is a warm-up
+  MemoryMode memory = MemoryMode::planned;
+  Mode mode = Mode::training;
+  DType dtype = DType::f32;
+  bool dropout = true;
+  bool batch_norm = true;
+  int segments = 0;  // CIFAR ResNets: checkpoint segments (0: none)
+  int threads = 0;   // 0: all cores
+  bool json = false;
+};
+
+struct BenchResult {
+  std::vector<double> step_s;  // measured steps (after the warm-up)
+  double median_s = 0;
+  size_t params = 0, optimizer_state = 0, inputs = 0, arena = 0, executor = 0;
+  size_t allocator_peak = 0;  // over the measured steps
+  size_t rss_start = 0, rss_peak = 0;
+};
+
+double mib(size_t bytes) {
+  return static_cast<double>(bytes) / (1024.0 * 1024.0);
+}
+
+// The process's peak resident set so far (ru_maxrss is in KiB on Linux).
+size_t peak_rss_bytes() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<size_t>(u.ru_maxrss) * 1024;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n == 0 ? 0.0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// Standard normal images and uniform labels in [0, classes).
+void fill_random(Tensor& x, Tensor* labels, int64_t classes) {
+  Rng rng(7);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    if (x.dtype() == DType::f32)
+      x.data<float>()[i] = static_cast<float>(rng.normal());
+    else
+      x.data<double>()[i] = rng.normal();
+  }
+  if (labels == nullptr) return;
+  for (int64_t i = 0; i < labels->numel(); ++i)
+    labels->data<int32_t>()[i] = static_cast<int32_t>(rng.below(static_cast<uint64_t>(classes)));
+}
+
+BenchResult run_bench(const BenchOptions& o) {
+  const ModelSpec& spec = find_model(o.model);
+  FRUGAL_CHECK(o.batch > 0 && o.steps > 0, "bench: batch and steps must be positive, got batch ",
+               o.batch, ", steps ", o.steps);
+  set_cpu_threads(o.threads);
+  BenchResult r;
+  r.rss_start = peak_rss_bytes();
+  ParamStore params(1);
+  Tape tape(params, o.dtype);
+  std::vector<int64_t> dims{o.batch};
+  for (int64_t d : spec.input.dims()) dims.push_back(d);
+  Value images = tape.input("images", Shape(dims), o.dtype), labels;
+  Value out = spec.build(
+      images, {.dropout = o.dropout, .batch_norm = o.batch_norm, .segments = o.segments});
+  const bool training = o.mode == Mode::training;
+  if (training) {
+    labels = tape.input("labels", {o.batch}, DType::i32);
+    out = model_loss(spec, out, labels);
+  }
+  std::optional<SgdConfig> sgd;
+  if (training) sgd = SgdConfig{.lr = 0.01, .momentum = 0.9};
+  Executor ex(tape, cpu_backend(), {.mode = o.mode, .memory = o.memory, .keep = {out}, .sgd = sgd});
+  Tensor& x = ex.input(images);
+  fill_random(x, training ? &ex.input(labels) : nullptr, spec.classes);
+  r.inputs = x.bytes() + (training ? ex.input(labels).bytes() : 0);
+
+  for (int s = 0; s < o.steps; ++s) {
+    // Step 0 warms up (and creates the momentum); with one step it is also the measured one.
+    if (s == 1 || o.steps == 1) cpu_allocator().reset_peaks();
+    const auto start = std::chrono::steady_clock::now();
+    ex.forward();
+    if (training) ex.backward(out);
+    const double t =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (s > 0 || o.steps == 1) r.step_s.push_back(t);
+  }
+  r.median_s = median(r.step_s);
+  r.allocator_peak = cpu_allocator().peak_bytes();
+  r.params = cpu_allocator().stats(Role::param).current;
+  r.optimizer_state = cpu_allocator().stats(Role::optimizer_state).current;
+  r.arena = ex.arena_bytes();
+  r.executor = ex.memory_bytes();
+  r.rss_peak = peak_rss_bytes();
+  return r;
+}
+
+void print_result(const BenchOptions& o, const BenchResult& r) {
+  if (o.json) {
+    nlohmann::ordered_json j{{"framework", "frugal"},
+                             {"model", o.model},
+                             {"batch", o.batch},
+                             {"mode", mode_name(o.mode)},
+                             {"memory", memory_mode_name(o.memory)},
+                             {"dtype", dtype_name(o.dtype)},
+                             {"segments", o.segments},
+                             {"threads", cpu_backend().threads()},
+                             {"steps", o.steps},
+                             {"step_s", r.step_s},
+                             {"median_s", r.median_s},
+                             {"allocator_peak_bytes", r.allocator_peak},
+                             {"param_bytes", r.params},
+                             {"optimizer_state_bytes", r.optimizer_state},
+                             {"input_bytes", r.inputs},
+                             {"arena_bytes", r.arena},
+                             {"executor_bytes", r.executor},
+                             {"rss_start_bytes", r.rss_start},
+                             {"rss_peak_bytes", r.rss_peak}};
+    std::printf("%s\n", j.dump().c_str());
+    return;
+  }
+  std::printf("%s, batch %lld, %s, %s memory, %s, %d threads\n", o.model.c_str(),
+              static_cast<long long>(o.batch), mode_name(o.mode), memory_mode_name(o.memory),
+              dtype_name(o.dtype), cpu_backend().threads());
+  std::printf("step time: median %.4f s over %zu step(s)%s\n", r.median_s, r.step_s.size(),
+              o.steps == 1 ? " (the only step, warm-up included)" : " after one warm-up");
+  std::printf(
+      "allocator peak %.2f MiB: params %.2f + optimizer state %.2f + executor %.2f (arena %.2f "
+      "+ inputs %.2f)\n",
+      mib(r.allocator_peak), mib(r.params), mib(r.optimizer_state), mib(r.executor), mib(r.arena),
+      mib(r.inputs));
+  std::printf("process peak RSS %.2f MiB (%.2f MiB before the model was recorded)\n",
+              mib(r.rss_peak), mib(r.rss_start));
+}
+
+}  // namespace
+
+Action add_bench_command(CLI::App& app) {
+  auto o = std::make_shared<BenchOptions>();
+  auto memory = std::make_shared<std::string>("planned");
+  auto mode = std::make_shared<std::string>("training");
+  auto dtype = std::make_shared<std::string>("f32");
+  CLI::App* c = app.add_subcommand(
+      "bench", "Time steps of a bundled network on random data; peak allocator bytes and RSS");
+  std::vector<std::string> names;
+  for (const ModelSpec& s : model_specs()) names.push_back(s.name);
+  c->add_option("--model", o->model, "Network")->check(CLI::IsMember(names))->capture_default_str();
+  c->add_option("--batch", o->batch, "Batch size")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  c->add_option("--steps", o->steps, "Steps to run; the first is a warm-up")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  c->add_option("--memory", *memory, "baseline or planned")
+      ->check(CLI::IsMember({"baseline", "planned"}))
+      ->capture_default_str();
+  c->add_option("--mode", *mode, "training (SGD, momentum 0.9) or inference")
+      ->check(CLI::IsMember({"training", "inference"}))
+      ->capture_default_str();
+  c->add_option("--dtype", *dtype, "f32 or f64")
+      ->check(CLI::IsMember({"f32", "f64"}))
+      ->capture_default_str();
+  c->add_flag(
+      "--no-dropout", [o](int64_t) { o->dropout = false; }, "Leave Dropout out");
+  c->add_flag(
+      "--no-batch-norm", [o](int64_t) { o->batch_norm = false; }, "Leave BatchNorm out (ResNets)");
+  c->add_option("--segments", o->segments,
+                "CIFAR ResNets: checkpoint the blocks in this many segments (0: none)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  c->add_option("--threads", o->threads, "CPU threads (0: all cores)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  c->add_flag("--json", o->json, "Print one JSON object (seconds and bytes)");
+  return [o, memory, mode, dtype] {
+    o->memory = *memory == "baseline" ? MemoryMode::baseline : MemoryMode::planned;
+    o->mode = *mode == "inference" ? Mode::inference : Mode::training;
+    o->dtype = parse_dtype(*dtype);
+    print_result(*o, run_bench(*o));
+  };
+}
+
+}  // namespace frugal

@@ -1,0 +1,210 @@
+# The networks of shared/reference/networks.md in PyTorch, layer for layer as frugal's
+# models/ records them, so frugal can be timed and weighed beside PyTorch on the same nets.
+# RevNets are memcnn's own. `python3 pytorch_nets.py` checks every parameter count against
+# frugal's.
+import importlib.util
+
+import torch
+import torch.nn as nn
+import torch.utils.checkpoint
+
+# Trainable parameters of frugal's builders (models/*.cpp, networks.md).
+FRUGAL_PARAMS = {
+    "resnet110": 1_734_858,
+    "alexnet": 60_522_856,
+    "vgg-a": 132_863_336,
+    "googlenet": 19_124_528,
+    "revnet38": 573_994,
+    "revnet110": 1_854_890,
+}
+
+
+def conv_relu(cin, cout, k, stride=1, pad=None):
+    return [nn.Conv2d(cin, cout, k, stride, k // 2 if pad is None else pad), nn.ReLU(inplace=True)]
+
+
+def threshold():
+    # Torch7's Threshold(0, 1e-6): negatives become 1e-6, not in place.
+    return nn.Threshold(0.0, 1e-6)
+
+
+class AlexNet(nn.Module):
+    """Two identical towers, concatenated (256 x 6 x 6), then three linears."""
+
+    def __init__(self, dropout=True, classes=1000):
+        super().__init__()
+
+        def tower():
+            return nn.Sequential(
+                *conv_relu(3, 48, 11, 4, 2), nn.MaxPool2d(3, 2),
+                *conv_relu(48, 128, 5, 1, 2), nn.MaxPool2d(3, 2),
+                *conv_relu(128, 192, 3), *conv_relu(192, 192, 3), *conv_relu(192, 128, 3),
+                nn.MaxPool2d(3, 2))
+
+        self.towers = nn.ModuleList([tower(), tower()])
+        drop = [nn.Dropout(0.5)] if dropout else []
+        self.classifier = nn.Sequential(
+            nn.Flatten(), *drop, nn.Linear(9216, 4096), threshold(), *drop,
+            nn.Linear(4096, 4096), threshold(), nn.Linear(4096, classes), nn.LogSoftmax(1))
+
+    def forward(self, x):
+        return self.classifier(torch.cat([t(x) for t in self.towers], 1))
+
+
+def vgg_a(dropout=True, classes=1000):
+    layers, cin = [], 3
+    for c in [64, 0, 128, 0, 256, 256, 0, 512, 512, 0, 512, 512, 0]:
+        if c == 0:
+            layers.append(nn.MaxPool2d(2, 2))
+        else:
+            layers += conv_relu(cin, c, 3)
+            cin = c
+    drop = [nn.Dropout(0.5)] if dropout else []
+    return nn.Sequential(
+        *layers, nn.Flatten(), nn.Linear(25088, 4096), threshold(), *drop,
+        nn.Linear(4096, 4096), threshold(), *drop, nn.Linear(4096, classes), nn.LogSoftmax(1))
+
+
+class Inception(nn.Module):
+    """Concat of 1x1; 1x1 -> 3x3; 1x1 -> 3x3 -> 3x3; pool 3 s1 p1 (-> 1x1 proj)."""
+
+    def __init__(self, cin, c1, r3, c3, r33, c33, pool, proj):
+        super().__init__()
+        self.b1 = nn.Sequential(*conv_relu(cin, c1, 1)) if c1 else None
+        self.b3 = nn.Sequential(*conv_relu(cin, r3, 1), *conv_relu(r3, c3, 3))
+        self.b33 = nn.Sequential(*conv_relu(cin, r33, 1), *conv_relu(r33, c33, 3),
+                                 *conv_relu(c33, c33, 3))
+        # Torch's zero padding + pool: average counts the padding (divisor 9); max pools
+        # read ReLU outputs (>= 0), so padding with zeros or -inf gives the same maximum.
+        p = (nn.MaxPool2d(3, 1, 1, ceil_mode=True) if pool == "max"
+             else nn.AvgPool2d(3, 1, 1, ceil_mode=True, count_include_pad=True))
+        self.bp = nn.Sequential(p, *conv_relu(cin, proj, 1)) if proj else p
+
+    def forward(self, x):
+        branches = [self.b1(x)] if self.b1 is not None else []
+        return torch.cat(branches + [self.b3(x), self.b33(x), self.bp(x)], 1)
+
+
+class GoogLeNet(nn.Module):
+    """optnet's Inception variant; output (N, 2 x classes): main and auxiliary heads."""
+
+    def __init__(self, classes=1000):
+        super().__init__()
+        self.trunk = nn.Sequential(
+            *conv_relu(3, 64, 7, 2, 3), nn.MaxPool2d(3, 2, ceil_mode=True),
+            *conv_relu(64, 64, 1), *conv_relu(64, 192, 3), nn.MaxPool2d(3, 2, ceil_mode=True),
+            Inception(192, 64, 64, 64, 64, 96, "avg", 32),
+            Inception(256, 64, 64, 96, 64, 96, "avg", 64),
+            Inception(320, 0, 128, 160, 64, 96, "max", 0),
+            nn.Conv2d(576, 576, 2, 2),
+            Inception(576, 224, 64, 96, 96, 128, "avg", 128),
+            Inception(576, 192, 96, 128, 96, 128, "avg", 128),
+            Inception(576, 160, 128, 160, 128, 160, "avg", 96),
+            Inception(576, 96, 128, 192, 160, 192, "avg", 96))
+        self.main = nn.Sequential(
+            Inception(576, 0, 128, 192, 192, 256, "max", 0),
+            nn.Conv2d(1024, 1024, 2, 2),
+            Inception(1024, 352, 192, 320, 160, 224, "avg", 128),
+            Inception(1024, 352, 192, 320, 192, 224, "max", 128),
+            nn.AvgPool2d(7, 1), nn.Flatten(), nn.Linear(1024, classes), nn.LogSoftmax(1))
+        self.aux = nn.Sequential(
+            nn.AvgPool2d(5, 3, ceil_mode=True), nn.Conv2d(576, 128, 1), nn.Flatten(),
+            nn.Linear(2048, 768), nn.ReLU(inplace=True), nn.Linear(768, classes),
+            nn.LogSoftmax(1))
+
+    def forward(self, x):
+        x = self.trunk(x)
+        return torch.cat([self.main(x), self.aux(x)], 1)
+
+
+class BasicBlock(nn.Module):
+    """relu(bn(conv(relu(bn(conv(x))))) + shortcut); shortcut B: 1x1 conv + BN on change."""
+
+    def __init__(self, cin, cout, stride, bn):
+        super().__init__()
+        norm = nn.BatchNorm2d if bn else (lambda c: nn.Identity())
+        self.branch = nn.Sequential(
+            nn.Conv2d(cin, cout, 3, stride, 1), norm(cout), nn.ReLU(inplace=True),
+            nn.Conv2d(cout, cout, 3, 1, 1), norm(cout))
+        self.shortcut = (nn.Sequential(nn.Conv2d(cin, cout, 1, stride), norm(cout))
+                         if cin != cout or stride != 1 else nn.Identity())
+
+    def forward(self, x):
+        return torch.relu_(self.branch(x) + self.shortcut(x))
+
+
+class ResNetCifar(nn.Module):
+    """Stem, 3n basic blocks, head. With `segments` > 0 the blocks run through
+    torch.utils.checkpoint.checkpoint_sequential (every segment but the last recomputed)."""
+
+    def __init__(self, depth=110, bn=True, classes=10, segments=0):
+        super().__init__()
+        n = (depth - 2) // 6
+        norm = [nn.BatchNorm2d(16)] if bn else []
+        self.stem = nn.Sequential(nn.Conv2d(3, 16, 3, 1, 1), *norm, nn.ReLU(inplace=True))
+        blocks, cin = [], 16
+        for s, width in enumerate([16, 32, 64]):
+            for b in range(n):
+                blocks.append(BasicBlock(cin, width, 2 if s > 0 and b == 0 else 1, bn))
+                cin = width
+        self.blocks = nn.Sequential(*blocks)
+        self.head = nn.Sequential(nn.AvgPool2d(8, 1), nn.Flatten(), nn.Linear(64, classes))
+        self.segments = segments
+
+    def forward(self, x):
+        x = self.stem(x)
+        if self.segments > 0 and self.training:
+            x = torch.utils.checkpoint.checkpoint_sequential(self.blocks, self.segments, x)
+        else:
+            x = self.blocks(x)
+        return self.head(x)
+
+
+def revnet(depth):
+    """memcnn's own RevNet (reversible units free their inputs and rebuild them in backward),
+    configured as memcnn's experiments.json builds revnet38 / revnet110. The first unit keeps
+    its input: that is the stem's ReLU output, which ReLU's backward saved, and freeing it
+    fails PyTorch 1.13's in-place check."""
+    import memcnn.models.resnet as mr
+
+    channels = {38: [32, 32, 64, 112], 110: [32, 32, 64, 128]}[depth]
+    n = (depth - 2) // 12
+    net = mr.ResNet(mr.RevBasicBlock, [n, n, n], num_classes=10, channels_per_layer=channels,
+                    strides=[1, 1, 2, 2], init_max_pool=False, init_kernel_size=3,
+                    batch_norm_fix=False)
+    net.layer1[0].revblock.keep_input = True
+    return net
+
+
+# name -> (builder(dropout, batch_norm, segments), input C x H x W, classes, log-probabilities)
+NETS = {
+    "resnet110": (lambda d, bn, seg: ResNetCifar(110, bn, segments=seg), (3, 32, 32), 10, False),
+    "alexnet": (lambda d, bn, seg: AlexNet(d), (3, 224, 224), 1000, True),
+    "vgg-a": (lambda d, bn, seg: vgg_a(d), (3, 224, 224), 1000, True),
+    "googlenet": (lambda d, bn, seg: GoogLeNet(), (3, 224, 224), 1000, True),
+    "revnet38": (lambda d, bn, seg: revnet(38), (3, 32, 32), 10, False),
+    "revnet110": (lambda d, bn, seg: revnet(110), (3, 32, 32), 10, False),
+}
+
+
+def build(name, dropout=True, batch_norm=True, segments=0):
+    """(module, input shape C x H x W, classes, log_softmax_output)."""
+    make, shape, classes, log_probs = NETS[name]
+    return make(dropout, batch_norm, segments), shape, classes, log_probs
+
+
+def count_params(module):
+    return sum(p.numel() for p in module.parameters() if p.requires_grad)
+
+
+if __name__ == "__main__":
+    ok = True
+    for name, expected in FRUGAL_PARAMS.items():
+        if name.startswith("revnet") and importlib.util.find_spec("memcnn") is None:
+            print(f"{name:10s} skipped: memcnn is not installed")
+            continue
+        got = count_params(build(name, dropout=False)[0])
+        ok &= got == expected
+        same = "equal" if got == expected else "DIFFERENT"
+        print(f"{name:10s} {got:>12,d}  frugal {expected:>12,d}  {same}")
+    raise SystemExit(0 if ok else 1)

@@ -1,0 +1,101 @@
+# Runs every (model, batch, mode) case with frugal and PyTorch alternating, process by
+# process (frugal, torch, frugal, torch ...), so the load of a shared machine hits both
+# alike, and writes one JSON line per run. make_table.py turns the lines into the table.
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# (label, model, batch, mode, dtype, extra flags, steps, rounds): steps per process, the
+# first a warm-up; rounds of (frugal, torch). Few steps and one round: on the shared 2-core
+# machine a whole pass must stay near 25 minutes (VGG-A trains at ~30 s a step in PyTorch).
+# Cheap cases first, so that the time budget, when spent, skips the heaviest (and lists them).
+CASES = [
+    ("resnet110", "resnet110", 64, "training", "f32", [], 3, 1),
+    ("alexnet", "alexnet", 64, "training", "f32", ["--no-dropout"], 2, 1),
+    ("revnet38", "revnet38", 64, "training", "f32", [], 2, 1),
+    ("revnet110", "revnet110", 64, "training", "f32", [], 2, 1),
+    ("resnet110-ckpt4", "resnet110", 64, "training", "f32", ["--segments", "4"], 2, 1),
+    ("resnet110-ckpt10", "resnet110", 64, "training", "f32", ["--segments", "10"], 2, 1),
+    ("resnet110", "resnet110", 1, "inference", "f64", [], 3, 1),
+    ("alexnet", "alexnet", 1, "inference", "f64", [], 3, 1),
+    ("googlenet", "googlenet", 1, "inference", "f64", [], 3, 1),
+    ("vgg-a", "vgg-a", 1, "inference", "f64", [], 3, 1),
+    ("googlenet", "googlenet", 64, "training", "f32", [], 2, 1),
+    ("vgg-a", "vgg-a", 64, "training", "f32", ["--no-dropout"], 2, 1),
+    ("resnet110", "resnet110", 128, "inference", "f32", [], 2, 1),
+    ("alexnet", "alexnet", 128, "inference", "f32", [], 2, 1),
+    ("googlenet", "googlenet", 128, "inference", "f32", [], 2, 1),
+    ("vgg-a", "vgg-a", 128, "inference", "f32", [], 2, 1),
+]
+
+
+def run_json(cmd, timeout):
+    """Runs one measurement process; its last stdout line is a JSON object."""
+    started = time.time()
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {timeout} s", "command": cmd}
+    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
+    if p.returncode != 0 or not lines:
+        return {"error": (p.stderr or p.stdout).strip()[-2000:], "command": cmd}
+    r = json.loads(lines[-1])
+    r["wall_s"] = time.time() - started
+    return r
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--frugal", required=True, help="the frugal program")
+    p.add_argument("--python", default=sys.executable, help="Python with torch")
+    p.add_argument("--torch-source", default="", help="how PyTorch was installed")
+    p.add_argument("--out", required=True, help="JSON lines written here")
+    p.add_argument("--budget-minutes", type=float, default=25.0,
+                   help="cases not started within this time are skipped (and listed)")
+    p.add_argument("--only", default="",
+                   help="comma-separated labels ('vgg-a') or cases ('vgg-a b1 inference f64')")
+    p.add_argument("--timeout", type=int, default=900, help="seconds per process")
+    o = p.parse_args()
+
+    only = set(filter(None, o.only.split(",")))
+    start = time.time()
+    with open(o.out, "w") as out:
+        def emit(record):
+            out.write(json.dumps(record) + "\n")
+            out.flush()
+
+        for label, model, batch, mode, dtype, flags, steps, rounds in CASES:
+            key = f"{label} b{batch} {mode} {dtype}"
+            if only and label not in only and key not in only:
+                continue
+            if time.time() - start > o.budget_minutes * 60:
+                emit({"case": key, "skipped": f"time budget of {o.budget_minutes:g} min spent"})
+                print(f"skipped {key}: time budget spent", flush=True)
+                continue
+            common = ["--model", model, "--batch", str(batch), "--steps", str(steps),
+                      "--mode", mode, "--dtype", dtype, "--threads", "2", "--json", *flags]
+            frugal = [o.frugal, "bench", "--memory", "planned", *common]
+            torch = [o.python, os.path.join(HERE, "measure_torch.py"), *common,
+                     "--source", o.torch_source]
+            for r in range(rounds):
+                for name, cmd in (("frugal", frugal), ("pytorch", torch)):
+                    with open("/proc/loadavg") as f:
+                        load = float(f.read().split()[0])
+                    res = run_json(cmd, o.timeout)
+                    res.update({"case": key, "round": r, "runner": name, "load_before": load})
+                    emit(res)
+                    what = res.get("error", "").splitlines()[-1:] or [
+                        f"median {res['median_s']:.3f} s, allocator peak "
+                        f"{res['allocator_peak_bytes'] / 2**20:.1f} MiB, RSS "
+                        f"{res['rss_peak_bytes'] / 2**20:.1f} MiB"]
+                    print(f"{key} round {r} {name:7s} {what[0]}", flush=True)
+    print(f"all cases: {(time.time() - start) / 60:.1f} min", flush=True)
+
+
+if __name__ == "__main__":
+    main()
