@@ -19,6 +19,11 @@ int choose_encodings(Tape& tape, Mode mode, const Backend& backend, std::span<co
         const Roles r = reader.op->roles(mode, backend);
         for (int slot : r.backward_reads_inputs)
           if (reader.inputs[static_cast<size_t>(slot)] == out) output_kept = true;
+        // A reader that rebuilds this output in backward (a reversible block) rebuilds it
+        // inexactly; baseline reads the rebuilt copy, so planned must too. It costs nothing:
+        // the original dies at once and the copy lives from the rebuild to this op's backward.
+        for (int slot : r.rebuilds_inputs)
+          if (reader.inputs[static_cast<size_t>(slot)] == out) output_kept = true;
       }
     }
     node.op->use_compact_encoding(!output_kept);
