@@ -5,7 +5,9 @@
 
 namespace frugal {
 
-const TensorMeta& Value::meta() const { return tape_->value(id_).meta; }
+const TensorMeta& Value::meta() const {
+  return tape_->value(id_).meta;
+}
 
 Value Tape::input(const std::string& name, Shape shape, DType dtype, bool requires_grad) {
   ValueNode v;
@@ -51,7 +53,9 @@ std::vector<Value> Tape::record(std::unique_ptr<Op> op, std::vector<Value> input
   const int index = static_cast<int>(ops_.size());
   // Randomness follows the op's name within its scope, not its position on the tape, so a
   // sub-graph recorded on a tape of its own (reversible halves) draws what it would inline.
-  op->stream = hash_name(scope_ + "|" + unique_name("#" + op->name()));
+  std::string key = "#";  // (not "#" + name(): GCC 12 warns falsely on that form)
+  key += op->name();
+  op->stream = hash_name(scope_ + "|" + unique_name(key));
   OpNode node;
   node.where = at;
   node.scope = scope_;
@@ -83,7 +87,9 @@ std::vector<Value> Tape::record(std::unique_ptr<Op> op, std::vector<Value> input
 Tape::Scope::Scope(Tape& t, const std::string& name) : t_(t), previous_(t.scope_.size()) {
   t_.scope_ += t_.scope_.empty() ? name : "/" + name;
 }
-Tape::Scope::~Scope() { t_.scope_.resize(previous_); }
+Tape::Scope::~Scope() {
+  t_.scope_.resize(previous_);
+}
 
 std::string Tape::unique_name(const std::string& kind) {
   std::string key = scope_ + "|" + kind;

@@ -1,6 +1,8 @@
-// bench_conv: how close the CPU conv2d kernels come to the machine's SGEMM rate. SGEMM runs
-// through linear_forward (Eigen, the same OpenMP threading as the conv kernels); each conv
-// kernel is timed at ResNet CIFAR sizes and one ImageNet size, in GFLOP/s and % of SGEMM.
+// bench_conv: how close the CPU conv2d kernels come to the machine's SGEMM rate, at each thread
+// count side by side. SGEMM runs through linear_forward (Eigen's own threaded GEMM); each conv
+// kernel is timed at ResNet CIFAR sizes and a few ImageNet sizes, in GFLOP/s and % of the SGEMM
+// rate at the same thread count. Every figure is the median over rounds, and the thread counts
+// take turns inside a round, so a noisy neighbour hurts them alike.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -17,7 +19,7 @@ using namespace frugal;
 namespace {
 
 struct Budget {
-  double min_seconds = 0.4;  // keep repeating a kernel until this much time has passed
+  double min_seconds = 0.3;  // keep repeating a kernel until this much time has passed
   int min_reps = 3;
 };
 
@@ -37,6 +39,11 @@ double time_median(const std::function<void()>& f, const Budget& budget) {
   return times[times.size() / 2];
 }
 
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
 Tensor random(Shape s, uint64_t seed) {
   Tensor t = Tensor::empty(std::move(s), DType::f32);
   Rng rng(seed);
@@ -44,7 +51,7 @@ Tensor random(Shape s, uint64_t seed) {
   return t;
 }
 
-// y (M,N) = x (M,K) w (N,K)^T: the SGEMM inside every conv kernel.
+// GFLOP/s of y (M,N) = x (M,K) w (N,K)^T: the SGEMM inside every conv kernel.
 double sgemm_gflops(int64_t M, int64_t N, int64_t K, const Budget& budget) {
   Tensor x = random({M, K}, 1), w = random({N, K}, 2), y = Tensor::empty({M, N}, DType::f32);
   Tensor none;
@@ -57,7 +64,12 @@ struct ConvCase {
   int64_t N, C, H, K, R, stride, pad;
 };
 
-void bench_conv(const ConvCase& c, double sgemm, const Budget& budget) {
+struct ConvResult {
+  double scratch_mib;
+  double gflops[3];  // forward, backward data, backward filter
+};
+
+ConvResult bench_conv(const ConvCase& c, const Budget& budget) {
   Conv2dGeometry g{.N = c.N, .C = c.C, .H = c.H, .W = c.H, .K = c.K, .R = c.R, .S = c.R};
   g.stride_h = g.stride_w = c.stride;
   g.pad_h = g.pad_w = c.pad;
@@ -76,48 +88,92 @@ void bench_conv(const ConvCase& c, double sgemm, const Budget& budget) {
       time_median([&] { be.conv2d_forward(g, x, w, b, y, scratch); }, budget),
       time_median([&] { be.conv2d_backward_data(g, dy, w, dx, scratch); }, budget),
       time_median([&] { be.conv2d_backward_filter(g, x, dy, dw, db, scratch); }, budget)};
-  std::printf("%-34s %6.1f", c.name.c_str(), static_cast<double>(bytes) / (1 << 20));
-  for (double s : t)
-    std::printf("   %6.1f %4.0f%%", flops / s * 1e-9, 100.0 * flops / s * 1e-9 / sgemm);
-  std::printf("\n");
+  return {static_cast<double>(bytes) / (1 << 20),
+          {flops / t[0] * 1e-9, flops / t[1] * 1e-9, flops / t[2] * 1e-9}};
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"bench_conv: CPU conv2d kernels against the machine's SGEMM rate"};
-  int threads = 0;
+  std::vector<int> threads = {1, 2};
+  int rounds = 3;
   bool quick = false;
-  app.add_option("--threads", threads, "OpenMP threads (0: all cores)")
-      ->check(CLI::NonNegativeNumber);
-  app.add_flag("--quick", quick, "fewer sizes and repetitions (a smoke test)");
+  app.add_option("--threads", threads, "OpenMP thread counts to compare, side by side")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--rounds", rounds, "rounds; each figure is the median over them")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_flag("--quick", quick, "fewer sizes, one short round (a smoke test)");
   CLI11_PARSE(app, argc, argv);
-  set_cpu_threads(threads);
   const Budget budget = quick ? Budget{0.05, 1} : Budget{};
-  std::printf("threads: %d\n\nSGEMM through linear_forward (Eigen), f32:\n",
-              cpu_backend().threads());
+  if (quick) rounds = 1;
+  const size_t nt = threads.size();
 
+  // SGEMM: the best over sizes of the median over rounds, per thread count.
   std::vector<int64_t> sizes =
       quick ? std::vector<int64_t>{256, 512} : std::vector<int64_t>{256, 512, 1024};
-  double sgemm = 0;
+  std::vector<double> sgemm(nt, 0);
+  std::printf("SGEMM through linear_forward (Eigen), f32, GFLOP/s, median of %d rounds:\n", rounds);
+  std::printf("  %-14s", "threads");
+  for (int t : threads) std::printf(" %8d", t);
+  std::printf("\n");
   for (int64_t n : sizes) {
-    const double rate = sgemm_gflops(n, n, n, budget);
-    std::printf("  M=N=K=%-5ld %8.1f GFLOP/s\n", static_cast<long>(n), rate);
-    sgemm = std::max(sgemm, rate);
+    std::vector<std::vector<double>> runs(nt);
+    for (int r = 0; r < rounds; ++r)
+      for (size_t i = 0; i < nt; ++i) {
+        set_cpu_threads(threads[i]);
+        runs[i].push_back(sgemm_gflops(n, n, n, budget));
+      }
+    std::printf("  M=N=K=%-7ld", static_cast<long>(n));
+    for (size_t i = 0; i < nt; ++i) {
+      const double rate = median(runs[i]);
+      sgemm[i] = std::max(sgemm[i], rate);
+      std::printf(" %8.1f", rate);
+    }
+    std::printf("\n");
   }
-  std::printf("the machine's SGEMM rate: %.1f GFLOP/s (best of the above)\n\n", sgemm);
+  std::printf("  %-14s", "SGEMM rate");
+  for (double s : sgemm) std::printf(" %8.1f", s);
+  std::printf("   (best of the above)\n\n");
 
   std::vector<ConvCase> cases = {
       {"resnet-cifar N64 16ch 32x32 k3 p1", 64, 16, 32, 16, 3, 1, 1},
       {"resnet-cifar N64 32ch 16x16 k3 p1", 64, 32, 16, 32, 3, 1, 1},
       {"resnet-cifar N64 64ch 8x8 k3 p1", 64, 64, 8, 64, 3, 1, 1},
+      {"resnet-cifar N64 16>32ch 32x32 k1 s2", 64, 16, 32, 32, 1, 2, 0},
       {"imagenet N16 64ch 56x56 k3 p1", 16, 64, 56, 64, 3, 1, 1},
+      {"imagenet N16 256>64ch 56x56 k1", 16, 256, 56, 64, 1, 1, 0},
+      {"imagenet N1 3>64ch 224x224 k7 s2", 1, 3, 224, 64, 7, 2, 3},
   };
-  if (quick) cases.back() = {"imagenet N2 64ch 56x56 k3 p1", 2, 64, 56, 64, 3, 1, 1};
-  std::printf("conv2d, f32 %-22s %6s   %-12s   %-12s   %-12s\n", "", "scratch", "forward",
-              "backward data", "backward filter");
-  std::printf("%-34s %6s   %6s %5s   %6s %5s   %6s %5s\n", "", "MiB", "GFLOP/s", "%SGEMM",
-              "GFLOP/s", "%SGEMM", "GFLOP/s", "%SGEMM");
-  for (const ConvCase& c : cases) bench_conv(c, sgemm, budget);
+  if (quick) cases = {cases[0], {"imagenet N2 64ch 56x56 k3 p1", 2, 64, 56, 64, 3, 1, 1}};
+  std::printf(
+      "conv2d, f32, GFLOP/s and %% of SGEMM at the same thread count, median of %d rounds\n",
+      rounds);
+  std::printf("%-38s %3s %7s   %-14s %-14s %-14s\n", "", "", "scratch", "forward", "backward data",
+              "backward filter");
+  std::printf("%-38s %3s %7s", "", "thr", "MiB");
+  for (int k = 0; k < 3; ++k) std::printf("   %6s %5s", "GF/s", "%SG");
+  std::printf("\n");
+  for (const ConvCase& c : cases) {
+    std::vector<std::vector<ConvResult>> runs(nt);
+    for (int r = 0; r < rounds; ++r)
+      for (size_t i = 0; i < nt; ++i) {
+        set_cpu_threads(threads[i]);
+        runs[i].push_back(bench_conv(c, budget));
+      }
+    for (size_t i = 0; i < nt; ++i) {
+      std::printf("%-38s %3d %7.2f", i == 0 ? c.name.c_str() : "", threads[i],
+                  runs[i][0].scratch_mib);
+      for (int k = 0; k < 3; ++k) {
+        std::vector<double> v;
+        for (const ConvResult& res : runs[i]) v.push_back(res.gflops[k]);
+        const double rate = median(v);
+        std::printf("   %6.1f %4.0f%%", rate, 100.0 * rate / sgemm[i]);
+      }
+      std::printf("\n");
+    }
+  }
   return 0;
 }

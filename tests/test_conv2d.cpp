@@ -1,5 +1,5 @@
-// Conv2d: gradient checks, a hand-computed case, the kernels against direct loops (chunked
-// batches, stride, padding, 1x1), determinism, roles, and shape errors.
+// Conv2d: gradient checks, a hand-computed case, the kernels against direct loops (row tiles,
+// 1, 2 and 3 threads, stride, padding, 1x1), scratch sizes, determinism, roles, shape errors.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -103,6 +103,15 @@ std::vector<Value> one(Value v) {
   return {v};
 }
 
+// Sets the CPU backend's thread count for one scope, then restores it.
+struct Threads {
+  explicit Threads(int n) : saved(cpu_backend().threads()) { set_cpu_threads(n); }
+  ~Threads() { set_cpu_threads(saved); }
+  int saved;
+};
+
+constexpr int64_t kBudget = int64_t{1} << 20;  // the backend's column bytes per thread
+
 }  // namespace
 
 TEST_CASE("gradcheck conv2d") {
@@ -125,6 +134,13 @@ TEST_CASE("gradcheck conv2d") {
         return one(conv2d(h, {.out = 2, .kernel = 1, .stride = 2}));
       },
       {random_tensor({2, 2, 7, 7}, 5)});
+  // Two threads and one sample: each thread runs a tile of output rows in forward and a range
+  // of channels (of column rows in the filter gradient) in backward.
+  Threads two(2);
+  check_gradients([](auto x) { return one(conv2d(x[0], {.out = 3, .kernel = 3, .pad = 1})); },
+                  {random_tensor({1, 3, 6, 5}, 6)});
+  check_gradients([](auto x) { return one(conv2d(x[0], {.out = 2, .kernel = 1})); },
+                  {random_tensor({1, 3, 5, 4}, 7)});
 }
 
 TEST_CASE("conv2d hand-computed") {
@@ -153,41 +169,105 @@ TEST_CASE("conv2d hand-computed") {
 }
 
 TEST_CASE("conv2d kernels match direct loops") {
-  check_against_direct(geometry(2, 3, 7, 6, 4, 3, 3, 1, 1, 1, 1), DType::f64, true, 1e-12);
-  check_against_direct(geometry(3, 2, 9, 8, 5, 3, 3, 2, 2, 1, 1), DType::f64, true, 1e-12);
-  check_against_direct(geometry(2, 3, 8, 9, 2, 3, 2, 2, 1, 0, 2), DType::f64, false, 1e-12);
-  check_against_direct(geometry(3, 5, 4, 3, 6, 1, 1, 1, 1, 0, 0), DType::f64, true, 1e-12);
-  check_against_direct(geometry(2, 4, 6, 6, 3, 1, 1, 2, 2, 0, 0), DType::f64, true, 1e-12);
-  check_against_direct(geometry(2, 2, 5, 5, 3, 5, 5, 1, 1, 2, 2), DType::f32, true, 1e-5);
-  // A kernel larger than the input, uneven strides and padding.
-  check_against_direct(geometry(2, 2, 3, 2, 2, 5, 4, 2, 3, 2, 2), DType::f64, true, 1e-12);
-  // Chunked batches: one f64 sample's columns (18 x 32400 doubles, 4.7 MB) fill the 8 MiB
-  // budget, so 3 samples run in 3 chunks; in f32, 5 samples run as chunks of 3 and 2.
-  Conv2dGeometry big = geometry(3, 2, 180, 180, 2, 3, 3, 1, 1, 1, 1);
-  CHECK(cpu_backend().conv2d_forward_scratch(big, DType::f64) == 18 * 32400 * 8);
-  check_against_direct(big, DType::f64, true, 1e-12);
-  big.N = 5;
-  CHECK(cpu_backend().conv2d_forward_scratch(big, DType::f32) == 3 * 18 * 32400 * 4);
-  CHECK(cpu_backend().conv2d_backward_scratch(big, DType::f32) == 3 * 18 * 32400 * 4);
-  check_against_direct(big, DType::f32, true, 1e-5);
+  // Beside the small cases: row tiles (one f64 sample's columns, 18 x 32400 doubles, are 4.7 MB:
+  // tiles of 40 rows fill 1 MiB), a row whose columns alone pass the budget (576 x 460 doubles),
+  // and single samples that the threads cut into tiles.
+  const Conv2dGeometry tiled = geometry(3, 2, 180, 180, 2, 3, 3, 1, 1, 1, 1);
+  for (int threads : {1, 2, 3}) {
+    Threads t(threads);
+    INFO("threads ", threads);
+    check_against_direct(geometry(2, 3, 7, 6, 4, 3, 3, 1, 1, 1, 1), DType::f64, true, 1e-12);
+    check_against_direct(geometry(3, 2, 9, 8, 5, 3, 3, 2, 2, 1, 1), DType::f64, true, 1e-12);
+    check_against_direct(geometry(2, 3, 8, 9, 2, 3, 2, 2, 1, 0, 2), DType::f64, false, 1e-12);
+    check_against_direct(geometry(3, 5, 4, 3, 6, 1, 1, 1, 1, 0, 0), DType::f64, true, 1e-12);
+    check_against_direct(geometry(1, 5, 7, 3, 6, 1, 1, 1, 1, 0, 0), DType::f64, true, 1e-12);
+    check_against_direct(geometry(2, 4, 6, 6, 3, 1, 1, 2, 2, 0, 0), DType::f64, true, 1e-12);
+    check_against_direct(geometry(2, 2, 5, 5, 3, 5, 5, 1, 1, 2, 2), DType::f32, true, 1e-5);
+    check_against_direct(geometry(1, 3, 9, 7, 4, 3, 3, 1, 1, 1, 1), DType::f64, true, 1e-12);
+    // A kernel larger than the input, uneven strides and padding.
+    check_against_direct(geometry(2, 2, 3, 2, 2, 5, 4, 2, 3, 2, 2), DType::f64, true, 1e-12);
+    check_against_direct(tiled, DType::f64, true, 1e-12);
+    check_against_direct(geometry(1, 64, 2, 460, 2, 3, 3, 1, 1, 1, 1), DType::f64, true, 1e-12);
+  }
+}
+
+TEST_CASE("conv2d scratch follows the geometry, dtype and threads") {
+  Backend& be = cpu_backend();
+  const Conv2dGeometry tiled = geometry(3, 2, 180, 180, 2, 3, 3, 1, 1, 1, 1);
+  const int64_t tile = 18 * 180 * 40;  // column elements of 40 output rows
+  {
+    Threads t(1);
+    CHECK(be.conv2d_forward_scratch(tiled, DType::f64) == tile * 8);
+    CHECK(be.conv2d_backward_scratch(tiled, DType::f64) == tile * 8);
+    CHECK(be.conv2d_forward_scratch(tiled, DType::f32) == 2 * tile * 4);  // 80 rows in 1 MiB
+  }
+  {
+    // Forward: a tile per thread. Backward: one tile of twice the rows, shared by the threads.
+    Threads t(2);
+    CHECK(be.conv2d_forward_scratch(tiled, DType::f64) == 2 * tile * 8);
+    CHECK(be.conv2d_backward_scratch(tiled, DType::f64) == 2 * tile * 8);
+    // One sample: the same 40-row tiles, which the two threads take in turn.
+    Conv2dGeometry one = tiled;
+    one.N = 1;
+    CHECK(be.conv2d_forward_scratch(one, DType::f64) == 2 * tile * 8);
+    // One small sample: each thread takes half of its rows.
+    CHECK(be.conv2d_forward_scratch(geometry(1, 2, 8, 8, 2, 3, 3, 1, 1, 1, 1), DType::f32) ==
+          2 * 18 * 8 * 4 * 4);
+  }
+  // GoogLeNet's first conv at batch 1 in double: 14 MiB of columns per sample, now bounded by the
+  // budget of each thread; in general by threads x budget whenever one output row fits it.
+  const int64_t threads = be.threads();
+  const Conv2dGeometry conv1 = geometry(1, 3, 224, 224, 64, 7, 7, 2, 2, 3, 3);
+  CHECK(be.conv2d_forward_scratch(conv1, DType::f64) <= static_cast<size_t>(threads * kBudget));
+  for (const Conv2dGeometry& g : {conv1, tiled, geometry(64, 16, 32, 32, 16, 3, 3, 1, 1, 1, 1),
+                                  geometry(16, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1),
+                                  geometry(2, 512, 14, 14, 512, 3, 3, 1, 1, 1, 1),
+                                  geometry(5, 3, 227, 227, 96, 11, 11, 4, 4, 0, 0)})
+    for (DType t : {DType::f32, DType::f64}) {
+      CHECK(be.conv2d_forward_scratch(g, t) <= static_cast<size_t>(threads * kBudget));
+      CHECK(be.conv2d_backward_scratch(g, t) <= static_cast<size_t>(threads * kBudget));
+    }
   // A 1x1, stride-1, unpadded conv needs no scratch.
-  CHECK(cpu_backend().conv2d_forward_scratch(geometry(8, 64, 8, 8, 64, 1, 1, 1, 1, 0, 0),
-                                             DType::f32) == 0);
+  CHECK(be.conv2d_forward_scratch(geometry(8, 64, 8, 8, 64, 1, 1, 1, 1, 0, 0), DType::f32) == 0);
+  CHECK(be.conv2d_backward_scratch(geometry(1, 64, 8, 8, 64, 1, 1, 1, 1, 0, 0), DType::f32) == 0);
 }
 
 TEST_CASE("conv2d kernels are deterministic") {
-  for (Conv2dGeometry g : {geometry(5, 2, 180, 180, 2, 3, 3, 1, 1, 1, 1),
-                           geometry(16, 16, 16, 16, 16, 3, 3, 1, 1, 1, 1),
-                           geometry(8, 32, 8, 8, 64, 1, 1, 1, 1, 0, 0)}) {
-    Tensor x = random_tensor({g.N, g.C, g.H, g.W}, 1, -1, 1, DType::f32);
-    Tensor w = random_tensor({g.K, g.C, g.R, g.S}, 2, -1, 1, DType::f32);
-    Tensor b = random_tensor({g.K}, 3, -1, 1, DType::f32);
-    Tensor dy = random_tensor({g.N, g.K, g.P, g.Q}, 4, -1, 1, DType::f32);
-    ConvRun a = run(g, x, w, b, dy), c = run(g, x, w, b, dy);
-    CHECK(bitwise_equal(a.y, c.y));
-    CHECK(bitwise_equal(a.dx, c.dx));
-    CHECK(bitwise_equal(a.dw, c.dw));
-    CHECK(bitwise_equal(a.db, c.db));
+  for (int threads : {1, 2}) {
+    Threads t(threads);
+    for (Conv2dGeometry g : {geometry(5, 2, 180, 180, 2, 3, 3, 1, 1, 1, 1),
+                             geometry(1, 2, 180, 180, 3, 3, 3, 1, 1, 1, 1),
+                             geometry(16, 16, 16, 16, 16, 3, 3, 1, 1, 1, 1),
+                             geometry(8, 32, 8, 8, 64, 1, 1, 1, 1, 0, 0),
+                             geometry(1, 32, 8, 8, 64, 1, 1, 1, 1, 0, 0)}) {
+      INFO("threads ", threads, "  N,C,H ", g.N, ",", g.C, ",", g.H);
+      Tensor x = random_tensor({g.N, g.C, g.H, g.W}, 1, -1, 1, DType::f32);
+      Tensor w = random_tensor({g.K, g.C, g.R, g.S}, 2, -1, 1, DType::f32);
+      Tensor b = random_tensor({g.K}, 3, -1, 1, DType::f32);
+      Tensor dy = random_tensor({g.N, g.K, g.P, g.Q}, 4, -1, 1, DType::f32);
+      ConvRun a = run(g, x, w, b, dy), c = run(g, x, w, b, dy);
+      CHECK(bitwise_equal(a.y, c.y));
+      CHECK(bitwise_equal(a.dx, c.dx));
+      CHECK(bitwise_equal(a.dw, c.dw));
+      CHECK(bitwise_equal(a.db, c.db));
+      // Scratch inside a larger arena at an odd offset, as a planned step hands it out: the
+      // kernels use the bytes they asked for and nothing else, so the bits do not change.
+      Backend& be = cpu_backend();
+      const int64_t need = static_cast<int64_t>(std::max(
+          be.conv2d_forward_scratch(g, DType::f32), be.conv2d_backward_scratch(g, DType::f32)));
+      Tensor arena = nan_tensor({need + 4096}, DType::u8);
+      Tensor scratch(arena.storage(), arena.offset() + 40, Shape{std::max<int64_t>(need, 1)},
+                     DType::u8);
+      ConvRun d{nan_tensor(a.y.shape(), DType::f32), nan_tensor(x.shape(), DType::f32),
+                nan_tensor(w.shape(), DType::f32), nan_tensor(b.shape(), DType::f32)};
+      be.conv2d_forward(g, x, w, b, d.y, scratch);
+      be.conv2d_backward_data(g, dy, w, d.dx, scratch);
+      be.conv2d_backward_filter(g, x, dy, d.dw, d.db, scratch);
+      CHECK(bitwise_equal(a.y, d.y));
+      CHECK(bitwise_equal(a.dx, d.dx));
+      CHECK(bitwise_equal(a.dw, d.dw));
+      CHECK(bitwise_equal(a.db, d.db));
+    }
   }
 }
 
@@ -209,8 +289,11 @@ TEST_CASE("conv2d roles and parameters") {
   CHECK(train.backward_reads_inputs == std::vector<int>{0, 1});
   CHECK(train.backward_reads_outputs.empty());
   CHECK(train.aliases.empty());
-  CHECK(train.forward_scratch == 27 * 1024 * 8 * 4);  // the whole batch fits one chunk
-  CHECK(train.backward_scratch == train.forward_scratch);
+  // Each sample's columns (27 x 1024 floats) fit one tile: forward keeps one per working thread,
+  // backward one shared by all.
+  const int64_t working = std::min<int64_t>(8, cpu_backend().threads());
+  CHECK(train.forward_scratch == static_cast<size_t>(working * 27 * 1024 * 4));
+  CHECK(train.backward_scratch == 27 * 1024 * 4);
   Roles infer = op.roles(Mode::inference, cpu_backend());
   CHECK(infer.backward_reads_inputs.empty());
   CHECK(infer.backward_scratch == 0);

@@ -1,7 +1,8 @@
-// Linear: gradient checks, a hand-computed case, determinism, roles and parameters, and shape
-// errors.
+// Linear: gradient checks, a hand-computed case, batch 1 split over threads against direct
+// loops, determinism, roles and parameters, and shape errors.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -64,6 +65,46 @@ TEST_CASE("linear hand-computed") {
   Tensor db2 = nan_tensor({2});
   be.linear_backward_weight(x, dy, none, db2);
   check_equal(db2, {4, 6});
+}
+
+TEST_CASE("linear at batch 1 over 1, 2 and 3 threads matches direct loops") {
+  // 300 x 200 weights: big enough that forward and backward data split the batch-1 product
+  // over the threads by hand.
+  const int64_t I = 300, O = 200;
+  Tensor x = random_tensor({1, I}, 1), w = random_tensor({O, I}, 2), b = random_tensor({O}, 3);
+  Tensor dy = random_tensor({1, O}, 4);
+  auto at = [](const Tensor& t, int64_t i) { return t.data<double>()[i]; };
+  const int saved = cpu_backend().threads();
+  for (int threads : {1, 2, 3}) {
+    INFO("threads ", threads);
+    set_cpu_threads(threads);
+    Tensor y = Tensor::empty({1, O}, DType::f64), dx = Tensor::empty({1, I}, DType::f64);
+    Tensor dw = Tensor::empty({O, I}, DType::f64), db = Tensor::empty({O}, DType::f64);
+    cpu_backend().linear_forward(x, w, b, y);
+    cpu_backend().linear_backward_data(dy, w, dx);
+    cpu_backend().linear_backward_weight(x, dy, dw, db);
+    double worst = 0;
+    for (int64_t o = 0; o < O; ++o) {
+      double acc = at(b, o);
+      for (int64_t i = 0; i < I; ++i) {
+        acc += at(x, i) * at(w, o * I + i);
+        worst = std::max(worst, std::abs(at(dw, o * I + i) - at(dy, o) * at(x, i)));
+      }
+      worst = std::max({worst, std::abs(at(y, o) - acc), std::abs(at(db, o) - at(dy, o))});
+    }
+    for (int64_t i = 0; i < I; ++i) {
+      double acc = 0;
+      for (int64_t o = 0; o < O; ++o) acc += at(dy, o) * at(w, o * I + i);
+      worst = std::max(worst, std::abs(at(dx, i) - acc));
+    }
+    CHECK(worst < 1e-12);
+    Tensor y2 = Tensor::empty({1, O}, DType::f64), dx2 = Tensor::empty({1, I}, DType::f64);
+    cpu_backend().linear_forward(x, w, b, y2);
+    cpu_backend().linear_backward_data(dy, w, dx2);
+    CHECK(bitwise_equal(y, y2));
+    CHECK(bitwise_equal(dx, dx2));
+  }
+  set_cpu_threads(saved);
 }
 
 TEST_CASE("linear kernels are deterministic") {

@@ -32,19 +32,22 @@ TEST_CASE("session plans once per input shape and replans for another batch size
   CHECK(s.plans() == 1);
   s.step(std::vector<Tensor>{big});
   CHECK(s.plans() == 1);
-  // The first sample alone, through a new plan, gives the same bits as inside the batch.
+  // The first sample alone, through a new plan, gives what it gave inside the batch. Not
+  // bitwise: a convolution cuts a lone sample into row tiles so both threads work, and the
+  // GEMMs of the smaller tiles round differently (bits are fixed per batch and thread count).
   Tensor one = Tensor(big.storage(), 0, {1, 2, 5, 5}, DType::f32);
   const Tensor& y1 = s.step(std::vector<Tensor>{one});
   CHECK(s.plans() == 2);
-  for (int j = 0; j < 3; ++j) CHECK(y1.data<float>()[j] == y4.data<float>()[j]);
+  for (int j = 0; j < 3; ++j)
+    CHECK(y1.data<float>()[j] == doctest::Approx(y4.data<float>()[j]).epsilon(1e-5));
 }
 
 TEST_CASE("session training switches memory mode between steps without changing results") {
   auto run = [](bool switch_modes) {
     ParamStore store(2);
-    Session s(store, cpu_backend(), {"x", "labels"}, net,
-              {.memory = MemoryMode::baseline, .seed = 4,
-               .sgd = SgdConfig{.lr = 0.1, .momentum = 0.9}});
+    Session s(
+        store, cpu_backend(), {"x", "labels"}, net,
+        {.memory = MemoryMode::baseline, .seed = 4, .sgd = SgdConfig{.lr = 0.1, .momentum = 0.9}});
     std::vector<float> losses;
     for (int i = 0; i < 4; ++i) {
       if (switch_modes) s.set_memory(i % 2 ? MemoryMode::planned : MemoryMode::baseline);

@@ -1,7 +1,12 @@
-// Conv2d kernels of the CPU backend: im2col + GEMM (Eigen, threaded by OpenMP). The batch runs
-// in chunks whose im2col columns fit a fixed budget; the chunk size depends on the geometry and
-// dtype only, so every memory mode does the same arithmetic in the same order. A 1x1, stride-1,
-// unpadded conv is a plain GEMM over x and needs no columns.
+// Conv2d kernels of the CPU backend: im2col + GEMM (Eigen) in tiles of output rows whose columns
+// fit a budget per thread. Forward gives each OpenMP thread a static range of (sample, tile)
+// units and a column buffer of its own; backward shares each tile between the threads, each
+// owning a static range of its column rows (of channels, for the data gradient), so nothing is
+// summed across threads. Inside a parallel region Eigen's GEMMs run single-threaded. The tiling
+// depends on the geometry, dtype and thread count only, so every memory mode does the same
+// arithmetic in the same order. A 1x1, stride-1, unpadded conv is a GEMM over x: no columns.
+#include <omp.h>
+
 #include <Eigen/Core>
 #include <algorithm>
 
@@ -14,148 +19,194 @@ namespace {
 template <typename T>
 using MatR = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 template <typename T>
-using Map = Eigen::Map<MatR<T>>;
-template <typename T>
 using ConstMap = Eigen::Map<const MatR<T>>;
+// A block of columns of a row-major matrix whose rows lie `stride` elements apart.
+template <typename T>
+using Block = Eigen::Map<MatR<T>, 0, Eigen::OuterStride<>>;
+template <typename T>
+using ConstBlock = Eigen::Map<const MatR<T>, 0, Eigen::OuterStride<>>;
 
-constexpr int64_t kColumnBudget = int64_t{8} << 20;  // bytes of im2col columns per chunk
-// Loops over fewer elements than this run on one thread: forking costs more than they do.
-constexpr int64_t kParallelMin = 32768;
+constexpr int64_t kColumnBudget = int64_t{1} << 20;  // bytes of im2col columns per thread
+constexpr int64_t kParallelMin = 32768;              // fewer elements than this: one thread
 
 bool pointwise(const Conv2dGeometry& g) {
   return g.R == 1 && g.S == 1 && g.stride_h == 1 && g.stride_w == 1 && g.pad_h == 0 && g.pad_w == 0;
 }
-// Elements of one sample's columns: (C*R*S, P*Q); for a pointwise conv that is x itself.
-int64_t sample_columns(const Conv2dGeometry& g) {
-  return g.C * g.R * g.S * g.P * g.Q;
+
+// Output rows [0, P) of each sample run as tiles of `rows` rows, whose columns (C*R*S, rows*Q)
+// fit `budget` bytes unless a single row does not.
+struct Tiling {
+  int64_t rows, tiles;  // output rows per tile, tiles per sample
+  int64_t cols;         // elements of one tile's columns (0 for pointwise)
+};
+Tiling tiling(const Conv2dGeometry& g, DType t, int64_t budget, int64_t min_tiles) {
+  const int64_t row = g.C * g.R * g.S * g.Q, size = static_cast<int64_t>(dtype_size(t));
+  int64_t rows = pointwise(g) ? g.P : std::clamp<int64_t>(budget / (row * size), 1, g.P);
+  rows = std::max<int64_t>(1, std::min(rows, (g.P + min_tiles - 1) / min_tiles));
+  return {rows, (g.P + rows - 1) / rows, pointwise(g) ? 0 : row * rows};
 }
-// Samples per chunk: as many as fit the budget, at least one.
-int64_t chunk_samples(const Conv2dGeometry& g, DType t) {
-  const int64_t bytes = sample_columns(g) * static_cast<int64_t>(dtype_size(t));
-  return std::clamp<int64_t>(kColumnBudget / std::max<int64_t>(1, bytes), 1,
-                             std::max<int64_t>(1, g.N));
+// Forward: each thread takes whole tiles, with a column buffer of its own. With fewer samples
+// than threads, a sample is cut into at least as many tiles as there are threads per sample.
+Tiling forward_tiling(const Conv2dGeometry& g, DType t, int threads) {
+  return tiling(g, t, kColumnBudget, g.N > 0 && g.N < threads ? (threads + g.N - 1) / g.N : 1);
 }
-size_t scratch_bytes(const Conv2dGeometry& g, DType t) {
-  if (pointwise(g)) return 0;
-  return static_cast<size_t>(chunk_samples(g, t) * sample_columns(g)) * dtype_size(t);
+// Backward: the threads share each tile, each owning a range of its column rows (c,r,s), so
+// one tile of all the threads' budgets is the whole scratch.
+Tiling backward_tiling(const Conv2dGeometry& g, DType t, int threads) {
+  return tiling(g, t, threads * kColumnBudget, 1);
+}
+int parts(int64_t units, int threads) {
+  return static_cast<int>(std::clamp<int64_t>(units, 1, threads));
 }
 
-// Output positions o in [0, out) whose input position o*stride - pad + k lies in [0, in):
-// the range [lo, hi). Kernels loop over it without a bounds check per element.
+// Runs body(part, u0, u1) on the static ranges [u0, u1) of `parts` equal shares of [0, units).
+// One part runs on the calling thread, where Eigen may thread its GEMMs. Several run in one
+// OpenMP region, where Eigen's GEMMs stay single-threaded (Parallelizer.h skips threading when
+// omp_get_num_threads() > 1). A smaller team than asked for takes the parts in turn, so the
+// split, and with it every result, depends on `parts` only.
+template <typename F>
+void for_parts(int parts, int64_t units, const F& body) {
+  if (parts == 1) return body(0, 0, units);
+#pragma omp parallel num_threads(parts)
+  {
+    const int team = omp_get_num_threads();
+    for (int part = omp_get_thread_num(); part < parts; part += team)
+      body(part, units * part / parts, units * (part + 1) / parts);
+  }
+}
+
+// Output positions o in [0, out) whose input position o*stride - pad + k lies in [0, in),
+// clipped to [o0, o1): the range [lo, hi). Loops run over it without a bounds check.
 struct Span {
   int64_t lo, hi;
 };
-Span inside(int64_t in, int64_t out, int64_t k, int64_t stride, int64_t pad) {
+Span inside(int64_t in, int64_t out, int64_t k, int64_t stride, int64_t pad, int64_t o0,
+            int64_t o1) {
   auto ceil_div = [&](int64_t a) { return a <= 0 ? 0 : (a + stride - 1) / stride; };
-  const int64_t lo = std::min(out, ceil_div(pad - k));
-  return {lo, std::clamp(ceil_div(in + pad - k), lo, out)};
+  const int64_t lo = std::clamp(ceil_div(pad - k), o0, o1);
+  return {lo, std::clamp(std::min(out, ceil_div(in + pad - k)), lo, o1)};
 }
 
-// x (n,C,H,W)  cols (n, C*R*S, P*Q): row (c,r,s), column (p,q) holds
+// x (C,H,W) of one sample -> rows [j0, j1) of its columns for output rows [p0, p1), as
+// cols (j1-j0, L), L = (p1-p0)*Q: row j = (c,r,s), column (p-p0, q) holds
 // x[c, p*stride_h - pad_h + r, q*stride_w - pad_w + s], or 0 in the padding.
 template <typename T>
-void im2col(const Conv2dGeometry& g, const T* x, int64_t n, T* cols) {
-  const int64_t rows = n * g.C * g.R * g.S, PQ = g.P * g.Q;
-#pragma omp parallel for schedule(static) if (rows * PQ >= kParallelMin)
-  for (int64_t row = 0; row < rows; ++row) {
-    const int64_t s = row % g.S, r = row / g.S % g.R, nc = row / (g.R * g.S);
-    const Span ps = inside(g.H, g.P, r, g.stride_h, g.pad_h);
-    const Span qs = inside(g.W, g.Q, s, g.stride_w, g.pad_w);
-    const T* plane = x + nc * g.H * g.W;
-    T* out = cols + row * PQ;
-    std::fill(out, out + ps.lo * g.Q, T(0));
+void im2col(const Conv2dGeometry& g, const T* x, int64_t j0, int64_t j1, int64_t p0, int64_t p1,
+            T* cols) {
+  const int64_t L = (p1 - p0) * g.Q;
+  for (int64_t j = j0; j < j1; ++j) {
+    const int64_t s = j % g.S, r = j / g.S % g.R, c = j / (g.R * g.S), w0 = s - g.pad_w;
+    const Span ps = inside(g.H, g.P, r, g.stride_h, g.pad_h, p0, p1);
+    const Span qs = inside(g.W, g.Q, s, g.stride_w, g.pad_w, 0, g.Q);
+    T* out = cols + (j - j0) * L;  // column (p-p0)*Q + q
+    std::fill(out, out + (ps.lo - p0) * g.Q, T(0));
     for (int64_t p = ps.lo; p < ps.hi; ++p) {
-      T* o = out + p * g.Q;
-      const T* in = plane + (p * g.stride_h - g.pad_h + r) * g.W;
-      const int64_t w0 = s - g.pad_w;  // input column of q = 0
+      T* o = out + (p - p0) * g.Q;
+      const T* in = x + (c * g.H + p * g.stride_h - g.pad_h + r) * g.W;
       std::fill(o, o + qs.lo, T(0));
-      for (int64_t q = qs.lo; q < qs.hi; ++q) o[q] = in[q * g.stride_w + w0];
+      if (g.stride_w == 1)
+        std::copy(in + qs.lo + w0, in + qs.hi + w0, o + qs.lo);
+      else
+        for (int64_t q = qs.lo; q < qs.hi; ++q) o[q] = in[q * g.stride_w + w0];
       std::fill(o + qs.hi, o + g.Q, T(0));
     }
-    std::fill(out + ps.hi * g.Q, out + PQ, T(0));
+    std::fill(out + (ps.hi - p0) * g.Q, out + L, T(0));
   }
 }
 
-// cols (n, C*R*S, P*Q) -> dx (n,C,H,W): each pixel is the sum of the column entries that read
-// it, added in (r,s,p,q) order. One thread owns each (n,c) plane, so the order is fixed.
+// The inverse for channels [c0, c1): cols (rows (c0,0,0) on, L) of output rows [p0, p1) are
+// added into the pixels of dx (C,H,W) they read, in (c,r,s,p,q) order.
 template <typename T>
-void col2im(const Conv2dGeometry& g, const T* cols, int64_t n, T* dx) {
-  const int64_t planes = n * g.C, PQ = g.P * g.Q;
-#pragma omp parallel for schedule(static) if (planes * g.R * g.S * PQ >= kParallelMin)
-  for (int64_t nc = 0; nc < planes; ++nc) {
-    T* plane = dx + nc * g.H * g.W;
-    std::fill(plane, plane + g.H * g.W, T(0));
-    for (int64_t r = 0; r < g.R; ++r)
-      for (int64_t s = 0; s < g.S; ++s) {
-        const Span ps = inside(g.H, g.P, r, g.stride_h, g.pad_h);
-        const Span qs = inside(g.W, g.Q, s, g.stride_w, g.pad_w);
-        const T* in = cols + ((nc * g.R + r) * g.S + s) * PQ;
-        for (int64_t p = ps.lo; p < ps.hi; ++p) {
-          T* o = plane + (p * g.stride_h - g.pad_h + r) * g.W;
-          const int64_t w0 = s - g.pad_w;
-          for (int64_t q = qs.lo; q < qs.hi; ++q) o[q * g.stride_w + w0] += in[p * g.Q + q];
-        }
-      }
-  }
-}
-
-// x (N,C,H,W)  w (K,C,R,S)  b (K) or null  y (N,K,P,Q):  y_n = w cols(x_n) + b
-template <typename T>
-void forward_t(const Conv2dGeometry& g, const T* x, const T* w, const T* b, T* y, T* cols) {
-  const int64_t CRS = g.C * g.R * g.S, PQ = g.P * g.Q, CHW = g.C * g.H * g.W;
-  const int64_t chunk = chunk_samples(g, dtype_of<T>());
-  ConstMap<T> W(w, g.K, CRS);
-  for (int64_t n0 = 0; n0 < g.N; n0 += chunk) {
-    const int64_t n = std::min(chunk, g.N - n0);
-    const T* src = x + n0 * CHW;
-    if (!pointwise(g)) {
-      im2col(g, src, n, cols);
-      src = cols;
+void col2im_add(const Conv2dGeometry& g, const T* cols, int64_t c0, int64_t c1, int64_t p0,
+                int64_t p1, T* dx) {
+  const int64_t L = (p1 - p0) * g.Q, RS = g.R * g.S;
+  for (int64_t j = c0 * RS; j < c1 * RS; ++j) {
+    const int64_t s = j % g.S, r = j / g.S % g.R, c = j / RS, w0 = s - g.pad_w;
+    const Span ps = inside(g.H, g.P, r, g.stride_h, g.pad_h, p0, p1);
+    const Span qs = inside(g.W, g.Q, s, g.stride_w, g.pad_w, 0, g.Q);
+    for (int64_t p = ps.lo; p < ps.hi; ++p) {
+      const T* in = cols + (j - c0 * RS) * L + (p - p0) * g.Q;
+      T* o = dx + (c * g.H + p * g.stride_h - g.pad_h + r) * g.W;
+      for (int64_t q = qs.lo; q < qs.hi; ++q) o[q * g.stride_w + w0] += in[q];
     }
-    for (int64_t i = 0; i < n; ++i) {
-      Map<T> Y(y + (n0 + i) * g.K * PQ, g.K, PQ);
-      Y.noalias() = W * ConstMap<T>(src + i * CRS * PQ, CRS, PQ);
+  }
+}
+
+// x (N,C,H,W)  w (K,C,R,S)  b (K) or null  y (N,K,P,Q):  y_n = w cols(x_n) + b, tile by tile;
+// each thread takes a static range of (sample, tile) units.
+template <typename T>
+void forward_t(const Conv2dGeometry& g, int threads, const T* x, const T* w, const T* b, T* y,
+               T* scratch) {
+  const int64_t CRS = g.C * g.R * g.S, PQ = g.P * g.Q, CHW = g.C * g.H * g.W;
+  const Tiling tl = forward_tiling(g, dtype_of<T>(), threads);
+  const int64_t units = g.N * tl.tiles;
+  ConstMap<T> W(w, g.K, CRS);
+  for_parts(parts(units, threads), units, [&](int part, int64_t u0, int64_t u1) {
+    T* cols = scratch + part * tl.cols;
+    for (int64_t u = u0; u < u1; ++u) {
+      const int64_t n = u / tl.tiles, p0 = u % tl.tiles * tl.rows;
+      const int64_t p1 = std::min(g.P, p0 + tl.rows), L = (p1 - p0) * g.Q;
+      if (!pointwise(g)) im2col(g, x + n * CHW, 0, CRS, p0, p1, cols);
+      const T* src = pointwise(g) ? x + n * CHW + p0 * g.Q : cols;
+      Block<T> Y(y + n * g.K * PQ + p0 * g.Q, g.K, L, Eigen::OuterStride<>(PQ));
+      Y.noalias() = W * ConstBlock<T>(src, CRS, L, Eigen::OuterStride<>(pointwise(g) ? PQ : L));
       if (b) Y.colwise() += Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, 1>>(b, g.K);
     }
-  }
+  });
 }
 
-// dy (N,K,P,Q)  w (K,C,R,S)  dx (N,C,H,W):  cols(dx_n) = w^T dy_n, then col2im
+// dy (N,K,P,Q)  w (K,C,R,S)  dx (N,C,H,W):  cols(dx_n) = w^T dy_n tile by tile, added into dx_n
+// by col2im (a pointwise conv writes w^T dy_n straight into dx_n). Each thread owns a static
+// range of channels: their rows of w^T, of the columns and of dx.
 template <typename T>
-void backward_data_t(const Conv2dGeometry& g, const T* dy, const T* w, T* dx, T* cols) {
-  const int64_t CRS = g.C * g.R * g.S, PQ = g.P * g.Q, CHW = g.C * g.H * g.W;
-  const int64_t chunk = chunk_samples(g, dtype_of<T>());
-  ConstMap<T> W(w, g.K, CRS);
-  for (int64_t n0 = 0; n0 < g.N; n0 += chunk) {
-    const int64_t n = std::min(chunk, g.N - n0);
-    T* dst = pointwise(g) ? dx + n0 * CHW : cols;
-    for (int64_t i = 0; i < n; ++i)
-      Map<T>(dst + i * CRS * PQ, CRS, PQ).noalias() =
-          W.transpose() * ConstMap<T>(dy + (n0 + i) * g.K * PQ, g.K, PQ);
-    if (!pointwise(g)) col2im(g, cols, n, dx + n0 * CHW);
-  }
+void backward_data_t(const Conv2dGeometry& g, int threads, const T* dy, const T* w, T* dx,
+                     T* scratch) {
+  const int64_t CRS = g.C * g.R * g.S, RS = g.R * g.S, PQ = g.P * g.Q, CHW = g.C * g.H * g.W;
+  const Tiling tl = backward_tiling(g, dtype_of<T>(), threads);
+  for_parts(parts(g.C, threads), g.C, [&](int, int64_t c0, int64_t c1) {
+    ConstBlock<T> Wt(w + c0 * RS, g.K, (c1 - c0) * RS, Eigen::OuterStride<>(CRS));
+    for (int64_t n = 0; n < g.N; ++n) {
+      T* dxn = dx + n * CHW;
+      if (!pointwise(g)) std::fill(dxn + c0 * g.H * g.W, dxn + c1 * g.H * g.W, T(0));
+      for (int64_t p0 = 0; p0 < g.P; p0 += tl.rows) {
+        const int64_t p1 = std::min(g.P, p0 + tl.rows), L = (p1 - p0) * g.Q;
+        ConstBlock<T> dY(dy + n * g.K * PQ + p0 * g.Q, g.K, L, Eigen::OuterStride<>(PQ));
+        T* dst = pointwise(g) ? dxn + c0 * PQ + p0 * g.Q : scratch + c0 * RS * tl.rows * g.Q;
+        Block<T>(dst, (c1 - c0) * RS, L, Eigen::OuterStride<>(pointwise(g) ? PQ : L)).noalias() =
+            Wt.transpose() * dY;
+        if (!pointwise(g)) col2im_add(g, dst, c0, c1, p0, p1, dxn);
+      }
+    }
+  });
 }
 
 // x (N,C,H,W)  dy (N,K,P,Q)  dw (K,C,R,S) or null  db (K) or null:
-// dw = sum_n dy_n cols(x_n)^T, samples in order; db = sum over n, p, q of dy, in that order.
+// dw = sum over samples and tiles, in order, of dy_n[tile] cols(x_n)[tile]^T. Each thread owns a
+// static range of column rows (c,r,s): it builds only those rows and writes only those columns
+// of dw, so no partial sums are kept and samples and tiles add up in the same order whatever
+// the thread count.
+// db = sum over n, p, q of dy, in that order.
 template <typename T>
-void backward_filter_t(const Conv2dGeometry& g, const T* x, const T* dy, T* dw, T* db, T* cols) {
+void backward_filter_t(const Conv2dGeometry& g, int threads, const T* x, const T* dy, T* dw, T* db,
+                       T* scratch) {
   const int64_t CRS = g.C * g.R * g.S, PQ = g.P * g.Q, CHW = g.C * g.H * g.W;
-  const int64_t chunk = chunk_samples(g, dtype_of<T>());
+  const Tiling tl = backward_tiling(g, dtype_of<T>(), threads);
   if (dw) {
-    Map<T> dW(dw, g.K, CRS);
-    dW.setZero();
-    for (int64_t n0 = 0; n0 < g.N; n0 += chunk) {
-      const int64_t n = std::min(chunk, g.N - n0);
-      const T* src = x + n0 * CHW;
-      if (!pointwise(g)) {
-        im2col(g, src, n, cols);
-        src = cols;
-      }
-      for (int64_t i = 0; i < n; ++i)
-        dW.noalias() += ConstMap<T>(dy + (n0 + i) * g.K * PQ, g.K, PQ) *
-                        ConstMap<T>(src + i * CRS * PQ, CRS, PQ).transpose();
-    }
+    for_parts(parts(CRS, threads), CRS, [&](int, int64_t j0, int64_t j1) {
+      Block<T> dW(dw + j0, g.K, j1 - j0, Eigen::OuterStride<>(CRS));
+      dW.setZero();
+      T* cols = pointwise(g) ? nullptr : scratch + j0 * tl.rows * g.Q;
+      for (int64_t n = 0; n < g.N; ++n)
+        for (int64_t p0 = 0; p0 < g.P; p0 += tl.rows) {
+          const int64_t p1 = std::min(g.P, p0 + tl.rows), L = (p1 - p0) * g.Q;
+          if (!pointwise(g)) im2col(g, x + n * CHW, j0, j1, p0, p1, cols);
+          const T* src = pointwise(g) ? x + n * CHW + j0 * PQ + p0 * g.Q : cols;
+          dW.noalias() +=
+              ConstBlock<T>(dy + n * g.K * PQ + p0 * g.Q, g.K, L, Eigen::OuterStride<>(PQ)) *
+              ConstBlock<T>(src, j1 - j0, L, Eigen::OuterStride<>(pointwise(g) ? PQ : L))
+                  .transpose();
+        }
+    });
   }
   if (!db) return;
 #pragma omp parallel for schedule(static) if (g.N * g.K * PQ >= kParallelMin)
@@ -174,7 +225,7 @@ void backward_filter_t(const Conv2dGeometry& g, const T* x, const T* dy, T* dw, 
 // Checks a kernel's tensors against the geometry: element counts, one float dtype, scratch.
 // w may be undefined only where the kernel allows it (a filter gradient nobody needs).
 void check(const char* op, const Conv2dGeometry& g, const Tensor& x, const Tensor& w,
-           const Tensor& y, const Tensor& scratch) {
+           const Tensor& y, const Tensor& scratch, size_t need) {
   FRUGAL_CHECK(x.defined() && y.defined(), op, ": missing input or output tensor");
   FRUGAL_CHECK(x.dtype() == DType::f32 || x.dtype() == DType::f64, op, ": needs f32 or f64, got ",
                dtype_name(x.dtype()));
@@ -189,66 +240,70 @@ void check(const char* op, const Conv2dGeometry& g, const Tensor& x, const Tenso
                    g.W + 2 * g.pad_w >= g.S && g.P == (g.H + 2 * g.pad_h - g.R) / g.stride_h + 1 &&
                    g.Q == (g.W + 2 * g.pad_w - g.S) / g.stride_w + 1,
                op, ": output ", g.P, "x", g.Q, " does not follow from input ", g.H, "x", g.W);
-  const size_t need = scratch_bytes(g, x.dtype());
   FRUGAL_CHECK(need == 0 || (scratch.defined() && scratch.bytes() >= need), op, ": scratch of ",
                scratch.defined() ? scratch.bytes() : 0, " bytes, needs ", need);
 }
 
 template <typename T>
-T* columns(const Conv2dGeometry& g, const Tensor& scratch) {
-  return pointwise(g) ? nullptr : static_cast<T*>(scratch.raw());
-}
-template <typename T>
 T* optional(const Tensor& t) {
   return t.defined() ? t.data<T>() : nullptr;
+}
+template <typename T>
+T* scratch_of(const Tensor& scratch, size_t need) {
+  return need > 0 ? static_cast<T*>(scratch.raw()) : nullptr;
 }
 
 }  // namespace
 
+// Forward: a tile's columns per thread that has tiles to run; backward: one tile's columns.
 size_t CpuBackend::conv2d_forward_scratch(const Conv2dGeometry& g, DType t) const {
-  return scratch_bytes(g, t);
+  const Tiling tl = forward_tiling(g, t, threads());
+  return static_cast<size_t>(parts(g.N * tl.tiles, threads()) * tl.cols) * dtype_size(t);
 }
 size_t CpuBackend::conv2d_backward_scratch(const Conv2dGeometry& g, DType t) const {
-  return scratch_bytes(g, t);
+  return static_cast<size_t>(backward_tiling(g, t, threads()).cols) * dtype_size(t);
 }
 
 void CpuBackend::conv2d_forward(const Conv2dGeometry& g, const Tensor& x, const Tensor& w,
                                 const Tensor& b, Tensor& y, Tensor& scratch) {
   FRUGAL_CHECK(w.defined(), "conv2d forward: missing weight");
-  check("conv2d forward", g, x, w, y, scratch);
+  const size_t need = conv2d_forward_scratch(g, x.dtype());
+  check("conv2d forward", g, x, w, y, scratch, need);
   FRUGAL_CHECK(!b.defined() || (b.numel() == g.K && b.dtype() == x.dtype()),
                "conv2d forward: bias ", b.shape(), " for ", g.K, " filters");
   if (x.dtype() == DType::f32)
-    forward_t(g, x.data<float>(), w.data<float>(), optional<float>(b), y.data<float>(),
-              columns<float>(g, scratch));
+    forward_t(g, threads(), x.data<float>(), w.data<float>(), optional<float>(b), y.data<float>(),
+              scratch_of<float>(scratch, need));
   else
-    forward_t(g, x.data<double>(), w.data<double>(), optional<double>(b), y.data<double>(),
-              columns<double>(g, scratch));
+    forward_t(g, threads(), x.data<double>(), w.data<double>(), optional<double>(b),
+              y.data<double>(), scratch_of<double>(scratch, need));
 }
 
 void CpuBackend::conv2d_backward_data(const Conv2dGeometry& g, const Tensor& dy, const Tensor& w,
                                       Tensor& dx, Tensor& scratch) {
   FRUGAL_CHECK(w.defined(), "conv2d backward data: missing weight");
-  check("conv2d backward data", g, dx, w, dy, scratch);
+  const size_t need = conv2d_backward_scratch(g, dy.dtype());
+  check("conv2d backward data", g, dx, w, dy, scratch, need);
   if (dy.dtype() == DType::f32)
-    backward_data_t(g, dy.data<float>(), w.data<float>(), dx.data<float>(),
-                    columns<float>(g, scratch));
+    backward_data_t(g, threads(), dy.data<float>(), w.data<float>(), dx.data<float>(),
+                    scratch_of<float>(scratch, need));
   else
-    backward_data_t(g, dy.data<double>(), w.data<double>(), dx.data<double>(),
-                    columns<double>(g, scratch));
+    backward_data_t(g, threads(), dy.data<double>(), w.data<double>(), dx.data<double>(),
+                    scratch_of<double>(scratch, need));
 }
 
 void CpuBackend::conv2d_backward_filter(const Conv2dGeometry& g, const Tensor& x, const Tensor& dy,
                                         Tensor& dw, Tensor& db, Tensor& scratch) {
-  check("conv2d backward filter", g, x, dw, dy, scratch);  // dw undefined: bias only
+  const size_t need = conv2d_backward_scratch(g, x.dtype());
+  check("conv2d backward filter", g, x, dw, dy, scratch, need);  // dw undefined: bias only
   FRUGAL_CHECK(!db.defined() || (db.numel() == g.K && db.dtype() == x.dtype()),
                "conv2d backward filter: bias gradient ", db.shape(), " for ", g.K, " filters");
   if (x.dtype() == DType::f32)
-    backward_filter_t(g, x.data<float>(), dy.data<float>(), optional<float>(dw),
-                      optional<float>(db), columns<float>(g, scratch));
+    backward_filter_t(g, threads(), x.data<float>(), dy.data<float>(), optional<float>(dw),
+                      optional<float>(db), scratch_of<float>(scratch, need));
   else
-    backward_filter_t(g, x.data<double>(), dy.data<double>(), optional<double>(dw),
-                      optional<double>(db), columns<double>(g, scratch));
+    backward_filter_t(g, threads(), x.data<double>(), dy.data<double>(), optional<double>(dw),
+                      optional<double>(db), scratch_of<double>(scratch, need));
 }
 
 }  // namespace frugal

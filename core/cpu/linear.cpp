@@ -1,5 +1,9 @@
-// Linear (fully connected) kernels of the CPU backend: Eigen GEMMs over row-major maps, threaded
-// by OpenMP; the bias gradient sums the batch in order, one thread per output feature.
+// Linear (fully connected) kernels of the CPU backend: Eigen GEMMs over row-major maps. Eigen
+// threads a GEMM itself (OpenMP, outside any parallel region) but not a matrix-vector product,
+// so at batch 1 forward and backward data split the output over threads by hand. The bias
+// gradient sums the batch in order, one thread per output feature.
+#include <omp.h>
+
 #include <Eigen/Core>
 
 #include "core/cpu/cpu_backend.h"
@@ -14,14 +18,36 @@ template <typename T>
 using Map = Eigen::Map<MatR<T>>;
 template <typename T>
 using ConstMap = Eigen::Map<const MatR<T>>;
+template <typename T>
+using ConstBlock = Eigen::Map<const MatR<T>, 0, Eigen::OuterStride<>>;
 
 // Loops over fewer elements than this run on one thread: forking costs more than they do.
 constexpr int64_t kParallelMin = 32768;
 
+// Runs body(j0, j1) on `parts` static, equal ranges of [0, n) in one OpenMP region (a smaller
+// team takes the ranges in turn, so the split depends on `parts` only).
+template <typename F>
+void split(int parts, int64_t n, const F& body) {
+#pragma omp parallel num_threads(parts)
+  for (int part = omp_get_thread_num(); part < parts; part += omp_get_num_threads())
+    body(n * part / parts, n * (part + 1) / parts);
+}
+// Whether a batch-1 product is worth splitting by hand.
+bool split_vector(int threads, int64_t N, int64_t I, int64_t O) {
+  return N == 1 && threads > 1 && I * O >= kParallelMin;
+}
+
 // x (N,I)  w (O,I)  b (O) or null  y (N,O):  y = x w^T + b
 template <typename T>
-void forward_t(const T* x, const T* w, const T* b, T* y, int64_t N, int64_t I, int64_t O) {
-  Map<T>(y, N, O).noalias() = ConstMap<T>(x, N, I) * ConstMap<T>(w, O, I).transpose();
+void forward_t(int threads, const T* x, const T* w, const T* b, T* y, int64_t N, int64_t I,
+               int64_t O) {
+  if (split_vector(threads, N, I, O))
+    split(threads, O, [&](int64_t o0, int64_t o1) {
+      Eigen::Map<MatR<T>>(y + o0, 1, o1 - o0).noalias() =
+          ConstMap<T>(x, 1, I) * ConstMap<T>(w + o0 * I, o1 - o0, I).transpose();
+    });
+  else
+    Map<T>(y, N, O).noalias() = ConstMap<T>(x, N, I) * ConstMap<T>(w, O, I).transpose();
   if (!b) return;
 #pragma omp parallel for schedule(static) if (N * O >= kParallelMin)
   for (int64_t n = 0; n < N; ++n)
@@ -30,8 +56,14 @@ void forward_t(const T* x, const T* w, const T* b, T* y, int64_t N, int64_t I, i
 
 // dy (N,O)  w (O,I)  dx (N,I):  dx = dy w
 template <typename T>
-void backward_data_t(const T* dy, const T* w, T* dx, int64_t N, int64_t I, int64_t O) {
-  Map<T>(dx, N, I).noalias() = ConstMap<T>(dy, N, O) * ConstMap<T>(w, O, I);
+void backward_data_t(int threads, const T* dy, const T* w, T* dx, int64_t N, int64_t I, int64_t O) {
+  if (split_vector(threads, N, I, O))
+    split(threads, I, [&](int64_t i0, int64_t i1) {
+      Eigen::Map<MatR<T>>(dx + i0, 1, i1 - i0).noalias() =
+          ConstMap<T>(dy, 1, O) * ConstBlock<T>(w + i0, O, i1 - i0, Eigen::OuterStride<>(I));
+    });
+  else
+    Map<T>(dx, N, I).noalias() = ConstMap<T>(dy, N, O) * ConstMap<T>(w, O, I);
 }
 
 // x (N,I)  dy (N,O)  dw (O,I) or null  db (O) or null:  dw = dy^T x;  db = sum_n dy, n in order
@@ -76,9 +108,11 @@ void CpuBackend::linear_forward(const Tensor& x, const Tensor& w, const Tensor& 
   check("linear forward", x, w, b, y);
   const int64_t N = x.shape()[0], I = x.shape()[1], O = w.shape()[0];
   if (x.dtype() == DType::f32)
-    forward_t(x.data<float>(), w.data<float>(), optional<float>(b), y.data<float>(), N, I, O);
+    forward_t(threads(), x.data<float>(), w.data<float>(), optional<float>(b), y.data<float>(), N,
+              I, O);
   else
-    forward_t(x.data<double>(), w.data<double>(), optional<double>(b), y.data<double>(), N, I, O);
+    forward_t(threads(), x.data<double>(), w.data<double>(), optional<double>(b), y.data<double>(),
+              N, I, O);
 }
 
 void CpuBackend::linear_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) {
@@ -86,9 +120,9 @@ void CpuBackend::linear_backward_data(const Tensor& dy, const Tensor& w, Tensor&
   check("linear backward data", dx, w, Tensor(), dy);
   const int64_t N = dx.shape()[0], I = dx.shape()[1], O = w.shape()[0];
   if (dy.dtype() == DType::f32)
-    backward_data_t(dy.data<float>(), w.data<float>(), dx.data<float>(), N, I, O);
+    backward_data_t(threads(), dy.data<float>(), w.data<float>(), dx.data<float>(), N, I, O);
   else
-    backward_data_t(dy.data<double>(), w.data<double>(), dx.data<double>(), N, I, O);
+    backward_data_t(threads(), dy.data<double>(), w.data<double>(), dx.data<double>(), N, I, O);
 }
 
 void CpuBackend::linear_backward_weight(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db) {
