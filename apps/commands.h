@@ -11,6 +11,7 @@ namespace frugal {
 using Action = std::function<void()>;
 
 Action add_train_command(CLI::App& app);
+Action add_eval_command(CLI::App& app);
 Action add_memory_command(CLI::App& app);
 Action add_graph_command(CLI::App& app);
 Action add_bench_command(CLI::App& app);

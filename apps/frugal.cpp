@@ -1,6 +1,5 @@
-// The frugal command: `frugal train`, `frugal memory`, `frugal graph`,
-// `frugal bench`. Bad data or options print
-// `error: <message>` and exit 1.
+// The frugal command: `frugal train`, `frugal eval`, `frugal memory`, `frugal graph`, `frugal
+// bench`. Bad data or options print `error: <message>` and exit 1.
 #include <cstdio>
 #include <exception>
 #include <vector>
@@ -11,7 +10,7 @@ int main(int argc, char** argv) {
   CLI::App app{"frugal: a C++ deep-learning framework that trains in far less memory"};
   app.require_subcommand(1);
   std::vector<std::pair<CLI::App*, frugal::Action>> commands;
-  for (auto add : {frugal::add_train_command, frugal::add_memory_command,
+  for (auto add : {frugal::add_train_command, frugal::add_eval_command, frugal::add_memory_command,
                    frugal::add_graph_command, frugal::add_bench_command}) {
     frugal::Action action = add(app);
     commands.emplace_back(app.get_subcommands({}).back(), std::move(action));

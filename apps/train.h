@@ -1,36 +1,36 @@
-// `frugal train`: trains a bundled model on Fashion-MNIST with one executor (planned or
-// baseline memory), then measures test accuracy with inference executors over the same
-// parameters, printing loss, accuracy, speed and memory per epoch.
+// `frugal train` and `frugal eval`: command-line front ends over the library's Trainer and
+// Evaluator (train/): progress on the terminal, a JSON-lines log per epoch, checkpoints.
 #pragma once
 
 #include <cstdint>
 #include <string>
-#include <vector>
 
-#include "autograd/executor.h"
-#include "data/idx.h"
+#include "train/trainer.h"
 
 namespace frugal {
 
-struct TrainOptions {
-  std::string model = "small-cnn";
-  int epochs = 1;
-  int64_t batch = 64;
-  double lr = 0.02, momentum = 0.9, weight_decay = 5e-4;  // 0.02: best of 0.01-0.05 in one epoch
-  uint64_t seed = 1;                                      // parameters, shuffling and dropout
-  int threads = 0;                                        // CPU threads; 0: all cores
-  MemoryMode memory = MemoryMode::planned;
-  std::string data = kFashionMnistDir;
-  int64_t steps = 0;         // training steps per epoch; 0: every full batch
-  int64_t eval_batch = 200;  // test batch; a remainder gets its own executor
+struct TrainCommand {
+  TrainOptions train;
+  std::string log;          // JSON lines, one per epoch ("" : none)
+  std::string save;         // checkpoint written after every epoch ("" : none)
+  std::string resume;       // checkpoint to continue from ("" : start fresh)
+  int64_t print_every = 0;  // without a TTY: a line every N steps; 0: ten per epoch
 };
 
-// The bundled models `--model` accepts: those taking one grey channel of 28x28 (or padded,
-// e.g. 32x32) images, as Fashion-MNIST provides.
-std::vector<std::string> model_names();
+// Runs the training `c` describes, printing to stdout. Throws frugal::Error on bad data,
+// options or checkpoint files.
+void run_train(const TrainCommand& c);
 
-// Runs the training described by `options`, printing to stdout. Throws frugal::Error on
-// bad data or options.
-void run_train(const TrainOptions& options);
+struct EvalCommand {
+  std::string model = "small-cnn";
+  std::string weights;
+  std::string data = kFashionMnistDir;
+  int64_t batch = 200;
+  int threads = 0;
+  MemoryMode memory = MemoryMode::planned;
+};
+
+// Loads weights into the model and prints its test accuracy.
+void run_eval(const EvalCommand& c);
 
 }  // namespace frugal

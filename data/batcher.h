@@ -1,34 +1,49 @@
 // Batcher: walks a Dataset in a seeded order, one shuffle per epoch, and copies a batch
-// straight into the tensors an executor reads (one copy per batch, no staging buffer).
+// straight into the tensors an executor reads (one copy per batch, no staging buffer),
+// placing each image in the model's input frame and augmenting it when asked.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
+#include "data/augment.h"
 #include "data/idx.h"
 
 namespace frugal {
+
+struct BatcherOptions {
+  bool shuffle = false;
+  uint64_t seed = 0;
+  Augment augment = {};  // training only: random crop and flip
+};
 
 class Batcher {
  public:
   // `data` must outlive the batcher. With shuffle off the order is 0..N-1 in every epoch.
   Batcher(const Dataset& data, bool shuffle, uint64_t seed);
+  Batcher(const Dataset& data, const BatcherOptions& options);
 
   // Sets this epoch's order: a Fisher-Yates shuffle drawn from (seed, epoch) alone, so
-  // epoch e sees the same order whatever ran before it.
+  // epoch e sees the same order whatever ran before it. Augmentation draws per (epoch, sample).
   void start_epoch(int epoch);
-  // Copies samples order[first .. first+B) into images (B,...) f32 and labels (B) i32,
-  // where B = images.shape()[0]; throws if they do not fit the data set.
+  // Copies samples order[first .. first+B) into images (B,K,P,Q) f32 and labels (B) i32,
+  // where B = images.shape()[0]. Samples are (C,H,W); the input takes them as they are, or
+  // centred in a frame P >= H, Q >= W (P-H, Q-W even), grey replicated when C == 1.
+  // Throws if they do not fit the input or the data set.
   void copy(int64_t first, Tensor& images, Tensor& labels) const;
 
   int64_t size() const { return static_cast<int64_t>(order_.size()); }
+  int epoch() const { return epoch_; }
   const std::vector<int64_t>& order() const { return order_; }
 
  private:
   const Dataset& data_;
-  bool shuffle_;
-  uint64_t seed_;
+  BatcherOptions options_;
+  int epoch_ = 0;
   std::vector<int64_t> order_;
 };
+
+// Whether samples (C,H,W) fit an input (K,P,Q) as Batcher::copy places them.
+bool image_fits(const Shape& sample, const Shape& input);
 
 }  // namespace frugal

@@ -128,7 +128,10 @@ Tensor read_idx_labels(const std::string& path, int classes) {
 
 Dataset load_idx(const std::string& images_path, const std::string& labels_path,
                  const ImageOptions& options, int classes) {
-  Dataset d{read_idx_images(images_path, options), read_idx_labels(labels_path, classes)};
+  Dataset d;
+  d.images = read_idx_images(images_path, options);
+  d.labels = read_idx_labels(labels_path, classes);
+  d.classes = classes;
   FRUGAL_CHECK(d.images.shape()[0] == d.labels.shape()[0], images_path, " has ",
                d.images.shape()[0], " images but ", labels_path, " has ", d.labels.shape()[0],
                " labels");
@@ -150,7 +153,10 @@ Dataset load_fashion_mnist(const std::string& dir, bool train, int pad) {
       .mean = kFashionMnistMean, .std = kFashionMnistStd, .pad = pad, .height = 28, .width = 28};
   const std::string images = find(prefix + "-images-idx3-ubyte");
   const std::string labels = find(prefix + "-labels-idx1-ubyte");
-  return load_idx(images, labels, o);
+  Dataset d = load_idx(images, labels, o);
+  d.background = {static_cast<float>((0.0 - o.mean) / o.std)};
+  d.name = "fashion-mnist";
+  return d;
 }
 
 }  // namespace frugal

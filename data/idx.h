@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/tensor.h"
 
@@ -23,8 +24,11 @@ struct ImageOptions {
 };
 
 struct Dataset {
-  Tensor images;  // (N,1,H,W) f32
-  Tensor labels;  // (N) i32
+  Tensor images;                       // (N,C,H,W) f32, normalized
+  Tensor labels;                       // (N) i32, in [0, classes)
+  std::vector<float> background = {};  // per channel: a black pixel normalized (padding)
+  int64_t classes = 10;
+  std::string name = "";  // "fashion-mnist", "cifar10", "synthetic": for messages
   int64_t size() const { return labels.defined() ? labels.shape()[0] : 0; }
 };
 

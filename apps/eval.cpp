@@ -1,0 +1,62 @@
+// `frugal eval`: records a bundled model in inference, loads a weights file written by
+// `frugal train --save` (or any safetensors file with the same names and shapes) and prints
+// its accuracy on the test set.
+#include <chrono>
+#include <cstdio>
+
+#include "apps/commands.h"
+#include "apps/progress.h"
+#include "apps/train.h"
+#include "core/backend.h"
+#include "train/weights.h"
+#include "train/evaluate.h"
+#include "train/train_data.h"
+
+namespace frugal {
+
+void run_eval(const EvalCommand& c) {
+  const ModelSpec& model = find_model(c.model);
+  set_cpu_threads(c.threads);
+  const Safetensors file = load_safetensors(c.weights);  // check the file before the data
+  const Dataset test = load_data(c.data, model, false, {.train = 1, .test = c.batch});
+  ParamStore params;
+  Evaluator eval(params, model, test, c.batch, c.memory);
+  load_weights(params, file, c.weights, model.name, false);
+  const auto start = std::chrono::steady_clock::now();
+  const double accuracy = eval.accuracy();
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("%s on %s: test accuracy %.2f%% (%lld images, %.1f s, %.0f img/s, memory %s)\n",
+              model.name.c_str(), test.name.c_str(), 100.0 * accuracy, (long long)test.size(), s,
+              double(test.size()) / s, mib(eval.memory_bytes()).c_str());
+}
+
+Action add_eval_command(CLI::App& app) {
+  auto c = std::make_shared<EvalCommand>();
+  auto memory = std::make_shared<std::string>("planned");
+  CLI::App* eval = app.add_subcommand("eval", "Test accuracy of a model with saved weights");
+  std::vector<std::string> names;
+  for (const ModelSpec& m : model_specs()) names.push_back(m.name);
+  eval->add_option("--model", c->model, "Model the weights belong to")
+      ->check(CLI::IsMember(names))
+      ->capture_default_str();
+  eval->add_option("--weights", c->weights, "Weights file (.safetensors) from frugal train --save")
+      ->required();
+  eval->add_option("--data", c->data,
+                   "Fashion-MNIST IDX directory, CIFAR-10 binary directory, or 'synthetic'")
+      ->capture_default_str();
+  eval->add_option("--batch", c->batch, "Test batch size")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  eval->add_option("--threads", c->threads, "CPU threads (0: all cores)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  eval->add_option("--memory", *memory, "Memory layout: planned (one arena) or baseline")
+      ->check(CLI::IsMember({"planned", "baseline"}))
+      ->capture_default_str();
+  return [c, memory] {
+    c->memory = *memory == "baseline" ? MemoryMode::baseline : MemoryMode::planned;
+    run_eval(*c);
+  };
+}
+
+}  // namespace frugal

@@ -1,0 +1,172 @@
+// The training loop as a library: baseline and planned memory give the same losses bit for
+// bit, a resumed run continues exactly where a saved one stopped (momentum, BatchNorm
+// statistics, schedule, shuffling, augmentation), an ImageNet-size model overfits two
+// synthetic samples, and the schedule and bad options behave as documented.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "data/safetensors.h"
+#include "data/synthetic.h"
+#include "tests/temp_dir.h"
+#include "train/trainer.h"
+
+using namespace frugal;
+using namespace frugal::testing;
+
+namespace {
+
+uint32_t bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+std::vector<uint32_t> run_steps(Trainer& t, int n) {
+  std::vector<uint32_t> losses;
+  for (int i = 0; i < n; ++i) losses.push_back(bits(t.step().loss));
+  return losses;
+}
+
+// Every parameter, running statistic and momentum buffer of two stores, byte for byte.
+bool same_state(ParamStore& a, ParamStore& b) {
+  std::vector<Parameter*> pa = a.all(), pb = b.all();
+  if (pa.size() != pb.size()) return false;
+  for (size_t i = 0; i < pa.size(); ++i) {
+    const Parameter &x = *pa[i], &y = *pb[i];
+    if (x.name != y.name || x.momentum.defined() != y.momentum.defined()) return false;
+    if (std::memcmp(x.value.raw(), y.value.raw(), x.meta.bytes()) != 0) return false;
+    if (x.momentum.defined() && std::memcmp(x.momentum.raw(), y.momentum.raw(), x.meta.bytes()))
+      return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("train: baseline and planned memory give bitwise equal losses for 50 steps") {
+  const Dataset train = synthetic_dataset({1, 28, 28}, 16 * 25, 10, 5);
+  const Dataset test = synthetic_dataset({1, 28, 28}, 30, 10, 6);
+  // Test set 30 = 3 x 8 + 6: the remainder runs on its own executor.
+  TrainOptions o{.model = "small-cnn",
+                 .epochs = 2,
+                 .batch = 16,
+                 .lr = 0.05,
+                 .warmup = 10,
+                 .threads = 2,
+                 .eval_batch = 8};
+  o.memory = MemoryMode::baseline;
+  Trainer base(o, train, test);
+  o.memory = MemoryMode::planned;
+  Trainer planned(o, train, test);
+  CHECK(planned.executor().memory_bytes() < base.executor().memory_bytes());
+  REQUIRE(base.total_steps() == 50);
+  const std::vector<uint32_t> a = run_steps(base, 50), b = run_steps(planned, 50);
+  CHECK(a == b);
+  CHECK(same_state(base.params(), planned.params()));
+  CHECK(base.done());
+  CHECK(base.evaluate() == planned.evaluate());
+  CHECK_THROWS_WITH_AS(base.step(), "train: all 50 steps are done", Error);
+}
+
+TEST_CASE("train: a resumed run continues bit for bit where the saved one stopped") {
+  // ResNet-20 (BatchNorm running statistics, momentum) on 1x28x28 images placed in its 3x32x32
+  // input with crops and flips; saved mid-epoch, during the warm-up and cosine schedule.
+  TempDir dir("frugal-train");
+  const Dataset train = synthetic_dataset({1, 28, 28}, 9, 10, 1);
+  const Dataset test = synthetic_dataset({1, 28, 28}, 5, 10, 2);
+  const TrainOptions o{.model = "resnet20",
+                       .epochs = 3,
+                       .batch = 2,
+                       .lr = 0.05,
+                       .warmup = 3,
+                       .augment = true,
+                       .seed = 4,
+                       .threads = 2,
+                       .eval_batch = 2};
+  Trainer first(o, train, test);
+  REQUIRE(first.steps_per_epoch() == 4);
+  run_steps(first, 6);
+  first.save(dir / "run.safetensors");
+  const std::vector<uint32_t> expected = run_steps(first, 6);
+
+  Trainer resumed(o, train, test);
+  resumed.resume(dir / "run.safetensors");
+  CHECK(resumed.global_step() == 6);
+  CHECK(resumed.epoch() == 1);
+  CHECK(resumed.totals().steps == 2);
+  CHECK(run_steps(resumed, 6) == expected);
+  CHECK(same_state(first.params(), resumed.params()));
+  CHECK(first.totals().loss_sum == resumed.totals().loss_sum);
+  CHECK(first.evaluate() == resumed.evaluate());
+
+  TrainOptions other = o;
+  other.batch = 3;
+  Trainer wrong(other, train, test);
+  CHECK(error_message([&] { wrong.resume(dir / "run.safetensors"); }) ==
+        dir / "run.safetensors" +
+            ": saved with batch 2 and 4 steps per epoch; this run has batch 3 and 3 (resume "
+            "with the same --batch and --steps)");
+}
+
+TEST_CASE("train: loss falls when ResNet-18 overfits two synthetic ImageNet-size samples") {
+  const Dataset two = synthetic_dataset({3, 224, 224}, 2, 1000, 3);
+  const TrainOptions o{.model = "resnet18",
+                       .epochs = 8,
+                       .batch = 2,
+                       .lr = 0.01,
+                       .schedule = Schedule::constant,
+                       .warmup = 0,
+                       .threads = 2};
+  Trainer t(o, two, two);
+  std::vector<float> losses;
+  while (!t.done()) losses.push_back(t.step().loss);
+  MESSAGE("resnet18 losses: first ", losses.front(), ", last ", losses.back());
+  CHECK(losses.front() > 5.0f);  // about ln 1000 = 6.9
+  CHECK(losses.back() < 0.5f * losses.front());
+}
+
+TEST_CASE("train: learning-rate schedules") {
+  TrainOptions o{.lr = 0.1, .warmup = 0};
+  o.schedule = Schedule::step;
+  CHECK(learning_rate(o, 0, 100) == 0.1);
+  CHECK(learning_rate(o, 49, 100) == 0.1);
+  CHECK(learning_rate(o, 50, 100) == doctest::Approx(0.01));
+  CHECK(learning_rate(o, 75, 100) == doctest::Approx(0.001));
+  o.schedule = Schedule::cosine;
+  CHECK(learning_rate(o, 0, 100) == 0.1);
+  CHECK(learning_rate(o, 50, 100) == doctest::Approx(0.05));
+  CHECK(learning_rate(o, 99, 100) == doctest::Approx(0.1 * 0.5 * (1 + std::cos(M_PI * 0.99))));
+  o.warmup = 4;
+  CHECK(learning_rate(o, 0, 100) == doctest::Approx(0.025));
+  CHECK(learning_rate(o, 3, 100) == doctest::Approx(0.1 * 0.5 * (1 + std::cos(M_PI * 0.03))));
+  o.schedule = Schedule::constant;
+  CHECK(learning_rate(o, 1, 100) == doctest::Approx(0.05));
+  CHECK(learning_rate(o, 80, 100) == 0.1);
+  CHECK(parse_schedule("cosine") == Schedule::cosine);
+  CHECK_THROWS_WITH_AS(parse_schedule("linear"),
+                       "unknown schedule 'linear'; valid: constant, step, cosine", Error);
+}
+
+TEST_CASE("train: bad options and files") {
+  const Dataset d = synthetic_dataset({1, 28, 28}, 4, 10, 1);
+  CHECK(error_message([&] { Trainer(TrainOptions{.batch = 8}, d, d); }) ==
+        "train: batch 8 exceeds the 4 training images");
+  CHECK(error_message([&] {
+          Trainer(TrainOptions{.model = "lenet"}, d, d);
+        }).find("unknown model 'lenet'") == 0);
+  TempDir dir("frugal-train");
+  write_bytes(dir / "w.safetensors",
+              {8, 0, 0, 0, 0, 0, 0, 0, '{', '}', ' ', ' ', ' ', ' ', ' ', ' '});
+  Trainer t(TrainOptions{.batch = 2}, d, d);
+  CHECK(error_message([&] { t.resume(dir / "w.safetensors"); }) ==
+        dir / "w.safetensors" +
+            ": not a training checkpoint (no 'global_step' in __metadata__); `frugal eval "
+            "--weights` reads plain weights");
+  Safetensors meta;
+  meta.metadata = {{"global_step", "12x"}};
+  save_safetensors(dir / "meta.safetensors", meta);
+  CHECK(error_message([&] { t.resume(dir / "meta.safetensors"); }) ==
+        dir / "meta.safetensors" + ": __metadata__ global_step '12x' is not a number >= 0");
+}

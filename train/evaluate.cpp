@@ -1,0 +1,74 @@
+// Evaluator: an inference tape per batch size over the shared ParamStore; labels stay on the
+// host for the accuracy count, and images are placed by the Batcher as in training.
+#include "train/evaluate.h"
+
+#include <algorithm>
+
+#include "core/backend.h"
+#include "data/batcher.h"
+
+namespace frugal {
+
+int64_t count_correct(const Tensor& logits, const Tensor& labels, int64_t K) {
+  const int64_t B = logits.shape()[0], stride = logits.shape()[1];
+  const float* x = logits.data<float>();
+  const int32_t* y = labels.data<int32_t>();
+  int64_t correct = 0;
+  for (int64_t n = 0; n < B; ++n) {
+    int64_t best = 0;
+    for (int64_t k = 1; k < K; ++k)
+      if (x[n * stride + k] > x[n * stride + best]) best = k;
+    correct += best == y[n];
+  }
+  return correct;
+}
+
+struct Evaluator::Net {
+  Tape tape;
+  Value images, logits;
+  Tensor labels;
+  std::unique_ptr<Executor> ex;
+
+  Net(ParamStore& params, const ModelSpec& model, int64_t B, int64_t classes, MemoryMode memory)
+      : tape(params) {
+    const Shape& in = model.input;
+    images = tape.input("images", {B, in[0], in[1], in[2]}, DType::f32);
+    logits = model.build(images, ModelConfig{.classes = classes});
+    labels = Tensor::empty({B}, DType::i32);
+    ex = std::make_unique<Executor>(
+        tape, cpu_backend(),
+        ExecutorOptions{.mode = Mode::inference, .memory = memory, .keep = {logits}});
+  }
+};
+
+Evaluator::Evaluator(ParamStore& params, const ModelSpec& model, const Dataset& data, int64_t batch,
+                     MemoryMode memory)
+    : data_(data) {
+  FRUGAL_CHECK(batch >= 1 && data.size() >= 1, "evaluate: batch ", batch, " over ", data.size(),
+               " samples: both must be positive");
+  const int64_t B = std::min(batch, data.size()), R = data.size() % B;
+  full_ = std::make_unique<Net>(params, model, B, data.classes, memory);
+  if (R > 0) rest_ = std::make_unique<Net>(params, model, R, data.classes, memory);
+}
+
+Evaluator::~Evaluator() = default;
+
+double Evaluator::accuracy() {
+  Batcher batches(data_, false, 0);
+  int64_t correct = 0, first = 0;
+  auto run = [&](Net& net) {
+    batches.copy(first, net.ex->input(net.images), net.labels);
+    net.ex->forward();
+    correct += count_correct(net.ex->value(net.logits), net.labels, data_.classes);
+    first += net.labels.shape()[0];
+  };
+  while (first + full_->labels.shape()[0] <= data_.size()) run(*full_);
+  if (rest_ != nullptr) run(*rest_);
+  return double(correct) / double(data_.size());
+}
+
+size_t Evaluator::memory_bytes() const {
+  return full_->ex->memory_bytes() + (rest_ ? rest_->ex->memory_bytes() : 0);
+}
+
+}  // namespace frugal

@@ -1,0 +1,173 @@
+// Trainer: the step loop, the schedule and checkpoints. A step copies one batch into the
+// executor's input tensors, runs forward and backward (SGD applied as each gradient is
+// final) and reads back the loss; nothing is allocated per step.
+#include "train/trainer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <numbers>
+
+#include "core/backend.h"
+#include "core/error.h"
+#include "train/evaluate.h"
+#include "train/weights.h"
+
+namespace frugal {
+
+const char* schedule_name(Schedule s) {
+  switch (s) {
+    case Schedule::constant:
+      return "constant";
+    case Schedule::step:
+      return "step";
+    case Schedule::cosine:
+      return "cosine";
+  }
+  return "?";
+}
+
+Schedule parse_schedule(const std::string& s) {
+  for (Schedule k : {Schedule::constant, Schedule::step, Schedule::cosine})
+    if (s == schedule_name(k)) return k;
+  throw Error("unknown schedule '" + s + "'; valid: constant, step, cosine");
+}
+
+double learning_rate(const TrainOptions& o, int64_t t, int64_t T) {
+  double lr = o.lr;
+  if (t < o.warmup) lr *= double(t + 1) / double(o.warmup);
+  const double done = T > 0 ? double(t) / double(T) : 0.0;
+  switch (o.schedule) {
+    case Schedule::constant:
+      break;
+    case Schedule::step:
+      lr *= done >= 0.75 ? 0.01 : done >= 0.5 ? 0.1 : 1.0;
+      break;
+    case Schedule::cosine:
+      lr *= 0.5 * (1.0 + std::cos(std::numbers::pi * done));
+      break;
+  }
+  return lr;
+}
+
+Trainer::Trainer(const TrainOptions& o, const Dataset& train, const Dataset& test)
+    : options_(o),
+      model_(find_model(o.model)),
+      train_(train),
+      test_(test),
+      params_(o.seed),
+      tape_(params_),
+      batches_(train,
+               BatcherOptions{.shuffle = true,
+                              .seed = o.seed,
+                              .augment = {.crop_pad = o.augment ? 4 : 0, .flip = o.augment}}) {
+  FRUGAL_CHECK(o.epochs >= 1 && o.batch >= 1 && o.eval_batch >= 1 && o.steps >= 0 && o.warmup >= 0,
+               "train: epochs, batch and eval batch must be positive, steps and warm-up not "
+               "negative");
+  FRUGAL_CHECK(o.batch <= train.size(), "train: batch ", o.batch, " exceeds the ", train.size(),
+               " training images");
+  set_cpu_threads(o.threads);
+  const Shape& in = model_.input;
+  images_ = tape_.input("images", {o.batch, in[0], in[1], in[2]}, DType::f32);
+  labels_ = tape_.input("labels", {o.batch}, DType::i32);
+  logits_ = model_.build(images_, ModelConfig{.classes = train.classes});
+  loss_ = model_loss(model_, logits_, labels_);
+  ex_ = std::make_unique<Executor>(
+      tape_, cpu_backend(),
+      ExecutorOptions{
+          .mode = Mode::training,
+          .memory = o.memory,
+          .seed = o.seed,
+          .keep = {logits_, loss_, labels_},
+          .sgd = SgdConfig{.lr = o.lr, .momentum = o.momentum, .weight_decay = o.weight_decay}});
+  steps_per_epoch_ = train.size() / o.batch;  // the last partial batch is dropped
+  if (o.steps > 0) steps_per_epoch_ = std::min(steps_per_epoch_, o.steps);
+}
+
+Trainer::~Trainer() = default;
+
+StepResult Trainer::step() {
+  FRUGAL_CHECK(!done(), "train: all ", total_steps(), " steps are done");
+  if (batches_epoch_ != epoch()) {
+    batches_.start_epoch(epoch());
+    batches_epoch_ = epoch();
+  }
+  if (step_in_epoch() == 0) totals_ = {};
+  ex_->set_sgd({.lr = lr(), .momentum = options_.momentum, .weight_decay = options_.weight_decay});
+  ex_->set_step(static_cast<uint64_t>(step_));
+  Tensor& labels = ex_->input(labels_);
+  batches_.copy(step_in_epoch() * options_.batch, ex_->input(images_), labels);
+  ex_->forward();
+  StepResult r;
+  r.loss = ex_->value(loss_).data<float>()[0];
+  r.correct = count_correct(ex_->value(logits_), labels, train_.classes);
+  ex_->backward(loss_);
+  totals_.loss_sum += r.loss;
+  totals_.correct += r.correct;
+  ++totals_.steps;
+  ++step_;
+  return r;
+}
+
+double Trainer::evaluate() {
+  if (!eval_)
+    eval_ =
+        std::make_unique<Evaluator>(params_, model_, test_, options_.eval_batch, options_.memory);
+  return eval_->accuracy();
+}
+
+size_t Trainer::eval_memory_bytes() const {
+  return eval_ ? eval_->memory_bytes() : 0;
+}
+
+void Trainer::save(const std::string& path) {
+  char loss[32];
+  std::snprintf(loss, sizeof loss, "%a", totals_.loss_sum);  // hex float: exact
+  save_safetensors(path, weights_tensors(params_, true,
+                                         {{"format", "frugal-checkpoint"},
+                                          {"model", model_.name},
+                                          {"global_step", std::to_string(step_)},
+                                          {"steps_per_epoch", std::to_string(steps_per_epoch_)},
+                                          {"batch", std::to_string(options_.batch)},
+                                          {"seed", std::to_string(options_.seed)},
+                                          {"epoch_loss_sum", loss},
+                                          {"epoch_correct", std::to_string(totals_.correct)},
+                                          {"epoch_steps", std::to_string(totals_.steps)}}));
+}
+
+void Trainer::resume(const std::string& path) {
+  const Safetensors file = load_safetensors(path);
+  auto get = [&](const char* key) {
+    auto it = file.metadata.find(key);
+    FRUGAL_CHECK(it != file.metadata.end(), path, ": not a training checkpoint (no '", key,
+                 "' in __metadata__); `frugal eval --weights` reads plain weights");
+    return it->second;
+  };
+  // A whole number >= 0, or a (hex) float for the loss sum; anything else is corrupt.
+  auto number = [&](const char* key) {
+    const std::string s = get(key);
+    char* end = nullptr;
+    const double v = std::strtod(s.c_str(), &end);
+    FRUGAL_CHECK(!s.empty() && *end == '\0' && v >= 0, path, ": __metadata__ ", key, " '", s,
+                 "' is not a number >= 0");
+    return v;
+  };
+  const auto step = static_cast<int64_t>(number("global_step"));
+  FRUGAL_CHECK(get("batch") == std::to_string(options_.batch) &&
+                   get("steps_per_epoch") == std::to_string(steps_per_epoch_),
+               path, ": saved with batch ", get("batch"), " and ", get("steps_per_epoch"),
+               " steps per epoch; this run has batch ", options_.batch, " and ", steps_per_epoch_,
+               " (resume with the same --batch and --steps)");
+  const EpochTotals totals{number("epoch_loss_sum"), static_cast<int64_t>(number("epoch_correct")),
+                           static_cast<int64_t>(number("epoch_steps"))};
+  const int64_t in_epoch = step % steps_per_epoch_;  // 0 at an epoch's end: totals still full
+  FRUGAL_CHECK(totals.steps == in_epoch || (in_epoch == 0 && totals.steps == steps_per_epoch_),
+               path, ": __metadata__ epoch_steps ", totals.steps, " does not match global_step ",
+               step, " with ", steps_per_epoch_, " steps per epoch");
+  load_weights(params_, file, path, model_.name, true);
+  step_ = step;
+  totals_ = totals;
+}
+
+}  // namespace frugal

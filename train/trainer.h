@@ -1,0 +1,104 @@
+// Trainer: the training loop as a library. One training executor (planned or baseline
+// memory) over a recorded model, SGD with a learning-rate schedule, seeded shuffling and
+// augmentation, test accuracy through an Evaluator, and checkpoints that resume bit for bit.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "autograd/executor.h"
+#include "data/batcher.h"
+#include "data/idx.h"
+#include "models/registry.h"
+
+namespace frugal {
+
+enum class Schedule { constant, step, cosine };
+const char* schedule_name(Schedule s);
+Schedule parse_schedule(const std::string& s);  // "constant", "step", "cosine"
+
+struct TrainOptions {
+  std::string model = "small-cnn";
+  int epochs = 1;
+  int64_t batch = 64;
+  double lr = 0.05, momentum = 0.9, weight_decay = 5e-4;
+  Schedule schedule = Schedule::cosine;
+  int64_t warmup = 50;   // steps of linear warm-up: lr (t+1)/warmup at step t
+  bool augment = false;  // random crop (pad 4) and horizontal flip of training images
+  uint64_t seed = 1;     // parameters, shuffling, augmentation and dropout
+  int threads = 0;       // CPU threads; 0: all cores
+  MemoryMode memory = MemoryMode::planned;
+  std::string data = kFashionMnistDir;  // a Fashion-MNIST or CIFAR-10 directory, or "synthetic"
+  int64_t steps = 0;                    // training steps per epoch; 0: every full batch
+  int64_t eval_batch = 200;             // test batch; a remainder gets its own executor
+};
+
+// The learning rate of step t (0-based) of T: linear warm-up over the first `warmup` steps,
+// then constant, step (x0.1 once half and again once three quarters of the T steps are done)
+// or cosine (per step, from lr down to 0 at step T).
+double learning_rate(const TrainOptions& o, int64_t t, int64_t T);
+
+struct StepResult {
+  float loss = 0;
+  int64_t correct = 0;  // training samples of the batch classified correctly
+};
+
+// Running sums of the epoch in progress (kept in checkpoints, so a resumed epoch reports
+// the same averages).
+struct EpochTotals {
+  double loss_sum = 0;
+  int64_t correct = 0, steps = 0;
+};
+
+class Evaluator;
+
+class Trainer {
+ public:
+  // Records the model for `train`'s samples; `train` and `test` must outlive the trainer.
+  Trainer(const TrainOptions& options, const Dataset& train, const Dataset& test);
+  ~Trainer();
+
+  // One SGD step on the next batch; advances global_step(). Starts a new epoch's order and
+  // totals when the previous epoch is complete.
+  StepResult step();
+  // Test-set accuracy with the current parameters (inference executors, created on first use).
+  double evaluate();
+
+  // Writes weights, running statistics, momentum buffers and counters to a safetensors file.
+  void save(const std::string& path);
+  // Restores what save() wrote; the next step() continues exactly where the saved run stopped.
+  void resume(const std::string& path);
+
+  int64_t steps_per_epoch() const { return steps_per_epoch_; }
+  int64_t total_steps() const { return steps_per_epoch_ * options_.epochs; }
+  int64_t global_step() const { return step_; }
+  int epoch() const { return static_cast<int>(step_ / steps_per_epoch_); }  // of the next step
+  int64_t step_in_epoch() const { return step_ % steps_per_epoch_; }
+  bool done() const { return step_ >= total_steps(); }
+  double lr() const { return learning_rate(options_, step_, total_steps()); }
+  const EpochTotals& totals() const { return totals_; }
+
+  const TrainOptions& options() const { return options_; }
+  const ModelSpec& model() const { return model_; }
+  ParamStore& params() { return params_; }
+  const Executor& executor() const { return *ex_; }
+  size_t eval_memory_bytes() const;
+
+ private:
+  TrainOptions options_;
+  const ModelSpec& model_;
+  const Dataset& train_;
+  const Dataset& test_;
+  ParamStore params_;
+  Tape tape_;
+  Value images_, labels_, logits_, loss_;
+  std::unique_ptr<Executor> ex_;
+  std::unique_ptr<Evaluator> eval_;
+  Batcher batches_;
+  int batches_epoch_ = -1;  // the epoch whose order batches_ holds
+  int64_t steps_per_epoch_ = 0, step_ = 0;
+  EpochTotals totals_;
+};
+
+}  // namespace frugal
