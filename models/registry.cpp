@@ -10,6 +10,7 @@
 #include "models/googlenet.h"
 #include "models/resnet_cifar.h"
 #include "models/resnet_imagenet.h"
+#include "models/revnet.h"
 #include "models/small_cnn.h"
 #include "models/vgg.h"
 
@@ -48,6 +49,12 @@ std::vector<ModelSpec> make_specs() {
                    kImageNet, 1000, true,
                    [](Value x, const ModelConfig& c) { return googlenet(x, c); }});
   for (int depth : {20, 32, 56, 110}) specs.push_back(cifar_resnet(depth));
+  for (int depth : {38, 110, 164})
+    specs.push_back({"revnet" + std::to_string(depth),
+                     "RevNet-" + std::to_string(depth) +
+                         " for CIFAR-10, reversible units (memcnn), inputs rebuilt in backward",
+                     kCifar, 10, false,
+                     [depth](Value x, const ModelConfig& c) { return revnet(x, depth, c); }});
   specs.push_back({"resnet1001", "ResNet-1001 for CIFAR-10, pre-activation bottlenecks", kCifar, 10,
                    false,
                    [](Value x, const ModelConfig& c) { return preact_resnet_cifar(x, 1001, c); }});

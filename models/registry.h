@@ -25,7 +25,8 @@ struct ModelSpec {
 };
 
 // All bundled networks, in a fixed order: small-cnn, alexnet, vgg-a, vgg16, vgg19,
-// googlenet, resnet20, resnet32, resnet56, resnet110, resnet1001, resnet18, resnet50.
+// googlenet, resnet20, resnet32, resnet56, resnet110, revnet38, revnet110, revnet164, resnet1001,
+// resnet18, resnet50.
 const std::vector<ModelSpec>& model_specs();
 
 // The network called `name`; throws frugal::Error listing the valid names otherwise.

@@ -58,9 +58,11 @@ Tensor clone(const Tensor& t) {
 TEST_CASE("registry lists the bundled networks by name") {
   std::string names;
   for (const ModelSpec& s : model_specs()) names += s.name + " ";
-  CHECK(names ==
-        "small-cnn alexnet vgg-a vgg16 vgg19 googlenet resnet20 resnet32 resnet56 resnet110 "
-        "resnet1001 resnet18 resnet50 ");
+  CHECK(
+      names ==
+      "small-cnn alexnet vgg-a vgg16 vgg19 googlenet resnet20 resnet32 resnet56 resnet110 revnet38 "
+      "revnet110 revnet164 "
+      "resnet1001 resnet18 resnet50 ");
   CHECK(find_model("small-cnn").input == Shape{1, 28, 28});
   CHECK(find_model("resnet56").input == Shape{3, 32, 32});
   CHECK(find_model("googlenet").input == Shape{3, 224, 224});

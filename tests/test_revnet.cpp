@@ -1,0 +1,135 @@
+// The bundled RevNets: parameter counts as reference/networks.md, output shapes and layout,
+// the stored-activation twin (same parameters, more memory), and one RevNet-38 training
+// step, planned bitwise equal to baseline.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "autograd/executor.h"
+#include "memory/report.h"
+#include "models/registry.h"
+#include "models/revnet.h"
+#include "tests/gradcheck.h"
+
+using namespace frugal;
+using namespace frugal::testing;
+
+namespace {
+
+struct Recorded {
+  size_t params = 0;
+  Shape output;
+  std::vector<std::string> ops, names;
+  int count(const std::string& op) const {
+    int n = 0;
+    for (const std::string& name : ops) n += name == op;
+    return n;
+  }
+  bool has_param(const std::string& name) const {
+    for (const std::string& n : names)
+      if (n == name) return true;
+    return false;
+  }
+};
+
+// RevNet-depth at batch 2 on a shape-only store: nothing is allocated or run.
+Recorded record(int depth, bool reversible = true) {
+  ParamStore store = ParamStore::shapes_only();
+  Tape tape(store, DType::f32);
+  Value y = revnet(tape.input("images", {2, 3, 32, 32}, DType::f32), depth, {}, reversible);
+  Recorded r{store.count_elements(true), y.shape(), {}, {}};
+  for (const OpNode& op : tape.ops()) r.ops.push_back(op.op->name());
+  for (Parameter* p : store.all()) r.names.push_back(p->name);
+  return r;
+}
+
+Tensor clone(const Tensor& t) {
+  Tensor c = Tensor::empty(t.shape(), t.dtype());
+  copy_bytes(t, c);
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("models revnet38 revnet110 revnet164") {
+  const std::pair<int, size_t> nets[] = {{38, 573994}, {110, 1854890}, {164, 1983786}};
+  for (auto [depth, params] : nets) {
+    CAPTURE(depth);
+    Recorded r = record(depth);
+    CHECK(r.params == params);
+    CHECK(r.output == Shape{2, 10});
+    CHECK(find_model("revnet" + std::to_string(depth)).input == Shape{3, 32, 32});
+  }
+  Recorded r38 = record(38);
+  CHECK(r38.count("reversible") == 3 + 2 + 2);
+  CHECK(r38.count("conv2d") == 1 + 2 * 3);  // stem, two downsampling units; F, G on own tapes
+  CHECK(r38.has_param("stage1/reversible0/F/conv1.weight"));
+  CHECK(!r38.has_param("stage1/reversible0/F/bn1.weight"));  // the stem's BN-ReLU serves
+  CHECK(r38.has_param("stage1/reversible1/G/bn1.weight"));
+  CHECK(r38.has_param("stage3/down/shortcut/bn.bias"));
+  CHECK(r38.has_param("head/linear.weight"));
+  Recorded r164 = record(164);
+  CHECK(r164.count("reversible") == 3 * 8);
+  CHECK(r164.has_param("stage1/down/conv3.weight"));
+  CHECK(!r164.has_param("stage1/down/bn1.weight"));
+  CHECK(r164.has_param("stage3/reversible7/G/conv3.weight"));
+}
+
+TEST_CASE("revnet rejects other depths") {
+  ParamStore store = ParamStore::shapes_only();
+  Tape tape(store);
+  Value x = tape.input("images", {1, 3, 32, 32}, DType::f32);
+  CHECK_THROWS_WITH_AS(revnet(x, 56), doctest::Contains("revnet: depth 56 is not one of 38, 110"),
+                       Error);
+}
+
+TEST_CASE("revnet stored twin has the same parameters and stores more") {
+  Recorded rev = record(110), twin = record(110, false);
+  CHECK(twin.names == rev.names);
+  CHECK(twin.params == rev.params);
+  CHECK(twin.count("reversible") == 0);
+  CHECK(twin.count("conv2d") == 1 + 4 * 25 + 2 * 3);
+  // Planned training step at batch 8: the reversible units store one output per stage.
+  auto planned = [](bool reversible) {
+    ParamStore store = ParamStore::shapes_only();
+    Tape tape(store, DType::f32);
+    Value y = revnet(tape.input("images", {8, 3, 32, 32}, DType::f32), 110, {}, reversible);
+    return memory_report(tape, Mode::training, cpu_backend(), {.keep = {y.id()}}).planned;
+  };
+  const ModeMemory reversible = planned(true), stored = planned(false);
+  CHECK(8 * reversible.bytes.outputs < stored.bytes.outputs);
+  CHECK(3 * reversible.arena < stored.arena);  // the reversible op's scratch holds F and G's steps
+}
+
+TEST_CASE("revnet38 planned training step is bitwise equal to baseline") {
+  auto run = [](MemoryMode memory) {
+    ParamStore store(7);
+    Tape tape(store, DType::f32);
+    const ModelSpec& spec = find_model("revnet38");
+    Value x = tape.input("images", {2, 3, 32, 32}, DType::f32);
+    Value labels = tape.input("labels", {2}, DType::i32);
+    Value logits = spec.build(x, {});
+    Value loss = model_loss(spec, logits, labels);
+    Executor ex(tape, cpu_backend(),
+                {.memory = memory,
+                 .poison = memory == MemoryMode::planned,
+                 .seed = 3,
+                 .keep = {loss, logits},
+                 .sgd = SgdConfig{.lr = 0.1, .momentum = 0.9}});
+    ex.set_input(x, random_tensor({2, 3, 32, 32}, 10, -1, 1, DType::f32));
+    ex.set_input(labels, random_labels(2, 10, 20));
+    ex.forward();
+    std::vector<Tensor> out{clone(ex.value(loss)), clone(ex.value(logits))};
+    ex.backward(loss);
+    for (Parameter* p : store.all()) out.push_back(clone(p->value));  // incl. BN statistics
+    return out;
+  };
+  std::vector<Tensor> base = run(MemoryMode::baseline), planned = run(MemoryMode::planned);
+  REQUIRE(base.size() == planned.size());
+  CHECK(base[0].data<float>()[0] > 0);
+  for (size_t i = 0; i < base.size(); ++i) {
+    CAPTURE(i);
+    CHECK(bitwise_equal(base[i], planned[i]));
+  }
+}
