@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "autograd/tape.h"
+#include "core/allocator.h"
 #include "memory/eager.h"
 #include "memory/encodings.h"
 #include "memory/liveness.h"
@@ -133,13 +134,13 @@ double ms_since(std::chrono::steady_clock::time_point start) {
       .count();
 }
 
-void report(const char* name, const std::vector<PlanBuffer>& buffers, int runs) {
+void report(const char* name, const std::vector<PlanBuffer>& buffers, int runs, size_t alignment) {
   std::vector<double> times, cpu_times;  // CPU time too: it holds on a busy machine
   Plan plan;
   for (int run = 0; run < runs; ++run) {
     const auto start = std::chrono::steady_clock::now();
     const std::clock_t cpu_start = std::clock();
-    plan = plan_arena(buffers, 256);
+    plan = plan_arena(buffers, alignment);
     cpu_times.push_back(1000.0 * double(std::clock() - cpu_start) / CLOCKS_PER_SEC);
     times.push_back(ms_since(start));
   }
@@ -238,7 +239,7 @@ int main(int argc, char** argv) {
       const std::string name = m + " training step, batch " + std::to_string(batch) + ", " +
                                std::to_string(ops) + " ops (record + liveness " +
                                std::to_string(static_cast<int>(record_ms)) + " ms)";
-      report(name.c_str(), buffers, runs);
+      report(name.c_str(), buffers, runs, cpu_allocator().alignment());  // as the executor plans
     }
     return 0;
   }
@@ -255,7 +256,7 @@ int main(int argc, char** argv) {
     const std::string name = "ResNet-" + std::to_string(9 * c.blocks + 2) + " training step (" +
                              (c.detailed ? "detailed" : "lean") + "), batch " +
                              std::to_string(batch) + ", " + std::to_string(net.ops.size()) + " ops";
-    report(name.c_str(), training_step(net, c.detailed), runs);
+    report(name.c_str(), training_step(net, c.detailed), runs, 256);
   }
   return 0;
 }

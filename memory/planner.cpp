@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <bit>
+#include <cstdint>
 #include <limits>
 #include <map>
 #include <set>
@@ -74,9 +76,19 @@ Groups alias_groups(std::span<const PlanBuffer> buffers, size_t alignment) {
   return g;
 }
 
-enum class Order { size, length, area, first_use };
-constexpr Order kOrders[] = {Order::size, Order::length, Order::area, Order::first_use};
-constexpr int kOrderCount = 4;
+// The blocks of one alias-merged step, with their lifetimes as time leaves; `live` is the bytes
+// live during each leaf.
+struct Problem {
+  std::vector<Block> blocks;
+  std::vector<int> leaf_lo, leaf_hi;
+  int leaves = 1;
+  std::vector<size_t> live;
+};
+
+enum class Order { size, length, area, first_use, breadth };
+constexpr Order kOrders[] = {Order::size, Order::length, Order::area, Order::first_use,
+                             Order::breadth};
+constexpr int kOrderCount = 5;
 
 // The other orders are tried only when size desc leaves more than this fraction of the lower
 // bound to gain: below it they cannot change a reported figure, and on deep training steps their
@@ -111,12 +123,40 @@ const char* order_name(Order order) {
       return "greedy best-fit, size*lifetime desc";
     case Order::first_use:
       return "greedy best-fit, first use asc";
+    case Order::breadth:
+      return "greedy best-fit, by breadth";
   }
   return "?";
 }
 
+// For each block, its most crowded leaf: the first leaf of its lifetime with the most live
+// bytes (range maximum over a sparse table of leaves).
+std::vector<int> crowded_leaf(const Problem& p) {
+  const int L = p.leaves;
+  auto better = [&](int a, int b) { return p.live[b] > p.live[a] ? b : a; };  // a < b
+  std::vector<std::vector<int>> table{std::vector<int>(L)};
+  for (int leaf = 0; leaf < L; ++leaf) table[0][leaf] = leaf;
+  for (int k = 1; (1 << k) <= L; ++k) {
+    const std::vector<int>& prev = table.back();
+    std::vector<int> next(L - (1 << k) + 1);
+    for (size_t i = 0; i < next.size(); ++i) next[i] = better(prev[i], prev[i + (1 << (k - 1))]);
+    table.push_back(std::move(next));
+  }
+  std::vector<int> leaf(p.blocks.size(), 0);
+  for (size_t i = 0; i < p.blocks.size(); ++i) {
+    if (p.blocks[i].bytes == 0) continue;
+    const int lo = p.leaf_lo[i], hi = p.leaf_hi[i], k = std::bit_width(unsigned(hi - lo + 1)) - 1;
+    leaf[i] = better(table[k][lo], table[k][hi - (1 << k) + 1]);
+  }
+  return leaf;
+}
+
 // The non-empty blocks in placement order; ties go to the earlier first use, then the index.
-std::vector<int> placement_order(const std::vector<Block>& blocks, Order order) {
+// Breadth (TensorFlow Lite's "greedy by breadth"): the most crowded leaves first, each leaf's
+// blocks not yet placed by size desc.
+std::vector<int> placement_order(const Problem& p, Order order) {
+  const std::vector<Block>& blocks = p.blocks;
+  const std::vector<int> crowded = order == Order::breadth ? crowded_leaf(p) : std::vector<int>();
   auto key = [&](int i) -> size_t {
     const Block& b = blocks[i];
     const size_t length = static_cast<size_t>(b.last - b.first) + 1;
@@ -129,6 +169,8 @@ std::vector<int> placement_order(const std::vector<Block>& blocks, Order order) 
         return b.bytes * length;
       case Order::first_use:
         return std::numeric_limits<size_t>::max() - b.first;
+      case Order::breadth:
+        return p.live[crowded[i]];
     }
     return 0;
   };
@@ -139,6 +181,9 @@ std::vector<int> placement_order(const std::vector<Block>& blocks, Order order) 
   for (int i : ids) keys[i] = key(i);
   std::sort(ids.begin(), ids.end(), [&](int a, int b) {
     if (keys[a] != keys[b]) return keys[a] > keys[b];
+    if (!crowded.empty() && crowded[a] != crowded[b]) return crowded[a] < crowded[b];
+    if (!crowded.empty() && blocks[a].bytes != blocks[b].bytes)
+      return blocks[a].bytes > blocks[b].bytes;
     if (blocks[a].first != blocks[b].first) return blocks[a].first < blocks[b].first;
     if (blocks[a].bytes != blocks[b].bytes) return blocks[a].bytes > blocks[b].bytes;
     return a < b;
@@ -146,36 +191,82 @@ std::vector<int> placement_order(const std::vector<Block>& blocks, Order order) 
   return ids;
 }
 
-// The blocks of one alias-merged step, with their lifetimes as time leaves.
-struct Problem {
-  std::vector<Block> blocks;
-  std::vector<int> leaf_lo, leaf_hi;
-  int leaves = 1;
-};
+// Places the blocks in the order `ids` into `offsets` (per block) and returns the arena, or
+// gives up and returns SIZE_MAX as soon as `beaten(arena so far)` says it cannot win.
+template <typename Beaten>
+size_t place_in_order(const Problem& p, const std::vector<int>& ids, std::vector<size_t>& offsets,
+                      const Beaten& beaten) {
+  Occupancy occupancy(p.leaves);
+  size_t arena = 0;
+  offsets.assign(p.blocks.size(), 0);
+  for (int i : ids) {
+    offsets[i] = occupancy.best_fit(p.leaf_lo[i], p.leaf_hi[i], p.blocks[i].bytes);
+    occupancy.add(p.leaf_lo[i], p.leaf_hi[i], {offsets[i], offsets[i] + p.blocks[i].bytes});
+    arena = std::max(arena, offsets[i] + p.blocks[i].bytes);
+    if (beaten(arena)) return std::numeric_limits<size_t>::max();
+  }
+  return arena;
+}
 
 // Places the blocks in order kOrders[k]; fills `offsets` (per block) and records the arena in
 // race.finished[k], unless the race shows the order cannot win, when it gives up.
 void place(const Problem& p, int k, Race& race, std::vector<size_t>& offsets) {
-  Occupancy occupancy(p.leaves);
-  size_t arena = 0;
-  offsets.assign(p.blocks.size(), 0);
-  for (int i : placement_order(p.blocks, kOrders[k])) {
-    offsets[i] = occupancy.best_fit(p.leaf_lo[i], p.leaf_hi[i], p.blocks[i].bytes);
-    occupancy.add(p.leaf_lo[i], p.leaf_hi[i], {offsets[i], offsets[i] + p.blocks[i].bytes});
-    arena = std::max(arena, offsets[i] + p.blocks[i].bytes);
-    if (race.beaten(k, arena)) return;
+  const size_t arena = place_in_order(p, placement_order(p, kOrders[k]), offsets,
+                                      [&](size_t a) { return race.beaten(k, a); });
+  if (arena != std::numeric_limits<size_t>::max()) race.finished[k] = arena;
+}
+
+// Local search over placement orders, from the race's winner: move one block to an earlier
+// place in the order (or swap two), place again, and keep the new order when its arena is no
+// larger (sideways moves let it cross plateaus). The moves come from a fixed-seed generator, so
+// the result is a function of the input. Runs only on steps of at most kSearchBlocks blocks,
+// for at most kSearchMoves moves and kSearchWork block placements in all, and stops at the
+// lower bound.
+constexpr size_t kSearchBlocks = 4096;
+constexpr size_t kSearchWork = 400'000;
+constexpr int kSearchMoves = 2000;
+
+uint64_t splitmix(uint64_t& state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+void search(const Problem& p, size_t lower_bound, std::vector<int>& order, size_t& arena,
+            std::vector<size_t>& offsets) {
+  const size_t n = order.size();
+  if (n < 2 || n > kSearchBlocks) return;
+  uint64_t rng = 0x5eed ^ n;
+  std::vector<int> candidate;
+  std::vector<size_t> trial;
+  size_t work = 0;
+  for (int move = 0; move < kSearchMoves && work < kSearchWork && arena > lower_bound; ++move) {
+    work += n;
+    candidate = order;
+    const size_t j = 1 + splitmix(rng) % (n - 1), i = splitmix(rng) % j;
+    if (splitmix(rng) % 2)
+      std::rotate(candidate.begin() + i, candidate.begin() + j, candidate.begin() + j + 1);
+    else
+      std::swap(candidate[i], candidate[j]);
+    const size_t a = place_in_order(p, candidate, trial, [&](size_t x) { return x > arena; });
+    if (a == std::numeric_limits<size_t>::max()) continue;
+    order.swap(candidate);
+    offsets.swap(trial);
+    arena = a;
   }
-  race.finished[k] = arena;
 }
 
 }  // namespace
 
-Plan plan_arena(std::span<const PlanBuffer> buffers, size_t alignment) {
+Plan plan_arena(std::span<const PlanBuffer> buffers, size_t alignment, PlanOptions options) {
   FRUGAL_CHECK(alignment > 0, "plan_arena: alignment must be positive");
   const Groups g = alias_groups(buffers, alignment);
   const int groups = static_cast<int>(g.blocks.size());
-  Problem p{
-      .blocks = g.blocks, .leaf_lo = std::vector<int>(groups), .leaf_hi = std::vector<int>(groups)};
+  Problem p{.blocks = g.blocks,
+            .leaf_lo = std::vector<int>(groups),
+            .leaf_hi = std::vector<int>(groups),
+            .live = {}};
 
   // Time leaves: the distinct first steps of non-empty blocks. Two lifetimes overlap exactly when
   // they share a leaf, since the later of their first steps lies in both.
@@ -196,9 +287,10 @@ Plan plan_arena(std::span<const PlanBuffer> buffers, size_t alignment) {
   }
   Plan plan;
   plan.alignment = alignment;
+  p.live.resize(p.leaves);
   size_t running = 0;
   for (int leaf = 0; leaf < p.leaves; ++leaf) {
-    running += live[leaf];
+    p.live[leaf] = running += live[leaf];
     plan.lower_bound = std::max(plan.lower_bound, running);
   }
 
@@ -216,6 +308,13 @@ Plan plan_arena(std::span<const PlanBuffer> buffers, size_t alignment) {
     if (race.finished[k] < race.finished[winner]) winner = k;
   plan.arena_bytes = race.finished[winner];
   plan.strategy = order_name(kOrders[winner]);
+  if (options.search && static_cast<double>(plan.arena_bytes - plan.lower_bound) >
+                            kCloseEnough * static_cast<double>(plan.lower_bound)) {
+    std::vector<int> order = placement_order(p, kOrders[winner]);
+    const size_t before = plan.arena_bytes;
+    search(p, plan.lower_bound, order, plan.arena_bytes, offsets[winner]);
+    if (plan.arena_bytes < before) plan.strategy += ", then local search";
+  }
   plan.offsets.resize(buffers.size());
   for (size_t i = 0; i < buffers.size(); ++i) plan.offsets[i] = offsets[winner][g.of[i]];
 #ifndef NDEBUG

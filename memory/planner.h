@@ -1,6 +1,7 @@
 // The arena planner: a pure function from buffer lifetimes to byte offsets in one arena.
 // Greedy by size with best-fit gaps (TensorFlow Lite's arena planner, the "offline greedy by
-// size" of Pisarchyk & Lee 2020), tried under several orders, keeping the smallest arena.
+// size" of Pisarchyk & Lee 2020), tried under several orders, keeping the smallest arena, then
+// a bounded local search over the placement order.
 #pragma once
 
 #include <cstddef>
@@ -29,13 +30,19 @@ struct Plan {
   std::string strategy;         // the order that won, e.g. "greedy best-fit, size desc"
 };
 
+struct PlanOptions {
+  // After the greedy orders, a local search over placement orders from the best of them, when
+  // it is more than 0.01% above the lower bound and has at most 4096 blocks (bounded work).
+  bool search = true;
+};
+
 // Packs the buffers: each size rounded up to `alignment`, zero-byte buffers at offset 0, alias
-// groups merged first. Orders: size desc, lifetime desc, size*lifetime desc, first use asc; the
-// smallest arena wins, ties going to the earlier order. The last three are tried (in parallel,
-// each giving up once it cannot win) only when size desc is more than 0.01% above the lower bound.
-// Deterministic. Throws frugal::Error naming the buffer when first > last, alias_of is out of
-// range or the aliases form a cycle, or when alignment is 0.
-Plan plan_arena(std::span<const PlanBuffer> buffers, size_t alignment);
+// groups merged first. Orders: size desc, lifetime desc, size*lifetime desc, first use asc, by
+// breadth (most crowded time first); the smallest arena wins, ties going to the earlier order.
+// The last four are tried (in parallel, each giving up once it cannot win) only when size desc
+// is more than 0.01% above the lower bound. Then the local search of PlanOptions. Deterministic. Throws frugal::Error naming the buffer
+// when first > last, alias_of is out of range or the aliases form a cycle, or when alignment is 0.
+Plan plan_arena(std::span<const PlanBuffer> buffers, size_t alignment, PlanOptions options = {});
 
 // True when no two buffers with overlapping lifetimes share a byte unless they are in the same
 // alias group (whose members must share one offset), every offset is aligned to plan.alignment
