@@ -1,65 +1,75 @@
-// Reversible block: forward through F and G on borrowed scratch, backward rebuilding the
-// input from the output with one recomputation of F and G.
+// Reversible coupling blocks: forward through F and G on borrowed scratch, backward rebuilding
+// the input from the output with one recomputation of F and G; the additive coupling.
 #include "layers/reversible.h"
 
 #include <algorithm>
 
 namespace frugal {
 
-// Scratch layout in bytes: [F arena][G arena][T1][T2] in forward, plus [D1][D2] in backward.
-struct ReversibleOp::Layout {
-  size_t f = 0, g = 0, half = 0;
-  size_t offset(int slot) const {  // slot 0: F, 1: G, 2..5: T1, T2, D1, D2
+// Scratch layout in bytes: [F arena][G arena][T1][T2] in forward, plus [D1][D2][DF] in
+// backward (DF: F's upstream gradient where it is not dy1' itself).
+struct CouplingOp::Layout {
+  size_t f = 0, g = 0, half = 0, df = 0;
+  size_t offset(int slot) const {  // slot 0: F, 1: G, 2..6: T1, T2, D1, D2, DF
     auto round = [](size_t b) { return (b + 255) / 256 * 256; };
     size_t at = 0;
-    const size_t sizes[6] = {f, g, half, half, half, half};
+    const size_t sizes[7] = {f, g, half, half, half, half, df};
     for (int i = 0; i < slot; ++i) at += round(sizes[i]);
     return at;
   }
 };
 
-ReversibleOp::ReversibleOp(ParamStore& params, DType dtype, const std::string& scope, HalfNet F,
-                           HalfNet G)
-    : store_(params), dtype_(dtype), scope_(scope), f_(std::move(F)), g_(std::move(G)) {}
+CouplingOp::CouplingOp(ParamStore& params, DType dtype, const std::string& scope, HalfNet F,
+                       HalfNet G, int f_factor)
+    : store_(params),
+      dtype_(dtype),
+      scope_(scope),
+      f_(std::move(F)),
+      g_(std::move(G)),
+      f_factor_(f_factor) {}
 
-ReversibleOp::~ReversibleOp() = default;
+CouplingOp::~CouplingOp() = default;
 
-std::vector<TensorMeta> ReversibleOp::infer(std::span<const TensorMeta> in) {
-  FRUGAL_CHECK(!in.empty() && (in[0].shape.rank() == 4 || in[0].shape.rank() == 2),
-               "reversible: x must be (N,C,H,W) or (N,C), got ",
-               in.empty() ? Shape{} : in[0].shape);
-  FRUGAL_CHECK(in[0].shape[1] % 2 == 0, "reversible: x ", in[0].shape,
+std::vector<TensorMeta> CouplingOp::infer(std::span<const TensorMeta> in) {
+  FRUGAL_CHECK(!in.empty() && (in[0].shape.rank() == 4 || in[0].shape.rank() == 2), name(),
+               ": x must be (N,C,H,W) or (N,C), got ", in.empty() ? Shape{} : in[0].shape);
+  FRUGAL_CHECK(in[0].shape[1] % 2 == 0, name(), ": x ", in[0].shape,
                " must have an even number of channels to split into halves");
   if (F_ && x_ == in[0]) return {x_};
   x_ = in[0];
   half_ = x_;
   half_.shape[1] /= 2;
-  auto record = [&](const HalfNet& net, const char* name) {
-    auto h = std::make_unique<SubGraph>(store_, dtype_, scope_.empty() ? name : scope_ + "/" + name,
-                                        net, half_);
-    FRUGAL_CHECK(h->output().meta() == half_, "reversible: ", name,
-                 " must return its input's shape ", half_.shape, ", got ", h->output().shape());
+  f_out_ = half_;
+  f_out_.shape[1] *= f_factor_;
+  auto record = [&](const HalfNet& net, const char* which, const TensorMeta& out) {
+    auto h = std::make_unique<SubGraph>(store_, dtype_,
+                                        scope_.empty() ? which : scope_ + "/" + which, net, half_);
+    FRUGAL_CHECK(h->output().meta() == out, name(), ": ", which,
+                 out == half_ ? " must return its input's shape "
+                              : " must return twice its input's channels (scale, then shift) ",
+                 out.shape, ", got ", h->output().shape());
     return h;
   };
-  F_ = record(f_, "F");
-  G_ = record(g_, "G");
+  F_ = record(f_, "F", f_out_);
+  G_ = record(g_, "G", half_);
   params_ = F_->parameters();
   for (Parameter* p : G_->parameters())
     if (std::find(params_.begin(), params_.end(), p) == params_.end()) params_.push_back(p);
-  FRUGAL_CHECK(in.size() == 1 || in.size() == 1 + params_.size(), "reversible: expects x and ",
+  FRUGAL_CHECK(in.size() == 1 || in.size() == 1 + params_.size(), name(), ": expects x and ",
                params_.size(), " parameters, got ", in.size(), " inputs");
   return {x_};
 }
 
-ReversibleOp::Layout ReversibleOp::layout(Mode mode, const Backend& backend) const {
+CouplingOp::Layout CouplingOp::layout(Mode mode, const Backend& backend) const {
   Layout l;
   l.f = F_->arena_bytes(mode, backend);
   l.g = G_->arena_bytes(mode, backend);
   l.half = half_.bytes();
+  l.df = f_factor_ == 1 ? 0 : f_out_.bytes();
   return l;
 }
 
-Roles ReversibleOp::roles(Mode mode, const Backend& backend) const {
+Roles CouplingOp::roles(Mode mode, const Backend& backend) const {
   const Layout l = layout(mode, backend);
   Roles r;
   r.aliases = {{.output = 0, .input = 0}};
@@ -67,13 +77,13 @@ Roles ReversibleOp::roles(Mode mode, const Backend& backend) const {
   if (mode == Mode::training) {
     r.backward_reads_outputs = {0};
     r.rebuilds_inputs = {0};
-    r.backward_scratch = l.offset(6);
+    r.backward_scratch = l.offset(7);
   }
   return r;
 }
 
-// x = [x1, x2]:  y1 = x1 + F(x2) (in T1),  y2 = x2 + G(y1) (in T2),  y = [y1, y2]
-void ReversibleOp::forward(const OpContext& ctx) {
+// x = [x1, x2]:  y1 = couple(x1, F(x2)) (in T1),  y2 = x2 + G(y1) (in T2),  y = [y1, y2]
+void CouplingOp::forward(const OpContext& ctx) {
   Backend& be = ctx.backend();
   const Layout l = layout(ctx.mode(), be);
   const Tensor& s = ctx.scratch();
@@ -88,7 +98,7 @@ void ReversibleOp::forward(const OpContext& ctx) {
   Tensor parts[2] = {T1, x2};
   be.concat_backward(ctx.input(0), parts);
   F.forward();
-  be.add(T1, F.value(F_->output()), T1);
+  couple_forward(be, T1, F.value(F_->output()));
   be.copy(T1, G.input(G_->input()));
   G.forward();
   be.add(x2, G.value(G_->output()), T2);
@@ -96,9 +106,9 @@ void ReversibleOp::forward(const OpContext& ctx) {
   be.concat_forward(halves, ctx.output(0));
 }
 
-// From y and dy:  x2 = y2 - G(y1);  dy1' = dy1 + G'(y1)^T dy2;  x1 = y1 - F(x2);
-// dx1 = dy1';  dx2 = dy2 + F'(x2)^T dy1'.  F and G run forward once more, with their tapes.
-void ReversibleOp::backward(const OpContext& ctx) {
+// From y and dy:  x2 = y2 - G(y1);  dy1' = dy1 + G'(y1)^T dy2;  x1 and dx1 from y1, F(x2) and
+// dy1' (couple_backward);  dx2 = dy2 + F'(x2)^T df.  F and G run forward once more, with tapes.
+void CouplingOp::backward(const OpContext& ctx) {
   Backend& be = ctx.backend();
   const Layout l = layout(Mode::training, be);
   const Tensor& s = ctx.scratch();
@@ -106,6 +116,7 @@ void ReversibleOp::backward(const OpContext& ctx) {
   Executor& G = G_->executor(Mode::training, be, scratch_region(s, l.offset(1), l.g));
   Tensor T1 = scratch_region(s, l.offset(2), half_), T2 = scratch_region(s, l.offset(3), half_);
   Tensor D1 = scratch_region(s, l.offset(4), half_), D2 = scratch_region(s, l.offset(5), half_);
+  Tensor DF = l.df > 0 ? scratch_region(s, l.offset(6), f_out_) : Tensor();
   for (Executor* e : {&F, &G}) {
     e->set_step_seed(ctx.seed());
     e->set_update_state(false);  // BatchNorm statistics were updated in forward
@@ -124,8 +135,8 @@ void ReversibleOp::backward(const OpContext& ctx) {
 
   be.copy(T2, F.input(F_->input()));
   F.forward();
-  be.subtract(y1, F.value(F_->output()), T1);  // x1
-  std::pair<Value, Tensor> seed_f{F_->output(), D1};
+  std::pair<Value, Tensor> seed_f{
+      F_->output(), couple_backward(be, y1, F.value(F_->output()), D1, T1, DF)};  // x1, dx1
   F.backward(std::span<const std::pair<Value, Tensor>>(&seed_f, 1));
   be.accumulate(F.grad(F_->input()), D2);  // dx2
 
@@ -146,13 +157,24 @@ void ReversibleOp::backward(const OpContext& ctx) {
   }
 }
 
-Value reversible_block(Value x, HalfNet F, HalfNet G, std::source_location where) {
+// y1 = x1 + f;  x1 = y1 - f,  dx1 = df = dy1'.
+void ReversibleOp::couple_forward(Backend& be, Tensor& x1y1, const Tensor& f) const {
+  be.add(x1y1, f, x1y1);
+}
+
+const Tensor& ReversibleOp::couple_backward(Backend& be, const Tensor& y1, const Tensor& f,
+                                            Tensor& d1, Tensor& x1, Tensor&) const {
+  be.subtract(y1, f, x1);
+  return d1;
+}
+
+std::string coupling_scope(Tape& tape, const std::string& kind) {
+  return tape.scope().empty() ? tape.unique_name(kind)
+                              : tape.scope() + "/" + tape.unique_name(kind);
+}
+
+Value record_coupling(Value x, std::unique_ptr<CouplingOp> op, std::source_location where) {
   Tape& tape = x.tape();
-  const std::string scope = tape.scope().empty()
-                                ? tape.unique_name("reversible")
-                                : tape.scope() + "/" + tape.unique_name("reversible");
-  auto op = std::make_unique<ReversibleOp>(tape.params(), tape.dtype(), scope, std::move(F),
-                                           std::move(G));
   try {
     const TensorMeta m = x.meta();
     op->infer(std::span<const TensorMeta>(&m, 1));
@@ -163,6 +185,15 @@ Value reversible_block(Value x, HalfNet F, HalfNet G, std::source_location where
   std::vector<Value> inputs{x};
   for (Parameter* p : op->parameters()) inputs.push_back(tape.param(*p));
   return tape.record(std::move(op), std::move(inputs), where)[0];
+}
+
+Value reversible_block(Value x, HalfNet F, HalfNet G, std::source_location where) {
+  Tape& tape = x.tape();
+  return record_coupling(x,
+                         std::make_unique<ReversibleOp>(tape.params(), tape.dtype(),
+                                                        coupling_scope(tape, "reversible"),
+                                                        std::move(F), std::move(G)),
+                         where);
 }
 
 }  // namespace frugal

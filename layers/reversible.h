@@ -1,8 +1,10 @@
-// Reversible block (RevNet, Gomez et al. 2017), additive coupling: x = [x1, x2] split by
-// channels, y1 = x1 + F(x2), y2 = x2 + G(y1), y = [y1, y2]. Backward does not read x: it
-// rebuilds x from y (x2 = y2 - G(y1), x1 = y1 - F(x2)), running F and G forward once more
-// with their tapes and reusing that recomputation for the gradients (one recompute per block).
-// The rebuilt x is what the block before reads, so in a chain only the last output is stored.
+// Reversible blocks (RevNet, Gomez et al. 2017): x = [x1, x2] split by channels,
+// y1 = couple(x1, F(x2)), y2 = x2 + G(y1), y = [y1, y2]. Backward does not read x: it rebuilds
+// x from y (x2 = y2 - G(y1), then x1 from y1 and F(x2)), running F and G forward once more with
+// their tapes and reusing that recomputation for the gradients (one recompute per block). The
+// rebuilt x is what the block before reads, so in a chain only the last output is stored.
+// CouplingOp holds all of that; the additive block (ReversibleOp, couple = x1 + F(x2)) and the
+// affine block (layers/affine_coupling.h) differ only in the first half's coupling.
 #pragma once
 
 #include <memory>
@@ -12,18 +14,19 @@
 
 namespace frugal {
 
-// A sub-network on one half of the channels: records and returns a value of its input's shape.
+// A sub-network on one half of the channels.
 using HalfNet = SubNet;
 
-class ReversibleOp final : public Op {
+class CouplingOp : public Op {
  public:
-  // Records F and G on tapes of their own over `params` (named under `scope`).
-  ReversibleOp(ParamStore& params, DType dtype, const std::string& scope, HalfNet F, HalfNet G);
-  ~ReversibleOp() override;
+  // Records F and G on tapes of their own over `params`, named under `scope` ("<scope>/F").
+  // F maps a half to `f_factor` halves stacked along channels (1: additive, 2: scale and
+  // shift); G maps a half to a half.
+  CouplingOp(ParamStore& params, DType dtype, const std::string& scope, HalfNet F, HalfNet G,
+             int f_factor);
+  ~CouplingOp() override;
 
-  std::string name() const override { return "reversible"; }
   std::vector<TensorMeta> infer(std::span<const TensorMeta> in) override;
-  bool differentiable(int input) const override { return input >= 0; }
   Roles roles(Mode mode, const Backend& backend) const override;
   void forward(const OpContext& ctx) override;
   void backward(const OpContext& ctx) override;
@@ -31,6 +34,16 @@ class ReversibleOp final : public Op {
 
   // The trainable parameters of F and G, in the order they follow x among the op's inputs.
   const std::vector<Parameter*>& parameters() const { return params_; }
+  // "<name> '<scope>'": how errors name this block.
+  std::string who() const { return name() + " '" + scope_ + "'"; }
+
+ protected:
+  // y1 = couple(x1, f) with f = F(x2), in place: x1y1 holds x1 and receives y1.
+  virtual void couple_forward(Backend& be, Tensor& x1y1, const Tensor& f) const = 0;
+  // From y1, f = F(x2) and d1 = dy1 + G'(y1)^T dy2: writes x1, turns d1 into dx1 in place and
+  // returns d f, F's upstream gradient (d1 itself, or written into df, which has f's shape).
+  virtual const Tensor& couple_backward(Backend& be, const Tensor& y1, const Tensor& f, Tensor& d1,
+                                        Tensor& x1, Tensor& df) const = 0;
 
  private:
   struct Layout;
@@ -40,13 +53,33 @@ class ReversibleOp final : public Op {
   DType dtype_;
   std::string scope_;
   HalfNet f_, g_;
+  int f_factor_;
   std::unique_ptr<SubGraph> F_, G_;
   std::vector<Parameter*> params_;
-  TensorMeta x_, half_;
+  TensorMeta x_, half_, f_out_;
 };
 
-// Records a reversible block over x (N, C, H, W) with C even.
+// Additive coupling: y1 = x1 + F(x2), rebuilt as x1 = y1 - F(x2).
+class ReversibleOp final : public CouplingOp {
+ public:
+  ReversibleOp(ParamStore& params, DType dtype, const std::string& scope, HalfNet F, HalfNet G)
+      : CouplingOp(params, dtype, scope, std::move(F), std::move(G), 1) {}
+  std::string name() const override { return "reversible"; }
+
+ protected:
+  void couple_forward(Backend& be, Tensor& x1y1, const Tensor& f) const override;
+  const Tensor& couple_backward(Backend& be, const Tensor& y1, const Tensor& f, Tensor& d1,
+                                Tensor& x1, Tensor& df) const override;
+};
+
+// Records an additive reversible block over x (N, C, H, W) or (N, C) with C even; F and G map
+// (N, C/2, ...) to the same shape. Parameters are named "reversible<k>/F/...".
 Value reversible_block(Value x, HalfNet F, HalfNet G,
                        std::source_location where = std::source_location::current());
+
+// A fresh scope for a block of kind `kind` in the tape's current scope ("stage1/reversible2").
+std::string coupling_scope(Tape& tape, const std::string& kind);
+// Records a coupling op over x and its parameters; shape errors carry `where`.
+Value record_coupling(Value x, std::unique_ptr<CouplingOp> op, std::source_location where);
 
 }  // namespace frugal

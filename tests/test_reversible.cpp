@@ -3,8 +3,6 @@
 // planned bitwise equal to baseline.
 #include <doctest/doctest.h>
 
-#include <cmath>
-
 #include "autograd/executor.h"
 #include "layers/add.h"
 #include "layers/batchnorm2d.h"
@@ -16,6 +14,7 @@
 #include "layers/reversible.h"
 #include "memory/report.h"
 #include "tests/gradcheck.h"
+#include "tests/reversible_harness.h"
 
 using namespace frugal;
 using namespace frugal::testing;
@@ -57,52 +56,9 @@ Value chain(Value x, int depth, bool reversible, bool with_dropout) {
   return x;
 }
 
-struct Run {
-  Tensor y, dx;
-  std::vector<Tensor> grads, stats;
-};
-
-Tensor clone(const Tensor& t) {
-  Tensor c = Tensor::empty(t.shape(), t.dtype());
-  copy_bytes(t, c);
-  return c;
-}
-
-Run run(bool reversible, int depth, DType dtype, MemoryMode memory, bool with_dropout) {
-  ParamStore store(11);
-  Tape tape(store, dtype);
-  Value x = tape.input("x", {2, 4, 6, 6}, dtype, true);
-  Value y = chain(x, depth, reversible, with_dropout);
-  Executor ex(tape, cpu_backend(),
-              {.memory = memory, .poison = true, .seed = 5, .keep = {y}, .keep_param_grads = true});
-  ex.set_input(x, random_tensor({2, 4, 6, 6}, 3, -1, 1, dtype));
-  ex.forward();
-  Run r;
-  r.y = clone(ex.value(y));
-  std::pair<Value, Tensor> seed{y, random_tensor({2, 4, 6, 6}, 4, -1, 1, dtype)};
-  ex.backward(std::span<const std::pair<Value, Tensor>>(&seed, 1));
-  r.dx = clone(ex.grad(x));
-  for (Parameter* p : store.all()) {
-    if (!p->trainable) {
-      r.stats.push_back(clone(p->value));
-      continue;
-    }
-    for (size_t v = 0; v < tape.values().size(); ++v)
-      if (tape.values()[v].param == p) {
-        r.grads.push_back(clone(ex.grad(Value(&tape, static_cast<int>(v)))));
-        break;
-      }
-  }
-  return r;
-}
-
-double max_rel(const Tensor& a, const Tensor& b) {
-  double worst = 0;
-  for (int64_t i = 0; i < a.numel(); ++i) {
-    const double x = element_as_double(a, i), y = element_as_double(b, i);
-    worst = std::max(worst, std::abs(x - y) / std::max(1.0, std::abs(y)));
-  }
-  return worst;
+StepResult run(bool reversible, int depth, DType dtype, MemoryMode memory, bool with_dropout) {
+  return run_step([=](Value x) { return chain(x, depth, reversible, with_dropout); }, dtype,
+                  memory);
 }
 
 }  // namespace
@@ -110,27 +66,41 @@ double max_rel(const Tensor& a, const Tensor& b) {
 TEST_CASE("reversible gradients equal the stored-activation twin") {
   for (bool with_dropout : {false, true}) {
     CAPTURE(with_dropout);
-    Run rev = run(true, 3, DType::f64, MemoryMode::planned, with_dropout);
-    Run twin = run(false, 3, DType::f64, MemoryMode::baseline, with_dropout);
-    // Dropout masks replay: the halves draw what the stored twin draws.
-    CHECK(max_rel(rev.y, twin.y) < 1e-12);
-    CHECK(max_rel(rev.dx, twin.dx) < 1e-10);
-    REQUIRE(rev.grads.size() == twin.grads.size());
-    for (size_t i = 0; i < rev.grads.size(); ++i)
-      CHECK(max_rel(rev.grads[i], twin.grads[i]) < 1e-10);
-    // BatchNorm running statistics are updated once per step, as in the twin.
-    REQUIRE(rev.stats.size() == twin.stats.size());
-    for (size_t i = 0; i < rev.stats.size(); ++i)
-      CHECK(max_rel(rev.stats[i], twin.stats[i]) < 1e-12);
+    // Dropout masks replay: the halves draw what the stored twin draws. BatchNorm running
+    // statistics are updated once per step, as in the twin.
+    check_equal_to_twin(run(true, 3, DType::f64, MemoryMode::planned, with_dropout),
+                        run(false, 3, DType::f64, MemoryMode::baseline, with_dropout));
   }
 }
 
 TEST_CASE("reversible planned is bitwise equal to reversible baseline") {
-  Run a = run(true, 2, DType::f32, MemoryMode::planned, true);
-  Run b = run(true, 2, DType::f32, MemoryMode::baseline, true);
+  StepResult a = run(true, 2, DType::f32, MemoryMode::planned, true);
+  StepResult b = run(true, 2, DType::f32, MemoryMode::baseline, true);
   CHECK(bitwise_equal(a.y, b.y));
   CHECK(bitwise_equal(a.dx, b.dx));
   for (size_t i = 0; i < a.grads.size(); ++i) CHECK(bitwise_equal(a.grads[i], b.grads[i]));
+}
+
+TEST_CASE("reversible planned training is bitwise equal to baseline") {
+  const Net net = [](Value x) { return chain(x, 2, true, true); };
+  const auto base = train_two_steps(net, MemoryMode::baseline);
+  const auto planned = train_two_steps(net, MemoryMode::planned);
+  REQUIRE(base.size() == planned.size());
+  for (size_t i = 0; i < base.size(); ++i) CHECK(bitwise_equal(base[i], planned[i]));
+}
+
+TEST_CASE("reversible round trip per block and per stack of 4") {
+  for (int depth : {1, 4}) {
+    CAPTURE(depth);
+    std::vector<ProbeRecord> probes(static_cast<size_t>(depth));
+    const Net net = [&](Value x) {
+      for (int i = 0; i < depth; ++i)
+        x = chain(probe(x, probes[static_cast<size_t>(i)]), 1, true, true);
+      return x;
+    };
+    run_step(net, DType::f64, MemoryMode::planned);
+    check_round_trips(probes);
+  }
 }
 
 TEST_CASE("gradcheck reversible") {

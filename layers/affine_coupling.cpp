@@ -1,0 +1,40 @@
+// Affine coupling block: the first half's coupling over the shared reversible machinery.
+#include "layers/affine_coupling.h"
+
+namespace frugal {
+
+AffineCouplingOp::AffineCouplingOp(ParamStore& params, DType dtype, const std::string& scope,
+                                   HalfNet F, HalfNet G, AffineOptions options)
+    : CouplingOp(params, dtype, scope, std::move(F), std::move(G), 2), opt_(options) {
+  const TensorMeta probe{Shape{1, 1}, DType::f64}, probe_h{Shape{1, 2}, DType::f64};
+  affine_check_shapes(probe, probe_h, opt_, who());  // clamp and min_scale only
+}
+
+// y1 = x1 ⊙ s + t, [h_s, t] = f.
+void AffineCouplingOp::couple_forward(Backend&, Tensor& x1y1, const Tensor& f) const {
+  affine_apply(x1y1, f, opt_, false, x1y1, who());
+}
+
+// x1 = (y1 - t) / s;  dx1 = dy1' ⊙ s;  df = [dy1' ⊙ (y1 - t) ⊙ (1 - u²), dy1'].
+const Tensor& AffineCouplingOp::couple_backward(Backend&, const Tensor& y1, const Tensor& f,
+                                                Tensor& d1, Tensor& x1, Tensor& df) const {
+  affine_backward(y1, f, d1, opt_, false, d1, df, &x1, who());
+  return df;
+}
+
+Value affine_coupling_block(Value x, HalfNet F, HalfNet G, AffineOptions options,
+                            std::source_location where) {
+  Tape& tape = x.tape();
+  std::unique_ptr<AffineCouplingOp> op;
+  try {
+    op = std::make_unique<AffineCouplingOp>(tape.params(), tape.dtype(),
+                                            coupling_scope(tape, "affine_coupling"), std::move(F),
+                                            std::move(G), options);
+  } catch (const Error& e) {
+    throw Error(std::string(where.file_name()) + ":" + std::to_string(where.line()) + ": " +
+                e.what());
+  }
+  return record_coupling(x, std::move(op), where);
+}
+
+}  // namespace frugal

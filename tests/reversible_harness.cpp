@@ -1,0 +1,87 @@
+// Steps shared by the tests of blocks that rebuild their input (reversible, affine coupling,
+// invertible): one seeded step with every gradient kept, and two SGD steps with a loss.
+#include "tests/reversible_harness.h"
+
+#include <doctest/doctest.h>
+
+#include "layers/flatten.h"
+#include "layers/linear.h"
+#include "layers/softmax_cross_entropy.h"
+#include "tests/gradcheck.h"
+
+namespace frugal::testing {
+
+StepResult run_step(const Net& net, DType dtype, MemoryMode memory) {
+  ParamStore store(11);
+  Tape tape(store, dtype);
+  const Shape shape{2, 4, 6, 6};
+  Value x = tape.input("x", shape, dtype, true);
+  Value y = net(x);
+  Executor ex(tape, cpu_backend(),
+              {.memory = memory, .poison = true, .seed = 5, .keep = {y}, .keep_param_grads = true});
+  ex.set_input(x, random_tensor(shape, 3, -1, 1, dtype));
+  ex.forward();
+  StepResult r;
+  r.y = clone(ex.value(y));
+  std::pair<Value, Tensor> seed{y, random_tensor(y.shape(), 4, -1, 1, dtype)};
+  ex.backward(std::span<const std::pair<Value, Tensor>>(&seed, 1));
+  r.dx = clone(ex.grad(x));
+  for (Parameter* p : store.all()) {
+    if (!p->trainable) {
+      r.stats.push_back(clone(p->value));
+      continue;
+    }
+    for (size_t v = 0; v < tape.values().size(); ++v)
+      if (tape.values()[v].param == p) {
+        r.grads.push_back(clone(ex.grad(Value(&tape, static_cast<int>(v)))));
+        break;
+      }
+  }
+  return r;
+}
+
+void check_equal_to_twin(const StepResult& rebuilt, const StepResult& twin) {
+  CHECK(max_rel(rebuilt.y, twin.y) < 1e-12);
+  CHECK(max_rel(rebuilt.dx, twin.dx) < 1e-10);
+  REQUIRE(rebuilt.grads.size() == twin.grads.size());
+  for (size_t i = 0; i < rebuilt.grads.size(); ++i)
+    CHECK(max_rel(rebuilt.grads[i], twin.grads[i]) < 1e-10);
+  REQUIRE(rebuilt.stats.size() == twin.stats.size());  // BatchNorm updated once per step
+  for (size_t i = 0; i < rebuilt.stats.size(); ++i)
+    CHECK(max_rel(rebuilt.stats[i], twin.stats[i]) < 1e-12);
+}
+
+void check_round_trips(const std::vector<ProbeRecord>& probes) {
+  for (size_t i = 0; i < probes.size(); ++i) {
+    CAPTURE(i);
+    CHECK(round_trip_error(probes[i].backward, probes[i].forward) < 1e-12);
+  }
+}
+
+std::vector<Tensor> train_two_steps(const Net& net, MemoryMode memory) {
+  ParamStore store(3);
+  Tape tape(store, DType::f32);
+  const Shape shape{4, 4, 6, 6};
+  Value x = tape.input("x", shape, DType::f32, true);
+  Value labels = tape.input("labels", {4}, DType::i32);
+  Value loss = softmax_cross_entropy(linear(flatten(net(x)), {.out = 5}), labels);
+  Executor ex(tape, cpu_backend(),
+              {.memory = memory,
+               .poison = true,
+               .seed = 2,
+               .keep = {loss},
+               .sgd = SgdConfig{.lr = 0.1, .momentum = 0.9}});
+  std::vector<Tensor> out;
+  for (int s = 0; s < 2; ++s) {
+    ex.set_input(x, random_tensor(shape, 10 + s, -1, 1, DType::f32));
+    ex.set_input(labels, random_labels(4, 5, 20 + s));
+    ex.forward();
+    out.push_back(clone(ex.value(loss)));
+    ex.backward(loss);
+    out.push_back(clone(ex.grad(x)));
+  }
+  for (Parameter* p : store.all()) out.push_back(clone(p->value));
+  return out;
+}
+
+}  // namespace frugal::testing
