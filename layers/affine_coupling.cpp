@@ -15,7 +15,8 @@ void AffineCouplingOp::couple_forward(Backend&, Tensor& x1y1, const Tensor& f) c
   affine_apply(x1y1, f, opt_, false, x1y1, who());
 }
 
-// x1 = (y1 - t) / s;  dx1 = dy1' ⊙ s;  df = [dy1' ⊙ (y1 - t) ⊙ (1 - u²), dy1'].
+// x1 = (y1 - t) / s;  dx1 = dy1' ⊙ s;  df = [dy1' ⊙ (y1 - t) ⊙ (1 - u²), dy1'].  x1 may be
+// y1's memory: affine_backward reads y[i] before it writes x[i].
 const Tensor& AffineCouplingOp::couple_backward(Backend&, const Tensor& y1, const Tensor& f,
                                                 Tensor& d1, Tensor& x1, Tensor& df) const {
   affine_backward(y1, f, d1, opt_, false, d1, df, &x1, who());

@@ -6,14 +6,17 @@
 
 namespace frugal {
 
-// Scratch layout in bytes: [F arena][G arena][T1][T2] in forward, plus [D1][D2][DF] in
-// backward (DF: F's upstream gradient where it is not dy1' itself).
+// Scratch layout in bytes: [F or G arena][T1][T2] in forward, plus [D1][D2][DF] in backward
+// (DF: F's upstream gradient where it is not dy1' itself). F and G never run at once, so they
+// take turns in one arena of max(f, g) bytes: what one leaves for later (x2, y1, G's parameter
+// gradients) is moved out to T1, T2 or the op's gradients first, and each run starts from an
+// input copied in, never from what the arena held before.
 struct CouplingOp::Layout {
   size_t f = 0, g = 0, half = 0, df = 0;
-  size_t offset(int slot) const {  // slot 0: F, 1: G, 2..6: T1, T2, D1, D2, DF
+  size_t offset(int slot) const {  // slot 0: F and G, 1..5: T1, T2, D1, D2, DF
     auto round = [](size_t b) { return (b + 255) / 256 * 256; };
     size_t at = 0;
-    const size_t sizes[7] = {f, g, half, half, half, half, df};
+    const size_t sizes[6] = {std::max(f, g), half, half, half, half, df};
     for (int i = 0; i < slot; ++i) at += round(sizes[i]);
     return at;
   }
@@ -73,70 +76,78 @@ Roles CouplingOp::roles(Mode mode, const Backend& backend) const {
   const Layout l = layout(mode, backend);
   Roles r;
   r.aliases = {{.output = 0, .input = 0}};
-  r.forward_scratch = l.offset(4);
+  r.forward_scratch = l.offset(3);
   if (mode == Mode::training) {
     r.backward_reads_outputs = {0};
     r.rebuilds_inputs = {0};
-    r.backward_scratch = l.offset(7);
+    r.backward_scratch = l.offset(6);
   }
   return r;
 }
 
-// x = [x1, x2]:  y1 = couple(x1, F(x2)) (in T1),  y2 = x2 + G(y1) (in T2),  y = [y1, y2]
+// x = [x1, x2]:  y1 = couple(x1, F(x2)) (in T1),  y2 = x2 + G(y1) (in T2),  y = [y1, y2].
+// x2 waits in T2 while G overwrites F's arena.
 void CouplingOp::forward(const OpContext& ctx) {
   Backend& be = ctx.backend();
   const Layout l = layout(ctx.mode(), be);
   const Tensor& s = ctx.scratch();
   Executor& F = F_->executor(ctx.mode(), be, scratch_region(s, l.offset(0), l.f));
-  Executor& G = G_->executor(ctx.mode(), be, scratch_region(s, l.offset(1), l.g));
-  Tensor T1 = scratch_region(s, l.offset(2), half_), T2 = scratch_region(s, l.offset(3), half_);
+  Executor& G = G_->executor(ctx.mode(), be, scratch_region(s, l.offset(0), l.g));
+  Tensor T1 = scratch_region(s, l.offset(1), half_), T2 = scratch_region(s, l.offset(2), half_);
   for (Executor* e : {&F, &G}) {
     e->set_step_seed(ctx.seed());
     e->set_update_state(ctx.update_state());
   }
-  Tensor& x2 = F.input(F_->input());
-  Tensor parts[2] = {T1, x2};
-  be.concat_backward(ctx.input(0), parts);
+  Tensor parts[2] = {T1, T2};
+  be.concat_backward(ctx.input(0), parts);  // x1, x2
+  be.copy(T2, F.input(F_->input()));
   F.forward();
   couple_forward(be, T1, F.value(F_->output()));
   be.copy(T1, G.input(G_->input()));
   G.forward();
-  be.add(x2, G.value(G_->output()), T2);
+  be.add(T2, G.value(G_->output()), T2);
   const Tensor halves[2] = {T1, T2};
   be.concat_forward(halves, ctx.output(0));
 }
 
 // From y and dy:  x2 = y2 - G(y1);  dy1' = dy1 + G'(y1)^T dy2;  x1 and dx1 from y1, F(x2) and
-// dy1' (couple_backward);  dx2 = dy2 + F'(x2)^T df.  F and G run forward once more, with tapes.
+// dy1' (couple_backward);  dx2 = dy2 + F'(x2)^T df.  F and G run forward once more, with tapes,
+// G first; y1 waits in T1 and G's parameter gradients go to the op's before F takes the arena.
 void CouplingOp::backward(const OpContext& ctx) {
   Backend& be = ctx.backend();
   const Layout l = layout(Mode::training, be);
   const Tensor& s = ctx.scratch();
   Executor& F = F_->executor(Mode::training, be, scratch_region(s, l.offset(0), l.f));
-  Executor& G = G_->executor(Mode::training, be, scratch_region(s, l.offset(1), l.g));
-  Tensor T1 = scratch_region(s, l.offset(2), half_), T2 = scratch_region(s, l.offset(3), half_);
-  Tensor D1 = scratch_region(s, l.offset(4), half_), D2 = scratch_region(s, l.offset(5), half_);
-  Tensor DF = l.df > 0 ? scratch_region(s, l.offset(6), f_out_) : Tensor();
+  Executor& G = G_->executor(Mode::training, be, scratch_region(s, l.offset(0), l.g));
+  Tensor T1 = scratch_region(s, l.offset(1), half_), T2 = scratch_region(s, l.offset(2), half_);
+  Tensor D1 = scratch_region(s, l.offset(3), half_), D2 = scratch_region(s, l.offset(4), half_);
+  Tensor DF = l.df > 0 ? scratch_region(s, l.offset(5), f_out_) : Tensor();
   for (Executor* e : {&F, &G}) {
     e->set_step_seed(ctx.seed());
     e->set_update_state(false);  // BatchNorm statistics were updated in forward
   }
-  Tensor& y1 = G.input(G_->input());
-  Tensor ys[2] = {y1, T2};
-  be.concat_backward(ctx.output(0), ys);
+  Tensor ys[2] = {T1, T2};
+  be.concat_backward(ctx.output(0), ys);  // y1, y2
   Tensor dys[2] = {D1, D2};
   be.concat_backward(ctx.grad_output(0), dys);
 
+  be.copy(T1, G.input(G_->input()));
   G.forward();
   be.subtract(T2, G.value(G_->output()), T2);  // x2
   std::pair<Value, Tensor> seed_g{G_->output(), D2};
   G.backward(std::span<const std::pair<Value, Tensor>>(&seed_g, 1));
   be.accumulate(G.grad(G_->input()), D1);  // dy1'
+  std::vector<bool> in_g(params_.size(), false);
+  for (size_t p = 0; p < params_.size(); ++p) {
+    const int slot = static_cast<int>(p) + 1;
+    if (ctx.needs_grad_input(slot))
+      in_g[p] = G_->param_grad(G, params_[p], be, ctx.grad_input(slot), true);
+  }
 
   be.copy(T2, F.input(F_->input()));
   F.forward();
   std::pair<Value, Tensor> seed_f{
-      F_->output(), couple_backward(be, y1, F.value(F_->output()), D1, T1, DF)};  // x1, dx1
+      F_->output(), couple_backward(be, T1, F.value(F_->output()), D1, T1, DF)};  // x1, dx1
   F.backward(std::span<const std::pair<Value, Tensor>>(&seed_f, 1));
   be.accumulate(F.grad(F_->input()), D2);  // dx2
 
@@ -150,10 +161,8 @@ void CouplingOp::backward(const OpContext& ctx) {
   }
   for (size_t p = 0; p < params_.size(); ++p) {
     const int slot = static_cast<int>(p) + 1;
-    if (!ctx.needs_grad_input(slot)) continue;
-    Tensor& dw = ctx.grad_input(slot);
-    const bool in_f = F_->param_grad(F, params_[p], be, dw, true);
-    G_->param_grad(G, params_[p], be, dw, !in_f);
+    if (ctx.needs_grad_input(slot))
+      F_->param_grad(F, params_[p], be, ctx.grad_input(slot), !in_g[p]);
   }
 }
 

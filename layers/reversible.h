@@ -42,6 +42,7 @@ class CouplingOp : public Op {
   virtual void couple_forward(Backend& be, Tensor& x1y1, const Tensor& f) const = 0;
   // From y1, f = F(x2) and d1 = dy1 + G'(y1)^T dy2: writes x1, turns d1 into dx1 in place and
   // returns d f, F's upstream gradient (d1 itself, or written into df, which has f's shape).
+  // x1 and y1 are one memory: read each element of y1 before writing that element of x1.
   virtual const Tensor& couple_backward(Backend& be, const Tensor& y1, const Tensor& f, Tensor& d1,
                                         Tensor& x1, Tensor& df) const = 0;
 
