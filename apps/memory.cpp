@@ -11,12 +11,18 @@
 #include "memory/report.h"
 #include "memory/timeline.h"
 #include "models/registry.h"
+#include "models/step_budget.h"
 
 namespace frugal {
 
 using nlohmann::ordered_json;
 
 void record_model(RecordedModel& r, const MemoryOptions& o) {
+  const std::optional<ModelConfig> recompute = recompute_config(o);
+  record_model(r, o, recompute ? *recompute : stored_config(o));
+}
+
+void record_model(RecordedModel& r, const MemoryOptions& o, const ModelConfig& config) {
   const ModelSpec& spec = find_model(o.model);
   FRUGAL_CHECK(o.batch > 0, "memory: batch must be positive, got ", o.batch);
   r.tape = std::make_unique<Tape>(r.store, o.dtype);
@@ -24,7 +30,7 @@ void record_model(RecordedModel& r, const MemoryOptions& o) {
   for (int64_t d : spec.input.dims()) dims.push_back(d);
   r.images = r.tape->input("images", Shape(dims), o.dtype);
   r.labels = r.tape->input("labels", {o.batch}, DType::i32);
-  Value y = spec.build(r.images, {.dropout = o.dropout, .batch_norm = o.batch_norm});
+  Value y = spec.build(r.images, config);
   r.out = o.mode == Mode::training ? model_loss(spec, y, r.labels) : y;
 }
 
@@ -69,15 +75,24 @@ ordered_json mode_json(const ModeMemory& m, bool planned) {
 
 }  // namespace
 
-ordered_json memory_report_json(const MemoryOptions& o, const MemoryReport& r) {
-  return {{"model", o.model},
-          {"batch", o.batch},
-          {"mode", mode_name(o.mode)},
-          {"dtype", dtype_name(o.dtype)},
-          {"modes",
-           {{"baseline", mode_json(r.baseline, false)},
-            {"eager", mode_json(r.eager, false)},
-            {"planned", mode_json(r.planned, true)}}}};
+ordered_json memory_report_json(const MemoryOptions& o, const MemoryReport& r,
+                                const RecomputeSummary* s) {
+  ordered_json recompute = nullptr;
+  if (r.recompute) {
+    recompute = mode_json(*r.recompute, true);
+    if (s) recompute.update(recompute_json(r, *s));
+  }
+  ordered_json j{{"model", o.model},
+                 {"batch", o.batch},
+                 {"mode", mode_name(o.mode)},
+                 {"dtype", dtype_name(o.dtype)},
+                 {"modes",
+                  {{"baseline", mode_json(r.baseline, false)},
+                   {"eager", mode_json(r.eager, false)},
+                   {"planned", mode_json(r.planned, true)},
+                   {"recompute", recompute}}}};
+  if (!r.recompute && s) j["recompute_note"] = s->none;
+  return j;
 }
 
 namespace {
@@ -88,7 +103,7 @@ void print_row(const char* name, const ModeMemory& m) {
               mib(m.bytes.params), mib(m.bytes.optimizer_state));
 }
 
-void print_table(const MemoryOptions& o, const MemoryReport& r) {
+void print_table(const MemoryOptions& o, const MemoryReport& r, const RecomputeSummary* s) {
   std::printf("%s, batch %lld, %s, %s (MiB)\n", o.model.c_str(), static_cast<long long>(o.batch),
               mode_name(o.mode), dtype_name(o.dtype));
   std::printf("%-10s %10s %10s %11s %10s %10s %10s\n", "mode", "total", "outputs", "gradInputs",
@@ -96,6 +111,7 @@ void print_table(const MemoryOptions& o, const MemoryReport& r) {
   print_row("baseline", r.baseline);
   print_row("eager", r.eager);
   print_row("planned", r.planned);
+  if (r.recompute) print_row("recompute", *r.recompute);
   const CategoryBytes &b = r.baseline.bytes, &p = r.planned.bytes;
   std::printf("%-10s %9.1f%% %9.1f%% %10.1f%% %9.1f%% %9.1f%%\n", "saving",
               saving(r.baseline.total, r.planned.total), saving(b.outputs, p.outputs),
@@ -112,78 +128,123 @@ void print_table(const MemoryOptions& o, const MemoryReport& r) {
   std::printf(
       "(categories peak at different times in eager and planned; optimizer state is "
       "not in the totals)\n");
+  if (s) print_recompute(o, r, *s);
 }
 
-// Runs one real step in planned and baseline memory and checks that the allocator handed out
-// exactly the planned bytes, and that both modes give the same loss bits.
-void run_and_compare(const MemoryOptions& o, const MemoryReport& r) {
+// One real step of `config` in memory mode m from fixed weights and data: the loss (or the
+// output), the bytes the executor allocated and, planned, the allocator's peak over a second
+// step above what the first left held (0: the step allocates nothing).
+struct StepRun {
+  Tensor out;
+  size_t held = 0, inputs = 0, second_step_peak = 0;
+};
+
+StepRun run_step(const MemoryOptions& o, const ModelConfig& config, MemoryMode m) {
   const ModelSpec& spec = find_model(o.model);
-  std::vector<Tensor> results;
-  for (MemoryMode m : {MemoryMode::planned, MemoryMode::baseline}) {
-    // Each mode from the same initial weights (the first step's update must not leak over).
-    RecordedModel rec{ParamStore(1), nullptr, {}, {}, {}};
-    record_model(rec, o);
-    std::optional<SgdConfig> sgd;
-    if (o.mode == Mode::training) sgd = SgdConfig{.lr = 0.01, .momentum = 0.9};
-    const size_t before = cpu_allocator().current_bytes();
-    Executor ex(*rec.tape, cpu_backend(),
-                {.mode = o.mode, .memory = m, .keep = {rec.out}, .sgd = sgd});
-    const size_t held = cpu_allocator().current_bytes() - before;
-    Tensor& x = ex.input(rec.images);
-    Rng rng(7);
-    for (int64_t i = 0; i < x.numel(); ++i) {
-      if (o.dtype == DType::f32)
-        x.data<float>()[i] = static_cast<float>(rng.normal());
-      else
-        x.data<double>()[i] = rng.normal();
-    }
-    Tensor& labels = ex.input(rec.labels);
-    for (int64_t i = 0; i < labels.numel(); ++i)
-      labels.data<int32_t>()[i] = static_cast<int32_t>(rng.below(spec.classes));
-    ex.forward();
-    Tensor out = Tensor::empty(ex.value(rec.out).shape(), ex.value(rec.out).dtype());
-    copy_bytes(ex.value(rec.out), out);
-    if (o.mode == Mode::training) ex.backward(rec.out);
-    results.push_back(out);
-    const size_t inputs = x.bytes() + labels.bytes();
-    if (m == MemoryMode::planned) {
-      std::printf(
-          "run: planned executor allocated %zu bytes = arena %zu + inputs %zu; report "
-          "planned arena %zu: %s\n",
-          held, ex.arena_bytes(), inputs, r.planned.arena,
-          held == r.planned.arena + inputs ? "equal" : "DIFFERENT");
-      FRUGAL_CHECK(held == r.planned.arena + inputs, "memory --run: measured ", held,
-                   " bytes, planned ", r.planned.arena + inputs);
-    } else {
-      std::printf("run: baseline executor allocated %zu bytes\n", held);
-    }
+  // Each run from the same initial weights (the first step's update must not leak over).
+  RecordedModel rec{ParamStore(1), nullptr, {}, {}, {}};
+  record_model(rec, o, config);
+  std::optional<SgdConfig> sgd;
+  if (o.mode == Mode::training) sgd = SgdConfig{.lr = 0.01, .momentum = 0.9};
+  Allocator& alloc = cpu_allocator();
+  const size_t before = alloc.current_bytes();
+  Executor ex(*rec.tape, cpu_backend(),
+              {.mode = o.mode, .memory = m, .keep = {rec.out}, .sgd = sgd});
+  StepRun run;
+  run.held = alloc.current_bytes() - before;
+  Tensor& x = ex.input(rec.images);
+  Rng rng(7);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    if (o.dtype == DType::f32)
+      x.data<float>()[i] = static_cast<float>(rng.normal());
+    else
+      x.data<double>()[i] = rng.normal();
   }
-  const bool same = bitwise_equal(results[0], results[1]);
-  std::printf("run: planned and baseline %s are %s\n",
-              o.mode == Mode::training ? "losses" : "outputs",
-              same ? "bitwise equal" : "DIFFERENT");
+  Tensor& labels = ex.input(rec.labels);
+  for (int64_t i = 0; i < labels.numel(); ++i)
+    labels.data<int32_t>()[i] = static_cast<int32_t>(rng.below(spec.classes));
+  run.inputs = x.bytes() + labels.bytes();
+  // Planned: the first step makes the momentum buffers; the second should allocate nothing.
+  for (int step = 0; step < (m == MemoryMode::planned ? 2 : 1); ++step) {
+    const size_t settled = alloc.current_bytes();
+    alloc.reset_peaks();
+    ex.forward();
+    if (step == 0) {
+      run.out = Tensor::empty(ex.value(rec.out).shape(), ex.value(rec.out).dtype());
+      copy_bytes(ex.value(rec.out), run.out);
+    }
+    if (o.mode == Mode::training) ex.backward(rec.out);
+    run.second_step_peak = alloc.peak_bytes() - settled;
+  }
+  return run;
+}
+
+// Checks that a planned executor allocated exactly the report's arena (plus the inputs) and
+// that a step allocates nothing more.
+void check_planned_run(const char* name, const StepRun& run, size_t arena) {
+  std::printf(
+      "run: %s executor allocated %zu bytes = arena %zu + inputs %zu (report: %s); a second "
+      "step allocates %zu bytes more\n",
+      name, run.held, run.held - run.inputs, run.inputs,
+      run.held == arena + run.inputs ? "equal" : "DIFFERENT", run.second_step_peak);
+  FRUGAL_CHECK(run.held == arena + run.inputs && run.second_step_peak == 0, "memory --run: ", name,
+               " measured ", run.held, " bytes and ", run.second_step_peak,
+               " more in a step, planned ", arena + run.inputs);
+}
+
+// Runs one real step in planned and baseline memory (and with recomputation, where the report
+// has it) and checks that the allocator handed out exactly the planned bytes, and that every
+// run gives the baseline's loss bits.
+void run_and_compare(const MemoryOptions& o, const MemoryReport& r) {
+  const StepRun planned = run_step(o, stored_config(o), MemoryMode::planned);
+  check_planned_run("planned", planned, r.planned.arena);
+  const StepRun baseline = run_step(o, stored_config(o), MemoryMode::baseline);
+  std::printf("run: baseline executor allocated %zu bytes\n", baseline.held);
+  const char* what = o.mode == Mode::training ? "losses" : "outputs";
+  const bool same = bitwise_equal(planned.out, baseline.out);
+  std::printf("run: planned and baseline %s are %s\n", what, same ? "bitwise equal" : "DIFFERENT");
   FRUGAL_CHECK(same, "memory --run: planned and baseline results differ");
+  if (!r.recompute) return;
+  const StepRun recompute = run_step(o, *recompute_config(o), MemoryMode::planned);
+  check_planned_run("recompute", recompute, r.recompute->arena);
+  const bool equal = bitwise_equal(recompute.out, baseline.out);
+  std::printf("run: recompute and baseline %s are %s\n", what,
+              equal ? "bitwise equal" : "DIFFERENT");
+  FRUGAL_CHECK(equal, "memory --run: recompute and baseline results differ");
 }
 
 }  // namespace
 
-MemoryReport memory_report_for(const MemoryOptions& o) {
+MemoryReport memory_report_for(const MemoryOptions& o, RecomputeSummary* summary) {
   RecordedModel rec{ParamStore::shapes_only(), nullptr, {}, {}, {}};
-  record_model(rec, o);
-  ReportOptions ro{.keep = {rec.out.id()}};
-  return memory_report(*rec.tape, o.mode, cpu_backend(), ro);
+  record_model(rec, o, stored_config(o));
+  MemoryReport r = memory_report(*rec.tape, o.mode, cpu_backend(), {.keep = {rec.out.id()}});
+  const std::optional<ModelConfig> config = recompute_config(o);
+  if (config) {
+    RecordedModel again{ParamStore::shapes_only(), nullptr, {}, {}, {}};
+    record_model(again, o, *config);
+    r.recompute = planned_memory(*again.tape, o.mode, cpu_backend(), {.keep = {again.out.id()}});
+    if (summary) {
+      summary->forward_flops = forward_flops(*rec.tape);
+      summary->recompute_flops = summary->forward_flops - forward_flops(*again.tape);
+    }
+  }
+  if (summary) describe_recompute(o, config.has_value(), *summary);
+  return r;
 }
 
 namespace {
 
-// The planned layout over the step: an SVG timeline and/or a Chrome trace.
+// The planned layout over the step (with recomputation where the network has it): an SVG
+// timeline and/or a Chrome trace.
 void write_pictures(const MemoryOptions& o) {
   if (o.timeline.empty() && o.trace.empty()) return;
   RecordedModel rec{ParamStore::shapes_only(), nullptr, {}, {}, {}};
   record_model(rec, o);
   const Layout layout = recorded_layout(rec, o, MemoryMode::planned);
   const std::string title = o.model + ", batch " + std::to_string(o.batch) + ", " +
-                            mode_name(o.mode) + ", " + dtype_name(o.dtype) + ", planned";
+                            mode_name(o.mode) + ", " + dtype_name(o.dtype) + ", planned" +
+                            (recompute_config(o) ? " + recompute" : "");
   std::FILE* note = o.json ? stderr : stdout;
   if (!o.timeline.empty()) {
     write_text_file(o.timeline, timeline_svg(layout, title), "memory --timeline");
@@ -198,12 +259,18 @@ void write_pictures(const MemoryOptions& o) {
 
 }  // namespace
 
-void run_memory(const MemoryOptions& o) {
-  const MemoryReport r = memory_report_for(o);
+void run_memory(const MemoryOptions& options) {
+  MemoryOptions o = options;
+  RecomputeSummary s;
+  if (o.memory_budget > 0) apply_memory_budget(o, s);
+  const MemoryReport r = memory_report_for(o, &s);
+  FRUGAL_CHECK(!s.budget || (r.recompute && r.recompute->arena == s.budget->planned_peak),
+               "memory --memory-budget: the report plans ", r.recompute ? r.recompute->arena : 0,
+               " bytes where the budget's schedule planned ", s.budget->planned_peak);
   if (o.json)
-    std::printf("%s\n", memory_report_json(o, r).dump(2).c_str());
+    std::printf("%s\n", memory_report_json(o, r, &s).dump(2).c_str());
   else
-    print_table(o, r);
+    print_table(o, r, &s);
   write_pictures(o);
   if (o.run) run_and_compare(o, r);
 }
@@ -219,8 +286,10 @@ Action add_memory_command(CLI::App& app) {
   auto dtype = std::make_shared<std::string>("f32");
   auto list = std::make_shared<bool>(false);
   auto tables = std::make_shared<bool>(false);
+  auto budget = std::make_shared<std::string>();
   CLI::App* c = app.add_subcommand(
-      "memory", "Memory of a bundled network per mode (baseline, eager, planned), from shapes");
+      "memory",
+      "Memory of a bundled network per mode (baseline, eager, planned, recompute), from shapes");
   std::vector<std::string> names;
   for (const ModelSpec& s : model_specs()) names.push_back(s.name);
   c->add_option("--model", o->model, "Network (see --list)")
@@ -246,14 +315,22 @@ Action add_memory_command(CLI::App& app) {
   c->add_option(
       "--trace", o->trace,
       "Write the planned layout as Chrome trace events (JSON, for Perfetto) to this file");
+  c->add_option("--segments", o->segments,
+                "CIFAR ResNets: checkpoint the chain of blocks in this many equal runs (all but "
+                "the last checkpointed) for the recompute entry")
+      ->check(CLI::NonNegativeNumber);
+  c->add_option("--memory-budget", *budget,
+                "Training: checkpoint the runs of blocks with the least recompute whose planned "
+                "arena fits this many bytes (K, M, G: powers of 1024; e.g. 200M, 1.5G)");
   c->add_flag("--list", *list, "List the bundled networks");
   c->add_flag("--optnet-tables", *tables,
               "optnet's three published conditions, frugal beside optnet (with --json: an array)");
-  return [o, mode, dtype, list, tables] {
+  return [o, mode, dtype, list, tables, budget] {
     if (*list) return print_model_list();
     if (*tables) return run_optnet_tables(o->json);
     o->mode = *mode == "inference" ? Mode::inference : Mode::training;
     o->dtype = parse_dtype(*dtype);
+    if (!budget->empty()) o->memory_budget = parse_bytes(*budget);
     run_memory(*o);
   };
 }

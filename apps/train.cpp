@@ -13,6 +13,8 @@
 #include "apps/commands.h"
 #include "apps/progress.h"
 #include "core/backend.h"
+#include "memory/budget.h"
+#include "models/step_budget.h"
 #include "train/train_data.h"
 
 namespace frugal {
@@ -44,16 +46,38 @@ std::vector<std::string> all_model_names() {
   return names;
 }
 
+// Chooses the checkpoint runs for c.memory_budget (training with these classes), prints them,
+// and returns the planned arena they give.
+size_t fit_budget(const TrainCommand& c, int64_t classes, TrainOptions& o) {
+  FRUGAL_CHECK(o.memory == MemoryMode::planned,
+               "train --memory-budget: the budget bounds the planned arena; use --memory planned");
+  const BudgetSchedule b = fit_step_budget(
+      {.model = o.model, .batch = o.batch, .config = {.classes = classes}, .keep_logits = true},
+      c.memory_budget);
+  o.checkpoint_runs = b.schedule.checkpointed;
+  const ModelSpec& spec = find_model(o.model);
+  std::printf(
+      "memory budget %s: checkpointing blocks %s of %d, planned arena %s (%s with "
+      "every activation stored)\n",
+      bytes_text(c.memory_budget).c_str(), runs_text(o.checkpoint_runs).c_str(), spec.chain_blocks,
+      bytes_text(b.planned_peak).c_str(), bytes_text(b.stored_peak).c_str());
+  return b.planned_peak;
+}
+
 }  // namespace
 
 void run_train(const TrainCommand& c) {
-  const TrainOptions& o = c.train;
+  TrainOptions o = c.train;
   const ModelSpec& model = find_model(o.model);
   set_cpu_threads(o.threads);
   const SyntheticSizes synthetic{.train = o.batch * (o.steps > 0 ? o.steps : 4),
                                  .test = o.eval_batch};
   const TrainData data = load_train_data(o.data, model, synthetic, o.seed);
+  const size_t budget_arena = c.memory_budget > 0 ? fit_budget(c, data.train.classes, o) : 0;
   Trainer t(o, data.train, data.test);
+  FRUGAL_CHECK(budget_arena == 0 || t.executor().arena_bytes() == budget_arena,
+               "train --memory-budget: the executor's arena is ", t.executor().arena_bytes(),
+               " bytes where the schedule planned ", budget_arena);
   if (!c.resume.empty()) {
     t.resume(c.resume);
     std::printf("resumed from %s at epoch %d, step %lld of %lld\n", c.resume.c_str(), t.epoch() + 1,
@@ -171,6 +195,10 @@ Action add_train_command(CLI::App& app) {
   train->add_option("--memory", *memory, "Memory layout: planned (one arena) or baseline")
       ->check(CLI::IsMember({"planned", "baseline"}))
       ->capture_default_str();
+  auto budget = std::make_shared<std::string>();
+  train->add_option("--memory-budget", *budget,
+                    "CIFAR ResNets: checkpoint the runs of blocks with the least recompute whose "
+                    "planned arena fits this many bytes (K, M, G: powers of 1024; e.g. 200M)");
   train->add_option("--threads", t.threads, "CPU threads (0: all cores)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
@@ -189,8 +217,9 @@ Action add_train_command(CLI::App& app) {
                    "Without a terminal: print a line every N steps (0: ten per epoch)")
       ->check(CLI::NonNegativeNumber);
 
-  return [c, memory, schedule] {
+  return [c, memory, schedule, budget] {
     c->train.memory = *memory == "baseline" ? MemoryMode::baseline : MemoryMode::planned;
+    if (!budget->empty()) c->memory_budget = parse_bytes(*budget);
     c->train.schedule = parse_schedule(*schedule);
     run_train(*c);
   };

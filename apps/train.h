@@ -11,10 +11,11 @@ namespace frugal {
 
 struct TrainCommand {
   TrainOptions train;
-  std::string log;          // JSON lines, one per epoch ("" : none)
-  std::string save;         // checkpoint written after every epoch ("" : none)
-  std::string resume;       // checkpoint to continue from ("" : start fresh)
-  int64_t print_every = 0;  // without a TTY: a line every N steps; 0: ten per epoch
+  std::string log;           // JSON lines, one per epoch ("" : none)
+  std::string save;          // checkpoint written after every epoch ("" : none)
+  std::string resume;        // checkpoint to continue from ("" : start fresh)
+  int64_t print_every = 0;   // without a TTY: a line every N steps; 0: ten per epoch
+  size_t memory_budget = 0;  // bytes for the step's planned arena: checkpoint runs (0: none)
 };
 
 // Runs the training `c` describes, printing to stdout. Throws frugal::Error on bad data,

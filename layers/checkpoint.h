@@ -21,6 +21,8 @@ class CheckpointOp final : public Op {
   void backward(const OpContext& ctx) override;
   bool updates_state() const override { return true; }
   const std::vector<Parameter*>& parameters() const { return params_; }
+  // The segment, as recorded (memory budgets measure it).
+  const SubGraph& body() const { return *body_; }
 
  private:
   std::unique_ptr<SubGraph> body_;

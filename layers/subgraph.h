@@ -27,6 +27,8 @@ class SubGraph {
 
   Value input() const { return in_; }
   Value output() const { return out_; }
+  // The sub-network's own tape.
+  Tape& tape() const { return *tape_; }
   // Trainable parameters, each once, in recording order.
   std::vector<Parameter*> parameters() const;
   // Bytes of a planned arena for this mode (inputs included), cached per backend and mode.

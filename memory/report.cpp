@@ -152,17 +152,24 @@ MemoryReport memory_report(Tape& tape, Mode mode, const Backend& backend,
   r.eager.arena = sim.peak_reserved;
   r.eager.total = sim.peak_reserved + params.weights;
 
-  // Planned: compact encodings, aliases, fused optimizer, one arena.
-  const Layout layout = memory_layout(tape, mode, MemoryMode::planned, backend, lo);
-  const Liveness& planned = layout.live;
-  const Plan& plan = layout.plan;
-  r.planned.bytes = peak_by_category(planned);
-  r.planned.bytes.params += params.weights;
-  r.planned.bytes.optimizer_state = momentum;
-  r.planned.arena = plan.arena_bytes;
-  r.planned.lower_bound = plan.lower_bound;
-  r.planned.total = plan.arena_bytes + params.weights;
+  r.planned = planned_memory(tape, mode, backend, options);
   return r;
+}
+
+ModeMemory planned_memory(Tape& tape, Mode mode, const Backend& backend,
+                          const ReportOptions& options) {
+  const ParamTotals params = param_totals(tape);
+  const bool optimizer = mode == Mode::training && options.optimizer;
+  const Layout layout =
+      memory_layout(tape, mode, MemoryMode::planned, backend, report_layout_options(mode, options));
+  ModeMemory m;
+  m.bytes = peak_by_category(layout.live);
+  m.bytes.params += params.weights;
+  m.bytes.optimizer_state = optimizer ? params.trainable : 0;
+  m.arena = layout.plan.arena_bytes;
+  m.lower_bound = layout.plan.lower_bound;
+  m.total = layout.plan.arena_bytes + params.weights;
+  return m;
 }
 
 }  // namespace frugal

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,9 @@ struct MemoryReport {
   Mode mode = Mode::training;
   DType dtype = DType::f32;
   ModeMemory baseline, eager, planned;
+  // planned + recompute: the same network with its recomputation applied (reversible blocks,
+  // checkpoint segments), planned; set by the caller, which records that tape.
+  std::optional<ModeMemory> recompute;
 };
 
 struct ReportOptions {
@@ -55,6 +59,10 @@ LayoutOptions report_layout_options(Mode mode, const ReportOptions& options);
 // peak at different times, so they need not add up to the total).
 MemoryReport memory_report(Tape& tape, Mode mode, const Backend& backend,
                            const ReportOptions& options = {});
+
+// The planned mode alone: compact encodings, aliases, fused optimizer, one arena.
+ModeMemory planned_memory(Tape& tape, Mode mode, const Backend& backend,
+                          const ReportOptions& options = {});
 
 // Peak live bytes per category of a liveness with the given offsets' alias groups once.
 CategoryBytes peak_by_category(const Liveness& live);

@@ -4,6 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
+
+#include "memory/budget.h"
 
 namespace frugal {
 
@@ -14,6 +17,15 @@ struct ModelConfig {
   // CIFAR ResNets: split the chain of blocks into this many segments and checkpoint all but
   // the last (as PyTorch's checkpoint_sequential); 0: store every activation.
   int segments = 0;
+  // RevNets: the stem and the downsampling units, which cannot rebuild their input, are
+  // checkpoint segments (their activations recomputed in backward); false: stored.
+  bool checkpoint_boundaries = true;
+  // CIFAR ResNets: the runs of the chain of blocks to checkpoint, each one checkpoint op
+  // (sorted, disjoint; the other blocks store their activations). Used instead of `segments`
+  // when not empty: a memory budget's schedule (memory/budget.h).
+  std::vector<BlockRun> checkpoint_runs = {};
+  // RevNets: reversible units, rebuilt in backward; false: their stored-activation twins.
+  bool reversible = true;
 };
 
 // The number of classes a builder should use: config.classes, or `fallback` when it is 0.

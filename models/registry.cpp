@@ -21,12 +21,26 @@ const Shape kImageNet{3, 224, 224};
 const Shape kCifar{3, 32, 32};
 
 ModelSpec cifar_resnet(int depth) {
-  return {"resnet" + std::to_string(depth),
-          "ResNet-" + std::to_string(depth) + " for CIFAR-10, basic blocks, shortcut B",
-          kCifar,
-          10,
-          false,
-          [depth](Value x, const ModelConfig& c) { return resnet_cifar(x, depth, c); }};
+  ModelSpec s{"resnet" + std::to_string(depth),
+              "ResNet-" + std::to_string(depth) + " for CIFAR-10, basic blocks, shortcut B",
+              kCifar,
+              10,
+              false,
+              [depth](Value x, const ModelConfig& c) { return resnet_cifar(x, depth, c); }};
+  s.chain_blocks = 3 * (depth - 2) / 6;
+  return s;
+}
+
+ModelSpec revnet_spec(int depth) {
+  ModelSpec s{"revnet" + std::to_string(depth),
+              "RevNet-" + std::to_string(depth) +
+                  " for CIFAR-10, reversible units (memcnn), inputs rebuilt in backward",
+              kCifar,
+              10,
+              false,
+              [depth](Value x, const ModelConfig& c) { return revnet(x, depth, c, c.reversible); }};
+  s.reversible = true;
+  return s;
 }
 
 ModelSpec vgg_spec(const char* name, const char* description, VggConfig which) {
@@ -49,15 +63,11 @@ std::vector<ModelSpec> make_specs() {
                    kImageNet, 1000, true,
                    [](Value x, const ModelConfig& c) { return googlenet(x, c); }});
   for (int depth : {20, 32, 56, 110}) specs.push_back(cifar_resnet(depth));
-  for (int depth : {38, 110, 164})
-    specs.push_back({"revnet" + std::to_string(depth),
-                     "RevNet-" + std::to_string(depth) +
-                         " for CIFAR-10, reversible units (memcnn), inputs rebuilt in backward",
-                     kCifar, 10, false,
-                     [depth](Value x, const ModelConfig& c) { return revnet(x, depth, c); }});
+  for (int depth : {38, 110, 164}) specs.push_back(revnet_spec(depth));
   specs.push_back({"resnet1001", "ResNet-1001 for CIFAR-10, pre-activation bottlenecks", kCifar, 10,
                    false,
                    [](Value x, const ModelConfig& c) { return preact_resnet_cifar(x, 1001, c); }});
+  specs.back().chain_blocks = 333;
   specs.push_back({"resnet18", "ResNet-18 for ImageNet, basic blocks", kImageNet, 1000, false,
                    [](Value x, const ModelConfig& c) { return resnet_imagenet(x, 18, c); }});
   specs.push_back({"resnet50", "ResNet-50 for ImageNet, bottlenecks", kImageNet, 1000, false,

@@ -22,6 +22,10 @@ struct ModelSpec {
   // Records the network over images (N, input...) and returns its output (N, classes); for
   // GoogLeNet (N, 2 classes), its two heads side by side.
   std::function<Value(Value images, const ModelConfig&)> build;
+  // Blocks of the chain that ModelConfig::checkpoint_runs cuts (CIFAR ResNets); 0: none.
+  int chain_blocks = 0;
+  // Built of reversible units unless ModelConfig::reversible is false (RevNets).
+  bool reversible = false;
 };
 
 // All bundled networks, in a fixed order: small-cnn, alexnet, vgg-a, vgg16, vgg19,

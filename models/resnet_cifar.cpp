@@ -6,6 +6,7 @@
 #include <array>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "layers/add.h"
@@ -59,13 +60,20 @@ Value preact_bottleneck(Value x, int64_t K, int64_t stride, bool bn) {
   return add(y, conv2d(a, {.out = K, .kernel = 1, .stride = stride, .bias = bias, .name = "conv"}));
 }
 
+// The runs of a chain of `total` blocks that `config` checkpoints: its checkpoint_runs, or
+// its `segments` (PyTorch's checkpoint_sequential).
+std::vector<BlockRun> checkpointed_runs(const ModelConfig& config, int total) {
+  if (config.checkpoint_runs.empty()) return segment_runs(config.segments, total);
+  check_block_runs(config.checkpoint_runs, total);
+  return config.checkpoint_runs;
+}
+
 // Three stages of n blocks each, K = widths[s]; the first block of stages 2 and 3 has stride
-// 2. Block b of stage s records in scope "stage<s+1>/block<b>".
-// With `segments` > 0 the 3n blocks are cut into that many runs; every run but the last is
-// one checkpoint op (same parameter names, bitwise equal results).
+// 2. Block b of stage s records in scope "stage<s+1>/block<b>". Each run of blocks the config
+// checkpoints is one checkpoint op (same parameter names, bitwise equal results).
 Value stages(Value x, const std::array<int64_t, 3>& widths, int n,
              const std::function<Value(Value, int64_t K, int64_t stride)>& block,
-             int segments = 0) {
+             const ModelConfig& config) {
   auto run = [&](Value v, int from, int to) {  // blocks [from, to) of the chain
     for (int i = from; i < to; ++i) {
       const int s = i / n, b = i % n;
@@ -76,17 +84,13 @@ Value stages(Value x, const std::array<int64_t, 3>& widths, int n,
     return v;
   };
   const int total = 3 * n;
-  if (segments <= 1) return run(x, 0, total);
-  FRUGAL_CHECK(segments <= total, "resnet: ", segments, " segments for ", total, " blocks");
-  const int per = (total + segments - 1) / segments;
-  for (int from = 0; from < total; from += per) {
-    const int to = std::min(total, from + per);
-    if (to == total)
-      x = run(x, from, to);
-    else
-      x = checkpoint(x, [&, from, to](Value v) { return run(v, from, to); });
+  int done = 0;
+  for (const BlockRun& r : checkpointed_runs(config, total)) {
+    x = run(x, done, r.begin);
+    x = checkpoint(x, [&run, r](Value v) { return run(v, r.begin, r.end); });
+    done = r.end;
   }
-  return x;
+  return run(x, done, total);
 }
 
 }  // namespace
@@ -105,8 +109,7 @@ Value resnet_cifar(Value images, int depth, const ModelConfig& config) {
   }
   x = stages(
       x, {16, 32, 64}, n,
-      [bn](Value v, int64_t K, int64_t stride) { return basic_block(v, K, stride, bn); },
-      config.segments);
+      [bn](Value v, int64_t K, int64_t stride) { return basic_block(v, K, stride, bn); }, config);
   Tape::Scope scope(t, "head");
   return head(x, classes_or(config, 10));
 }
@@ -122,9 +125,10 @@ Value preact_resnet_cifar(Value images, int depth, const ModelConfig& config) {
     Tape::Scope scope(t, "stem");
     x = conv2d(images, {.out = 16, .kernel = 3, .pad = 1, .bias = !bn, .name = "conv"});
   }
-  x = stages(x, {64, 128, 256}, n, [bn](Value v, int64_t K, int64_t stride) {
-    return preact_bottleneck(v, K, stride, bn);
-  });
+  x = stages(
+      x, {64, 128, 256}, n,
+      [bn](Value v, int64_t K, int64_t stride) { return preact_bottleneck(v, K, stride, bn); },
+      config);
   Tape::Scope scope(t, "head");
   return head(relu(maybe_bn(x, bn, "bn")), classes_or(config, 10));
 }

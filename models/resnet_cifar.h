@@ -15,6 +15,8 @@ namespace frugal {
 // parameters, 1,726,570 with config.batch_norm = false (the BNs removed, nothing else).
 // Names: "stem/conv.weight", "stage2/block0/conv1.weight", "stage2/block0/shortcut/bn.bias",
 // "head/linear.weight".
+// config.segments or config.checkpoint_runs checkpoint runs of the chain of 3n blocks (block
+// i = stage i / n, block i % n).
 Value resnet_cifar(Value images, int depth, const ModelConfig& config = {});
 
 // Pre-activation bottleneck ResNet, depth = 9n + 2 (164, 1001), exactly as Kaiming He's
@@ -23,7 +25,8 @@ Value resnet_cifar(Value images, int depth, const ModelConfig& config = {});
 // 3x3, BN, ReLU, conv 1x1, plus the identity; the first unit of each stage shares its
 // leading BN-ReLU with a 1x1 strided conv shortcut (no BN); head BN, ReLU, global average
 // pool, linear. Convs have no bias (his cuDNN code drops them) unless config.batch_norm is
-// false. ResNet-1001: 333 units, 1000 convs + 1 linear, 10,327,706 parameters.
+// false. ResNet-1001: 333 units, 1000 convs + 1 linear, 10,327,706 parameters. Checkpoint runs
+// of the chain of 3n units as in resnet_cifar.
 Value preact_resnet_cifar(Value images, int depth, const ModelConfig& config = {});
 
 }  // namespace frugal

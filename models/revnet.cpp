@@ -11,6 +11,7 @@
 #include "layers/avgpool2d.h"
 #include "layers/batchnorm2d.h"
 #include "layers/channel_slice.h"
+#include "layers/checkpoint.h"
 #include "layers/concat.h"
 #include "layers/conv2d.h"
 #include "layers/flatten.h"
@@ -95,11 +96,15 @@ Value revnet(Value images, int depth, const ModelConfig& config, bool reversible
                                       : RevNetSpec{9, depth == 164, {32, 64, 128}};
   Tape& t = images.tape();
   const bool bn = config.batch_norm;
-  Value x;
-  {
-    Tape::Scope scope(t, "stem");
-    x = relu(maybe_bn(conv(images, 32, 3, 1, "conv"), bn, "bn"));
-  }
+  // Reversible: the units that cannot rebuild their input (the stem, the downsampling units)
+  // are checkpoint segments, so their activations are recomputed rather than stored too.
+  auto stored_or_recomputed = [&](Value x, const SubNet& unit) {
+    return reversible && config.checkpoint_boundaries ? checkpoint(x, unit) : unit(x);
+  };
+  Value x = stored_or_recomputed(images, [&](Value v) {
+    Tape::Scope scope(v.tape(), "stem");
+    return relu(maybe_bn(conv(v, 32, 3, 1, "conv"), bn, "bn"));
+  });
   bool first = true;  // the stem's BN-ReLU is the first unit's pre-activation
   for (int s = 0; s < 3; ++s) {
     Tape::Scope stage(t, "stage" + std::to_string(s + 1));
@@ -108,7 +113,9 @@ Value revnet(Value images, int depth, const ModelConfig& config, bool reversible
     for (int u = 0; u < spec.n; ++u) {
       const int64_t stride = s > 0 && u == 0 ? 2 : 1;
       if (stride != 1 || x.shape()[1] != K) {
-        x = downsampling_unit(x, K, P, stride, first, spec.bottleneck, bn);
+        x = stored_or_recomputed(x, [&](Value v) {
+          return downsampling_unit(v, K, P, stride, first, spec.bottleneck, bn);
+        });
       } else {
         // F and G on K/2 channels; the bottleneck's inner width halves too (memcnn).
         HalfNet half = [=](Value h) {

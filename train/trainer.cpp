@@ -71,7 +71,8 @@ Trainer::Trainer(const TrainOptions& o, const Dataset& train, const Dataset& tes
   const Shape& in = model_.input;
   images_ = tape_.input("images", {o.batch, in[0], in[1], in[2]}, DType::f32);
   labels_ = tape_.input("labels", {o.batch}, DType::i32);
-  logits_ = model_.build(images_, ModelConfig{.classes = train.classes});
+  logits_ = model_.build(
+      images_, ModelConfig{.classes = train.classes, .checkpoint_runs = o.checkpoint_runs});
   loss_ = model_loss(model_, logits_, labels_);
   ex_ = std::make_unique<Executor>(
       tape_, cpu_backend(),

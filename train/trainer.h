@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "autograd/executor.h"
 #include "data/batcher.h"
@@ -32,6 +33,9 @@ struct TrainOptions {
   std::string data = kFashionMnistDir;  // a Fashion-MNIST or CIFAR-10 directory, or "synthetic"
   int64_t steps = 0;                    // training steps per epoch; 0: every full batch
   int64_t eval_batch = 200;             // test batch; a remainder gets its own executor
+  // CIFAR ResNets: runs of blocks to checkpoint (ModelConfig::checkpoint_runs), e.g. the
+  // schedule fit_step_budget chose for a memory budget; empty: every activation stored.
+  std::vector<BlockRun> checkpoint_runs = {};
 };
 
 // The learning rate of step t (0-based) of T: linear warm-up over the first `warmup` steps,

@@ -1,0 +1,96 @@
+// Checkpoint schedules under a memory budget. A chain of blocks runs forward, then backward in
+// reverse; a schedule marks runs of blocks as checkpointed (only a run's input is kept, the run
+// is recomputed in backward) and stores every other block's activations. solve_chain is an
+// optimal dynamic programme over the chain on a memory model measured per block (single-level
+// checkpointing of a heterogeneous chain, as in Beaumont et al. 2019); fit_memory_budget checks
+// each choice with the real planner and tightens the model until the planned peak fits.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace frugal {
+
+// Blocks [begin, end) of a chain.
+struct BlockRun {
+  int begin = 0, end = 0;
+  bool operator==(const BlockRun&) const = default;
+};
+
+// Throws frugal::Error unless the runs are non-empty, sorted, disjoint and within [0, blocks).
+void check_block_runs(std::span<const BlockRun> runs, int blocks);
+
+// PyTorch's checkpoint_sequential: `blocks` cut into `segments` runs of equal length (the last
+// shorter), all but the last checkpointed. None for segments <= 1; throws above `blocks`.
+std::vector<BlockRun> segment_runs(int segments, int blocks);
+
+// One block of the chain, measured alone (bytes, and a forward cost for the recompute).
+struct ChainBlock {
+  size_t input = 0;        // its input (the previous block's output)
+  size_t output = 0;       // its output
+  size_t held = 0;         // what its forward leaves alive for its backward, besides in and out
+  size_t arena = 0;        // planned training arena of the block alone (one checkpoint of it)
+  size_t param_grads = 0;  // its weight gradients
+  double flops = 0;        // its forward cost, paid again when it is checkpointed
+};
+
+struct ChainSchedule {
+  std::vector<BlockRun> checkpointed;  // sorted and disjoint; the other blocks are stored
+  double recompute = 0;                // flops of the checkpointed blocks
+  size_t peak = 0;                     // chain_peak of the schedule
+};
+
+// The memory model: the chain's peak live bytes over forward and backward under a schedule.
+// A stored block keeps input + held until its backward, which peaks at max(arena, input +
+// held + output); a checkpointed run keeps its input, and its backward adds the run's arena
+// (inputs, held and outputs of its blocks, its weight gradients and the largest transient of
+// one block), d input, d output and the weight gradients handed out. Throws on a run that is
+// empty, unsorted, overlapping or outside the chain.
+size_t chain_peak(std::span<const ChainBlock> blocks, std::span<const BlockRun> checkpointed);
+// The forward flops the schedule recomputes.
+double chain_recompute(std::span<const ChainBlock> blocks, std::span<const BlockRun> checkpointed);
+
+// The schedule with the least recompute whose chain_peak is at most `limit`, or nullopt.
+// Optimal for the model with bytes counted in whole units of `unit` (rounded up, so the
+// result's chain_peak never exceeds `limit`); unit 0 picks 1/2048 to 1/(200 n) of the
+// all-stored peak, as fine as about 2e8 steps of the DP allow.
+std::optional<ChainSchedule> solve_chain(std::span<const ChainBlock> blocks, size_t limit,
+                                         size_t unit = 0);
+// The schedule with the least chain_peak (the least recompute among equal peaks, greedily).
+ChainSchedule min_peak_chain(std::span<const ChainBlock> blocks);
+
+// The real planned peak of the whole step with these runs checkpointed.
+using PlannedPeak = std::function<size_t(const std::vector<BlockRun>& checkpointed)>;
+
+struct BudgetSchedule {
+  ChainSchedule schedule;
+  size_t planned_peak = 0;  // real planned peak of the schedule
+  size_t stored_peak = 0;   // real planned peak with nothing checkpointed
+  int plans = 0;            // schedules planned for real
+};
+
+// The schedule with the least recompute (of those tried) whose real planned peak is at most
+// `budget`: solves on the model offset by the real all-stored peak, plans the choice, and
+// while the plan exceeds the budget tightens the offset by the excess and solves again.
+// Throws frugal::Error naming `what`, the budget and minimum_memory's peak when none fits.
+BudgetSchedule fit_memory_budget(std::span<const ChainBlock> blocks, size_t budget,
+                                 const PlannedPeak& planned_peak, const std::string& what);
+// The lowest real planned peak found: min_peak_chain's schedule or every block checkpointed.
+BudgetSchedule minimum_memory(std::span<const ChainBlock> blocks, const PlannedPeak& planned_peak);
+
+// "123456", "200M", "1.5G", "64KiB", "2GB": bytes, with K, M, G, T as powers of 1024.
+// Throws frugal::Error on anything else, or on zero.
+size_t parse_bytes(const std::string& text);
+// "[0, 3) [5, 9)", or "none".
+std::string runs_text(std::span<const BlockRun> runs);
+// runs_text for up to 6 runs, else "31 runs over 52 of the 54 blocks"; "every block" when
+// each of the `blocks` is a run of its own.
+std::string runs_summary(std::span<const BlockRun> runs, int blocks);
+// "87.3 MiB (91545600 bytes)"
+std::string bytes_text(size_t bytes);
+
+}  // namespace frugal

@@ -1,0 +1,150 @@
+// Memory budgets for the bundled networks: recording a step, measuring its chain of blocks,
+// and fitting a checkpoint schedule to a budget with the real planner as the judge.
+#include "models/step_budget.h"
+
+#include <algorithm>
+
+#include "core/backend.h"
+#include "core/error.h"
+#include "layers/checkpoint.h"
+#include "memory/layout.h"
+#include "models/registry.h"
+
+namespace frugal {
+namespace {
+
+// A step recorded on its own shape-only store.
+struct RecordedStep {
+  ParamStore store = ParamStore::shapes_only();
+  Tape tape{store};
+  std::vector<int> keep;
+
+  explicit RecordedStep(const TrainingStep& s) : tape(store, s.dtype) {
+    const ModelSpec& spec = find_model(s.model);
+    FRUGAL_CHECK(s.batch > 0, "training step: batch must be positive, got ", s.batch);
+    std::vector<int64_t> dims{s.batch};
+    for (int64_t d : spec.input.dims()) dims.push_back(d);
+    Value images = tape.input("images", Shape(dims), s.dtype);
+    Value labels = tape.input("labels", {s.batch}, DType::i32);
+    Value logits = spec.build(images, s.config);
+    keep = {model_loss(spec, logits, labels).id()};
+    if (s.keep_logits) keep.insert(keep.end(), {logits.id(), labels.id()});
+  }
+};
+
+// Bytes of each alias group alive both at the last forward step and the first backward step
+// (what forward leaves for backward), inputs and weight gradients aside.
+size_t bytes_across_forward_end(const Liveness& live) {
+  const size_t count = live.buffers.size();
+  std::vector<int> first(count), last(count);
+  std::vector<size_t> bytes(count, 0);
+  for (size_t i = 0; i < count; ++i) {
+    first[i] = live.buffers[i].first;
+    last[i] = live.buffers[i].last;
+  }
+  for (size_t i = 0; i < count; ++i) {
+    size_t r = i;
+    while (live.buffers[r].alias_of >= 0) r = static_cast<size_t>(live.buffers[r].alias_of);
+    first[r] = std::min(first[r], live.buffers[i].first);
+    last[r] = std::max(last[r], live.buffers[i].last);
+    bytes[r] = std::max(bytes[r], live.buffers[i].bytes);
+  }
+  size_t total = 0;
+  for (size_t i = 0; i < count; ++i) {
+    const Buffer& b = live.buffers[i];
+    if (b.alias_of < 0 && b.kind != BufferKind::input && b.role != Role::param_grad &&
+        first[i] < live.ops && last[i] >= live.ops)
+      total += bytes[i];
+  }
+  return total;
+}
+
+// One checkpointed segment, measured as the chain's model needs it.
+ChainBlock measure_segment(const SubGraph& body, const Backend& backend) {
+  ChainBlock b;
+  b.input = body.input().meta().bytes();
+  b.output = body.output().meta().bytes();
+  b.arena = body.arena_bytes(Mode::training, backend);
+  for (const Parameter* p : body.parameters()) b.param_grads += p->meta.bytes();
+  b.flops = forward_flops(body.tape());
+  // As SubGraph plans it: the output kept, weight gradients kept to the end.
+  const Layout layout = memory_layout(body.tape(), Mode::training, MemoryMode::planned, backend,
+                                      {.keep_param_grads = true, .keep = {body.output().id()}});
+  const size_t across = bytes_across_forward_end(layout.live);
+  b.held = across > b.output ? across - b.output : 0;
+  return b;
+}
+
+// The real planned peak of the step with some runs checkpointed.
+PlannedPeak step_peak(const TrainingStep& step) {
+  return [step](const std::vector<BlockRun>& runs) {
+    TrainingStep s = step;
+    s.config.segments = 0;
+    s.config.checkpoint_runs = runs;
+    return planned_step_peak(s);
+  };
+}
+
+}  // namespace
+
+size_t planned_step_peak(const TrainingStep& step) {
+  RecordedStep r(step);
+  return memory_layout(r.tape, Mode::training, MemoryMode::planned, cpu_backend(),
+                       {.optimizer = true, .keep = r.keep})
+      .plan.arena_bytes;
+}
+
+double forward_flops(const Tape& tape) {
+  double flops = 0;
+  for (const OpNode& node : tape.ops()) {
+    const std::string name = node.op->name();
+    for (int out : node.outputs) {
+      const double elements = static_cast<double>(tape.value(out).meta.shape.numel());
+      if ((name == "conv2d" || name == "linear") && node.inputs.size() >= 2) {
+        const Shape& w = tape.value(node.inputs[1]).meta.shape;  // (K, C, R, S) or (K, C)
+        flops += 2.0 * elements * static_cast<double>(w.numel() / w[0]);
+      } else {
+        flops += elements;
+      }
+    }
+  }
+  return flops;
+}
+
+std::vector<ChainBlock> measure_chain(const TrainingStep& step) {
+  const ModelSpec& spec = find_model(step.model);
+  std::string chained;
+  for (const ModelSpec& s : model_specs())
+    if (s.chain_blocks > 0) chained += (chained.empty() ? "" : ", ") + s.name;
+  FRUGAL_CHECK(spec.chain_blocks > 0, "memory budget: ", spec.name,
+               " has no chain of blocks to checkpoint (these have: ", chained, ")");
+  TrainingStep every = step;
+  every.config.segments = 0;
+  every.config.checkpoint_runs.clear();
+  for (int i = 0; i < spec.chain_blocks; ++i) every.config.checkpoint_runs.push_back({i, i + 1});
+  RecordedStep r(every);
+  std::vector<ChainBlock> blocks;
+  for (const OpNode& node : r.tape.ops())
+    if (const auto* c = dynamic_cast<const CheckpointOp*>(node.op.get()))
+      blocks.push_back(measure_segment(c->body(), cpu_backend()));
+  FRUGAL_CHECK(static_cast<int>(blocks.size()) == spec.chain_blocks, "memory budget: ", spec.name,
+               " recorded ", blocks.size(), " checkpoint segments for its ", spec.chain_blocks,
+               " blocks");
+  return blocks;
+}
+
+BudgetSchedule fit_step_budget(const TrainingStep& step, size_t budget) {
+  const std::vector<ChainBlock> blocks = measure_chain(step);
+  const std::string what = step.model + " batch " + std::to_string(step.batch) + ", " +
+                           dtype_name(step.dtype) + " training";
+  return fit_memory_budget(blocks, budget, step_peak(step), what);
+}
+
+BudgetSchedule minimum_step_memory(const TrainingStep& step) {
+  BudgetSchedule m = minimum_memory(measure_chain(step), step_peak(step));
+  m.stored_peak = step_peak(step)({});
+  ++m.plans;
+  return m;
+}
+
+}  // namespace frugal

@@ -1,0 +1,42 @@
+// Memory budgets for the bundled networks: a training step recorded from shapes only, the
+// chain of blocks a network can checkpoint with each block measured alone, and the schedule
+// memory/budget.h chooses, verified against the planned layout of the whole step.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "autograd/tape.h"
+#include "memory/budget.h"
+#include "models/model_config.h"
+
+namespace frugal {
+
+// One training step of a bundled network: SGD with momentum, the loss kept.
+struct TrainingStep {
+  std::string model = "resnet110";
+  int64_t batch = 64;
+  DType dtype = DType::f32;
+  ModelConfig config = {};
+  bool keep_logits = false;  // the trainer also reads the logits after forward
+};
+
+// The planned arena of the step recorded with step.config (CPU backend, nothing allocated):
+// what the executor of the same step binds, network inputs aside.
+size_t planned_step_peak(const TrainingStep& step);
+// Forward cost of a tape: 2 flops per multiply-add of conv2d and linear, one per output
+// element of every other op (a checkpoint or reversible op too: what runs inside it is not
+// counted, so stored minus recomputing tape is the recompute).
+double forward_flops(const Tape& tape);
+// Each block of the model's chain measured alone: the step is recorded with every block its
+// own checkpoint op and each segment's tape is planned. Throws if the model has no chain.
+std::vector<ChainBlock> measure_chain(const TrainingStep& step);
+// The checkpoint runs with the least recompute whose real planned step fits `budget` bytes
+// (fit_memory_budget over measure_chain); step.config's own runs and segments are ignored.
+// Throws naming the minimum when no schedule fits, or when the model has no chain.
+BudgetSchedule fit_step_budget(const TrainingStep& step, size_t budget);
+// The lowest real planned peak found for the step (minimum_memory over measure_chain).
+BudgetSchedule minimum_step_memory(const TrainingStep& step);
+
+}  // namespace frugal

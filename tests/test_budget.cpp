@@ -1,0 +1,243 @@
+// Memory budgets: the checkpoint DP against brute force on small chains and monotone in the
+// budget; ResNet-110 at half its planned peak; the error naming the minimum; a budget's
+// schedule of ResNet-20 with measured bytes equal to planned, training bitwise equal to
+// storing every activation.
+#include <doctest/doctest.h>
+
+#include <functional>
+#include <limits>
+#include <map>
+#include <optional>
+#include <random>
+#include <string>
+
+#include "autograd/executor.h"
+#include "core/error.h"
+#include "memory/budget.h"
+#include "models/registry.h"
+#include "models/step_budget.h"
+#include "tests/gradcheck.h"
+
+using namespace frugal;
+using namespace frugal::testing;
+
+namespace {
+
+// A chain of n blocks with small integer sizes and costs (exact in the DP with unit 1).
+std::vector<ChainBlock> random_chain(int n, std::mt19937& rng) {
+  auto draw = [&rng](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  std::vector<ChainBlock> chain;
+  size_t input = static_cast<size_t>(draw(1, 8));
+  for (int i = 0; i < n; ++i) {
+    ChainBlock b;
+    b.input = input;
+    b.output = input = static_cast<size_t>(draw(1, 8));
+    b.held = static_cast<size_t>(draw(0, 24));
+    b.param_grads = static_cast<size_t>(draw(0, 4));
+    b.arena = b.input + b.held + b.output + b.param_grads + static_cast<size_t>(draw(0, 12));
+    b.flops = draw(1, 20);
+    chain.push_back(b);
+  }
+  return chain;
+}
+
+// Every schedule of the chain: each block stored, starting a checkpointed run, or continuing
+// the run of the block before.
+void each_schedule(int n, const std::function<void(const std::vector<BlockRun>&)>& visit) {
+  std::vector<BlockRun> runs;
+  std::function<void(int, bool)> go = [&](int i, bool in_run) {
+    if (i == n) return visit(runs);
+    go(i + 1, false);  // stored
+    runs.push_back({i, i + 1});
+    go(i + 1, true);  // a new run
+    runs.pop_back();
+    if (in_run) {
+      ++runs.back().end;
+      go(i + 1, true);  // the run goes on
+      --runs.back().end;
+    }
+  };
+  go(0, false);
+}
+
+Tensor clone(const Tensor& t) {
+  Tensor c = Tensor::empty(t.shape(), t.dtype());
+  copy_bytes(t, c);
+  return c;
+}
+
+// Two planned training steps of resnet20 at batch 4 with these runs checkpointed (test
+// poisoning on): the losses, the logits, d images and every weight gradient of each step, then
+// the updated weights and running statistics.
+std::vector<Tensor> train_resnet20(const std::vector<BlockRun>& runs) {
+  const ModelSpec& spec = find_model("resnet20");
+  ParamStore store(5);
+  Tape tape(store, DType::f32);
+  Value images = tape.input("images", {4, 3, 32, 32}, DType::f32, true);
+  Value labels = tape.input("labels", {4}, DType::i32);
+  Value logits = spec.build(images, {.checkpoint_runs = runs});
+  Value loss = model_loss(spec, logits, labels);
+  Executor ex(tape, cpu_backend(),
+              {.memory = MemoryMode::planned,
+               .poison = true,
+               .seed = 3,
+               .keep = {loss, logits},
+               .keep_param_grads = true,
+               .sgd = SgdConfig{.lr = 0.1, .momentum = 0.9}});
+  std::vector<Tensor> out;
+  for (int s = 0; s < 2; ++s) {
+    ex.set_input(images, random_tensor({4, 3, 32, 32}, 10 + s, -1, 1, DType::f32));
+    ex.set_input(labels, random_labels(4, 10, 20 + s));
+    ex.forward();
+    out.push_back(clone(ex.value(loss)));
+    out.push_back(clone(ex.value(logits)));
+    ex.backward(loss);
+    out.push_back(clone(ex.grad(images)));
+    for (size_t v = 0; v < tape.values().size(); ++v)
+      if (tape.values()[v].kind == ValueKind::param && tape.values()[v].requires_grad)
+        out.push_back(clone(ex.grad(Value(&tape, static_cast<int>(v)))));
+  }
+  for (Parameter* p : store.all()) out.push_back(clone(p->value));
+  return out;
+}
+
+// The bytes a real training step of `step` takes, as `frugal memory --run` measures them:
+// what the executor allocates (beyond the inputs), after checking that a second step
+// allocates nothing more.
+size_t measured_step_bytes(const TrainingStep& step) {
+  const ModelSpec& spec = find_model(step.model);
+  ParamStore store(5);
+  Tape tape(store, step.dtype);
+  Value images = tape.input("images", {step.batch, 3, 32, 32}, step.dtype);
+  Value labels = tape.input("labels", {step.batch}, DType::i32);
+  Value loss = model_loss(spec, spec.build(images, step.config), labels);
+  Allocator& alloc = cpu_allocator();
+  const size_t before = alloc.current_bytes();
+  Executor ex(tape, cpu_backend(),
+              {.memory = MemoryMode::planned,
+               .keep = {loss},
+               .sgd = SgdConfig{.lr = 0.1, .momentum = 0.9}});
+  const size_t held = alloc.current_bytes() - before;
+  const size_t inputs = ex.input(images).bytes() + ex.input(labels).bytes();
+  for (int s = 0; s < 2; ++s) {
+    ex.set_input(images, random_tensor({step.batch, 3, 32, 32}, 10 + s, -1, 1, step.dtype));
+    ex.set_input(labels, random_labels(step.batch, 10, 20 + s));
+    const size_t settled = alloc.current_bytes();  // after the first step: momentum too
+    alloc.reset_peaks();
+    ex.forward();
+    ex.backward(loss);
+    if (s == 1) CHECK(alloc.peak_bytes() == settled);  // the step allocates nothing
+  }
+  return held - inputs;
+}
+
+}  // namespace
+
+TEST_CASE("budget dp matches brute force over every schedule of small chains") {
+  std::mt19937 rng(11);
+  for (int trial = 0; trial < 40; ++trial) {
+    const int n = 1 + trial % 7;
+    const std::vector<ChainBlock> chain = random_chain(n, rng);
+    std::map<size_t, double> least;  // peak -> least recompute at exactly that peak
+    each_schedule(n, [&](const std::vector<BlockRun>& runs) {
+      const size_t peak = chain_peak(chain, runs);
+      const double cost = chain_recompute(chain, runs);
+      auto [it, added] = least.emplace(peak, cost);
+      if (!added) it->second = std::min(it->second, cost);
+    });
+    const ChainSchedule lowest = min_peak_chain(chain);
+    CHECK(lowest.peak == least.begin()->first);
+    for (size_t limit = least.begin()->first - 1; limit <= least.rbegin()->first; ++limit) {
+      CAPTURE(trial);
+      CAPTURE(limit);
+      std::optional<double> best;
+      for (auto [peak, cost] : least)
+        if (peak <= limit && (!best || cost < *best)) best = cost;
+      const std::optional<ChainSchedule> s = solve_chain(chain, limit, 1);
+      REQUIRE(s.has_value() == best.has_value());
+      if (!s) continue;
+      CHECK(s->recompute == *best);
+      CHECK(s->peak <= limit);
+      CHECK(chain_peak(chain, s->checkpointed) == s->peak);
+    }
+  }
+}
+
+TEST_CASE("budget dp never needs more recompute for a larger budget") {
+  std::mt19937 rng(12);
+  const std::vector<ChainBlock> chain = random_chain(40, rng);
+  const size_t low = min_peak_chain(chain).peak, high = chain_peak(chain, {});
+  double previous = std::numeric_limits<double>::infinity();
+  for (size_t limit = low; limit <= high; limit += 3) {
+    const std::optional<ChainSchedule> s = solve_chain(chain, limit);
+    if (!s) continue;  // rounding to units may lose the very lowest limits
+    CHECK(s->peak <= limit);
+    CHECK(s->recompute <= previous);
+    previous = s->recompute;
+  }
+  CHECK(solve_chain(chain, high)->recompute == 0);  // the all-stored peak needs no recompute
+}
+
+TEST_CASE("budget parses byte sizes") {
+  CHECK(parse_bytes("123456") == 123456);
+  CHECK(parse_bytes("200M") == 200u << 20);
+  CHECK(parse_bytes("1.5G") == 3u << 29);
+  CHECK(parse_bytes("64KiB") == 64u << 10);
+  CHECK(parse_bytes("2gb") == 2ull << 30);
+  for (const char* bad : {"", "-5M", "1.5", "12Q", "M", "0", "inf", "nanG"})
+    CHECK_THROWS_AS(parse_bytes(bad), Error);
+}
+
+TEST_CASE("memory budget at half of resnet110's planned training peak fits") {
+  const TrainingStep step{.model = "resnet110", .batch = 64};
+  const size_t stored = planned_step_peak(step);
+  const BudgetSchedule b = fit_step_budget(step, stored / 2);
+  CHECK(b.stored_peak == stored);
+  CHECK(b.planned_peak <= stored / 2);
+  CHECK(!b.schedule.checkpointed.empty());
+  CHECK(b.schedule.recompute > 0);
+  TrainingStep chosen = step;
+  chosen.config.checkpoint_runs = b.schedule.checkpointed;
+  CHECK(planned_step_peak(chosen) == b.planned_peak);  // the real plan, not the model
+  MESSAGE("resnet110 batch 64: stored ", stored, " bytes, budget ", stored / 2, ", planned ",
+          b.planned_peak, ", runs ", runs_text(b.schedule.checkpointed));
+}
+
+TEST_CASE("an impossible memory budget names the minimum") {
+  const TrainingStep step{.model = "resnet110", .batch = 64};
+  const BudgetSchedule least = minimum_step_memory(step);
+  CHECK(least.planned_peak < least.stored_peak / 4);
+  const std::string minimum = bytes_text(least.planned_peak);
+  try {
+    fit_step_budget(step, 50u << 20);
+    FAIL("a 50 MiB budget for resnet110 at batch 64 was accepted");
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    CHECK(what.find("memory budget 50.0 MiB (52428800 bytes) is below the minimum " + minimum) !=
+          std::string::npos);
+    CHECK(what.find("resnet110 batch 64") != std::string::npos);
+  }
+  // The minimum itself fits.
+  CHECK(fit_step_budget(step, least.planned_peak).planned_peak <= least.planned_peak);
+  CHECK_THROWS_WITH_AS(fit_step_budget({.model = "vgg16", .batch = 2}, 1u << 30),
+                       doctest::Contains("vgg16 has no chain of blocks"), Error);
+}
+
+TEST_CASE("budget schedule of resnet20 measures its planned bytes and trains bitwise equal") {
+  const TrainingStep step{.model = "resnet20", .batch = 4};
+  const size_t stored = planned_step_peak(step);
+  const size_t least = minimum_step_memory(step).planned_peak;
+  const BudgetSchedule b = fit_step_budget(step, (stored + least) / 2);
+  REQUIRE(!b.schedule.checkpointed.empty());
+  CHECK(b.planned_peak <= (stored + least) / 2);
+  TrainingStep chosen = step;
+  chosen.config.checkpoint_runs = b.schedule.checkpointed;
+  CHECK(measured_step_bytes(chosen) == b.planned_peak);  // measured equals planned
+  const std::vector<Tensor> plain = train_resnet20({});
+  const std::vector<Tensor> budgeted = train_resnet20(b.schedule.checkpointed);
+  REQUIRE(plain.size() == budgeted.size());
+  for (size_t i = 0; i < plain.size(); ++i) {
+    CAPTURE(i);
+    CHECK(bitwise_equal(plain[i], budgeted[i]));
+  }
+}
