@@ -96,15 +96,19 @@ Value revnet(Value images, int depth, const ModelConfig& config, bool reversible
                                       : RevNetSpec{9, depth == 164, {32, 64, 128}};
   Tape& t = images.tape();
   const bool bn = config.batch_norm;
-  // Reversible: the units that cannot rebuild their input (the stem, the downsampling units)
-  // are checkpoint segments, so their activations are recomputed rather than stored too.
-  auto stored_or_recomputed = [&](Value x, const SubNet& unit) {
-    return reversible && config.checkpoint_boundaries ? checkpoint(x, unit) : unit(x);
+  // Reversible: the stem, which cannot rebuild its input, is a checkpoint segment (its conv
+  // output would otherwise stay for its BN's backward; recomputing it costs little); the
+  // downsampling units too when config.checkpoint_downsampling.
+  auto checkpointed = [&](Value x, const SubNet& unit, bool on) {
+    return reversible && on ? checkpoint(x, unit) : unit(x);
   };
-  Value x = stored_or_recomputed(images, [&](Value v) {
-    Tape::Scope scope(v.tape(), "stem");
-    return relu(maybe_bn(conv(v, 32, 3, 1, "conv"), bn, "bn"));
-  });
+  Value x = checkpointed(
+      images,
+      [&](Value v) {
+        Tape::Scope scope(v.tape(), "stem");
+        return relu(maybe_bn(conv(v, 32, 3, 1, "conv"), bn, "bn"));
+      },
+      true);
   bool first = true;  // the stem's BN-ReLU is the first unit's pre-activation
   for (int s = 0; s < 3; ++s) {
     Tape::Scope stage(t, "stage" + std::to_string(s + 1));
@@ -113,9 +117,10 @@ Value revnet(Value images, int depth, const ModelConfig& config, bool reversible
     for (int u = 0; u < spec.n; ++u) {
       const int64_t stride = s > 0 && u == 0 ? 2 : 1;
       if (stride != 1 || x.shape()[1] != K) {
-        x = stored_or_recomputed(x, [&](Value v) {
-          return downsampling_unit(v, K, P, stride, first, spec.bottleneck, bn);
-        });
+        x = checkpointed(
+            x,
+            [&](Value v) { return downsampling_unit(v, K, P, stride, first, spec.bottleneck, bn); },
+            config.checkpoint_downsampling);
       } else {
         // F and G on K/2 channels; the bottleneck's inner width halves too (memcnn).
         HalfNet half = [=](Value h) {
