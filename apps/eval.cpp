@@ -8,9 +8,9 @@
 #include "apps/progress.h"
 #include "apps/train.h"
 #include "core/backend.h"
-#include "train/weights.h"
 #include "train/evaluate.h"
 #include "train/train_data.h"
+#include "train/weights.h"
 
 namespace frugal {
 

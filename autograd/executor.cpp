@@ -67,7 +67,9 @@ Plan plan_for(const Liveness& live, const ExecutorOptions& o, size_t alignment,
   std::vector<PlanBuffer> requests;
   for (int i : *planned) {
     const Buffer& b = live.buffers[static_cast<size_t>(i)];
-    requests.push_back({.bytes = b.bytes, .first = b.first, .last = b.last,
+    requests.push_back({.bytes = b.bytes,
+                        .first = b.first,
+                        .last = b.last,
                         .alias_of = b.alias_of >= 0 ? slot[static_cast<size_t>(b.alias_of)] : -1});
   }
   return plan_arena(requests, alignment);
@@ -190,17 +192,19 @@ OpContext Executor::context(int k, bool backward) {
     if (tape_.value(v).kind == ValueKind::param) return &param_values_[static_cast<size_t>(v)];
     return &buffers_[static_cast<size_t>(live_.value_at(v, step))];
   };
-  auto buffer = [&](int b) -> Tensor* { return b >= 0 ? &buffers_[static_cast<size_t>(b)] : nullptr; };
+  auto buffer = [&](int b) -> Tensor* {
+    return b >= 0 ? &buffers_[static_cast<size_t>(b)] : nullptr;
+  };
   for (size_t i = 0; i < node.inputs.size(); ++i) {
-    bool visible = !backward || std::find(r.backward_reads_inputs.begin(),
-                                          r.backward_reads_inputs.end(),
-                                          static_cast<int>(i)) != r.backward_reads_inputs.end();
+    bool visible =
+        !backward || std::find(r.backward_reads_inputs.begin(), r.backward_reads_inputs.end(),
+                               static_cast<int>(i)) != r.backward_reads_inputs.end();
     c.inputs.push_back(visible ? tensor_of(node.inputs[i]) : nullptr);
   }
   for (size_t j = 0; j < node.outputs.size(); ++j) {
-    bool visible = !backward || std::find(r.backward_reads_outputs.begin(),
-                                          r.backward_reads_outputs.end(),
-                                          static_cast<int>(j)) != r.backward_reads_outputs.end();
+    bool visible =
+        !backward || std::find(r.backward_reads_outputs.begin(), r.backward_reads_outputs.end(),
+                               static_cast<int>(j)) != r.backward_reads_outputs.end();
     c.outputs.push_back(visible ? tensor_of(node.outputs[j]) : nullptr);
   }
   for (int b : live_.saved_buffers[static_cast<size_t>(k)]) c.saved_.push_back(buffer(b));
@@ -211,11 +215,13 @@ OpContext Executor::context(int k, bool backward) {
       const bool rebuilds = std::find(r.rebuilds_inputs.begin(), r.rebuilds_inputs.end(),
                                       static_cast<int>(i)) != r.rebuilds_inputs.end();
       const int rb = live_.rebuilt_buffer[static_cast<size_t>(node.inputs[i])];
-      c.rebuilt.push_back(rebuilds && rb >= 0 && live_.rebuild_step[static_cast<size_t>(node.inputs[i])] == step
+      c.rebuilt.push_back(rebuilds && rb >= 0 &&
+                                  live_.rebuild_step[static_cast<size_t>(node.inputs[i])] == step
                               ? buffer(rb)
                               : nullptr);
     }
-    for (int out : node.outputs) c.grad_outputs.push_back(buffer(live_.grad_buffer[static_cast<size_t>(out)]));
+    for (int out : node.outputs)
+      c.grad_outputs.push_back(buffer(live_.grad_buffer[static_cast<size_t>(out)]));
     const auto& temps = live_.grad_temp_buffers[static_cast<size_t>(k)];
     for (size_t i = 0; i < node.inputs.size(); ++i) {
       Tensor* g = nullptr;
@@ -268,8 +274,8 @@ void Executor::backward(std::span<const std::pair<Value, Tensor>> seeds) {
                      "executor: a backward seed must be a value with a gradient that no op's ",
                      "backward writes (value ", v.id(), ")");
         Tensor& g = const_cast<Tensor&>(grad(v));
-        FRUGAL_CHECK(g.meta() == t.meta(), "executor: seed for value ", v.id(), " is ",
-                     t.shape(), ", expected ", g.shape());
+        FRUGAL_CHECK(g.meta() == t.meta(), "executor: seed for value ", v.id(), " is ", t.shape(),
+                     ", expected ", g.shape());
         backend_.copy(t, g);
       }
     }
@@ -301,8 +307,8 @@ void Executor::run_backward_step(int k) {
   const int step = live_.backward_step(k);
   for (size_t i = 0; i < node.inputs.size(); ++i) {
     const int v = node.inputs[i];
-    const bool repeated = std::find(node.inputs.begin(), node.inputs.begin() + i, v) !=
-                          node.inputs.begin() + i;
+    const bool repeated =
+        std::find(node.inputs.begin(), node.inputs.begin() + i, v) != node.inputs.begin() + i;
     if (!repeated && live_.update_step[static_cast<size_t>(v)] == step) optimizer_update(v);
   }
 }
@@ -311,11 +317,12 @@ void Executor::optimizer_update(int v) {
   if (!opt_.sgd) return;
   Parameter* p = tape_.values()[static_cast<size_t>(v)].param;
   if (!p->momentum.defined()) {
-    p->momentum = Tensor::empty(p->value.shape(), p->value.dtype(), Role::optimizer_state,
-                                cpu_allocator());
+    p->momentum =
+        Tensor::empty(p->value.shape(), p->value.dtype(), Role::optimizer_state, cpu_allocator());
     backend_.fill(p->momentum, 0.0);
   }
-  backend_.sgd_step(p->value, buffers_[static_cast<size_t>(live_.grad_buffer[static_cast<size_t>(v)])],
+  backend_.sgd_step(p->value,
+                    buffers_[static_cast<size_t>(live_.grad_buffer[static_cast<size_t>(v)])],
                     p->momentum, *opt_.sgd);
 }
 

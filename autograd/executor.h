@@ -109,7 +109,7 @@ class Executor {
   std::vector<std::shared_ptr<Storage>> owned_;  // storage held by this executor
   std::vector<std::string> names_;               // op names (contexts point into them)
   std::vector<OpContext> forward_ctx_, backward_ctx_;
-  Tensor one_;                                   // d loss / d loss
+  Tensor one_;  // d loss / d loss
   size_t held_bytes_ = 0, arena_bytes_ = 0;
   uint64_t step_ = 0;
   bool forward_done_ = false;

@@ -5,21 +5,28 @@
 
 namespace frugal {
 
-const char* mode_name(Mode m) { return m == Mode::training ? "training" : "inference"; }
+const char* mode_name(Mode m) {
+  return m == Mode::training ? "training" : "inference";
+}
 
 Tensor& OpContext::pick(const std::vector<Tensor*>& v, int i, const char* what) const {
   FRUGAL_CHECK(i >= 0 && static_cast<size_t>(i) < v.size(), op_name, ": ", what, " ", i,
                " out of range (op has ", v.size(), ")");
   Tensor* t = v[static_cast<size_t>(i)];
-  FRUGAL_CHECK(t != nullptr && t->defined(), op_name, ": ",
-               backward_pass ? "backward" : "forward", " reads ", what, " ", i,
-               " which its roles do not declare for this pass");
+  FRUGAL_CHECK(t != nullptr && t->defined(), op_name, ": ", backward_pass ? "backward" : "forward",
+               " reads ", what, " ", i, " which its roles do not declare for this pass");
   return *t;
 }
 
-const Tensor& OpContext::input(int i) const { return pick(inputs, i, "input"); }
-Tensor& OpContext::output(int j) const { return pick(outputs, j, "output"); }
-Tensor& OpContext::saved(int k) const { return pick(saved_, k, "saved tensor"); }
+const Tensor& OpContext::input(int i) const {
+  return pick(inputs, i, "input");
+}
+Tensor& OpContext::output(int j) const {
+  return pick(outputs, j, "output");
+}
+Tensor& OpContext::saved(int k) const {
+  return pick(saved_, k, "saved tensor");
+}
 Tensor& OpContext::scratch() const {
   FRUGAL_CHECK(scratch_ != nullptr, op_name, ": uses scratch it did not declare");
   return *scratch_;
@@ -32,7 +39,11 @@ bool OpContext::needs_grad_input(int i) const {
   return i >= 0 && static_cast<size_t>(i) < grad_inputs.size() &&
          grad_inputs[static_cast<size_t>(i)] != nullptr;
 }
-Tensor& OpContext::grad_input(int i) const { return pick(grad_inputs, i, "input gradient"); }
-Tensor& OpContext::rebuilt_input(int i) const { return pick(rebuilt, i, "rebuilt input"); }
+Tensor& OpContext::grad_input(int i) const {
+  return pick(grad_inputs, i, "input gradient");
+}
+Tensor& OpContext::rebuilt_input(int i) const {
+  return pick(rebuilt, i, "rebuilt input");
+}
 
 }  // namespace frugal

@@ -19,9 +19,12 @@ void initialize(Tensor& t, Init init, uint64_t seed, uint64_t stream) {
   const int64_t n = t.numel();
   auto value = [&](int64_t i) -> double {
     switch (init.kind) {
-      case Init::Kind::zeros: return 0.0;
-      case Init::Kind::ones: return 1.0;
-      case Init::Kind::normal: return init.scale * random_normal(seed, stream, i);
+      case Init::Kind::zeros:
+        return 0.0;
+      case Init::Kind::ones:
+        return 1.0;
+      case Init::Kind::normal:
+        return init.scale * random_normal(seed, stream, i);
       case Init::Kind::uniform:
         return init.scale * (2.0 * random_uniform(seed, stream, i) - 1.0);
     }

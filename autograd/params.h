@@ -26,7 +26,7 @@ struct Init {
 struct Parameter {
   std::string name;
   TensorMeta meta;
-  Tensor value;  // undefined in a shape-only store
+  Tensor value;           // undefined in a shape-only store
   bool trainable = true;  // false for running statistics
   Tensor momentum;        // optimizer state, created by the optimizer on first use
 };

@@ -39,8 +39,8 @@ struct ValueNode {
   ValueKind kind = ValueKind::input;
   TensorMeta meta;
   std::string name;
-  int producer = -1;      // op index for op_output
-  int output_index = 0;   // which output of the producer
+  int producer = -1;     // op index for op_output
+  int output_index = 0;  // which output of the producer
   bool requires_grad = false;
   Parameter* param = nullptr;  // for kind == param
   std::vector<int> consumers;  // op indices in order (an op reading twice appears twice)

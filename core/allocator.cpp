@@ -10,15 +10,24 @@ namespace frugal {
 
 const char* role_name(Role r) {
   switch (r) {
-    case Role::input: return "input";
-    case Role::output: return "output";
-    case Role::saved: return "saved";
-    case Role::scratch: return "scratch";
-    case Role::grad: return "grad";
-    case Role::param: return "param";
-    case Role::param_grad: return "param_grad";
-    case Role::optimizer_state: return "optimizer_state";
-    case Role::arena: return "arena";
+    case Role::input:
+      return "input";
+    case Role::output:
+      return "output";
+    case Role::saved:
+      return "saved";
+    case Role::scratch:
+      return "scratch";
+    case Role::grad:
+      return "grad";
+    case Role::param:
+      return "param";
+    case Role::param_grad:
+      return "param_grad";
+    case Role::optimizer_state:
+      return "optimizer_state";
+    case Role::arena:
+      return "arena";
   }
   return "?";
 }
@@ -52,7 +61,9 @@ void* CpuAllocator::raw_allocate(size_t bytes) {
   return std::aligned_alloc(64, rounded);
 }
 
-void CpuAllocator::raw_release(void* p) { std::free(p); }
+void CpuAllocator::raw_release(void* p) {
+  std::free(p);
+}
 
 CpuAllocator& cpu_allocator() {
   static CpuAllocator a;

@@ -39,7 +39,7 @@ class Backend {
   virtual int threads() const = 0;
 
   // --- memory -----------------------------------------------------------------------------
-  virtual void fill(Tensor& t, double value) = 0;  // f32/f64/i32/u8
+  virtual void fill(Tensor& t, double value) = 0;     // f32/f64/i32/u8
   virtual void copy(const Tensor& x, Tensor& y) = 0;  // same bytes; y may alias x
   // y += x, elementwise (gradient accumulation in a fixed order)
   virtual void accumulate(const Tensor& x, Tensor& y) = 0;
@@ -79,9 +79,8 @@ class Backend {
   // Batch statistics; writes mean, inv_std = 1/sqrt(var_biased + eps), and updates running
   // stats with the unbiased variance: r = (1 - momentum) r + momentum * stat.
   virtual void batchnorm_forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                                       Tensor& running_mean, Tensor& running_var,
-                                       double momentum, double eps, Tensor& y, Tensor& mean,
-                                       Tensor& inv_std) = 0;
+                                       Tensor& running_mean, Tensor& running_var, double momentum,
+                                       double eps, Tensor& y, Tensor& mean, Tensor& inv_std) = 0;
   virtual void batchnorm_forward_infer(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                        const Tensor& running_mean, const Tensor& running_var,
                                        double eps, Tensor& y) = 0;
@@ -102,8 +101,8 @@ class Backend {
   virtual void threshold_forward(const Tensor& x, double threshold, double value, Tensor& y,
                                  Tensor& mask) = 0;
   // keep where random_uniform(seed, stream, i) >= p; y = x * keep / (1 - p); mask = keep
-  virtual void dropout_forward(const Tensor& x, double p, uint64_t seed, uint64_t stream,
-                               Tensor& y, Tensor& mask) = 0;
+  virtual void dropout_forward(const Tensor& x, double p, uint64_t seed, uint64_t stream, Tensor& y,
+                               Tensor& mask) = 0;
   // dx = dy * mask * scale (threshold backward uses scale 1, dropout 1/(1-p))
   virtual void masked_scale(const Tensor& dy, const Tensor& mask, double scale, Tensor& dx) = 0;
   // y = a + b (y may alias a or b)

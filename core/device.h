@@ -11,7 +11,9 @@ struct Device {
   DeviceKind kind = DeviceKind::cpu;
   int index = 0;
   bool operator==(const Device&) const = default;
-  std::string str() const { return kind == DeviceKind::cpu ? "cpu" : "cuda:" + std::to_string(index); }
+  std::string str() const {
+    return kind == DeviceKind::cpu ? "cpu" : "cuda:" + std::to_string(index);
+  }
 };
 
 }  // namespace frugal

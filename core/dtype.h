@@ -18,12 +18,20 @@ DType parse_dtype(const std::string& s);
 template <typename T>
 constexpr DType dtype_of();
 template <>
-constexpr DType dtype_of<float>() { return DType::f32; }
+constexpr DType dtype_of<float>() {
+  return DType::f32;
+}
 template <>
-constexpr DType dtype_of<double>() { return DType::f64; }
+constexpr DType dtype_of<double>() {
+  return DType::f64;
+}
 template <>
-constexpr DType dtype_of<int32_t>() { return DType::i32; }
+constexpr DType dtype_of<int32_t>() {
+  return DType::i32;
+}
 template <>
-constexpr DType dtype_of<uint8_t>() { return DType::u8; }
+constexpr DType dtype_of<uint8_t>() {
+  return DType::u8;
+}
 
 }  // namespace frugal

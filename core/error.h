@@ -25,7 +25,7 @@ std::string concat(const Args&... args) {
 }  // namespace frugal
 
 // Throws frugal::Error("<parts...>") when cond is false.
-#define FRUGAL_CHECK(cond, ...)                                       \
-  do {                                                                \
+#define FRUGAL_CHECK(cond, ...)                                                \
+  do {                                                                         \
     if (!(cond)) throw ::frugal::Error(::frugal::detail::concat(__VA_ARGS__)); \
   } while (0)

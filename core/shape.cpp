@@ -15,24 +15,34 @@ std::string Shape::str() const {
   return s + "]";
 }
 
-std::ostream& operator<<(std::ostream& os, const Shape& s) { return os << s.str(); }
+std::ostream& operator<<(std::ostream& os, const Shape& s) {
+  return os << s.str();
+}
 
 size_t dtype_size(DType t) {
   switch (t) {
-    case DType::f32: return 4;
-    case DType::f64: return 8;
-    case DType::i32: return 4;
-    case DType::u8: return 1;
+    case DType::f32:
+      return 4;
+    case DType::f64:
+      return 8;
+    case DType::i32:
+      return 4;
+    case DType::u8:
+      return 1;
   }
   return 0;
 }
 
 const char* dtype_name(DType t) {
   switch (t) {
-    case DType::f32: return "f32";
-    case DType::f64: return "f64";
-    case DType::i32: return "i32";
-    case DType::u8: return "u8";
+    case DType::f32:
+      return "f32";
+    case DType::f64:
+      return "f64";
+    case DType::i32:
+      return "i32";
+    case DType::u8:
+      return "u8";
   }
   return "?";
 }

@@ -10,12 +10,14 @@ Storage::Storage(Allocator& alloc, size_t bytes, Role role)
   data_ = alloc_.allocate(bytes, role);
 }
 
-Storage::~Storage() { alloc_.release(data_, bytes_, role_); }
+Storage::~Storage() {
+  alloc_.release(data_, bytes_, role_);
+}
 
 Tensor::Tensor(std::shared_ptr<Storage> storage, size_t offset, Shape shape, DType dtype)
     : storage_(std::move(storage)), offset_(offset), meta_{std::move(shape), dtype} {
-  FRUGAL_CHECK(storage_ == nullptr || offset_ + meta_.bytes() <= storage_->bytes(),
-               "tensor ", meta_.shape, " ", dtype_name(dtype), " at offset ", offset_,
+  FRUGAL_CHECK(storage_ == nullptr || offset_ + meta_.bytes() <= storage_->bytes(), "tensor ",
+               meta_.shape, " ", dtype_name(dtype), " at offset ", offset_,
                " does not fit its storage of ", storage_->bytes(), " bytes");
 }
 
@@ -40,10 +42,14 @@ Tensor Tensor::reshape(Shape s) const {
 
 double element_as_double(const Tensor& t, int64_t i) {
   switch (t.dtype()) {
-    case DType::f32: return t.data<float>()[i];
-    case DType::f64: return t.data<double>()[i];
-    case DType::i32: return t.data<int32_t>()[i];
-    case DType::u8: return t.data<uint8_t>()[i];
+    case DType::f32:
+      return t.data<float>()[i];
+    case DType::f64:
+      return t.data<double>()[i];
+    case DType::i32:
+      return t.data<int32_t>()[i];
+    case DType::u8:
+      return t.data<uint8_t>()[i];
   }
   return 0;
 }

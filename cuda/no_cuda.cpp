@@ -5,7 +5,9 @@
 
 namespace frugal {
 
-bool cuda_available() { return false; }
+bool cuda_available() {
+  return false;
+}
 
 Backend& cuda_backend() {
   throw Error("CUDA was not built (configure with -DFRUGAL_CUDA=ON)");

@@ -44,8 +44,7 @@ void BatchNormOp::forward(const OpContext& ctx) {
     Tensor running_mean = ctx.input(3), running_var = ctx.input(4);  // views, updated in place
     b.batchnorm_forward_train(ctx.input(0), ctx.input(1), ctx.input(2), running_mean, running_var,
                               ctx.update_state() ? options_.momentum : 0.0, options_.eps,
-                              ctx.output(0), ctx.saved(0),
-                              ctx.saved(1));
+                              ctx.output(0), ctx.saved(0), ctx.saved(1));
   } else {
     b.batchnorm_forward_infer(ctx.input(0), ctx.input(1), ctx.input(2), ctx.input(3), ctx.input(4),
                               options_.eps, ctx.output(0));

@@ -10,14 +10,22 @@ namespace frugal {
 
 const char* buffer_kind_name(BufferKind k) {
   switch (k) {
-    case BufferKind::input: return "input";
-    case BufferKind::value: return "value";
-    case BufferKind::saved: return "saved";
-    case BufferKind::fwd_scratch: return "forward scratch";
-    case BufferKind::bwd_scratch: return "backward scratch";
-    case BufferKind::grad: return "grad";
-    case BufferKind::grad_temp: return "grad (second contribution)";
-    case BufferKind::rebuilt: return "rebuilt value";
+    case BufferKind::input:
+      return "input";
+    case BufferKind::value:
+      return "value";
+    case BufferKind::saved:
+      return "saved";
+    case BufferKind::fwd_scratch:
+      return "forward scratch";
+    case BufferKind::bwd_scratch:
+      return "backward scratch";
+    case BufferKind::grad:
+      return "grad";
+    case BufferKind::grad_temp:
+      return "grad (second contribution)";
+    case BufferKind::rebuilt:
+      return "rebuilt value";
   }
   return "?";
 }
@@ -254,9 +262,8 @@ class Analysis {
       } else {
         g.role = Role::param_grad;
         if (first_writer_op[v] < 0) continue;  // a parameter this loss does not reach
-        int update = (opt_.optimizer && opt_.fuse_optimizer)
-                         ? L_.backward_step(min_consumer[v])
-                         : final_step();
+        int update = (opt_.optimizer && opt_.fuse_optimizer) ? L_.backward_step(min_consumer[v])
+                                                             : final_step();
         L_.update_step[v] = update;
         g.last = opt_.keep_param_grads || !opt_.optimizer ? final_step() : update;
       }

@@ -40,8 +40,9 @@ struct PlanOptions {
 // groups merged first. Orders: size desc, lifetime desc, size*lifetime desc, first use asc, by
 // breadth (most crowded time first); the smallest arena wins, ties going to the earlier order.
 // The last four are tried (in parallel, each giving up once it cannot win) only when size desc
-// is more than 0.01% above the lower bound. Then the local search of PlanOptions. Deterministic. Throws frugal::Error naming the buffer
-// when first > last, alias_of is out of range or the aliases form a cycle, or when alignment is 0.
+// is more than 0.01% above the lower bound. Then the local search of PlanOptions. Deterministic.
+// Throws frugal::Error naming the buffer when first > last, alias_of is out of range or the aliases
+// form a cycle, or when alignment is 0.
 Plan plan_arena(std::span<const PlanBuffer> buffers, size_t alignment, PlanOptions options = {});
 
 // True when no two buffers with overlapping lifetimes share a byte unless they are in the same

@@ -60,8 +60,12 @@ void check_gradients(const std::function<std::vector<Value>(std::span<const Valu
   std::vector<Value> keep = out;
   keep.insert(keep.end(), in.begin(), in.end());
   Executor ex(tape, cpu_backend(),
-              {.mode = Mode::training, .memory = MemoryMode::baseline, .poison = true,
-               .seed = o.seed, .keep = keep, .encodings_as_recorded = true});
+              {.mode = Mode::training,
+               .memory = MemoryMode::baseline,
+               .poison = true,
+               .seed = o.seed,
+               .keep = keep,
+               .encodings_as_recorded = true});
   for (size_t i = 0; i < inputs.size(); ++i) ex.set_input(in[i], inputs[i]);
 
   // Random upstream gradients R; the scalar checked is f = sum R * out.
@@ -95,7 +99,8 @@ void check_gradients(const std::function<std::vector<Value>(std::span<const Valu
     const ValueNode& node = tape.values()[v];
     if (node.kind != ValueKind::param || !node.requires_grad) continue;
     Value pv(&tape, static_cast<int>(v));
-    targets.push_back({detail::concat("parameter ", node.name), node.param->value, clone(ex.grad(pv))});
+    targets.push_back(
+        {detail::concat("parameter ", node.name), node.param->value, clone(ex.grad(pv))});
   }
   REQUIRE_MESSAGE(!targets.empty(), "gradcheck: nothing to differentiate");
 
@@ -112,8 +117,8 @@ void check_gradients(const std::function<std::vector<Value>(std::span<const Valu
       x[i] = saved;
       const double numeric = (fp - fm) / (2 * o.eps);
       const double analytic = t.grad.data<double>()[i];
-      const double err = std::abs(analytic - numeric) /
-                         std::max({1.0, std::abs(analytic), std::abs(numeric)});
+      const double err =
+          std::abs(analytic - numeric) / std::max({1.0, std::abs(analytic), std::abs(numeric)});
       if (!(err <= worst)) {
         worst = err;
         std::ostringstream s;

@@ -26,7 +26,7 @@ Value composite(Value x, bool with_dropout) {
   h = max_pool2d(h, {.kernel = 2});
   Value a = relu(conv2d(h, {.out = 4, .kernel = 3, .pad = 1}));
   Value b = batch_norm(conv2d(h, {.out = 4, .kernel = 1}));
-  Value c = concat({a, b});  // 8 channels
+  Value c = concat({a, b});   // 8 channels
   Value r = relu(add(c, h));  // residual, h fans out to three readers
   if (with_dropout) r = dropout(r, 0.25);
   Value f = flatten(r);
@@ -53,8 +53,12 @@ StepResult run_step(MemoryMode memory, DType dtype, bool dropout, int steps, boo
   Value logits = composite(x, dropout);
   Value loss = softmax_cross_entropy(logits, labels);
   Executor ex(tape, cpu_backend(),
-              {.mode = Mode::training, .memory = memory, .poison = poison, .seed = 9,
-               .keep = {loss, logits}, .keep_param_grads = true,
+              {.mode = Mode::training,
+               .memory = memory,
+               .poison = poison,
+               .seed = 9,
+               .keep = {loss, logits},
+               .keep_param_grads = true,
                .sgd = SgdConfig{.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-3}});
   StepResult r;
   for (int s = 0; s < steps; ++s) {
@@ -177,9 +181,9 @@ TEST_CASE("switching memory modes between steps does not change results") {
       Value x = tape.input("x", {4, 3, 8, 8}, DType::f32);
       Value labels = tape.input("labels", {4}, DType::i32);
       Value loss = softmax_cross_entropy(composite(x, true), labels);
-      Executor ex(tape, cpu_backend(),
-                  {.memory = m, .seed = 3, .keep = {loss},
-                   .sgd = SgdConfig{.lr = 0.05, .momentum = 0.9}});
+      Executor ex(
+          tape, cpu_backend(),
+          {.memory = m, .seed = 3, .keep = {loss}, .sgd = SgdConfig{.lr = 0.05, .momentum = 0.9}});
       ex.set_step(step);
       ex.set_input(x, random_tensor({4, 3, 8, 8}, 10 + step, -1, 1, DType::f32));
       ex.set_input(labels, random_labels(4, 5, 20 + step));
@@ -230,7 +234,7 @@ TEST_CASE("backward reading an undeclared input fails at once") {
   ex.set_input(x, random_tensor({3}, 1));
   ex.forward();
   std::pair<Value, Tensor> seed{y, random_tensor({3}, 2)};
-  CHECK_THROWS_WITH_AS(ex.backward(std::span<const std::pair<Value, Tensor>>(&seed, 1)),
-                       doctest::Contains("sneaky: backward reads input 0 which its roles do not declare"),
-                       Error);
+  CHECK_THROWS_WITH_AS(
+      ex.backward(std::span<const std::pair<Value, Tensor>>(&seed, 1)),
+      doctest::Contains("sneaky: backward reads input 0 which its roles do not declare"), Error);
 }

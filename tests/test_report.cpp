@@ -47,8 +47,7 @@ TEST_CASE("report bytes equal the bytes the executor allocates") {
       const size_t before = cpu_allocator().current_bytes();
       std::optional<SgdConfig> sgd;
       if (mode == Mode::training) sgd = SgdConfig{.lr = 0.1, .momentum = 0.9};
-      Executor ex(tape, cpu_backend(),
-                  {.mode = mode, .memory = m, .keep = {out}, .sgd = sgd});
+      Executor ex(tape, cpu_backend(), {.mode = mode, .memory = m, .keep = {out}, .sgd = sgd});
       const size_t held = cpu_allocator().current_bytes() - before;
       CHECK(held == ex.memory_bytes());
       if (m == MemoryMode::planned) {

@@ -20,15 +20,14 @@ class CpuBackend final : public Backend {
 
   void linear_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) override;
   void linear_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) override;
-  void linear_backward_weight(const Tensor& x, const Tensor& dy, Tensor& dw,
-                              Tensor& db) override;
+  void linear_backward_weight(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db) override;
 
   size_t conv2d_forward_scratch(const Conv2dGeometry& g, DType t) const override;
   size_t conv2d_backward_scratch(const Conv2dGeometry& g, DType t) const override;
   void conv2d_forward(const Conv2dGeometry& g, const Tensor& x, const Tensor& w, const Tensor& b,
                       Tensor& y, Tensor& scratch) override;
-  void conv2d_backward_data(const Conv2dGeometry& g, const Tensor& dy, const Tensor& w,
-                            Tensor& dx, Tensor& scratch) override;
+  void conv2d_backward_data(const Conv2dGeometry& g, const Tensor& dy, const Tensor& w, Tensor& dx,
+                            Tensor& scratch) override;
   void conv2d_backward_filter(const Conv2dGeometry& g, const Tensor& x, const Tensor& dy,
                               Tensor& dw, Tensor& db, Tensor& scratch) override;
 
@@ -66,8 +65,7 @@ class CpuBackend final : public Backend {
   void log_softmax_backward(const Tensor& dy, const Tensor& y, Tensor& dx) override;
   void nll_forward(const Tensor& logp, const Tensor& labels, Tensor& loss) override;
   void nll_backward(const Tensor& dloss, const Tensor& labels, Tensor& dlogp) override;
-  void softmax_cross_entropy_forward(const Tensor& x, const Tensor& labels,
-                                     Tensor& loss) override;
+  void softmax_cross_entropy_forward(const Tensor& x, const Tensor& labels, Tensor& loss) override;
   void softmax_cross_entropy_backward(const Tensor& x, const Tensor& labels, const Tensor& dloss,
                                       Tensor& dx) override;
 
@@ -75,6 +73,8 @@ class CpuBackend final : public Backend {
 };
 
 // Bytes of a bit mask over n elements.
-inline int64_t mask_bytes(int64_t n) { return (n + 7) / 8; }
+inline int64_t mask_bytes(int64_t n) {
+  return (n + 7) / 8;
+}
 
 }  // namespace frugal

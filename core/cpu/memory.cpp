@@ -16,7 +16,9 @@ void set_cpu_threads(int threads) {
   if (threads > 0) omp_set_num_threads(threads);
 }
 
-int CpuBackend::threads() const { return g_threads > 0 ? g_threads : omp_get_max_threads(); }
+int CpuBackend::threads() const {
+  return g_threads > 0 ? g_threads : omp_get_max_threads();
+}
 
 Backend& cpu_backend() {
   static CpuBackend b;
@@ -41,7 +43,9 @@ void CpuBackend::fill(Tensor& t, double value) {
       for (int64_t i = 0; i < n; ++i) p[i] = static_cast<int32_t>(value);
       break;
     }
-    case DType::u8: std::memset(t.raw(), static_cast<int>(value), t.bytes()); break;
+    case DType::u8:
+      std::memset(t.raw(), static_cast<int>(value), t.bytes());
+      break;
   }
 }
 
