@@ -40,13 +40,13 @@ struct Target {
   Tensor grad;  // analytic gradient (copied)
 };
 
+}  // namespace
+
 Tensor clone(const Tensor& t) {
   Tensor c = Tensor::empty(t.shape(), t.dtype());
   copy_bytes(t, c);
   return c;
 }
-
-}  // namespace
 
 void check_gradients(const std::function<std::vector<Value>(std::span<const Value>)>& build,
                      const std::vector<Tensor>& inputs, GradcheckOptions o) {

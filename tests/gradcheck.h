@@ -28,5 +28,7 @@ Tensor random_tensor(Shape shape, uint64_t seed, double lo = -1.0, double hi = 1
                      DType dtype = DType::f64);
 // An i32 tensor of labels in [0, classes).
 Tensor random_labels(int64_t n, int64_t classes, uint64_t seed);
+// A copy of t with storage of its own (to keep a result past the executor's next step).
+Tensor clone(const Tensor& t);
 
 }  // namespace frugal::testing

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "autograd/executor.h"
+#include "tests/gradcheck.h"
 
 namespace frugal::testing {
 
@@ -49,12 +50,6 @@ class ProbeOp final : public Op {
 inline Value probe(Value x, ProbeRecord& record) {
   return x.tape().record(std::make_unique<ProbeOp>(record), {x},
                          std::source_location::current())[0];
-}
-
-inline Tensor clone(const Tensor& t) {
-  Tensor c = Tensor::empty(t.shape(), t.dtype());
-  copy_bytes(t, c);
-  return c;
 }
 
 // max |a - b| / max(1, max |b|): the error of a rebuilt tensor a against b (infinite on NaN).

@@ -60,12 +60,6 @@ void each_schedule(int n, const std::function<void(const std::vector<BlockRun>&)
   go(0, false);
 }
 
-Tensor clone(const Tensor& t) {
-  Tensor c = Tensor::empty(t.shape(), t.dtype());
-  copy_bytes(t, c);
-  return c;
-}
-
 // Two planned training steps of resnet20 at batch 4 with these runs checkpointed (test
 // poisoning on): the losses, the logits, d images and every weight gradient of each step, then
 // the updated weights and running statistics.

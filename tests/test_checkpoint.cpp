@@ -45,12 +45,6 @@ Value net(Value x, int per) {
   return linear(flatten(h), {.out = 5});
 }
 
-Tensor clone(const Tensor& t) {
-  Tensor c = Tensor::empty(t.shape(), t.dtype());
-  copy_bytes(t, c);
-  return c;
-}
-
 std::vector<Tensor> train(int per, MemoryMode memory) {
   ParamStore store(3);
   Tape tape(store, DType::f32);

@@ -39,12 +39,6 @@ struct StepResult {
   Tensor loss, logits;
 };
 
-Tensor clone(const Tensor& t) {
-  Tensor c = Tensor::empty(t.shape(), t.dtype());
-  copy_bytes(t, c);
-  return c;
-}
-
 StepResult run_step(MemoryMode memory, DType dtype, bool dropout, int steps, bool poison) {
   ParamStore store(42);
   Tape tape(store, dtype);

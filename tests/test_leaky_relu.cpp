@@ -26,12 +26,6 @@ LeakyReluOp& op_of(Value y) {
   return static_cast<LeakyReluOp&>(*y.tape().ops()[y.tape().value(y.id()).producer].op);
 }
 
-Tensor clone(const Tensor& t) {
-  Tensor c = Tensor::empty(t.shape(), t.dtype());
-  copy_bytes(t, c);
-  return c;
-}
-
 // One SGD step of conv2d -> leaky_relu -> (conv2d | max_pool2d) seeded with a fixed upstream
 // gradient; returns the output, the input gradient and the updated weights. Checks the
 // planner's choices for the leaky_relu in planned mode.

@@ -25,12 +25,6 @@ void fill(Tensor& t, std::initializer_list<T> values) {
   for (T v : values) t.data<T>()[i++] = v;
 }
 
-Tensor clone(const Tensor& t) {
-  Tensor c = Tensor::empty(t.shape(), t.dtype());
-  copy_bytes(t, c);
-  return c;
-}
-
 // A loss graph over logits (N,C) f64 and labels: its loss and d loss / d logits.
 struct LossRun {
   double loss;

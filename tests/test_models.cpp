@@ -11,46 +11,15 @@
 #include "models/resnet_cifar.h"
 #include "models/resnet_imagenet.h"
 #include "tests/gradcheck.h"
+#include "tests/recorded_model.h"
 
 using namespace frugal;
 using namespace frugal::testing;
 
 namespace {
 
-struct Recorded {
-  size_t params = 0;               // trainable elements
-  Shape output;                    // of the network at batch 2
-  std::vector<std::string> ops;    // op names in tape order
-  std::vector<std::string> names;  // parameter names
-  int count(const std::string& op) const {
-    int n = 0;
-    for (const std::string& name : ops) n += name == op;
-    return n;
-  }
-  bool has_param(const std::string& name) const {
-    for (const std::string& n : names)
-      if (n == name) return true;
-    return false;
-  }
-};
-
-// Records model `name` at batch 2 (f32: recording allocates only the parameters).
-Recorded record(const std::string& name, ModelConfig config = {}) {
-  const ModelSpec& spec = find_model(name);
-  ParamStore store(1);
-  Tape tape(store, DType::f32);
-  Shape input{2, spec.input[0], spec.input[1], spec.input[2]};
-  Value y = spec.build(tape.input("images", input, DType::f32), config);
-  Recorded r{store.count_elements(true), y.shape(), {}, {}};
-  for (const OpNode& op : tape.ops()) r.ops.push_back(op.op->name());
-  for (Parameter* p : store.all()) r.names.push_back(p->name);
-  return r;
-}
-
-Tensor clone(const Tensor& t) {
-  Tensor c = Tensor::empty(t.shape(), t.dtype());
-  copy_bytes(t, c);
-  return c;
+Recorded record(const std::string& name, const ModelConfig& config = {}) {
+  return record_model(name, config);
 }
 
 }  // namespace

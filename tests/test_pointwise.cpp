@@ -22,12 +22,6 @@ Tensor away_from(double at, Shape s, uint64_t seed) {
   return t;
 }
 
-Tensor clone(const Tensor& t) {
-  Tensor c = Tensor::empty(t.shape(), t.dtype());
-  copy_bytes(t, c);
-  return c;
-}
-
 // kernel(x, y) out of place, then kernel(z, z) in place on a copy z of x: same bits.
 void check_in_place(const Tensor& x, const std::function<void(const Tensor&, Tensor&)>& kernel) {
   Tensor y = Tensor::empty(x.shape(), x.dtype());

@@ -11,43 +11,16 @@
 #include "models/registry.h"
 #include "models/revnet.h"
 #include "tests/gradcheck.h"
+#include "tests/recorded_model.h"
 
 using namespace frugal;
 using namespace frugal::testing;
 
 namespace {
 
-struct Recorded {
-  size_t params = 0;
-  Shape output;
-  std::vector<std::string> ops, names;
-  int count(const std::string& op) const {
-    int n = 0;
-    for (const std::string& name : ops) n += name == op;
-    return n;
-  }
-  bool has_param(const std::string& name) const {
-    for (const std::string& n : names)
-      if (n == name) return true;
-    return false;
-  }
-};
-
 // RevNet-depth at batch 2 on a shape-only store: nothing is allocated or run.
 Recorded record(int depth, bool reversible = true) {
-  ParamStore store = ParamStore::shapes_only();
-  Tape tape(store, DType::f32);
-  Value y = revnet(tape.input("images", {2, 3, 32, 32}, DType::f32), depth, {}, reversible);
-  Recorded r{store.count_elements(true), y.shape(), {}, {}};
-  for (const OpNode& op : tape.ops()) r.ops.push_back(op.op->name());
-  for (Parameter* p : store.all()) r.names.push_back(p->name);
-  return r;
-}
-
-Tensor clone(const Tensor& t) {
-  Tensor c = Tensor::empty(t.shape(), t.dtype());
-  copy_bytes(t, c);
-  return c;
+  return record_model("revnet" + std::to_string(depth), {.reversible = reversible}, true);
 }
 
 }  // namespace
