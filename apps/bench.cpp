@@ -17,7 +17,9 @@
 #include "autograd/executor.h"
 #include "core/backend.h"
 #include "core/rng.h"
+#include "memory/budget.h"
 #include "models/registry.h"
+#include "models/step_budget.h"
 
 namespace frugal {
 namespace {
@@ -31,8 +33,10 @@ struct BenchOptions {
   DType dtype = DType::f32;
   bool dropout = true;
   bool batch_norm = true;
-  int segments = 0;  // CIFAR ResNets: checkpoint segments (0: none)
-  int threads = 0;   // 0: all cores
+  int segments = 0;            // CIFAR ResNets: checkpoint segments (0: none)
+  size_t memory_budget = 0;    // CIFAR ResNets: bytes the planned arena must fit (0: none)
+  std::vector<BlockRun> runs;  // the budget's checkpoint runs
+  int threads = 0;             // 0: all cores
   bool json = false;
 };
 
@@ -87,8 +91,10 @@ BenchResult run_bench(const BenchOptions& o) {
   std::vector<int64_t> dims{o.batch};
   for (int64_t d : spec.input.dims()) dims.push_back(d);
   Value images = tape.input("images", Shape(dims), o.dtype), labels;
-  Value out = spec.build(
-      images, {.dropout = o.dropout, .batch_norm = o.batch_norm, .segments = o.segments});
+  Value out = spec.build(images, {.dropout = o.dropout,
+                                  .batch_norm = o.batch_norm,
+                                  .segments = o.segments,
+                                  .checkpoint_runs = o.runs});
   const bool training = o.mode == Mode::training;
   if (training) {
     labels = tape.input("labels", {o.batch}, DType::i32);
@@ -130,6 +136,8 @@ void print_result(const BenchOptions& o, const BenchResult& r) {
                              {"memory", memory_mode_name(o.memory)},
                              {"dtype", dtype_name(o.dtype)},
                              {"segments", o.segments},
+                             {"memory_budget_bytes", o.memory_budget},
+                             {"checkpoint_runs", runs_text(o.runs)},
                              {"threads", cpu_backend().threads()},
                              {"steps", o.steps},
                              {"step_s", r.step_s},
@@ -194,14 +202,34 @@ Action add_bench_command(CLI::App& app) {
                 "CIFAR ResNets: checkpoint the blocks in this many segments (0: none)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  auto budget = std::make_shared<std::string>();
+  c->add_option("--memory-budget", *budget,
+                "CIFAR ResNets, training: checkpoint the runs of blocks with the least recompute "
+                "whose planned arena fits this many bytes (K, M, G: powers of 1024)");
   c->add_option("--threads", o->threads, "CPU threads (0: all cores)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   c->add_flag("--json", o->json, "Print one JSON object (seconds and bytes)");
-  return [o, memory, mode, dtype] {
+  return [o, memory, mode, dtype, budget] {
     o->memory = *memory == "baseline" ? MemoryMode::baseline : MemoryMode::planned;
     o->mode = *mode == "inference" ? Mode::inference : Mode::training;
     o->dtype = parse_dtype(*dtype);
+    if (!budget->empty()) {
+      FRUGAL_CHECK(o->mode == Mode::training && o->memory == MemoryMode::planned,
+                   "bench --memory-budget: bounds the planned arena of a training step; use "
+                   "--mode training --memory planned");
+      o->memory_budget = parse_bytes(*budget);
+      const BudgetSchedule b =
+          fit_step_budget({.model = o->model,
+                           .batch = o->batch,
+                           .dtype = o->dtype,
+                           .config = {.dropout = o->dropout, .batch_norm = o->batch_norm}},
+                          o->memory_budget);
+      o->runs = b.schedule.checkpointed;
+      std::fprintf(stderr, "memory budget %s: checkpointing blocks %s, planned arena %s\n",
+                   bytes_text(o->memory_budget).c_str(), runs_text(o->runs).c_str(),
+                   bytes_text(b.planned_peak).c_str());
+    }
     print_result(*o, run_bench(*o));
   };
 }

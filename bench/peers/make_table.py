@@ -23,12 +23,16 @@ PUBLISHED = {
     "googlenet b64 training f32": (2341, 12.1),
     "resnet110-ckpt4 b64 training f32": (257, 1.65),
     "resnet110-ckpt10 b64 training f32": (129, 1.58),
+    "resnet110-budget-ckpt4 b64 training f32": (257, 1.65),
+    "resnet110-budget-ckpt10 b64 training f32": (129, 1.58),
     "revnet38 b64 training f32": ("213 (activations stored)", 0.46),
     "revnet110 b64 training f32": ("605 (activations stored)", 1.19),
 }
 LABELS = {
     "resnet110-ckpt4": "resnet110, 4 checkpoint segments",
     "resnet110-ckpt10": "resnet110, 10 checkpoint segments",
+    "resnet110-budget-ckpt4": "resnet110, budget 242M (PyTorch: 4 segments)",
+    "resnet110-budget-ckpt10": "resnet110, budget 122M (PyTorch: 10 segments)",
     "revnet38": "revnet38 (PyTorch: memcnn)",
     "revnet110": "revnet110 (PyTorch: memcnn)",
 }
