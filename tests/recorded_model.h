@@ -1,12 +1,15 @@
-// A bundled network recorded at batch 2 and summarized for the model tests: trainable
-// elements, output shape, op names in tape order and parameter names.
+// Helpers of the model tests: a bundled network recorded at batch 2 and summarized (trainable
+// elements, output shape, op names, parameter names), and a few SGD steps of it whose results
+// a test compares between memory modes.
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "autograd/executor.h"
 #include "autograd/tape.h"
 #include "models/registry.h"
+#include "tests/gradcheck.h"
 
 namespace frugal::testing {
 
@@ -40,6 +43,37 @@ inline Recorded record_model(const std::string& name, const ModelConfig& config 
   for (const OpNode& op : tape.ops()) r.ops.push_back(op.op->name());
   for (Parameter* p : store.all()) r.names.push_back(p->name);
   return r;
+}
+
+// `steps` SGD steps (momentum 0.9) of model `name` at batch 2 on seeded random images, in the
+// given memory mode (planned runs with poisoned buffers): each step's loss and logits, then
+// every parameter and running statistic.
+inline std::vector<Tensor> train_model(const std::string& name, MemoryMode memory, int steps) {
+  ParamStore store(7);
+  Tape tape(store, DType::f32);
+  const ModelSpec& spec = find_model(name);
+  const Shape shape{2, spec.input[0], spec.input[1], spec.input[2]};
+  Value x = tape.input("images", shape, DType::f32);
+  Value labels = tape.input("labels", {2}, DType::i32);
+  Value logits = spec.build(x, {});
+  Value loss = model_loss(spec, logits, labels);
+  Executor ex(tape, cpu_backend(),
+              {.memory = memory,
+               .poison = memory == MemoryMode::planned,
+               .seed = 3,
+               .keep = {loss, logits},
+               .sgd = SgdConfig{.lr = 0.1, .momentum = 0.9}});
+  std::vector<Tensor> out;
+  for (int step = 0; step < steps; ++step) {
+    ex.set_input(x, random_tensor(shape, 10 + step, -1, 1, DType::f32));
+    ex.set_input(labels, random_labels(2, spec.classes, 20 + step));
+    ex.forward();
+    out.push_back(clone(ex.value(loss)));
+    out.push_back(clone(ex.value(logits)));
+    ex.backward(loss);
+  }
+  for (Parameter* p : store.all()) out.push_back(clone(p->value));  // incl. BN statistics
+  return out;
 }
 
 }  // namespace frugal::testing

@@ -81,29 +81,8 @@ TEST_CASE("revnet stored twin has the same parameters and stores more") {
 }
 
 TEST_CASE("revnet38 planned training step is bitwise equal to baseline") {
-  auto run = [](MemoryMode memory) {
-    ParamStore store(7);
-    Tape tape(store, DType::f32);
-    const ModelSpec& spec = find_model("revnet38");
-    Value x = tape.input("images", {2, 3, 32, 32}, DType::f32);
-    Value labels = tape.input("labels", {2}, DType::i32);
-    Value logits = spec.build(x, {});
-    Value loss = model_loss(spec, logits, labels);
-    Executor ex(tape, cpu_backend(),
-                {.memory = memory,
-                 .poison = memory == MemoryMode::planned,
-                 .seed = 3,
-                 .keep = {loss, logits},
-                 .sgd = SgdConfig{.lr = 0.1, .momentum = 0.9}});
-    ex.set_input(x, random_tensor({2, 3, 32, 32}, 10, -1, 1, DType::f32));
-    ex.set_input(labels, random_labels(2, 10, 20));
-    ex.forward();
-    std::vector<Tensor> out{clone(ex.value(loss)), clone(ex.value(logits))};
-    ex.backward(loss);
-    for (Parameter* p : store.all()) out.push_back(clone(p->value));  // incl. BN statistics
-    return out;
-  };
-  std::vector<Tensor> base = run(MemoryMode::baseline), planned = run(MemoryMode::planned);
+  std::vector<Tensor> base = train_model("revnet38", MemoryMode::baseline, 1);
+  std::vector<Tensor> planned = train_model("revnet38", MemoryMode::planned, 1);
   REQUIRE(base.size() == planned.size());
   CHECK(base[0].data<float>()[0] > 0);
   for (size_t i = 0; i < base.size(); ++i) {
