@@ -20,7 +20,8 @@ void run_eval(const EvalCommand& c) {
   const Safetensors file = load_safetensors(c.weights);  // check the file before the data
   const Dataset test = load_data(c.data, model, false, {.train = 1, .test = c.batch});
   ParamStore params;
-  Evaluator eval(params, model, test, c.batch, c.memory);
+  Evaluator eval(params, model, test, c.batch, c.memory,
+                 ModelConfig{.fixed_point_range = c.fixed_point_range});
   load_weights(params, file, c.weights, model.name, false);
   const auto start = std::chrono::steady_clock::now();
   const double accuracy = eval.accuracy();
@@ -47,14 +48,18 @@ Action add_eval_command(CLI::App& app) {
   eval->add_option("--batch", c->batch, "Test batch size")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  auto float_coupling = std::make_shared<bool>(false);
+  eval->add_flag("--float-coupling", *float_coupling,
+                 "RevNets: memcnn's floating-point coupling (default: the fixed-point one)");
   eval->add_option("--threads", c->threads, "CPU threads (0: all cores)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   eval->add_option("--memory", *memory, "Memory layout: planned (one arena) or baseline")
       ->check(CLI::IsMember({"planned", "baseline"}))
       ->capture_default_str();
-  return [c, memory] {
+  return [c, memory, float_coupling] {
     c->memory = *memory == "baseline" ? MemoryMode::baseline : MemoryMode::planned;
+    if (*float_coupling) c->fixed_point_range = 0;
     run_eval(*c);
   };
 }

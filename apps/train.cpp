@@ -199,6 +199,10 @@ Action add_train_command(CLI::App& app) {
   train->add_option("--memory-budget", *budget,
                     "CIFAR ResNets: checkpoint the runs of blocks with the least recompute whose "
                     "planned arena fits this many bytes (K, M, G: powers of 1024; e.g. 200M)");
+  auto float_coupling = std::make_shared<bool>(false);
+  train->add_flag("--float-coupling", *float_coupling,
+                  "RevNets: memcnn's floating-point coupling, whose rebuilt activations are "
+                  "within rounding of the stored ones (default: the exact fixed-point coupling)");
   train->add_option("--threads", t.threads, "CPU threads (0: all cores)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
@@ -217,8 +221,9 @@ Action add_train_command(CLI::App& app) {
                    "Without a terminal: print a line every N steps (0: ten per epoch)")
       ->check(CLI::NonNegativeNumber);
 
-  return [c, memory, schedule, budget] {
+  return [c, memory, schedule, budget, float_coupling] {
     c->train.memory = *memory == "baseline" ? MemoryMode::baseline : MemoryMode::planned;
+    if (*float_coupling) c->train.fixed_point_range = 0;
     if (!budget->empty()) c->memory_budget = parse_bytes(*budget);
     c->train.schedule = parse_schedule(*schedule);
     run_train(*c);

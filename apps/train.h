@@ -29,6 +29,7 @@ struct EvalCommand {
   int64_t batch = 200;
   int threads = 0;
   MemoryMode memory = MemoryMode::planned;
+  int fixed_point_range = ModelConfig{}.fixed_point_range;  // RevNets; 0: float coupling
 };
 
 // Loads weights into the model and prints its test accuracy.

@@ -1,7 +1,8 @@
 // bench_reversible: what reversible blocks buy and what they cost. (a) training memory of
 // RevNet-110 against ResNet-110, (b) against RevNet-110 with its activations stored, (c) the
 // step time of both RevNet-110s, and (d) how far a chain of reversible blocks drifts from its
-// stored twin with depth: the rebuilt input and the gradients, in f64 and f32.
+// stored twin with depth: the rebuilt input and the gradients, in f64 and f32, with memcnn's
+// floating-point coupling and with frugal's fixed-point one.
 #include <omp.h>
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <cstdio>
 #include <ctime>
 #include <functional>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -21,6 +23,7 @@
 #include "layers/channel_slice.h"
 #include "layers/concat.h"
 #include "layers/conv2d.h"
+#include "layers/fixed_point.h"
 #include "layers/relu.h"
 #include "layers/reversible.h"
 #include "layers/softmax_cross_entropy.h"
@@ -35,6 +38,9 @@ using namespace frugal;
 namespace {
 
 using Builder = std::function<Value(Value)>;
+
+// The RevNets' coupling in (a)-(c): ModelConfig::fixed_point_range (0: floating point).
+int g_fixed_point_range = ModelConfig{}.fixed_point_range;
 
 double mib(size_t bytes) {
   return static_cast<double>(bytes) / (1024.0 * 1024.0);
@@ -82,8 +88,10 @@ void print_memory(int64_t N) {
   };
   const Net nets[] = {
       {"ResNet-110", [](Value x) { return resnet_cifar(x, 110); }},
-      {"RevNet-110 stored", [](Value x) { return revnet(x, 110, {}, false); }},
-      {"RevNet-110 reversible", [](Value x) { return revnet(x, 110); }},
+      {"RevNet-110 stored",
+       [](Value x) { return revnet(x, 110, {.fixed_point_range = g_fixed_point_range}, false); }},
+      {"RevNet-110 reversible",
+       [](Value x) { return revnet(x, 110, {.fixed_point_range = g_fixed_point_range}); }},
   };
   std::printf("(a, b) training step, batch %lld, f32, planned (MiB)\n", static_cast<long long>(N));
   std::printf("%-22s %9s %9s %9s %9s %9s\n", "network", "arena", "bound", "outputs", "buffers",
@@ -114,7 +122,8 @@ struct Trainer {
   Trainer(bool reversible, int64_t N) {
     Value x = tape.input("images", {N, 3, 32, 32}, DType::f32);
     Value labels = tape.input("labels", {N}, DType::i32);
-    loss = softmax_cross_entropy(revnet(x, 110, {}, reversible), labels);
+    loss = softmax_cross_entropy(
+        revnet(x, 110, {.fixed_point_range = g_fixed_point_range}, reversible), labels);
     ex = std::make_unique<Executor>(tape, cpu_backend(),
                                     ExecutorOptions{.memory = MemoryMode::planned,
                                                     .keep = {loss},
@@ -177,8 +186,9 @@ Value half_unit(Value h) {
                 {.out = c, .kernel = 3, .pad = 1, .bias = false, .name = "conv2"});
 }
 
-// A block of the stored twin, under the scopes the reversible op gives F and G.
-Value stored_block(Value x) {
+// A block of the stored twin, under the scopes the reversible op gives F and G; with `exact`,
+// F and G's outputs rounded onto the grid as the fixed-point coupling does.
+Value stored_block(Value x, bool exact) {
   Tape& t = x.tape();
   const int64_t c = x.shape()[1];
   Tape::Scope scope(t, t.unique_name("reversible"));
@@ -186,11 +196,11 @@ Value stored_block(Value x) {
   Value y1, y2;
   {
     Tape::Scope s(t, "F");
-    y1 = add(x1, half_unit(x2));
+    y1 = add(x1, exact ? fixed_point(half_unit(x2)) : half_unit(x2));
   }
   {
     Tape::Scope s(t, "G");
-    y2 = add(x2, half_unit(y1));
+    y2 = add(x2, exact ? fixed_point(half_unit(y1)) : half_unit(y1));
   }
   return concat({y1, y2});
 }
@@ -237,9 +247,9 @@ struct ChainRun {
 };
 
 // Rebuilds the chain's input from its output block by block, as the reversible op does:
-// x2 = y2 - G(y1), x1 = y1 - F(x2), F and G run on tapes of their own over the same
-// parameters (BatchNorm on batch statistics, running statistics left alone).
-Tensor rebuild_input(ParamStore& store, const Tensor& y, int depth) {
+// x2 = y2 - G(y1), x1 = y1 - F(x2) (on the grid when `exact`), F and G run on tapes of their
+// own over the same parameters (BatchNorm on batch statistics, running statistics left alone).
+Tensor rebuild_input(ParamStore& store, const Tensor& y, int depth, bool exact) {
   Backend& be = cpu_backend();
   TensorMeta half{y.shape(), y.dtype()};
   half.shape[1] /= 2;
@@ -259,7 +269,10 @@ Tensor rebuild_input(ParamStore& store, const Tensor& y, int depth) {
       copy_bytes(in, ex.input(net.input()));
       ex.forward();
       Tensor& out = which[0] == 'G' ? y2 : y1;  // y2 <- x2, then y1 <- x1
-      be.subtract(out, ex.value(net.output()), out);
+      if (exact)
+        fixed_point_add(out, ex.value(net.output()), {}, true, out, "rebuild");
+      else
+        be.subtract(out, ex.value(net.output()), out);
     }
     const Tensor halves[2] = {y1, y2};
     be.concat_forward(halves, x);
@@ -267,19 +280,22 @@ Tensor rebuild_input(ParamStore& store, const Tensor& y, int depth) {
   return x;
 }
 
-ChainRun run_chain(bool reversible, int depth, DType dtype, const Shape& shape) {
+ChainRun run_chain(bool reversible, bool exact, int depth, DType dtype, const Shape& shape) {
   ParamStore store(11);
   Tape tape(store, dtype);
   Value x = tape.input("x", shape, dtype, true);
-  Value y = x;
+  Value y = exact ? fixed_point(x) : x;
+  const ReversibleOptions options{.fixed_point = exact ? std::optional<FixedPoint>(FixedPoint{})
+                                                       : std::nullopt};
   for (int i = 0; i < depth; ++i)
-    y = reversible ? reversible_block(y, half_unit, half_unit) : stored_block(y);
+    y = reversible ? reversible_block(y, half_unit, half_unit, options) : stored_block(y, exact);
   Executor ex(tape, cpu_backend(),
               {.memory = reversible ? MemoryMode::planned : MemoryMode::baseline,
                .keep = {y},
                .keep_param_grads = true});
   ChainRun r;
   r.x = random(shape, 3, dtype);
+  if (exact) fixed_point_round(r.x, {}, r.x, "input");  // what the chain's first block sees
   ex.set_input(x, r.x);
   ex.forward();
   r.y = clone(ex.value(y));
@@ -292,7 +308,7 @@ ChainRun run_chain(bool reversible, int depth, DType dtype, const Shape& shape) 
         r.grads.push_back(clone(ex.grad(Value(&tape, static_cast<int>(v)))));
         break;
       }
-  if (reversible) r.rebuild_error = rel_error(rebuild_input(store, r.y, depth), r.x);
+  if (reversible) r.rebuild_error = rel_error(rebuild_input(store, r.y, depth, exact), r.x);
   return r;
 }
 
@@ -301,22 +317,24 @@ void print_drift(const std::vector<int>& depths, const Shape& shape) {
       "(d) reversible chain against its stored twin, x %s; relative errors, max: "
       "max|a-b|/max|b|, l2: ||a-b||/||b||\n",
       shape.str().c_str());
-  std::printf("%-5s %5s %10s %10s %10s %10s %10s %10s %10s\n", "dtype", "depth", "x max", "x l2",
-              "y max", "dx max", "dx l2", "dW max", "dW l2");
-  for (DType dtype : {DType::f64, DType::f32})
-    for (int depth : depths) {
-      ChainRun rev = run_chain(true, depth, dtype, shape);
-      ChainRun twin = run_chain(false, depth, dtype, shape);
-      RelError dw;  // the worst parameter
-      for (size_t i = 0; i < rev.grads.size(); ++i) {
-        const RelError e = rel_error(rev.grads[i], twin.grads[i]);
-        dw = {std::max(dw.max, e.max), std::max(dw.l2, e.l2)};
+  std::printf("%-8s %-5s %5s %10s %10s %10s %10s %10s %10s %10s\n", "coupling", "dtype", "depth",
+              "x max", "x l2", "y max", "dx max", "dx l2", "dW max", "dW l2");
+  for (bool exact : {false, true})
+    for (DType dtype : {DType::f64, DType::f32})
+      for (int depth : depths) {
+        ChainRun rev = run_chain(true, exact, depth, dtype, shape);
+        ChainRun twin = run_chain(false, exact, depth, dtype, shape);
+        RelError dw;  // the worst parameter
+        for (size_t i = 0; i < rev.grads.size(); ++i) {
+          const RelError e = rel_error(rev.grads[i], twin.grads[i]);
+          dw = {std::max(dw.max, e.max), std::max(dw.l2, e.l2)};
+        }
+        const RelError dx = rel_error(rev.dx, twin.dx);
+        std::printf("%-8s %-5s %5d %10.2e %10.2e %10.2e %10.2e %10.2e %10.2e %10.2e\n",
+                    exact ? "fixed" : "float", dtype_name(dtype), depth, rev.rebuild_error.max,
+                    rev.rebuild_error.l2, rel_error(rev.y, twin.y).max, dx.max, dx.l2, dw.max,
+                    dw.l2);
       }
-      const RelError dx = rel_error(rev.dx, twin.dx);
-      std::printf("%-5s %5d %10.2e %10.2e %10.2e %10.2e %10.2e %10.2e %10.2e\n", dtype_name(dtype),
-                  depth, rev.rebuild_error.max, rev.rebuild_error.l2, rel_error(rev.y, twin.y).max,
-                  dx.max, dx.l2, dw.max, dw.l2);
-    }
   std::printf(
       "(x: the input rebuilt from the output block by block; y: the output; dW: the "
       "worst parameter)\n");
@@ -336,6 +354,9 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--steps", steps, "timed steps per network (c)")->check(CLI::PositiveNumber);
   app.add_option("--depths", depths, "chain depths (d)");
+  app.add_option("--fixed-point-range", g_fixed_point_range,
+                 "RevNet coupling grid's range bits in (a)-(c); 0: floating point")
+      ->check(CLI::Range(0, 23));
   app.add_flag("!--no-memory", memory, "skip (a, b)");
   app.add_flag("!--no-time", time, "skip (c)");
   app.add_flag("!--no-drift", drift, "skip (d)");

@@ -105,7 +105,7 @@ void CouplingOp::forward(const OpContext& ctx) {
   couple_forward(be, T1, F.value(F_->output()));
   be.copy(T1, G.input(G_->input()));
   G.forward();
-  be.add(T2, G.value(G_->output()), T2);
+  couple_second(be, T2, G.value(G_->output()), false);
   const Tensor halves[2] = {T1, T2};
   be.concat_forward(halves, ctx.output(0));
 }
@@ -133,7 +133,7 @@ void CouplingOp::backward(const OpContext& ctx) {
 
   be.copy(T1, G.input(G_->input()));
   G.forward();
-  be.subtract(T2, G.value(G_->output()), T2);  // x2
+  couple_second(be, T2, G.value(G_->output()), true);  // x2
   std::pair<Value, Tensor> seed_g{G_->output(), D2};
   G.backward(std::span<const std::pair<Value, Tensor>>(&seed_g, 1));
   be.accumulate(G.grad(G_->input()), D1);  // dy1'
@@ -166,15 +166,35 @@ void CouplingOp::backward(const OpContext& ctx) {
   }
 }
 
-// y1 = x1 + f;  x1 = y1 - f,  dx1 = df = dy1'.
+void CouplingOp::couple_second(Backend& be, Tensor& x2y2, const Tensor& g, bool rebuild) const {
+  if (rebuild)
+    be.subtract(x2y2, g, x2y2);
+  else
+    be.add(x2y2, g, x2y2);
+}
+
+// y1 = x1 + f;  x1 = y1 - f,  dx1 = df = dy1'. With a grid, q(f) in place of f.
 void ReversibleOp::couple_forward(Backend& be, Tensor& x1y1, const Tensor& f) const {
-  be.add(x1y1, f, x1y1);
+  if (opt_.fixed_point)
+    fixed_point_add(x1y1, f, *opt_.fixed_point, false, x1y1, who());
+  else
+    be.add(x1y1, f, x1y1);
 }
 
 const Tensor& ReversibleOp::couple_backward(Backend& be, const Tensor& y1, const Tensor& f,
                                             Tensor& d1, Tensor& x1, Tensor&) const {
-  be.subtract(y1, f, x1);
+  if (opt_.fixed_point)
+    fixed_point_add(y1, f, *opt_.fixed_point, true, x1, who());
+  else
+    be.subtract(y1, f, x1);
   return d1;
+}
+
+void ReversibleOp::couple_second(Backend& be, Tensor& x2y2, const Tensor& g, bool rebuild) const {
+  if (opt_.fixed_point)
+    fixed_point_add(x2y2, g, *opt_.fixed_point, rebuild, x2y2, who());
+  else
+    CouplingOp::couple_second(be, x2y2, g, rebuild);
 }
 
 std::string coupling_scope(Tape& tape, const std::string& kind) {
@@ -196,12 +216,15 @@ Value record_coupling(Value x, std::unique_ptr<CouplingOp> op, std::source_locat
   return tape.record(std::move(op), std::move(inputs), where)[0];
 }
 
-Value reversible_block(Value x, HalfNet F, HalfNet G, std::source_location where) {
+Value reversible_block(Value x, HalfNet F, HalfNet G, ReversibleOptions options,
+                       std::source_location where) {
   Tape& tape = x.tape();
+  if (options.fixed_point)  // a bad range or dtype fails here, at the model's line
+    fixed_point_frac_bits(*options.fixed_point, tape.dtype(), "reversible");
   return record_coupling(x,
                          std::make_unique<ReversibleOp>(tape.params(), tape.dtype(),
                                                         coupling_scope(tape, "reversible"),
-                                                        std::move(F), std::move(G)),
+                                                        std::move(F), std::move(G), options),
                          where);
 }
 

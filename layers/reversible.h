@@ -8,8 +8,10 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <source_location>
 
+#include "layers/fixed_point.h"
 #include "layers/subgraph.h"
 
 namespace frugal {
@@ -45,6 +47,9 @@ class CouplingOp : public Op {
   // x1 and y1 are one memory: read each element of y1 before writing that element of x1.
   virtual const Tensor& couple_backward(Backend& be, const Tensor& y1, const Tensor& f, Tensor& d1,
                                         Tensor& x1, Tensor& df) const = 0;
+  // The second half, in place on x2y2 with g = G(y1): y2 = x2 + g in forward, x2 = y2 - g when
+  // `rebuild`.
+  virtual void couple_second(Backend& be, Tensor& x2y2, const Tensor& g, bool rebuild) const;
 
  private:
   struct Layout;
@@ -60,22 +65,38 @@ class CouplingOp : public Op {
   TensorMeta x_, half_, f_out_;
 };
 
+struct ReversibleOptions {
+  // Unset: floating-point coupling, as memcnn's: x is rebuilt within rounding, and in f32 a
+  // ReLU in F or G fed from a rebuilt value within rounding of 0 can flip (docs/BENCHMARKS.md,
+  // reversible (d)). Set: fixed-point coupling (layers/fixed_point.h): F(x2) and G(y1) are
+  // rounded onto the grid before they are added, with a straight-through gradient, so x is
+  // rebuilt bit for bit and gradients equal the stored twin's (add(x1, fixed_point(F(x2))))
+  // bitwise. The block's input must lie on the grid: fixed_point(x) before a chain's first
+  // block; an input off the grid or a sum outside its range throws, naming the block.
+  std::optional<FixedPoint> fixed_point;
+};
+
 // Additive coupling: y1 = x1 + F(x2), rebuilt as x1 = y1 - F(x2).
 class ReversibleOp final : public CouplingOp {
  public:
-  ReversibleOp(ParamStore& params, DType dtype, const std::string& scope, HalfNet F, HalfNet G)
-      : CouplingOp(params, dtype, scope, std::move(F), std::move(G), 1) {}
+  ReversibleOp(ParamStore& params, DType dtype, const std::string& scope, HalfNet F, HalfNet G,
+               ReversibleOptions options = {})
+      : CouplingOp(params, dtype, scope, std::move(F), std::move(G), 1), opt_(options) {}
   std::string name() const override { return "reversible"; }
 
  protected:
   void couple_forward(Backend& be, Tensor& x1y1, const Tensor& f) const override;
   const Tensor& couple_backward(Backend& be, const Tensor& y1, const Tensor& f, Tensor& d1,
                                 Tensor& x1, Tensor& df) const override;
+  void couple_second(Backend& be, Tensor& x2y2, const Tensor& g, bool rebuild) const override;
+
+ private:
+  ReversibleOptions opt_;
 };
 
 // Records an additive reversible block over x (N, C, H, W) or (N, C) with C even; F and G map
 // (N, C/2, ...) to the same shape. Parameters are named "reversible<k>/F/...".
-Value reversible_block(Value x, HalfNet F, HalfNet G,
+Value reversible_block(Value x, HalfNet F, HalfNet G, ReversibleOptions options = {},
                        std::source_location where = std::source_location::current());
 
 // A fresh scope for a block of kind `kind` in the tape's current scope ("stage1/reversible2").

@@ -27,6 +27,10 @@ struct ModelConfig {
   std::vector<BlockRun> checkpoint_runs = {};
   // RevNets: reversible units, rebuilt in backward; false: their stored-activation twins.
   bool reversible = true;
+  // RevNets: > 0: the units couple on a fixed-point grid with this many range bits
+  // (|activations| < 2^bits; layers/fixed_point.h), so reversible and stored runs are bitwise
+  // equal; 0: floating-point coupling as memcnn's, inputs rebuilt within rounding.
+  int fixed_point_range = 12;
 };
 
 // The number of classes a builder should use: config.classes, or `fallback` when it is 0.

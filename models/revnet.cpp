@@ -4,6 +4,7 @@
 
 #include <array>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "core/error.h"
@@ -14,6 +15,7 @@
 #include "layers/checkpoint.h"
 #include "layers/concat.h"
 #include "layers/conv2d.h"
+#include "layers/fixed_point.h"
 #include "layers/flatten.h"
 #include "layers/linear.h"
 #include "layers/relu.h"
@@ -69,18 +71,20 @@ Value downsampling_unit(Value x, int64_t K, int64_t B, int64_t stride, bool firs
   return add(y, s);
 }
 
-// y1 = x1 + F(x2), y2 = x2 + G(y1) on halves of c channels: a reversible block, or its
-// stored twin recorded under the scopes the block gives F and G ("reversible<k>/F"), so both
-// have the same parameters.
-Value reversible_unit(Value x, const HalfNet& half, bool reversible) {
-  if (reversible) return reversible_block(x, half, half);
+// y1 = x1 + F(x2), y2 = x2 + G(y1) on halves of c channels (F and G rounded onto `grid` when
+// set): a reversible block, or its stored twin recorded under the scopes the block gives F and
+// G ("reversible<k>/F"), so both have the same parameters.
+Value reversible_unit(Value x, const HalfNet& half, bool reversible,
+                      const std::optional<FixedPoint>& grid) {
+  if (reversible) return reversible_block(x, half, half, {.fixed_point = grid});
   Tape& t = x.tape();
   const int64_t c = x.shape()[1];
   Tape::Scope scope(t, t.unique_name("reversible"));
   Value x1 = channel_slice(x, 0, c / 2), x2 = channel_slice(x, c / 2, c);
   auto in_scope = [&](const char* name, Value v) {
     Tape::Scope s(t, name);
-    return half(v);
+    Value f = half(v);
+    return grid ? fixed_point(f, *grid) : f;
   };
   Value y1 = add(x1, in_scope("F", x2));
   Value y2 = add(x2, in_scope("G", y1));
@@ -110,6 +114,11 @@ Value revnet(Value images, int depth, const ModelConfig& config, bool reversible
       },
       true);
   bool first = true;  // the stem's BN-ReLU is the first unit's pre-activation
+  // Fixed-point coupling: each run of reversible units starts from an input rounded onto the
+  // grid, which the units then keep it on.
+  std::optional<FixedPoint> grid;
+  if (config.fixed_point_range > 0) grid = FixedPoint{.range_bits = config.fixed_point_range};
+  bool on_grid = false;
   for (int s = 0; s < 3; ++s) {
     Tape::Scope stage(t, "stage" + std::to_string(s + 1));
     const int64_t P = spec.planes[static_cast<size_t>(s)];
@@ -121,12 +130,15 @@ Value revnet(Value images, int depth, const ModelConfig& config, bool reversible
             x,
             [&](Value v) { return downsampling_unit(v, K, P, stride, first, spec.bottleneck, bn); },
             config.checkpoint_downsampling);
+        on_grid = false;
       } else {
         // F and G on K/2 channels; the bottleneck's inner width halves too (memcnn).
         HalfNet half = [=](Value h) {
           return body(h, K / 2, P / 2, 1, first, spec.bottleneck, bn);
         };
-        x = reversible_unit(x, half, reversible);
+        if (grid && !on_grid) x = fixed_point(x, *grid);
+        on_grid = true;
+        x = reversible_unit(x, half, reversible, grid);
       }
       first = false;
     }

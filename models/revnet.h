@@ -18,7 +18,10 @@ namespace frugal {
 // a conv 1x1 + BN shortcut. The first unit of the net skips its leading BN-ReLU. Convs have
 // no bias. Trainable parameters: 573,994 / 1,854,890 / 1,983,786. With reversible = false
 // the reversible units become their stored-activation twins (slice, add, concat) with the
-// same parameter names, for memory and time comparisons. Names: "stem/conv.weight",
+// same parameter names, for memory and time comparisons. With config.fixed_point_range > 0
+// (the default) each run of reversible units starts with fixed_point() and the units couple
+// on its grid, so reversible and stored runs give the same bits; 0 gives memcnn's
+// floating-point coupling. Names: "stem/conv.weight",
 // "stage1/reversible0/F/conv1.weight", "stage2/down/shortcut/bn.bias", "head/linear.weight".
 Value revnet(Value images, int depth, const ModelConfig& config = {}, bool reversible = true);
 

@@ -46,16 +46,17 @@ inline Recorded record_model(const std::string& name, const ModelConfig& config 
 }
 
 // `steps` SGD steps (momentum 0.9) of model `name` at batch 2 on seeded random images, in the
-// given memory mode (planned runs with poisoned buffers): each step's loss and logits, then
-// every parameter and running statistic.
-inline std::vector<Tensor> train_model(const std::string& name, MemoryMode memory, int steps) {
+// given memory mode (planned runs with poisoned buffers) and config: each step's loss and logits,
+// then every parameter and running statistic.
+inline std::vector<Tensor> train_model(const std::string& name, MemoryMode memory, int steps,
+                                       const ModelConfig& config = {}) {
   ParamStore store(7);
   Tape tape(store, DType::f32);
   const ModelSpec& spec = find_model(name);
   const Shape shape{2, spec.input[0], spec.input[1], spec.input[2]};
   Value x = tape.input("images", shape, DType::f32);
   Value labels = tape.input("labels", {2}, DType::i32);
-  Value logits = spec.build(x, {});
+  Value logits = spec.build(x, config);
   Value loss = model_loss(spec, logits, labels);
   Executor ex(tape, cpu_backend(),
               {.memory = memory,

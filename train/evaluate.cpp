@@ -29,11 +29,11 @@ struct Evaluator::Net {
   Tensor labels;
   std::unique_ptr<Executor> ex;
 
-  Net(ParamStore& params, const ModelSpec& model, int64_t B, int64_t classes, MemoryMode memory)
+  Net(ParamStore& params, const ModelSpec& model, int64_t B, ModelConfig config, MemoryMode memory)
       : tape(params) {
     const Shape& in = model.input;
     images = tape.input("images", {B, in[0], in[1], in[2]}, DType::f32);
-    logits = model.build(images, ModelConfig{.classes = classes});
+    logits = model.build(images, config);
     labels = Tensor::empty({B}, DType::i32);
     ex = std::make_unique<Executor>(
         tape, cpu_backend(),
@@ -42,13 +42,15 @@ struct Evaluator::Net {
 };
 
 Evaluator::Evaluator(ParamStore& params, const ModelSpec& model, const Dataset& data, int64_t batch,
-                     MemoryMode memory)
+                     MemoryMode memory, const ModelConfig& config)
     : data_(data) {
   FRUGAL_CHECK(batch >= 1 && data.size() >= 1, "evaluate: batch ", batch, " over ", data.size(),
                " samples: both must be positive");
   const int64_t B = std::min(batch, data.size()), R = data.size() % B;
-  full_ = std::make_unique<Net>(params, model, B, data.classes, memory);
-  if (R > 0) rest_ = std::make_unique<Net>(params, model, R, data.classes, memory);
+  ModelConfig c = config;
+  c.classes = data.classes;
+  full_ = std::make_unique<Net>(params, model, B, c, memory);
+  if (R > 0) rest_ = std::make_unique<Net>(params, model, R, c, memory);
 }
 
 Evaluator::~Evaluator() = default;

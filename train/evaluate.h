@@ -17,10 +17,11 @@ int64_t count_correct(const Tensor& logits, const Tensor& labels, int64_t K);
 
 class Evaluator {
  public:
-  // Records the model in inference over batches of `batch` (at most the data set's size);
-  // creates any parameter the store lacks. `data` must outlive the evaluator.
+  // Records the model (built with `config`, the data set's classes) in inference over batches
+  // of `batch` (at most the data set's size); creates any parameter the store lacks. `data`
+  // must outlive the evaluator.
   Evaluator(ParamStore& params, const ModelSpec& model, const Dataset& data, int64_t batch,
-            MemoryMode memory);
+            MemoryMode memory, const ModelConfig& config = {});
   ~Evaluator();
   // Fraction of the data set's samples classified correctly, in [0, 1].
   double accuracy();

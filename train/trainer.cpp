@@ -71,8 +71,9 @@ Trainer::Trainer(const TrainOptions& o, const Dataset& train, const Dataset& tes
   const Shape& in = model_.input;
   images_ = tape_.input("images", {o.batch, in[0], in[1], in[2]}, DType::f32);
   labels_ = tape_.input("labels", {o.batch}, DType::i32);
-  logits_ = model_.build(
-      images_, ModelConfig{.classes = train.classes, .checkpoint_runs = o.checkpoint_runs});
+  logits_ = model_.build(images_, ModelConfig{.classes = train.classes,
+                                              .checkpoint_runs = o.checkpoint_runs,
+                                              .fixed_point_range = o.fixed_point_range});
   loss_ = model_loss(model_, logits_, labels_);
   ex_ = std::make_unique<Executor>(
       tape_, cpu_backend(),
@@ -114,7 +115,8 @@ StepResult Trainer::step() {
 double Trainer::evaluate() {
   if (!eval_)
     eval_ =
-        std::make_unique<Evaluator>(params_, model_, test_, options_.eval_batch, options_.memory);
+        std::make_unique<Evaluator>(params_, model_, test_, options_.eval_batch, options_.memory,
+                                    ModelConfig{.fixed_point_range = options_.fixed_point_range});
   return eval_->accuracy();
 }
 

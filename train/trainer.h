@@ -36,6 +36,9 @@ struct TrainOptions {
   // CIFAR ResNets: runs of blocks to checkpoint (ModelConfig::checkpoint_runs), e.g. the
   // schedule fit_step_budget chose for a memory budget; empty: every activation stored.
   std::vector<BlockRun> checkpoint_runs = {};
+  // RevNets: the coupling's fixed-point range bits (ModelConfig::fixed_point_range); 0: memcnn's
+  // floating-point coupling.
+  int fixed_point_range = ModelConfig{}.fixed_point_range;
 };
 
 // The learning rate of step t (0-based) of T: linear warm-up over the first `warmup` steps,
