@@ -1,6 +1,8 @@
 // Batch normalization kernels of the CPU backend. x is viewed as (N,C,S) with S = H*W (1 for
-// (N,C) input); every per-channel reduction runs over n then s in one thread (the loop is
-// parallel over channels) and accumulates in double, so results are the same bits every run.
+// (N,C) input); every per-channel reduction runs in one thread (the loop is parallel over
+// channels) and accumulates in double, in eight interleaved lanes summed in a fixed order, so
+// the compiler can vectorize it and results are the same bits every run.
+#include <array>
 #include <cmath>
 #include <initializer_list>
 
@@ -34,6 +36,33 @@ Dims check_shapes(const char* op, const Tensor& x, const Tensor& y,
   return d;
 }
 
+// Double sums over channel c's values i = (n*C + c)*S + s, of each of the K terms f(i)[k],
+// in kLanes lanes by s % kLanes (tails by s too), then lanes in pairs: a fixed order.
+constexpr int kLanes = 8;
+template <int K, typename F>
+std::array<double, K> channel_sums(const Dims& d, int64_t c, const F& f) {
+  double acc[K][kLanes] = {};
+  for (int64_t n = 0; n < d.N; ++n) {
+    const int64_t base = (n * d.C + c) * d.S;
+    int64_t s = 0;
+    for (; s + kLanes <= d.S; s += kLanes)
+      for (int j = 0; j < kLanes; ++j) {
+        const std::array<double, K> t = f(base + s + j);
+        for (int k = 0; k < K; ++k) acc[k][j] += t[k];
+      }
+    for (; s < d.S; ++s) {
+      const std::array<double, K> t = f(base + s);
+      for (int k = 0; k < K; ++k) acc[k][s % kLanes] += t[k];
+    }
+  }
+  std::array<double, K> out;
+  for (int k = 0; k < K; ++k) {
+    const double* a = acc[k];
+    out[static_cast<size_t>(k)] = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+  }
+  return out;
+}
+
 // y = (x - mean) * (inv_std * gamma) + beta over channel c; elementwise, so y may alias x.
 template <typename T>
 void normalize_channel(const Dims& d, int64_t c, const T* x, T mean, T inv_std, T gamma, T beta,
@@ -52,15 +81,13 @@ void batchnorm_forward_train_t(const Dims& d, const T* x, const T* gamma, const 
   const double M = static_cast<double>(d.N * d.S);
 #pragma omp parallel for schedule(static)
   for (int64_t c = 0; c < d.C; ++c) {
-    double sum = 0, sq = 0;
-    for (int64_t n = 0; n < d.N; ++n)
-      for (int64_t s = 0; s < d.S; ++s) sum += x[(n * d.C + c) * d.S + s];
-    const double mu = sum / M;
-    for (int64_t n = 0; n < d.N; ++n)
-      for (int64_t s = 0; s < d.S; ++s) {
-        const double e = x[(n * d.C + c) * d.S + s] - mu;
-        sq += e * e;
-      }
+    const double mu =
+        channel_sums<1>(d, c, [&](int64_t i) { return std::array<double, 1>{double(x[i])}; })[0] /
+        M;
+    const double sq = channel_sums<1>(d, c, [&](int64_t i) {
+      const double e = x[i] - mu;
+      return std::array<double, 1>{e * e};
+    })[0];
     const double var = sq / M;  // biased: normalization; unbiased: running statistic
     mean[c] = static_cast<T>(mu);
     inv_std[c] = static_cast<T>(1.0 / std::sqrt(var + eps));
@@ -93,13 +120,9 @@ void batchnorm_backward_t(const Dims& d, const T* x, const T* dy, const T* gamma
 #pragma omp parallel for schedule(static)
   for (int64_t c = 0; c < d.C; ++c) {
     const double mu = mean[c], inv = inv_std[c];
-    double sum_dy = 0, sum_dy_xhat = 0;
-    for (int64_t n = 0; n < d.N; ++n)
-      for (int64_t s = 0; s < d.S; ++s) {
-        const int64_t i = (n * d.C + c) * d.S + s;
-        sum_dy += dy[i];
-        sum_dy_xhat += dy[i] * ((x[i] - mu) * inv);
-      }
+    const auto [sum_dy, sum_dy_xhat] = channel_sums<2>(d, c, [&](int64_t i) {
+      return std::array<double, 2>{double(dy[i]), dy[i] * ((x[i] - mu) * inv)};
+    });
     if (dgamma) dgamma[c] = static_cast<T>(sum_dy_xhat);
     if (dbeta) dbeta[c] = static_cast<T>(sum_dy);
     if (!dx) continue;
