@@ -135,15 +135,32 @@ void im2col(const Conv2dGeometry& g, const T* x, int64_t j0, int64_t j1, int64_t
 }
 
 // The inverse for channels [c0, c1): cols (rows (c0,0,0) on, L) of output rows [p0, p1) are
-// added into the pixels of dx (C,H,W) they read, in (c,r,s,p,q) order.
+// added into the pixels of dx (C,H,W) they read, in (c,r,s,p,q) order. For stride 1 with
+// Q == W (as in im2col) each (c,r,s) row is one shifted add over the rows: the entries of cols
+// that read the padding are zeroed first, and adding +0 leaves dx as it was (dx starts at +0
+// and sums of it never reach -0), so the result is the per-row loop's, bit for bit.
 template <typename T>
-void col2im_add(const Conv2dGeometry& g, const T* cols, int64_t c0, int64_t c1, int64_t p0,
-                int64_t p1, T* dx) {
+void col2im_add(const Conv2dGeometry& g, T* cols, int64_t c0, int64_t c1, int64_t p0, int64_t p1,
+                T* dx) {
   const int64_t L = (p1 - p0) * g.Q, RS = g.R * g.S;
+  const bool flat = g.stride_h == 1 && g.stride_w == 1 && g.Q == g.W;
   for (int64_t j = c0 * RS; j < c1 * RS; ++j) {
     const int64_t s = j % g.S, r = j / g.S % g.R, c = j / RS, w0 = s - g.pad_w;
     const Span ps = inside(g.H, g.P, r, g.stride_h, g.pad_h, p0, p1);
     const Span qs = inside(g.W, g.Q, s, g.stride_w, g.pad_w, 0, g.Q);
+    if (flat && ps.hi > ps.lo) {
+      T* in = cols + (j - c0 * RS) * L + (ps.lo - p0) * g.Q;
+      const int64_t n = (ps.hi - ps.lo) * g.W;
+      for (int64_t row = 0; row < ps.hi - ps.lo; ++row) {
+        T* irow = in + row * g.W;
+        for (int64_t q = 0; q < qs.lo; ++q) irow[q] = T(0);
+        for (int64_t q = qs.hi; q < g.Q; ++q) irow[q] = T(0);
+      }
+      const int64_t a = std::max<int64_t>(0, -w0), b = n - std::max<int64_t>(0, w0);
+      T* o = dx + (c * g.H + ps.lo - g.pad_h + r) * g.W;
+      for (int64_t i = a; i < b; ++i) o[i + w0] += in[i];
+      continue;
+    }
     for (int64_t p = ps.lo; p < ps.hi; ++p) {
       const T* in = cols + (j - c0 * RS) * L + (p - p0) * g.Q;
       T* o = dx + (c * g.H + p * g.stride_h - g.pad_h + r) * g.W;
