@@ -84,14 +84,13 @@ void add_t(const Tensor& at, const Tensor& ft, const Grid<T>& grid, const FixedP
     y[i] = yi;
   }
   if (!bad) return;
-  // y may have overwritten a: a value out of range shows in y, an input off the grid mostly
-  // leaves y off the grid too.
+  // y may have overwritten a (in place): then an input off the grid shows as a result off it.
   for (int64_t i = 0; i < n; ++i) {
     if (!grid.inside(y[i])) throw_range(static_cast<double>(y[i]), i, fp, who);
-    if (!grid.on(y[i]) || (a != y && !grid.on(a[i])))
-      FRUGAL_CHECK(false, who, ": element ", i, " of the input (", static_cast<double>(a[i]),
-                   " before the update) is not on the fixed-point grid 2^-", frac,
-                   ": record fixed_point(x) before the first exact reversible block");
+    const bool off = a == y ? !grid.on(y[i]) : !grid.on(a[i]);
+    FRUGAL_CHECK(!off, who, ": element ", i, " of the input is not on the fixed-point grid 2^-",
+                 frac, " (", a == y ? "updated in place to " : "", static_cast<double>(a[i]),
+                 "): record fixed_point(x) before the first exact reversible block");
   }
   FRUGAL_CHECK(false, who, ": an element of the input is not on the fixed-point grid 2^-", frac,
                ": record fixed_point(x) before the first exact reversible block");

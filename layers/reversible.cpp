@@ -173,28 +173,29 @@ void CouplingOp::couple_second(Backend& be, Tensor& x2y2, const Tensor& g, bool 
     be.add(x2y2, g, x2y2);
 }
 
-// y1 = x1 + f;  x1 = y1 - f,  dx1 = df = dy1'. With a grid, q(f) in place of f.
-void ReversibleOp::couple_forward(Backend& be, Tensor& x1y1, const Tensor& f) const {
+void ReversibleOp::add_half(Backend& be, const Tensor& a, const Tensor& f, bool subtract,
+                            Tensor& y) const {
   if (opt_.fixed_point)
-    fixed_point_add(x1y1, f, *opt_.fixed_point, false, x1y1, who());
+    fixed_point_add(a, f, *opt_.fixed_point, subtract, y, who());
+  else if (subtract)
+    be.subtract(a, f, y);
   else
-    be.add(x1y1, f, x1y1);
+    be.add(a, f, y);
+}
+
+// y1 = x1 + f;  x1 = y1 - f,  dx1 = df = dy1'. With a grid, q(f) in place of f (and of g).
+void ReversibleOp::couple_forward(Backend& be, Tensor& x1y1, const Tensor& f) const {
+  add_half(be, x1y1, f, false, x1y1);
 }
 
 const Tensor& ReversibleOp::couple_backward(Backend& be, const Tensor& y1, const Tensor& f,
                                             Tensor& d1, Tensor& x1, Tensor&) const {
-  if (opt_.fixed_point)
-    fixed_point_add(y1, f, *opt_.fixed_point, true, x1, who());
-  else
-    be.subtract(y1, f, x1);
+  add_half(be, y1, f, true, x1);
   return d1;
 }
 
 void ReversibleOp::couple_second(Backend& be, Tensor& x2y2, const Tensor& g, bool rebuild) const {
-  if (opt_.fixed_point)
-    fixed_point_add(x2y2, g, *opt_.fixed_point, rebuild, x2y2, who());
-  else
-    CouplingOp::couple_second(be, x2y2, g, rebuild);
+  add_half(be, x2y2, g, rebuild, x2y2);
 }
 
 std::string coupling_scope(Tape& tape, const std::string& kind) {

@@ -91,6 +91,9 @@ class ReversibleOp final : public CouplingOp {
   void couple_second(Backend& be, Tensor& x2y2, const Tensor& g, bool rebuild) const override;
 
  private:
+  // y = a + f, or a - f when `subtract`; on the grid (a + q(f)) when opt_.fixed_point is set.
+  void add_half(Backend& be, const Tensor& a, const Tensor& f, bool subtract, Tensor& y) const;
+
   ReversibleOptions opt_;
 };
 

@@ -4,12 +4,40 @@
 
 #include <doctest/doctest.h>
 
+#include "layers/add.h"
+#include "layers/batchnorm2d.h"
+#include "layers/channel_slice.h"
+#include "layers/concat.h"
+#include "layers/conv2d.h"
+#include "layers/dropout.h"
 #include "layers/flatten.h"
 #include "layers/linear.h"
+#include "layers/relu.h"
 #include "layers/softmax_cross_entropy.h"
 #include "tests/gradcheck.h"
 
 namespace frugal::testing {
+
+Value revnet_half(Value h, bool with_dropout) {
+  const int64_t c = h.shape()[1];
+  h = conv2d(relu(batch_norm(h)), {.out = c, .kernel = 3, .pad = 1, .bias = false});
+  if (with_dropout) h = dropout(h, 0.2);
+  return conv2d(relu(batch_norm(h)), {.out = c, .kernel = 3, .pad = 1, .bias = false});
+}
+
+Value stored_twin(Value x, int index, bool with_dropout, const std::optional<FixedPoint>& grid) {
+  Tape& t = x.tape();
+  const int64_t c = x.shape()[1];
+  auto half = [&](const char* which, Value h) {
+    Tape::Scope s(t, "reversible" + std::to_string(index) + "/" + which);
+    Value f = revnet_half(h, with_dropout);
+    return grid ? fixed_point(f, *grid) : f;
+  };
+  Value x1 = channel_slice(x, 0, c / 2), x2 = channel_slice(x, c / 2, c);
+  Value y1 = add(x1, half("F", x2));
+  Value y2 = add(x2, half("G", y1));
+  return concat({y1, y2});
+}
 
 StepResult run_step(const Net& net, DType dtype, MemoryMode memory) {
   ParamStore store(11);

@@ -8,9 +8,11 @@
 #include <limits>
 
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "autograd/executor.h"
+#include "layers/fixed_point.h"
 #include "tests/gradcheck.h"
 
 namespace frugal::testing {
@@ -91,6 +93,16 @@ void check_equal_to_twin(const StepResult& rebuilt, const StepResult& twin);
 // Checks that each probe's backward record (the rebuilt input) is within 1e-12 of its forward
 // record.
 void check_round_trips(const std::vector<ProbeRecord>& probes);
+
+// F and G of a RevNet unit on h's channels: BN, ReLU, conv 3x3, (dropout 0.2), BN, ReLU,
+// conv 3x3.
+Value revnet_half(Value h, bool with_dropout);
+// The stored-activation twin of reversible block `index` with F = G = revnet_half: split,
+// y1 = x1 + F(x2), y2 = x2 + G(y1), concat, F and G recorded under the scopes the reversible
+// op uses ("reversible<index>/F") so both share parameters; with `grid`, F's and G's outputs
+// rounded onto it as the fixed-point coupling does.
+Value stored_twin(Value x, int index, bool with_dropout,
+                  const std::optional<FixedPoint>& grid = std::nullopt);
 
 // Two SGD steps (momentum 0.9) of softmax cross-entropy over linear(flatten(net(x))) for x
 // (4,4,6,6) f32: each step's loss and d x, then every parameter and running statistic.

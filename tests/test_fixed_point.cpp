@@ -7,12 +7,7 @@
 #include <limits>
 
 #include "autograd/executor.h"
-#include "layers/add.h"
-#include "layers/batchnorm2d.h"
-#include "layers/channel_slice.h"
-#include "layers/concat.h"
 #include "layers/conv2d.h"
-#include "layers/dropout.h"
 #include "layers/fixed_point.h"
 #include "layers/relu.h"
 #include "layers/reversible.h"
@@ -30,41 +25,17 @@ Tensor f32_tensor(std::vector<float> v) {
   return t;
 }
 
-// F and G of a RevNet unit on c/2 channels: BN, ReLU, conv 3x3, (dropout), BN, ReLU, conv 3x3.
-Value unit(Value h, bool with_dropout) {
-  const int64_t c = h.shape()[1];
-  h = conv2d(relu(batch_norm(h)), {.out = c, .kernel = 3, .pad = 1, .bias = false});
-  if (with_dropout) h = dropout(h, 0.2);
-  return conv2d(relu(batch_norm(h)), {.out = c, .kernel = 3, .pad = 1, .bias = false});
-}
-
-// A chain of `depth` exact units on the grid, reversible or stored (y1 = x1 + q(F(x2)),
-// y2 = x2 + q(G(y1)) under the scopes the reversible op uses, so both share parameters),
-// after one fixed_point() that puts x on the grid. A probe records each unit's input.
+// A chain of `depth` exact units on the grid, reversible or their stored twins, after one
+// fixed_point() that puts x on the grid. A probe records each unit's input.
 Value exact_chain(Value x, int depth, bool reversible, bool with_dropout,
                   std::vector<ProbeRecord>* probes = nullptr) {
-  Tape& t = x.tape();
   const FixedPoint grid;
   x = fixed_point(x, grid);
+  auto half = [=](Value h) { return revnet_half(h, with_dropout); };
   for (int i = 0; i < depth; ++i) {
     if (probes) x = probe(x, (*probes)[static_cast<size_t>(i)]);
-    auto half = [=](Value h) { return unit(h, with_dropout); };
-    if (reversible) {
-      x = reversible_block(x, half, half, {.fixed_point = grid});
-      continue;
-    }
-    const int64_t c = x.shape()[1];
-    Value x1 = channel_slice(x, 0, c / 2), x2 = channel_slice(x, c / 2, c);
-    Value y1, y2;
-    {
-      Tape::Scope s(t, "reversible" + std::to_string(i) + "/F");
-      y1 = add(x1, fixed_point(half(x2), grid));
-    }
-    {
-      Tape::Scope s(t, "reversible" + std::to_string(i) + "/G");
-      y2 = add(x2, fixed_point(half(y1), grid));
-    }
-    x = concat({y1, y2});
+    x = reversible ? reversible_block(x, half, half, {.fixed_point = grid})
+                   : stored_twin(x, i, with_dropout, grid);
   }
   return x;
 }
@@ -194,7 +165,7 @@ TEST_CASE("exact reversible block rejects an input off the grid and a bad range"
   ParamStore store(1);
   Tape tape(store, DType::f32);
   Value x = tape.input("x", {2, 4, 6, 6}, DType::f32, true);
-  auto half = [](Value h) { return unit(h, false); };
+  auto half = [](Value h) { return revnet_half(h, false); };
   Value y = reversible_block(x, half, half, {.fixed_point = FixedPoint{}});  // no fixed_point(x)
   Executor ex(tape, cpu_backend(), {.memory = MemoryMode::planned, .keep = {y}});
   ex.set_input(x, random_tensor(x.shape(), 1, -1, 1, DType::f32));

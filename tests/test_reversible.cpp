@@ -4,12 +4,8 @@
 #include <doctest/doctest.h>
 
 #include "autograd/executor.h"
-#include "layers/add.h"
-#include "layers/batchnorm2d.h"
 #include "layers/channel_slice.h"
-#include "layers/concat.h"
 #include "layers/conv2d.h"
-#include "layers/dropout.h"
 #include "layers/relu.h"
 #include "layers/reversible.h"
 #include "memory/report.h"
@@ -21,38 +17,12 @@ using namespace frugal::testing;
 
 namespace {
 
-// F and G of a RevNet unit on c/2 channels: BN, ReLU, conv 3x3, BN, ReLU, conv 3x3.
-Value unit(Value h, bool with_dropout) {
-  const int64_t c = h.shape()[1];
-  h = conv2d(relu(batch_norm(h)), {.out = c, .kernel = 3, .pad = 1, .bias = false});
-  if (with_dropout) h = dropout(h, 0.2);
-  return conv2d(relu(batch_norm(h)), {.out = c, .kernel = 3, .pad = 1, .bias = false});
-}
-
-// The same unit with stored activations: split, y1 = x1 + F(x2), y2 = x2 + G(y1), concat.
-// F and G are recorded under the scopes the reversible op uses, so they share parameters.
-Value stored_unit(Value x, int index, bool with_dropout) {
-  Tape& t = x.tape();
-  const int64_t c = x.shape()[1];
-  Value x1 = channel_slice(x, 0, c / 2), x2 = channel_slice(x, c / 2, c);
-  Value y1, y2;
-  {
-    Tape::Scope s(t, "reversible" + std::to_string(index) + "/F");
-    y1 = add(x1, unit(x2, with_dropout));
-  }
-  {
-    Tape::Scope s(t, "reversible" + std::to_string(index) + "/G");
-    y2 = add(x2, unit(y1, with_dropout));
-  }
-  return concat({y1, y2});
-}
-
 Value chain(Value x, int depth, bool reversible, bool with_dropout) {
   for (int i = 0; i < depth; ++i)
     x = reversible ? reversible_block(
-                         x, [=](Value h) { return unit(h, with_dropout); },
-                         [=](Value h) { return unit(h, with_dropout); })
-                   : stored_unit(x, i, with_dropout);
+                         x, [=](Value h) { return revnet_half(h, with_dropout); },
+                         [=](Value h) { return revnet_half(h, with_dropout); })
+                   : stored_twin(x, i, with_dropout);
   return x;
 }
 

@@ -87,6 +87,24 @@ Span inside(int64_t in, int64_t out, int64_t k, int64_t stride, int64_t pad, int
   return {lo, std::clamp(std::min(out, ceil_div(in + pad - k)), lo, o1)};
 }
 
+// Stride 1 with Q == W (a "same" convolution): the rows a column row (c,r,s) reads are the
+// input rows shifted by s - pad_w, so im2col and col2im move them in one copy or add; the
+// entries that read the padding, which that shift pairs with the neighbouring rows, are zeroed
+// (in the columns) by zero_padding_columns. Short per-row copies would spend more in calls than
+// in copying (Q = 8 to 32 on CIFAR nets).
+bool shifted_rows(const Conv2dGeometry& g) {
+  return g.stride_h == 1 && g.stride_w == 1 && g.Q == g.W;
+}
+// rows (rows, Q): zeroes columns q outside [qs.lo, qs.hi) of every row.
+template <typename T>
+void zero_padding_columns(const Conv2dGeometry& g, T* rows, int64_t n_rows, Span qs) {
+  for (int64_t row = 0; row < n_rows; ++row) {
+    T* r = rows + row * g.Q;
+    for (int64_t q = 0; q < qs.lo; ++q) r[q] = T(0);
+    for (int64_t q = qs.hi; q < g.Q; ++q) r[q] = T(0);
+  }
+}
+
 // x (C,H,W) of one sample -> rows [j0, j1) of its columns for output rows [p0, p1), as
 // cols (j1-j0, L), L = (p1-p0)*Q: row j = (c,r,s), column (p-p0, q) holds
 // x[c, p*stride_h - pad_h + r, q*stride_w - pad_w + s], or 0 in the padding.
@@ -94,11 +112,7 @@ template <typename T>
 void im2col(const Conv2dGeometry& g, const T* x, int64_t j0, int64_t j1, int64_t p0, int64_t p1,
             T* cols) {
   const int64_t L = (p1 - p0) * g.Q;
-  // Stride 1 with Q == W (a "same" convolution): the rows of one (c,r,s) are the input rows
-  // shifted by s - pad_w, so they go in one copy, and the columns that read the padding, which
-  // that copy filled from the neighbouring rows, are zeroed after. Short per-row copies would
-  // spend more in calls than in copying (Q = 8 to 32 on CIFAR nets).
-  const bool flat = g.stride_h == 1 && g.stride_w == 1 && g.Q == g.W;
+  const bool flat = shifted_rows(g);
   for (int64_t j = j0; j < j1; ++j) {
     const int64_t s = j % g.S, r = j / g.S % g.R, c = j / (g.R * g.S), w0 = s - g.pad_w;
     const Span ps = inside(g.H, g.P, r, g.stride_h, g.pad_h, p0, p1);
@@ -112,11 +126,7 @@ void im2col(const Conv2dGeometry& g, const T* x, int64_t j0, int64_t j1, int64_t
       T* o = out + (ps.lo - p0) * g.Q;
       const T* in = x + (c * g.H + ps.lo - g.pad_h + r) * g.W;
       std::copy(in + a + w0, in + b + w0, o + a);
-      for (int64_t row = 0; row < ps.hi - ps.lo; ++row) {  // [0, a) and [b, n) are among these
-        T* orow = o + row * g.W;
-        for (int64_t q = 0; q < qs.lo; ++q) orow[q] = T(0);
-        for (int64_t q = qs.hi; q < g.Q; ++q) orow[q] = T(0);
-      }
+      zero_padding_columns(g, o, ps.hi - ps.lo, qs);  // [0, a) and [b, n) are among these
       std::fill(out + (ps.hi - p0) * g.Q, out + L, T(0));
       continue;
     }
@@ -135,15 +145,15 @@ void im2col(const Conv2dGeometry& g, const T* x, int64_t j0, int64_t j1, int64_t
 }
 
 // The inverse for channels [c0, c1): cols (rows (c0,0,0) on, L) of output rows [p0, p1) are
-// added into the pixels of dx (C,H,W) they read, in (c,r,s,p,q) order. For stride 1 with
-// Q == W (as in im2col) each (c,r,s) row is one shifted add over the rows: the entries of cols
-// that read the padding are zeroed first, and adding +0 leaves dx as it was (dx starts at +0
-// and sums of it never reach -0), so the result is the per-row loop's, bit for bit.
+// added into the pixels of dx (C,H,W) they read, in (c,r,s,p,q) order. With shifted_rows(g)
+// each (c,r,s) row is one shifted add, its padding entries zeroed first: adding +0 leaves dx
+// as it was (dx starts at +0 and its sums never reach -0), so the result is the per-row
+// loop's, bit for bit.
 template <typename T>
 void col2im_add(const Conv2dGeometry& g, T* cols, int64_t c0, int64_t c1, int64_t p0, int64_t p1,
                 T* dx) {
   const int64_t L = (p1 - p0) * g.Q, RS = g.R * g.S;
-  const bool flat = g.stride_h == 1 && g.stride_w == 1 && g.Q == g.W;
+  const bool flat = shifted_rows(g);
   for (int64_t j = c0 * RS; j < c1 * RS; ++j) {
     const int64_t s = j % g.S, r = j / g.S % g.R, c = j / RS, w0 = s - g.pad_w;
     const Span ps = inside(g.H, g.P, r, g.stride_h, g.pad_h, p0, p1);
@@ -151,11 +161,7 @@ void col2im_add(const Conv2dGeometry& g, T* cols, int64_t c0, int64_t c1, int64_
     if (flat && ps.hi > ps.lo) {
       T* in = cols + (j - c0 * RS) * L + (ps.lo - p0) * g.Q;
       const int64_t n = (ps.hi - ps.lo) * g.W;
-      for (int64_t row = 0; row < ps.hi - ps.lo; ++row) {
-        T* irow = in + row * g.W;
-        for (int64_t q = 0; q < qs.lo; ++q) irow[q] = T(0);
-        for (int64_t q = qs.hi; q < g.Q; ++q) irow[q] = T(0);
-      }
+      zero_padding_columns(g, in, ps.hi - ps.lo, qs);
       const int64_t a = std::max<int64_t>(0, -w0), b = n - std::max<int64_t>(0, w0);
       T* o = dx + (c * g.H + ps.lo - g.pad_h + r) * g.W;
       for (int64_t i = a; i < b; ++i) o[i + w0] += in[i];
