@@ -1,11 +1,13 @@
 // Conv2d: gradient checks, a hand-computed case, the kernels against direct loops (row tiles,
-// 1, 2 and 3 threads, stride, padding, 1x1), scratch sizes, determinism, roles, shape errors.
+// 1, 2 and 3 threads, stride, padding, 1x1), the direct f32 kernels against the same loops and
+// across thread counts, scratch sizes, determinism, roles, shape errors.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
+#include "core/cpu/conv2d_direct.h"
 #include "layers/conv2d.h"
 #include "tests/gradcheck.h"
 
@@ -62,8 +64,9 @@ void check_close(const Tensor& got, const std::vector<double>& want, double tol)
   CHECK(worst <= tol);
 }
 
-// The kernels of `g` in dtype t on random data against a direct six-deep loop in double.
-void check_against_direct(const Conv2dGeometry& g, DType t, bool bias, double tol) {
+// The kernels of `g` in dtype t on random data against a direct six-deep loop in double;
+// returns what the kernels gave.
+ConvRun check_against_direct(const Conv2dGeometry& g, DType t, bool bias, double tol) {
   INFO("N,C,H,W ", g.N, ",", g.C, ",", g.H, ",", g.W, "  K,R,S ", g.K, ",", g.R, ",", g.S);
   Tensor x = random_tensor({g.N, g.C, g.H, g.W}, 1, -1, 1, t);
   Tensor w = random_tensor({g.K, g.C, g.R, g.S}, 2, -1, 1, t);
@@ -97,6 +100,7 @@ void check_against_direct(const Conv2dGeometry& g, DType t, bool bias, double to
   check_close(r.dx, dx, tol);
   check_close(r.dw, dw, tol);
   if (bias) check_close(r.db, db, tol);
+  return r;
 }
 
 std::vector<Value> one(Value v) {
@@ -199,7 +203,8 @@ TEST_CASE("conv2d scratch follows the geometry, dtype and threads") {
     Threads t(1);
     CHECK(be.conv2d_forward_scratch(tiled, DType::f64) == tile * 8);
     CHECK(be.conv2d_backward_scratch(tiled, DType::f64) == tile * 8);
-    CHECK(be.conv2d_forward_scratch(tiled, DType::f32) == 2 * tile * 4);  // 80 rows in 1 MiB
+    if (!direct_conv::applies(tiled, DType::f32))  // im2col columns: 80 rows in 1 MiB
+      CHECK(be.conv2d_forward_scratch(tiled, DType::f32) == 2 * tile * 4);
   }
   {
     // Forward: a tile per thread. Backward: one tile of twice the rows, shared by the threads.
@@ -211,8 +216,8 @@ TEST_CASE("conv2d scratch follows the geometry, dtype and threads") {
     one.N = 1;
     CHECK(be.conv2d_forward_scratch(one, DType::f64) == 2 * tile * 8);
     // One small sample: each thread takes half of its rows.
-    CHECK(be.conv2d_forward_scratch(geometry(1, 2, 8, 8, 2, 3, 3, 1, 1, 1, 1), DType::f32) ==
-          2 * 18 * 8 * 4 * 4);
+    CHECK(be.conv2d_forward_scratch(geometry(1, 2, 8, 8, 2, 3, 3, 1, 1, 1, 1), DType::f64) ==
+          2 * 18 * 8 * 4 * 8);
   }
   // GoogLeNet's first conv at batch 1 in double: 14 MiB of columns per sample, now bounded by the
   // budget of each thread; in general by threads x budget whenever one output row fits it.
@@ -230,6 +235,65 @@ TEST_CASE("conv2d scratch follows the geometry, dtype and threads") {
   // A 1x1, stride-1, unpadded conv needs no scratch.
   CHECK(be.conv2d_forward_scratch(geometry(8, 64, 8, 8, 64, 1, 1, 1, 1, 0, 0), DType::f32) == 0);
   CHECK(be.conv2d_backward_scratch(geometry(1, 64, 8, 8, 64, 1, 1, 1, 1, 0, 0), DType::f32) == 0);
+}
+
+TEST_CASE("direct f32 conv2d kernels match direct loops, with the same bits on 1, 2, 3 threads") {
+  // Stride-1 f32 convolutions, which the direct kernels take in a build with AVX and FMA:
+  // rows that end in a short vector (Q = 6, 13, 11), filter counts that leave a register block
+  // part empty (4, 13, 9), more input channels than one chunk (70; and 520 filters, whose
+  // packed filters take chunks of a few channels, and whose data gradient has 520 inputs),
+  // R != S, uneven and no padding, 5- and 7-wide filters (taps past S in the filter gradient),
+  // one sample cut into tiles for the threads, and a sample whose rows take several tiles.
+  const std::vector<Conv2dGeometry> cases = {
+      geometry(2, 3, 7, 6, 4, 3, 3, 1, 1, 1, 1),     geometry(3, 70, 9, 13, 13, 3, 3, 1, 1, 1, 1),
+      geometry(2, 5, 12, 20, 9, 3, 5, 1, 1, 0, 2),   geometry(1, 4, 11, 11, 6, 3, 3, 1, 1, 0, 0),
+      geometry(2, 3, 16, 16, 24, 7, 7, 1, 1, 3, 3),  geometry(2, 6, 9, 9, 5, 3, 1, 1, 1, 1, 0),
+      geometry(2, 16, 6, 6, 520, 3, 3, 1, 1, 1, 1),  geometry(1, 64, 120, 120, 8, 3, 3, 1, 1, 1, 1),
+      geometry(4, 16, 32, 32, 16, 3, 3, 1, 1, 1, 1)};
+  for (const Conv2dGeometry& g : cases) {
+    const bool direct = direct_conv::applies(g, DType::f32);
+    INFO("N,C,H,W ", g.N, ",", g.C, ",", g.H, ",", g.W, "  K,R,S ", g.K, ",", g.R, ",", g.S,
+         (direct ? "  direct" : "  im2col (direct kernels not built)"));
+    // f32 rounding grows with the longest sum: C R S terms in y, K R S in dx, N P Q in dw.
+    const double terms = static_cast<double>(
+        std::max({g.C * g.R * g.S, g.K * g.R * g.S, g.N * g.P * g.Q}));
+    std::vector<ConvRun> runs;
+    for (int threads : {1, 2, 3}) {
+      Threads t(threads);
+      INFO("threads ", threads);
+      runs.push_back(check_against_direct(g, DType::f32, true, 1e-5 + 2e-8 * terms));
+    }
+    if (!direct) continue;  // the im2col path's tiles depend on the thread count
+    for (size_t i = 1; i < runs.size(); ++i) {
+      CHECK(bitwise_equal(runs[0].y, runs[i].y));
+      CHECK(bitwise_equal(runs[0].dx, runs[i].dx));
+      CHECK(bitwise_equal(runs[0].dw, runs[i].dw));
+    }
+  }
+}
+
+TEST_CASE("direct f32 conv2d scratch stays within a bound per thread, whatever the batch") {
+  Backend& be = cpu_backend();
+  const int64_t threads = be.threads();
+  for (const Conv2dGeometry& g : {geometry(64, 16, 32, 32, 16, 3, 3, 1, 1, 1, 1),
+                                  geometry(64, 64, 8, 8, 64, 3, 3, 1, 1, 1, 1),
+                                  geometry(64, 512, 14, 14, 512, 3, 3, 1, 1, 1, 1),
+                                  geometry(64, 64, 224, 224, 64, 3, 3, 1, 1, 1, 1)}) {
+    if (!direct_conv::applies(g, DType::f32)) continue;
+    INFO("N,C,H ", g.N, ",", g.C, ",", g.H, "  K ", g.K);
+    // Input tiles of 3/4 MiB and packed filters of 1/4 MiB per thread.
+    CHECK(be.conv2d_forward_scratch(g, DType::f32) <= static_cast<size_t>(threads * kBudget));
+    CHECK(be.conv2d_backward_scratch(g, DType::f32) <= static_cast<size_t>(threads * kBudget));
+    Conv2dGeometry twice = g;
+    twice.N *= 2;
+    CHECK(be.conv2d_forward_scratch(twice, DType::f32) == be.conv2d_forward_scratch(g, DType::f32));
+    CHECK(be.conv2d_backward_scratch(twice, DType::f32) ==
+          be.conv2d_backward_scratch(g, DType::f32));
+  }
+  // A small conv asks for little: one tile and one block of packed filters per thread.
+  const Conv2dGeometry small = geometry(1, 2, 8, 8, 2, 3, 3, 1, 1, 1, 1);
+  if (direct_conv::applies(small, DType::f32))
+    CHECK(be.conv2d_forward_scratch(small, DType::f32) <= static_cast<size_t>(threads) * 4096);
 }
 
 TEST_CASE("conv2d kernels are deterministic") {
@@ -289,11 +353,11 @@ TEST_CASE("conv2d roles and parameters") {
   CHECK(train.backward_reads_inputs == std::vector<int>{0, 1});
   CHECK(train.backward_reads_outputs.empty());
   CHECK(train.aliases.empty());
-  // Each sample's columns (27 x 1024 floats) fit one tile: forward keeps one per working thread,
-  // backward one shared by all.
-  const int64_t working = std::min<int64_t>(8, cpu_backend().threads());
-  CHECK(train.forward_scratch == static_cast<size_t>(working * 27 * 1024 * 4));
-  CHECK(train.backward_scratch == 27 * 1024 * 4);
+  // The scratch the backend asks for this geometry.
+  const Conv2dGeometry g = geometry(8, 3, 32, 32, 16, 3, 3, 1, 1, 1, 1);
+  CHECK(train.forward_scratch == cpu_backend().conv2d_forward_scratch(g, DType::f32));
+  CHECK(train.backward_scratch == cpu_backend().conv2d_backward_scratch(g, DType::f32));
+  CHECK(train.backward_scratch > 0);
   Roles infer = op.roles(Mode::inference, cpu_backend());
   CHECK(infer.backward_reads_inputs.empty());
   CHECK(infer.backward_scratch == 0);

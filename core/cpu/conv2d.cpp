@@ -5,12 +5,12 @@
 // summed across threads. Inside a parallel region Eigen's GEMMs run single-threaded. The tiling
 // depends on the geometry, dtype and thread count only, so every memory mode does the same
 // arithmetic in the same order. A 1x1, stride-1, unpadded conv is a GEMM over x: no columns.
-#include <omp.h>
-
 #include <Eigen/Core>
 #include <algorithm>
 
+#include "core/cpu/conv2d_direct.h"
 #include "core/cpu/cpu_backend.h"
+#include "core/cpu/parts.h"
 
 namespace frugal {
 
@@ -55,26 +55,6 @@ Tiling forward_tiling(const Conv2dGeometry& g, DType t, int threads) {
 Tiling backward_tiling(const Conv2dGeometry& g, DType t, int threads) {
   return tiling(g, t, threads * kColumnBudget, 1);
 }
-int parts(int64_t units, int threads) {
-  return static_cast<int>(std::clamp<int64_t>(units, 1, threads));
-}
-
-// Runs body(part, u0, u1) on the static ranges [u0, u1) of `parts` equal shares of [0, units).
-// One part runs on the calling thread, where Eigen may thread its GEMMs. Several run in one
-// OpenMP region, where Eigen's GEMMs stay single-threaded (Parallelizer.h skips threading when
-// omp_get_num_threads() > 1). A smaller team than asked for takes the parts in turn, so the
-// split, and with it every result, depends on `parts` only.
-template <typename F>
-void for_parts(int parts, int64_t units, const F& body) {
-  if (parts == 1) return body(0, 0, units);
-#pragma omp parallel num_threads(parts)
-  {
-    const int team = omp_get_num_threads();
-    for (int part = omp_get_thread_num(); part < parts; part += team)
-      body(part, units * part / parts, units * (part + 1) / parts);
-  }
-}
-
 // Output positions o in [0, out) whose input position o*stride - pad + k lies in [0, in),
 // clipped to [o0, o1): the range [lo, hi). Loops run over it without a bounds check.
 struct Span {
@@ -300,10 +280,12 @@ T* scratch_of(const Tensor& scratch, size_t need) {
 
 // Forward: a tile's columns per thread that has tiles to run; backward: one tile's columns.
 size_t CpuBackend::conv2d_forward_scratch(const Conv2dGeometry& g, DType t) const {
+  if (direct_conv::applies(g, t)) return direct_conv::forward_scratch(g, threads());
   const Tiling tl = forward_tiling(g, t, threads());
   return static_cast<size_t>(parts(g.N * tl.tiles, threads()) * tl.cols) * dtype_size(t);
 }
 size_t CpuBackend::conv2d_backward_scratch(const Conv2dGeometry& g, DType t) const {
+  if (direct_conv::applies(g, t)) return direct_conv::backward_scratch(g, threads());
   return static_cast<size_t>(backward_tiling(g, t, threads()).cols) * dtype_size(t);
 }
 
@@ -314,7 +296,10 @@ void CpuBackend::conv2d_forward(const Conv2dGeometry& g, const Tensor& x, const 
   check("conv2d forward", g, x, w, y, scratch, need);
   FRUGAL_CHECK(!b.defined() || (b.numel() == g.K && b.dtype() == x.dtype()),
                "conv2d forward: bias ", b.shape(), " for ", g.K, " filters");
-  if (x.dtype() == DType::f32)
+  if (direct_conv::applies(g, x.dtype()))
+    direct_conv::forward(g, threads(), x.data<float>(), w.data<float>(), optional<float>(b),
+                         y.data<float>(), scratch_of<float>(scratch, need));
+  else if (x.dtype() == DType::f32)
     forward_t(g, threads(), x.data<float>(), w.data<float>(), optional<float>(b), y.data<float>(),
               scratch_of<float>(scratch, need));
   else
@@ -327,7 +312,10 @@ void CpuBackend::conv2d_backward_data(const Conv2dGeometry& g, const Tensor& dy,
   FRUGAL_CHECK(w.defined(), "conv2d backward data: missing weight");
   const size_t need = conv2d_backward_scratch(g, dy.dtype());
   check("conv2d backward data", g, dx, w, dy, scratch, need);
-  if (dy.dtype() == DType::f32)
+  if (direct_conv::applies(g, dy.dtype()))
+    direct_conv::backward_data(g, threads(), dy.data<float>(), w.data<float>(), dx.data<float>(),
+                               scratch_of<float>(scratch, need));
+  else if (dy.dtype() == DType::f32)
     backward_data_t(g, threads(), dy.data<float>(), w.data<float>(), dx.data<float>(),
                     scratch_of<float>(scratch, need));
   else
@@ -341,7 +329,13 @@ void CpuBackend::conv2d_backward_filter(const Conv2dGeometry& g, const Tensor& x
   check("conv2d backward filter", g, x, dw, dy, scratch, need);  // dw undefined: bias only
   FRUGAL_CHECK(!db.defined() || (db.numel() == g.K && db.dtype() == x.dtype()),
                "conv2d backward filter: bias gradient ", db.shape(), " for ", g.K, " filters");
-  if (x.dtype() == DType::f32)
+  if (direct_conv::applies(g, x.dtype())) {
+    if (dw.defined())
+      direct_conv::backward_filter(g, threads(), x.data<float>(), dy.data<float>(),
+                                   dw.data<float>(), scratch_of<float>(scratch, need));
+    backward_filter_t<float>(g, threads(), x.data<float>(), dy.data<float>(), nullptr,
+                             optional<float>(db), nullptr);  // the bias gradient only
+  } else if (x.dtype() == DType::f32)
     backward_filter_t(g, threads(), x.data<float>(), dy.data<float>(), optional<float>(dw),
                       optional<float>(db), scratch_of<float>(scratch, need));
   else
