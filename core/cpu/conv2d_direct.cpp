@@ -135,32 +135,57 @@ std::vector<Vec> vectors(int64_t p0, int64_t p1, int64_t Q) {
   return v;
 }
 
-// Lane masks for vectors of fewer than 8 outputs: mask(n) enables lanes [0, n).
+// Loads and stores of the first `lanes` floats of a vector (lanes <= 8): AVX-512's mask
+// registers where there are some (AVX's vmaskmovps stores are slow on AMD's cores).
+#if defined(__AVX512VL__)
+__m256 load_first(const float* p, int64_t lanes) {
+  return _mm256_maskz_loadu_ps(static_cast<__mmask8>((1u << lanes) - 1), p);
+}
+void store_first(float* p, int64_t lanes, __m256 v) {
+  _mm256_mask_storeu_ps(p, static_cast<__mmask8>((1u << lanes) - 1), v);
+}
+#else
 const int32_t kMaskTable[2 * kLanes] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
 __m256i mask(int64_t lanes) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kMaskTable + kLanes - lanes));
 }
+__m256 load_first(const float* p, int64_t lanes) {
+  return _mm256_maskload_ps(p, mask(lanes));
+}
+void store_first(float* p, int64_t lanes, __m256 v) {
+  _mm256_maskstore_ps(p, mask(lanes), v);
+}
+#endif
 __m256 load(const float* p, int64_t lanes) {
-  return lanes == kLanes ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, mask(lanes));
+  return lanes == kLanes ? _mm256_loadu_ps(p) : load_first(p, lanes);
 }
 void store(float* p, int64_t lanes, __m256 v) {
   if (lanes == kLanes)
     _mm256_storeu_ps(p, v);
   else
-    _mm256_maskstore_ps(p, mask(lanes), v);
+    store_first(p, lanes, v);
 }
 
-// n floats from src to dst, and n zeros to dst, in vectors: the rows are short (8 to 34 floats
-// on CIFAR nets), where calls to memcpy and memset would cost more than the copying.
-void copy(const float* src, int64_t n, float* dst) {
+// Writes one padded row dst [0, Wp) = pw zeros, src [0, W), zeros, in whole vectors: the rows
+// are short (8 to 34 floats on CIFAR nets), where calls to memcpy and memset, or masked
+// stores, cost more than the copying. The stores run up to 8 floats past the row; the caller
+// writes the rows in order, each over what the one before spilled, and keeps kSlack floats
+// after the last. src is read only inside [0, W).
+void pad_row(const float* src, int64_t W, int64_t pw, int64_t Wp, float* dst) {
+  if (pw > kLanes) {  // wider padding than one vector: no such layer in the model zoo
+    std::fill(dst, dst + Wp, 0.0f);
+    std::copy(src, src + W, dst + pw);
+    return;
+  }
+  const __m256 zero = _mm256_setzero_ps();
+  if (pw > 0) _mm256_storeu_ps(dst, zero);
   int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) _mm256_storeu_ps(dst + i, _mm256_loadu_ps(src + i));
-  if (i < n) _mm256_maskstore_ps(dst + i, mask(n - i), _mm256_maskload_ps(src + i, mask(n - i)));
+  for (; i + kLanes <= W; i += kLanes) _mm256_storeu_ps(dst + pw + i, _mm256_loadu_ps(src + i));
+  if (i < W) _mm256_storeu_ps(dst + pw + i, load_first(src + i, W - i));  // zeros past W
+  if (Wp > pw + W) _mm256_storeu_ps(dst + pw + W, zero);
 }
-void zero(float* dst, int64_t n) {
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) _mm256_storeu_ps(dst + i, _mm256_setzero_ps());
-  if (i < n) _mm256_maskstore_ps(dst + i, mask(n - i), _mm256_setzero_ps());
+void zero_row(int64_t Wp, float* dst) {
+  for (int64_t i = 0; i < Wp; i += kLanes) _mm256_storeu_ps(dst + i, _mm256_setzero_ps());
 }
 
 // Copies rows [h0, h0 + rows) of channels [c0, c1) of one sample's planes (C, H, W),
@@ -173,15 +198,12 @@ void pad_rows(const Conv& cv, const float* in, int64_t c0, int64_t c1, int64_t h
     for (int64_t i = 0; i < rows; ++i) {
       float* dst = t + ((c - c0) * rows + i) * Wp;
       const int64_t h = h0 + i - cv.ph;
-      if (h < 0 || h >= cv.H) {
-        zero(dst, Wp);
-        continue;
-      }
-      zero(dst, cv.pw);
-      copy(in + (c * cv.H + h) * cv.W, cv.W, dst + cv.pw);
-      zero(dst + cv.pw + cv.W, Wp - cv.pw - cv.W);
+      if (h < 0 || h >= cv.H)
+        zero_row(Wp, dst);
+      else
+        pad_row(in + (c * cv.H + h) * cv.W, cv.W, cv.pw, Wp, dst);
     }
-  zero(t + (c1 - c0) * rows * Wp, kSlack);
+  std::fill(t + (c1 - c0) * rows * Wp, t + (c1 - c0) * rows * Wp + kSlack, 0.0f);
 }
 
 // Keeps a loaded vector in a register: without this GCC folds the load into every
