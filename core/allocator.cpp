@@ -1,6 +1,10 @@
 // Role accounting and the host allocator.
 #include "core/allocator.h"
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
 #include <cstdlib>
 #include <new>
 
@@ -56,8 +60,22 @@ void Allocator::reset_peaks() {
   peak_ = current_;
 }
 
+// Blocks of 4 MiB and more (a planned step's arena, the larger weights) start on a 2 MiB
+// boundary and ask Linux for transparent huge pages, which it grants only on request where
+// THP is set to "madvise" (Debian's default): fewer TLB misses make a ResNet-110 step about
+// 2.5% faster (0.626-0.633 s against 0.641-0.651 s, alternated, docs/BENCHMARKS.md). The
+// allocator's figures count the bytes asked for; the process's RSS grows by the rounding.
 void* CpuAllocator::raw_allocate(size_t bytes) {
-  size_t rounded = (bytes + 63) / 64 * 64;
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  constexpr size_t kHugePage = size_t{2} << 20;
+  if (bytes >= 2 * kHugePage) {
+    const size_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
+    void* p = std::aligned_alloc(kHugePage, rounded);
+    if (p) madvise(p, rounded, MADV_HUGEPAGE);  // advice only: a refusal changes nothing
+    return p;
+  }
+#endif
+  const size_t rounded = (bytes + 63) / 64 * 64;
   return std::aligned_alloc(64, rounded);
 }
 
