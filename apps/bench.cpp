@@ -37,6 +37,7 @@ struct BenchOptions {
   size_t memory_budget = 0;    // CIFAR ResNets: bytes the planned arena must fit (0: none)
   std::vector<BlockRun> runs;  // the budget's checkpoint runs
   int threads = 0;             // 0: all cores
+  bool im2col = false;         // every conv through im2col + GEMM, no direct kernels
   bool json = false;
 };
 
@@ -84,6 +85,7 @@ BenchResult run_bench(const BenchOptions& o) {
   FRUGAL_CHECK(o.batch > 0 && o.steps > 0, "bench: batch and steps must be positive, got batch ",
                o.batch, ", steps ", o.steps);
   set_cpu_threads(o.threads);
+  set_cpu_direct_conv(!o.im2col);
   BenchResult r;
   r.rss_start = peak_rss_bytes();
   ParamStore params(1);
@@ -139,6 +141,7 @@ void print_result(const BenchOptions& o, const BenchResult& r) {
                              {"memory_budget_bytes", o.memory_budget},
                              {"checkpoint_runs", runs_text(o.runs)},
                              {"threads", cpu_backend().threads()},
+                             {"conv", cpu_direct_conv() ? "direct where it applies" : "im2col"},
                              {"steps", o.steps},
                              {"step_s", r.step_s},
                              {"median_s", r.median_s},
@@ -153,9 +156,10 @@ void print_result(const BenchOptions& o, const BenchResult& r) {
     std::printf("%s\n", j.dump().c_str());
     return;
   }
-  std::printf("%s, batch %lld, %s, %s memory, %s, %d threads\n", o.model.c_str(),
+  std::printf("%s, batch %lld, %s, %s memory, %s, %d threads%s\n", o.model.c_str(),
               static_cast<long long>(o.batch), mode_name(o.mode), memory_mode_name(o.memory),
-              dtype_name(o.dtype), cpu_backend().threads());
+              dtype_name(o.dtype), cpu_backend().threads(),
+              cpu_direct_conv() ? "" : ", convolutions through im2col");
   std::printf("step time: median %.4f s over %zu step(s)%s\n", r.median_s, r.step_s.size(),
               o.steps == 1 ? " (the only step, warm-up included)" : " after one warm-up");
   std::printf(
@@ -209,6 +213,9 @@ Action add_bench_command(CLI::App& app) {
   c->add_option("--threads", o->threads, "CPU threads (0: all cores)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  c->add_flag("--im2col", o->im2col,
+              "Every convolution through im2col + GEMM, none through the direct f32 kernels "
+              "(to compare the two)");
   c->add_flag("--json", o->json, "Print one JSON object (seconds and bytes)");
   return [o, memory, mode, dtype, budget] {
     o->memory = *memory == "baseline" ? MemoryMode::baseline : MemoryMode::planned;

@@ -69,11 +69,17 @@ struct ConvResult {
   double gflops[3];  // forward, backward data, backward filter
 };
 
-ConvResult bench_conv(const ConvCase& c, const Budget& budget) {
+Conv2dGeometry geometry(const ConvCase& c) {
   Conv2dGeometry g{.N = c.N, .C = c.C, .H = c.H, .W = c.H, .K = c.K, .R = c.R, .S = c.R};
   g.stride_h = g.stride_w = c.stride;
   g.pad_h = g.pad_w = c.pad;
   g.P = g.Q = (c.H + 2 * c.pad - c.R) / c.stride + 1;
+  return g;
+}
+
+// The kernels of c with the algorithm set_cpu_direct_conv chose.
+ConvResult bench_conv(const ConvCase& c, const Budget& budget) {
+  const Conv2dGeometry g = geometry(c);
   Backend& be = cpu_backend();
   Tensor x = random({g.N, g.C, g.H, g.W}, 1), w = random({g.K, g.C, g.R, g.S}, 2);
   Tensor b = random({g.K}, 3), dy = random({g.N, g.K, g.P, g.Q}, 4);
@@ -146,34 +152,48 @@ int main(int argc, char** argv) {
       {"imagenet N16 64ch 56x56 k3 p1", 16, 64, 56, 64, 3, 1, 1},
       {"imagenet N16 256>64ch 56x56 k1", 16, 256, 56, 64, 1, 1, 0},
       {"imagenet N1 3>64ch 224x224 k7 s2", 1, 3, 224, 64, 7, 2, 3},
+      {"alexnet N64 48>128ch 27x27 k5 p2", 64, 48, 27, 128, 5, 1, 2},
+      {"alexnet N64 192ch 13x13 k3 p1", 64, 192, 13, 192, 3, 1, 1},
+      {"vgg N16 256ch 28x28 k3 p1", 16, 256, 28, 256, 3, 1, 1},
   };
   if (quick) cases = {cases[0], {"imagenet N2 64ch 56x56 k3 p1", 2, 64, 56, 64, 3, 1, 1}};
   std::printf(
       "conv2d, f32, GFLOP/s and %% of SGEMM at the same thread count, median of %d rounds\n",
       rounds);
-  std::printf("%-38s %3s %7s   %-14s %-14s %-14s\n", "", "", "scratch", "forward", "backward data",
-              "backward filter");
-  std::printf("%-38s %3s %7s", "", "thr", "MiB");
+  std::printf("%-38s %-6s %3s %7s   %-14s %-14s %-14s\n", "", "", "", "scratch", "forward",
+              "backward data", "backward filter");
+  std::printf("%-38s %-6s %3s %7s", "", "kernel", "thr", "MiB");
   for (int k = 0; k < 3; ++k) std::printf("   %6s %5s", "GF/s", "%SG");
   std::printf("\n");
   for (const ConvCase& c : cases) {
-    std::vector<std::vector<ConvResult>> runs(nt);
-    for (int r = 0; r < rounds; ++r)
+    // The direct kernels where they take the case (stride 1, built with AVX and FMA), then
+    // im2col + GEMM, which takes every case.
+    std::vector<bool> algorithms = {false};
+    if (cpu_conv2d_direct_applies(geometry(c), DType::f32)) algorithms.insert(algorithms.begin(), true);
+    bool first_row = true;
+    for (bool direct : algorithms) {
+      set_cpu_direct_conv(direct);
+      std::vector<std::vector<ConvResult>> runs(nt);
+      for (int r = 0; r < rounds; ++r)
+        for (size_t i = 0; i < nt; ++i) {
+          set_cpu_threads(threads[i]);
+          runs[i].push_back(bench_conv(c, budget));
+        }
       for (size_t i = 0; i < nt; ++i) {
-        set_cpu_threads(threads[i]);
-        runs[i].push_back(bench_conv(c, budget));
+        std::printf("%-38s %-6s %3d %7.2f", first_row ? c.name.c_str() : "",
+                    i == 0 ? (direct ? "direct" : "im2col") : "", threads[i],
+                    runs[i][0].scratch_mib);
+        first_row = false;
+        for (int k = 0; k < 3; ++k) {
+          std::vector<double> v;
+          for (const ConvResult& res : runs[i]) v.push_back(res.gflops[k]);
+          const double rate = median(v);
+          std::printf("   %6.1f %4.0f%%", rate, 100.0 * rate / sgemm[i]);
+        }
+        std::printf("\n");
       }
-    for (size_t i = 0; i < nt; ++i) {
-      std::printf("%-38s %3d %7.2f", i == 0 ? c.name.c_str() : "", threads[i],
-                  runs[i][0].scratch_mib);
-      for (int k = 0; k < 3; ++k) {
-        std::vector<double> v;
-        for (const ConvResult& res : runs[i]) v.push_back(res.gflops[k]);
-        const double rate = median(v);
-        std::printf("   %6.1f %4.0f%%", rate, 100.0 * rate / sgemm[i]);
-      }
-      std::printf("\n");
     }
   }
+  set_cpu_direct_conv(true);
   return 0;
 }

@@ -136,5 +136,13 @@ class Backend {
 // The CPU backend over Eigen, using `threads` OpenMP threads (0: all cores).
 Backend& cpu_backend();
 void set_cpu_threads(int threads);
+// Whether the CPU backend takes stride-1 f32 convolutions through its direct kernels (true, the
+// default, where the library is built for a CPU with AVX and FMA) or through im2col + GEMM like
+// every other convolution (false): for benchmarks and tests that set the two side by side. Set
+// it before planning: the two ask for different scratch.
+void set_cpu_direct_conv(bool enabled);
+bool cpu_direct_conv();
+// Whether the direct kernels take this convolution when enabled.
+bool cpu_conv2d_direct_applies(const Conv2dGeometry& g, DType t);
 
 }  // namespace frugal

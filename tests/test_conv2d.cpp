@@ -244,12 +244,14 @@ TEST_CASE("direct f32 conv2d kernels match direct loops, with the same bits on 1
   // packed filters take chunks of a few channels, and whose data gradient has 520 inputs),
   // R != S, uneven and no padding, 5- and 7-wide filters (taps past S in the filter gradient),
   // one sample cut into tiles for the threads, and a sample whose rows take several tiles.
+  // The filter gradient goes direct where rows are whole vectors (Q = 8, 16, 32, 120).
   const std::vector<Conv2dGeometry> cases = {
       geometry(2, 3, 7, 6, 4, 3, 3, 1, 1, 1, 1),     geometry(3, 70, 9, 13, 13, 3, 3, 1, 1, 1, 1),
       geometry(2, 5, 12, 20, 9, 3, 5, 1, 1, 0, 2),   geometry(1, 4, 11, 11, 6, 3, 3, 1, 1, 0, 0),
       geometry(2, 3, 16, 16, 24, 7, 7, 1, 1, 3, 3),  geometry(2, 6, 9, 9, 5, 3, 1, 1, 1, 1, 0),
       geometry(2, 16, 6, 6, 520, 3, 3, 1, 1, 1, 1),  geometry(1, 64, 120, 120, 8, 3, 3, 1, 1, 1, 1),
-      geometry(4, 16, 32, 32, 16, 3, 3, 1, 1, 1, 1)};
+      geometry(4, 16, 32, 32, 16, 3, 3, 1, 1, 1, 1), geometry(2, 5, 12, 16, 9, 3, 5, 1, 1, 0, 2),
+      geometry(3, 70, 8, 8, 13, 3, 3, 1, 1, 1, 1),   geometry(2, 6, 10, 16, 5, 3, 1, 1, 1, 1, 0)};
   for (const Conv2dGeometry& g : cases) {
     const bool direct = direct_conv::applies(g, DType::f32);
     INFO("N,C,H,W ", g.N, ",", g.C, ",", g.H, ",", g.W, "  K,R,S ", g.K, ",", g.R, ",", g.S,
@@ -267,7 +269,7 @@ TEST_CASE("direct f32 conv2d kernels match direct loops, with the same bits on 1
     for (size_t i = 1; i < runs.size(); ++i) {
       CHECK(bitwise_equal(runs[0].y, runs[i].y));
       CHECK(bitwise_equal(runs[0].dx, runs[i].dx));
-      CHECK(bitwise_equal(runs[0].dw, runs[i].dw));
+      if (direct_conv::filter_applies(g)) CHECK(bitwise_equal(runs[0].dw, runs[i].dw));
     }
   }
 }

@@ -251,6 +251,14 @@ void backward_filter_t(const Conv2dGeometry& g, int threads, const T* x, const T
   }
 }
 
+bool g_direct = true;  // set_cpu_direct_conv
+bool direct(const Conv2dGeometry& g, DType t) {
+  return g_direct && direct_conv::applies(g, t);
+}
+bool direct_filter(const Conv2dGeometry& g, DType t) {
+  return direct(g, t) && direct_conv::filter_applies(g);
+}
+
 // Checks a kernel's tensors against the geometry: element counts, one float dtype, scratch.
 // w may be undefined only where the kernel allows it (a filter gradient nobody needs).
 void check(const char* op, const Conv2dGeometry& g, const Tensor& x, const Tensor& w,
@@ -284,15 +292,27 @@ T* scratch_of(const Tensor& scratch, size_t need) {
 
 }  // namespace
 
+void set_cpu_direct_conv(bool enabled) {
+  g_direct = enabled;
+}
+bool cpu_direct_conv() {
+  return g_direct;
+}
+bool cpu_conv2d_direct_applies(const Conv2dGeometry& g, DType t) {
+  return direct_conv::applies(g, t);
+}
+
 // Forward: a tile's columns per thread that has tiles to run; backward: one tile's columns.
 size_t CpuBackend::conv2d_forward_scratch(const Conv2dGeometry& g, DType t) const {
-  if (direct_conv::applies(g, t)) return direct_conv::forward_scratch(g, threads());
+  if (direct(g, t)) return direct_conv::forward_scratch(g, threads());
   const Tiling tl = forward_tiling(g, t, threads());
   return static_cast<size_t>(parts(g.N * tl.tiles, threads()) * tl.cols) * dtype_size(t);
 }
 size_t CpuBackend::conv2d_backward_scratch(const Conv2dGeometry& g, DType t) const {
-  if (direct_conv::applies(g, t)) return direct_conv::backward_scratch(g, threads());
-  return static_cast<size_t>(backward_tiling(g, t, threads()).cols) * dtype_size(t);
+  const size_t columns = static_cast<size_t>(backward_tiling(g, t, threads()).cols) * dtype_size(t);
+  const size_t data = direct(g, t) ? direct_conv::data_scratch(g, threads()) : columns;
+  return std::max(data, direct_filter(g, t) ? direct_conv::filter_scratch_bytes(g, threads())
+                                            : columns);
 }
 
 void CpuBackend::conv2d_forward(const Conv2dGeometry& g, const Tensor& x, const Tensor& w,
@@ -302,7 +322,7 @@ void CpuBackend::conv2d_forward(const Conv2dGeometry& g, const Tensor& x, const 
   check("conv2d forward", g, x, w, y, scratch, need);
   FRUGAL_CHECK(!b.defined() || (b.numel() == g.K && b.dtype() == x.dtype()),
                "conv2d forward: bias ", b.shape(), " for ", g.K, " filters");
-  if (direct_conv::applies(g, x.dtype()))
+  if (direct(g, x.dtype()))
     direct_conv::forward(g, threads(), x.data<float>(), w.data<float>(), optional<float>(b),
                          y.data<float>(), scratch_of<float>(scratch, need));
   else if (x.dtype() == DType::f32)
@@ -318,7 +338,7 @@ void CpuBackend::conv2d_backward_data(const Conv2dGeometry& g, const Tensor& dy,
   FRUGAL_CHECK(w.defined(), "conv2d backward data: missing weight");
   const size_t need = conv2d_backward_scratch(g, dy.dtype());
   check("conv2d backward data", g, dx, w, dy, scratch, need);
-  if (direct_conv::applies(g, dy.dtype()))
+  if (direct(g, dy.dtype()))
     direct_conv::backward_data(g, threads(), dy.data<float>(), w.data<float>(), dx.data<float>(),
                                scratch_of<float>(scratch, need));
   else if (dy.dtype() == DType::f32)
@@ -335,7 +355,7 @@ void CpuBackend::conv2d_backward_filter(const Conv2dGeometry& g, const Tensor& x
   check("conv2d backward filter", g, x, dw, dy, scratch, need);  // dw undefined: bias only
   FRUGAL_CHECK(!db.defined() || (db.numel() == g.K && db.dtype() == x.dtype()),
                "conv2d backward filter: bias gradient ", db.shape(), " for ", g.K, " filters");
-  if (direct_conv::applies(g, x.dtype())) {
+  if (direct_filter(g, x.dtype())) {
     if (dw.defined())
       direct_conv::backward_filter(g, threads(), x.data<float>(), dy.data<float>(),
                                    dw.data<float>(), scratch_of<float>(scratch, need));

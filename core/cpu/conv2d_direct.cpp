@@ -282,7 +282,6 @@ void block(const Conv& cv, const float* t, int64_t rows, const Vec* v, int64_t n
 // taps s, over ns samples (d and x step by d_step and x_step) and every output vector vs of
 // each. d: dy of the block's filters; x: the channel's padded plane from row r, column s0 on.
 // The sums start from, and end in, `sums`.
-template <bool kFull>  // every vector has 8 lanes: no masked loads
 void filter_sums(const float* const* d, int64_t d_step, int64_t Q, const float* x,
                  int64_t x_step, int64_t Wp, int64_t ns, const std::vector<Vec>& vs,
                  float* sums) {
@@ -303,7 +302,7 @@ void filter_sums(const float* const* d, int64_t d_step, int64_t Q, const float* 
     const int64_t o = n * d_step + v.p * Q + v.q;
 #pragma GCC unroll 8
     for (int k = 0; k < kBlockK; ++k) {
-      __m256 dk = kFull ? _mm256_loadu_ps(d[k] + o) : load(d[k] + o, v.lanes);
+      __m256 dk = _mm256_loadu_ps(d[k] + o);  // whole vectors: Q % 8 == 0
       FRUGAL_IN_REGISTER(dk);
 #pragma GCC unroll 3
       for (int s = 0; s < 3; ++s) acc[k][s] = _mm256_fmadd_ps(dk, in[s], acc[k][s]);
@@ -329,10 +328,7 @@ void filter_block(const Conv2dGeometry& g, const float* planes, int64_t plane_st
   const float* d[kBlockK];
   for (int64_t k = 0; k < kBlockK; ++k) d[k] = dy + (kb * kBlockK + std::min(k, K - 1)) * PQ;
   alignas(32) float sums[kBlockK * 3 * kLanes] = {};
-  if (g.Q % kLanes == 0)
-    filter_sums<true>(d, g.K * PQ, g.Q, planes + r * Wp + s0, plane_step, Wp, ns, vs, sums);
-  else
-    filter_sums<false>(d, g.K * PQ, g.Q, planes + r * Wp + s0, plane_step, Wp, ns, vs, sums);
+  filter_sums(d, g.K * PQ, g.Q, planes + r * Wp + s0, plane_step, Wp, ns, vs, sums);
   for (int64_t k = 0; k < K; ++k)
     for (int64_t s = 0; s < std::min<int64_t>(3, g.S - s0); ++s) {
       const float* lanes = sums + (k * 3 + s) * kLanes;
@@ -435,10 +431,15 @@ bool applies(const Conv2dGeometry& g, DType t) {
 size_t forward_scratch(const Conv2dGeometry& g, int threads) {
   return static_cast<size_t>(forward_floats(forward_conv(g), threads)) * sizeof(float);
 }
-size_t backward_scratch(const Conv2dGeometry& g, int threads) {
-  return static_cast<size_t>(std::max(forward_floats(data_conv(g), threads),
-                                      filter_floats(g, threads))) *
-         sizeof(float);
+size_t data_scratch(const Conv2dGeometry& g, int threads) {
+  return static_cast<size_t>(forward_floats(data_conv(g), threads)) * sizeof(float);
+}
+size_t filter_scratch_bytes(const Conv2dGeometry& g, int threads) {
+  return static_cast<size_t>(filter_floats(g, threads)) * sizeof(float);
+}
+
+bool filter_applies(const Conv2dGeometry& g) {
+  return g.Q % kLanes == 0 && g.K * g.P * g.Q * int64_t{sizeof(float)} <= int64_t{1} << 20;
 }
 
 void forward(const Conv2dGeometry& g, int threads, const float* x, const float* w, const float* b,
@@ -461,6 +462,8 @@ void backward_data(const Conv2dGeometry& g, int threads, const float* dy, const 
 
 void backward_filter(const Conv2dGeometry& g, int threads, const float* x, const float* dy,
                      float* dw, float* scratch) {
+  FRUGAL_CHECK(filter_applies(g), "direct conv2d filter gradient: output rows of ", g.Q,
+               " are not whole vectors of ", kLanes);
   filter(g, threads, x, dy, dw, scratch);
 }
 

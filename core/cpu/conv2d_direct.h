@@ -18,9 +18,17 @@ namespace frugal::direct_conv {
 // with AVX and FMA. False otherwise, and always in a build for the baseline x86-64.
 bool applies(const Conv2dGeometry& g, DType t);
 
-// Scratch bytes of each pass with `threads` threads (only where applies()).
+// Where applies(), whether the filter gradient is better taken by the direct kernel too: rows
+// of whole vectors (Q a multiple of 8; the masked loads of short ones cost more than im2col's
+// copies) and the dy of one sample within 1 MiB (it is read again for every input channel).
+// Measured with bench_conv: 87-110% of the SGEMM rate on the ResNet and 56x56 layers, against
+// 54-62% on AlexNet's 27x27 and 13x13 and VGG's 28x28 layers, where im2col + GEMM gives 88-91%.
+bool filter_applies(const Conv2dGeometry& g);
+
+// Scratch bytes of each pass with `threads` threads (only where applies(), filter_applies()).
 size_t forward_scratch(const Conv2dGeometry& g, int threads);
-size_t backward_scratch(const Conv2dGeometry& g, int threads);  // data and filter alike
+size_t data_scratch(const Conv2dGeometry& g, int threads);
+size_t filter_scratch_bytes(const Conv2dGeometry& g, int threads);
 
 // x (N,C,H,W)  w (K,C,R,S)  b (K) or null  ->  y (N,K,P,Q)
 void forward(const Conv2dGeometry& g, int threads, const float* x, const float* w, const float* b,
@@ -28,7 +36,7 @@ void forward(const Conv2dGeometry& g, int threads, const float* x, const float* 
 // dy (N,K,P,Q)  w (K,C,R,S)  ->  dx (N,C,H,W), overwritten
 void backward_data(const Conv2dGeometry& g, int threads, const float* dy, const float* w,
                    float* dx, float* scratch);
-// x (N,C,H,W)  dy (N,K,P,Q)  ->  dw (K,C,R,S), overwritten
+// x (N,C,H,W)  dy (N,K,P,Q)  ->  dw (K,C,R,S), overwritten; only where filter_applies()
 void backward_filter(const Conv2dGeometry& g, int threads, const float* x, const float* dy,
                      float* dw, float* scratch);
 
