@@ -5,6 +5,9 @@
 // summed across threads. Inside a parallel region Eigen's GEMMs run single-threaded. The tiling
 // depends on the geometry, dtype and thread count only, so every memory mode does the same
 // arithmetic in the same order. A 1x1, stride-1, unpadded conv is a GEMM over x: no columns.
+// Stride-1 f32 convolutions larger than 1x1 go to the direct kernels of conv2d_direct.cpp
+// instead (forward and data gradient; the filter gradient where rows are whole vectors), unless
+// set_cpu_direct_conv(false) asks for im2col everywhere.
 #include <Eigen/Core>
 #include <algorithm>
 

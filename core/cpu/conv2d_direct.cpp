@@ -6,14 +6,22 @@
 // (p, q) reads buffer row p - p0 + r at column q + s, so for every tap (c, r, s) a vector's
 // inputs are 8 neighbouring floats at a fixed offset from its own start. The register block
 // holds kBlockK output channels (8 with AVX-512's 32 registers, else 4) by 3 vectors (or 2,
-// where that divides the vectors evenly): per tap it loads the input vectors and broadcasts
-// kBlockK weights, from filters packed as [channel block][c][r][s][kBlockK].
+// where 3 would leave over 1/16 of the last block idle and 2 divides the vectors evenly): per
+// tap it loads the input vectors and broadcasts kBlockK weights, from filters packed as
+// [channel block][c][r][s][kBlockK].
 //
 // Channels run in chunks, so that the tile's rows of one chunk stay in cache and its packed
 // filters fit a small buffer of each thread's; a later chunk starts its sums from the partial
 // sums the earlier one stored in y. A float round-trips through memory exactly, so the chunks
 // change no bits: every output is one chain of fused multiply-adds over (c, r, s) in order,
 // with the bias added last, whatever the tiling and thread count.
+//
+// The filter gradient, where rows are whole vectors: each thread owns a range of input
+// channels; for a batch of samples whose dy stays in L2 it pads one channel's planes, and a
+// register block of kBlockK filters by 3 taps (r, s..s+2) sums dy vector times shifted input
+// vector over every output vector of the batch, in 8 lanes, which are then added in order into
+// dw. The batch size depends on the geometry only, so these bits do not depend on the thread
+// count either.
 #include "core/cpu/conv2d_direct.h"
 
 #if defined(__AVX__) && defined(__FMA__)
@@ -35,7 +43,7 @@ bool stride_one(const Conv2dGeometry& g) {
          g.pad_w < g.S;
 }
 
-constexpr int64_t kLanes = 8;                   // floats in one AVX vector
+constexpr int64_t kLanes = 8;  // floats in one AVX vector
 #if defined(__AVX512VL__)
 constexpr int64_t kBlockK = 8;  // output channels in the register block: 32 vector registers
 #else

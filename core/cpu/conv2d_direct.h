@@ -1,8 +1,10 @@
 // Direct f32 convolution for stride-1 layers on CPUs with AVX and FMA: no im2col columns. The
-// input is copied into a zero-padded tile of output rows, and a register block of 4 output
-// channels by 3 vectors of 8 output pixels sums every (c, r, s) tap straight from that tile.
+// input is copied into a zero-padded tile of output rows, and a register block of 8 output
+// channels (4 without AVX-512) by 3 vectors of 8 output pixels sums every (c, r, s) tap
+// straight from that tile.
 // The data gradient is the same kernel run over dy with the filters flipped and transposed;
-// the filter gradient keeps 8 partial sums per tap in lanes and adds them up once, at the end.
+// the filter gradient sums dy times shifted inputs in 8 lanes per (filter, tap) over a batch
+// of samples, then adds the lanes into dw.
 // Every output is summed by one thread in one fixed order, so the bits do not depend on the
 // thread count. Private to the CPU backend (core/cpu/conv2d.cpp picks it).
 #pragma once
