@@ -203,7 +203,8 @@ Action add_bench_command(CLI::App& app) {
   c->add_flag(
       "--no-batch-norm", [o](int64_t) { o->batch_norm = false; }, "Leave BatchNorm out (ResNets)");
   c->add_option("--segments", o->segments,
-                "CIFAR ResNets: checkpoint the blocks in this many segments (0: none)")
+                "CIFAR ResNets: checkpoint the blocks in this many segments, as PyTorch's "
+                "checkpoint_sequential (0: none)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   auto budget = std::make_shared<std::string>();

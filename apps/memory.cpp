@@ -316,8 +316,9 @@ Action add_memory_command(CLI::App& app) {
       "--trace", o->trace,
       "Write the planned layout as Chrome trace events (JSON, for Perfetto) to this file");
   c->add_option("--segments", o->segments,
-                "CIFAR ResNets: checkpoint the chain of blocks in this many equal runs (all but "
-                "the last checkpointed) for the recompute entry")
+                "CIFAR ResNets: checkpoint the chain of blocks in this many segments, as "
+                "PyTorch's checkpoint_sequential (runs of blocks/N, all but the last "
+                "checkpointed) for the recompute entry")
       ->check(CLI::NonNegativeNumber);
   c->add_option("--memory-budget", *budget,
                 "Training: checkpoint the runs of blocks with the least recompute whose planned "

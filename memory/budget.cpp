@@ -76,9 +76,9 @@ std::vector<BlockRun> segment_runs(int segments, int blocks) {
   if (segments <= 1) return {};
   FRUGAL_CHECK(segments <= blocks, "checkpoint segments: ", segments, " segments for ", blocks,
                " blocks");
-  const int per = (blocks + segments - 1) / segments;
+  const int per = blocks / segments;
   std::vector<BlockRun> runs;
-  for (int from = 0; from + per < blocks; from += per) runs.push_back({from, from + per});
+  for (int i = 0; i + 1 < segments; ++i) runs.push_back({i * per, (i + 1) * per});
   return runs;
 }
 

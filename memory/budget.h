@@ -24,8 +24,10 @@ struct BlockRun {
 // Throws frugal::Error unless the runs are non-empty, sorted, disjoint and within [0, blocks).
 void check_block_runs(std::span<const BlockRun> runs, int blocks);
 
-// PyTorch's checkpoint_sequential: `blocks` cut into `segments` runs of equal length (the last
-// shorter), all but the last checkpointed. None for segments <= 1; throws above `blocks`.
+// PyTorch's checkpoint_sequential (1.13), run for run: segments - 1 checkpointed runs of
+// floor(blocks / segments) blocks from the start, and the rest stored as the last segment
+// (54 blocks in 4: [0, 13) [13, 26) [26, 39), then 15 stored). None for segments <= 1; throws
+// above `blocks`.
 std::vector<BlockRun> segment_runs(int segments, int blocks);
 
 // One block of the chain, measured alone (bytes, and a forward cost for the recompute).

@@ -172,6 +172,19 @@ TEST_CASE("budget dp never needs more recompute for a larger budget") {
   CHECK(solve_chain(chain, high)->recompute == 0);  // the all-stored peak needs no recompute
 }
 
+TEST_CASE("checkpoint segments cut the chain as PyTorch's checkpoint_sequential does") {
+  // checkpoint_sequential(functions, k): k - 1 checkpointed runs of len // k, the rest stored.
+  CHECK(segment_runs(4, 54) == std::vector<BlockRun>{{0, 13}, {13, 26}, {26, 39}});
+  const std::vector<BlockRun> ten = segment_runs(10, 54);
+  REQUIRE(ten.size() == 9);
+  for (int i = 0; i < 9; ++i) CHECK(ten[static_cast<size_t>(i)] == BlockRun{5 * i, 5 * i + 5});
+  CHECK(segment_runs(3, 9) == std::vector<BlockRun>{{0, 3}, {3, 6}});
+  CHECK(segment_runs(9, 9).size() == 8);  // every block its own segment, the last stored
+  CHECK(segment_runs(1, 54).empty());
+  CHECK(segment_runs(0, 54).empty());
+  CHECK_THROWS_AS(segment_runs(55, 54), Error);
+}
+
 TEST_CASE("budget parses byte sizes") {
   CHECK(parse_bytes("123456") == 123456);
   CHECK(parse_bytes("200M") == 200u << 20);

@@ -165,11 +165,9 @@ def section(cases, notes, o, loads):
            "networks, parameter counts checked equal), `zero_grad(set_to_none=True)`. RevNets: "
            "memcnn's own RevNet (units free their inputs and rebuild them in backward; the first "
            "unit keeps its input, which the stem's ReLU saved for backward, else PyTorch 1.13's "
-           "in-place check fails). Checkpoint rows: frugal `--segments k` cuts the 54 blocks into "
-           "runs of ceil(54/k) and recomputes all but the last (k = 10 gives 9 runs of 6); "
-           "PyTorch's `checkpoint_sequential(blocks, k)` recomputes k − 1 runs of floor(54/k) "
-           "and "
-           "stores the rest (k = 4: 3 × 13 + 15; k = 10: 9 × 5 + 9).", "",
+           "in-place check fails). Checkpoint rows: frugal `--segments k` and PyTorch's "
+           "`checkpoint_sequential(blocks, k)` cut the 54 blocks alike: k − 1 recomputed runs "
+           "of floor(54/k), the rest stored (k = 4: 3 × 13 + 15; k = 10: 9 × 5 + 9).", "",
            "- **allocator peak**: frugal: the allocator's peak bytes over the measured steps "
            "(parameters, BN statistics, momentum, the planned arena, inputs). PyTorch: peak live "
            "bytes of its CPU allocator during one more steady-state step, from `torch.profiler` "
