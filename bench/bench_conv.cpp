@@ -169,7 +169,8 @@ int main(int argc, char** argv) {
     // The direct kernels where they take the case (stride 1, built with AVX and FMA), then
     // im2col + GEMM, which takes every case.
     std::vector<bool> algorithms = {false};
-    if (cpu_conv2d_direct_applies(geometry(c), DType::f32)) algorithms.insert(algorithms.begin(), true);
+    if (cpu_conv2d_direct_applies(geometry(c), DType::f32))
+      algorithms.insert(algorithms.begin(), true);
     bool first_row = true;
     for (bool direct : algorithms) {
       set_cpu_direct_conv(direct);

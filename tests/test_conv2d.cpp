@@ -257,8 +257,8 @@ TEST_CASE("direct f32 conv2d kernels match direct loops, with the same bits on 1
     INFO("N,C,H,W ", g.N, ",", g.C, ",", g.H, ",", g.W, "  K,R,S ", g.K, ",", g.R, ",", g.S,
          (direct ? "  direct" : "  im2col (direct kernels not built)"));
     // f32 rounding grows with the longest sum: C R S terms in y, K R S in dx, N P Q in dw.
-    const double terms = static_cast<double>(
-        std::max({g.C * g.R * g.S, g.K * g.R * g.S, g.N * g.P * g.Q}));
+    const double terms =
+        static_cast<double>(std::max({g.C * g.R * g.S, g.K * g.R * g.S, g.N * g.P * g.Q}));
     std::vector<ConvRun> runs;
     for (int threads : {1, 2, 3}) {
       Threads t(threads);

@@ -314,8 +314,8 @@ size_t CpuBackend::conv2d_forward_scratch(const Conv2dGeometry& g, DType t) cons
 size_t CpuBackend::conv2d_backward_scratch(const Conv2dGeometry& g, DType t) const {
   const size_t columns = static_cast<size_t>(backward_tiling(g, t, threads()).cols) * dtype_size(t);
   const size_t data = direct(g, t) ? direct_conv::data_scratch(g, threads()) : columns;
-  return std::max(data, direct_filter(g, t) ? direct_conv::filter_scratch_bytes(g, threads())
-                                            : columns);
+  return std::max(data,
+                  direct_filter(g, t) ? direct_conv::filter_scratch_bytes(g, threads()) : columns);
 }
 
 void CpuBackend::conv2d_forward(const Conv2dGeometry& g, const Tensor& x, const Tensor& w,

@@ -252,13 +252,14 @@ void forward_sums(const float* const* x, int64_t nc, int64_t cstride, const int6
 }
 
 // The forward block: vectors v[0, nv) (nv <= NV) by the output channels of block kb, over
-// the nc input channels of the tile t (nc, rows, Wp), whose filters `packed` holds. first: the sums start at 0, else at the
-// partial sums in out; last: the bias (if any) is added before the store. A block of fewer
-// than NV vectors repeats its first vector in the missing columns and does not store them.
+// the nc input channels of the tile t (nc, rows, Wp), whose filters `packed` holds. first: the sums
+// start at 0, else at the partial sums in out; last: the bias (if any) is added before the store. A
+// block of fewer than NV vectors repeats its first vector in the missing columns and does not store
+// them.
 template <int NV>
 void block(const Conv& cv, const float* t, int64_t rows, const Vec* v, int64_t nv, int64_t p0,
-           int64_t kb, int64_t nc, const float* packed, const int64_t* tap,
-           const float* b, bool first, bool last, float* out) {
+           int64_t kb, int64_t nc, const float* packed, const int64_t* tap, const float* b,
+           bool first, bool last, float* out) {
   const int64_t Wp = cv.Wp(), RS = cv.R * cv.S, PQ = cv.P * cv.Q;
   const int64_t K = std::min(kBlockK, cv.K - kb * kBlockK);
   auto out_at = [&](int64_t k, int64_t j) {
@@ -267,9 +268,9 @@ void block(const Conv& cv, const float* t, int64_t rows, const Vec* v, int64_t n
   alignas(32) float sums[kBlockK * NV * kLanes];
   for (int64_t k = 0; k < kBlockK; ++k)
     for (int64_t j = 0; j < NV; ++j)
-      _mm256_store_ps(sums + (k * NV + j) * kLanes,
-                      first || k >= K || j >= nv ? _mm256_setzero_ps()
-                                                 : load(out_at(k, j), v[j].lanes));
+      _mm256_store_ps(sums + (k * NV + j) * kLanes, first || k >= K || j >= nv
+                                                        ? _mm256_setzero_ps()
+                                                        : load(out_at(k, j), v[j].lanes));
   const float* x[NV];
   for (int64_t j = 0; j < NV; ++j) {
     const Vec& u = v[j < nv ? j : 0];
@@ -290,32 +291,31 @@ void block(const Conv& cv, const float* t, int64_t rows, const Vec* v, int64_t n
 // taps s, over ns samples (d and x step by d_step and x_step) and every output vector vs of
 // each. d: dy of the block's filters; x: the channel's padded plane from row r, column s0 on.
 // The sums start from, and end in, `sums`.
-void filter_sums(const float* const* d, int64_t d_step, int64_t Q, const float* x,
-                 int64_t x_step, int64_t Wp, int64_t ns, const std::vector<Vec>& vs,
-                 float* sums) {
+void filter_sums(const float* const* d, int64_t d_step, int64_t Q, const float* x, int64_t x_step,
+                 int64_t Wp, int64_t ns, const std::vector<Vec>& vs, float* sums) {
   __m256 acc[kBlockK][3];
 #pragma GCC unroll 8
   for (int k = 0; k < kBlockK; ++k)
 #pragma GCC unroll 3
     for (int s = 0; s < 3; ++s) acc[k][s] = _mm256_loadu_ps(sums + (k * 3 + s) * kLanes);
   for (int64_t n = 0; n < ns; ++n, x += x_step)
-  for (const Vec& v : vs) {
-    const float* xv = x + v.p * Wp + v.q;
-    __m256 in[3];
+    for (const Vec& v : vs) {
+      const float* xv = x + v.p * Wp + v.q;
+      __m256 in[3];
 #pragma GCC unroll 3
-    for (int s = 0; s < 3; ++s) {
-      in[s] = _mm256_loadu_ps(xv + s);
-      FRUGAL_IN_REGISTER(in[s]);
-    }
-    const int64_t o = n * d_step + v.p * Q + v.q;
+      for (int s = 0; s < 3; ++s) {
+        in[s] = _mm256_loadu_ps(xv + s);
+        FRUGAL_IN_REGISTER(in[s]);
+      }
+      const int64_t o = n * d_step + v.p * Q + v.q;
 #pragma GCC unroll 8
-    for (int k = 0; k < kBlockK; ++k) {
-      __m256 dk = _mm256_loadu_ps(d[k] + o);  // whole vectors: Q % 8 == 0
-      FRUGAL_IN_REGISTER(dk);
+      for (int k = 0; k < kBlockK; ++k) {
+        __m256 dk = _mm256_loadu_ps(d[k] + o);  // whole vectors: Q % 8 == 0
+        FRUGAL_IN_REGISTER(dk);
 #pragma GCC unroll 3
-      for (int s = 0; s < 3; ++s) acc[k][s] = _mm256_fmadd_ps(dk, in[s], acc[k][s]);
+        for (int s = 0; s < 3; ++s) acc[k][s] = _mm256_fmadd_ps(dk, in[s], acc[k][s]);
+      }
     }
-  }
 #pragma GCC unroll 8
   for (int k = 0; k < kBlockK; ++k)
 #pragma GCC unroll 3
@@ -349,10 +349,13 @@ void filter_block(const Conv2dGeometry& g, const float* planes, int64_t plane_st
 // Runs the forward kernel of cv over in, with filters weight(o, i, r, s) for output channel o
 // and input channel i. Each thread has a tile and a buffer of packed filters in scratch.
 template <typename F>
-void run(const Conv& cv, int threads, const float* in, const F& weight, const float* b,
-         float* out, float* scratch) {
+void run(const Conv& cv, int threads, const float* in, const F& weight, const float* b, float* out,
+         float* scratch) {
   const Tiling tl = tiling(cv, threads);
   const int64_t units = cv.N * tl.tiles, CHW = cv.C * cv.H * cv.W, KPQ = cv.K * cv.P * cv.Q;
+  std::vector<int64_t> tap;  // offset of tap (r, s) in a tile
+  for (int64_t r = 0; r < cv.R; ++r)
+    for (int64_t s = 0; s < cv.S; ++s) tap.push_back(r * cv.Wp() + s);
   for_parts(parts(units, threads), units, [&](int part, int64_t u0, int64_t u1) {
     float* t = scratch + part * (tl.floats + cv.packed());
     float* packed = t + tl.floats;
@@ -363,9 +366,6 @@ void run(const Conv& cv, int threads, const float* in, const F& weight, const fl
       for (int64_t u = u0; u < u1; ++u) {
         const int64_t n = u / tl.tiles, p0 = u % tl.tiles * tl.rows;
         const int64_t p1 = std::min(cv.P, p0 + tl.rows), rows = p1 - p0 + cv.R - 1;
-        std::vector<int64_t> tap;  // offset of tap (r, s) in the tile
-        for (int64_t r = 0; r < cv.R; ++r)
-          for (int64_t s = 0; s < cv.S; ++s) tap.push_back(r * cv.Wp() + s);
         pad_rows(cv, in + n * CHW, c0, c1, p0, rows, t);
         const std::vector<Vec> vs = vectors(p0, p1, cv.Q);
         const int64_t nv = static_cast<int64_t>(vs.size());
@@ -394,7 +394,7 @@ void filter(const Conv2dGeometry& g, int threads, const float* x, const float* d
             float* scratch) {
   const int64_t blocks = (g.K + kBlockK - 1) / kBlockK, Hp = g.H + 2 * g.pad_h;
   const FilterScratch fs = filter_scratch(g);
-  const Conv cv{1, 1, g.H, g.W, 1, g.R, g.S, g.pad_h, g.pad_w, g.P, g.Q};
+  const Conv cv = forward_conv(g);  // pad_rows reads its input geometry
   const std::vector<Vec> vs = vectors(0, g.P, g.Q);
   const int64_t RS = g.R * g.S;
   for_parts(parts(g.C, threads), g.C, [&](int part, int64_t c0, int64_t c1) {
@@ -406,7 +406,7 @@ void filter(const Conv2dGeometry& g, int threads, const float* x, const float* d
       const float* dyn = dy + n0 * g.K * g.P * g.Q;
       for (int64_t c = c0; c < c1; ++c) {
         for (int64_t n = 0; n < ns; ++n)
-          pad_rows(cv, x + ((n0 + n) * g.C + c) * g.H * g.W, 0, 1, 0, Hp, planes + n * fs.plane);
+          pad_rows(cv, x + (n0 + n) * g.C * g.H * g.W, c, c + 1, 0, Hp, planes + n * fs.plane);
         for (int64_t r = 0; r < g.R; ++r)
           for (int64_t kb = 0; kb < blocks; ++kb)
             for (int64_t s0 = 0; s0 < g.S; s0 += 3)
@@ -459,8 +459,8 @@ void forward(const Conv2dGeometry& g, int threads, const float* x, const float* 
   run(forward_conv(g), threads, x, weight, b, y, scratch);
 }
 
-void backward_data(const Conv2dGeometry& g, int threads, const float* dy, const float* w,
-                   float* dx, float* scratch) {
+void backward_data(const Conv2dGeometry& g, int threads, const float* dy, const float* w, float* dx,
+                   float* scratch) {
   const int64_t C = g.C, R = g.R, S = g.S;
   auto weight = [&](int64_t c, int64_t k, int64_t r, int64_t s) {  // flipped and transposed
     return w[((k * C + c) * R + R - 1 - r) * S + S - 1 - s];

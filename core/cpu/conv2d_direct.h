@@ -36,8 +36,8 @@ size_t filter_scratch_bytes(const Conv2dGeometry& g, int threads);
 void forward(const Conv2dGeometry& g, int threads, const float* x, const float* w, const float* b,
              float* y, float* scratch);
 // dy (N,K,P,Q)  w (K,C,R,S)  ->  dx (N,C,H,W), overwritten
-void backward_data(const Conv2dGeometry& g, int threads, const float* dy, const float* w,
-                   float* dx, float* scratch);
+void backward_data(const Conv2dGeometry& g, int threads, const float* dy, const float* w, float* dx,
+                   float* scratch);
 // x (N,C,H,W)  dy (N,K,P,Q)  ->  dw (K,C,R,S), overwritten; only where filter_applies()
 void backward_filter(const Conv2dGeometry& g, int threads, const float* x, const float* dy,
                      float* dw, float* scratch);
