@@ -14,12 +14,12 @@
 #include <string>
 #include <vector>
 
-#include "autograd/executor.h"
 #include "core/backend.h"
 #include "core/rng.h"
-#include "memory/budget.h"
 #include "models/registry.h"
-#include "models/step_budget.h"
+#include "recompute/budget.h"
+#include "run/executor.h"
+#include "train/step_budget.h"
 
 namespace frugal {
 namespace {

@@ -11,8 +11,8 @@
 
 #include "apps/commands.h"
 #include "apps/memory.h"
-#include "memory/graph.h"
 #include "models/registry.h"
+#include "report/graph.h"
 
 extern char** environ;
 

@@ -1,17 +1,18 @@
-// `frugal memory`: reports from memory/report.h for the bundled networks.
+// `frugal memory`: reports from report/report.h for the bundled networks.
 #include "apps/memory.h"
+#include "run/plan.h"
 
 #include "apps/commands.h"
 
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "autograd/executor.h"
 #include "core/rng.h"
-#include "memory/report.h"
-#include "memory/timeline.h"
 #include "models/registry.h"
-#include "models/step_budget.h"
+#include "report/report.h"
+#include "report/timeline.h"
+#include "run/executor.h"
+#include "train/step_budget.h"
 
 namespace frugal {
 

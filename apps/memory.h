@@ -13,13 +13,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "autograd/executor.h"
 #include "autograd/op.h"
 #include "autograd/tape.h"
-#include "memory/budget.h"
 #include "memory/layout.h"
-#include "memory/report.h"
 #include "models/model_config.h"
+#include "recompute/budget.h"
+#include "report/report.h"
+#include "run/executor.h"
 
 namespace frugal {
 

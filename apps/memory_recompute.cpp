@@ -6,7 +6,7 @@
 #include "apps/memory.h"
 #include "core/error.h"
 #include "models/registry.h"
-#include "models/step_budget.h"
+#include "train/step_budget.h"
 
 namespace frugal {
 

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "apps/memory.h"
-#include "memory/report.h"
 #include "models/registry.h"
+#include "report/report.h"
 
 namespace frugal {
 

@@ -13,8 +13,8 @@
 #include "apps/commands.h"
 #include "apps/progress.h"
 #include "core/backend.h"
-#include "memory/budget.h"
-#include "models/step_budget.h"
+#include "recompute/budget.h"
+#include "train/step_budget.h"
 #include "train/train_data.h"
 
 namespace frugal {

@@ -5,10 +5,6 @@
 
 namespace frugal {
 
-const char* mode_name(Mode m) {
-  return m == Mode::training ? "training" : "inference";
-}
-
 Tensor& OpContext::pick(const std::vector<Tensor*>& v, int i, const char* what) const {
   FRUGAL_CHECK(i >= 0 && static_cast<size_t>(i) < v.size(), op_name, ": ", what, " ", i,
                " out of range (op has ", v.size(), ")");

@@ -9,34 +9,10 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "core/roles.h"
 #include "core/tensor.h"
 
 namespace frugal {
-
-enum class Mode { inference, training };
-const char* mode_name(Mode m);
-
-// Output `output` may take the bytes of input `input` (forward aliases), or the gradient of
-// input `input` may take the bytes of the gradient of output `output` (gradient aliases).
-struct Alias {
-  int output = 0;
-  int input = 0;
-};
-
-// The contract between an op and the planner (DESIGN.md, "Roles").
-struct Roles {
-  std::vector<int> backward_reads_inputs;   // inputs backward reads (must stay alive)
-  std::vector<int> backward_reads_outputs;  // outputs backward reads
-  std::vector<TensorMeta> saved;            // extra state written in forward, read in backward
-  size_t forward_scratch = 0;               // bytes, live during forward only
-  size_t backward_scratch = 0;              // bytes, live during backward only
-  std::vector<Alias> aliases;               // output j may overwrite input i
-  std::vector<Alias> grad_aliases;          // d input i may overwrite d output j
-  // Inputs whose value backward rebuilds (reversible blocks): the op does not read them in
-  // backward but writes them back, so they may die after forward; later backward readers of
-  // that value read the rebuilt copy.
-  std::vector<int> rebuilds_inputs;
-};
 
 // What an op's forward or backward sees. Accessing a buffer the op did not declare for
 // backward throws at once, naming the op.
@@ -97,6 +73,7 @@ class Op {
   // alive anyway, and the encoding where that lets the output die early.
   virtual bool has_compact_encoding() const { return false; }
   virtual void use_compact_encoding(bool /*compact*/) {}
+  virtual bool compact_encoding() const { return false; }  // the encoding in use
   // Stable per-op stream for randomness, set by the tape when recorded (from the op's scope
   // and its count among ops of its kind there).
   uint64_t stream = 0;

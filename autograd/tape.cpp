@@ -25,6 +25,10 @@ Value Tape::param(const std::string& name, Shape shape, Init init, bool trainabl
 }
 
 Value Tape::param(Parameter& p) {
+  // One value per parameter: every use is a consumer of it, so its gradient is one buffer
+  // summed over the uses in a fixed order and it gets one optimizer update per step.
+  if (auto it = param_values_.find(&p); it != param_values_.end()) return Value(this, it->second);
+  param_values_.emplace(&p, static_cast<int>(values_.size()));
   ValueNode v;
   v.kind = ValueKind::param;
   v.meta = p.meta;

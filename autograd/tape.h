@@ -4,6 +4,7 @@
 // model line that caused it.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <source_location>
 #include <string>
@@ -62,9 +63,12 @@ class Tape {
 
   // A network input (images, labels), fed to the executor each step.
   Value input(const std::string& name, Shape shape, DType dtype, bool requires_grad = false);
-  // A parameter (or running statistic) from the store, named within the current scope.
+  // A parameter (or running statistic) from the store, named within the current scope. A
+  // parameter recorded again (the same name in the same scope: a siamese tower) is the same
+  // value, not a second handle: its uses share one gradient and one update.
   Value param(const std::string& name, Shape shape, Init init, bool trainable = true);
-  // A parameter already in the store (an op recording a sub-graph passes its parameters on).
+  // A parameter already in the store (an op recording a sub-graph passes its parameters on);
+  // the value it already has on this tape, if any.
   Value param(Parameter& p);
   // Records `op` over `inputs`; returns its outputs. Shape errors are rethrown with `where`.
   std::vector<Value> record(std::unique_ptr<Op> op, std::vector<Value> inputs,
@@ -106,6 +110,7 @@ class Tape {
   std::vector<OpNode> ops_;
   std::string scope_;
   std::vector<std::pair<std::string, int>> counters_;  // (scope/kind, count)
+  std::map<const Parameter*, int> param_values_;       // parameter -> its value id
 };
 
 }  // namespace frugal

@@ -16,6 +16,7 @@
 #include "memory/liveness.h"
 #include "memory/planner.h"
 #include "models/registry.h"
+#include "run/plan.h"
 
 using namespace frugal;
 
@@ -191,24 +192,11 @@ std::vector<PlanBuffer> model_step(const std::string& model, int64_t batch, int*
   Value x = tape.input("images", Shape(dims), DType::f32);
   Value labels = tape.input("labels", {batch}, DType::i32);
   Value loss = model_loss(spec, spec.build(x, {}), labels);
-  const std::vector<int> keep{loss.id()};
-  choose_encodings(tape, Mode::training, cpu_backend(), keep);
-  LivenessOptions lo;
-  lo.optimizer = true;
-  lo.keep = keep;
-  const Liveness live = analyze(tape, Mode::training, cpu_backend(), lo);
-  std::vector<PlanBuffer> out;
-  std::vector<int> slot(live.buffers.size(), -1);
-  int count = 0;  // slots first: a gradient alias names a later buffer
-  for (size_t i = 0; i < live.buffers.size(); ++i)
-    if (live.buffers[i].kind != BufferKind::input) slot[i] = count++;
-  for (size_t i = 0; i < live.buffers.size(); ++i) {
-    const Buffer& b = live.buffers[i];
-    if (b.kind == BufferKind::input) continue;
-    out.push_back({b.bytes, b.first, b.last, b.alias_of >= 0 ? slot[b.alias_of] : -1});
-  }
-  *ops = live.ops;
-  return out;
+  // The planned executor's own pipeline; only the requests are kept, to plan them again.
+  const Layout layout = memory_layout(tape, Mode::training, MemoryMode::planned, cpu_backend(),
+                                      {.optimizer = true, .keep = {loss.id()}});
+  *ops = layout.live.ops;
+  return layout.requests;
 }
 
 }  // namespace

@@ -16,7 +16,6 @@
 #include <string>
 #include <vector>
 
-#include "autograd/executor.h"
 #include "core/rng.h"
 #include "layers/add.h"
 #include "layers/batchnorm2d.h"
@@ -25,13 +24,15 @@
 #include "layers/conv2d.h"
 #include "layers/fixed_point.h"
 #include "layers/relu.h"
-#include "layers/reversible.h"
 #include "layers/softmax_cross_entropy.h"
-#include "layers/subgraph.h"
 #include "memory/layout.h"
-#include "memory/report.h"
 #include "models/resnet_cifar.h"
 #include "models/revnet.h"
+#include "recompute/reversible.h"
+#include "recompute/subgraph.h"
+#include "report/report.h"
+#include "run/executor.h"
+#include "run/plan.h"
 
 using namespace frugal;
 

@@ -28,6 +28,7 @@ class LeakyReluOp final : public Op {
   void use_compact_encoding(bool compact) override {
     saves = compact ? Saves::mask : Saves::output;
   }
+  bool compact_encoding() const override { return saves == Saves::mask; }
 
  private:
   double slope_;

@@ -23,6 +23,7 @@ class ReluOp final : public Op {
   void use_compact_encoding(bool compact) override {
     saves = compact ? Saves::mask : Saves::output;
   }
+  bool compact_encoding() const override { return saves == Saves::mask; }
 
  private:
   TensorMeta x_;

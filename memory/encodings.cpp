@@ -3,20 +3,25 @@
 
 #include <algorithm>
 
-#include "autograd/tape.h"
-
 namespace frugal {
 
-int choose_encodings(Tape& tape, Mode mode, const Backend& backend, std::span<const int> keep) {
+namespace {
+void set_encoding(StepOp& op, bool compact) {
+  op.compact = compact;
+  op.roles = compact ? *op.compact_roles : *op.full_roles;
+}
+}  // namespace
+
+int choose_encodings(Step& step, std::span<const int> keep) {
   int compact = 0;
-  for (OpNode& node : tape.ops()) {
-    if (!node.op->has_compact_encoding()) continue;
+  for (StepOp& op : step.ops) {
+    if (!op.compact_roles) continue;
     bool output_kept = false;
-    for (int out : node.outputs) {
+    for (int out : op.outputs) {
       if (std::find(keep.begin(), keep.end(), out) != keep.end()) output_kept = true;
-      for (int c : tape.value(out).consumers) {
-        const OpNode& reader = tape.ops()[static_cast<size_t>(c)];
-        const Roles r = reader.op->roles(mode, backend);
+      for (int c : step.value(out).consumers) {
+        const StepOp& reader = step.ops[static_cast<size_t>(c)];
+        const Roles& r = reader.roles;
         for (int slot : r.backward_reads_inputs)
           if (reader.inputs[static_cast<size_t>(slot)] == out) output_kept = true;
         // A reader that rebuilds this output in backward (a reversible block) rebuilds it
@@ -26,15 +31,15 @@ int choose_encodings(Tape& tape, Mode mode, const Backend& backend, std::span<co
           if (reader.inputs[static_cast<size_t>(slot)] == out) output_kept = true;
       }
     }
-    node.op->use_compact_encoding(!output_kept);
+    set_encoding(op, !output_kept);
     compact += output_kept ? 0 : 1;
   }
   return compact;
 }
 
-void use_full_encodings(Tape& tape) {
-  for (OpNode& node : tape.ops())
-    if (node.op->has_compact_encoding()) node.op->use_compact_encoding(false);
+void use_full_encodings(Step& step) {
+  for (StepOp& op : step.ops)
+    if (op.compact_roles) set_encoding(op, false);
 }
 
 }  // namespace frugal

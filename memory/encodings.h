@@ -4,16 +4,15 @@
 
 #include <span>
 
-#include "autograd/op.h"
+#include "memory/step.h"
 
 namespace frugal {
 
-class Tape;
-
 // Planned: the compact encoding unless another op's backward reads the output anyway (or it
-// is kept to the end). Returns the number of ops that save a compact encoding.
-int choose_encodings(Tape& tape, Mode mode, const Backend& backend, std::span<const int> keep);
+// is kept to the end). Sets each such op's `compact` and `roles`; returns the number of ops
+// that save a compact encoding.
+int choose_encodings(Step& step, std::span<const int> keep);
 // Baseline (Torch's modules): every op reads its full output.
-void use_full_encodings(Tape& tape);
+void use_full_encodings(Step& step);
 
 }  // namespace frugal

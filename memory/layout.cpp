@@ -1,7 +1,6 @@
 // The memory layout of a step: encodings, liveness and offsets for baseline or planned memory.
 #include "memory/layout.h"
 
-#include "autograd/tape.h"
 #include "core/error.h"
 #include "memory/encodings.h"
 
@@ -12,6 +11,14 @@ namespace {
 size_t round_up(size_t bytes, size_t alignment) {
   return (bytes + alignment - 1) / alignment * alignment;
 }
+
+}  // namespace
+
+const char* memory_mode_name(MemoryMode m) {
+  return m == MemoryMode::planned ? "planned" : "baseline";
+}
+
+namespace {
 
 LivenessOptions liveness_options(MemoryMode memory, const LayoutOptions& o) {
   const bool planned = memory == MemoryMode::planned;
@@ -82,28 +89,30 @@ size_t Layout::rounded_bytes(int i) const {
   return round_up(live.buffers.at(static_cast<size_t>(i)).bytes, plan.alignment);
 }
 
-Layout memory_layout(Tape& tape, Mode mode, MemoryMode memory, const Backend& backend,
-                     const LayoutOptions& options) {
+Layout plan_layout(Step& step, MemoryMode memory, const LayoutOptions& options) {
   FRUGAL_CHECK(options.alignment > 0, "memory layout: alignment must be positive");
   const LivenessOptions lo = liveness_options(memory, options);
   if (!options.encodings_as_recorded) {
     if (memory == MemoryMode::planned)
-      choose_encodings(tape, mode, backend, lo.keep);
+      choose_encodings(step, lo.keep);
     else
-      use_full_encodings(tape);
+      use_full_encodings(step);
   }
   Layout l;
   l.memory = memory;
-  l.live = analyze(tape, mode, backend, lo);
+  l.live = analyze(step, lo);
   l.request.assign(l.live.buffers.size(), -1);
   // Requests are numbered first: an alias may name a later buffer (a gradient alias: d input
-  // takes d output's bytes). The executor maps them the same way (autograd/executor.cpp).
+  // takes d output's bytes).
+  auto placed = [&](const Buffer& b) {
+    return b.kind != BufferKind::input || options.inputs_in_arena;
+  };
   int count = 0;
   for (size_t i = 0; i < l.live.buffers.size(); ++i)
-    if (l.live.buffers[i].kind != BufferKind::input) l.request[i] = count++;
+    if (placed(l.live.buffers[i])) l.request[i] = count++;
   for (size_t i = 0; i < l.live.buffers.size(); ++i) {
     const Buffer& b = l.live.buffers[i];
-    if (b.kind == BufferKind::input) continue;
+    if (!placed(b)) continue;
     const int alias = b.alias_of >= 0 ? l.request[static_cast<size_t>(b.alias_of)] : -1;
     l.requests.push_back({.bytes = b.bytes, .first = b.first, .last = b.last, .alias_of = alias});
   }

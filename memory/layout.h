@@ -1,18 +1,20 @@
-// The memory layout of one recorded step: the buffers and lifetimes (Liveness) and the byte
-// offset of each buffer (Plan), made exactly as the executor makes them for a memory mode.
-// The report, the timeline, the trace and the graph picture all read this one function.
+// The memory layout of one step: the buffers and lifetimes (Liveness) and the byte offset of
+// each buffer (Plan), from a plain step description. This is the one pipeline (choose
+// encodings, analyze, plan) that the executor, the report, the timeline, the trace, the graph
+// picture and the budget search all read.
 #pragma once
 
 #include <cstddef>
 #include <vector>
 
-#include "autograd/executor.h"
 #include "memory/liveness.h"
 #include "memory/planner.h"
+#include "memory/step.h"
 
 namespace frugal {
 
-class Tape;
+enum class MemoryMode { baseline, planned };
+const char* memory_mode_name(MemoryMode m);
 
 // optnet's categories, as the report, the timeline and the trace group buffers. Inputs are
 // the user's and belong to none.
@@ -27,28 +29,30 @@ struct LayoutOptions {
   std::vector<int> keep = {};          // value ids read after the step (the loss)
   size_t alignment = 64;               // the allocator's alignment
   bool encodings_as_recorded = false;  // leave each op's saved encoding as recorded
+  // Network inputs in the arena too (a sub-graph planned into an outer op's scratch);
+  // otherwise they get their own storage every step and no request.
+  bool inputs_in_arena = false;
 };
 
 struct Layout {
   MemoryMode memory = MemoryMode::planned;
   Liveness live;
-  // One request per buffer that is not an input (inputs get their own storage every step).
+  // One request per buffer in the arena (inputs only with LayoutOptions::inputs_in_arena).
   std::vector<PlanBuffer> requests;
-  std::vector<int> request;  // buffer -> index in requests and plan.offsets, -1 for inputs
+  std::vector<int> request;  // buffer -> index in requests and plan.offsets, -1 if none
   // planned: the arena from plan_arena. baseline: every buffer its own memory for the whole
   // step, drawn as consecutive aligned ranges, so arena_bytes = lower_bound = their sum.
   Plan plan;
 
-  // Offset of buffer i in the layout, or -1 for an input.
+  // Offset of buffer i in the layout, or -1 for a buffer outside it (an input).
   long long offset(int i) const;
   // Bytes of buffer i rounded up to the alignment (what it occupies in the layout).
   size_t rounded_bytes(int i) const;
 };
 
 // Chooses the saved encodings for the memory mode (planned: compact where that lets a tensor
-// die; baseline: full outputs, as Torch's modules), analyzes liveness and places every
-// buffer. Mutates only the ops' encoding choices. Deterministic.
-Layout memory_layout(Tape& tape, Mode mode, MemoryMode memory, const Backend& backend,
-                     const LayoutOptions& options = {});
+// die; baseline: full outputs, as Torch's modules) into `step`, analyzes liveness and places
+// every buffer. Deterministic.
+Layout plan_layout(Step& step, MemoryMode memory, const LayoutOptions& options = {});
 
 }  // namespace frugal

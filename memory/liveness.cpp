@@ -1,9 +1,8 @@
-// Liveness analysis: buffers and their lifetimes from the tape and the ops' roles.
+// Liveness analysis: buffers and their lifetimes from a step description and its ops' roles.
 #include "memory/liveness.h"
 
 #include <algorithm>
 
-#include "autograd/tape.h"
 #include "core/error.h"
 
 namespace frugal {
@@ -51,16 +50,15 @@ int root_of(const std::vector<Buffer>& b, int i) {
 
 class Analysis {
  public:
-  Analysis(const Tape& tape, Mode mode, const Backend& backend, const LivenessOptions& opt)
-      : tape_(tape), opt_(opt) {
-    L_.mode = mode;
-    L_.ops = static_cast<int>(tape.ops().size());
+  Analysis(const Step& step, const LivenessOptions& opt) : step_(step), opt_(opt) {
+    L_.mode = step.mode;
+    L_.ops = static_cast<int>(step.ops.size());
     L_.steps = training() ? 2 * L_.ops + 1 : L_.ops + 1;
-    for (const OpNode& node : tape.ops()) L_.roles.push_back(node.op->roles(mode, backend));
+    for (const StepOp& op : step.ops) L_.roles.push_back(op.roles);
   }
 
   Liveness run() {
-    const size_t nv = tape_.values().size(), nops = tape_.ops().size();
+    const size_t nv = step_.values.size(), nops = step_.ops.size();
     L_.value_buffer.assign(nv, -1);
     L_.rebuilt_buffer.assign(nv, -1);
     L_.rebuild_step.assign(nv, -1);
@@ -91,14 +89,13 @@ class Analysis {
 
   // Which op input slots receive a gradient, and which ops run a backward at all.
   void find_gradient_flow() {
-    const auto& ops = tape_.ops();
+    const auto& ops = step_.ops;
     needs_grad_.resize(ops.size());
     runs_backward_.assign(ops.size(), false);
     for (size_t k = 0; k < ops.size(); ++k) {
-      const OpNode& node = ops[k];
+      const StepOp& node = ops[k];
       for (size_t i = 0; i < node.inputs.size(); ++i) {
-        bool g = node.op->differentiable(static_cast<int>(i)) &&
-                 tape_.value(node.inputs[i]).requires_grad;
+        bool g = node.differentiable[i] && step_.value(node.inputs[i]).requires_grad;
         needs_grad_[k].push_back(g);
         if (g) runs_backward_[k] = true;
       }
@@ -111,14 +108,14 @@ class Analysis {
   }
 
   void add_values() {
-    const auto& values = tape_.values();
+    const auto& values = step_.values;
     for (size_t v = 0; v < values.size(); ++v) {
-      const ValueNode& node = values[v];
-      if (node.kind == ValueKind::param) continue;
+      const StepValue& node = values[v];
+      if (node.kind == StepValueKind::param) continue;
       Buffer b;
       b.meta = node.meta;
       b.value = static_cast<int>(v);
-      if (node.kind == ValueKind::input) {
+      if (node.kind == StepValueKind::input) {
         b.kind = BufferKind::input;
         b.role = Role::input;
         b.first = 0;
@@ -130,8 +127,8 @@ class Analysis {
         b.role = Role::output;
         b.first = k;
         b.last = k;
-        b.label = tape_.ops()[static_cast<size_t>(k)].op->name() + " " + std::to_string(k) +
-                  " out" + (node.output_index ? std::to_string(node.output_index) : "");
+        b.label = step_.ops[static_cast<size_t>(k)].name + " " + std::to_string(k) + " out" +
+                  (node.output_index ? std::to_string(node.output_index) : "");
       }
       // Forward readers, and backward readers through the roles; backward reads after a
       // rebuild go to the rebuilt copy instead.
@@ -145,12 +142,12 @@ class Analysis {
       };
       for (int c : node.consumers) {
         b.last = std::max(b.last, c);
-        const OpNode& cn = tape_.ops()[static_cast<size_t>(c)];
+        const StepOp& cn = step_.ops[static_cast<size_t>(c)];
         for (size_t i = 0; i < cn.inputs.size(); ++i)
           if (cn.inputs[i] == static_cast<int>(v) && reads_in_backward(c, static_cast<int>(i)))
             read_at(L_.backward_step(c));
       }
-      if (node.kind == ValueKind::op_output) {
+      if (node.kind == StepValueKind::op_output) {
         const int k = node.producer;
         if (training() && runs_backward_[static_cast<size_t>(k)] &&
             contains(L_.roles[static_cast<size_t>(k)].backward_reads_outputs, node.output_index))
@@ -174,8 +171,8 @@ class Analysis {
   int rebuild_step(int v) const {
     if (!training()) return -1;
     int step = -1;
-    for (int c : tape_.value(v).consumers) {
-      const OpNode& cn = tape_.ops()[static_cast<size_t>(c)];
+    for (int c : step_.value(v).consumers) {
+      const StepOp& cn = step_.ops[static_cast<size_t>(c)];
       if (!runs_backward_[static_cast<size_t>(c)]) continue;
       for (int slot : L_.roles[static_cast<size_t>(c)].rebuilds_inputs)
         if (cn.inputs[static_cast<size_t>(slot)] == v && (step < 0 || L_.backward_step(c) < step))
@@ -185,11 +182,11 @@ class Analysis {
   }
 
   void add_op_buffers() {
-    const auto& ops = tape_.ops();
+    const auto& ops = step_.ops;
     for (size_t k = 0; k < ops.size(); ++k) {
       const Roles& r = L_.roles[k];
       const int ki = static_cast<int>(k);
-      const std::string name = ops[k].op->name() + " " + std::to_string(k);
+      const std::string name = ops[k].name + " " + std::to_string(k);
       const bool backward = training() && runs_backward_[k];
       for (size_t s = 0; s < r.saved.size(); ++s) {
         Buffer b = make(BufferKind::saved, Role::saved, r.saved[s]);
@@ -222,12 +219,12 @@ class Analysis {
   // Gradient buffers. In backward order (ops descending, slots ascending) the first writer of
   // d v writes it directly; later contributions go to a one-step temporary and are summed in.
   void add_gradients() {
-    const auto& ops = tape_.ops();
-    const auto& values = tape_.values();
+    const auto& ops = step_.ops;
+    const auto& values = step_.values;
     const int n = L_.ops;
     std::vector<int> first_writer_op(values.size(), -1), min_consumer(values.size(), -1);
     for (int k = n - 1; k >= 0; --k) {
-      const OpNode& node = ops[static_cast<size_t>(k)];
+      const StepOp& node = ops[static_cast<size_t>(k)];
       L_.grad_temp_buffers[static_cast<size_t>(k)].assign(node.inputs.size(), -1);
       for (size_t i = 0; i < node.inputs.size(); ++i) {
         if (!needs_grad_[static_cast<size_t>(k)][i]) continue;
@@ -248,16 +245,16 @@ class Analysis {
       }
     }
     for (size_t v = 0; v < values.size(); ++v) {
-      const ValueNode& node = values[v];
+      const StepValue& node = values[v];
       if (!node.requires_grad) continue;
       Buffer g = make(BufferKind::grad, Role::grad, node.meta);
       g.value = static_cast<int>(v);
       // Written first by the backward of its latest consumer, or seeded when backward starts.
       g.first = first_writer_op[v] >= 0 ? L_.backward_step(first_writer_op[v]) : n;
       g.label = "d " + node.name + " " + std::to_string(v);
-      if (node.kind == ValueKind::op_output) {
+      if (node.kind == StepValueKind::op_output) {
         g.last = L_.backward_step(node.producer);
-      } else if (node.kind == ValueKind::input) {
+      } else if (node.kind == StepValueKind::input) {
         g.last = final_step();
       } else {
         g.role = Role::param_grad;
@@ -275,10 +272,10 @@ class Analysis {
 
   // In place where the op allows it and nothing reads the input after this op.
   void choose_aliases() {
-    const auto& ops = tape_.ops();
+    const auto& ops = step_.ops;
     std::vector<bool> taken(L_.buffers.size(), false);
     for (size_t k = 0; k < ops.size(); ++k) {
-      const OpNode& node = ops[k];
+      const StepOp& node = ops[k];
       for (const Alias& a : L_.roles[k].aliases) {
         const int in = L_.value_buffer[static_cast<size_t>(node.inputs[a.input])];
         const int out = L_.value_buffer[static_cast<size_t>(node.outputs[a.output])];
@@ -294,7 +291,7 @@ class Analysis {
     }
     if (!training()) return;
     for (auto [k, i] : first_slot_) {
-      const OpNode& node = ops[static_cast<size_t>(k)];
+      const StepOp& node = ops[static_cast<size_t>(k)];
       for (const Alias& a : L_.roles[static_cast<size_t>(k)].grad_aliases) {
         if (a.input != i) continue;
         const int gi = L_.grad_buffer[static_cast<size_t>(node.inputs[i])];
@@ -312,7 +309,7 @@ class Analysis {
     }
   }
 
-  const Tape& tape_;
+  const Step& step_;
   LivenessOptions opt_;
   Liveness L_;
   std::vector<std::vector<bool>> needs_grad_;
@@ -322,9 +319,8 @@ class Analysis {
 
 }  // namespace
 
-Liveness analyze(const Tape& tape, Mode mode, const Backend& backend,
-                 const LivenessOptions& options) {
-  return Analysis(tape, mode, backend, options).run();
+Liveness analyze(const Step& step, const LivenessOptions& options) {
+  return Analysis(step, options).run();
 }
 
 }  // namespace frugal

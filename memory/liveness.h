@@ -1,20 +1,17 @@
-// Liveness: from a recorded tape, the op roles and a mode, every buffer the step needs, with
-// its size, role and lifetime [first, last] on one timeline: forward steps 0..n-1; in
-// training the backward of op k at step 2n-1-k; then one final step (n in inference, 2n in
-// training: the end-of-step optimizer and reading results). Also the
-// aliases (in place) the planner may apply: only where the op allows it and nothing reads the
-// input afterwards, backward readers included.
+// Liveness: from a step description (its ops' roles and its mode), every buffer the step needs,
+// with its size, role and lifetime [first, last] on one timeline: forward steps 0..n-1; in training
+// the backward of op k at step 2n-1-k; then one final step (n in inference, 2n in training: the
+// end-of-step optimizer and reading results). Also the aliases (in place) the planner may apply:
+// only where the op allows it and nothing reads the input afterwards, backward readers included.
 #pragma once
 
 #include <cstddef>
 #include <string>
 #include <vector>
 
-#include "autograd/op.h"
+#include "memory/step.h"
 
 namespace frugal {
-
-class Tape;
 
 enum class BufferKind {
   input,        // network input, fed by the user
@@ -74,7 +71,6 @@ struct Liveness {
   int final_step() const { return steps - 1; }
 };
 
-Liveness analyze(const Tape& tape, Mode mode, const Backend& backend,
-                 const LivenessOptions& options);
+Liveness analyze(const Step& step, const LivenessOptions& options);
 
 }  // namespace frugal

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "memory/budget.h"
+#include "recompute/budget.h"
 
 namespace frugal {
 
@@ -23,7 +23,7 @@ struct ModelConfig {
   bool checkpoint_downsampling = false;
   // CIFAR ResNets: the runs of the chain of blocks to checkpoint, each one checkpoint op
   // (sorted, disjoint; the other blocks store their activations). Used instead of `segments`
-  // when not empty: a memory budget's schedule (memory/budget.h).
+  // when not empty: a memory budget's schedule (recompute/budget.h).
   std::vector<BlockRun> checkpoint_runs = {};
   // RevNets: reversible units, rebuilt in backward; false: their stored-activation twins.
   bool reversible = true;

@@ -12,11 +12,11 @@
 #include "layers/add.h"
 #include "layers/avgpool2d.h"
 #include "layers/batchnorm2d.h"
-#include "layers/checkpoint.h"
 #include "layers/conv2d.h"
 #include "layers/flatten.h"
 #include "layers/linear.h"
 #include "layers/relu.h"
+#include "recompute/checkpoint.h"
 
 namespace frugal {
 namespace {

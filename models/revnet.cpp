@@ -12,14 +12,14 @@
 #include "layers/avgpool2d.h"
 #include "layers/batchnorm2d.h"
 #include "layers/channel_slice.h"
-#include "layers/checkpoint.h"
 #include "layers/concat.h"
 #include "layers/conv2d.h"
 #include "layers/fixed_point.h"
 #include "layers/flatten.h"
 #include "layers/linear.h"
 #include "layers/relu.h"
-#include "layers/reversible.h"
+#include "recompute/checkpoint.h"
+#include "recompute/reversible.h"
 
 namespace frugal {
 namespace {

@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "autograd/executor.h"
 #include "autograd/tape.h"
+#include "check/gradcheck.h"
 #include "models/registry.h"
-#include "tests/gradcheck.h"
+#include "run/executor.h"
 
 namespace frugal::testing {
 

@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include "check/gradcheck.h"
 #include "layers/add.h"
 #include "layers/batchnorm2d.h"
 #include "layers/channel_slice.h"
@@ -14,7 +15,6 @@
 #include "layers/linear.h"
 #include "layers/relu.h"
 #include "layers/softmax_cross_entropy.h"
-#include "tests/gradcheck.h"
 
 namespace frugal::testing {
 

@@ -11,9 +11,9 @@
 #include <optional>
 #include <vector>
 
-#include "autograd/executor.h"
+#include "check/gradcheck.h"
 #include "layers/fixed_point.h"
-#include "tests/gradcheck.h"
+#include "run/executor.h"
 
 namespace frugal::testing {
 

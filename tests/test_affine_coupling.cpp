@@ -3,16 +3,16 @@
 // stored-activation twin (with dropout), planned bitwise equal to baseline, the scale error.
 #include <doctest/doctest.h>
 
+#include "check/gradcheck.h"
 #include "layers/add.h"
-#include "layers/affine_coupling.h"
 #include "layers/batchnorm2d.h"
 #include "layers/channel_slice.h"
 #include "layers/concat.h"
 #include "layers/conv2d.h"
 #include "layers/dropout.h"
 #include "layers/relu.h"
-#include "memory/report.h"
-#include "tests/gradcheck.h"
+#include "recompute/affine_coupling.h"
+#include "report/report.h"
 #include "tests/reversible_harness.h"
 
 using namespace frugal;

@@ -6,10 +6,10 @@
 #include <cmath>
 #include <utility>
 
-#include "autograd/executor.h"
+#include "check/gradcheck.h"
 #include "layers/batchnorm2d.h"
 #include "layers/relu.h"
-#include "tests/gradcheck.h"
+#include "run/executor.h"
 
 using namespace frugal;
 using namespace frugal::testing;

@@ -11,12 +11,12 @@
 #include <random>
 #include <string>
 
-#include "autograd/executor.h"
+#include "check/gradcheck.h"
 #include "core/error.h"
-#include "memory/budget.h"
 #include "models/registry.h"
-#include "models/step_budget.h"
-#include "tests/gradcheck.h"
+#include "recompute/budget.h"
+#include "run/executor.h"
+#include "train/step_budget.h"
 
 using namespace frugal;
 using namespace frugal::testing;

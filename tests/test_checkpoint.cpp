@@ -2,18 +2,18 @@
 // gradients, updated weights, BatchNorm statistics, dropout), and it stores less.
 #include <doctest/doctest.h>
 
-#include "autograd/executor.h"
+#include "check/gradcheck.h"
 #include "layers/add.h"
 #include "layers/batchnorm2d.h"
-#include "layers/checkpoint.h"
 #include "layers/conv2d.h"
 #include "layers/dropout.h"
 #include "layers/flatten.h"
 #include "layers/linear.h"
 #include "layers/relu.h"
 #include "layers/softmax_cross_entropy.h"
-#include "memory/report.h"
-#include "tests/gradcheck.h"
+#include "recompute/checkpoint.h"
+#include "report/report.h"
+#include "run/executor.h"
 
 using namespace frugal;
 using namespace frugal::testing;

@@ -7,9 +7,9 @@
 #include <cmath>
 #include <limits>
 
+#include "check/gradcheck.h"
 #include "core/cpu/conv2d_direct.h"
 #include "layers/conv2d.h"
-#include "tests/gradcheck.h"
 
 using namespace frugal;
 using namespace frugal::testing;

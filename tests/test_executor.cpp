@@ -2,7 +2,7 @@
 // gradients, updated weights) on composite graphs; determinism; clear errors.
 #include <doctest/doctest.h>
 
-#include "autograd/executor.h"
+#include "check/gradcheck.h"
 #include "layers/add.h"
 #include "layers/batchnorm2d.h"
 #include "layers/concat.h"
@@ -13,7 +13,7 @@
 #include "layers/maxpool2d.h"
 #include "layers/relu.h"
 #include "layers/softmax_cross_entropy.h"
-#include "tests/gradcheck.h"
+#include "run/executor.h"
 
 using namespace frugal;
 using namespace frugal::testing;

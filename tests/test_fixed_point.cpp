@@ -6,12 +6,12 @@
 #include <cmath>
 #include <limits>
 
-#include "autograd/executor.h"
+#include "check/gradcheck.h"
 #include "layers/conv2d.h"
 #include "layers/fixed_point.h"
 #include "layers/relu.h"
-#include "layers/reversible.h"
-#include "tests/gradcheck.h"
+#include "recompute/reversible.h"
+#include "run/executor.h"
 #include "tests/reversible_harness.h"
 
 using namespace frugal;

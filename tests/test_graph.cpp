@@ -6,9 +6,10 @@
 #include <regex>
 #include <set>
 
-#include "memory/graph.h"
-#include "memory/report.h"
 #include "models/registry.h"
+#include "report/graph.h"
+#include "report/report.h"
+#include "run/plan.h"
 
 using namespace frugal;
 

@@ -3,6 +3,7 @@
 // baseline, check_invertible, an input that other ops still read, and the recording errors.
 #include <doctest/doctest.h>
 
+#include "check/gradcheck.h"
 #include "layers/add.h"
 #include "layers/affine.h"
 #include "layers/batchnorm2d.h"
@@ -10,11 +11,10 @@
 #include "layers/concat.h"
 #include "layers/conv2d.h"
 #include "layers/dropout.h"
-#include "layers/invertible.h"
 #include "layers/leaky_relu.h"
 #include "layers/relu.h"
-#include "memory/report.h"
-#include "tests/gradcheck.h"
+#include "recompute/invertible.h"
+#include "report/report.h"
 #include "tests/reversible_harness.h"
 
 using namespace frugal;

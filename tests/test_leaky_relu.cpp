@@ -3,12 +3,12 @@
 // output kept until its backward or a mask instead, bitwise equal to the baseline.
 #include <doctest/doctest.h>
 
-#include "autograd/executor.h"
+#include "check/gradcheck.h"
 #include "layers/add.h"
 #include "layers/conv2d.h"
 #include "layers/leaky_relu.h"
 #include "layers/maxpool2d.h"
-#include "tests/gradcheck.h"
+#include "run/executor.h"
 
 using namespace frugal;
 using namespace frugal::testing;

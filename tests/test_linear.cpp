@@ -6,8 +6,8 @@
 #include <cmath>
 #include <limits>
 
+#include "check/gradcheck.h"
 #include "layers/linear.h"
-#include "tests/gradcheck.h"
 
 using namespace frugal;
 using namespace frugal::testing;

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "autograd/executor.h"
+#include "check/gradcheck.h"
 #include "layers/add.h"
 #include "layers/dropout.h"
 #include "layers/flatten.h"
@@ -12,7 +12,7 @@
 #include "layers/nll_loss.h"
 #include "layers/softmax_cross_entropy.h"
 #include "layers/threshold.h"
-#include "tests/gradcheck.h"
+#include "run/executor.h"
 
 using namespace frugal;
 using namespace frugal::testing;

@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "autograd/executor.h"
+#include "check/gradcheck.h"
 #include "models/registry.h"
 #include "models/resnet_cifar.h"
 #include "models/resnet_imagenet.h"
-#include "tests/gradcheck.h"
+#include "run/executor.h"
 #include "tests/recorded_model.h"
 
 using namespace frugal;

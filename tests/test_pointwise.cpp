@@ -4,11 +4,11 @@
 
 #include <functional>
 
-#include "autograd/executor.h"
+#include "check/gradcheck.h"
 #include "layers/add.h"
 #include "layers/dropout.h"
 #include "layers/threshold.h"
-#include "tests/gradcheck.h"
+#include "run/executor.h"
 
 using namespace frugal;
 using namespace frugal::testing;

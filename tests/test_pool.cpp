@@ -7,13 +7,14 @@
 #include <limits>
 #include <utility>
 
-#include "autograd/executor.h"
+#include "check/gradcheck.h"
 #include "core/rng.h"
 #include "layers/avgpool2d.h"
 #include "layers/maxpool2d.h"
 #include "layers/relu.h"
 #include "memory/liveness.h"
-#include "tests/gradcheck.h"
+#include "run/executor.h"
+#include "run/plan.h"
 
 using namespace frugal;
 using namespace frugal::testing;
@@ -327,7 +328,7 @@ TEST_CASE("pool roles: max-pool saves only a u8 index and avg-pool keeps nothing
     CHECK(r.backward_reads_outputs.empty());
   }
   // So the pool's input dies at the end of the pool's forward, even in training.
-  Liveness live = analyze(tape, Mode::training, cpu_backend(), {});
+  Liveness live = analyze(lower_step(tape, Mode::training, cpu_backend()), {});
   CHECK(live.buffers[static_cast<size_t>(live.value_buffer[static_cast<size_t>(h.id())])].last ==
         1);
 }

@@ -4,9 +4,9 @@
 #include <cstring>
 #include <limits>
 
-#include "autograd/executor.h"
+#include "check/gradcheck.h"
 #include "layers/relu.h"
-#include "tests/gradcheck.h"
+#include "run/executor.h"
 
 using namespace frugal;
 using namespace frugal::testing;

@@ -2,7 +2,6 @@
 // planned figures respect lower bound <= arena <= baseline.
 #include <doctest/doctest.h>
 
-#include "autograd/executor.h"
 #include "layers/add.h"
 #include "layers/batchnorm2d.h"
 #include "layers/conv2d.h"
@@ -11,7 +10,8 @@
 #include "layers/maxpool2d.h"
 #include "layers/relu.h"
 #include "layers/softmax_cross_entropy.h"
-#include "memory/report.h"
+#include "report/report.h"
+#include "run/executor.h"
 
 using namespace frugal;
 

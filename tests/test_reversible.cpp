@@ -3,13 +3,13 @@
 // planned bitwise equal to baseline.
 #include <doctest/doctest.h>
 
-#include "autograd/executor.h"
+#include "check/gradcheck.h"
 #include "layers/channel_slice.h"
 #include "layers/conv2d.h"
 #include "layers/relu.h"
-#include "layers/reversible.h"
-#include "memory/report.h"
-#include "tests/gradcheck.h"
+#include "recompute/reversible.h"
+#include "report/report.h"
+#include "run/executor.h"
 #include "tests/reversible_harness.h"
 
 using namespace frugal;

@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "autograd/executor.h"
-#include "memory/report.h"
+#include "check/gradcheck.h"
 #include "models/registry.h"
 #include "models/revnet.h"
-#include "tests/gradcheck.h"
+#include "report/report.h"
+#include "run/executor.h"
 #include "tests/recorded_model.h"
 
 using namespace frugal;

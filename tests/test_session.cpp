@@ -2,13 +2,13 @@
 // per-sample results; switching memory modes mid-run changes nothing.
 #include <doctest/doctest.h>
 
-#include "autograd/session.h"
+#include "check/gradcheck.h"
 #include "layers/conv2d.h"
 #include "layers/flatten.h"
 #include "layers/linear.h"
 #include "layers/relu.h"
 #include "layers/softmax_cross_entropy.h"
-#include "tests/gradcheck.h"
+#include "run/session.h"
 
 using namespace frugal;
 using namespace frugal::testing;

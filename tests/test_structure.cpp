@@ -2,10 +2,10 @@
 // skipped gradients), output shapes and error messages.
 #include <doctest/doctest.h>
 
-#include "autograd/executor.h"
+#include "check/gradcheck.h"
 #include "layers/concat.h"
 #include "layers/flatten.h"
-#include "tests/gradcheck.h"
+#include "run/executor.h"
 
 using namespace frugal;
 using namespace frugal::testing;

@@ -6,11 +6,12 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "autograd/executor.h"
 #include "memory/layout.h"
-#include "memory/report.h"
-#include "memory/timeline.h"
 #include "models/registry.h"
+#include "report/report.h"
+#include "report/timeline.h"
+#include "run/executor.h"
+#include "run/plan.h"
 
 using namespace frugal;
 

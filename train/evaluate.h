@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <memory>
 
-#include "autograd/executor.h"
 #include "data/idx.h"
 #include "models/registry.h"
+#include "run/executor.h"
 
 namespace frugal {
 

@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "autograd/executor.h"
 #include "data/batcher.h"
 #include "data/idx.h"
 #include "models/registry.h"
+#include "run/executor.h"
 
 namespace frugal {
 

@@ -2,8 +2,8 @@
 // prints OK when y = max(x, 0).
 #include <cstdio>
 
-#include "autograd/executor.h"
 #include "layers/relu.h"
+#include "run/executor.h"
 
 int main() {
   using namespace frugal;

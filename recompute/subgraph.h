@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "autograd/executor.h"
 #include "autograd/tape.h"
+#include "run/executor.h"
 
 namespace frugal {
 

@@ -1,5 +1,5 @@
 // Executor: memory binding (baseline or planned arena), forward, backward, fused optimizer.
-#include "autograd/executor.h"
+#include "run/executor.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,24 +7,19 @@
 
 #include "core/error.h"
 #include "core/rng.h"
-#include "memory/encodings.h"
-#include "memory/planner.h"
+#include "run/plan.h"
 
 namespace frugal {
 
-const char* memory_mode_name(MemoryMode m) {
-  return m == MemoryMode::planned ? "planned" : "baseline";
-}
-
 namespace {
-LivenessOptions liveness_options(const ExecutorOptions& o) {
-  LivenessOptions l;
-  const bool planned = o.memory == MemoryMode::planned;
-  l.aliases = planned;
-  l.fuse_optimizer = planned;
+LayoutOptions layout_options(const ExecutorOptions& o, size_t alignment, bool inputs_in_arena) {
+  LayoutOptions l;
   l.optimizer = o.sgd.has_value();
-  l.keep_param_grads = o.keep_param_grads || !planned;
+  l.keep_param_grads = o.keep_param_grads;
   for (const Value& v : o.keep) l.keep.push_back(v.id());
+  l.alignment = alignment;
+  l.encodings_as_recorded = o.encodings_as_recorded;
+  l.inputs_in_arena = inputs_in_arena;
   return l;
 }
 }  // namespace
@@ -35,74 +30,36 @@ Executor::Executor(Tape& tape, Backend& backend, ExecutorOptions options, Alloca
                "shapes only (made for planning); record the model over a real store to run it");
   for (const Value& v : opt_.keep)
     FRUGAL_CHECK(v.valid() && &v.tape() == &tape_, "executor: a kept value is not on this tape");
-  LivenessOptions lo = liveness_options(opt_);
-  if (!opt_.encodings_as_recorded) {
-    if (opt_.memory == MemoryMode::planned)
-      choose_encodings(tape_, opt_.mode, backend_, lo.keep);
-    else
-      use_full_encodings(tape_);
-  }
-  live_ = analyze(tape_, opt_.mode, backend_, lo);
+  layout_ = memory_layout(tape_, opt_.mode, opt_.memory, backend_,
+                          layout_options(opt_, alloc_.alignment(), opt_.arena.defined()));
   bind();
 }
 
 Executor::~Executor() = default;
 
-namespace {
-// Planned mode: which buffers go into the arena. Inputs stay out (the user's, fed every step)
-// unless the arena is borrowed from an outer plan, which then holds everything.
-bool in_arena(const Buffer& b, const ExecutorOptions& o, bool with_inputs) {
-  return o.memory == MemoryMode::planned && (b.kind != BufferKind::input || with_inputs);
-}
-
-Plan plan_for(const Liveness& live, const ExecutorOptions& o, size_t alignment,
-              std::vector<int>* planned, bool with_inputs) {
-  // Slots first: an alias may point to a later buffer (a gradient taking its output's bytes).
-  std::vector<int> slot(live.buffers.size(), -1);
-  for (size_t i = 0; i < live.buffers.size(); ++i)
-    if (in_arena(live.buffers[i], o, with_inputs)) {
-      slot[i] = static_cast<int>(planned->size());
-      planned->push_back(static_cast<int>(i));
-    }
-  std::vector<PlanBuffer> requests;
-  for (int i : *planned) {
-    const Buffer& b = live.buffers[static_cast<size_t>(i)];
-    requests.push_back({.bytes = b.bytes,
-                        .first = b.first,
-                        .last = b.last,
-                        .alias_of = b.alias_of >= 0 ? slot[static_cast<size_t>(b.alias_of)] : -1});
-  }
-  return plan_arena(requests, alignment);
-}
-}  // namespace
-
 size_t Executor::planned_bytes(Tape& tape, Backend& backend, const ExecutorOptions& options,
                                size_t alignment) {
-  ExecutorOptions o = options;
-  o.memory = MemoryMode::planned;
-  LivenessOptions lo = liveness_options(o);
-  if (!o.encodings_as_recorded) choose_encodings(tape, o.mode, backend, lo.keep);
-  std::vector<int> planned;
-  return plan_for(analyze(tape, o.mode, backend, lo), o, alignment, &planned, true).arena_bytes;
+  return memory_layout(tape, options.mode, MemoryMode::planned, backend,
+                       layout_options(options, alignment, true))
+      .plan.arena_bytes;
 }
 
 // Gives every buffer memory: its own storage (baseline) or an offset in one arena (planned).
 void Executor::bind() {
-  const auto& bufs = live_.buffers;
+  const auto& bufs = layout_.live.buffers;
+  const bool planned = opt_.memory == MemoryMode::planned;
   buffers_.resize(bufs.size());
-  std::vector<int> planned;
   for (size_t i = 0; i < bufs.size(); ++i) {
     const Buffer& b = bufs[i];
-    if (!in_arena(b, opt_, opt_.arena.defined())) {
+    if (!planned || layout_.request[i] < 0) {
       auto s = std::make_shared<Storage>(alloc_, b.bytes, b.role);
       held_bytes_ += b.bytes;
       buffers_[i] = Tensor(s, 0, b.meta.shape, b.meta.dtype);
       owned_.push_back(std::move(s));
     }
   }
-  if (opt_.memory == MemoryMode::planned) {
-    std::vector<int> planned;
-    const Plan plan = plan_for(live_, opt_, alloc_.alignment(), &planned, opt_.arena.defined());
+  if (planned) {
+    const Plan& plan = layout_.plan;
     arena_bytes_ = plan.arena_bytes;
     std::shared_ptr<Storage> arena;
     size_t base = 0;
@@ -116,21 +73,22 @@ void Executor::bind() {
       held_bytes_ += plan.arena_bytes;
       owned_.push_back(arena);
     }
-    for (size_t j = 0; j < planned.size(); ++j) {
-      const Buffer& b = bufs[static_cast<size_t>(planned[j])];
-      buffers_[static_cast<size_t>(planned[j])] =
-          Tensor(arena, base + plan.offsets[j], b.meta.shape, b.meta.dtype);
+    for (size_t i = 0; i < bufs.size(); ++i) {
+      if (layout_.request[i] < 0) continue;
+      const Buffer& b = bufs[i];
+      buffers_[i] = Tensor(arena, base + static_cast<size_t>(layout_.offset(static_cast<int>(i))),
+                           b.meta.shape, b.meta.dtype);
     }
   }
   param_values_.resize(tape_.values().size());
   for (size_t v = 0; v < tape_.values().size(); ++v)
     if (const Parameter* p = tape_.values()[v].param) param_values_[v] = p->value;
   for (const OpNode& node : tape_.ops()) names_.push_back(node.op->name());
-  for (int k = 0; k < live_.ops; ++k) {
+  for (int k = 0; k < layout_.live.ops; ++k) {
     forward_ctx_.push_back(context(k, false));
     if (opt_.mode == Mode::training) backward_ctx_.push_back(context(k, true));
   }
-  starts_at_.assign(static_cast<size_t>(live_.steps), {});
+  starts_at_.assign(static_cast<size_t>(layout_.live.steps), {});
   for (size_t i = 0; i < bufs.size(); ++i)
     if (bufs[i].kind != BufferKind::input && bufs[i].alias_of < 0)
       starts_at_[static_cast<size_t>(bufs[i].first)].push_back(static_cast<int>(i));
@@ -139,7 +97,7 @@ void Executor::bind() {
 Tensor& Executor::input(Value v) {
   FRUGAL_CHECK(v.valid() && &v.tape() == &tape_ && tape_.value(v.id()).kind == ValueKind::input,
                "executor: value ", v.id(), " is not an input of this tape");
-  return buffers_[static_cast<size_t>(live_.value_buffer[static_cast<size_t>(v.id())])];
+  return buffers_[static_cast<size_t>(layout_.live.value_buffer[static_cast<size_t>(v.id())])];
 }
 
 void Executor::set_input(Value v, const Tensor& host) {
@@ -153,11 +111,11 @@ void Executor::set_input(Value v, const Tensor& host) {
 const Tensor& Executor::value(Value v) const {
   const size_t id = static_cast<size_t>(v.id());
   if (tape_.values().at(id).kind == ValueKind::param) return param_values_[id];
-  return buffers_[static_cast<size_t>(live_.value_buffer[id])];
+  return buffers_[static_cast<size_t>(layout_.live.value_buffer[id])];
 }
 
 const Tensor& Executor::grad(Value v) const {
-  const int b = live_.grad_buffer.at(static_cast<size_t>(v.id()));
+  const int b = layout_.live.grad_buffer.at(static_cast<size_t>(v.id()));
   FRUGAL_CHECK(b >= 0, "executor: value ", v.id(), " ('", tape_.value(v.id()).name,
                "') has no gradient");
   return buffers_[static_cast<size_t>(b)];
@@ -181,16 +139,16 @@ void Executor::start_lifetime(int step) {
 
 OpContext Executor::context(int k, bool backward) {
   const OpNode& node = tape_.ops()[static_cast<size_t>(k)];
-  const Roles& r = live_.roles[static_cast<size_t>(k)];
+  const Roles& r = layout_.live.roles[static_cast<size_t>(k)];
   OpContext c;
   c.op_name = names_[static_cast<size_t>(k)].c_str();
   c.backward_pass = backward;
   c.backend_ = &backend_;
   c.mode_ = opt_.mode;
-  const int step = backward ? live_.backward_step(k) : k;
+  const int step = backward ? layout_.live.backward_step(k) : k;
   auto tensor_of = [&](int v) -> Tensor* {
     if (tape_.value(v).kind == ValueKind::param) return &param_values_[static_cast<size_t>(v)];
-    return &buffers_[static_cast<size_t>(live_.value_at(v, step))];
+    return &buffers_[static_cast<size_t>(layout_.live.value_at(v, step))];
   };
   auto buffer = [&](int b) -> Tensor* {
     return b >= 0 ? &buffers_[static_cast<size_t>(b)] : nullptr;
@@ -207,27 +165,28 @@ OpContext Executor::context(int k, bool backward) {
                                static_cast<int>(j)) != r.backward_reads_outputs.end();
     c.outputs.push_back(visible ? tensor_of(node.outputs[j]) : nullptr);
   }
-  for (int b : live_.saved_buffers[static_cast<size_t>(k)]) c.saved_.push_back(buffer(b));
-  c.scratch_ = buffer(backward ? live_.bwd_scratch[static_cast<size_t>(k)]
-                               : live_.fwd_scratch[static_cast<size_t>(k)]);
+  for (int b : layout_.live.saved_buffers[static_cast<size_t>(k)]) c.saved_.push_back(buffer(b));
+  c.scratch_ = buffer(backward ? layout_.live.bwd_scratch[static_cast<size_t>(k)]
+                               : layout_.live.fwd_scratch[static_cast<size_t>(k)]);
   if (backward) {
     for (size_t i = 0; i < node.inputs.size(); ++i) {
       const bool rebuilds = std::find(r.rebuilds_inputs.begin(), r.rebuilds_inputs.end(),
                                       static_cast<int>(i)) != r.rebuilds_inputs.end();
-      const int rb = live_.rebuilt_buffer[static_cast<size_t>(node.inputs[i])];
+      const int rb = layout_.live.rebuilt_buffer[static_cast<size_t>(node.inputs[i])];
       c.rebuilt.push_back(rebuilds && rb >= 0 &&
-                                  live_.rebuild_step[static_cast<size_t>(node.inputs[i])] == step
+                                  layout_.live.rebuild_step[static_cast<size_t>(node.inputs[i])] ==
+                                      step
                               ? buffer(rb)
                               : nullptr);
     }
     for (int out : node.outputs)
-      c.grad_outputs.push_back(buffer(live_.grad_buffer[static_cast<size_t>(out)]));
-    const auto& temps = live_.grad_temp_buffers[static_cast<size_t>(k)];
+      c.grad_outputs.push_back(buffer(layout_.live.grad_buffer[static_cast<size_t>(out)]));
+    const auto& temps = layout_.live.grad_temp_buffers[static_cast<size_t>(k)];
     for (size_t i = 0; i < node.inputs.size(); ++i) {
       Tensor* g = nullptr;
       if (node.op->differentiable(static_cast<int>(i)) && tape_.value(node.inputs[i]).requires_grad)
         g = temps[i] >= 0 ? buffer(temps[i])
-                          : buffer(live_.grad_buffer[static_cast<size_t>(node.inputs[i])]);
+                          : buffer(layout_.live.grad_buffer[static_cast<size_t>(node.inputs[i])]);
       c.grad_inputs.push_back(g);
     }
   }
@@ -235,7 +194,7 @@ OpContext Executor::context(int k, bool backward) {
 }
 
 void Executor::forward() {
-  const int n = live_.ops;
+  const int n = layout_.live.ops;
   for (int k = 0; k < n; ++k) {
     start_lifetime(k);
     OpContext& c = forward_ctx_[static_cast<size_t>(k)];
@@ -261,18 +220,20 @@ void Executor::backward(Value loss) {
 void Executor::backward(std::span<const std::pair<Value, Tensor>> seeds) {
   FRUGAL_CHECK(opt_.mode == Mode::training, "executor: backward in inference mode");
   FRUGAL_CHECK(forward_done_, "executor: backward before forward");
-  const int n = live_.ops;
+  const int n = layout_.live.ops;
   for (int s = n; s < 2 * n; ++s) {
     start_lifetime(s);
     if (s == n) {
       // Gradients nobody writes (the loss, unused outputs) start at zero, then the seeds.
-      for (int b : live_.unwritten_grads) backend_.fill(buffers_[static_cast<size_t>(b)], 0.0);
+      for (int b : layout_.live.unwritten_grads)
+        backend_.fill(buffers_[static_cast<size_t>(b)], 0.0);
       for (const auto& [v, t] : seeds) {
-        FRUGAL_CHECK(v.valid() && &v.tape() == &tape_ &&
-                         std::count(live_.unwritten_grads.begin(), live_.unwritten_grads.end(),
-                                    live_.grad_buffer[static_cast<size_t>(v.id())]) == 1,
-                     "executor: a backward seed must be a value with a gradient that no op's ",
-                     "backward writes (value ", v.id(), ")");
+        FRUGAL_CHECK(
+            v.valid() && &v.tape() == &tape_ &&
+                std::count(layout_.live.unwritten_grads.begin(), layout_.live.unwritten_grads.end(),
+                           layout_.live.grad_buffer[static_cast<size_t>(v.id())]) == 1,
+            "executor: a backward seed must be a value with a gradient that no op's ",
+            "backward writes (value ", v.id(), ")");
         Tensor& g = const_cast<Tensor&>(grad(v));
         FRUGAL_CHECK(g.meta() == t.meta(), "executor: seed for value ", v.id(), " is ", t.shape(),
                      ", expected ", g.shape());
@@ -281,9 +242,10 @@ void Executor::backward(std::span<const std::pair<Value, Tensor>> seeds) {
     }
     run_backward_step(2 * n - 1 - s);
   }
-  start_lifetime(live_.final_step());
-  for (size_t v = 0; v < live_.update_step.size(); ++v)
-    if (live_.update_step[v] == live_.final_step()) optimizer_update(static_cast<int>(v));
+  start_lifetime(layout_.live.final_step());
+  for (size_t v = 0; v < layout_.live.update_step.size(); ++v)
+    if (layout_.live.update_step[v] == layout_.live.final_step())
+      optimizer_update(static_cast<int>(v));
   forward_done_ = false;
   ++step_;
 }
@@ -298,18 +260,18 @@ void Executor::run_backward_step(int k) {
   c.update_state_ = update_state_;
   node.op->backward(c);
   // Second contributions to a gradient, summed in slot order.
-  const auto& temps = live_.grad_temp_buffers[static_cast<size_t>(k)];
+  const auto& temps = layout_.live.grad_temp_buffers[static_cast<size_t>(k)];
   for (size_t i = 0; i < temps.size(); ++i) {
     if (temps[i] < 0) continue;
-    const int g = live_.grad_buffer[static_cast<size_t>(node.inputs[i])];
+    const int g = layout_.live.grad_buffer[static_cast<size_t>(node.inputs[i])];
     backend_.accumulate(buffers_[static_cast<size_t>(temps[i])], buffers_[static_cast<size_t>(g)]);
   }
-  const int step = live_.backward_step(k);
+  const int step = layout_.live.backward_step(k);
   for (size_t i = 0; i < node.inputs.size(); ++i) {
     const int v = node.inputs[i];
     const bool repeated =
         std::find(node.inputs.begin(), node.inputs.begin() + i, v) != node.inputs.begin() + i;
-    if (!repeated && live_.update_step[static_cast<size_t>(v)] == step) optimizer_update(v);
+    if (!repeated && layout_.live.update_step[static_cast<size_t>(v)] == step) optimizer_update(v);
   }
 }
 
@@ -322,7 +284,7 @@ void Executor::optimizer_update(int v) {
     backend_.fill(p->momentum, 0.0);
   }
   backend_.sgd_step(p->value,
-                    buffers_[static_cast<size_t>(live_.grad_buffer[static_cast<size_t>(v)])],
+                    buffers_[static_cast<size_t>(layout_.live.grad_buffer[static_cast<size_t>(v)])],
                     p->momentum, *opt_.sgd);
 }
 

@@ -1,5 +1,5 @@
 // Live bytes per step and the timeline SVG, written by hand (a few shapes and text).
-#include "memory/timeline.h"
+#include "report/timeline.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,5 +1,5 @@
 // Checkpoint segment forward and backward over a SubGraph planned into the op's scratch.
-#include "layers/checkpoint.h"
+#include "recompute/checkpoint.h"
 
 namespace frugal {
 

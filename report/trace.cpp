@@ -1,9 +1,9 @@
-// The Chrome trace-event writer (memory/timeline.h): buffers as complete events on lanes,
+// The Chrome trace-event writer (report/timeline.h): buffers as complete events on lanes,
 // one process per category, and live bytes as counters.
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "memory/timeline.h"
+#include "report/timeline.h"
 
 namespace frugal {
 

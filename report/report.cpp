@@ -1,5 +1,6 @@
 // Memory report: baseline sums, eager simulation, planned arena.
-#include "memory/report.h"
+#include "report/report.h"
+#include "run/plan.h"
 
 #include <algorithm>
 

@@ -1,14 +1,15 @@
 // Memory budgets for the bundled networks: recording a step, measuring its chain of blocks,
 // and fitting a checkpoint schedule to a budget with the real planner as the judge.
-#include "models/step_budget.h"
+#include "train/step_budget.h"
+#include "run/plan.h"
 
 #include <algorithm>
 
 #include "core/backend.h"
 #include "core/error.h"
-#include "layers/checkpoint.h"
 #include "memory/layout.h"
 #include "models/registry.h"
+#include "recompute/checkpoint.h"
 
 namespace frugal {
 namespace {

@@ -1,6 +1,6 @@
 // Checkpoint schedules: the chain's memory model, the dynamic programme over it, and the loop
 // that checks each chosen schedule with the real planner.
-#include "memory/budget.h"
+#include "recompute/budget.h"
 
 #include <algorithm>
 #include <cctype>

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "autograd/executor.h"
+#include "run/executor.h"
 
 namespace frugal {
 

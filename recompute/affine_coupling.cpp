@@ -1,5 +1,5 @@
 // Affine coupling block: the first half's coupling over the shared reversible machinery.
-#include "layers/affine_coupling.h"
+#include "recompute/affine_coupling.h"
 
 namespace frugal {
 

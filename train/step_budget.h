@@ -1,6 +1,6 @@
 // Memory budgets for the bundled networks: a training step recorded from shapes only, the
 // chain of blocks a network can checkpoint with each block measured alone, and the schedule
-// memory/budget.h chooses, verified against the planned layout of the whole step.
+// recompute/budget.h chooses, verified against the planned layout of the whole step.
 #pragma once
 
 #include <cstdint>
@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "autograd/tape.h"
-#include "memory/budget.h"
 #include "models/model_config.h"
+#include "recompute/budget.h"
 
 namespace frugal {
 

@@ -1,7 +1,7 @@
 // Generic invertible op: forward over a SubGraph planned into the op's scratch; backward
 // rebuilds x with the inverse, recomputes forward with its tape and runs its backward. Also
 // the round-trip check.
-#include "layers/invertible.h"
+#include "recompute/invertible.h"
 
 #include <algorithm>
 #include <cmath>

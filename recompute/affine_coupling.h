@@ -1,11 +1,11 @@
 // Affine coupling block (RealNVP / Glow style, on a RevNet block): x = [x1, x2] by channels,
 // [h_s, t] = F(x2), y1 = x1 ⊙ s + t with s = exp(clamp·tanh(h_s / clamp)) (layers/affine.h),
 // y2 = x2 + G(y1). Backward rebuilds x from y like the additive block (x1 = (y1 - t) / s),
-// with one recompute of F and G that also serves the gradients (layers/reversible.h).
+// with one recompute of F and G that also serves the gradients (recompute/reversible.h).
 #pragma once
 
 #include "layers/affine.h"
-#include "layers/reversible.h"
+#include "recompute/reversible.h"
 
 namespace frugal {
 

@@ -4,7 +4,7 @@
 // their tapes and reusing that recomputation for the gradients (one recompute per block). The
 // rebuilt x is what the block before reads, so in a chain only the last output is stored.
 // CouplingOp holds all of that; the additive block (ReversibleOp, couple = x1 + F(x2)) and the
-// affine block (layers/affine_coupling.h) differ only in the first half's coupling.
+// affine block (recompute/affine_coupling.h) differ only in the first half's coupling.
 #pragma once
 
 #include <memory>
@@ -12,7 +12,7 @@
 #include <source_location>
 
 #include "layers/fixed_point.h"
-#include "layers/subgraph.h"
+#include "recompute/subgraph.h"
 
 namespace frugal {
 

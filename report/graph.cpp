@@ -1,5 +1,5 @@
 // The graph picture: memory slots from the layout's byte ranges, and the DOT text.
-#include "memory/graph.h"
+#include "report/graph.h"
 
 #include <algorithm>
 #include <cstdio>

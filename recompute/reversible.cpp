@@ -1,6 +1,6 @@
 // Reversible coupling blocks: forward through F and G on borrowed scratch, backward rebuilding
 // the input from the output with one recomputation of F and G; the additive coupling.
-#include "layers/reversible.h"
+#include "recompute/reversible.h"
 
 #include <algorithm>
 

@@ -18,7 +18,7 @@ struct GradcheckOptions {
 // Records `build` over leaf inputs holding `inputs` (f64 tensors are differentiable; i32
 // tensors such as labels are not), seeds every f32/f64 output with a random upstream
 // gradient R, and compares d(sum R*out)/d(every input and parameter) with central
-// differences. Fails the current doctest case with the worst element on mismatch.
+// differences. Throws frugal::Error naming the worst element of every mismatching tensor.
 // Runs with poisoned buffers, so an undeclared backward read shows up as NaN.
 void check_gradients(const std::function<std::vector<Value>(std::span<const Value>)>& build,
                      const std::vector<Tensor>& inputs, GradcheckOptions options = {});

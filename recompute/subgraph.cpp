@@ -1,5 +1,5 @@
 // SubGraph: recording, planning into borrowed memory, parameter gradients.
-#include "layers/subgraph.h"
+#include "recompute/subgraph.h"
 
 #include <algorithm>
 #include <optional>

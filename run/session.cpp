@@ -1,5 +1,5 @@
 // Session: per-shape recording and planning, cached; shared step counter.
-#include "autograd/session.h"
+#include "run/session.h"
 
 #include "core/error.h"
 

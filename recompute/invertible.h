@@ -7,7 +7,7 @@
 #include <memory>
 #include <source_location>
 
-#include "layers/subgraph.h"
+#include "recompute/subgraph.h"
 
 namespace frugal {
 

@@ -13,12 +13,9 @@
 
 #include "autograd/tape.h"
 #include "core/error.h"
-#include "memory/liveness.h"
+#include "memory/layout.h"
 
 namespace frugal {
-
-enum class MemoryMode { baseline, planned };
-const char* memory_mode_name(MemoryMode m);
 
 struct ExecutorOptions {
   Mode mode = Mode::training;
@@ -65,7 +62,8 @@ class Executor {
   // keep_param_grads or in baseline mode).
   const Tensor& grad(Value v) const;
 
-  const Liveness& liveness() const { return live_; }
+  const Liveness& liveness() const { return layout_.live; }
+  const Layout& layout() const { return layout_; }
   const ExecutorOptions& options() const { return opt_; }
   uint64_t step() const { return step_; }
   // Sets the step counter (randomness replays per step; resume continues a saved run).
@@ -102,7 +100,7 @@ class Executor {
   Backend& backend_;
   ExecutorOptions opt_;
   Allocator& alloc_;
-  Liveness live_;
+  Layout layout_;
   std::vector<Tensor> buffers_;                  // one per liveness buffer
   std::vector<std::vector<int>> starts_at_;      // step -> buffers whose lifetime starts
   std::vector<Tensor> param_values_;             // value id -> parameter tensor view

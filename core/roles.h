@@ -1,0 +1,38 @@
+// Roles: the contract between an op and the planner (what backward reads, what it saves, its
+// scratch, which aliases it allows), as plain data. Ops declare them (autograd/op.h); the
+// planner reads them from a step description (memory/step.h) and never sees an op.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace frugal {
+
+enum class Mode { inference, training };
+const char* mode_name(Mode m);
+
+// Output `output` may take the bytes of input `input` (forward aliases), or the gradient of
+// input `input` may take the bytes of the gradient of output `output` (gradient aliases).
+struct Alias {
+  int output = 0;
+  int input = 0;
+};
+
+// The contract between an op and the planner (DESIGN.md, "Roles").
+struct Roles {
+  std::vector<int> backward_reads_inputs;   // inputs backward reads (must stay alive)
+  std::vector<int> backward_reads_outputs;  // outputs backward reads
+  std::vector<TensorMeta> saved;            // extra state written in forward, read in backward
+  size_t forward_scratch = 0;               // bytes, live during forward only
+  size_t backward_scratch = 0;              // bytes, live during backward only
+  std::vector<Alias> aliases;               // output j may overwrite input i
+  std::vector<Alias> grad_aliases;          // d input i may overwrite d output j
+  // Inputs whose value backward rebuilds (reversible blocks): the op does not read them in
+  // backward but writes them back, so they may die after forward; later backward readers of
+  // that value read the rebuilt copy.
+  std::vector<int> rebuilds_inputs;
+};
+
+}  // namespace frugal

@@ -1,0 +1,57 @@
+// Lowering a tape into a step description, and the planning pipeline over it.
+#include "run/plan.h"
+
+namespace frugal {
+
+Step lower_step(Tape& tape, Mode mode, const Backend& backend) {
+  Step step;
+  step.mode = mode;
+  for (const ValueNode& v : tape.values()) {
+    StepValue s;
+    s.kind = v.kind == ValueKind::input   ? StepValueKind::input
+             : v.kind == ValueKind::param ? StepValueKind::param
+                                          : StepValueKind::op_output;
+    s.meta = v.meta;
+    s.name = v.name;
+    s.producer = v.producer;
+    s.output_index = v.output_index;
+    s.requires_grad = v.requires_grad;
+    s.consumers = v.consumers;
+    step.values.push_back(std::move(s));
+  }
+  for (OpNode& node : tape.ops()) {
+    Op& op = *node.op;
+    StepOp s;
+    s.name = op.name();
+    s.inputs = node.inputs;
+    s.outputs = node.outputs;
+    for (size_t i = 0; i < node.inputs.size(); ++i)
+      s.differentiable.push_back(op.differentiable(static_cast<int>(i)));
+    s.roles = op.roles(mode, backend);
+    if (op.has_compact_encoding()) {
+      const bool now = op.compact_encoding();
+      op.use_compact_encoding(false);
+      s.full_roles = op.roles(mode, backend);
+      op.use_compact_encoding(true);
+      s.compact_roles = op.roles(mode, backend);
+      op.use_compact_encoding(now);
+    }
+    step.ops.push_back(std::move(s));
+  }
+  return step;
+}
+
+void apply_encodings(Tape& tape, const Step& step) {
+  for (size_t k = 0; k < step.ops.size(); ++k)
+    if (step.ops[k].compact) tape.ops()[k].op->use_compact_encoding(*step.ops[k].compact);
+}
+
+Layout memory_layout(Tape& tape, Mode mode, MemoryMode memory, const Backend& backend,
+                     const LayoutOptions& options) {
+  Step step = lower_step(tape, mode, backend);
+  Layout layout = plan_layout(step, memory, options);
+  apply_encodings(tape, step);
+  return layout;
+}
+
+}  // namespace frugal
