@@ -16,6 +16,7 @@
 
 #include "core/backend.h"
 #include "core/rng.h"
+#include "models/step.h"
 #include "models/registry.h"
 #include "recompute/budget.h"
 #include "run/executor.h"
@@ -90,18 +91,13 @@ BenchResult run_bench(const BenchOptions& o) {
   r.rss_start = peak_rss_bytes();
   ParamStore params(1);
   Tape tape(params, o.dtype);
-  std::vector<int64_t> dims{o.batch};
-  for (int64_t d : spec.input.dims()) dims.push_back(d);
-  Value images = tape.input("images", Shape(dims), o.dtype), labels;
-  Value out = spec.build(images, {.dropout = o.dropout,
-                                  .batch_norm = o.batch_norm,
-                                  .segments = o.segments,
-                                  .checkpoint_runs = o.runs});
+  const ModelStep step = record_model_step(tape, spec, o.batch, o.mode,
+                                           {.dropout = o.dropout,
+                                            .batch_norm = o.batch_norm,
+                                            .segments = o.segments,
+                                            .checkpoint_runs = o.runs});
+  const Value images = step.images, labels = step.labels, out = step.out();
   const bool training = o.mode == Mode::training;
-  if (training) {
-    labels = tape.input("labels", {o.batch}, DType::i32);
-    out = model_loss(spec, out, labels);
-  }
   std::optional<SgdConfig> sgd;
   if (training) sgd = SgdConfig{.lr = 0.01, .momentum = 0.9};
   Executor ex(tape, cpu_backend(), {.mode = o.mode, .memory = o.memory, .keep = {out}, .sgd = sgd});

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/rng.h"
+#include "models/step.h"
 #include "models/registry.h"
 #include "report/report.h"
 #include "report/timeline.h"
@@ -27,12 +28,10 @@ void record_model(RecordedModel& r, const MemoryOptions& o, const ModelConfig& c
   const ModelSpec& spec = find_model(o.model);
   FRUGAL_CHECK(o.batch > 0, "memory: batch must be positive, got ", o.batch);
   r.tape = std::make_unique<Tape>(r.store, o.dtype);
-  std::vector<int64_t> dims{o.batch};
-  for (int64_t d : spec.input.dims()) dims.push_back(d);
-  r.images = r.tape->input("images", Shape(dims), o.dtype);
-  r.labels = r.tape->input("labels", {o.batch}, DType::i32);
-  Value y = spec.build(r.images, config);
-  r.out = o.mode == Mode::training ? model_loss(spec, y, r.labels) : y;
+  const ModelStep step = record_model_step(*r.tape, spec, o.batch, o.mode, config);
+  r.images = step.images;
+  r.labels = step.labels;
+  r.out = step.out();
 }
 
 Layout recorded_layout(RecordedModel& r, const MemoryOptions& o, MemoryMode m) {

@@ -15,6 +15,7 @@
 #include "memory/encodings.h"
 #include "memory/liveness.h"
 #include "memory/planner.h"
+#include "models/step.h"
 #include "models/registry.h"
 #include "run/plan.h"
 
@@ -187,11 +188,7 @@ std::vector<PlanBuffer> model_step(const std::string& model, int64_t batch, int*
   const ModelSpec& spec = find_model(model);
   ParamStore store = ParamStore::shapes_only();
   Tape tape(store, DType::f32);
-  std::vector<int64_t> dims{batch};
-  for (int64_t d : spec.input.dims()) dims.push_back(d);
-  Value x = tape.input("images", Shape(dims), DType::f32);
-  Value labels = tape.input("labels", {batch}, DType::i32);
-  Value loss = model_loss(spec, spec.build(x, {}), labels);
+  const Value loss = record_model_step(tape, spec, batch, Mode::training).loss;
   // The planned executor's own pipeline; only the requests are kept, to plan them again.
   const Layout layout = memory_layout(tape, Mode::training, MemoryMode::planned, cpu_backend(),
                                       {.optimizer = true, .keep = {loss.id()}});

@@ -10,7 +10,7 @@
 
 namespace frugal {
 
-// What a buffer is for (DESIGN.md, "Roles"). `input` is data fed to the network (images,
+// What a buffer is for (docs/ARCHITECTURE.md, "The roles contract"). `input` is data fed to the network (images,
 // labels); `arena` is one planned block that holds many buffers of the other roles.
 enum class Role { input, output, saved, scratch, grad, param, param_grad, optimizer_state, arena };
 constexpr int kRoleCount = 9;

@@ -20,7 +20,7 @@ struct Alias {
   int input = 0;
 };
 
-// The contract between an op and the planner (DESIGN.md, "Roles").
+// The contract between an op and the planner (docs/ARCHITECTURE.md, "The roles contract").
 struct Roles {
   std::vector<int> backward_reads_inputs;   // inputs backward reads (must stay alive)
   std::vector<int> backward_reads_outputs;  // outputs backward reads

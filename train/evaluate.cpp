@@ -6,6 +6,7 @@
 
 #include "core/backend.h"
 #include "data/batcher.h"
+#include "models/step.h"
 
 namespace frugal {
 
@@ -31,9 +32,9 @@ struct Evaluator::Net {
 
   Net(ParamStore& params, const ModelSpec& model, int64_t B, ModelConfig config, MemoryMode memory)
       : tape(params) {
-    const Shape& in = model.input;
-    images = tape.input("images", {B, in[0], in[1], in[2]}, DType::f32);
-    logits = model.build(images, config);
+    const ModelStep step = record_model_step(tape, model, B, Mode::inference, config);
+    images = step.images;
+    logits = step.logits;
     labels = Tensor::empty({B}, DType::i32);
     ex = std::make_unique<Executor>(
         tape, cpu_backend(),

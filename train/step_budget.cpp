@@ -8,6 +8,7 @@
 #include "core/backend.h"
 #include "core/error.h"
 #include "memory/layout.h"
+#include "models/step.h"
 #include "models/registry.h"
 #include "recompute/checkpoint.h"
 
@@ -21,15 +22,11 @@ struct RecordedStep {
   std::vector<int> keep;
 
   explicit RecordedStep(const TrainingStep& s) : tape(store, s.dtype) {
-    const ModelSpec& spec = find_model(s.model);
     FRUGAL_CHECK(s.batch > 0, "training step: batch must be positive, got ", s.batch);
-    std::vector<int64_t> dims{s.batch};
-    for (int64_t d : spec.input.dims()) dims.push_back(d);
-    Value images = tape.input("images", Shape(dims), s.dtype);
-    Value labels = tape.input("labels", {s.batch}, DType::i32);
-    Value logits = spec.build(images, s.config);
-    keep = {model_loss(spec, logits, labels).id()};
-    if (s.keep_logits) keep.insert(keep.end(), {logits.id(), labels.id()});
+    const ModelStep step =
+        record_model_step(tape, find_model(s.model), s.batch, Mode::training, s.config);
+    keep = {step.loss.id()};
+    if (s.keep_logits) keep.insert(keep.end(), {step.logits.id(), step.labels.id()});
   }
 };
 

@@ -11,6 +11,7 @@
 
 #include "core/backend.h"
 #include "core/error.h"
+#include "models/step.h"
 #include "train/evaluate.h"
 #include "train/weights.h"
 
@@ -68,13 +69,14 @@ Trainer::Trainer(const TrainOptions& o, const Dataset& train, const Dataset& tes
   FRUGAL_CHECK(o.batch <= train.size(), "train: batch ", o.batch, " exceeds the ", train.size(),
                " training images");
   set_cpu_threads(o.threads);
-  const Shape& in = model_.input;
-  images_ = tape_.input("images", {o.batch, in[0], in[1], in[2]}, DType::f32);
-  labels_ = tape_.input("labels", {o.batch}, DType::i32);
-  logits_ = model_.build(images_, ModelConfig{.classes = train.classes,
-                                              .checkpoint_runs = o.checkpoint_runs,
-                                              .fixed_point_range = o.fixed_point_range});
-  loss_ = model_loss(model_, logits_, labels_);
+  const ModelStep step = record_model_step(tape_, model_, o.batch, Mode::training,
+                                           ModelConfig{.classes = train.classes,
+                                                       .checkpoint_runs = o.checkpoint_runs,
+                                                       .fixed_point_range = o.fixed_point_range});
+  images_ = step.images;
+  labels_ = step.labels;
+  logits_ = step.logits;
+  loss_ = step.loss;
   ex_ = std::make_unique<Executor>(
       tape_, cpu_backend(),
       ExecutorOptions{

@@ -1,4 +1,4 @@
-# The networks of shared/reference/networks.md in PyTorch, layer for layer as frugal's
+# The bundled networks (models/, docs/ARCHITECTURE.md) in PyTorch, layer for layer as frugal's
 # models/ records them, so frugal can be timed and weighed beside PyTorch on the same nets.
 # RevNets are memcnn's own. `python3 pytorch_nets.py` checks every parameter count against
 # frugal's.

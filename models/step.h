@@ -1,0 +1,27 @@
+// A bundled network's step recorded on a tape: the one place that does it, for the trainer,
+// the evaluator, the budget search, `frugal memory`, `frugal bench` and the benchmarks.
+#pragma once
+
+#include <cstdint>
+
+#include "autograd/tape.h"
+#include "models/registry.h"
+
+namespace frugal {
+
+struct ModelStep {
+  Value images;  // (N, spec.input...), of the tape's dtype
+  Value labels;  // (N) i32; training only
+  Value logits;  // the network's output
+  Value loss;    // training only: model_loss(spec, logits, labels)
+  // What the step reads back: the loss in training, the logits in inference.
+  Value out() const { return loss.valid() ? loss : logits; }
+};
+
+// Records `spec` with `config` over a batch of `batch` images; in training also the labels
+// (recorded before the network) and the loss. Throws frugal::Error naming the batch if it is
+// not positive.
+ModelStep record_model_step(Tape& tape, const ModelSpec& spec, int64_t batch, Mode mode,
+                            const ModelConfig& config = {});
+
+}  // namespace frugal
