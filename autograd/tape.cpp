@@ -41,7 +41,7 @@ Value Tape::param(Parameter& p) {
 
 std::vector<Value> Tape::record(std::unique_ptr<Op> op, std::vector<Value> inputs,
                                 std::source_location where) {
-  std::string at = std::string(where.file_name()) + ":" + std::to_string(where.line());
+  const std::string at = source_line(where);
   std::vector<TensorMeta> metas;
   for (const Value& v : inputs) {
     FRUGAL_CHECK(v.valid() && &v.tape() == this, at, ": ", op->name(),

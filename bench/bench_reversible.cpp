@@ -73,10 +73,7 @@ StepMemory step_memory(const Builder& build, int64_t N) {
     if ((b.kind != BufferKind::value && b.kind != BufferKind::saved) || b.first > n - 1 ||
         b.last < n)
       continue;
-    int root = static_cast<int>(i);
-    while (l.live.buffers[static_cast<size_t>(root)].alias_of >= 0)
-      root = l.live.buffers[static_cast<size_t>(root)].alias_of;
-    held.insert(root);
+    held.insert(l.live.alias_root(static_cast<int>(i)));
   }
   for (int b : held) m.stored += l.rounded_bytes(b);
   return m;
@@ -271,7 +268,7 @@ Tensor rebuild_input(ParamStore& store, const Tensor& y, int depth, bool exact) 
       ex.forward();
       Tensor& out = which[0] == 'G' ? y2 : y1;  // y2 <- x2, then y1 <- x1
       if (exact)
-        fixed_point_add(out, ex.value(net.output()), {}, true, out, "rebuild");
+        fixed_point_add(cpu_backend(), out, ex.value(net.output()), {}, true, out, "rebuild");
       else
         be.subtract(out, ex.value(net.output()), out);
     }
@@ -296,7 +293,8 @@ ChainRun run_chain(bool reversible, bool exact, int depth, DType dtype, const Sh
                .keep_param_grads = true});
   ChainRun r;
   r.x = random(shape, 3, dtype);
-  if (exact) fixed_point_round(r.x, {}, r.x, "input");  // what the chain's first block sees
+  // what the chain's first block sees
+  if (exact) fixed_point_round(cpu_backend(), r.x, {}, r.x, "input");
   ex.set_input(x, r.x);
   ex.forward();
   r.y = clone(ex.value(y));

@@ -57,6 +57,11 @@ class CpuAllocator final : public Allocator {
   void raw_release(void* p) override;
 };
 
+// `bytes` rounded up to a multiple of `alignment` (> 0): what a buffer occupies in an arena.
+inline size_t round_up(size_t bytes, size_t alignment) {
+  return (bytes + alignment - 1) / alignment * alignment;
+}
+
 // The process-wide host allocator.
 CpuAllocator& cpu_allocator();
 

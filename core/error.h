@@ -2,6 +2,7 @@
 // FRUGAL_CHECK is the one macro for checks; it formats its message only when the check fails.
 #pragma once
 
+#include <source_location>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -21,6 +22,11 @@ std::string concat(const Args&... args) {
   return s.str();
 }
 }  // namespace detail
+
+// "file:line" of a model line, the prefix of every error raised while recording it.
+std::string source_line(const std::source_location& where);
+// `e` again, its message prefixed with source_line(where).
+Error error_at(const std::source_location& where, const std::exception& e);
 
 }  // namespace frugal
 

@@ -64,7 +64,7 @@ void BatchNormOp::backward(const OpContext& ctx) {
 
 Value batch_norm(Value x, const BatchNormOptions& o, std::source_location where) {
   Tape& t = x.tape();
-  FRUGAL_CHECK(x.shape().rank() == 4 || x.shape().rank() == 2, where.file_name(), ":", where.line(),
+  FRUGAL_CHECK(x.shape().rank() == 4 || x.shape().rank() == 2, source_line(where),
                ": batch_norm: input must be (N,C,H,W) or (N,C), got ", x.shape());
   const std::string name = o.name.empty() ? t.unique_name("batch_norm") : o.name;
   const Shape C{x.shape()[1]};

@@ -49,8 +49,7 @@ void ConcatOp::backward(const OpContext& ctx) {
 }
 
 Value concat(std::vector<Value> xs, std::source_location where) {
-  FRUGAL_CHECK(!xs.empty(), where.file_name(), ":", where.line(),
-               ": concat: expects at least 1 input, got 0");
+  FRUGAL_CHECK(!xs.empty(), source_line(where), ": concat: expects at least 1 input, got 0");
   Tape& tape = xs[0].tape();
   return tape.record(std::make_unique<ConcatOp>(), std::move(xs), where)[0];
 }

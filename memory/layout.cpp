@@ -6,14 +6,6 @@
 
 namespace frugal {
 
-namespace {
-
-size_t round_up(size_t bytes, size_t alignment) {
-  return (bytes + alignment - 1) / alignment * alignment;
-}
-
-}  // namespace
-
 const char* memory_mode_name(MemoryMode m) {
   return m == MemoryMode::planned ? "planned" : "baseline";
 }

@@ -43,11 +43,6 @@ Buffer make(BufferKind kind, Role role, const TensorMeta& meta) {
   return b;
 }
 
-int root_of(const std::vector<Buffer>& b, int i) {
-  while (b[static_cast<size_t>(i)].alias_of >= 0) i = b[static_cast<size_t>(i)].alias_of;
-  return i;
-}
-
 class Analysis {
  public:
   Analysis(const Step& step, const LivenessOptions& opt) : step_(step), opt_(opt) {
@@ -285,7 +280,7 @@ class Analysis {
         if (bi.kind != BufferKind::value || taken[in] || bi.last != static_cast<int>(k) ||
             bi.bytes != bo.bytes || bo.alias_of >= 0)
           continue;
-        bo.alias_of = root_of(L_.buffers, in);
+        bo.alias_of = L_.alias_root(in);
         taken[in] = true;
       }
     }
@@ -303,7 +298,7 @@ class Analysis {
         if (bi.role != Role::grad || bo.role != Role::grad || taken[go] || bo.last != step ||
             bi.first != step || bi.bytes != bo.bytes || bi.alias_of >= 0)
           continue;
-        bi.alias_of = root_of(L_.buffers, go);
+        bi.alias_of = L_.alias_root(go);
         taken[go] = true;
       }
     }

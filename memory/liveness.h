@@ -69,6 +69,11 @@ struct Liveness {
     return rebuilt_buffer[i] >= 0 && step > rebuild_step[i] ? rebuilt_buffer[i] : value_buffer[i];
   }
   int final_step() const { return steps - 1; }
+  // The buffer whose bytes buffer b takes: the root of its alias chain (b when unaliased).
+  int alias_root(int b) const {
+    while (buffers[static_cast<size_t>(b)].alias_of >= 0) b = buffers[static_cast<size_t>(b)].alias_of;
+    return b;
+  }
 };
 
 Liveness analyze(const Step& step, const LivenessOptions& options);

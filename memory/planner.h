@@ -45,6 +45,10 @@ struct PlanOptions {
 // form a cycle, or when alignment is 0.
 Plan plan_arena(std::span<const PlanBuffer> buffers, size_t alignment, PlanOptions options = {});
 
+// The buffer whose offset buffer i takes: the root of its alias chain (i itself when it
+// aliases none). The chain must be acyclic (plan_arena checks).
+int alias_root(std::span<const PlanBuffer> buffers, int i);
+
 // True when no two buffers with overlapping lifetimes share a byte unless they are in the same
 // alias group (whose members must share one offset), every offset is aligned to plan.alignment
 // and the arena covers every buffer; otherwise false, with the first problem in *why (when not

@@ -50,10 +50,7 @@ CategoryBytes peak_by_category(const Liveness& live) {
   std::vector<int> first(live.buffers.size()), last(live.buffers.size());
   std::vector<int> root(live.buffers.size());
   for (size_t i = 0; i < live.buffers.size(); ++i) {
-    int r = static_cast<int>(i);
-    while (live.buffers[static_cast<size_t>(r)].alias_of >= 0)
-      r = live.buffers[static_cast<size_t>(r)].alias_of;
-    root[i] = r;
+    root[i] = live.alias_root(static_cast<int>(i));
     first[i] = live.buffers[i].first;
     last[i] = live.buffers[i].last;
   }

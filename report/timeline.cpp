@@ -78,9 +78,7 @@ LiveBytes live_bytes(const Layout& layout) {
   std::vector<int> root(req.size()), first(req.size()), last(req.size());
   std::vector<size_t> bytes(req.size(), 0);
   for (size_t i = 0; i < req.size(); ++i) {
-    int r = static_cast<int>(i);
-    while (req[static_cast<size_t>(r)].alias_of >= 0) r = req[static_cast<size_t>(r)].alias_of;
-    root[i] = r;
+    root[i] = alias_root(req, static_cast<int>(i));
     first[i] = req[i].first;
     last[i] = req[i].last;
   }

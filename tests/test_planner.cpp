@@ -11,16 +11,13 @@
 #include <utility>
 #include <vector>
 
+#include "core/allocator.h"
 #include "core/error.h"
 #include "memory/planner.h"
 
 using namespace frugal;
 
 namespace {
-
-size_t rounded(size_t bytes, size_t alignment) {
-  return (bytes + alignment - 1) / alignment * alignment;
-}
 
 bool overlap_in_time(const PlanBuffer& a, const PlanBuffer& b) {
   return a.first <= b.last && b.first <= a.last;
@@ -30,9 +27,7 @@ bool overlap_in_time(const PlanBuffer& a, const PlanBuffer& b) {
 std::vector<int> roots(const std::vector<PlanBuffer>& buffers) {
   std::vector<int> root(buffers.size());
   for (size_t i = 0; i < buffers.size(); ++i) {
-    int j = static_cast<int>(i);
-    while (buffers[j].alias_of >= 0) j = buffers[j].alias_of;
-    root[i] = j;
+    root[i] = alias_root(buffers, static_cast<int>(i));
   }
   return root;
 }
@@ -55,7 +50,7 @@ Reference reference_plan(const std::vector<PlanBuffer>& buffers, size_t alignmen
   std::vector<Group> g(n);
   for (int i = 0; i < n; ++i) {
     Group& group = g[root[i]];
-    group.bytes = std::max(group.bytes, rounded(buffers[i].bytes, alignment));
+    group.bytes = std::max(group.bytes, round_up(buffers[i].bytes, alignment));
     group.first = std::min(group.first, buffers[i].first);
     group.last = std::max(group.last, buffers[i].last);
   }
@@ -136,11 +131,11 @@ Reference reference_plan(const std::vector<PlanBuffer>& buffers, size_t alignmen
 void check_brute_force(const std::vector<PlanBuffer>& buffers, const Plan& plan, size_t alignment) {
   const std::vector<int> root = roots(buffers);
   for (size_t i = 0; i < buffers.size(); ++i) {
-    const size_t bytes = rounded(buffers[i].bytes, alignment);
+    const size_t bytes = round_up(buffers[i].bytes, alignment);
     REQUIRE(plan.offsets[i] % alignment == 0);
     REQUIRE(plan.offsets[i] + bytes <= plan.arena_bytes);
     for (size_t j = 0; j < i; ++j) {
-      const size_t other = rounded(buffers[j].bytes, alignment);
+      const size_t other = round_up(buffers[j].bytes, alignment);
       if (root[i] == root[j] || bytes == 0 || other == 0) continue;
       if (!overlap_in_time(buffers[i], buffers[j])) continue;
       const bool apart =
@@ -163,8 +158,7 @@ std::vector<PlanBuffer> random_buffers(std::mt19937_64& rng, int max_buffers, in
       b.alias_of = below(i);
       b.first = buffers[b.alias_of].last;
       b.last = b.first + below(4);
-      int root = b.alias_of;
-      while (buffers[root].alias_of >= 0) root = buffers[root].alias_of;
+      const int root = alias_root(buffers, b.alias_of);
       b.bytes = rng() % (buffers[root].bytes + 1);
     } else {
       b.first = below(steps);
