@@ -19,7 +19,7 @@ void run_eval(const EvalCommand& c) {
   set_cpu_threads(c.threads);
   const Safetensors file = load_safetensors(c.weights);  // check the file before the data
   const Dataset test = load_data(c.data, model, false, {.train = 1, .test = c.batch});
-  ParamStore params;
+  ParamStore params(0, backend_named(c.device));
   Evaluator eval(params, model, test, c.batch, c.memory,
                  ModelConfig{.fixed_point_range = c.fixed_point_range});
   load_weights(params, file, c.weights, model.name, false);
@@ -53,6 +53,9 @@ Action add_eval_command(CLI::App& app) {
                  "RevNets: memcnn's floating-point coupling (default: the fixed-point one)");
   eval->add_option("--threads", c->threads, "CPU threads (0: all cores)")
       ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  eval->add_option("--device", c->device, "Where it runs: cpu, sim (the simulated device) or cuda")
+      ->check(CLI::IsMember({"cpu", "sim", "cuda"}))
       ->capture_default_str();
   eval->add_option("--memory", *memory, "Memory layout: planned (one arena) or baseline")
       ->check(CLI::IsMember({"planned", "baseline"}))

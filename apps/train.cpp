@@ -51,9 +51,10 @@ std::vector<std::string> all_model_names() {
 size_t fit_budget(const TrainCommand& c, int64_t classes, TrainOptions& o) {
   FRUGAL_CHECK(o.memory == MemoryMode::planned,
                "train --memory-budget: the budget bounds the planned arena; use --memory planned");
-  const BudgetSchedule b = fit_step_budget(
-      {.model = o.model, .batch = o.batch, .config = {.classes = classes}, .keep_logits = true},
-      c.memory_budget);
+  TrainingStep step{.model = o.model, .batch = o.batch, .keep_logits = true};
+  step.config.classes = classes;
+  step.backend = &backend_named(o.device);
+  const BudgetSchedule b = fit_step_budget(step, c.memory_budget);
   o.checkpoint_runs = b.schedule.checkpointed;
   const ModelSpec& spec = find_model(o.model);
   std::printf(
@@ -86,13 +87,14 @@ void run_train(const TrainCommand& c) {
   const Shape& s = data.train.images.shape();
   std::printf(
       "frugal train: %s, %zu parameters, %s %lld train / %lld test images %s -> %s, batch %lld, "
-      "%lld steps/epoch, lr %g %s (warm-up %lld), augment %s, memory %s, threads %d\n",
+      "%lld steps/epoch, lr %g %s (warm-up %lld), augment %s, memory %s%s, threads %d\n",
       model.name.c_str(), t.params().count_elements(true), data.train.name.c_str(),
       (long long)data.train.size(), (long long)data.test.size(),
       image_size(Shape{s[1], s[2], s[3]}).c_str(), image_size(model.input).c_str(),
       (long long)o.batch, (long long)t.steps_per_epoch(), o.lr, schedule_name(o.schedule),
       (long long)o.warmup, o.augment ? "on" : "off", memory_mode_name(o.memory),
-      cpu_backend().threads());
+      o.device == "cpu" ? "" : (", device " + t.backend().device().str()).c_str(),
+      t.backend().threads());
   std::fflush(stdout);
 
   std::ofstream log;
@@ -203,6 +205,15 @@ Action add_train_command(CLI::App& app) {
   train->add_flag("--float-coupling", *float_coupling,
                   "RevNets: memcnn's floating-point coupling, whose rebuilt activations are "
                   "within rounding of the stored ones (default: the exact fixed-point coupling)");
+  train->add_flag("--check-finite", t.check_finite,
+                  "Look for NaN and inf after every op of every step; stop at the first, naming "
+                  "the op, the pass (forward or backward), the tensor and the element (slower)");
+  train
+      ->add_option("--device", t.device,
+                   "Where the step runs: cpu, sim (the simulated device: CPU kernels over memory "
+                   "host code cannot touch, for tests) or cuda (where built)")
+      ->check(CLI::IsMember({"cpu", "sim", "cuda"}))
+      ->capture_default_str();
   train->add_option("--threads", t.threads, "CPU threads (0: all cores)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();

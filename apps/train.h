@@ -30,6 +30,7 @@ struct EvalCommand {
   int threads = 0;
   MemoryMode memory = MemoryMode::planned;
   int fixed_point_range = ModelConfig{}.fixed_point_range;  // RevNets; 0: float coupling
+  std::string device = "cpu";                               // cpu, sim or cuda
 };
 
 // Loads weights into the model and prints its test accuracy.

@@ -42,4 +42,17 @@ Tensor& OpContext::rebuilt_input(int i) const {
   return pick(rebuilt, i, "rebuilt input");
 }
 
+Roles in_place_mask_roles(Mode mode, int64_t n, bool saves_mask) {
+  Roles r;
+  r.aliases = {{.output = 0, .input = 0}};  // y may take x's bytes
+  if (mode == Mode::training) {
+    if (saves_mask)
+      r.saved = {{Shape{mask_bytes(n)}, DType::u8}};
+    else
+      r.backward_reads_outputs = {0};
+    r.grad_aliases = {{.output = 0, .input = 0}};  // dx may take dy's bytes
+  }
+  return r;
+}
+
 }  // namespace frugal

@@ -79,4 +79,9 @@ class Op {
   uint64_t stream = 0;
 };
 
+// The roles of an elementwise op over n elements that may run in place: y may take x's bytes
+// and, in training, dx may take dy's; backward reads a 1-bit mask saved in forward (saved(0),
+// mask_bytes(n) u8 bytes) or, with `saves_mask` false, the op's own output y.
+Roles in_place_mask_roles(Mode mode, int64_t n, bool saves_mask = true);
+
 }  // namespace frugal

@@ -57,8 +57,14 @@ Parameter& ParamStore::get_or_create(const std::string& name, const TensorMeta& 
   p->meta = meta;
   p->trainable = trainable;
   if (materialize_) {
-    p->value = Tensor::empty(meta.shape, meta.dtype, Role::param, *alloc_);
-    initialize(p->value, init, seed_, hash_name(name));
+    p->value = Tensor::empty(meta.shape, meta.dtype, Role::param, backend_->allocator());
+    if (p->value.device().is_host()) {
+      initialize(p->value, init, seed_, hash_name(name));
+    } else {
+      Tensor host = Tensor::empty(meta.shape, meta.dtype, Role::param);
+      initialize(host, init, seed_, hash_name(name));
+      backend_->copy_to_device(host, p->value);
+    }
   }
   by_name_[name] = p.get();
   params_.push_back(std::move(p));

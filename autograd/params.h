@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/backend.h"
 #include "core/tensor.h"
 
 namespace frugal {
@@ -33,8 +34,10 @@ struct Parameter {
 
 class ParamStore {
  public:
-  explicit ParamStore(uint64_t seed = 0, Allocator& alloc = cpu_allocator())
-      : seed_(seed), alloc_(&alloc) {}
+  // Parameters in the memory of `backend`'s device: initialized in host memory, then copied
+  // there through the backend (the same bits on every device).
+  explicit ParamStore(uint64_t seed = 0, Backend& backend = cpu_backend())
+      : seed_(seed), backend_(&backend) {}
   // A store that records shapes only (no memory, no initialization): for planning and
   // memory reports of networks that are never run.
   static ParamStore shapes_only() {
@@ -54,10 +57,12 @@ class ParamStore {
   size_t count_elements(bool trainable_only) const;
   size_t size() const { return params_.size(); }
   uint64_t seed() const { return seed_; }
+  // The backend whose device holds the parameters (and, once made, their momentum).
+  Backend& backend() const { return *backend_; }
 
  private:
   uint64_t seed_;
-  Allocator* alloc_;
+  Backend* backend_;
   bool materialize_ = true;
   std::vector<std::unique_ptr<Parameter>> params_;
   std::map<std::string, Parameter*> by_name_;

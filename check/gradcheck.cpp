@@ -23,6 +23,12 @@ Tensor random_tensor(Shape shape, uint64_t seed, double lo, double hi, DType dty
   return t;
 }
 
+Tensor kink_free(Shape shape, uint64_t seed) {
+  Tensor t = random_tensor(std::move(shape), seed, 0.1, 1.0);
+  for (int64_t i = 0; i < t.numel(); i += 2) t.data<double>()[i] *= -1;
+  return t;
+}
+
 Tensor random_labels(int64_t n, int64_t classes, uint64_t seed) {
   Tensor t = Tensor::empty(Shape{n}, DType::i32);
   Rng rng(seed);

@@ -30,5 +30,23 @@ Tensor random_tensor(Shape shape, uint64_t seed, double lo = -1.0, double hi = 1
 Tensor random_labels(int64_t n, int64_t classes, uint64_t seed);
 // A copy of t with storage of its own (to keep a result past the executor's next step).
 Tensor clone(const Tensor& t);
+// An f64 tensor with |elements| uniform in [0.1, 1), every other one negative (element 0
+// first): inputs at least 0.1 away from a kink at 0 (relu, leaky_relu, abs) for check_gradients.
+Tensor kink_free(Shape shape, uint64_t seed);
+
+// The op that recorded y, as its concrete type (to choose an encoding before a check runs:
+// op_of<ReluOp>(y).saves = ReluOp::Saves::output). Throws frugal::Error if y is not an op's
+// output or that op is not an OpT.
+template <typename OpT>
+OpT& op_of(Value y) {
+  const int producer = y.tape().value(y.id()).producer;
+  FRUGAL_CHECK(producer >= 0, "op_of: value ", y.id(), " (", y.tape().value(y.id()).name,
+               ") is not an op's output");
+  Op& op = *y.tape().ops()[static_cast<size_t>(producer)].op;
+  OpT* typed = dynamic_cast<OpT*>(&op);
+  FRUGAL_CHECK(typed != nullptr, "op_of: value ", y.id(), " was recorded by '", op.name(),
+               "', not by an op of the type asked for");
+  return *typed;
+}
 
 }  // namespace frugal::testing

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 
 #include "core/device.h"
 #include "core/tensor.h"
@@ -39,10 +40,21 @@ class Backend {
   virtual int threads() const = 0;
 
   // --- memory -----------------------------------------------------------------------------
+  // The memory of this backend's device: where executors bind tensors for its kernels.
+  virtual Allocator& allocator() const = 0;
+  // The only paths between host and device: `host` is host memory, `dev` (`dev` in
+  // copy_to_device, the source in copy_to_host) lives on this backend's device; same bytes().
+  // On the CPU both sides are host memory and they are plain copies. Either returns when the
+  // host may read or reuse its side.
+  virtual void copy_to_device(const Tensor& host, Tensor& dev) = 0;
+  virtual void copy_to_host(const Tensor& dev, Tensor& host) = 0;
   virtual void fill(Tensor& t, double value) = 0;     // f32/f64/i32/u8
   virtual void copy(const Tensor& x, Tensor& y) = 0;  // same bytes; y may alias x
   // y += x, elementwise (gradient accumulation in a fixed order)
   virtual void accumulate(const Tensor& x, Tensor& y) = 0;
+  // Index of the first NaN or +-inf element of t (row-major), -1 if there is none or t is not
+  // a float tensor. The answer reaches the host (a device synchronizes): for checks, not kernels.
+  virtual int64_t first_non_finite(const Tensor& t) = 0;
 
   // --- dense ------------------------------------------------------------------------------
   // x (N,I)  w (O,I)  b (O) or undefined  y (N,O):  y = x w^T + b
@@ -91,16 +103,19 @@ class Backend {
 
   // --- pointwise ----------------------------------------------------------------------------
   // Bit masks are u8 tensors of ceil(numel/8) bytes, bit i%8 of byte i/8, set where x > 0.
-  // y = max(x, 0); writes mask if defined.
+  // NaN propagates forward as in PyTorch (x is kept unless x <= threshold); its mask bit is
+  // clear, so backward gives 0 there (dy * [x > 0]; PyTorch's threshold_backward passes dy).
+  // y = x <= 0 ? +0 : x (max(x, 0), NaN kept); writes mask if defined.
   virtual void relu_forward(const Tensor& x, Tensor& y, Tensor& mask) = 0;
   // dx = dy where the mask bit is set, else 0
   virtual void relu_backward_mask(const Tensor& dy, const Tensor& mask, Tensor& dx) = 0;
   // dx = dy where y > 0, else 0
   virtual void relu_backward_output(const Tensor& dy, const Tensor& y, Tensor& dx) = 0;
-  // y = x > threshold ? x : value; mask bit set where x > threshold.
+  // y = x <= threshold ? value : x (NaN kept); mask bit set where x > threshold.
   virtual void threshold_forward(const Tensor& x, double threshold, double value, Tensor& y,
                                  Tensor& mask) = 0;
-  // keep where random_uniform(seed, stream, i) >= p; y = x * keep / (1 - p); mask = keep
+  // keep where random_uniform(seed, stream, i) >= p; mask = keep; y = x * (1 / (1 - p)) where
+  // kept, else +0, or NaN where x is NaN or +-inf (PyTorch's x * 0, up to the sign of zero)
   virtual void dropout_forward(const Tensor& x, double p, uint64_t seed, uint64_t stream, Tensor& y,
                                Tensor& mask) = 0;
   // dx = dy * mask * scale (threshold backward uses scale 1, dropout 1/(1-p))
@@ -113,6 +128,39 @@ class Backend {
   // undefined entries of dxs are skipped.
   virtual void concat_forward(std::span<const Tensor> xs, Tensor& y) = 0;
   virtual void concat_backward(const Tensor& dy, std::span<Tensor> dxs) = 0;
+
+  // --- leaky relu (slope >= 0, so y > 0 exactly where x > 0) ---------------------------------
+  // y = x > 0 ? x : slope * x; mask bit set where x > 0 (if defined). y may alias x.
+  virtual void leaky_relu_forward(const Tensor& x, double slope, Tensor& y, Tensor& mask) = 0;
+  // dx = dy where the mask bit is set, else slope * dy. dx may alias dy.
+  virtual void leaky_relu_backward_mask(const Tensor& dy, const Tensor& mask, double slope,
+                                        Tensor& dx) = 0;
+  // dx = dy where y > 0, else slope * dy. dx may alias dy.
+  virtual void leaky_relu_backward_output(const Tensor& dy, const Tensor& y, double slope,
+                                          Tensor& dx) = 0;
+
+  // --- fixed-point grid (layers/fixed_point.h): multiples of 2^-frac below 2^range_bits, with
+  // frac = 24 - range_bits in f32, 53 - range_bits in f64 (1 <= range_bits < those) --------------
+  // y = q(x), x rounded to the grid, ties to even; y may alias x. Throws naming `who` and the
+  // first element where |q(x)| >= 2^range_bits or x is not finite.
+  virtual void fixed_point_round(const Tensor& x, int range_bits, Tensor& y,
+                                 const std::string& who) = 0;
+  // y = a + q(f), or a - q(f) when `subtract`; y may alias a. Throws naming `who` and the
+  // first element where a is off the grid or |y| >= 2^range_bits.
+  virtual void fixed_point_add(const Tensor& a, const Tensor& f, int range_bits, bool subtract,
+                               Tensor& y, const std::string& who) = 0;
+
+  // --- affine coupling (layers/affine.h): x (N,c,...)  h (N,2c,...) = [h_s, t] per row,
+  // s = exp(clamp tanh(h_s / clamp)) ------------------------------------------------------------
+  // y = x s + t, or (x - t) / s when `inverse`; y may alias x. Throws naming `who` and the
+  // first element whose s is below min_scale or not finite.
+  virtual void affine_forward(const Tensor& x, const Tensor& h, double clamp, double min_scale,
+                              bool inverse, Tensor& y, const std::string& who) = 0;
+  // From y, h and dy: dx (may alias dy) and dh = [dh_s, dt]; in the forward direction also
+  // x = (y - t) / s where x is defined (x may be y's memory). Throws as affine_forward.
+  virtual void affine_backward(const Tensor& y, const Tensor& h, const Tensor& dy, double clamp,
+                               double min_scale, bool inverse, Tensor& dx, Tensor& dh, Tensor& x,
+                               const std::string& who) = 0;
 
   // --- losses (x (N,C), labels (N) i32, loss (1)) ----------------------------------------------
   virtual void log_softmax_forward(const Tensor& x, Tensor& y) = 0;
@@ -133,8 +181,24 @@ class Backend {
   virtual void sgd_step(Tensor& w, const Tensor& dw, Tensor& v, const SgdConfig& c) = 0;
 };
 
+// Bytes of a bit mask over n elements (bit i % 8 of byte i / 8), as the mask kernels take it.
+inline int64_t mask_bytes(int64_t n) {
+  return (n + 7) / 8;
+}
+
+// `t` readable on the host: t itself where it is host memory, else its bytes copied through
+// `be` into `staging` (made in host memory on first use, reused while the shape matches).
+const Tensor& to_host(Backend& be, const Tensor& t, Tensor& staging);
+// A host copy of t through `be` (t itself where it is host memory).
+Tensor to_host(Backend& be, const Tensor& t);
+
 // The CPU backend over Eigen, using `threads` OpenMP threads (0: all cores).
 Backend& cpu_backend();
+// The simulated device (core/sim/): the CPU's kernels over memory host code cannot touch.
+Backend& sim_backend();
+// The backend of a device named "cpu", "sim" or "cuda" (CUDA where built and present: an error
+// otherwise, never a quiet CPU run). Throws naming the valid names for anything else.
+Backend& backend_named(const std::string& device);
 void set_cpu_threads(int threads);
 // Whether the CPU backend takes stride-1 f32 convolutions through its direct kernels (true, the
 // default, where the library is built for a CPU with AVX and FMA) or through im2col + GEMM like

@@ -6,12 +6,15 @@
 namespace frugal {
 
 Storage::Storage(Allocator& alloc, size_t bytes, Role role)
-    : alloc_(alloc), bytes_(bytes), role_(role) {
-  data_ = alloc_.allocate(bytes, role);
+    : alloc_(&alloc), bytes_(bytes), role_(role), device_(alloc.device()) {
+  data_ = alloc_->allocate(bytes, role);
 }
 
+Storage::Storage(void* data, size_t bytes, Device device, Role role)
+    : data_(data), bytes_(bytes), role_(role), device_(device) {}
+
 Storage::~Storage() {
-  alloc_.release(data_, bytes_, role_);
+  if (alloc_) alloc_->release(data_, bytes_, role_);
 }
 
 Tensor::Tensor(std::shared_ptr<Storage> storage, size_t offset, Shape shape, DType dtype)
@@ -21,6 +24,12 @@ Tensor::Tensor(std::shared_ptr<Storage> storage, size_t offset, Shape shape, DTy
                " does not fit its storage of ", storage_->bytes(), " bytes");
 }
 
+void Tensor::throw_not_host() const {
+  throw Error(detail::concat("tensor ", meta_.shape, " ", dtype_name(meta_.dtype), " lives on ",
+                             device().str(), "; copy it to the host through the backend first ",
+                             "(Backend::copy_to_host)"));
+}
+
 Tensor Tensor::empty(Shape shape, DType dtype, Role role, Allocator& alloc) {
   TensorMeta m{shape, dtype};
   auto s = std::make_shared<Storage>(alloc, m.bytes(), role);
@@ -28,7 +37,8 @@ Tensor Tensor::empty(Shape shape, DType dtype, Role role, Allocator& alloc) {
 }
 
 Tensor Tensor::zeros(Shape shape, DType dtype, Role role, Allocator& alloc) {
-  FRUGAL_CHECK(alloc.device().kind == DeviceKind::cpu, "Tensor::zeros: host memory only");
+  FRUGAL_CHECK(alloc.device().is_host(), "Tensor::zeros: host memory only, not ",
+               alloc.device().str(), " (fill device memory through its backend)");
   Tensor t = empty(std::move(shape), dtype, role, alloc);
   std::memset(t.raw(), 0, t.bytes());
   return t;

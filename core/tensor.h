@@ -40,18 +40,36 @@ class Tensor {
   const std::shared_ptr<Storage>& storage() const { return storage_; }
   size_t offset() const { return offset_; }
 
-  void* raw() const { return static_cast<char*>(storage_->data()) + offset_; }
-  // Typed pointer; throws if T does not match dtype().
+  // Host pointer to the bytes; throws unless the tensor lives in host memory (a device's
+  // tensor is read by copying it to the host through its backend: Backend::copy_to_host).
+  void* raw() const {
+    if (!device().is_host()) throw_not_host();
+    return device_raw();
+  }
+  // Typed host pointer; throws as raw() does, or if T does not match dtype().
   template <typename T>
   T* data() const {
-    FRUGAL_CHECK(meta_.dtype == dtype_of<T>(), "tensor ", meta_.shape, " is ",
-                 dtype_name(meta_.dtype), ", accessed as ", dtype_name(dtype_of<T>()));
+    check_dtype(dtype_of<T>());
     return static_cast<T*>(raw());
+  }
+  // The bytes' address on the tensor's device, for that device's backend alone: host code
+  // never dereferences it (a CUDA or sim address faults on the host).
+  void* device_raw() const { return static_cast<char*>(storage_->data()) + offset_; }
+  template <typename T>
+  T* device_data() const {
+    check_dtype(dtype_of<T>());
+    return static_cast<T*>(device_raw());
   }
   // Same bytes, another shape with the same element count.
   Tensor reshape(Shape s) const;
 
  private:
+  [[noreturn]] void throw_not_host() const;
+  void check_dtype(DType t) const {
+    FRUGAL_CHECK(meta_.dtype == t, "tensor ", meta_.shape, " is ", dtype_name(meta_.dtype),
+                 ", accessed as ", dtype_name(t));
+  }
+
   std::shared_ptr<Storage> storage_;
   size_t offset_ = 0;
   TensorMeta meta_;

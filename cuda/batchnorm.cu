@@ -89,15 +89,16 @@ __global__ void batchnorm_backward_kernel(ChannelDims d, const T* x, const T* dy
 
 template <typename T>
 T* ptr(const Tensor& t) {
-  return t.defined() ? t.data<T>() : nullptr;
+  return t.defined() ? t.device_data<T>() : nullptr;
 }
 
 template <typename T>
 void backward_t(const ChannelDims& d, const Tensor& x, const Tensor& dy, const Tensor& gamma,
                 const Tensor& mean, const Tensor& inv_std, Tensor& dx, Tensor& dgamma,
                 Tensor& dbeta) {
-  launch_blocks(d.C, batchnorm_backward_kernel<T>, d, x.data<T>(), dy.data<T>(), gamma.data<T>(),
-                mean.data<T>(), inv_std.data<T>(), ptr<T>(dx), ptr<T>(dgamma), ptr<T>(dbeta));
+  launch_blocks(d.C, batchnorm_backward_kernel<T>, d, x.device_data<T>(), dy.device_data<T>(),
+                gamma.device_data<T>(), mean.device_data<T>(), inv_std.device_data<T>(), ptr<T>(dx),
+                ptr<T>(dgamma), ptr<T>(dbeta));
 }
 
 }  // namespace
@@ -111,15 +112,17 @@ void CudaBackend::batchnorm_forward_train(const Tensor& x, const Tensor& gamma, 
   FRUGAL_CHECK(d.N * d.S > 1, "batch_norm: training needs more than 1 value per channel, got x ",
                x.shape());
   if (x.dtype() == DType::f32)
-    launch_blocks(d.C, batchnorm_forward_train_kernel<float>, d, x.data<float>(),
-                  gamma.data<float>(), beta.data<float>(), running_mean.data<float>(),
-                  running_var.data<float>(), momentum, eps, y.data<float>(), mean.data<float>(),
-                  inv_std.data<float>());
+    launch_blocks(d.C, batchnorm_forward_train_kernel<float>, d, x.device_data<float>(),
+                  gamma.device_data<float>(), beta.device_data<float>(),
+                  running_mean.device_data<float>(), running_var.device_data<float>(), momentum,
+                  eps, y.device_data<float>(), mean.device_data<float>(),
+                  inv_std.device_data<float>());
   else
-    launch_blocks(d.C, batchnorm_forward_train_kernel<double>, d, x.data<double>(),
-                  gamma.data<double>(), beta.data<double>(), running_mean.data<double>(),
-                  running_var.data<double>(), momentum, eps, y.data<double>(), mean.data<double>(),
-                  inv_std.data<double>());
+    launch_blocks(d.C, batchnorm_forward_train_kernel<double>, d, x.device_data<double>(),
+                  gamma.device_data<double>(), beta.device_data<double>(),
+                  running_mean.device_data<double>(), running_var.device_data<double>(), momentum,
+                  eps, y.device_data<double>(), mean.device_data<double>(),
+                  inv_std.device_data<double>());
 }
 
 void CudaBackend::batchnorm_forward_infer(const Tensor& x, const Tensor& gamma, const Tensor& beta,
@@ -129,13 +132,14 @@ void CudaBackend::batchnorm_forward_infer(const Tensor& x, const Tensor& gamma, 
       check_batchnorm("batch_norm", x, y, {&gamma, &beta, &running_mean, &running_var});
   const int64_t n = x.numel();
   if (x.dtype() == DType::f32)
-    launch(n, batchnorm_forward_infer_kernel<float>, d, x.data<float>(), gamma.data<float>(),
-           beta.data<float>(), running_mean.data<float>(), running_var.data<float>(), eps,
-           y.data<float>(), n);
+    launch(n, batchnorm_forward_infer_kernel<float>, d, x.device_data<float>(),
+           gamma.device_data<float>(), beta.device_data<float>(), running_mean.device_data<float>(),
+           running_var.device_data<float>(), eps, y.device_data<float>(), n);
   else
-    launch(n, batchnorm_forward_infer_kernel<double>, d, x.data<double>(), gamma.data<double>(),
-           beta.data<double>(), running_mean.data<double>(), running_var.data<double>(), eps,
-           y.data<double>(), n);
+    launch(n, batchnorm_forward_infer_kernel<double>, d, x.device_data<double>(),
+           gamma.device_data<double>(), beta.device_data<double>(),
+           running_mean.device_data<double>(), running_var.device_data<double>(), eps,
+           y.device_data<double>(), n);
 }
 
 void CudaBackend::batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,

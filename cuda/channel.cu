@@ -27,16 +27,20 @@ __global__ void sum_channels_kernel(const T* dy, int64_t N, int64_t K, int64_t S
 void add_channel_bias(const Tensor& b, int64_t N, int64_t K, int64_t S, Tensor& y) {
   const int64_t n = N * K * S;
   if (y.dtype() == DType::f32)
-    launch(n, add_channel_bias_kernel<float>, b.data<float>(), K, S, y.data<float>(), n);
+    launch(n, add_channel_bias_kernel<float>, b.device_data<float>(), K, S, y.device_data<float>(),
+           n);
   else
-    launch(n, add_channel_bias_kernel<double>, b.data<double>(), K, S, y.data<double>(), n);
+    launch(n, add_channel_bias_kernel<double>, b.device_data<double>(), K, S,
+           y.device_data<double>(), n);
 }
 
 void sum_channels(const Tensor& dy, int64_t N, int64_t K, int64_t S, Tensor& db) {
   if (dy.dtype() == DType::f32)
-    launch_blocks(K, sum_channels_kernel<float>, dy.data<float>(), N, K, S, db.data<float>());
+    launch_blocks(K, sum_channels_kernel<float>, dy.device_data<float>(), N, K, S,
+                  db.device_data<float>());
   else
-    launch_blocks(K, sum_channels_kernel<double>, dy.data<double>(), N, K, S, db.data<double>());
+    launch_blocks(K, sum_channels_kernel<double>, dy.device_data<double>(), N, K, S,
+                  db.device_data<double>());
 }
 
 }  // namespace frugal

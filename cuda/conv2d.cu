@@ -71,7 +71,7 @@ void* workspace(const char* op, const Tensor& scratch, size_t bytes) {
   FRUGAL_CHECK(scratch.defined() && scratch.bytes() >= bytes, op, ": scratch of ",
                scratch.defined() ? scratch.bytes() : 0, " bytes, needs ", bytes);
   check_on_device(op, {&scratch});
-  return scratch.raw();
+  return scratch.device_raw();
 }
 
 }  // namespace
@@ -155,9 +155,10 @@ void CudaBackend::conv2d_forward(const Conv2dGeometry& g, const Tensor& x, const
   check_on_device(op, {&b});
   const ConvPlan& p = conv_plan(g, x.dtype());
   const Scalars s(x.dtype());
-  FRUGAL_CUDNN_CHECK(cudnnConvolutionForward(
-      cudnn_, s.one(), p.x.get(), x.raw(), p.w.get(), w.raw(), p.conv.get(), p.forward,
-      workspace(op, scratch, p.forward_bytes), p.forward_bytes, s.zero(), p.y.get(), y.raw()));
+  FRUGAL_CUDNN_CHECK(cudnnConvolutionForward(cudnn_, s.one(), p.x.get(), x.device_raw(), p.w.get(),
+                                             w.device_raw(), p.conv.get(), p.forward,
+                                             workspace(op, scratch, p.forward_bytes),
+                                             p.forward_bytes, s.zero(), p.y.get(), y.device_raw()));
   if (b.defined()) add_channel_bias(b, g.N, g.K, g.P * g.Q, y);
 }
 
@@ -170,9 +171,9 @@ void CudaBackend::conv2d_backward_data(const Conv2dGeometry& g, const Tensor& dy
   const ConvPlan& p = conv_plan(g, dy.dtype());
   const Scalars s(dy.dtype());
   FRUGAL_CUDNN_CHECK(cudnnConvolutionBackwardData(
-      cudnn_, s.one(), p.w.get(), w.raw(), p.y.get(), dy.raw(), p.conv.get(), p.backward_data,
-      workspace(op, scratch, p.backward_data_bytes), p.backward_data_bytes, s.zero(), p.x.get(),
-      dx.raw()));
+      cudnn_, s.one(), p.w.get(), w.device_raw(), p.y.get(), dy.device_raw(), p.conv.get(),
+      p.backward_data, workspace(op, scratch, p.backward_data_bytes), p.backward_data_bytes,
+      s.zero(), p.x.get(), dx.device_raw()));
 }
 
 // x (N,C,H,W)  dy (N,K,P,Q)  dw (K,C,R,S) or undefined  db (K) or undefined
@@ -187,9 +188,9 @@ void CudaBackend::conv2d_backward_filter(const Conv2dGeometry& g, const Tensor& 
     const ConvPlan& p = conv_plan(g, x.dtype());
     const Scalars s(x.dtype());
     FRUGAL_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
-        cudnn_, s.one(), p.x.get(), x.raw(), p.y.get(), dy.raw(), p.conv.get(), p.backward_filter,
-        workspace(op, scratch, p.backward_filter_bytes), p.backward_filter_bytes, s.zero(),
-        p.w.get(), dw.raw()));
+        cudnn_, s.one(), p.x.get(), x.device_raw(), p.y.get(), dy.device_raw(), p.conv.get(),
+        p.backward_filter, workspace(op, scratch, p.backward_filter_bytes), p.backward_filter_bytes,
+        s.zero(), p.w.get(), dw.device_raw()));
   }
   if (db.defined()) sum_channels(dy, g.N, g.K, g.P * g.Q, db);
 }

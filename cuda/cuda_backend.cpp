@@ -2,6 +2,8 @@
 // so that results are deterministic and computed in full precision.
 #include "cuda/cuda_backend.h"
 
+#include "cuda/cuda_entry.h"
+
 namespace frugal {
 
 CudaBackend::CudaBackend() {
@@ -21,6 +23,10 @@ CudaBackend::CudaBackend() {
 
 CudaBackend::~CudaBackend() {
   release();
+}
+
+Allocator& CudaBackend::allocator() const {
+  return cuda_allocator();
 }
 
 // Errors are ignored here: at process exit the CUDA runtime may already be shutting down.

@@ -1,6 +1,7 @@
 // The CUDA backend: Backend over cuBLAS, cuDNN and a few custom kernels, on one device and its
 // default stream. Each kernel family lives in the file named as its CPU twin in core/cpu/
-// (conv2d.cu, linear.cu, pool.cu, batchnorm.cu, relu.cu, pointwise.cu, loss.cu, memory.cu).
+// (conv2d.cu, linear.cu, pool.cu, batchnorm.cu, relu.cu, leaky_relu.cu, fixed_point.cu,
+// affine.cu, pointwise.cu, loss.cu, memory.cu).
 // Deterministic: no atomics in sums, fixed reduction trees, deterministic cuDNN algorithms only.
 #pragma once
 
@@ -28,10 +29,16 @@ class CudaBackend final : public Backend {
   Device device() const override { return {DeviceKind::cuda, device_}; }
   int threads() const override { return 1; }  // one stream; results do not depend on it
 
+  // Memory of the current device (cuda_allocator()).
+  Allocator& allocator() const override;
+  // cudaMemcpy: they return when the host may read or reuse its side.
+  void copy_to_device(const Tensor& host, Tensor& dev) override;
+  void copy_to_host(const Tensor& dev, Tensor& host) override;
   void fill(Tensor& t, double value) override;
-  // Copies across host and device too (cudaMemcpyDefault): the executor's uploads.
+  // Copies across host and device too (cudaMemcpyDefault).
   void copy(const Tensor& x, Tensor& y) override;
   void accumulate(const Tensor& x, Tensor& y) override;
+  int64_t first_non_finite(const Tensor& t) override;  // one host synchronization
   void subtract(const Tensor& a, const Tensor& b, Tensor& y) override;
 
   void linear_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) override;
@@ -77,6 +84,23 @@ class CudaBackend final : public Backend {
   void concat_forward(std::span<const Tensor> xs, Tensor& y) override;
   void concat_backward(const Tensor& dy, std::span<Tensor> dxs) override;
 
+  void leaky_relu_forward(const Tensor& x, double slope, Tensor& y, Tensor& mask) override;
+  void leaky_relu_backward_mask(const Tensor& dy, const Tensor& mask, double slope,
+                                Tensor& dx) override;
+  void leaky_relu_backward_output(const Tensor& dy, const Tensor& y, double slope,
+                                  Tensor& dx) override;
+
+  // A failed check copies what the message needs to the host (one synchronization per call).
+  void fixed_point_round(const Tensor& x, int range_bits, Tensor& y,
+                         const std::string& who) override;
+  void fixed_point_add(const Tensor& a, const Tensor& f, int range_bits, bool subtract, Tensor& y,
+                       const std::string& who) override;
+  void affine_forward(const Tensor& x, const Tensor& h, double clamp, double min_scale,
+                      bool inverse, Tensor& y, const std::string& who) override;
+  void affine_backward(const Tensor& y, const Tensor& h, const Tensor& dy, double clamp,
+                       double min_scale, bool inverse, Tensor& dx, Tensor& dh, Tensor& x,
+                       const std::string& who) override;
+
   // Labels are validated on the device first; a bad one throws (one host synchronization).
   void log_softmax_forward(const Tensor& x, Tensor& y) override;
   void log_softmax_backward(const Tensor& dy, const Tensor& y, Tensor& dx) override;
@@ -98,8 +122,8 @@ class CudaBackend final : public Backend {
   int device_ = 0;
   cublasHandle_t cublas_ = nullptr;
   cudnnHandle_t cudnn_ = nullptr;
-  // 8 device bytes for kernels that report to the host (the first bad label); made once here,
-  // so no kernel allocates.
+  // 8 device bytes for kernels that report to the host (the first bad label, the first
+  // non-finite element); made once here, so no kernel allocates.
   unsigned long long* status_ = nullptr;
 
   mutable std::mutex plans_mutex_;

@@ -25,9 +25,9 @@ void check_same(const char* op, const Tensor& x, const Tensor& y) {
 
 void check_mask(const char* op, const Tensor& mask, int64_t n) {
   if (!mask.defined()) return;
-  FRUGAL_CHECK(mask.dtype() == DType::u8 && mask.numel() == (n + 7) / 8, op, ": mask ",
+  FRUGAL_CHECK(mask.dtype() == DType::u8 && mask.numel() == mask_bytes(n), op, ": mask ",
                mask.shape(), " ", dtype_name(mask.dtype()), " for ", n, " elements, expected [",
-               (n + 7) / 8, "] u8");
+               mask_bytes(n), "] u8");
   check_on_device(op, {&mask});
 }
 

@@ -58,9 +58,10 @@ void CudaBackend::linear_forward(const Tensor& x, const Tensor& w, const Tensor&
   FRUGAL_CHECK(w.defined(), "linear forward: missing weight");
   const LinearDims d = check_linear("linear forward", x, w, b, y);
   if (x.dtype() == DType::f32)
-    forward_t(cublas_, d, x.data<float>(), w.data<float>(), y.data<float>());
+    forward_t(cublas_, d, x.device_data<float>(), w.device_data<float>(), y.device_data<float>());
   else
-    forward_t(cublas_, d, x.data<double>(), w.data<double>(), y.data<double>());
+    forward_t(cublas_, d, x.device_data<double>(), w.device_data<double>(),
+              y.device_data<double>());
   if (b.defined()) add_channel_bias(b, d.N, d.O, 1, y);
 }
 
@@ -68,9 +69,11 @@ void CudaBackend::linear_backward_data(const Tensor& dy, const Tensor& w, Tensor
   FRUGAL_CHECK(w.defined(), "linear backward data: missing weight");
   const LinearDims d = check_linear("linear backward data", dx, w, Tensor(), dy);
   if (dy.dtype() == DType::f32)
-    backward_data_t(cublas_, d, dy.data<float>(), w.data<float>(), dx.data<float>());
+    backward_data_t(cublas_, d, dy.device_data<float>(), w.device_data<float>(),
+                    dx.device_data<float>());
   else
-    backward_data_t(cublas_, d, dy.data<double>(), w.data<double>(), dx.data<double>());
+    backward_data_t(cublas_, d, dy.device_data<double>(), w.device_data<double>(),
+                    dx.device_data<double>());
 }
 
 void CudaBackend::linear_backward_weight(const Tensor& x, const Tensor& dy, Tensor& dw,
@@ -78,9 +81,11 @@ void CudaBackend::linear_backward_weight(const Tensor& x, const Tensor& dy, Tens
   const LinearDims d = check_linear("linear backward weight", x, dw, db, dy);  // dw, db optional
   if (dw.defined()) {
     if (x.dtype() == DType::f32)
-      backward_weight_t(cublas_, d, x.data<float>(), dy.data<float>(), dw.data<float>());
+      backward_weight_t(cublas_, d, x.device_data<float>(), dy.device_data<float>(),
+                        dw.device_data<float>());
     else
-      backward_weight_t(cublas_, d, x.data<double>(), dy.data<double>(), dw.data<double>());
+      backward_weight_t(cublas_, d, x.device_data<double>(), dy.device_data<double>(),
+                        dw.device_data<double>());
   }
   if (db.defined()) sum_channels(dy, d.N, d.O, 1, db);
 }

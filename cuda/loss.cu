@@ -101,7 +101,7 @@ __global__ void softmax_cross_entropy_backward_kernel(const T* x, const int32_t*
 
 void CudaBackend::check_label_values(const char* op, const Tensor& labels, const Tensor& x) {
   const int64_t N = x.shape()[0], C = x.shape()[1];
-  const int32_t* l = labels.data<int32_t>();
+  const int32_t* l = labels.device_data<int32_t>();
   FRUGAL_CUDA_CHECK(cudaMemsetAsync(status_, 0xff, sizeof *status_));
   launch(N, find_bad_label_kernel, l, C, status_, N);
   unsigned long long first = 0;
@@ -117,9 +117,11 @@ void CudaBackend::log_softmax_forward(const Tensor& x, Tensor& y) {
   check_rows("log_softmax", x, y);
   const int64_t N = x.shape()[0], C = x.shape()[1];
   if (x.dtype() == DType::f32)
-    launch(N, log_softmax_forward_kernel<float>, x.data<float>(), y.data<float>(), N, C);
+    launch(N, log_softmax_forward_kernel<float>, x.device_data<float>(), y.device_data<float>(), N,
+           C);
   else
-    launch(N, log_softmax_forward_kernel<double>, x.data<double>(), y.data<double>(), N, C);
+    launch(N, log_softmax_forward_kernel<double>, x.device_data<double>(), y.device_data<double>(),
+           N, C);
 }
 
 void CudaBackend::log_softmax_backward(const Tensor& dy, const Tensor& y, Tensor& dx) {
@@ -127,33 +129,37 @@ void CudaBackend::log_softmax_backward(const Tensor& dy, const Tensor& y, Tensor
   check_rows("log_softmax backward", y, dx);
   const int64_t N = y.shape()[0], C = y.shape()[1];
   if (y.dtype() == DType::f32)
-    launch(N, log_softmax_backward_kernel<float>, dy.data<float>(), y.data<float>(),
-           dx.data<float>(), N, C);
+    launch(N, log_softmax_backward_kernel<float>, dy.device_data<float>(), y.device_data<float>(),
+           dx.device_data<float>(), N, C);
   else
-    launch(N, log_softmax_backward_kernel<double>, dy.data<double>(), y.data<double>(),
-           dx.data<double>(), N, C);
+    launch(N, log_softmax_backward_kernel<double>, dy.device_data<double>(),
+           y.device_data<double>(), dx.device_data<double>(), N, C);
 }
 
 void CudaBackend::nll_forward(const Tensor& logp, const Tensor& labels, Tensor& loss) {
   check_labels("nll_loss", logp, labels, loss);
   check_label_values("nll_loss", labels, logp);
   const int64_t N = logp.shape()[0], C = logp.shape()[1];
-  const int32_t* l = labels.data<int32_t>();
+  const int32_t* l = labels.device_data<int32_t>();
   if (logp.dtype() == DType::f32)
-    launch_blocks(1, nll_forward_kernel<float>, logp.data<float>(), l, loss.data<float>(), N, C);
+    launch_blocks(1, nll_forward_kernel<float>, logp.device_data<float>(), l,
+                  loss.device_data<float>(), N, C);
   else
-    launch_blocks(1, nll_forward_kernel<double>, logp.data<double>(), l, loss.data<double>(), N, C);
+    launch_blocks(1, nll_forward_kernel<double>, logp.device_data<double>(), l,
+                  loss.device_data<double>(), N, C);
 }
 
 void CudaBackend::nll_backward(const Tensor& dloss, const Tensor& labels, Tensor& dlogp) {
   check_labels("nll_loss backward", dlogp, labels, dloss);
   check_label_values("nll_loss backward", labels, dlogp);
   const int64_t N = dlogp.shape()[0], C = dlogp.shape()[1];
-  const int32_t* l = labels.data<int32_t>();
+  const int32_t* l = labels.device_data<int32_t>();
   if (dlogp.dtype() == DType::f32)
-    launch(N, nll_backward_kernel<float>, dloss.data<float>(), l, dlogp.data<float>(), N, C);
+    launch(N, nll_backward_kernel<float>, dloss.device_data<float>(), l, dlogp.device_data<float>(),
+           N, C);
   else
-    launch(N, nll_backward_kernel<double>, dloss.data<double>(), l, dlogp.data<double>(), N, C);
+    launch(N, nll_backward_kernel<double>, dloss.device_data<double>(), l,
+           dlogp.device_data<double>(), N, C);
 }
 
 void CudaBackend::softmax_cross_entropy_forward(const Tensor& x, const Tensor& labels,
@@ -161,13 +167,13 @@ void CudaBackend::softmax_cross_entropy_forward(const Tensor& x, const Tensor& l
   check_labels("softmax_cross_entropy", x, labels, loss);
   check_label_values("softmax_cross_entropy", labels, x);
   const int64_t N = x.shape()[0], C = x.shape()[1];
-  const int32_t* l = labels.data<int32_t>();
+  const int32_t* l = labels.device_data<int32_t>();
   if (x.dtype() == DType::f32)
-    launch_blocks(1, softmax_cross_entropy_forward_kernel<float>, x.data<float>(), l,
-                  loss.data<float>(), N, C);
+    launch_blocks(1, softmax_cross_entropy_forward_kernel<float>, x.device_data<float>(), l,
+                  loss.device_data<float>(), N, C);
   else
-    launch_blocks(1, softmax_cross_entropy_forward_kernel<double>, x.data<double>(), l,
-                  loss.data<double>(), N, C);
+    launch_blocks(1, softmax_cross_entropy_forward_kernel<double>, x.device_data<double>(), l,
+                  loss.device_data<double>(), N, C);
 }
 
 void CudaBackend::softmax_cross_entropy_backward(const Tensor& x, const Tensor& labels,
@@ -176,13 +182,13 @@ void CudaBackend::softmax_cross_entropy_backward(const Tensor& x, const Tensor& 
   check_rows("softmax_cross_entropy backward", x, dx);
   check_label_values("softmax_cross_entropy backward", labels, x);
   const int64_t N = x.shape()[0], C = x.shape()[1];
-  const int32_t* l = labels.data<int32_t>();
+  const int32_t* l = labels.device_data<int32_t>();
   if (x.dtype() == DType::f32)
-    launch(N, softmax_cross_entropy_backward_kernel<float>, x.data<float>(), l, dloss.data<float>(),
-           dx.data<float>(), N, C);
+    launch(N, softmax_cross_entropy_backward_kernel<float>, x.device_data<float>(), l,
+           dloss.device_data<float>(), dx.device_data<float>(), N, C);
   else
-    launch(N, softmax_cross_entropy_backward_kernel<double>, x.data<double>(), l,
-           dloss.data<double>(), dx.data<double>(), N, C);
+    launch(N, softmax_cross_entropy_backward_kernel<double>, x.device_data<double>(), l,
+           dloss.device_data<double>(), dx.device_data<double>(), N, C);
 }
 
 }  // namespace frugal

@@ -20,29 +20,31 @@ __device__ inline double device_uniform(uint64_t seed, uint64_t stream, uint64_t
   return static_cast<double>(mix(mix(mix(seed) ^ stream) ^ index) >> 11) * 0x1.0p-53;
 }
 
-// x (n)  y (n)  mask (ceil(n/8)) or null:  y = x > th ? x : value
+// x (n)  y (n)  mask (ceil(n/8)) or null:  y = x <= th ? value : x (NaN kept), bit = x > th
 template <typename T>
 __global__ void threshold_forward_kernel(const T* x, T th, T value, T* y, uint8_t* mask,
                                          int64_t n) {
   const int64_t i = thread_index();
   bool keep = false;
   if (i < n) {
-    keep = x[i] > th;
-    y[i] = keep ? x[i] : value;
+    const T xi = x[i];
+    keep = xi > th;
+    y[i] = xi <= th ? value : xi;
   }
   store_mask_bit(mask, i, n, keep);
 }
 
 // x (n)  y (n)  mask (ceil(n/8)) or null:  keep = uniform(seed, stream, i) >= p;
-// y = keep ? x * scale : 0
+// y = keep ? x * scale : x - x (+0, or NaN where x is NaN or +-inf, as the CPU twin)
 template <typename T>
 __global__ void dropout_forward_kernel(const T* x, double p, uint64_t seed, uint64_t stream,
                                        T scale, T* y, uint8_t* mask, int64_t n) {
   const int64_t i = thread_index();
   bool keep = false;
   if (i < n) {
+    const T xi = x[i];
     keep = device_uniform(seed, stream, static_cast<uint64_t>(i)) >= p;
-    y[i] = keep ? x[i] * scale : T(0);
+    y[i] = keep ? xi * scale : xi - xi;
   }
   store_mask_bit(mask, i, n, keep);
 }
@@ -65,8 +67,8 @@ template <typename T>
 void dropout_t(const Tensor& x, double p, uint64_t seed, uint64_t stream, Tensor& y,
                uint8_t* mask) {
   const T scale = static_cast<T>(1.0 / (1.0 - p));
-  launch(x.numel(), dropout_forward_kernel<T>, x.data<T>(), p, seed, stream, scale, y.data<T>(),
-         mask, x.numel());
+  launch(x.numel(), dropout_forward_kernel<T>, x.device_data<T>(), p, seed, stream, scale,
+         y.device_data<T>(), mask, x.numel());
 }
 }  // namespace
 
@@ -74,14 +76,14 @@ void CudaBackend::threshold_forward(const Tensor& x, double threshold, double va
                                     Tensor& mask) {
   check_same("threshold", x, y);
   check_mask("threshold", mask, x.numel());
-  uint8_t* m = mask.defined() ? mask.data<uint8_t>() : nullptr;
+  uint8_t* m = mask.defined() ? mask.device_data<uint8_t>() : nullptr;
   const int64_t n = x.numel();
   if (x.dtype() == DType::f32)
-    launch(n, threshold_forward_kernel<float>, x.data<float>(), static_cast<float>(threshold),
-           static_cast<float>(value), y.data<float>(), m, n);
+    launch(n, threshold_forward_kernel<float>, x.device_data<float>(),
+           static_cast<float>(threshold), static_cast<float>(value), y.device_data<float>(), m, n);
   else
-    launch(n, threshold_forward_kernel<double>, x.data<double>(), threshold, value,
-           y.data<double>(), m, n);
+    launch(n, threshold_forward_kernel<double>, x.device_data<double>(), threshold, value,
+           y.device_data<double>(), m, n);
 }
 
 void CudaBackend::dropout_forward(const Tensor& x, double p, uint64_t seed, uint64_t stream,
@@ -89,7 +91,7 @@ void CudaBackend::dropout_forward(const Tensor& x, double p, uint64_t seed, uint
   check_same("dropout", x, y);
   check_mask("dropout", mask, x.numel());
   FRUGAL_CHECK(p >= 0 && p < 1, "dropout: p must be in [0, 1), got ", p);
-  uint8_t* m = mask.defined() ? mask.data<uint8_t>() : nullptr;
+  uint8_t* m = mask.defined() ? mask.device_data<uint8_t>() : nullptr;
   if (x.dtype() == DType::f32)
     dropout_t<float>(x, p, seed, stream, y, m);
   else
@@ -100,13 +102,14 @@ void CudaBackend::masked_scale(const Tensor& dy, const Tensor& mask, double scal
   check_same("masked_scale", dy, dx);
   FRUGAL_CHECK(mask.defined(), "masked_scale: mask is undefined");
   check_mask("masked_scale", mask, dy.numel());
-  const uint8_t* m = mask.data<uint8_t>();
+  const uint8_t* m = mask.device_data<uint8_t>();
   const int64_t n = dy.numel();
   if (dy.dtype() == DType::f32)
-    launch(n, masked_scale_kernel<float>, dy.data<float>(), m, static_cast<float>(scale),
-           dx.data<float>(), n);
+    launch(n, masked_scale_kernel<float>, dy.device_data<float>(), m, static_cast<float>(scale),
+           dx.device_data<float>(), n);
   else
-    launch(n, masked_scale_kernel<double>, dy.data<double>(), m, scale, dx.data<double>(), n);
+    launch(n, masked_scale_kernel<double>, dy.device_data<double>(), m, scale,
+           dx.device_data<double>(), n);
 }
 
 void CudaBackend::add(const Tensor& a, const Tensor& b, Tensor& y) {
@@ -116,9 +119,11 @@ void CudaBackend::add(const Tensor& a, const Tensor& b, Tensor& y) {
   check_on_device("add", {&b});
   const int64_t n = a.numel();
   if (a.dtype() == DType::f32)
-    launch(n, add_kernel<float>, a.data<float>(), b.data<float>(), y.data<float>(), n);
+    launch(n, add_kernel<float>, a.device_data<float>(), b.device_data<float>(),
+           y.device_data<float>(), n);
   else
-    launch(n, add_kernel<double>, a.data<double>(), b.data<double>(), y.data<double>(), n);
+    launch(n, add_kernel<double>, a.device_data<double>(), b.device_data<double>(),
+           y.device_data<double>(), n);
 }
 
 // Channel concatenation as 2-D copies: part i is, for each of the N samples, one contiguous
@@ -133,12 +138,12 @@ void concat_copy(std::span<const Tensor> xs, const Tensor& y, bool to_y) {
   for (const Tensor& x : xs) {
     const size_t x_sample = x.bytes() / static_cast<size_t>(N);
     if (x.defined() && x_sample > 0) {
-      char* yp = static_cast<char*>(y.raw()) + offset;
+      char* yp = static_cast<char*>(y.device_raw()) + offset;
       if (to_y)
-        FRUGAL_CUDA_CHECK(cudaMemcpy2DAsync(yp, y_sample, x.raw(), x_sample, x_sample,
+        FRUGAL_CUDA_CHECK(cudaMemcpy2DAsync(yp, y_sample, x.device_raw(), x_sample, x_sample,
                                             static_cast<size_t>(N), cudaMemcpyDeviceToDevice));
       else
-        FRUGAL_CUDA_CHECK(cudaMemcpy2DAsync(x.raw(), x_sample, yp, y_sample, x_sample,
+        FRUGAL_CUDA_CHECK(cudaMemcpy2DAsync(x.device_raw(), x_sample, yp, y_sample, x_sample,
                                             static_cast<size_t>(N), cudaMemcpyDeviceToDevice));
     }
     offset += x_sample;

@@ -132,13 +132,15 @@ void CudaBackend::maxpool2d_forward(const Pool2dGeometry& g, const Tensor& x, Te
     FRUGAL_CHECK(index.shape() == y.shape() && index.dtype() == DType::u8, "max_pool2d: index ",
                  index.shape(), " ", dtype_name(index.dtype()), ", expected u8 ", y.shape());
     check_on_device("max_pool2d", {&index});
-    idx = index.data<uint8_t>();
+    idx = index.device_data<uint8_t>();
   }
   const int64_t n = y.numel();
   if (x.dtype() == DType::f32)
-    launch(n, maxpool2d_forward_kernel<float>, g, x.data<float>(), y.data<float>(), idx, n);
+    launch(n, maxpool2d_forward_kernel<float>, g, x.device_data<float>(), y.device_data<float>(),
+           idx, n);
   else
-    launch(n, maxpool2d_forward_kernel<double>, g, x.data<double>(), y.data<double>(), idx, n);
+    launch(n, maxpool2d_forward_kernel<double>, g, x.device_data<double>(), y.device_data<double>(),
+           idx, n);
 }
 
 void CudaBackend::maxpool2d_backward(const Pool2dGeometry& g, const Tensor& dy, const Tensor& index,
@@ -149,29 +151,35 @@ void CudaBackend::maxpool2d_backward(const Pool2dGeometry& g, const Tensor& dy, 
                ", expected u8 ", dy.shape());
   check_on_device("max_pool2d backward", {&index});
   const int64_t n = dx.numel();
-  const uint8_t* idx = index.data<uint8_t>();
+  const uint8_t* idx = index.device_data<uint8_t>();
   if (dy.dtype() == DType::f32)
-    launch(n, maxpool2d_backward_kernel<float>, g, dy.data<float>(), idx, dx.data<float>(), n);
+    launch(n, maxpool2d_backward_kernel<float>, g, dy.device_data<float>(), idx,
+           dx.device_data<float>(), n);
   else
-    launch(n, maxpool2d_backward_kernel<double>, g, dy.data<double>(), idx, dx.data<double>(), n);
+    launch(n, maxpool2d_backward_kernel<double>, g, dy.device_data<double>(), idx,
+           dx.device_data<double>(), n);
 }
 
 void CudaBackend::avgpool2d_forward(const Pool2dGeometry& g, const Tensor& x, Tensor& y) {
   check_pool("avg_pool2d", g, x, y);
   const int64_t n = y.numel();
   if (x.dtype() == DType::f32)
-    launch(n, avgpool2d_forward_kernel<float>, g, x.data<float>(), y.data<float>(), n);
+    launch(n, avgpool2d_forward_kernel<float>, g, x.device_data<float>(), y.device_data<float>(),
+           n);
   else
-    launch(n, avgpool2d_forward_kernel<double>, g, x.data<double>(), y.data<double>(), n);
+    launch(n, avgpool2d_forward_kernel<double>, g, x.device_data<double>(), y.device_data<double>(),
+           n);
 }
 
 void CudaBackend::avgpool2d_backward(const Pool2dGeometry& g, const Tensor& dy, Tensor& dx) {
   check_pool("avg_pool2d backward", g, dx, dy);
   const int64_t n = dx.numel();
   if (dy.dtype() == DType::f32)
-    launch(n, avgpool2d_backward_kernel<float>, g, dy.data<float>(), dx.data<float>(), n);
+    launch(n, avgpool2d_backward_kernel<float>, g, dy.device_data<float>(), dx.device_data<float>(),
+           n);
   else
-    launch(n, avgpool2d_backward_kernel<double>, g, dy.data<double>(), dx.data<double>(), n);
+    launch(n, avgpool2d_backward_kernel<double>, g, dy.device_data<double>(),
+           dx.device_data<double>(), n);
 }
 
 }  // namespace frugal

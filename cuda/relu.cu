@@ -1,5 +1,6 @@
 // ReLU kernels of the CUDA backend: one thread per element; the 1-bit mask is written by warp
-// ballots (launch.cuh), so it equals the CPU twin's mask bit for bit.
+// ballots (launch.cuh), so it equals the CPU twin's mask bit for bit. As the CPU twin, y keeps
+// NaN (x unless x <= 0) and the bit is x > 0.
 #include "cuda/cuda_backend.h"
 #include "cuda/kernel_checks.h"
 #include "cuda/launch.cuh"
@@ -13,8 +14,9 @@ __global__ void relu_forward_kernel(const T* x, T* y, uint8_t* mask, int64_t n) 
   const int64_t i = thread_index();
   bool pos = false;
   if (i < n) {
-    pos = x[i] > T(0);
-    y[i] = pos ? x[i] : T(0);
+    const T xi = x[i];
+    pos = xi > T(0);
+    y[i] = xi <= T(0) ? T(0) : xi;
   }
   store_mask_bit(mask, i, n, pos);  // every lane, past the end too
 }
@@ -37,12 +39,12 @@ __global__ void relu_backward_output_kernel(const T* dy, const T* y, T* dx, int6
 void CudaBackend::relu_forward(const Tensor& x, Tensor& y, Tensor& mask) {
   check_same("relu", x, y);
   check_mask("relu", mask, x.numel());
-  uint8_t* m = mask.defined() ? mask.data<uint8_t>() : nullptr;
+  uint8_t* m = mask.defined() ? mask.device_data<uint8_t>() : nullptr;
   const int64_t n = x.numel();
   if (x.dtype() == DType::f32)
-    launch(n, relu_forward_kernel<float>, x.data<float>(), y.data<float>(), m, n);
+    launch(n, relu_forward_kernel<float>, x.device_data<float>(), y.device_data<float>(), m, n);
   else
-    launch(n, relu_forward_kernel<double>, x.data<double>(), y.data<double>(), m, n);
+    launch(n, relu_forward_kernel<double>, x.device_data<double>(), y.device_data<double>(), m, n);
 }
 
 void CudaBackend::relu_backward_mask(const Tensor& dy, const Tensor& mask, Tensor& dx) {
@@ -50,11 +52,13 @@ void CudaBackend::relu_backward_mask(const Tensor& dy, const Tensor& mask, Tenso
   check_same("relu backward", dy, dx);
   check_mask("relu backward", mask, dy.numel());
   const int64_t n = dy.numel();
-  const uint8_t* m = mask.data<uint8_t>();
+  const uint8_t* m = mask.device_data<uint8_t>();
   if (dy.dtype() == DType::f32)
-    launch(n, relu_backward_mask_kernel<float>, dy.data<float>(), m, dx.data<float>(), n);
+    launch(n, relu_backward_mask_kernel<float>, dy.device_data<float>(), m, dx.device_data<float>(),
+           n);
   else
-    launch(n, relu_backward_mask_kernel<double>, dy.data<double>(), m, dx.data<double>(), n);
+    launch(n, relu_backward_mask_kernel<double>, dy.device_data<double>(), m,
+           dx.device_data<double>(), n);
 }
 
 void CudaBackend::relu_backward_output(const Tensor& dy, const Tensor& y, Tensor& dx) {
@@ -62,11 +66,11 @@ void CudaBackend::relu_backward_output(const Tensor& dy, const Tensor& y, Tensor
   check_same("relu backward", y, dx);
   const int64_t n = dy.numel();
   if (dy.dtype() == DType::f32)
-    launch(n, relu_backward_output_kernel<float>, dy.data<float>(), y.data<float>(),
-           dx.data<float>(), n);
+    launch(n, relu_backward_output_kernel<float>, dy.device_data<float>(), y.device_data<float>(),
+           dx.device_data<float>(), n);
   else
-    launch(n, relu_backward_output_kernel<double>, dy.data<double>(), y.data<double>(),
-           dx.data<double>(), n);
+    launch(n, relu_backward_output_kernel<double>, dy.device_data<double>(),
+           y.device_data<double>(), dx.device_data<double>(), n);
 }
 
 }  // namespace frugal

@@ -69,4 +69,19 @@ void Batcher::copy(int64_t first, Tensor& images, Tensor& labels) const {
   }
 }
 
+const Tensor& Batcher::copy(Backend& be, int64_t first, Tensor& images, Tensor& labels) {
+  auto host = [](Tensor& t, Tensor& staging) -> Tensor& {
+    if (t.device().is_host()) return t;
+    if (!staging.defined() || staging.meta() != t.meta())
+      staging = Tensor::empty(t.shape(), t.dtype());
+    return staging;
+  };
+  Tensor& x = host(images, staged_images_);
+  Tensor& y = host(labels, staged_labels_);
+  copy(first, x, y);
+  if (&x != &images) be.copy_to_device(x, images);
+  if (&y != &labels) be.copy_to_device(y, labels);
+  return y;
+}
+
 }  // namespace frugal

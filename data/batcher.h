@@ -1,11 +1,13 @@
 // Batcher: walks a Dataset in a seeded order, one shuffle per epoch, and copies a batch
-// straight into the tensors an executor reads (one copy per batch, no staging buffer),
-// placing each image in the model's input frame and augmenting it when asked.
+// straight into the tensors an executor reads (one copy per batch; a device's inputs through
+// one host staging buffer and the backend), placing each image in the model's input frame and
+// augmenting it when asked.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
+#include "core/backend.h"
 #include "data/augment.h"
 #include "data/idx.h"
 
@@ -30,7 +32,12 @@ class Batcher {
   // where B = images.shape()[0]. Samples are (C,H,W); the input takes them as they are, or
   // centred in a frame P >= H, Q >= W (P-H, Q-W even), grey replicated when C == 1.
   // Throws if they do not fit the input or the data set.
+  // Host memory only.
   void copy(int64_t first, Tensor& images, Tensor& labels) const;
+  // As above, into tensors on any device: one in host memory is written straight, one on be's
+  // device through a host staging tensor (made on first use) and be.copy_to_device. Returns the
+  // labels in host memory: `labels` itself, or its staging copy.
+  const Tensor& copy(Backend& be, int64_t first, Tensor& images, Tensor& labels);
 
   int64_t size() const { return static_cast<int64_t>(order_.size()); }
   int epoch() const { return epoch_; }
@@ -41,6 +48,7 @@ class Batcher {
   BatcherOptions options_;
   int epoch_ = 0;
   std::vector<int64_t> order_;
+  Tensor staged_images_, staged_labels_;  // host copies of device inputs (copy with a backend)
 };
 
 // Whether samples (C,H,W) fit an input (K,P,Q) as Batcher::copy places them.

@@ -120,19 +120,25 @@ void save_safetensors(const std::string& path, const Safetensors& file) {
   for (int i = 0; i < 8; ++i) length[i] = static_cast<unsigned char>(n >> (8 * i));
 
   const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    FRUGAL_CHECK(out.good(), tmp, ": cannot open for writing");
-    out.write(reinterpret_cast<const char*>(length), 8);
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    for (const auto& [name, t] : file.tensors)
-      out.write(static_cast<const char*>(t.raw()), static_cast<std::streamsize>(t.meta().bytes()));
-    out.flush();
-    FRUGAL_CHECK(out.good(), tmp, ": write failed (disk full?)");
-  }
   std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  FRUGAL_CHECK(!ec, path, ": cannot rename ", tmp, " into place: ", ec.message());
+  try {
+    {
+      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+      FRUGAL_CHECK(out.good(), tmp, ": cannot open for writing");
+      out.write(reinterpret_cast<const char*>(length), 8);
+      out.write(text.data(), static_cast<std::streamsize>(text.size()));
+      for (const auto& [name, t] : file.tensors)
+        out.write(static_cast<const char*>(t.raw()),
+                  static_cast<std::streamsize>(t.meta().bytes()));
+      out.flush();
+      FRUGAL_CHECK(out.good(), tmp, ": write failed (disk full?)");
+    }
+    std::filesystem::rename(tmp, path, ec);
+    FRUGAL_CHECK(!ec, path, ": cannot rename ", tmp, " into place: ", ec.message());
+  } catch (...) {
+    std::filesystem::remove(tmp, ec);  // no partial file left behind
+    throw;
+  }
 }
 
 Safetensors load_safetensors(const std::string& path) {

@@ -22,7 +22,8 @@ struct Safetensors {
 
 // Writes host tensors (f32 as F32, f64 as F64, i32 as I32, u8 as U8) in the order given, the
 // header padded with spaces to a multiple of 8 bytes. Names must be unique and not empty.
-// Writes `path`.tmp first and renames it, so an interrupted save leaves the old file intact.
+// Writes `path`.tmp first and renames it, so an interrupted save leaves the old file intact;
+// a write that fails removes `path`.tmp before it throws.
 void save_safetensors(const std::string& path, const Safetensors& file);
 
 // Reads and checks a whole file: header length within the file, valid JSON, known dtypes,

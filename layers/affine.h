@@ -45,12 +45,13 @@ Value affine_inverse(Value y, Value h, AffineOptions options = {},
 void affine_check_shapes(const TensorMeta& x, const TensorMeta& h, const AffineOptions& o,
                          const std::string& who);
 // x (N,c,...)  h (N,2c,...)  y (N,c,...):  y = x ⊙ s + t, or (x - t) / s when inverse.
-// y may alias x. Host memory (CPU backend), f32 or f64.
-void affine_apply(const Tensor& x, const Tensor& h, const AffineOptions& o, bool inverse, Tensor& y,
-                  const std::string& who);
+// y may alias x. On be's device, f32 or f64.
+void affine_apply(Backend& be, const Tensor& x, const Tensor& h, const AffineOptions& o,
+                  bool inverse, Tensor& y, const std::string& who);
 // Backward from the output y, d y and h: dx (may alias dy) and dh = [dh_s, dt]. For the
 // forward direction, also rebuilds x = (y - t) / s into *x when x is not null.
-void affine_backward(const Tensor& y, const Tensor& h, const Tensor& dy, const AffineOptions& o,
-                     bool inverse, Tensor& dx, Tensor& dh, Tensor* x, const std::string& who);
+void affine_backward(Backend& be, const Tensor& y, const Tensor& h, const Tensor& dy,
+                     const AffineOptions& o, bool inverse, Tensor& dx, Tensor& dh, Tensor* x,
+                     const std::string& who);
 
 }  // namespace frugal

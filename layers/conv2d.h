@@ -19,7 +19,9 @@ struct Conv2dOptions {
   std::string name{};  // parameter prefix; default tape.unique_name("conv2d")
 };
 
-// Inputs {x (N,C,H,W), w (K,C,R,S)} and optionally b (K); output y (N,K,P,Q).
+// Inputs {x (N,C,H,W), w (K,C,R,S)} and optionally b (K); output y (N,K,P,Q). To use weights
+// of your own (shared, tied), record it with them: tape.record(std::make_unique<Conv2dOp>(stride,
+// pad), {x, w, b}, where) (docs/NEW_LAYER.md, "Weights of your own in built-in ops").
 class Conv2dOp final : public Op {
  public:
   Conv2dOp(int64_t stride, int64_t pad) : stride_(stride), pad_(pad) {}

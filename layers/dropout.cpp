@@ -1,8 +1,6 @@
 // Dropout forward and backward, with its roles.
 #include "layers/dropout.h"
 
-#include "core/cpu/cpu_backend.h"
-
 namespace frugal {
 
 std::vector<TensorMeta> DropoutOp::infer(std::span<const TensorMeta> in) {
@@ -15,14 +13,9 @@ std::vector<TensorMeta> DropoutOp::infer(std::span<const TensorMeta> in) {
   return {x_};
 }
 
+// In place always allowed; in training, backward reads only the mask of kept elements.
 Roles DropoutOp::roles(Mode mode, const Backend&) const {
-  Roles r;
-  r.aliases = {{.output = 0, .input = 0}};
-  if (mode == Mode::training) {
-    r.saved = {{Shape{mask_bytes(x_.shape.numel())}, DType::u8}};
-    r.grad_aliases = {{.output = 0, .input = 0}};
-  }
-  return r;
+  return in_place_mask_roles(mode, x_.shape.numel());
 }
 
 // Training: y = x * keep / (1 - p) and the mask keep. Inference: y = x (a no-op in place).

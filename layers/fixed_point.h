@@ -23,14 +23,15 @@ struct FixedPoint {
 int fixed_point_frac_bits(const FixedPoint& fp, DType t, const std::string& who);
 
 // y = q(x): x rounded to the nearest multiple of 2^-frac, ties to even. Throws naming `who` and
-// the element where |q(x)| >= 2^range or x is not finite. y may alias x. Host memory (CPU
-// backend), f32 or f64.
-void fixed_point_round(const Tensor& x, const FixedPoint& fp, Tensor& y, const std::string& who);
+// the element where |q(x)| >= 2^range or x is not finite. y may alias x. On be's device, f32
+// or f64.
+void fixed_point_round(Backend& be, const Tensor& x, const FixedPoint& fp, Tensor& y,
+                       const std::string& who);
 // y = a + q(f), or a - q(f) when `subtract`: exact when a lies on the grid and |y| < 2^range.
 // Throws naming `who`, the element and the value where either fails (the rebuilt input would no
-// longer be bitwise the forward's). y may alias a. Host memory, f32 or f64.
-void fixed_point_add(const Tensor& a, const Tensor& f, const FixedPoint& fp, bool subtract,
-                     Tensor& y, const std::string& who);
+// longer be bitwise the forward's). y may alias a. On be's device, f32 or f64.
+void fixed_point_add(Backend& be, const Tensor& a, const Tensor& f, const FixedPoint& fp,
+                     bool subtract, Tensor& y, const std::string& who);
 
 // y = q(x) with a straight-through gradient (dx = dy): the grid's rounding is treated as the
 // identity in backward, in the op and in the couplings that round F and G's outputs alike.

@@ -1,7 +1,6 @@
-// LeakyReLU: y = x > 0 ? x : slope * x, with slope >= 0. The worked example of
-// docs/NEW_LAYER.md: a layer written as a user would, with public headers only. Its math runs
-// on host memory (CPU backend only); its roles let the planner run it in place and keep only
-// what backward reads: its own output, or a 1-bit mask where that lets the output die early.
+// LeakyReLU: y = x > 0 ? x : slope * x, with slope >= 0. Its math runs in the backend's
+// leaky_relu kernels; its roles let the planner run it in place and keep only what backward
+// reads: its own output, or a 1-bit mask where that lets the output die early.
 #pragma once
 
 #include <source_location>
@@ -36,7 +35,7 @@ class LeakyReluOp final : public Op {
 };
 
 // y = x where x > 0, slope * x elsewhere, elementwise (f32 or f64); dx = dy where x > 0, else
-// slope * dy. Throws naming the op unless slope is finite and >= 0. CPU backend only.
+// slope * dy. Throws naming the op unless slope is finite and >= 0.
 Value leaky_relu(Value x, double slope = 0.01,
                  std::source_location where = std::source_location::current());
 

@@ -15,7 +15,9 @@ struct LinearOptions {
   std::string name{};  // parameter prefix; default tape.unique_name("linear")
 };
 
-// Inputs {x (N,I), w (O,I)} and optionally b (O); output y (N,O).
+// Inputs {x (N,I), w (O,I)} and optionally b (O); output y (N,O). To use weights of your own
+// (shared, tied), record it with them: tape.record(std::make_unique<LinearOp>(), {x, w, b},
+// where) (docs/NEW_LAYER.md, "Weights of your own in built-in ops").
 class LinearOp final : public Op {
  public:
   std::string name() const override { return "linear"; }

@@ -1,8 +1,6 @@
 // ReLU forward and backward, with its roles.
 #include "layers/relu.h"
 
-#include "core/cpu/cpu_backend.h"
-
 namespace frugal {
 
 std::vector<TensorMeta> ReluOp::infer(std::span<const TensorMeta> in) {
@@ -13,17 +11,9 @@ std::vector<TensorMeta> ReluOp::infer(std::span<const TensorMeta> in) {
   return {x_};
 }
 
+// In place always allowed; in training, backward reads y or the mask, never x.
 Roles ReluOp::roles(Mode mode, const Backend&) const {
-  Roles r;
-  r.aliases = {{.output = 0, .input = 0}};
-  if (mode == Mode::training) {
-    if (saves == Saves::mask)
-      r.saved = {{Shape{mask_bytes(x_.shape.numel())}, DType::u8}};
-    else
-      r.backward_reads_outputs = {0};
-    r.grad_aliases = {{.output = 0, .input = 0}};
-  }
-  return r;
+  return in_place_mask_roles(mode, x_.shape.numel(), saves == Saves::mask);
 }
 
 // y = max(x, 0); in training also the mask x > 0 when backward reads the mask.

@@ -1,8 +1,6 @@
 // Threshold forward and backward, with its roles.
 #include "layers/threshold.h"
 
-#include "core/cpu/cpu_backend.h"
-
 namespace frugal {
 
 std::vector<TensorMeta> ThresholdOp::infer(std::span<const TensorMeta> in) {
@@ -13,14 +11,9 @@ std::vector<TensorMeta> ThresholdOp::infer(std::span<const TensorMeta> in) {
   return {x_};
 }
 
+// In place always allowed; in training, backward reads only the mask x > th.
 Roles ThresholdOp::roles(Mode mode, const Backend&) const {
-  Roles r;
-  r.aliases = {{.output = 0, .input = 0}};
-  if (mode == Mode::training) {
-    r.saved = {{Shape{mask_bytes(x_.shape.numel())}, DType::u8}};
-    r.grad_aliases = {{.output = 0, .input = 0}};
-  }
-  return r;
+  return in_place_mask_roles(mode, x_.shape.numel());
 }
 
 // y = x > th ? x : value; in training also the mask x > th.

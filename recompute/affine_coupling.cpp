@@ -11,15 +11,15 @@ AffineCouplingOp::AffineCouplingOp(ParamStore& params, DType dtype, const std::s
 }
 
 // y1 = x1 ⊙ s + t, [h_s, t] = f.
-void AffineCouplingOp::couple_forward(Backend&, Tensor& x1y1, const Tensor& f) const {
-  affine_apply(x1y1, f, opt_, false, x1y1, who());
+void AffineCouplingOp::couple_forward(Backend& be, Tensor& x1y1, const Tensor& f) const {
+  affine_apply(be, x1y1, f, opt_, false, x1y1, who());
 }
 
 // x1 = (y1 - t) / s;  dx1 = dy1' ⊙ s;  df = [dy1' ⊙ (y1 - t) ⊙ (1 - u²), dy1'].  x1 may be
 // y1's memory: affine_backward reads y[i] before it writes x[i].
-const Tensor& AffineCouplingOp::couple_backward(Backend&, const Tensor& y1, const Tensor& f,
+const Tensor& AffineCouplingOp::couple_backward(Backend& be, const Tensor& y1, const Tensor& f,
                                                 Tensor& d1, Tensor& x1, Tensor& df) const {
-  affine_backward(y1, f, d1, opt_, false, d1, df, &x1, who());
+  affine_backward(be, y1, f, d1, opt_, false, d1, df, &x1, who());
   return df;
 }
 
@@ -32,8 +32,7 @@ Value affine_coupling_block(Value x, HalfNet F, HalfNet G, AffineOptions options
                                             coupling_scope(tape, "affine_coupling"), std::move(F),
                                             std::move(G), options);
   } catch (const Error& e) {
-    throw Error(std::string(where.file_name()) + ":" + std::to_string(where.line()) + ": " +
-                e.what());
+    throw error_at(where, e);
   }
   return record_coupling(x, std::move(op), where);
 }

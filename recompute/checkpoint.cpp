@@ -54,8 +54,7 @@ Value checkpoint(Value x, const SubNet& segment, std::source_location where) {
   try {
     body = std::make_unique<SubGraph>(tape, segment, x.meta());
   } catch (const Error& e) {
-    throw Error(std::string(where.file_name()) + ":" + std::to_string(where.line()) + ": " +
-                e.what());
+    throw error_at(where, e);
   }
   auto op = std::make_unique<CheckpointOp>(std::move(body));
   std::vector<Value> inputs{x};

@@ -13,22 +13,15 @@ namespace frugal {
 
 namespace {
 
-size_t round_up(size_t b) {
-  return (b + 255) / 256 * 256;
-}
+constexpr size_t kAlign = 256;  // the input copy's offset in the scratch
 
-// Where an error thrown while recording points: the model line.
-Error at(const std::source_location& where, const Error& e) {
-  return Error(std::string(where.file_name()) + ":" + std::to_string(where.line()) + ": " +
-               e.what());
-}
-
-// inverse(forward(x)) against x, run as backward runs them: training mode, state frozen, one
-// step seed, on the CPU backend.
+// inverse(forward(x)) against x (host memory), run as backward runs them: training mode, state
+// frozen, one step seed, on the backend of the parameters' store.
 InvertibleCheck round_trip(SubGraph& fw, SubGraph& inv, const Tensor& x, uint64_t seed) {
-  Backend& be = cpu_backend();
+  Backend& be = fw.tape().params().backend();
   auto arena = [&](const SubGraph& g) {
-    return Tensor::empty(Shape{static_cast<int64_t>(g.arena_bytes(Mode::training, be))}, DType::u8);
+    return Tensor::empty(Shape{static_cast<int64_t>(g.arena_bytes(Mode::training, be))}, DType::u8,
+                         Role::input, be.allocator());
   };
   Executor& F = fw.executor(Mode::training, be, arena(fw));
   Executor& I = inv.executor(Mode::training, be, arena(inv));
@@ -40,7 +33,7 @@ InvertibleCheck round_trip(SubGraph& fw, SubGraph& inv, const Tensor& x, uint64_
   F.forward();
   be.copy(F.value(fw.output()), I.input(inv.input()));
   I.forward();
-  const Tensor& r = I.value(inv.output());
+  const Tensor r = to_host(be, I.value(inv.output()));
   InvertibleCheck c;
   double max_x = 0;
   for (int64_t i = 0; i < x.numel(); ++i) {
@@ -86,7 +79,7 @@ Roles InvertibleOp::roles(Mode mode, const Backend& backend) const {
   if (mode == Mode::training) {
     r.backward_reads_outputs = {0};
     r.rebuilds_inputs = {0};
-    r.backward_scratch = round_up(fw_->input().meta().bytes()) +
+    r.backward_scratch = round_up(fw_->input().meta().bytes(), kAlign) +
                          std::max(fw_->arena_bytes(Mode::training, backend),
                                   inv_->arena_bytes(Mode::training, backend));
   }
@@ -109,7 +102,7 @@ void InvertibleOp::forward(const OpContext& ctx) {
 void InvertibleOp::backward(const OpContext& ctx) {
   Backend& be = ctx.backend();
   const Tensor& s = ctx.scratch();
-  const size_t at = round_up(fw_->input().meta().bytes());
+  const size_t at = round_up(fw_->input().meta().bytes(), kAlign);
   Tensor x = scratch_region(s, 0, fw_->input().meta());
   Executor& I = inv_->executor(Mode::training, be,
                                scratch_region(s, at, inv_->arena_bytes(Mode::training, be)));
@@ -144,7 +137,7 @@ Value invertible(Value x, const SubNet& forward, const SubNet& inverse,
     auto inv = std::make_unique<SubGraph>(names, inverse, fw->output().meta());
     op = std::make_unique<InvertibleOp>(std::move(fw), std::move(inv));
   } catch (const Error& e) {
-    throw at(where, e);
+    throw error_at(where, e);
   }
   std::vector<Value> inputs{x};
   for (Parameter* p : op->parameters()) inputs.push_back(tape.param(*p));

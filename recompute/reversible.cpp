@@ -176,7 +176,7 @@ void CouplingOp::couple_second(Backend& be, Tensor& x2y2, const Tensor& g, bool 
 void ReversibleOp::add_half(Backend& be, const Tensor& a, const Tensor& f, bool subtract,
                             Tensor& y) const {
   if (opt_.fixed_point)
-    fixed_point_add(a, f, *opt_.fixed_point, subtract, y, who());
+    fixed_point_add(be, a, f, *opt_.fixed_point, subtract, y, who());
   else if (subtract)
     be.subtract(a, f, y);
   else
@@ -209,8 +209,7 @@ Value record_coupling(Value x, std::unique_ptr<CouplingOp> op, std::source_locat
     const TensorMeta m = x.meta();
     op->infer(std::span<const TensorMeta>(&m, 1));
   } catch (const Error& e) {
-    throw Error(std::string(where.file_name()) + ":" + std::to_string(where.line()) + ": " +
-                e.what());
+    throw error_at(where, e);
   }
   std::vector<Value> inputs{x};
   for (Parameter* p : op->parameters()) inputs.push_back(tape.param(*p));

@@ -55,7 +55,7 @@ size_t SubGraph::arena_bytes(Mode mode, const Backend& backend) const {
 }
 
 Executor& SubGraph::executor(Mode mode, Backend& backend, const Tensor& arena) {
-  auto& ex = executors_[{arena.raw(), static_cast<int>(mode)}];
+  auto& ex = executors_[{arena.storage().get(), arena.offset(), static_cast<int>(mode)}];
   if (!ex) {
     ExecutorOptions o = options(mode, out_);
     o.arena = arena;

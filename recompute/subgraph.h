@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "autograd/tape.h"
@@ -43,7 +44,8 @@ class SubGraph {
   std::unique_ptr<Tape> tape_;
   Value in_, out_;
   mutable std::map<std::pair<const Backend*, int>, size_t> arena_bytes_;
-  std::map<std::pair<const void*, int>, std::unique_ptr<Executor>> executors_;
+  // By the arena's storage, offset and mode (a device address is never read on the host).
+  std::map<std::tuple<const Storage*, size_t, int>, std::unique_ptr<Executor>> executors_;
 };
 
 // A region of `scratch`: `bytes` u8 at `offset`, or a tensor of `meta` there.

@@ -24,10 +24,23 @@ LayoutOptions layout_options(const ExecutorOptions& o, size_t alignment, bool in
 }
 }  // namespace
 
+Executor::Executor(Tape& tape, Backend& backend, ExecutorOptions options)
+    : Executor(tape, backend, std::move(options), backend.allocator()) {}
+
 Executor::Executor(Tape& tape, Backend& backend, ExecutorOptions options, Allocator& alloc)
     : tape_(tape), backend_(backend), opt_(std::move(options)), alloc_(alloc) {
   FRUGAL_CHECK(tape_.params().materialized(), "executor: the tape's parameter store holds ",
                "shapes only (made for planning); record the model over a real store to run it");
+  FRUGAL_CHECK(alloc_.device() == backend_.device(), "executor: the allocator's memory is on ",
+               alloc_.device().str(), ", the backend runs on ", backend_.device().str());
+  for (const ValueNode& v : tape_.values())
+    FRUGAL_CHECK(v.param == nullptr || v.param->value.device() == backend_.device(),
+                 "executor: parameter '", v.param->name, "' lives on ",
+                 v.param->value.device().str(), ", the backend runs on ", backend_.device().str(),
+                 " (make the ParamStore with this backend)");
+  FRUGAL_CHECK(!opt_.arena.defined() || opt_.arena.device() == backend_.device(),
+               "executor: the borrowed arena lives on ", opt_.arena.device().str(),
+               ", the backend runs on ", backend_.device().str());
   for (const Value& v : opt_.keep)
     FRUGAL_CHECK(v.valid() && &v.tape() == &tape_, "executor: a kept value is not on this tape");
   layout_ = memory_layout(tape_, opt_.mode, opt_.memory, backend_,
@@ -39,6 +52,7 @@ Executor::~Executor() = default;
 
 size_t Executor::planned_bytes(Tape& tape, Backend& backend, const ExecutorOptions& options,
                                size_t alignment) {
+  if (alignment == 0) alignment = backend.allocator().alignment();
   return memory_layout(tape, options.mode, MemoryMode::planned, backend,
                        layout_options(options, alignment, true))
       .plan.arena_bytes;
@@ -102,10 +116,13 @@ Tensor& Executor::input(Value v) {
 
 void Executor::set_input(Value v, const Tensor& host) {
   Tensor& t = input(v);
+  FRUGAL_CHECK(host.dtype() == t.dtype(), "executor: input '", tape_.value(v.id()).name, "' holds ",
+               dtype_name(t.dtype()), ", got ", dtype_name(host.dtype()), " data ", host.shape(),
+               " (convert the batch to ", dtype_name(t.dtype()), ")");
   FRUGAL_CHECK(host.meta() == t.meta(), "executor: input '", tape_.value(v.id()).name, "' is ",
                t.shape(), " ", dtype_name(t.dtype()), ", got ", host.shape(), " ",
                dtype_name(host.dtype()), " (record the model again for another shape)");
-  backend_.copy(host, t);
+  backend_.copy_to_device(host, t);
 }
 
 const Tensor& Executor::value(Value v) const {
@@ -195,12 +212,14 @@ OpContext Executor::context(int k, bool backward) {
 
 void Executor::forward() {
   const int n = layout_.live.ops;
+  if (opt_.check_finite) check_finite_before_forward();
   for (int k = 0; k < n; ++k) {
     start_lifetime(k);
     OpContext& c = forward_ctx_[static_cast<size_t>(k)];
     c.seed_ = step_seed();
     c.update_state_ = update_state_;
     tape_.ops()[static_cast<size_t>(k)].op->forward(c);
+    if (opt_.check_finite) check_finite_after(k, false);
   }
   forward_done_ = true;
   if (opt_.mode == Mode::inference) ++step_;
@@ -237,7 +256,10 @@ void Executor::backward(std::span<const std::pair<Value, Tensor>> seeds) {
         Tensor& g = const_cast<Tensor&>(grad(v));
         FRUGAL_CHECK(g.meta() == t.meta(), "executor: seed for value ", v.id(), " is ", t.shape(),
                      ", expected ", g.shape());
-        backend_.copy(t, g);
+        if (t.device() == backend_.device())
+          backend_.copy(t, g);
+        else
+          backend_.copy_to_device(t, g);  // a seed from the host
       }
     }
     run_backward_step(2 * n - 1 - s);
@@ -259,6 +281,7 @@ void Executor::run_backward_step(int k) {
   c.seed_ = step_seed();
   c.update_state_ = update_state_;
   node.op->backward(c);
+  if (opt_.check_finite) check_finite_after(k, true);
   // Second contributions to a gradient, summed in slot order.
   const auto& temps = layout_.live.grad_temp_buffers[static_cast<size_t>(k)];
   for (size_t i = 0; i < temps.size(); ++i) {
@@ -279,13 +302,73 @@ void Executor::optimizer_update(int v) {
   if (!opt_.sgd) return;
   Parameter* p = tape_.values()[static_cast<size_t>(v)].param;
   if (!p->momentum.defined()) {
-    p->momentum =
-        Tensor::empty(p->value.shape(), p->value.dtype(), Role::optimizer_state, cpu_allocator());
+    p->momentum = Tensor::empty(p->value.shape(), p->value.dtype(), Role::optimizer_state,
+                                backend_.allocator());
     backend_.fill(p->momentum, 0.0);
   }
   backend_.sgd_step(p->value,
                     buffers_[static_cast<size_t>(layout_.live.grad_buffer[static_cast<size_t>(v)])],
                     p->momentum, *opt_.sgd);
+  if (!opt_.check_finite) return;
+  const std::string bad = non_finite(p->value);
+  FRUGAL_CHECK(bad.empty(), "check_finite: the SGD update (lr ", opt_.sgd->lr, ") of parameter '",
+               p->name, "' wrote ", bad, ", the first NaN or inf of step ", step_ + 1);
+}
+
+// "nan at element 7 [0, 1, 3] of [2, 2, 4]" for t's first NaN or +-inf, "" when t is finite.
+// The element is read through the backend (one element copied to the host).
+std::string Executor::non_finite(const Tensor& t) {
+  const int64_t i = backend_.first_non_finite(t);
+  if (i < 0) return "";
+  const size_t size = dtype_size(t.dtype());
+  Tensor one = Tensor::empty({1}, t.dtype());
+  backend_.copy_to_host(
+      Tensor(t.storage(), t.offset() + static_cast<size_t>(i) * size, {1}, t.dtype()), one);
+  const Shape& s = t.shape();
+  std::vector<int64_t> at(static_cast<size_t>(s.rank()));
+  for (int64_t r = s.rank() - 1, rest = i; r >= 0; --r) {
+    at[static_cast<size_t>(r)] = rest % s[static_cast<int>(r)];
+    rest /= s[static_cast<int>(r)];
+  }
+  const double x = element_as_double(one, 0);
+  const char* value = std::isnan(x) ? "nan" : x > 0 ? "inf" : "-inf";  // a NaN's sign is noise
+  return detail::concat(value, " at element ", i, " ", Shape(at), " of ", s);
+}
+
+void Executor::check_finite_before_forward() {
+  for (size_t v = 0; v < tape_.values().size(); ++v) {
+    const ValueNode& node = tape_.values()[v];
+    if (node.kind == ValueKind::op_output ||
+        (node.kind == ValueKind::input && layout_.live.value_buffer[v] < 0))
+      continue;
+    const std::string bad = non_finite(value(Value(&tape_, static_cast<int>(v))));
+    FRUGAL_CHECK(bad.empty(),
+                 "check_finite: ", node.kind == ValueKind::param ? "parameter '" : "input '",
+                 node.name, "' holds ", bad, " before forward (step ", step_ + 1, ")");
+  }
+}
+
+// Op k's outputs and saved tensors after its forward, or the input gradients it wrote in its
+// backward (a second contribution to a gradient is checked before it is added).
+void Executor::check_finite_after(int k, bool backward) {
+  const OpNode& node = tape_.ops()[static_cast<size_t>(k)];
+  const OpContext& c = (backward ? backward_ctx_ : forward_ctx_)[static_cast<size_t>(k)];
+  auto check = [&](const Tensor* t, const char* slot, size_t j, int v) {
+    if (t == nullptr) return;
+    const std::string bad = non_finite(*t);
+    if (bad.empty()) return;
+    throw Error(detail::concat("check_finite: op ", k, " '", names_[static_cast<size_t>(k)], "' (",
+                               node.where, ") ", backward ? "backward" : "forward", " wrote ", bad,
+                               " to ", slot, j, v >= 0 ? " ('" + tape_.value(v).name + "')" : "",
+                               ", the first NaN or inf of step ", step_ + 1));
+  };
+  if (backward) {
+    for (size_t i = 0; i < c.grad_inputs.size(); ++i)
+      check(c.grad_inputs[i], "d input ", i, node.inputs[i]);
+    return;
+  }
+  for (size_t j = 0; j < c.outputs.size(); ++j) check(c.outputs[j], "output ", j, node.outputs[j]);
+  for (size_t j = 0; j < c.saved_.size(); ++j) check(c.saved_[j], "saved tensor ", j, -1);
 }
 
 }  // namespace frugal

@@ -35,25 +35,36 @@ struct ExecutorOptions {
   // Planned mode: plan into this memory instead of allocating (a region of an outer plan's
   // scratch, for ops that run sub-graphs); inputs are then planned into it too.
   Tensor arena = {};
+  // Look for NaN and +-inf through the backend: inputs and parameters before forward, each
+  // op's outputs after its forward, its input gradients after its backward, each parameter
+  // after its SGD update. The first one found throws, naming the op, the pass, the tensor and
+  // the element (steps counted from 1). Sub-graphs run by an op (recompute/) are not checked
+  // inside.
+  bool check_finite = false;
 };
 
 class Executor {
  public:
-  Executor(Tape& tape, Backend& backend, ExecutorOptions options,
-           Allocator& alloc = cpu_allocator());
+  // Binds memory from the backend's allocator, or from `alloc`, which must be memory of the
+  // backend's device (as must the tape's parameters: a ParamStore made for this backend).
+  Executor(Tape& tape, Backend& backend, ExecutorOptions options);
+  Executor(Tape& tape, Backend& backend, ExecutorOptions options, Allocator& alloc);
   ~Executor();
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
 
-  // The memory of input `v`; write the batch into it before forward().
+  // The memory of input `v` (on the backend's device); write the batch into it before
+  // forward(), through the backend where it is not host memory.
   Tensor& input(Value v);
+  // Copies host memory into input `v` through the backend.
   void set_input(Value v, const Tensor& host);
 
   void forward();
   // d loss = 1 for a one-element loss, then backward in reverse tape order; applies the
   // optimizer as each parameter's gradient becomes final. Ends the step.
   void backward(Value loss);
-  // Backward from explicit upstream gradients (gradient checks).
+  // Backward from explicit upstream gradients (gradient checks), in host memory or on the
+  // backend's device.
   void backward(std::span<const std::pair<Value, Tensor>> seeds);
 
   // A value's tensor; for values not in options.keep only valid while it is live.
@@ -74,9 +85,9 @@ class Executor {
   // While false, forward does not update state (a recomputation within one step).
   void set_update_state(bool update) { update_state_ = update; }
   // Bytes of a borrowed planned arena for these options (inputs included), without
-  // allocating.
+  // allocating; alignment 0: the backend allocator's.
   static size_t planned_bytes(Tape& tape, Backend& backend, const ExecutorOptions& options,
-                              size_t alignment = 64);
+                              size_t alignment = 0);
   // Changes the optimizer's settings between steps (learning-rate schedules). Only an
   // executor built with an optimizer has one to change.
   void set_sgd(const SgdConfig& sgd) {
@@ -92,6 +103,9 @@ class Executor {
   void start_lifetime(int step);
   void run_backward_step(int op_index);
   void optimizer_update(int value_id);
+  void check_finite_before_forward();
+  void check_finite_after(int op_index, bool backward);
+  std::string non_finite(const Tensor& t);
   void poison(Tensor& t);
   uint64_t step_seed() const;
   OpContext context(int op_index, bool backward);

@@ -1,5 +1,6 @@
 // Steps shared by the tests of blocks that rebuild their input (reversible, affine coupling,
-// invertible): one seeded step with every gradient kept, and two SGD steps with a loss.
+// invertible): one seeded step with every gradient kept (two SGD steps with a loss are
+// check/modecheck.h's train_two_steps).
 #include "tests/reversible_harness.h"
 
 #include <doctest/doctest.h>
@@ -11,10 +12,7 @@
 #include "layers/concat.h"
 #include "layers/conv2d.h"
 #include "layers/dropout.h"
-#include "layers/flatten.h"
-#include "layers/linear.h"
 #include "layers/relu.h"
-#include "layers/softmax_cross_entropy.h"
 
 namespace frugal::testing {
 
@@ -84,32 +82,6 @@ void check_round_trips(const std::vector<ProbeRecord>& probes) {
     CAPTURE(i);
     CHECK(round_trip_error(probes[i].backward, probes[i].forward) < 1e-12);
   }
-}
-
-std::vector<Tensor> train_two_steps(const Net& net, MemoryMode memory) {
-  ParamStore store(3);
-  Tape tape(store, DType::f32);
-  const Shape shape{4, 4, 6, 6};
-  Value x = tape.input("x", shape, DType::f32, true);
-  Value labels = tape.input("labels", {4}, DType::i32);
-  Value loss = softmax_cross_entropy(linear(flatten(net(x)), {.out = 5}), labels);
-  Executor ex(tape, cpu_backend(),
-              {.memory = memory,
-               .poison = true,
-               .seed = 2,
-               .keep = {loss},
-               .sgd = SgdConfig{.lr = 0.1, .momentum = 0.9}});
-  std::vector<Tensor> out;
-  for (int s = 0; s < 2; ++s) {
-    ex.set_input(x, random_tensor(shape, 10 + s, -1, 1, DType::f32));
-    ex.set_input(labels, random_labels(4, 5, 20 + s));
-    ex.forward();
-    out.push_back(clone(ex.value(loss)));
-    ex.backward(loss);
-    out.push_back(clone(ex.grad(x)));
-  }
-  for (Parameter* p : store.all()) out.push_back(clone(p->value));
-  return out;
 }
 
 }  // namespace frugal::testing

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "check/gradcheck.h"
+#include "check/modecheck.h"
 #include "layers/fixed_point.h"
 #include "run/executor.h"
 
@@ -77,8 +78,6 @@ inline double max_rel(const Tensor& a, const Tensor& b) {
   return worst;
 }
 
-using Net = std::function<Value(Value)>;
-
 // One step of net over x (2,4,6,6) uniform in [-1, 1), seeded with a fixed upstream gradient:
 // the output, d x, every trainable parameter's gradient and every running statistic after it.
 struct StepResult {
@@ -103,9 +102,5 @@ Value revnet_half(Value h, bool with_dropout);
 // rounded onto it as the fixed-point coupling does.
 Value stored_twin(Value x, int index, bool with_dropout,
                   const std::optional<FixedPoint>& grid = std::nullopt);
-
-// Two SGD steps (momentum 0.9) of softmax cross-entropy over linear(flatten(net(x))) for x
-// (4,4,6,6) f32: each step's loss and d x, then every parameter and running statistic.
-std::vector<Tensor> train_two_steps(const Net& net, MemoryMode memory);
 
 }  // namespace frugal::testing

@@ -2,6 +2,12 @@
 // gradients, updated weights) on composite graphs; determinism; clear errors.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <string>
+
 #include "check/gradcheck.h"
 #include "layers/add.h"
 #include "layers/batchnorm2d.h"
@@ -14,6 +20,7 @@
 #include "layers/relu.h"
 #include "layers/softmax_cross_entropy.h"
 #include "run/executor.h"
+#include "tests/temp_dir.h"
 
 using namespace frugal;
 using namespace frugal::testing;
@@ -39,7 +46,8 @@ struct StepResult {
   Tensor loss, logits;
 };
 
-StepResult run_step(MemoryMode memory, DType dtype, bool dropout, int steps, bool poison) {
+StepResult run_step(MemoryMode memory, DType dtype, bool dropout, int steps, bool poison,
+                    bool check_finite = false) {
   ParamStore store(42);
   Tape tape(store, dtype);
   Value x = tape.input("x", {4, 3, 8, 8}, dtype);
@@ -53,7 +61,8 @@ StepResult run_step(MemoryMode memory, DType dtype, bool dropout, int steps, boo
                .seed = 9,
                .keep = {loss, logits},
                .keep_param_grads = true,
-               .sgd = SgdConfig{.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-3}});
+               .sgd = SgdConfig{.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-3},
+               .check_finite = check_finite});
   StepResult r;
   for (int s = 0; s < steps; ++s) {
     ex.set_input(x, random_tensor({4, 3, 8, 8}, 100 + s, -1, 1, dtype));
@@ -141,6 +150,13 @@ TEST_CASE("executor input errors name the input and shapes") {
   Executor ex(tape, cpu_backend(), {.keep = {y}});
   CHECK_THROWS_WITH_AS(ex.set_input(x, Tensor::empty({3, 3}, DType::f32)),
                        doctest::Contains("input 'images' is [2,3] f32, got [3,3] f32"), Error);
+  // A wrong dtype is not a shape to record again.
+  const std::string dtype = error_message([&] {
+    ex.set_input(x, Tensor::empty({2, 3}, DType::f64));
+  });
+  CHECK(dtype.find("input 'images' holds f32, got f64 data [2,3] (convert the batch to f32)") !=
+        std::string::npos);
+  CHECK(dtype.find("record the model again") == std::string::npos);
   CHECK_THROWS_WITH_AS(ex.backward(y), doctest::Contains("one-element loss"), Error);
 }
 
@@ -231,4 +247,83 @@ TEST_CASE("backward reading an undeclared input fails at once") {
   CHECK_THROWS_WITH_AS(
       ex.backward(std::span<const std::pair<Value, Tensor>>(&seed, 1)),
       doctest::Contains("sneaky: backward reads input 0 which its roles do not declare"), Error);
+}
+
+TEST_CASE("check_finite changes no result where everything is finite") {
+  for (MemoryMode memory : {MemoryMode::baseline, MemoryMode::planned})
+    check_bitwise(run_step(memory, DType::f32, true, 2, false),
+                  run_step(memory, DType::f32, true, 2, false, /*check_finite=*/true));
+}
+
+namespace {
+// x (2,4) -> linear (3 outputs, every weight w) -> relu, with check_finite and plain SGD.
+struct FiniteRun {
+  ParamStore store{1};
+  Tape tape{store, DType::f32};
+  Value x, h, y;
+  std::unique_ptr<Executor> ex;
+  FiniteRun(float w, double lr) {
+    x = tape.input("x", {2, 4}, DType::f32, /*requires_grad=*/true);
+    h = linear(x, {.out = 3, .bias = false, .name = "fc"});
+    y = relu(h);
+    for (Parameter* p : store.all()) std::fill_n(p->value.data<float>(), p->value.numel(), w);
+    ex = std::make_unique<Executor>(
+        tape, cpu_backend(),
+        ExecutorOptions{.keep = {y}, .sgd = SgdConfig{.lr = lr}, .check_finite = true});
+  }
+  void fill_x(float v) { std::fill_n(ex->input(x).data<float>(), 8, v); }
+  // Backward from dy = g everywhere.
+  void backward(float g) {
+    Tensor dy = Tensor::empty({2, 3}, DType::f32);
+    std::fill_n(dy.data<float>(), 6, g);
+    std::pair<Value, Tensor> seed{y, dy};
+    ex->backward(std::span<const std::pair<Value, Tensor>>(&seed, 1));
+  }
+};
+}  // namespace
+
+TEST_CASE("check_finite names the first op and pass and tensor that made a NaN or inf") {
+  SUBCASE("forward: a huge weight overflows in linear, named before relu passes the inf on") {
+    FiniteRun r(1e30f, 0.1);
+    r.fill_x(1e10f);
+    const std::string m = error_message([&] { r.ex->forward(); });
+    CHECK(m.find("check_finite: op 0 'linear' (") != std::string::npos);
+    CHECK(m.find("test_executor.cpp:") != std::string::npos);
+    CHECK(m.find(") forward wrote inf at element 0 [0,0] of [2,3] to output 0 ('linear')") !=
+          std::string::npos);
+  }
+  SUBCASE("an input holding NaN is named before any op runs") {
+    FiniteRun r(1, 0.1);
+    r.fill_x(1);
+    r.ex->input(r.x).data<float>()[5] = std::numeric_limits<float>::quiet_NaN();
+    CHECK(error_message([&] { r.ex->forward(); }) ==
+          "check_finite: input 'x' holds nan at element 5 [1,1] of [2,4] before forward (step 1)");
+  }
+  SUBCASE("backward: dx = dy w overflows") {
+    FiniteRun r(1e30f, 0.1);
+    r.fill_x(1e-30f);
+    r.ex->forward();
+    const std::string m = error_message([&] { r.backward(1e30f); });
+    CHECK(m.find("check_finite: op 0 'linear'") != std::string::npos);
+    CHECK(m.find(") backward wrote inf at element 0 [0,0] of [2,4] to d input 0 ('x')") !=
+          std::string::npos);
+  }
+  SUBCASE("an SGD update that overflows names the parameter") {
+    FiniteRun r(1, 1e38);
+    r.fill_x(1);
+    r.ex->forward();
+    const std::string m = error_message([&] { r.backward(10); });
+    CHECK(m.find("check_finite: the SGD update (lr 1e+38) of parameter 'fc.weight' wrote -inf") !=
+          std::string::npos);
+  }
+  SUBCASE("without the option nothing is checked") {
+    ParamStore store(1);
+    Tape tape(store, DType::f32);
+    Value x = tape.input("x", {2}, DType::f32);
+    Value y = relu(x);
+    Executor ex(tape, cpu_backend(), {.mode = Mode::inference, .keep = {y}});
+    std::fill_n(ex.input(x).data<float>(), 2, std::numeric_limits<float>::infinity());
+    ex.forward();
+    CHECK(std::isinf(ex.value(y).data<float>()[0]));
+  }
 }

@@ -58,7 +58,7 @@ TEST_CASE("fixed_point rounds to the grid, ties to even, and rejects values out 
   const float g = std::ldexp(1.0f, -12);  // f32, range 12: grid 2^-12
   Tensor x = f32_tensor({0.1f, 2.5f * g, 3.5f * g, -2.5f * g, 4095.9f, -7.0f, 1e-9f});
   Tensor y = Tensor::empty(x.shape(), DType::f32);
-  fixed_point_round(x, {}, y, "test");
+  fixed_point_round(cpu_backend(), x, {}, y, "test");
   const float* v = y.data<float>();
   CHECK(v[0] == 410 * g);  // 0.1 * 4096 = 409.6
   CHECK(v[1] == 2 * g);
@@ -67,18 +67,18 @@ TEST_CASE("fixed_point rounds to the grid, ties to even, and rejects values out 
   CHECK(v[4] == 4095.9f);  // already a multiple of 2^-12 in f32
   CHECK(v[5] == -7.0f);
   CHECK(v[6] == 0.0f);
-  fixed_point_round(x, {}, x, "test");  // in place
+  fixed_point_round(cpu_backend(), x, {}, x, "test");  // in place
   CHECK(bitwise_equal(x, y));
 
   Tensor big = f32_tensor({1.0f, -4096.0f});
-  CHECK_THROWS_WITH_AS(fixed_point_round(big, {}, big, "test"),
+  CHECK_THROWS_WITH_AS(fixed_point_round(cpu_backend(), big, {}, big, "test"),
                        doctest::Contains("value -4096 at element 1 is outside the fixed-point "
                                          "range (-2^12, 2^12)"),
                        Error);
   Tensor nan = f32_tensor({std::numeric_limits<float>::quiet_NaN()});
-  CHECK_THROWS_WITH_AS(fixed_point_round(nan, {}, nan, "test"),
+  CHECK_THROWS_WITH_AS(fixed_point_round(cpu_backend(), nan, {}, nan, "test"),
                        doctest::Contains("outside the fixed-point range"), Error);
-  CHECK_THROWS_WITH_AS(fixed_point_round(x, {.range_bits = 24}, y, "test"),
+  CHECK_THROWS_WITH_AS(fixed_point_round(cpu_backend(), x, {.range_bits = 24}, y, "test"),
                        doctest::Contains("range_bits 24 must be in [1, 23] for f32"), Error);
 }
 
@@ -89,16 +89,16 @@ TEST_CASE("fixed_point_add is exactly undone by subtracting the same addend") {
     Tensor a = Tensor::empty(s, dtype), f = Tensor::empty(s, dtype);
     copy_bytes(random_tensor(s, 1, -200, 200, dtype), a);
     copy_bytes(random_tensor(s, 2, -3, 3, dtype), f);
-    fixed_point_round(a, {}, a, "test");
+    fixed_point_round(cpu_backend(), a, {}, a, "test");
     Tensor y = Tensor::empty(s, dtype), back = Tensor::empty(s, dtype);
-    fixed_point_add(a, f, {}, false, y, "test");
-    fixed_point_add(y, f, {}, true, back, "test");
+    fixed_point_add(cpu_backend(), a, f, {}, false, y, "test");
+    fixed_point_add(cpu_backend(), y, f, {}, true, back, "test");
     CHECK(bitwise_equal(back, a));
     CHECK(!bitwise_equal(y, a));
     // Off the grid: an error naming the caller, never an inexact result.
     Tensor off = Tensor::empty(s, dtype);
     copy_bytes(random_tensor(s, 3, -1, 1, dtype), off);
-    CHECK_THROWS_WITH_AS(fixed_point_add(off, f, {}, false, y, "reversible 'r0'"),
+    CHECK_THROWS_WITH_AS(fixed_point_add(cpu_backend(), off, f, {}, false, y, "reversible 'r0'"),
                          doctest::Contains("reversible 'r0': element 0 of the input"), Error);
   }
 }

@@ -1,7 +1,10 @@
-// LeakyReLU (the worked example of docs/NEW_LAYER.md): gradient check with either saved
-// encoding, a hand-computed case, errors, and what the planner does with its roles: in place,
-// output kept until its backward or a mask instead, bitwise equal to the baseline.
+// LeakyReLU: gradient check with either saved encoding, a hand-computed case, errors, and what
+// the planner does with its roles: in place, output kept until its backward or a mask instead,
+// bitwise equal to the baseline.
 #include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
 
 #include "check/gradcheck.h"
 #include "layers/add.h"
@@ -14,17 +17,6 @@ using namespace frugal;
 using namespace frugal::testing;
 
 namespace {
-
-// Values bounded away from the kink at 0.
-Tensor kink_free(Shape s, uint64_t seed) {
-  Tensor t = random_tensor(std::move(s), seed, 0.1, 1.0);
-  for (int64_t i = 0; i < t.numel(); i += 2) t.data<double>()[i] *= -1;
-  return t;
-}
-
-LeakyReluOp& op_of(Value y) {
-  return static_cast<LeakyReluOp&>(*y.tape().ops()[y.tape().value(y.id()).producer].op);
-}
 
 // One SGD step of conv2d -> leaky_relu -> (conv2d | max_pool2d) seeded with a fixed upstream
 // gradient; returns the output, the input gradient and the updated weights. Checks the
@@ -60,7 +52,7 @@ std::vector<Tensor> step(MemoryMode memory, bool pool_after) {
     CHECK(live.buffers[static_cast<size_t>(da)].alias_of == dh);
     if (pool_after) {
       // max_pool2d's backward does not read h: a 1-bit mask lets h die in forward.
-      CHECK(op_of(h).saves == LeakyReluOp::Saves::mask);
+      CHECK(op_of<LeakyReluOp>(h).saves == LeakyReluOp::Saves::mask);
       REQUIRE(live.saved_buffers[static_cast<size_t>(k)].size() == 1);
       const Buffer& mask =
           live.buffers[static_cast<size_t>(live.saved_buffers[static_cast<size_t>(k)][0])];
@@ -69,7 +61,7 @@ std::vector<Tensor> step(MemoryMode memory, bool pool_after) {
       CHECK(bh.last == k + 1);
     } else {
       // conv2d's backward reads h anyway (for dw): backward reads h, no mask.
-      CHECK(op_of(h).saves == LeakyReluOp::Saves::output);
+      CHECK(op_of<LeakyReluOp>(h).saves == LeakyReluOp::Saves::output);
       CHECK(live.saved_buffers[static_cast<size_t>(k)].empty());
       CHECK(bh.last == live.backward_step(k));
     }
@@ -85,7 +77,7 @@ TEST_CASE("gradcheck leaky_relu") {
     check_gradients(
         [saves](std::span<const Value> x) {
           Value y = leaky_relu(x[0], 0.2);
-          op_of(y).saves = saves;
+          op_of<LeakyReluOp>(y).saves = saves;
           return std::vector<Value>{y};
         },
         {kink_free({2, 3, 4, 5}, 3)});
@@ -98,7 +90,7 @@ TEST_CASE("leaky_relu hand-computed") {
     Tape tape(store, DType::f32);
     Value x = tape.input("x", {1, 5}, DType::f32, true);
     Value y = leaky_relu(x, 0.25);
-    op_of(y).saves = saves;
+    op_of<LeakyReluOp>(y).saves = saves;
     Executor ex(tape, cpu_backend(),
                 {.poison = true, .keep = {x, y}, .encodings_as_recorded = true});
     const float in[5] = {-2, -0.5f, 0, 0.5f, 3};
@@ -112,6 +104,32 @@ TEST_CASE("leaky_relu hand-computed") {
     ex.backward(std::span<const std::pair<Value, Tensor>>(&seed, 1));
     const float dwant[5] = {0.25f, 0.5f, 0.75f, 4, 5};  // x = 0 takes the slope side
     for (int i = 0; i < 5; ++i) CHECK(ex.grad(x).data<float>()[i] == dwant[i]);
+  }
+}
+
+TEST_CASE("leaky_relu keeps NaN as PyTorch does with either saved encoding") {
+  // y = slope * NaN = NaN; backward takes the slope side at NaN (x > 0 is false), as PyTorch's
+  // leaky_relu_backward: dy * slope.
+  for (LeakyReluOp::Saves saves : {LeakyReluOp::Saves::output, LeakyReluOp::Saves::mask}) {
+    ParamStore store;
+    Tape tape(store, DType::f32);
+    Value x = tape.input("x", {1, 3}, DType::f32, true);
+    Value y = leaky_relu(x, 0.25);
+    op_of<LeakyReluOp>(y).saves = saves;
+    Executor ex(tape, cpu_backend(),
+                {.poison = true, .keep = {x, y}, .encodings_as_recorded = true});
+    const float in[3] = {std::numeric_limits<float>::quiet_NaN(), -2, 3};
+    for (int i = 0; i < 3; ++i) ex.input(x).data<float>()[i] = in[i];
+    ex.forward();
+    CHECK(std::isnan(ex.value(y).data<float>()[0]));
+    CHECK(ex.value(y).data<float>()[1] == -0.5f);
+    CHECK(ex.value(y).data<float>()[2] == 3);
+    Tensor dy = Tensor::empty({1, 3}, DType::f32);
+    for (int i = 0; i < 3; ++i) dy.data<float>()[i] = static_cast<float>(i + 1);
+    std::pair<Value, Tensor> seed{y, dy};
+    ex.backward(std::span<const std::pair<Value, Tensor>>(&seed, 1));
+    const float dwant[3] = {0.25f, 0.5f, 3};
+    for (int i = 0; i < 3; ++i) CHECK(ex.grad(x).data<float>()[i] == dwant[i]);
   }
 }
 

@@ -1,8 +1,11 @@
 // Threshold, dropout and add: gradient checks, hand-computed cases, in-place kernels equal to
-// out-of-place ones bit for bit, dropout replay, and error messages.
+// out-of-place ones bit for bit, dropout replay, NaN propagation, and error messages.
 #include <doctest/doctest.h>
 
+#include <cmath>
+#include <cstring>
 #include <functional>
+#include <limits>
 
 #include "check/gradcheck.h"
 #include "layers/add.h"
@@ -230,4 +233,59 @@ TEST_CASE("add names both shapes on mismatch") {
                        doctest::Contains("add: shapes must match, got a [2,3] f32 and b [2,4] f32"),
                        Error);
   CHECK_THROWS_WITH_AS(add(a, c), doctest::Contains("a [2,3] f32 and b [2,3] f64"), Error);
+}
+
+namespace {
+void set_element(Tensor& t, int64_t i, double v) {
+  if (t.dtype() == DType::f32)
+    t.data<float>()[i] = static_cast<float>(v);
+  else
+    t.data<double>()[i] = v;
+}
+}  // namespace
+
+TEST_CASE("threshold and dropout keep NaN as PyTorch does and leave finite results unchanged") {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  Backend& be = cpu_backend();
+  for (DType t : {DType::f32, DType::f64}) {
+    CAPTURE(dtype_name(t));
+    // threshold(x, 0.5, -3): x unless x <= 0.5 (torch.threshold), so NaN passes; its mask bit
+    // (x > 0.5) is clear, so its gradient is 0.
+    Tensor x = Tensor::empty({5}, t);
+    const double in[5] = {nan, 0.5, 1, -inf, inf}, want[5] = {nan, -3, 1, -3, inf};
+    for (int i = 0; i < 5; ++i) set_element(x, i, in[i]);
+    Tensor y = Tensor::empty({5}, t), mask = mask_for(x);
+    be.threshold_forward(x, 0.5, -3, y, mask);
+    CHECK(mask.data<uint8_t>()[0] == 0b10100);
+    CHECK(std::isnan(element_as_double(y, 0)));
+    for (int i = 1; i < 5; ++i) CHECK(element_as_double(y, i) == want[i]);
+
+    // dropout: PyTorch multiplies by the 0/1 mask, so a dropped NaN or inf gives NaN; a dropped
+    // finite x still gives +0 bit for bit, a kept one x * 1/(1-p).
+    const int64_t n = 200;
+    Tensor d = random_tensor({n}, 21, -1, 1, t);
+    for (int64_t i = 0; i < n; i += 4) set_element(d, i, i % 8 ? inf : nan);
+    Tensor dy = Tensor::empty({n}, t), dm = mask_for(d);
+    be.dropout_forward(d, 0.5, 3, 4, dy, dm);
+    int dropped_bad = 0, kept_bad = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      CAPTURE(i);
+      const bool keep = (dm.data<uint8_t>()[i / 8] >> (i % 8)) & 1;
+      const double xi = element_as_double(d, i), yi = element_as_double(dy, i);
+      if (!std::isfinite(xi)) {
+        (keep ? kept_bad : dropped_bad)++;
+        CHECK(std::isnan(yi) == (std::isnan(xi) || !keep));
+        if (keep && std::isinf(xi)) CHECK(yi == xi);
+      } else if (keep) {
+        CHECK(yi == (t == DType::f32 ? double(static_cast<float>(xi) * 2.0f) : xi * 2.0));
+      } else {
+        CHECK((yi == 0 && !std::signbit(yi)));
+      }
+    }
+    CHECK(dropped_bad > 0);
+    CHECK(kept_bad > 0);
+    // In place gives the same bits, NaN included.
+    check_in_place(d, [&](const Tensor& a, Tensor& b) { be.dropout_forward(a, 0.5, 3, 4, b, dm); });
+  }
 }

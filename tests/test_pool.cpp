@@ -128,6 +128,27 @@ TEST_CASE("max_pool2d hand-computed") {
   check_near(r.dx, {0, 0, 0, 0, 1111, 0, 0, 0, 0});
 }
 
+TEST_CASE("max_pool2d lets a NaN in the window win as PyTorch does and avg_pool2d propagates it") {
+  // 4x4, k2 s2: window (0,0) has NaN second, (1,0) NaN first before a larger 9, (1,1) NaN last;
+  // (0,1) is finite. The NaN's position is the argmax, so backward routes dy to it.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<double> x = {1,   nan, 5, 6,  //
+                                 2,   3,   7, 8,  //
+                                 nan, 9,   1, 2,  //
+                                 4,   5,   3, nan};
+  PoolRun r = run_pool(true, {1, 1, 4, 4}, x, {.kernel = 2}, {1, 2, 3, 4});
+  CHECK(std::isnan(r.y[0]));
+  CHECK(r.y[1] == 8);
+  CHECK(std::isnan(r.y[2]));
+  CHECK(std::isnan(r.y[3]));
+  check_near(r.dx, {0, 1, 0, 0, 0, 0, 0, 2, 3, 0, 0, 0, 0, 0, 0, 4});
+  r = run_pool(false, {1, 1, 4, 4}, x, {.kernel = 2}, {1, 2, 3, 4});
+  CHECK(std::isnan(r.y[0]));
+  CHECK(r.y[1] == 6.5);
+  CHECK(std::isnan(r.y[2]));
+  CHECK(std::isnan(r.y[3]));
+}
+
 TEST_CASE("avg_pool2d hand-computed") {
   // Padding counts as zeros: k2 s2 p1 on 2x2 gives every element its own window of area 4.
   PoolRun r = run_pool(false, {1, 1, 2, 2}, {1, 2, 3, 4}, {.kernel = 2, .stride = 2, .pad = 1},

@@ -1,6 +1,7 @@
-// ReLU: gradient check, a hand-computed case, mask vs output encodings.
+// ReLU: gradient check, a hand-computed case, mask vs output encodings, NaN kept as PyTorch.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstring>
 #include <limits>
 
@@ -11,15 +12,6 @@
 using namespace frugal;
 using namespace frugal::testing;
 
-namespace {
-// Values bounded away from the kink at 0.
-Tensor kink_free(Shape s, uint64_t seed) {
-  Tensor t = random_tensor(std::move(s), seed, 0.1, 1.0);
-  for (int64_t i = 0; i < t.numel(); i += 2) t.data<double>()[i] *= -1;
-  return t;
-}
-}  // namespace
-
 TEST_CASE("gradcheck relu") {
   check_gradients([](std::span<const Value> x) { return std::vector<Value>{relu(x[0])}; },
                   {kink_free({2, 3, 4, 5}, 3)});
@@ -27,8 +19,7 @@ TEST_CASE("gradcheck relu") {
   check_gradients(
       [](std::span<const Value> x) {
         Value y = relu(x[0]);
-        auto& op = static_cast<ReluOp&>(*x[0].tape().ops().back().op);
-        op.saves = ReluOp::Saves::output;
+        op_of<ReluOp>(y).saves = ReluOp::Saves::output;
         return std::vector<Value>{y};
       },
       {kink_free({7, 3}, 4)});
@@ -62,8 +53,8 @@ TEST_CASE("relu rejects integer input") {
 
 TEST_CASE("relu f32 kernels give the scalar definition's bits at every length and value") {
   // The f32 kernels run eight elements at a time (SSE2) with a scalar tail: check both against
-  // y = x > 0 ? x : +0, mask bit = x > 0, dx = bit ? dy : +0, on lengths around multiples of 8
-  // and on NaN, -0, infinities and denormals; in place too.
+  // y = x <= 0 ? +0 : x (NaN kept), mask bit = x > 0, dx = bit ? dy : +0, on lengths around
+  // multiples of 8 and on NaN, -0, infinities and denormals; in place too.
   const float special[] = {std::numeric_limits<float>::quiet_NaN(),
                            -0.0f,
                            0.0f,
@@ -85,7 +76,7 @@ TEST_CASE("relu f32 kernels give the scalar definition's bits at every length an
     for (int64_t i = 0; i < n; ++i) {
       const float xi = x.data<float>()[i];
       const bool pos = xi > 0.0f;
-      const float want_y = pos ? xi : 0.0f, want_dx = pos ? dy.data<float>()[i] : 0.0f;
+      const float want_y = xi <= 0.0f ? 0.0f : xi, want_dx = pos ? dy.data<float>()[i] : 0.0f;
       CHECK(std::memcmp(&y.data<float>()[i], &want_y, 4) == 0);
       CHECK(std::memcmp(&dx.data<float>()[i], &want_dx, 4) == 0);
       CHECK(((mask.data<uint8_t>()[i / 8] >> (i % 8)) & 1) == int(pos));
@@ -95,4 +86,56 @@ TEST_CASE("relu f32 kernels give the scalar definition's bits at every length an
     be.relu_forward(inplace, inplace, no_mask);
     CHECK(bitwise_equal(inplace, y));
   }
+}
+
+TEST_CASE("relu keeps NaN as PyTorch does and leaves finite results and masks unchanged") {
+  // The issue: relu([NaN, -1, 2]) gave [0, 0, 2], so one NaN pixel made a finite loss. Now
+  // y = [NaN, +0, 2] as torch.relu; -0 and negatives still give +0, infinities as max(x, 0).
+  // The mask bit (x > 0) stays clear at NaN, so the gradient there is 0, from the mask and from
+  // the output alike.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  const double in[6] = {nan, -1, 2, -0.0, inf, -inf};
+  const double want[6] = {nan, 0, 2, 0, inf, 0};
+  const double dwant[6] = {0, 0, 3, 0, 5, 0};
+  Backend& be = cpu_backend();
+  for (DType t : {DType::f32, DType::f64}) {
+    CAPTURE(dtype_name(t));
+    Tensor x = Tensor::empty({6}, t), dy = Tensor::empty({6}, t);
+    for (int i = 0; i < 6; ++i) {
+      if (t == DType::f32) {
+        x.data<float>()[i] = static_cast<float>(in[i]);
+        dy.data<float>()[i] = static_cast<float>(i + 1);
+      } else {
+        x.data<double>()[i] = in[i];
+        dy.data<double>()[i] = i + 1;
+      }
+    }
+    Tensor y = Tensor::empty({6}, t), dx = Tensor::empty({6}, t), dxo = Tensor::empty({6}, t);
+    Tensor mask = Tensor::empty({1}, DType::u8);
+    be.relu_forward(x, y, mask);
+    be.relu_backward_mask(dy, mask, dx);
+    be.relu_backward_output(dy, y, dxo);
+    CHECK(mask.data<uint8_t>()[0] == 0b010100);  // 2 and inf
+    for (int i = 0; i < 6; ++i) {
+      CAPTURE(i);
+      const double yi = element_as_double(y, i);
+      CHECK(std::isnan(yi) == std::isnan(want[i]));
+      if (!std::isnan(want[i])) CHECK((yi == want[i] && !std::signbit(yi)));
+      CHECK(element_as_double(dx, i) == dwant[i]);
+      CHECK(element_as_double(dxo, i) == dwant[i]);
+    }
+  }
+  // The issue's example through a recorded model.
+  ParamStore store;
+  Tape tape(store, DType::f32);
+  Value x = tape.input("x", {3}, DType::f32);
+  Value y = relu(x);
+  Executor ex(tape, cpu_backend(), {.mode = Mode::inference, .keep = {y}});
+  const float issue[3] = {std::numeric_limits<float>::quiet_NaN(), -1, 2};
+  for (int i = 0; i < 3; ++i) ex.input(x).data<float>()[i] = issue[i];
+  ex.forward();
+  CHECK(std::isnan(ex.value(y).data<float>()[0]));
+  CHECK(ex.value(y).data<float>()[1] == 0);
+  CHECK(ex.value(y).data<float>()[2] == 2);
 }

@@ -6,6 +6,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <limits>
 
 #include "data/safetensors.h"
 #include "data/synthetic.h"
@@ -169,4 +171,76 @@ TEST_CASE("train: bad options and files") {
   save_safetensors(dir / "meta.safetensors", meta);
   CHECK(error_message([&] { t.resume(dir / "meta.safetensors"); }) ==
         dir / "meta.safetensors" + ": __metadata__ global_step '12x' is not a number >= 0");
+}
+
+namespace {
+// The training images with one NaN pixel in every image.
+Dataset with_nan_pixels(Dataset d) {
+  const int64_t n = d.size(), per_image = d.images.numel() / n;
+  for (int64_t i = 0; i < n; ++i)
+    d.images.data<float>()[i * per_image + 17] = std::numeric_limits<float>::quiet_NaN();
+  return d;
+}
+}  // namespace
+
+TEST_CASE("train: a non-finite loss stops training with an error and writes no checkpoint") {
+  TempDir dir("frugal-train");
+  const Dataset test = synthetic_dataset({1, 28, 28}, 8, 10, 6);
+  const TrainOptions o{.batch = 8, .warmup = 0, .threads = 2, .eval_batch = 8};
+  // The loop of `frugal train --save`: steps, then a checkpoint at the epoch's end.
+  auto run = [&](Trainer& t) {
+    while (!t.done()) {
+      do t.step();
+      while (t.step_in_epoch() != 0);
+      t.save(dir / "ckpt.safetensors");
+    }
+  };
+  SUBCASE("one NaN pixel per image: the first step's loss is NaN, no SGD update runs") {
+    const Dataset train = with_nan_pixels(synthetic_dataset({1, 28, 28}, 32, 10, 5));
+    Trainer t(o, train, test);
+    Trainer untouched(o, train, test);
+    CHECK(error_message([&] { run(t); }) ==
+          "train: the loss of step 1 of 4 (epoch 1) is nan; stopped before its SGD update. "
+          "Lower --lr, look for NaN or inf in the data, or run with --check-finite to name the "
+          "op that first wrote one");
+    CHECK(t.global_step() == 0);
+    // The weights are the initial ones (the batch norm running statistics took the NaN in).
+    std::vector<Parameter*> a = t.params().all(), b = untouched.params().all();
+    for (size_t i = 0; i < a.size(); ++i)
+      if (a[i]->trainable) CHECK(bitwise_equal(a[i]->value, b[i]->value));
+    // check_finite names the input instead.
+    TrainOptions checked = o;
+    checked.check_finite = true;
+    Trainer c(checked, train, test);
+    const std::string m = error_message([&] { c.step(); });
+    CHECK(m.starts_with("check_finite: input 'images' holds nan at element 17 [0,0,0,17] "));
+  }
+  SUBCASE("an absurd learning rate: the loss overflows within a few steps") {
+    const Dataset train = synthetic_dataset({1, 28, 28}, 32, 10, 5);
+    TrainOptions absurd = o;
+    absurd.lr = 1e30;
+    absurd.schedule = Schedule::constant;
+    Trainer t(absurd, train, test);
+    const std::string m = error_message([&] { run(t); });
+    CHECK(m.find("train: the loss of step ") == 0);
+    CHECK(m.find(" (epoch 1) is ") != std::string::npos);
+  }
+  CHECK(!std::filesystem::exists(dir / "ckpt.safetensors"));
+  CHECK(!std::filesystem::exists(dir / "ckpt.safetensors.tmp"));
+}
+
+TEST_CASE("train: a checkpoint of non-finite weights is refused and leaves no file") {
+  TempDir dir("frugal-train");
+  const Dataset d = synthetic_dataset({1, 28, 28}, 8, 10, 1);
+  Trainer t(TrainOptions{.batch = 4, .threads = 2}, d, d);
+  t.step();
+  t.save(dir / "good.safetensors");  // finite: written
+  Parameter* p = t.params().all().back();
+  p->value.data<float>()[0] = std::numeric_limits<float>::infinity();
+  const std::string m = error_message([&] { t.save(dir / "bad.safetensors"); });
+  CHECK(m.find("weights: '" + p->name + "' ") == 0);
+  CHECK(m.find(" holds inf at element 0; non-finite weights are not written") != std::string::npos);
+  CHECK(std::filesystem::exists(dir / "good.safetensors"));
+  CHECK(!std::filesystem::exists(dir / "bad.safetensors"));
+  CHECK(!std::filesystem::exists(dir / "bad.safetensors.tmp"));
 }

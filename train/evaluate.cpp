@@ -1,5 +1,6 @@
-// Evaluator: an inference tape per batch size over the shared ParamStore; labels stay on the
-// host for the accuracy count, and images are placed by the Batcher as in training.
+// Evaluator: an inference tape per batch size over the shared ParamStore, on its backend;
+// labels stay on the host for the accuracy count, images are placed by the Batcher as in
+// training, and the logits come back through the backend.
 #include "train/evaluate.h"
 
 #include <algorithm>
@@ -27,7 +28,8 @@ int64_t count_correct(const Tensor& logits, const Tensor& labels, int64_t K) {
 struct Evaluator::Net {
   Tape tape;
   Value images, logits;
-  Tensor labels;
+  Tensor labels;       // host memory, for the accuracy count
+  Tensor host_logits;  // host copy of the logits where the backend's device is not the host
   std::unique_ptr<Executor> ex;
 
   Net(ParamStore& params, const ModelSpec& model, int64_t B, ModelConfig config, MemoryMode memory)
@@ -37,7 +39,7 @@ struct Evaluator::Net {
     logits = step.logits;
     labels = Tensor::empty({B}, DType::i32);
     ex = std::make_unique<Executor>(
-        tape, cpu_backend(),
+        tape, params.backend(),
         ExecutorOptions{.mode = Mode::inference, .memory = memory, .keep = {logits}});
   }
 };
@@ -60,9 +62,11 @@ double Evaluator::accuracy() {
   Batcher batches(data_, false, 0);
   int64_t correct = 0, first = 0;
   auto run = [&](Net& net) {
-    batches.copy(first, net.ex->input(net.images), net.labels);
+    Backend& be = net.tape.params().backend();
+    batches.copy(be, first, net.ex->input(net.images), net.labels);
     net.ex->forward();
-    correct += count_correct(net.ex->value(net.logits), net.labels, data_.classes);
+    const Tensor& logits = to_host(be, net.ex->value(net.logits), net.host_logits);
+    correct += count_correct(logits, net.labels, data_.classes);
     first += net.labels.shape()[0];
   };
   while (first + full_->labels.shape()[0] <= data_.size()) run(*full_);

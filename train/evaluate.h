@@ -18,8 +18,8 @@ int64_t count_correct(const Tensor& logits, const Tensor& labels, int64_t K);
 class Evaluator {
  public:
   // Records the model (built with `config`, the data set's classes) in inference over batches
-  // of `batch` (at most the data set's size); creates any parameter the store lacks. `data`
-  // must outlive the evaluator.
+  // of `batch` (at most the data set's size), run on the store's backend; creates any parameter
+  // the store lacks. `data` must outlive the evaluator.
   Evaluator(ParamStore& params, const ModelSpec& model, const Dataset& data, int64_t batch,
             MemoryMode memory, const ModelConfig& config = {});
   ~Evaluator();

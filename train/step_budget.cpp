@@ -41,8 +41,7 @@ size_t bytes_across_forward_end(const Liveness& live) {
     last[i] = live.buffers[i].last;
   }
   for (size_t i = 0; i < count; ++i) {
-    size_t r = i;
-    while (live.buffers[r].alias_of >= 0) r = static_cast<size_t>(live.buffers[r].alias_of);
+    const size_t r = static_cast<size_t>(live.alias_root(static_cast<int>(i)));
     first[r] = std::min(first[r], live.buffers[i].first);
     last[r] = std::max(last[r], live.buffers[i].last);
     bytes[r] = std::max(bytes[r], live.buffers[i].bytes);
@@ -67,10 +66,16 @@ ChainBlock measure_segment(const SubGraph& body, const Backend& backend) {
   b.flops = forward_flops(body.tape());
   // As SubGraph plans it: the output kept, weight gradients kept to the end.
   const Layout layout = memory_layout(body.tape(), Mode::training, MemoryMode::planned, backend,
-                                      {.keep_param_grads = true, .keep = {body.output().id()}});
+                                      {.keep_param_grads = true,
+                                       .keep = {body.output().id()},
+                                       .alignment = backend.allocator().alignment()});
   const size_t across = bytes_across_forward_end(layout.live);
   b.held = across > b.output ? across - b.output : 0;
   return b;
+}
+
+const Backend& backend_of(const TrainingStep& s) {
+  return s.backend ? *s.backend : cpu_backend();
 }
 
 // The real planned peak of the step with some runs checkpointed.
@@ -87,8 +92,9 @@ PlannedPeak step_peak(const TrainingStep& step) {
 
 size_t planned_step_peak(const TrainingStep& step) {
   RecordedStep r(step);
-  return memory_layout(r.tape, Mode::training, MemoryMode::planned, cpu_backend(),
-                       {.optimizer = true, .keep = r.keep})
+  const Backend& be = backend_of(step);
+  return memory_layout(r.tape, Mode::training, MemoryMode::planned, be,
+                       {.optimizer = true, .keep = r.keep, .alignment = be.allocator().alignment()})
       .plan.arena_bytes;
 }
 
@@ -124,7 +130,7 @@ std::vector<ChainBlock> measure_chain(const TrainingStep& step) {
   std::vector<ChainBlock> blocks;
   for (const OpNode& node : r.tape.ops())
     if (const auto* c = dynamic_cast<const CheckpointOp*>(node.op.get()))
-      blocks.push_back(measure_segment(c->body(), cpu_backend()));
+      blocks.push_back(measure_segment(c->body(), backend_of(step)));
   FRUGAL_CHECK(static_cast<int>(blocks.size()) == spec.chain_blocks, "memory budget: ", spec.name,
                " recorded ", blocks.size(), " checkpoint segments for its ", spec.chain_blocks,
                " blocks");

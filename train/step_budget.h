@@ -20,9 +20,12 @@ struct TrainingStep {
   DType dtype = DType::f32;
   ModelConfig config = {};
   bool keep_logits = false;  // the trainer also reads the logits after forward
+  // The backend whose kernels (their scratch) and allocator (its alignment) the plan is for;
+  // null: the CPU backend.
+  const Backend* backend = nullptr;
 };
 
-// The planned arena of the step recorded with step.config (CPU backend, nothing allocated):
+// The planned arena of the step recorded with step.config (step.backend, nothing allocated):
 // what the executor of the same step binds, network inputs aside.
 size_t planned_step_peak(const TrainingStep& step);
 // Forward cost of a tape: 2 flops per multiply-add of conv2d and linear, one per output

@@ -1,6 +1,7 @@
 // Trainer: the step loop, the schedule and checkpoints. A step copies one batch into the
 // executor's input tensors, runs forward and backward (SGD applied as each gradient is
-// final) and reads back the loss; nothing is allocated per step.
+// final) and reads back the loss and logits (through the backend: copies to the host on a
+// device); nothing is allocated per step.
 #include "train/trainer.h"
 
 #include <algorithm>
@@ -57,7 +58,8 @@ Trainer::Trainer(const TrainOptions& o, const Dataset& train, const Dataset& tes
       model_(find_model(o.model)),
       train_(train),
       test_(test),
-      params_(o.seed),
+      backend_(backend_named(o.device)),
+      params_(o.seed, backend_),
       tape_(params_),
       batches_(train,
                BatcherOptions{.shuffle = true,
@@ -78,13 +80,14 @@ Trainer::Trainer(const TrainOptions& o, const Dataset& train, const Dataset& tes
   logits_ = step.logits;
   loss_ = step.loss;
   ex_ = std::make_unique<Executor>(
-      tape_, cpu_backend(),
+      tape_, backend_,
       ExecutorOptions{
           .mode = Mode::training,
           .memory = o.memory,
           .seed = o.seed,
           .keep = {logits_, loss_, labels_},
-          .sgd = SgdConfig{.lr = o.lr, .momentum = o.momentum, .weight_decay = o.weight_decay}});
+          .sgd = SgdConfig{.lr = o.lr, .momentum = o.momentum, .weight_decay = o.weight_decay},
+          .check_finite = o.check_finite});
   steps_per_epoch_ = train.size() / o.batch;  // the last partial batch is dropped
   if (o.steps > 0) steps_per_epoch_ = std::min(steps_per_epoch_, o.steps);
 }
@@ -100,12 +103,17 @@ StepResult Trainer::step() {
   if (step_in_epoch() == 0) totals_ = {};
   ex_->set_sgd({.lr = lr(), .momentum = options_.momentum, .weight_decay = options_.weight_decay});
   ex_->set_step(static_cast<uint64_t>(step_));
-  Tensor& labels = ex_->input(labels_);
-  batches_.copy(step_in_epoch() * options_.batch, ex_->input(images_), labels);
+  const Tensor& labels = batches_.copy(backend_, step_in_epoch() * options_.batch,
+                                       ex_->input(images_), ex_->input(labels_));
   ex_->forward();
   StepResult r;
-  r.loss = ex_->value(loss_).data<float>()[0];
-  r.correct = count_correct(ex_->value(logits_), labels, train_.classes);
+  r.loss = to_host(backend_, ex_->value(loss_), host_loss_).data<float>()[0];
+  FRUGAL_CHECK(std::isfinite(r.loss), "train: the loss of step ", step_ + 1, " of ", total_steps(),
+               " (epoch ", epoch() + 1, ") is ", std::isnan(r.loss) ? "nan" : "inf",  // loss >= 0
+               "; stopped before its SGD update. Lower --lr, look for NaN or inf in the data, or "
+               "run with --check-finite to name the op that first wrote one");
+  r.correct =
+      count_correct(to_host(backend_, ex_->value(logits_), host_logits_), labels, train_.classes);
   ex_->backward(loss_);
   totals_.loss_sum += r.loss;
   totals_.correct += r.correct;

@@ -39,6 +39,11 @@ struct TrainOptions {
   // RevNets: the coupling's fixed-point range bits (ModelConfig::fixed_point_range); 0: memcnn's
   // floating-point coupling.
   int fixed_point_range = ModelConfig{}.fixed_point_range;
+  // ExecutorOptions::check_finite: every step looks for NaN and inf after each op and names the
+  // first op that wrote one (slower; for finding where a run goes wrong).
+  bool check_finite = false;
+  // Where the step runs: "cpu", "sim" (the simulated device, core/sim/) or "cuda" (where built).
+  std::string device = "cpu";
 };
 
 // The learning rate of step t (0-based) of T: linear warm-up over the first `warmup` steps,
@@ -67,7 +72,8 @@ class Trainer {
   ~Trainer();
 
   // One SGD step on the next batch; advances global_step(). Starts a new epoch's order and
-  // totals when the previous epoch is complete.
+  // totals when the previous epoch is complete. Throws, before the SGD update, when the loss is
+  // NaN or inf (the parameters keep the last finite step's values).
   StepResult step();
   // Test-set accuracy with the current parameters (inference executors, created on first use).
   double evaluate();
@@ -89,6 +95,7 @@ class Trainer {
   const TrainOptions& options() const { return options_; }
   const ModelSpec& model() const { return model_; }
   ParamStore& params() { return params_; }
+  Backend& backend() const { return backend_; }
   const Executor& executor() const { return *ex_; }
   size_t eval_memory_bytes() const;
 
@@ -97,6 +104,7 @@ class Trainer {
   const ModelSpec& model_;
   const Dataset& train_;
   const Dataset& test_;
+  Backend& backend_;
   ParamStore params_;
   Tape tape_;
   Value images_, labels_, logits_, loss_;
@@ -106,6 +114,7 @@ class Trainer {
   int batches_epoch_ = -1;  // the epoch whose order batches_ holds
   int64_t steps_per_epoch_ = 0, step_ = 0;
   EpochTotals totals_;
+  Tensor host_loss_, host_logits_;  // host copies where the backend's device is not the host
 };
 
 }  // namespace frugal

@@ -1,10 +1,12 @@
 // Checkpoints over the safetensors reader and writer: names, shapes and dtypes are checked
-// against the model before any byte is copied, so a bad file leaves the store untouched.
+// against the model before any byte is copied, so a bad file leaves the store untouched. Bytes
+// move between the file's host tensors and the store's device through the store's backend.
 #include "train/weights.h"
 
-#include <cstring>
+#include <cmath>
 #include <set>
 
+#include "core/backend.h"
 #include "core/error.h"
 
 namespace frugal {
@@ -16,10 +18,19 @@ Safetensors weights_tensors(ParamStore& params, bool with_momentum,
                             std::map<std::string, std::string> metadata) {
   Safetensors file;
   file.metadata = std::move(metadata);
-  for (Parameter* p : params.all()) file.tensors.emplace_back(p->name, p->value);
+  Backend& be = params.backend();
+  for (Parameter* p : params.all()) file.tensors.emplace_back(p->name, to_host(be, p->value));
   if (with_momentum)
     for (Parameter* p : params.all())
-      if (p->momentum.defined()) file.tensors.emplace_back(kMomentum + p->name, p->momentum);
+      if (p->momentum.defined())
+        file.tensors.emplace_back(kMomentum + p->name, to_host(be, p->momentum));
+  for (const auto& [name, t] : file.tensors) {
+    const int64_t i = cpu_backend().first_non_finite(t);  // the file's tensors are on the host
+    FRUGAL_CHECK(i < 0, "weights: '", name, "' ", t.shape(), " holds ",
+                 std::isnan(element_as_double(t, i)) ? "nan" : "inf", " at element ", i,
+                 "; non-finite weights are not written (the run diverged: lower the learning ",
+                 "rate, or train with --check-finite to find where)");
+  }
   return file;
 }
 
@@ -49,8 +60,9 @@ void load_weights(ParamStore& params, const Safetensors& file, const std::string
     FRUGAL_CHECK(known.count(base) != 0, path, ": tensor '", name, "' ", t.shape(),
                  " is not in model ", model, " (a file for another model?)");
   }
+  Backend& be = params.backend();
   for (Parameter* p : params.all()) {
-    std::memcpy(p->value.raw(), file.find(p->name)->raw(), p->meta.bytes());
+    be.copy_to_device(*file.find(p->name), p->value);
     if (!with_momentum) continue;
     const Tensor* m = file.find(kMomentum + p->name);
     if (m == nullptr) {
@@ -58,8 +70,9 @@ void load_weights(ParamStore& params, const Safetensors& file, const std::string
       continue;
     }
     if (!p->momentum.defined())
-      p->momentum = Tensor::empty(p->meta.shape, p->meta.dtype, Role::optimizer_state);
-    std::memcpy(p->momentum.raw(), m->raw(), p->meta.bytes());
+      p->momentum =
+          Tensor::empty(p->meta.shape, p->meta.dtype, Role::optimizer_state, be.allocator());
+    be.copy_to_device(*m, p->momentum);
   }
 }
 

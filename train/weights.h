@@ -11,8 +11,9 @@
 
 namespace frugal {
 
-// The store's tensors (views, not copies) and `metadata`; momentum buffers that exist when
-// `with_momentum`.
+// The store's tensors in host memory (views of a host store's, copies of a device's) and
+// `metadata`; momentum buffers that exist when `with_momentum`. Throws, naming the tensor and
+// element, if any holds NaN or inf: a weights file is never written from a diverged run.
 Safetensors weights_tensors(ParamStore& params, bool with_momentum,
                             std::map<std::string, std::string> metadata);
 

@@ -1,6 +1,7 @@
 // The CPU backend: Backend over Eigen and OpenMP. Each kernel family lives in its own file
-// in core/cpu/ (conv2d.cpp, linear.cpp, pool.cpp, batchnorm.cpp, pointwise.cpp, loss.cpp,
-// memory.cpp); this header is private to the library and never includes Eigen.
+// in core/cpu/ (conv2d.cpp, linear.cpp, pool.cpp, batchnorm.cpp, pointwise.cpp, relu.cpp,
+// leaky_relu.cpp, fixed_point.cpp, affine.cpp, loss.cpp, memory.cpp); this header is private
+// to the library and never includes Eigen.
 // Determinism: work is split statically over threads and every reduction has a fixed order,
 // so results are the same bits on every run with the same thread count.
 #pragma once
@@ -14,9 +15,13 @@ class CpuBackend final : public Backend {
   Device device() const override { return {}; }
   int threads() const override;
 
+  Allocator& allocator() const override { return cpu_allocator(); }
+  void copy_to_device(const Tensor& host, Tensor& dev) override;
+  void copy_to_host(const Tensor& dev, Tensor& host) override;
   void fill(Tensor& t, double value) override;
   void copy(const Tensor& x, Tensor& y) override;
   void accumulate(const Tensor& x, Tensor& y) override;
+  int64_t first_non_finite(const Tensor& t) override;
 
   void linear_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) override;
   void linear_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) override;
@@ -61,6 +66,23 @@ class CpuBackend final : public Backend {
   void concat_forward(std::span<const Tensor> xs, Tensor& y) override;
   void concat_backward(const Tensor& dy, std::span<Tensor> dxs) override;
 
+  void leaky_relu_forward(const Tensor& x, double slope, Tensor& y, Tensor& mask) override;
+  void leaky_relu_backward_mask(const Tensor& dy, const Tensor& mask, double slope,
+                                Tensor& dx) override;
+  void leaky_relu_backward_output(const Tensor& dy, const Tensor& y, double slope,
+                                  Tensor& dx) override;
+
+  void fixed_point_round(const Tensor& x, int range_bits, Tensor& y,
+                         const std::string& who) override;
+  void fixed_point_add(const Tensor& a, const Tensor& f, int range_bits, bool subtract, Tensor& y,
+                       const std::string& who) override;
+
+  void affine_forward(const Tensor& x, const Tensor& h, double clamp, double min_scale,
+                      bool inverse, Tensor& y, const std::string& who) override;
+  void affine_backward(const Tensor& y, const Tensor& h, const Tensor& dy, double clamp,
+                       double min_scale, bool inverse, Tensor& dx, Tensor& dh, Tensor& x,
+                       const std::string& who) override;
+
   void log_softmax_forward(const Tensor& x, Tensor& y) override;
   void log_softmax_backward(const Tensor& dy, const Tensor& y, Tensor& dx) override;
   void nll_forward(const Tensor& logp, const Tensor& labels, Tensor& loss) override;
@@ -71,10 +93,5 @@ class CpuBackend final : public Backend {
 
   void sgd_step(Tensor& w, const Tensor& dw, Tensor& v, const SgdConfig& c) override;
 };
-
-// Bytes of a bit mask over n elements.
-inline int64_t mask_bytes(int64_t n) {
-  return (n + 7) / 8;
-}
 
 }  // namespace frugal

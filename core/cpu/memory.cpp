@@ -1,9 +1,12 @@
-// Fill, copy, accumulate, SGD and the thread setting of the CPU backend.
+// Fill, copy, accumulate, the finiteness check, SGD and the thread setting of the CPU backend.
 #include <omp.h>
 
+#include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "core/cpu/cpu_backend.h"
+#include "core/cpu/parts.h"
 
 namespace frugal {
 
@@ -23,6 +26,15 @@ int CpuBackend::threads() const {
 Backend& cpu_backend() {
   static CpuBackend b;
   return b;
+}
+
+// Host and "device" are one memory here: both copies are plain copies of host bytes.
+void CpuBackend::copy_to_device(const Tensor& host, Tensor& dev) {
+  copy_bytes(host, dev);
+}
+
+void CpuBackend::copy_to_host(const Tensor& dev, Tensor& host) {
+  copy_bytes(dev, host);
 }
 
 void CpuBackend::fill(Tensor& t, double value) {
@@ -80,6 +92,32 @@ void CpuBackend::accumulate(const Tensor& x, Tensor& y) {
     accumulate_t(x.data<float>(), y.data<float>(), x.numel());
   else
     accumulate_t(x.data<double>(), y.data<double>(), x.numel());
+}
+
+namespace {
+// t (n): the first i with t[i] NaN or +-inf, or -1. Each part scans its static range; the
+// smallest hit wins, so the answer does not depend on the thread count.
+template <typename T>
+int64_t first_non_finite_t(const T* t, int64_t n, int threads) {
+  const int k = parts(n / 4096 + 1, threads);
+  std::vector<int64_t> first(static_cast<size_t>(k), -1);
+  for_parts(k, n, [&](int part, int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i)
+      if (!std::isfinite(t[i])) {
+        first[static_cast<size_t>(part)] = i;
+        return;
+      }
+  });
+  for (int64_t i : first)
+    if (i >= 0) return i;  // parts are in index order
+  return -1;
+}
+}  // namespace
+
+int64_t CpuBackend::first_non_finite(const Tensor& t) {
+  if (t.dtype() == DType::f32) return first_non_finite_t(t.data<float>(), t.numel(), threads());
+  if (t.dtype() == DType::f64) return first_non_finite_t(t.data<double>(), t.numel(), threads());
+  return -1;
 }
 
 namespace {

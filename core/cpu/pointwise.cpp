@@ -18,24 +18,28 @@ void check_same(const char* op, const Tensor& x, const Tensor& y) {
                dtype_name(x.dtype()));
 }
 
-// x (n)  y (n)  mask (ceil(n/8)) or null
+// x (n)  y (n)  mask (ceil(n/8)) or null:  y = x <= th ? value : x (NaN kept, as PyTorch's
+// threshold), bit = x > th (clear at NaN).
 template <typename T>
 void threshold_forward_t(const T* x, T th, T value, T* y, uint8_t* mask, int64_t n) {
   write_mask(n, mask, [&](int64_t i) {
-    const bool keep = x[i] > th;
-    y[i] = keep ? x[i] : value;
-    return keep;
+    const T xi = x[i];
+    y[i] = xi <= th ? value : xi;
+    return xi > th;
   });
 }
 
 // x (n)  y (n)  mask (ceil(n/8)) or null; keep is a function of (seed, stream, i) only.
+// A dropped element is x - x: +0 for finite x, NaN for NaN and +-inf, as PyTorch's x * 0 up to
+// the sign of zero, so dropout never hides a non-finite input.
 template <typename T>
 void dropout_forward_t(const T* x, double p, uint64_t seed, uint64_t stream, T* y, uint8_t* mask,
                        int64_t n) {
   const T scale = static_cast<T>(1.0 / (1.0 - p));
   write_mask(n, mask, [&](int64_t i) {
     const bool keep = random_uniform(seed, stream, static_cast<uint64_t>(i)) >= p;
-    y[i] = keep ? x[i] * scale : T(0);
+    const T xi = x[i];
+    y[i] = keep ? xi * scale : xi - xi;
     return keep;
   });
 }

@@ -1,8 +1,8 @@
 // ReLU kernels of the CPU backend. The 1-bit mask is written and read through bitmask.h; in
-// f32 on x86-64 eight elements at a time with SSE2 (every x86-64 CPU has it): a compare and a
+// f32 on x86-64 eight elements at a time with SSE2 (every x86-64 CPU has it): compares and a
 // movemask make a mask byte, a 16-entry table turns a mask nibble back into lanes. Both paths
-// give the same bits: y = +0 wherever x > 0 fails (NaN and -0 included), dx = +0 where the bit
-// is clear.
+// give the same bits: y = +0 where x <= 0 (-0 included), y = x elsewhere (NaN kept, as
+// PyTorch's relu); the bit is x > 0 (clear at NaN), dx = +0 where it is clear.
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -16,9 +16,9 @@ namespace {
 template <typename T>
 void relu_forward_t(const T* x, T* y, uint8_t* mask, int64_t n) {
   write_mask(n, mask, [&](int64_t i) {
-    const bool pos = x[i] > T(0);
-    y[i] = pos ? x[i] : T(0);
-    return pos;
+    const T xi = x[i];
+    y[i] = xi <= T(0) ? T(0) : xi;
+    return xi > T(0);
   });
 }
 
@@ -29,13 +29,14 @@ void relu_backward_mask_t(const T* dy, const uint8_t* mask, T* dx, int64_t n) {
 }
 
 #if defined(__SSE2__)
-// x (8)  y (8): y = x > 0 ? x : +0, returns the 8 bits of x > 0. y may alias x.
+// x (8)  y (8): y = x <= 0 ? +0 : x, returns the 8 bits of x > 0. y may alias x.
+// not-less-or-equal is true where x > 0 and where x is NaN (unordered), so y keeps NaN.
 inline uint8_t relu8(const float* x, float* y) {
   const __m128 zero = _mm_setzero_ps();
   const __m128 a = _mm_loadu_ps(x), b = _mm_loadu_ps(x + 4);
+  _mm_storeu_ps(y, _mm_and_ps(a, _mm_cmpnle_ps(a, zero)));
+  _mm_storeu_ps(y + 4, _mm_and_ps(b, _mm_cmpnle_ps(b, zero)));
   const __m128 pa = _mm_cmpgt_ps(a, zero), pb = _mm_cmpgt_ps(b, zero);
-  _mm_storeu_ps(y, _mm_and_ps(a, pa));
-  _mm_storeu_ps(y + 4, _mm_and_ps(b, pb));
   return static_cast<uint8_t>(_mm_movemask_ps(pa) | (_mm_movemask_ps(pb) << 4));
 }
 
@@ -60,9 +61,9 @@ void relu_forward_t<float>(const float* x, float* y, uint8_t* mask, int64_t n) {
   }
   uint8_t bits = 0;
   for (int64_t i = 8 * full; i < n; ++i) {
-    const bool pos = x[i] > 0.0f;
-    y[i] = pos ? x[i] : 0.0f;
-    bits |= static_cast<uint8_t>(pos << (i - 8 * full));
+    const float xi = x[i];
+    y[i] = xi <= 0.0f ? 0.0f : xi;
+    bits |= static_cast<uint8_t>((xi > 0.0f) << (i - 8 * full));
   }
   if (mask && n % 8) mask[full] = bits;
 }

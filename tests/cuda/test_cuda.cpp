@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -53,7 +54,7 @@ Pair empty_pair(Shape s, DType t) {
 Pair upload(const Tensor& host) {
   Pair p = empty_pair(host.shape(), host.dtype());
   cpu().copy(host, p.cpu);
-  gpu().copy(host, p.gpu);
+  gpu().copy_to_device(host, p.gpu);
   return p;
 }
 
@@ -72,7 +73,7 @@ Pair random_pair(Shape s, DType t, uint64_t seed, double lo = -1, double hi = 1)
 
 Tensor download(const Tensor& device) {
   Tensor h = Tensor::empty(device.shape(), device.dtype());
-  gpu().copy(device, h);
+  gpu().copy_to_host(device, h);
   return h;
 }
 
@@ -145,8 +146,9 @@ TEST_CASE("cuda allocator: aligned device memory, accounted by role") {
   {
     Tensor t = Tensor::empty({3, 5}, DType::f32, Role::grad, a);
     Tensor u = Tensor::empty({7}, DType::u8, Role::saved, a);
-    CHECK(reinterpret_cast<uintptr_t>(t.raw()) % 256 == 0);
-    CHECK(reinterpret_cast<uintptr_t>(u.raw()) % 256 == 0);
+    CHECK(reinterpret_cast<uintptr_t>(t.device_raw()) % 256 == 0);
+    CHECK(reinterpret_cast<uintptr_t>(u.device_raw()) % 256 == 0);
+    CHECK_THROWS_WITH_AS(t.raw(), doctest::Contains("lives on cuda:0"), Error);
     CHECK(a.current_bytes() == before + 60 + 7);
     CHECK(t.device().kind == DeviceKind::cuda);
   }
@@ -380,6 +382,150 @@ TEST_CASE("cuda relu, threshold, dropout, masked scale, add: exact, masks bit fo
     Pair ai = upload(x.cpu);
     gpu().add(ai.gpu, b.gpu, ai.gpu);
     CHECK(bitwise_equal(download(ai.gpu), download(sum.gpu)));
+  }
+}
+
+TEST_CASE("cuda leaky_relu: exact, mask bit for bit, in place") {
+  const Shape s{7, 143};
+  const Shape ms{(s.numel() + 7) / 8};
+  for (DType t : kFloats) {
+    Pair x = random_pair(s, t, 90), dy = random_pair(s, t, 91);
+    Pair y = empty_pair(s, t), mask = empty_pair(ms, DType::u8), dx = empty_pair(s, t);
+    Pair dxo = empty_pair(s, t);
+    on_both([&](Backend& be, auto side) {
+      be.leaky_relu_forward(side(x), 0.1, side(y), side(mask));
+      be.leaky_relu_backward_mask(side(dy), side(mask), 0.1, side(dx));
+      be.leaky_relu_backward_output(side(dy), side(y), 0.1, side(dxo));
+    });
+    check_equal(y, "leaky_relu y");
+    check_equal(mask, "leaky_relu mask");
+    check_equal(dx, "leaky_relu dx from mask");
+    check_equal(dxo, "leaky_relu dx from output");
+    Pair xi = upload(x.cpu);
+    Tensor none;
+    gpu().leaky_relu_forward(xi.gpu, 0.1, xi.gpu, none);
+    CHECK(bitwise_equal(download(xi.gpu), download(y.gpu)));
+  }
+}
+
+TEST_CASE("cuda fixed point: rounding and exact addition, errors as on the CPU") {
+  const Shape s{5, 211};
+  for (DType t : kFloats) {
+    Pair x = random_pair(s, t, 92, -100, 100), f = random_pair(s, t, 93, -3, 3);
+    Pair q = empty_pair(s, t), y = empty_pair(s, t), back = empty_pair(s, t);
+    on_both([&](Backend& be, auto side) {
+      be.fixed_point_round(side(x), 12, side(q), "test");
+      be.fixed_point_add(side(q), side(f), 12, false, side(y), "test");
+      be.fixed_point_add(side(y), side(f), 12, true, side(back), "test");
+    });
+    check_equal(q, "fixed_point_round");
+    check_equal(y, "fixed_point_add");
+    check_equal(back, "fixed_point_add subtract");
+    CHECK(bitwise_equal(download(back.gpu), download(q.gpu)));
+    // Off the grid (x itself) and out of range: the CPU's messages, the same element.
+    auto message = [](auto&& f) {
+      try {
+        f();
+      } catch (const Error& e) {
+        return std::string(e.what());
+      }
+      return std::string("no error");
+    };
+    const std::string cpu_off =
+        message([&] { cpu().fixed_point_add(x.cpu, f.cpu, 12, false, y.cpu, "r0"); });
+    const std::string gpu_off =
+        message([&] { gpu().fixed_point_add(x.gpu, f.gpu, 12, false, y.gpu, "r0"); });
+    CHECK(cpu_off.find("r0: element") == 0);
+    CHECK(gpu_off == cpu_off);
+    const std::string cpu_range = message([&] { cpu().fixed_point_round(x.cpu, 5, q.cpu, "r"); });
+    const std::string gpu_range = message([&] { gpu().fixed_point_round(x.gpu, 5, q.gpu, "r"); });
+    CHECK(cpu_range.find("outside the fixed-point range") != std::string::npos);
+    CHECK(gpu_range == cpu_range);
+  }
+}
+
+TEST_CASE("cuda affine: forward, inverse and backward, scale errors as on the CPU") {
+  const Shape xs{3, 4, 5, 5}, hs{3, 8, 5, 5};
+  for (DType t : kFloats) {
+    for (bool inverse : {false, true}) {
+      CAPTURE(inverse);
+      Pair x = random_pair(xs, t, 94), h = random_pair(hs, t, 95), dy = random_pair(xs, t, 96);
+      Pair y = empty_pair(xs, t), dx = empty_pair(xs, t), dh = empty_pair(hs, t);
+      Pair rebuilt = empty_pair(xs, t);
+      on_both([&](Backend& be, auto side) {
+        be.affine_forward(side(x), side(h), 2.0, 1e-6, inverse, side(y), "affine");
+        Tensor none;
+        be.affine_backward(side(y), side(h), side(dy), 2.0, 1e-6, inverse, side(dx), side(dh),
+                           inverse ? none : side(rebuilt), "affine");
+      });
+      check_close(y, "affine y");
+      check_close(dx, "affine dx");
+      check_close(dh, "affine dh");
+      if (!inverse) check_close(rebuilt, "affine rebuilt x");
+    }
+    // A scale below min_scale: the first such element, named as the CPU names it.
+    Pair x = random_pair(xs, t, 97), h = random_pair(hs, t, 98, -50, 50), y = empty_pair(xs, t);
+    std::string cpu_error, gpu_error;
+    try {
+      cpu().affine_forward(x.cpu, h.cpu, 20.0, 0.5, false, y.cpu, "affine");
+    } catch (const Error& e) {
+      cpu_error = e.what();
+    }
+    try {
+      gpu().affine_forward(x.gpu, h.gpu, 20.0, 0.5, false, y.gpu, "affine");
+    } catch (const Error& e) {
+      gpu_error = e.what();
+    }
+    CHECK(cpu_error.find("is below min_scale") != std::string::npos);
+    CHECK(gpu_error == cpu_error);
+  }
+}
+
+TEST_CASE("cuda NaN and inf: kept as on the CPU, found by first_non_finite") {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  const Shape s{2, 3, 6, 6};  // 216 elements: NaN, inf and -inf scattered
+  const Shape ms{(s.numel() + 7) / 8};
+  const Pool2dGeometry g{.N = 2,
+                         .C = 3,
+                         .H = 6,
+                         .W = 6,
+                         .P = 3,
+                         .Q = 3,
+                         .kernel_h = 2,
+                         .kernel_w = 2,
+                         .stride_h = 2,
+                         .stride_w = 2};
+  for (DType t : kFloats) {
+    Tensor h = random_pair(s, t, 70).cpu;
+    for (int64_t i = 5; i < s.numel(); i += 7) {
+      const double v = i % 3 == 0 ? nan : i % 3 == 1 ? inf : -inf;
+      if (t == DType::f32) h.data<float>()[i] = static_cast<float>(v);
+      if (t == DType::f64) h.data<double>()[i] = v;
+    }
+    Pair x = upload(h);
+    Pair y = empty_pair(s, t), mask = empty_pair(ms, DType::u8), ty = empty_pair(s, t);
+    Pair tmask = empty_pair(ms, DType::u8), dropped = empty_pair(s, t);
+    Pair dmask = empty_pair(ms, DType::u8), py = empty_pair({2, 3, 3, 3}, t);
+    Pair index = empty_pair({2, 3, 3, 3}, DType::u8);
+    on_both([&](Backend& be, auto side) {
+      be.relu_forward(side(x), side(y), side(mask));
+      be.threshold_forward(side(x), 0.25, -2, side(ty), side(tmask));
+      be.dropout_forward(side(x), 0.3, 42, 7, side(dropped), side(dmask));
+      be.maxpool2d_forward(g, side(x), side(py), side(index));
+    });
+    check_equal(y, "relu y with NaN");  // y = x bits where kept
+    check_equal(mask, "relu mask with NaN");
+    check_equal(ty, "threshold y with NaN");
+    check_equal(tmask, "threshold mask with NaN");
+    check_close(dropped, "dropout y with NaN");  // a NaN's payload may differ
+    check_equal(dmask, "dropout mask with NaN");
+    check_equal(py, "max_pool2d y with NaN");
+    check_equal(index, "max_pool2d index with NaN");
+    CHECK(cpu().first_non_finite(x.cpu) == 5);
+    CHECK(gpu().first_non_finite(x.gpu) == 5);
+    Pair finite = random_pair(s, t, 71);
+    CHECK(gpu().first_non_finite(finite.gpu) == -1);
   }
 }
 

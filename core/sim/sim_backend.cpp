@@ -1,0 +1,313 @@
+// SimBackend: each call checks that its tensors are sim memory, views their bytes from the host
+// (views made here and dropped when the call returns) and runs the CPU kernel on the views.
+#include "core/sim/sim_backend.h"
+
+#include <deque>
+#include <vector>
+
+#include "core/error.h"
+
+namespace frugal {
+
+namespace {
+
+// Host views of one call's sim tensors, alive until the call returns. A view keeps the
+// tensor's offset inside its storage's host block, so two views of one storage alias exactly
+// where the tensors do (kernels compare addresses to tell an in-place call).
+class Views {
+ public:
+  Views(const SimAllocator& alloc, const char* op) : alloc_(alloc), op_(op) {}
+
+  // The host view of t (undefined for an undefined t); throws unless t is sim memory.
+  Tensor& operator()(const Tensor& t) {
+    views_.push_back(view(t));
+    return views_.back();
+  }
+  std::span<Tensor> span(std::span<const Tensor> ts) {
+    std::vector<Tensor>& v = spans_.emplace_back();
+    for (const Tensor& t : ts) v.push_back(view(t));
+    return v;
+  }
+
+ private:
+  Tensor view(const Tensor& t) const {
+    if (!t.defined()) return t;
+    FRUGAL_CHECK(t.device() == alloc_.device(), "sim backend: ", op_, ": tensor ", t.shape(), " ",
+                 dtype_name(t.dtype()), " lives on ", t.device().str(),
+                 ", not on sim (copy host data in with copy_to_device)");
+    const Storage& s = *t.storage();
+    auto host =
+        std::make_shared<Storage>(alloc_.host_address(s.data()), s.bytes(), Device{}, s.role());
+    return Tensor(std::move(host), t.offset(), t.shape(), t.dtype());
+  }
+
+  const SimAllocator& alloc_;
+  const char* op_;
+  std::deque<Tensor> views_;
+  std::deque<std::vector<Tensor>> spans_;
+};
+
+void check_host_side(const char* op, const Tensor& host) {
+  FRUGAL_CHECK(host.device().is_host(), "sim backend: ", op, ": the host side ", host.shape(),
+               " lives on ", host.device().str(), ", not in host memory");
+}
+
+}  // namespace
+
+Backend& sim_backend() {
+  static SimBackend b(cpu_backend(), sim_allocator());
+  return b;
+}
+
+void SimBackend::copy_to_device(const Tensor& host, Tensor& dev) {
+  check_host_side("copy_to_device", host);
+  Views view(alloc_, "copy_to_device");
+  copy_bytes(host, view(dev));
+}
+
+void SimBackend::copy_to_host(const Tensor& dev, Tensor& host) {
+  check_host_side("copy_to_host", host);
+  Views view(alloc_, "copy_to_host");
+  copy_bytes(view(dev), host);
+}
+
+void SimBackend::fill(Tensor& t, double value) {
+  Views view(alloc_, "fill");
+  cpu_.fill(view(t), value);
+}
+
+void SimBackend::copy(const Tensor& x, Tensor& y) {
+  Views view(alloc_, "copy");
+  cpu_.copy(view(x), view(y));
+}
+
+void SimBackend::accumulate(const Tensor& x, Tensor& y) {
+  Views view(alloc_, "accumulate");
+  cpu_.accumulate(view(x), view(y));
+}
+
+int64_t SimBackend::first_non_finite(const Tensor& t) {
+  Views view(alloc_, "first_non_finite");
+  return cpu_.first_non_finite(view(t));
+}
+
+void SimBackend::linear_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) {
+  Views view(alloc_, "linear_forward");
+  cpu_.linear_forward(view(x), view(w), view(b), view(y));
+}
+
+void SimBackend::linear_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) {
+  Views view(alloc_, "linear_backward_data");
+  cpu_.linear_backward_data(view(dy), view(w), view(dx));
+}
+
+void SimBackend::linear_backward_weight(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db) {
+  Views view(alloc_, "linear_backward_weight");
+  cpu_.linear_backward_weight(view(x), view(dy), view(dw), view(db));
+}
+
+size_t SimBackend::conv2d_forward_scratch(const Conv2dGeometry& g, DType t) const {
+  return cpu_.conv2d_forward_scratch(g, t);
+}
+
+size_t SimBackend::conv2d_backward_scratch(const Conv2dGeometry& g, DType t) const {
+  return cpu_.conv2d_backward_scratch(g, t);
+}
+
+void SimBackend::conv2d_forward(const Conv2dGeometry& g, const Tensor& x, const Tensor& w,
+                                const Tensor& b, Tensor& y, Tensor& scratch) {
+  Views view(alloc_, "conv2d_forward");
+  cpu_.conv2d_forward(g, view(x), view(w), view(b), view(y), view(scratch));
+}
+
+void SimBackend::conv2d_backward_data(const Conv2dGeometry& g, const Tensor& dy, const Tensor& w,
+                                      Tensor& dx, Tensor& scratch) {
+  Views view(alloc_, "conv2d_backward_data");
+  cpu_.conv2d_backward_data(g, view(dy), view(w), view(dx), view(scratch));
+}
+
+void SimBackend::conv2d_backward_filter(const Conv2dGeometry& g, const Tensor& x, const Tensor& dy,
+                                        Tensor& dw, Tensor& db, Tensor& scratch) {
+  Views view(alloc_, "conv2d_backward_filter");
+  cpu_.conv2d_backward_filter(g, view(x), view(dy), view(dw), view(db), view(scratch));
+}
+
+void SimBackend::maxpool2d_forward(const Pool2dGeometry& g, const Tensor& x, Tensor& y,
+                                   Tensor& index) {
+  Views view(alloc_, "maxpool2d_forward");
+  cpu_.maxpool2d_forward(g, view(x), view(y), view(index));
+}
+
+void SimBackend::maxpool2d_backward(const Pool2dGeometry& g, const Tensor& dy, const Tensor& index,
+                                    Tensor& dx) {
+  Views view(alloc_, "maxpool2d_backward");
+  cpu_.maxpool2d_backward(g, view(dy), view(index), view(dx));
+}
+
+void SimBackend::avgpool2d_forward(const Pool2dGeometry& g, const Tensor& x, Tensor& y) {
+  Views view(alloc_, "avgpool2d_forward");
+  cpu_.avgpool2d_forward(g, view(x), view(y));
+}
+
+void SimBackend::avgpool2d_backward(const Pool2dGeometry& g, const Tensor& dy, Tensor& dx) {
+  Views view(alloc_, "avgpool2d_backward");
+  cpu_.avgpool2d_backward(g, view(dy), view(dx));
+}
+
+void SimBackend::batchnorm_forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                         Tensor& running_mean, Tensor& running_var, double momentum,
+                                         double eps, Tensor& y, Tensor& mean, Tensor& inv_std) {
+  Views view(alloc_, "batchnorm_forward_train");
+  cpu_.batchnorm_forward_train(view(x), view(gamma), view(beta), view(running_mean),
+                               view(running_var), momentum, eps, view(y), view(mean),
+                               view(inv_std));
+}
+
+void SimBackend::batchnorm_forward_infer(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                         const Tensor& running_mean, const Tensor& running_var,
+                                         double eps, Tensor& y) {
+  Views view(alloc_, "batchnorm_forward_infer");
+  cpu_.batchnorm_forward_infer(view(x), view(gamma), view(beta), view(running_mean),
+                               view(running_var), eps, view(y));
+}
+
+void SimBackend::batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                    const Tensor& mean, const Tensor& inv_std, Tensor& dx,
+                                    Tensor& dgamma, Tensor& dbeta) {
+  Views view(alloc_, "batchnorm_backward");
+  cpu_.batchnorm_backward(view(x), view(dy), view(gamma), view(mean), view(inv_std), view(dx),
+                          view(dgamma), view(dbeta));
+}
+
+void SimBackend::relu_forward(const Tensor& x, Tensor& y, Tensor& mask) {
+  Views view(alloc_, "relu_forward");
+  cpu_.relu_forward(view(x), view(y), view(mask));
+}
+
+void SimBackend::relu_backward_mask(const Tensor& dy, const Tensor& mask, Tensor& dx) {
+  Views view(alloc_, "relu_backward_mask");
+  cpu_.relu_backward_mask(view(dy), view(mask), view(dx));
+}
+
+void SimBackend::relu_backward_output(const Tensor& dy, const Tensor& y, Tensor& dx) {
+  Views view(alloc_, "relu_backward_output");
+  cpu_.relu_backward_output(view(dy), view(y), view(dx));
+}
+
+void SimBackend::threshold_forward(const Tensor& x, double threshold, double value, Tensor& y,
+                                   Tensor& mask) {
+  Views view(alloc_, "threshold_forward");
+  cpu_.threshold_forward(view(x), threshold, value, view(y), view(mask));
+}
+
+void SimBackend::dropout_forward(const Tensor& x, double p, uint64_t seed, uint64_t stream,
+                                 Tensor& y, Tensor& mask) {
+  Views view(alloc_, "dropout_forward");
+  cpu_.dropout_forward(view(x), p, seed, stream, view(y), view(mask));
+}
+
+void SimBackend::masked_scale(const Tensor& dy, const Tensor& mask, double scale, Tensor& dx) {
+  Views view(alloc_, "masked_scale");
+  cpu_.masked_scale(view(dy), view(mask), scale, view(dx));
+}
+
+void SimBackend::add(const Tensor& a, const Tensor& b, Tensor& y) {
+  Views view(alloc_, "add");
+  cpu_.add(view(a), view(b), view(y));
+}
+
+void SimBackend::subtract(const Tensor& a, const Tensor& b, Tensor& y) {
+  Views view(alloc_, "subtract");
+  cpu_.subtract(view(a), view(b), view(y));
+}
+
+void SimBackend::concat_forward(std::span<const Tensor> xs, Tensor& y) {
+  Views view(alloc_, "concat_forward");
+  cpu_.concat_forward(view.span(xs), view(y));
+}
+
+void SimBackend::concat_backward(const Tensor& dy, std::span<Tensor> dxs) {
+  Views view(alloc_, "concat_backward");
+  cpu_.concat_backward(view(dy), view.span(dxs));
+}
+
+void SimBackend::leaky_relu_forward(const Tensor& x, double slope, Tensor& y, Tensor& mask) {
+  Views view(alloc_, "leaky_relu_forward");
+  cpu_.leaky_relu_forward(view(x), slope, view(y), view(mask));
+}
+
+void SimBackend::leaky_relu_backward_mask(const Tensor& dy, const Tensor& mask, double slope,
+                                          Tensor& dx) {
+  Views view(alloc_, "leaky_relu_backward_mask");
+  cpu_.leaky_relu_backward_mask(view(dy), view(mask), slope, view(dx));
+}
+
+void SimBackend::leaky_relu_backward_output(const Tensor& dy, const Tensor& y, double slope,
+                                            Tensor& dx) {
+  Views view(alloc_, "leaky_relu_backward_output");
+  cpu_.leaky_relu_backward_output(view(dy), view(y), slope, view(dx));
+}
+
+void SimBackend::fixed_point_round(const Tensor& x, int range_bits, Tensor& y,
+                                   const std::string& who) {
+  Views view(alloc_, "fixed_point_round");
+  cpu_.fixed_point_round(view(x), range_bits, view(y), who);
+}
+
+void SimBackend::fixed_point_add(const Tensor& a, const Tensor& f, int range_bits, bool subtract,
+                                 Tensor& y, const std::string& who) {
+  Views view(alloc_, "fixed_point_add");
+  cpu_.fixed_point_add(view(a), view(f), range_bits, subtract, view(y), who);
+}
+
+void SimBackend::affine_forward(const Tensor& x, const Tensor& h, double clamp, double min_scale,
+                                bool inverse, Tensor& y, const std::string& who) {
+  Views view(alloc_, "affine_forward");
+  cpu_.affine_forward(view(x), view(h), clamp, min_scale, inverse, view(y), who);
+}
+
+void SimBackend::affine_backward(const Tensor& y, const Tensor& h, const Tensor& dy, double clamp,
+                                 double min_scale, bool inverse, Tensor& dx, Tensor& dh, Tensor& x,
+                                 const std::string& who) {
+  Views view(alloc_, "affine_backward");
+  cpu_.affine_backward(view(y), view(h), view(dy), clamp, min_scale, inverse, view(dx), view(dh),
+                       view(x), who);
+}
+
+void SimBackend::log_softmax_forward(const Tensor& x, Tensor& y) {
+  Views view(alloc_, "log_softmax_forward");
+  cpu_.log_softmax_forward(view(x), view(y));
+}
+
+void SimBackend::log_softmax_backward(const Tensor& dy, const Tensor& y, Tensor& dx) {
+  Views view(alloc_, "log_softmax_backward");
+  cpu_.log_softmax_backward(view(dy), view(y), view(dx));
+}
+
+void SimBackend::nll_forward(const Tensor& logp, const Tensor& labels, Tensor& loss) {
+  Views view(alloc_, "nll_forward");
+  cpu_.nll_forward(view(logp), view(labels), view(loss));
+}
+
+void SimBackend::nll_backward(const Tensor& dloss, const Tensor& labels, Tensor& dlogp) {
+  Views view(alloc_, "nll_backward");
+  cpu_.nll_backward(view(dloss), view(labels), view(dlogp));
+}
+
+void SimBackend::softmax_cross_entropy_forward(const Tensor& x, const Tensor& labels,
+                                               Tensor& loss) {
+  Views view(alloc_, "softmax_cross_entropy_forward");
+  cpu_.softmax_cross_entropy_forward(view(x), view(labels), view(loss));
+}
+
+void SimBackend::softmax_cross_entropy_backward(const Tensor& x, const Tensor& labels,
+                                                const Tensor& dloss, Tensor& dx) {
+  Views view(alloc_, "softmax_cross_entropy_backward");
+  cpu_.softmax_cross_entropy_backward(view(x), view(labels), view(dloss), view(dx));
+}
+
+void SimBackend::sgd_step(Tensor& w, const Tensor& dw, Tensor& v, const SgdConfig& c) {
+  Views view(alloc_, "sgd_step");
+  cpu_.sgd_step(view(w), view(dw), view(v), c);
+}
+}  // namespace frugal

@@ -1,0 +1,93 @@
+// The simulated device's backend: every kernel is the CPU backend's, run on host views of sim
+// memory that only this backend can make (core/sim/sim_allocator.h). Host code that reads or
+// writes a sim tensor any other way faults at once, so a run on this backend proves that every
+// byte host code touches went through a backend copy, and its results are the CPU's bit for bit.
+#pragma once
+
+#include "core/backend.h"
+#include "core/sim/sim_allocator.h"
+
+namespace frugal {
+
+class SimBackend final : public Backend {
+ public:
+  SimBackend(Backend& cpu, SimAllocator& alloc) : cpu_(cpu), alloc_(alloc) {}
+
+  Device device() const override { return alloc_.device(); }
+  int threads() const override { return cpu_.threads(); }
+  Allocator& allocator() const override { return alloc_; }
+
+  // Every tensor argument must live in sim memory, except the host side of the two copies.
+  void copy_to_device(const Tensor& host, Tensor& dev) override;
+  void copy_to_host(const Tensor& dev, Tensor& host) override;
+  void fill(Tensor& t, double value) override;
+  void copy(const Tensor& x, Tensor& y) override;
+  void accumulate(const Tensor& x, Tensor& y) override;
+  int64_t first_non_finite(const Tensor& t) override;
+  void linear_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) override;
+  void linear_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) override;
+  void linear_backward_weight(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db) override;
+  size_t conv2d_forward_scratch(const Conv2dGeometry& g, DType t) const override;
+  size_t conv2d_backward_scratch(const Conv2dGeometry& g, DType t) const override;
+  void conv2d_forward(const Conv2dGeometry& g, const Tensor& x, const Tensor& w, const Tensor& b,
+                      Tensor& y, Tensor& scratch) override;
+  void conv2d_backward_data(const Conv2dGeometry& g, const Tensor& dy, const Tensor& w, Tensor& dx,
+                            Tensor& scratch) override;
+  void conv2d_backward_filter(const Conv2dGeometry& g, const Tensor& x, const Tensor& dy,
+                              Tensor& dw, Tensor& db, Tensor& scratch) override;
+  void maxpool2d_forward(const Pool2dGeometry& g, const Tensor& x, Tensor& y,
+                         Tensor& index) override;
+  void maxpool2d_backward(const Pool2dGeometry& g, const Tensor& dy, const Tensor& index,
+                          Tensor& dx) override;
+  void avgpool2d_forward(const Pool2dGeometry& g, const Tensor& x, Tensor& y) override;
+  void avgpool2d_backward(const Pool2dGeometry& g, const Tensor& dy, Tensor& dx) override;
+  void batchnorm_forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                               Tensor& running_mean, Tensor& running_var, double momentum,
+                               double eps, Tensor& y, Tensor& mean, Tensor& inv_std) override;
+  void batchnorm_forward_infer(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                               const Tensor& running_mean, const Tensor& running_var, double eps,
+                               Tensor& y) override;
+  void batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                          const Tensor& mean, const Tensor& inv_std, Tensor& dx, Tensor& dgamma,
+                          Tensor& dbeta) override;
+  void relu_forward(const Tensor& x, Tensor& y, Tensor& mask) override;
+  void relu_backward_mask(const Tensor& dy, const Tensor& mask, Tensor& dx) override;
+  void relu_backward_output(const Tensor& dy, const Tensor& y, Tensor& dx) override;
+  void threshold_forward(const Tensor& x, double threshold, double value, Tensor& y,
+                         Tensor& mask) override;
+  void dropout_forward(const Tensor& x, double p, uint64_t seed, uint64_t stream, Tensor& y,
+                       Tensor& mask) override;
+  void masked_scale(const Tensor& dy, const Tensor& mask, double scale, Tensor& dx) override;
+  void add(const Tensor& a, const Tensor& b, Tensor& y) override;
+  void subtract(const Tensor& a, const Tensor& b, Tensor& y) override;
+  void concat_forward(std::span<const Tensor> xs, Tensor& y) override;
+  void concat_backward(const Tensor& dy, std::span<Tensor> dxs) override;
+  void leaky_relu_forward(const Tensor& x, double slope, Tensor& y, Tensor& mask) override;
+  void leaky_relu_backward_mask(const Tensor& dy, const Tensor& mask, double slope,
+                                Tensor& dx) override;
+  void leaky_relu_backward_output(const Tensor& dy, const Tensor& y, double slope,
+                                  Tensor& dx) override;
+  void fixed_point_round(const Tensor& x, int range_bits, Tensor& y,
+                         const std::string& who) override;
+  void fixed_point_add(const Tensor& a, const Tensor& f, int range_bits, bool subtract, Tensor& y,
+                       const std::string& who) override;
+  void affine_forward(const Tensor& x, const Tensor& h, double clamp, double min_scale,
+                      bool inverse, Tensor& y, const std::string& who) override;
+  void affine_backward(const Tensor& y, const Tensor& h, const Tensor& dy, double clamp,
+                       double min_scale, bool inverse, Tensor& dx, Tensor& dh, Tensor& x,
+                       const std::string& who) override;
+  void log_softmax_forward(const Tensor& x, Tensor& y) override;
+  void log_softmax_backward(const Tensor& dy, const Tensor& y, Tensor& dx) override;
+  void nll_forward(const Tensor& logp, const Tensor& labels, Tensor& loss) override;
+  void nll_backward(const Tensor& dloss, const Tensor& labels, Tensor& dlogp) override;
+  void softmax_cross_entropy_forward(const Tensor& x, const Tensor& labels, Tensor& loss) override;
+  void softmax_cross_entropy_backward(const Tensor& x, const Tensor& labels, const Tensor& dloss,
+                                      Tensor& dx) override;
+  void sgd_step(Tensor& w, const Tensor& dw, Tensor& v, const SgdConfig& c) override;
+
+ private:
+  Backend& cpu_;
+  SimAllocator& alloc_;
+};
+
+}  // namespace frugal

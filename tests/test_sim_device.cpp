@@ -1,0 +1,309 @@
+// The simulated device (core/sim/): host code that touches its memory outside the backend faults
+// at once, and the executor (baseline and planned), training with evaluation, checkpoint save and
+// resume, reversible, affine coupling and invertible blocks, and a memory budget's checkpointed
+// ResNet run on it with results bitwise equal to the CPU backend's.
+#include <doctest/doctest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstring>
+#include <functional>
+
+#include "check/gradcheck.h"
+#include "data/synthetic.h"
+#include "layers/conv2d.h"
+#include "layers/fixed_point.h"
+#include "layers/flatten.h"
+#include "layers/leaky_relu.h"
+#include "layers/linear.h"
+#include "layers/relu.h"
+#include "layers/softmax_cross_entropy.h"
+#include "recompute/affine_coupling.h"
+#include "recompute/invertible.h"
+#include "recompute/reversible.h"
+#include "run/executor.h"
+#include "tests/temp_dir.h"
+#include "train/step_budget.h"
+#include "train/trainer.h"
+
+using namespace frugal;
+using namespace frugal::testing;
+
+namespace {
+
+// Runs f in a forked child with the default SIGSEGV action and no core file; returns the
+// signal that ended the child, 0 if it exited.
+int signal_of(const std::function<void()>& f) {
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    const rlimit no_core{0, 0};
+    setrlimit(RLIMIT_CORE, &no_core);
+    std::signal(SIGSEGV, SIG_DFL);
+    f();
+    _exit(0);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+}
+
+// A host copy of t, detached from t's memory.
+Tensor snapshot(Backend& be, const Tensor& t) {
+  return clone(to_host(be, t));
+}
+
+void check_all_bitwise(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    CAPTURE(i);
+    CHECK(bitwise_equal(a[i], b[i]));
+  }
+}
+
+// Every parameter, running statistic and momentum buffer of a store, as host copies.
+std::vector<Tensor> state_of(ParamStore& store) {
+  std::vector<Tensor> out;
+  for (Parameter* p : store.all()) {
+    out.push_back(snapshot(store.backend(), p->value));
+    if (p->momentum.defined()) out.push_back(snapshot(store.backend(), p->momentum));
+  }
+  return out;
+}
+
+std::vector<uint32_t> loss_bits(Trainer& t, int steps) {
+  std::vector<uint32_t> bits;
+  for (int i = 0; i < steps; ++i) {
+    const float loss = t.step().loss;
+    uint32_t u;
+    std::memcpy(&u, &loss, 4);
+    bits.push_back(u);
+  }
+  return bits;
+}
+
+// `steps` SGD steps (momentum 0.9) of `net` over (N,C,H,W) images on `be`, planned runs
+// poisoned: each step's loss, logits and d images, every parameter gradient, then every
+// parameter, running statistic and momentum buffer, all as host copies.
+std::vector<Tensor> train_on(Backend& be, const std::function<Value(Value)>& net, Shape shape,
+                             int64_t classes, MemoryMode memory, int steps) {
+  ParamStore store(7, be);
+  Tape tape(store, DType::f32);
+  Value x = tape.input("images", shape, DType::f32, true);
+  Value labels = tape.input("labels", {shape[0]}, DType::i32);
+  Value logits = net(x);
+  Value loss = softmax_cross_entropy(logits, labels);
+  Executor ex(tape, be,
+              {.memory = memory,
+               .poison = memory == MemoryMode::planned,
+               .seed = 3,
+               .keep = {loss, logits},
+               .keep_param_grads = true,
+               .sgd = SgdConfig{.lr = 0.05, .momentum = 0.9}});
+  std::vector<Tensor> out;
+  for (int step = 0; step < steps; ++step) {
+    ex.set_input(x, random_tensor(shape, 10 + step, -1, 1, DType::f32));
+    ex.set_input(labels, random_labels(shape[0], classes, 20 + step));
+    ex.forward();
+    out.push_back(snapshot(be, ex.value(loss)));
+    out.push_back(snapshot(be, ex.value(logits)));
+    ex.backward(loss);
+    out.push_back(snapshot(be, ex.grad(x)));
+    for (size_t v = 0; v < tape.values().size(); ++v)
+      if (tape.values()[v].kind == ValueKind::param && tape.values()[v].requires_grad)
+        out.push_back(snapshot(be, ex.grad(Value(&tape, static_cast<int>(v)))));
+  }
+  for (const Tensor& t : state_of(store)) out.push_back(t);
+  return out;
+}
+
+// A bundled model as train_on's network.
+std::function<Value(Value)> bundled(const std::string& name, const ModelConfig& config = {}) {
+  return [=](Value x) { return find_model(name).build(x, config); };
+}
+
+// conv 3x3 -> ReLU -> conv 3x3 from a half's channels to `out` channels.
+Value half(Value h, int64_t out) {
+  h = relu(conv2d(h, {.out = h.shape()[1], .kernel = 3, .pad = 1}));
+  return conv2d(h, {.out = out, .kernel = 3, .pad = 1});
+}
+
+// LeakyReLU, an affine coupling block, the fixed-point grid and an exact reversible block,
+// then a linear head: every host loop that moved into the backend, in one network.
+Value coupling_net(Value x) {
+  x = leaky_relu(x, 0.1);
+  x = affine_coupling_block(
+      x, [](Value h) { return half(h, 2 * h.shape()[1]); },
+      [](Value h) { return half(h, h.shape()[1]); });
+  x = fixed_point(x);
+  auto f = [](Value h) { return half(h, h.shape()[1]); };
+  x = reversible_block(x, f, f, {.fixed_point = FixedPoint{}});
+  return linear(flatten(x), {.out = 5});
+}
+
+}  // namespace
+
+TEST_CASE("sim device: host access to its memory faults, backend copies reach it") {
+  Backend& sim = sim_backend();
+  CHECK(sim.device().str() == "sim");
+  CHECK(!sim.device().is_host());
+  Tensor t = Tensor::empty({4, 8}, DType::f32, Role::input, sim.allocator());
+  CHECK(t.device() == sim.device());
+  CHECK_THROWS_WITH_AS(t.data<float>(), doctest::Contains("lives on sim; copy it to the host"),
+                       Error);
+  CHECK_THROWS_WITH_AS(t.raw(), doctest::Contains("lives on sim"), Error);
+  CHECK_THROWS_WITH_AS(bitwise_equal(t, t), doctest::Contains("lives on sim"), Error);
+
+  const Tensor host = random_tensor({4, 8}, 1, -1, 1, DType::f32);
+  sim.copy_to_device(host, t);
+  Tensor sum = Tensor::empty({4, 8}, DType::f32, Role::input, sim.allocator());
+  sim.add(t, t, sum);
+  Tensor back = Tensor::empty({4, 8}, DType::f32);
+  sim.copy_to_host(sum, back);
+  for (int64_t i = 0; i < host.numel(); ++i)
+    REQUIRE(back.data<float>()[i] == host.data<float>()[i] + host.data<float>()[i]);
+
+  // A stray read or write through the device address, before or after kernels ran on it.
+  const auto* p = static_cast<const volatile float*>(t.device_raw());
+  CHECK(signal_of([&] { (void)p[0]; }) == SIGSEGV);
+  CHECK(signal_of([&] { const_cast<volatile float*>(p)[5] = 1.0f; }) == SIGSEGV);
+  CHECK(signal_of([&] { std::memcpy(back.raw(), sum.device_raw(), 16); }) == SIGSEGV);
+  CHECK(signal_of([] {}) == 0);  // the child itself runs cleanly
+}
+
+TEST_CASE("sim device: kernels take sim memory only, and an executor one device") {
+  Backend& sim = sim_backend();
+  Tensor host = Tensor::empty({3}, DType::f32);
+  Tensor dev = Tensor::empty({3}, DType::f32, Role::input, sim.allocator());
+  CHECK_THROWS_WITH_AS(sim.fill(host, 1.0),
+                       doctest::Contains("sim backend: fill: tensor [3] f32 lives on cpu"), Error);
+  CHECK_THROWS_WITH_AS(cpu_backend().fill(dev, 1.0), doctest::Contains("lives on sim"), Error);
+  CHECK_THROWS_WITH_AS(sim.copy_to_device(dev, dev), doctest::Contains("the host side"), Error);
+
+  ParamStore cpu_params(1);
+  Tape tape(cpu_params, DType::f32);
+  Value x = tape.input("x", {2, 3}, DType::f32);
+  Value y = linear(x, {.out = 2});
+  CHECK_THROWS_WITH_AS(
+      Executor(tape, sim, {.keep = {y}}),
+      doctest::Contains("parameter 'linear0.weight' lives on cpu, the backend runs "
+                        "on sim (make the ParamStore with this backend)"),
+      Error);
+  CHECK_THROWS_WITH_AS(
+      Executor(tape, cpu_backend(), {.keep = {y}}, sim.allocator()),
+      doctest::Contains("the allocator's memory is on sim, the backend runs on cpu"), Error);
+  CHECK_THROWS_WITH_AS(backend_named("tpu"), "unknown device 'tpu'; valid: cpu, sim, cuda", Error);
+  CHECK(&backend_named("sim") == &sim);
+}
+
+TEST_CASE(
+    "sim device: executor steps of a small CNN equal the CPU's bitwise, baseline and planned") {
+  const Shape shape{4, 1, 28, 28};
+  for (MemoryMode memory : {MemoryMode::baseline, MemoryMode::planned}) {
+    CAPTURE(memory_mode_name(memory));
+    const std::vector<Tensor> cpu =
+        train_on(cpu_backend(), bundled("small-cnn"), shape, 10, memory, 2);
+    const std::vector<Tensor> sim =
+        train_on(sim_backend(), bundled("small-cnn"), shape, 10, memory, 2);
+    check_all_bitwise(cpu, sim);
+  }
+}
+
+TEST_CASE(
+    "sim device: leaky_relu, affine coupling and fixed-point reversible blocks equal the CPU's") {
+  const Shape shape{2, 4, 6, 6};
+  for (MemoryMode memory : {MemoryMode::baseline, MemoryMode::planned}) {
+    CAPTURE(memory_mode_name(memory));
+    check_all_bitwise(train_on(cpu_backend(), coupling_net, shape, 5, memory, 2),
+                      train_on(sim_backend(), coupling_net, shape, 5, memory, 2));
+  }
+  // The invertible check runs on the store's backend.
+  auto fw = [](Value x) { return fixed_point(x); };
+  ParamStore cpu_params(2), sim_params(2, sim_backend());
+  const InvertibleCheck a = check_invertible(cpu_params, fw, fw, {Shape{2, 3}, DType::f64});
+  const InvertibleCheck b = check_invertible(sim_params, fw, fw, {Shape{2, 3}, DType::f64});
+  CHECK(a.max_abs == b.max_abs);
+  CHECK(a.worst == b.worst);
+}
+
+TEST_CASE("sim device: a RevNet-38 step equals the CPU's bitwise") {
+  const Shape shape{2, 3, 32, 32};
+  check_all_bitwise(
+      train_on(cpu_backend(), bundled("revnet38"), shape, 10, MemoryMode::planned, 1),
+      train_on(sim_backend(), bundled("revnet38"), shape, 10, MemoryMode::planned, 1));
+}
+
+TEST_CASE("sim device: trainer steps and evaluation equal the CPU's bitwise") {
+  const Dataset train = synthetic_dataset({1, 28, 28}, 16 * 3, 10, 5);
+  const Dataset test = synthetic_dataset({1, 28, 28}, 30, 10, 6);  // 3 x 8 + 6: two executors
+  TrainOptions o{.model = "small-cnn", .batch = 16, .warmup = 2, .threads = 2, .eval_batch = 8};
+  Trainer cpu(o, train, test);
+  o.device = "sim";
+  Trainer sim(o, train, test);
+  CHECK(sim.backend().device().str() == "sim");
+  CHECK(sim.params().all().front()->value.device().str() == "sim");
+  CHECK(sim.executor().arena_bytes() == cpu.executor().arena_bytes());
+  CHECK(loss_bits(cpu, 3) == loss_bits(sim, 3));
+  CHECK(cpu.totals().correct == sim.totals().correct);
+  check_all_bitwise(state_of(cpu.params()), state_of(sim.params()));
+  CHECK(cpu.evaluate() == sim.evaluate());
+  CHECK(cpu.eval_memory_bytes() == sim.eval_memory_bytes());
+}
+
+TEST_CASE("sim device: a checkpoint saved on sim resumes bit for bit and equals the CPU's file") {
+  TempDir dir("frugal-sim");
+  const Dataset train = synthetic_dataset({3, 32, 32}, 8, 10, 1);
+  const Dataset test = synthetic_dataset({3, 32, 32}, 4, 10, 2);
+  TrainOptions o{.model = "resnet20",
+                 .epochs = 2,
+                 .batch = 2,
+                 .warmup = 2,
+                 .augment = true,
+                 .seed = 4,
+                 .threads = 2,
+                 .steps = 2,
+                 .eval_batch = 4};
+  Trainer cpu(o, train, test);
+  loss_bits(cpu, 3);
+  cpu.save(dir / "cpu.safetensors");
+  o.device = "sim";
+  Trainer first(o, train, test);
+  loss_bits(first, 3);
+  first.save(dir / "sim.safetensors");
+  CHECK(read_bytes(dir / "sim.safetensors") == read_bytes(dir / "cpu.safetensors"));
+  const std::vector<uint32_t> expected = loss_bits(first, 1);
+
+  Trainer resumed(o, train, test);
+  resumed.resume(dir / "sim.safetensors");
+  CHECK(resumed.global_step() == 3);
+  CHECK(loss_bits(resumed, 1) == expected);
+  check_all_bitwise(state_of(first.params()), state_of(resumed.params()));
+  CHECK(first.evaluate() == resumed.evaluate());
+}
+
+TEST_CASE("sim device: a memory budget's checkpointed ResNet-20 plans and trains as on the CPU") {
+  TrainingStep step{.model = "resnet20", .batch = 4, .keep_logits = true};
+  const size_t budget = size_t{9} << 19;  // 4.5 MiB
+  const BudgetSchedule on_cpu = fit_step_budget(step, budget);
+  step.backend = &sim_backend();
+  const BudgetSchedule on_sim = fit_step_budget(step, budget);
+  REQUIRE(!on_sim.schedule.checkpointed.empty());
+  CHECK(on_sim.planned_peak == on_cpu.planned_peak);
+  CHECK(on_sim.schedule.checkpointed.size() == on_cpu.schedule.checkpointed.size());
+
+  const Dataset train = synthetic_dataset({3, 32, 32}, 8, 10, 3);
+  TrainOptions o{.model = "resnet20",
+                 .batch = 4,
+                 .threads = 2,
+                 .steps = 2,
+                 .eval_batch = 4,
+                 .checkpoint_runs = on_sim.schedule.checkpointed};
+  Trainer cpu(o, train, train);
+  o.device = "sim";
+  Trainer sim(o, train, train);
+  CHECK(sim.executor().arena_bytes() == on_sim.planned_peak);  // the budget's plan is what runs
+  CHECK(loss_bits(cpu, 2) == loss_bits(sim, 2));
+  check_all_bitwise(state_of(cpu.params()), state_of(sim.params()));
+}
