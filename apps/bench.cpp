@@ -2,6 +2,7 @@
 // the peers measure theirs: the allocator's peak bytes (parameters, momentum, arena, inputs)
 // and the process peak RSS. bench/peers/ runs it beside PyTorch.
 #include "apps/commands.h"
+#include "apps/model_options.h"
 
 #include <sys/resource.h>
 
@@ -25,17 +26,9 @@
 namespace frugal {
 namespace {
 
-struct BenchOptions {
-  std::string model = "resnet110";
-  int64_t batch = 64;
+struct BenchOptions : ModelChoice {
   int steps = 5;  // the first is a warm-up
   MemoryMode memory = MemoryMode::planned;
-  Mode mode = Mode::training;
-  DType dtype = DType::f32;
-  bool dropout = true;
-  bool batch_norm = true;
-  int segments = 0;            // CIFAR ResNets: checkpoint segments (0: none)
-  size_t memory_budget = 0;    // CIFAR ResNets: bytes the planned arena must fit (0: none)
   std::vector<BlockRun> runs;  // the budget's checkpoint runs
   int threads = 0;             // 0: all cores
   bool im2col = false;         // every conv through im2col + GEMM, no direct kernels
@@ -172,41 +165,21 @@ void print_result(const BenchOptions& o, const BenchResult& r) {
 Action add_bench_command(CLI::App& app) {
   auto o = std::make_shared<BenchOptions>();
   auto memory = std::make_shared<std::string>("planned");
-  auto mode = std::make_shared<std::string>("training");
-  auto dtype = std::make_shared<std::string>("f32");
   CLI::App* c = app.add_subcommand(
       "bench", "Time steps of a bundled network on random data; peak allocator bytes and RSS");
-  std::vector<std::string> names;
-  for (const ModelSpec& s : model_specs()) names.push_back(s.name);
-  c->add_option("--model", o->model, "Network")->check(CLI::IsMember(names))->capture_default_str();
-  c->add_option("--batch", o->batch, "Batch size")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  add_model_options(c, o,
+                    {.mode_help = "training (SGD, momentum 0.9) or inference",
+                     .segments_help = "CIFAR ResNets: checkpoint the blocks in this many "
+                                      "segments, as PyTorch's checkpoint_sequential (0: none)",
+                     .budget_help = "CIFAR ResNets, training: checkpoint the runs of blocks with "
+                                    "the least recompute whose planned arena fits this many "
+                                    "bytes (K, M, G: powers of 1024)"});
   c->add_option("--steps", o->steps, "Steps to run; the first is a warm-up")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   c->add_option("--memory", *memory, "baseline or planned")
       ->check(CLI::IsMember({"baseline", "planned"}))
       ->capture_default_str();
-  c->add_option("--mode", *mode, "training (SGD, momentum 0.9) or inference")
-      ->check(CLI::IsMember({"training", "inference"}))
-      ->capture_default_str();
-  c->add_option("--dtype", *dtype, "f32 or f64")
-      ->check(CLI::IsMember({"f32", "f64"}))
-      ->capture_default_str();
-  c->add_flag(
-      "--no-dropout", [o](int64_t) { o->dropout = false; }, "Leave Dropout out");
-  c->add_flag(
-      "--no-batch-norm", [o](int64_t) { o->batch_norm = false; }, "Leave BatchNorm out (ResNets)");
-  c->add_option("--segments", o->segments,
-                "CIFAR ResNets: checkpoint the blocks in this many segments, as PyTorch's "
-                "checkpoint_sequential (0: none)")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
-  auto budget = std::make_shared<std::string>();
-  c->add_option("--memory-budget", *budget,
-                "CIFAR ResNets, training: checkpoint the runs of blocks with the least recompute "
-                "whose planned arena fits this many bytes (K, M, G: powers of 1024)");
   c->add_option("--threads", o->threads, "CPU threads (0: all cores)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
@@ -214,15 +187,12 @@ Action add_bench_command(CLI::App& app) {
               "Every convolution through im2col + GEMM, none through the direct f32 kernels "
               "(to compare the two)");
   c->add_flag("--json", o->json, "Print one JSON object (seconds and bytes)");
-  return [o, memory, mode, dtype, budget] {
+  return [o, memory] {
     o->memory = *memory == "baseline" ? MemoryMode::baseline : MemoryMode::planned;
-    o->mode = *mode == "inference" ? Mode::inference : Mode::training;
-    o->dtype = parse_dtype(*dtype);
-    if (!budget->empty()) {
+    if (o->memory_budget > 0) {
       FRUGAL_CHECK(o->mode == Mode::training && o->memory == MemoryMode::planned,
                    "bench --memory-budget: bounds the planned arena of a training step; use "
                    "--mode training --memory planned");
-      o->memory_budget = parse_bytes(*budget);
       const BudgetSchedule b =
           fit_step_budget({.model = o->model,
                            .batch = o->batch,

@@ -62,37 +62,24 @@ void render_svg(const std::string& dot, const std::string& path) {
 Action add_graph_command(CLI::App& app) {
   auto o = std::make_shared<MemoryOptions>();
   o->batch = 1;
-  auto mode = std::make_shared<std::string>("inference");
+  o->mode = Mode::inference;
   auto baseline = std::make_shared<bool>(false);
   auto all = std::make_shared<bool>(false);
   auto file = std::make_shared<std::string>();
   CLI::App* c = app.add_subcommand(
       "graph", "A bundled network as a graph picture; buffers that share memory share a colour");
-  std::vector<std::string> names;
-  for (const ModelSpec& s : model_specs()) names.push_back(s.name);
-  c->add_option("--model", o->model, "Network (see `frugal memory --list`)")
-      ->check(CLI::IsMember(names))
-      ->capture_default_str();
-  c->add_option("--mode", *mode, "inference or training")
-      ->check(CLI::IsMember({"inference", "training"}))
-      ->capture_default_str();
-  c->add_option("--batch", o->batch, "Batch size")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  add_model_options(c, o, {.dtype = false, .batch_norm = false, .recompute = false});
   auto planned_flag = std::make_shared<bool>(true);
   auto* planned = c->add_flag("--planned", *planned_flag, "Colour by the planned arena (default)");
   c->add_flag("--baseline", *baseline, "Every buffer its own memory (one colour each)")
       ->excludes(planned);
   c->add_flag("--all-buffers", *all, "Training: saved, scratch and gradient buffers too");
-  c->add_flag(
-      "--no-dropout", [o](int64_t) { o->dropout = false; }, "Leave Dropout out");
   c->add_option("-o,--output", *file, "FILE.dot (graphviz text) or FILE.svg (runs dot -Tsvg)")
       ->required();
-  return [o, mode, baseline, all, file, planned_flag] {
+  return [o, baseline, all, file, planned_flag] {
     const bool svg = ends_with(*file, ".svg");
     FRUGAL_CHECK(svg || ends_with(*file, ".dot"), "graph: output '", *file,
                  "' must end in .dot or .svg");
-    o->mode = *mode == "inference" ? Mode::inference : Mode::training;
     const MemoryMode memory = *baseline ? MemoryMode::baseline : MemoryMode::planned;
     RecordedModel rec{ParamStore::shapes_only(), nullptr, {}, {}, {}};
     record_model(rec, *o);

@@ -282,32 +282,12 @@ void print_model_list() {
 
 Action add_memory_command(CLI::App& app) {
   auto o = std::make_shared<MemoryOptions>();
-  auto mode = std::make_shared<std::string>("training");
-  auto dtype = std::make_shared<std::string>("f32");
   auto list = std::make_shared<bool>(false);
   auto tables = std::make_shared<bool>(false);
-  auto budget = std::make_shared<std::string>();
   CLI::App* c = app.add_subcommand(
       "memory",
       "Memory of a bundled network per mode (baseline, eager, planned, recompute), from shapes");
-  std::vector<std::string> names;
-  for (const ModelSpec& s : model_specs()) names.push_back(s.name);
-  c->add_option("--model", o->model, "Network (see --list)")
-      ->check(CLI::IsMember(names))
-      ->capture_default_str();
-  c->add_option("--batch", o->batch, "Batch size")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  c->add_option("--mode", *mode, "inference or training")
-      ->check(CLI::IsMember({"inference", "training"}))
-      ->capture_default_str();
-  c->add_option("--dtype", *dtype, "f32 or f64")
-      ->check(CLI::IsMember({"f32", "f64"}))
-      ->capture_default_str();
-  c->add_flag(
-      "--no-dropout", [o](int64_t) { o->dropout = false; }, "Leave Dropout out");
-  c->add_flag(
-      "--no-batch-norm", [o](int64_t) { o->batch_norm = false; }, "Leave BatchNorm out (ResNets)");
+  add_model_options(c, o);
   c->add_flag("--json", o->json, "Print one JSON object (byte counts)");
   c->add_flag("--run", o->run, "Also run one real step: measured bytes must equal planned bytes");
   c->add_option("--timeline", o->timeline,
@@ -315,23 +295,12 @@ Action add_memory_command(CLI::App& app) {
   c->add_option(
       "--trace", o->trace,
       "Write the planned layout as Chrome trace events (JSON, for Perfetto) to this file");
-  c->add_option("--segments", o->segments,
-                "CIFAR ResNets: checkpoint the chain of blocks in this many segments, as "
-                "PyTorch's checkpoint_sequential (runs of blocks/N, all but the last "
-                "checkpointed) for the recompute entry")
-      ->check(CLI::NonNegativeNumber);
-  c->add_option("--memory-budget", *budget,
-                "Training: checkpoint the runs of blocks with the least recompute whose planned "
-                "arena fits this many bytes (K, M, G: powers of 1024; e.g. 200M, 1.5G)");
   c->add_flag("--list", *list, "List the bundled networks");
   c->add_flag("--optnet-tables", *tables,
               "optnet's three published conditions, frugal beside optnet (with --json: an array)");
-  return [o, mode, dtype, list, tables, budget] {
+  return [o, list, tables] {
     if (*list) return print_model_list();
     if (*tables) return run_optnet_tables(o->json);
-    o->mode = *mode == "inference" ? Mode::inference : Mode::training;
-    o->dtype = parse_dtype(*dtype);
-    if (!budget->empty()) o->memory_budget = parse_bytes(*budget);
     run_memory(*o);
   };
 }

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "apps/model_options.h"
 #include "autograd/op.h"
 #include "autograd/tape.h"
 #include "memory/layout.h"
@@ -23,19 +24,11 @@
 
 namespace frugal {
 
-struct MemoryOptions {
-  std::string model = "resnet110";
-  int64_t batch = 64;
-  Mode mode = Mode::training;
-  DType dtype = DType::f32;
-  bool dropout = true;
-  bool batch_norm = true;
+struct MemoryOptions : ModelChoice {
   bool json = false;
   bool run = false;           // also execute one real step and compare measured with planned bytes
   std::string timeline = {};  // write the planned layout's live bytes over the step here (SVG)
   std::string trace = {};     // write the planned layout as Chrome trace events here (JSON)
-  int segments = 0;           // CIFAR ResNets: checkpoint the chain of blocks in this many runs
-  size_t memory_budget = 0;   // training: checkpoint runs whose planned arena fits (0: none)
   std::vector<BlockRun> checkpoint_runs = {};  // the runs the budget chose (run_memory sets it)
 };
 

@@ -108,12 +108,13 @@ void run_optnet_tables(bool json) {
       std::printf("\n");
     }
     for (const Published& p : c.rows) {
-      MemoryOptions o{.model = p.model,
-                      .batch = c.batch,
-                      .mode = c.mode,
-                      .dtype = c.dtype,
-                      .dropout = c.dropout,
-                      .batch_norm = c.resnet_bn || std::string(p.model) != "resnet110"};
+      MemoryOptions o;
+      o.model = p.model;
+      o.batch = c.batch;
+      o.mode = c.mode;
+      o.dtype = c.dtype;
+      o.dropout = c.dropout;
+      o.batch_norm = c.resnet_bn || std::string(p.model) != "resnet110";
       const MemoryReport r = memory_report_for(o);
       if (json) {
         nlohmann::ordered_json j = memory_report_json(o, r);

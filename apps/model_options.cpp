@@ -1,0 +1,56 @@
+// The bundled-network options of `frugal memory`, `frugal bench` and `frugal graph`.
+#include "apps/model_options.h"
+
+#include <vector>
+
+#include "core/error.h"
+#include "models/registry.h"
+#include "recompute/budget.h"
+
+namespace frugal {
+
+void add_model_options(CLI::App* c, const std::shared_ptr<ModelChoice>& o,
+                       const ModelOptionSet& which) {
+  std::vector<std::string> names;
+  for (const ModelSpec& s : model_specs()) names.push_back(s.name);
+  c->add_option("--model", o->model, "Network (see `frugal memory --list`)")
+      ->check(CLI::IsMember(names))
+      ->capture_default_str();
+  c->add_option("--batch", o->batch, "Batch size")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  c->add_option_function<std::string>(
+       "--mode",
+       [o](const std::string& m) { o->mode = m == "inference" ? Mode::inference : Mode::training; },
+       which.mode_help)
+      ->check(CLI::IsMember({"inference", "training"}))
+      ->default_str(mode_name(o->mode));
+  if (which.dtype)
+    c->add_option_function<std::string>(
+         "--dtype", [o](const std::string& d) { o->dtype = parse_dtype(d); }, "f32 or f64")
+        ->check(CLI::IsMember({"f32", "f64"}))
+        ->default_str(dtype_name(o->dtype));
+  c->add_flag(
+      "--no-dropout", [o](int64_t) { o->dropout = false; }, "Leave Dropout out");
+  if (which.batch_norm)
+    c->add_flag(
+        "--no-batch-norm", [o](int64_t) { o->batch_norm = false; },
+        "Leave BatchNorm out (ResNets)");
+  if (which.recompute) {
+    c->add_option("--segments", o->segments, which.segments_help)
+        ->check(CLI::NonNegativeNumber)
+        ->capture_default_str();
+    c->add_option_function<std::string>(
+        "--memory-budget",
+        [o](const std::string& text) {
+          try {
+            o->memory_budget = parse_bytes(text);
+          } catch (const Error& e) {
+            throw CLI::ValidationError("--memory-budget", e.what());
+          }
+        },
+        which.budget_help);
+  }
+}
+
+}  // namespace frugal

@@ -1,0 +1,46 @@
+// The options that pick a bundled network's step, shared by `frugal memory`, `frugal bench` and
+// `frugal graph`: --model, --batch, --mode, --dtype, --no-dropout, --no-batch-norm, --segments
+// and --memory-budget, parsed straight into a ModelChoice.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/dtype.h"
+#include "core/roles.h"
+
+namespace frugal {
+
+struct ModelChoice {
+  std::string model = "resnet110";
+  int64_t batch = 64;
+  Mode mode = Mode::training;
+  DType dtype = DType::f32;
+  bool dropout = true;
+  bool batch_norm = true;
+  int segments = 0;          // CIFAR ResNets: checkpoint the chain of blocks in this many runs
+  size_t memory_budget = 0;  // training: checkpoint runs whose planned arena fits (0: none)
+};
+
+// Which of the options a command takes, and their help where it differs between commands.
+struct ModelOptionSet {
+  std::string mode_help = "inference or training";
+  bool dtype = true;
+  bool batch_norm = true;
+  bool recompute = true;  // --segments and --memory-budget
+  std::string segments_help =
+      "CIFAR ResNets: checkpoint the chain of blocks in this many segments, as PyTorch's "
+      "checkpoint_sequential (runs of blocks/N, all but the last checkpointed)";
+  std::string budget_help =
+      "Training: checkpoint the runs of blocks with the least recompute whose planned arena "
+      "fits this many bytes (K, M, G: powers of 1024; e.g. 200M, 1.5G)";
+};
+
+// Adds the options to `c`; they write into `*o` as they are parsed (--memory-budget through
+// parse_bytes, so a bad size is an error naming it).
+void add_model_options(CLI::App* c, const std::shared_ptr<ModelChoice>& o,
+                       const ModelOptionSet& which = {});
+
+}  // namespace frugal
