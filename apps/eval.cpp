@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "apps/commands.h"
+#include "apps/options.h"
 #include "apps/progress.h"
 #include "apps/train.h"
 #include "core/backend.h"
@@ -16,7 +17,7 @@ namespace frugal {
 
 void run_eval(const EvalCommand& c) {
   const ModelSpec& model = find_model(c.model);
-  set_cpu_threads(c.threads);
+  set_cpu_threads(capped_threads(c.threads));
   const Safetensors file = load_safetensors(c.weights);  // check the file before the data
   const Dataset test = load_data(c.data, model, false, {.train = 1, .test = c.batch});
   ParamStore params(0, backend_named(c.device));
@@ -46,13 +47,14 @@ Action add_eval_command(CLI::App& app) {
                    "Fashion-MNIST IDX directory, CIFAR-10 binary directory, or 'synthetic'")
       ->capture_default_str();
   eval->add_option("--batch", c->batch, "Test batch size")
-      ->check(CLI::PositiveNumber)
+      ->check(whole_number(1))
       ->capture_default_str();
   auto float_coupling = std::make_shared<bool>(false);
   eval->add_flag("--float-coupling", *float_coupling,
                  "RevNets: memcnn's floating-point coupling (default: the fixed-point one)");
-  eval->add_option("--threads", c->threads, "CPU threads (0: all cores)")
-      ->check(CLI::NonNegativeNumber)
+  eval->add_option("--threads", c->threads,
+                   "CPU threads (0: all cores; more than the cores: capped)")
+      ->check(whole_number(0, kMaxThreads))
       ->capture_default_str();
   eval->add_option("--device", c->device, "Where it runs: cpu, sim (the simulated device) or cuda")
       ->check(CLI::IsMember({"cpu", "sim", "cuda"}))

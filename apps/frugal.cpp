@@ -1,5 +1,6 @@
 // The frugal command: `frugal train`, `frugal eval`, `frugal memory`, `frugal graph`, `frugal
-// bench`. Bad data or options print `error: <message>` and exit 1.
+// bench`. Bad data or options print one line, `error: <message>`, and exit non-zero (1, or
+// CLI11's code for a command line it cannot parse).
 #include <cstdio>
 #include <exception>
 #include <vector>
@@ -15,7 +16,13 @@ int main(int argc, char** argv) {
     frugal::Action action = add(app);
     commands.emplace_back(app.get_subcommands({}).back(), std::move(action));
   }
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    std::fprintf(stderr, "error: %s (see %s --help)\n", e.what(), argv[0]);
+    return e.get_exit_code();
+  }
   try {
     for (auto& [command, action] : commands)
       if (command->parsed()) action();

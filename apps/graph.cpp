@@ -10,9 +10,12 @@
 #include <cstring>
 
 #include "apps/commands.h"
-#include "apps/memory.h"
-#include "models/registry.h"
+#include "apps/model_options.h"
+#include "models/step.h"
 #include "report/graph.h"
+#include "report/report.h"
+#include "report/text_file.h"
+#include "run/plan.h"
 
 extern char** environ;
 
@@ -60,7 +63,7 @@ void render_svg(const std::string& dot, const std::string& path) {
 }  // namespace
 
 Action add_graph_command(CLI::App& app) {
-  auto o = std::make_shared<MemoryOptions>();
+  auto o = std::make_shared<ModelChoice>();
   o->batch = 1;
   o->mode = Mode::inference;
   auto baseline = std::make_shared<bool>(false);
@@ -81,13 +84,17 @@ Action add_graph_command(CLI::App& app) {
     FRUGAL_CHECK(svg || ends_with(*file, ".dot"), "graph: output '", *file,
                  "' must end in .dot or .svg");
     const MemoryMode memory = *baseline ? MemoryMode::baseline : MemoryMode::planned;
-    RecordedModel rec{ParamStore::shapes_only(), nullptr, {}, {}, {}};
-    record_model(rec, *o);
-    const Layout layout = recorded_layout(rec, *o, memory);
+    ParamStore store = ParamStore::shapes_only();
+    Tape tape(store, o->dtype);
+    const ModelStep step = record_model_step(tape, find_model(o->model), o->batch, o->mode,
+                                             {.dropout = o->dropout, .batch_norm = o->batch_norm});
+    const Layout layout =
+        memory_layout(tape, o->mode, memory, cpu_backend(),
+                      report_layout_options(o->mode, {.keep = {step.out().id()}}));
     const GraphOptions go{.all_buffers = *all,
                           .title = o->model + ", batch " + std::to_string(o->batch) + ", " +
                                    mode_name(o->mode) + ", " + dtype_name(o->dtype)};
-    const std::string dot = graph_dot(*rec.tape, layout, go);
+    const std::string dot = graph_dot(tape, layout, go);
     if (svg)
       render_svg(dot, *file);
     else

@@ -39,13 +39,6 @@ Layout recorded_layout(RecordedModel& r, const MemoryOptions& o, MemoryMode m) {
   return memory_layout(*r.tape, o.mode, m, cpu_backend(), report_layout_options(o.mode, ro));
 }
 
-void write_text_file(const std::string& path, const std::string& text, const char* what) {
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  FRUGAL_CHECK(f != nullptr, what, ": cannot open '", path, "' for writing");
-  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  FRUGAL_CHECK(std::fclose(f) == 0 && ok, what, ": cannot write '", path, "'");
-}
-
 namespace {
 
 double mib(size_t bytes) {

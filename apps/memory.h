@@ -20,6 +20,7 @@
 #include "models/model_config.h"
 #include "recompute/budget.h"
 #include "report/report.h"
+#include "report/text_file.h"
 #include "run/executor.h"
 
 namespace frugal {
@@ -70,8 +71,6 @@ void record_model(RecordedModel& r, const MemoryOptions& options);
 void record_model(RecordedModel& r, const MemoryOptions& options, const ModelConfig& config);
 // The layout the report plans in memory mode m for this recording (executor-equal).
 Layout recorded_layout(RecordedModel& r, const MemoryOptions& options, MemoryMode m);
-// Writes `text` to `path`, throwing frugal::Error naming `what` and the path when it cannot.
-void write_text_file(const std::string& path, const std::string& text, const char* what);
 
 // Records the stored network with shapes only and plans it in every mode; where the network
 // recomputes, records it again with recomputation for the recompute entry (and, given a

@@ -11,8 +11,10 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/commands.h"
+#include "apps/options.h"
 #include "apps/progress.h"
 #include "core/backend.h"
+#include "data/safetensors.h"
 #include "recompute/budget.h"
 #include "train/step_budget.h"
 #include "train/train_data.h"
@@ -69,6 +71,10 @@ size_t fit_budget(const TrainCommand& c, int64_t classes, TrainOptions& o) {
 
 void run_train(const TrainCommand& c) {
   TrainOptions o = c.train;
+  // Everything a typo can break is checked before any data is read or step is run.
+  check_train_options(o);
+  if (!c.save.empty()) check_writable(c.save);
+  o.threads = capped_threads(o.threads);
   const ModelSpec& model = find_model(o.model);
   set_cpu_threads(o.threads);
   const SyntheticSizes synthetic{.train = o.batch * (o.steps > 0 ? o.steps : 4),
@@ -173,14 +179,16 @@ Action add_train_command(CLI::App& app) {
                    "test_batch.bin), or 'synthetic'")
       ->capture_default_str();
   train->add_option("--epochs", t.epochs, "Passes over the training set")
-      ->check(CLI::PositiveNumber)
+      ->check(whole_number(1, std::numeric_limits<int>::max()))
       ->capture_default_str();
   train->add_option("--batch", t.batch, "Training batch size (the last partial batch is dropped)")
-      ->check(CLI::PositiveNumber)
+      ->check(whole_number(1))
       ->capture_default_str();
-  train->add_option("--lr", t.lr, "SGD learning rate (peak)")->capture_default_str();
-  train->add_option("--momentum", t.momentum, "SGD momentum")->capture_default_str();
-  train->add_option("--weight-decay", t.weight_decay, "L2 weight decay")->capture_default_str();
+  train->add_option("--lr", t.lr, "SGD learning rate (peak; finite, above 0)")
+      ->capture_default_str();
+  train->add_option("--momentum", t.momentum, "SGD momentum (in [0, 1))")->capture_default_str();
+  train->add_option("--weight-decay", t.weight_decay, "L2 weight decay (finite, >= 0)")
+      ->capture_default_str();
   train
       ->add_option("--schedule", *schedule,
                    "Learning rate: constant, step (x0.1 at 50% and 75% of the steps) or cosine "
@@ -188,7 +196,7 @@ Action add_train_command(CLI::App& app) {
       ->check(CLI::IsMember({"constant", "step", "cosine"}))
       ->capture_default_str();
   train->add_option("--warmup", t.warmup, "Steps of linear learning-rate warm-up")
-      ->check(CLI::NonNegativeNumber)
+      ->check(whole_number(0))
       ->capture_default_str();
   train->add_flag("--augment,!--no-augment", t.augment,
                   "Random crop (padding 4) and horizontal flip of training images");
@@ -214,23 +222,27 @@ Action add_train_command(CLI::App& app) {
                    "host code cannot touch, for tests) or cuda (where built)")
       ->check(CLI::IsMember({"cpu", "sim", "cuda"}))
       ->capture_default_str();
-  train->add_option("--threads", t.threads, "CPU threads (0: all cores)")
-      ->check(CLI::NonNegativeNumber)
+  train
+      ->add_option("--threads", t.threads,
+                   "CPU threads (0: all cores; more than the cores: capped)")
+      ->check(whole_number(0, kMaxThreads))
       ->capture_default_str();
   train->add_option("--steps", t.steps, "Training steps per epoch (0: the whole training set)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(whole_number(0))
       ->capture_default_str();
   train->add_option("--eval-batch", t.eval_batch, "Test batch size")
-      ->check(CLI::PositiveNumber)
+      ->check(whole_number(1))
       ->capture_default_str();
   train->add_option("--log", c->log, "Append one JSON line per epoch to this file");
-  train->add_option("--save", c->save, "Write a checkpoint (.safetensors) after every epoch");
+  train->add_option("--save", c->save,
+                    "Write a checkpoint (.safetensors) after every epoch; its folder is checked "
+                    "to be writable before training starts");
   train->add_option("--resume", c->resume, "Continue from a checkpoint written by --save")
       ->check(CLI::ExistingFile);
   train
       ->add_option("--print-every", c->print_every,
                    "Without a terminal: print a line every N steps (0: ten per epoch)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_number(0));
 
   return [c, memory, schedule, budget, float_coupling] {
     c->train.memory = *memory == "baseline" ? MemoryMode::baseline : MemoryMode::planned;

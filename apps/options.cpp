@@ -1,0 +1,38 @@
+// Numeric option checks shared by `frugal train` and `frugal eval`.
+#include "apps/options.h"
+
+#include <charconv>
+#include <cstdio>
+#include <string>
+#include <thread>
+
+namespace frugal {
+
+CLI::Validator whole_number(int64_t min, int64_t max) {
+  const std::string range = max == std::numeric_limits<int64_t>::max()
+                                ? ">= " + std::to_string(min)
+                                : "in " + std::to_string(min) + ".." + std::to_string(max);
+  return CLI::Validator(
+      [min, max, range](std::string& s) -> std::string {
+        int64_t v = 0;
+        const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+        const std::string text = s.size() <= 40 ? s : s.substr(0, 40) + "...";
+        if (s.empty() || end != s.data() + s.size() ||
+            (ec != std::errc() && ec != std::errc::result_out_of_range))
+          return text + " is not a whole number " + range;
+        if (ec == std::errc::result_out_of_range || v < min || v > max)
+          return text + " is out of range: expected a whole number " + range;
+        return "";
+      },
+      "INT " + range, "whole_number");
+}
+
+int capped_threads(int threads) {
+  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  if (cores <= 0 || threads <= cores) return threads;
+  std::fprintf(stderr, "warning: --threads %d is more than this machine's %d cores; using %d\n",
+               threads, cores, cores);
+  return cores;
+}
+
+}  // namespace frugal

@@ -1,0 +1,20 @@
+// Checks for the command's numeric options, with messages people can read: whole numbers in
+// a range (no 1e20 becoming INT64_MAX, no 300-digit bounds), and the thread count capped at
+// the machine's cores.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <limits>
+
+namespace frugal {
+
+// A CLI11 check: the text is a whole number in [min, max] ("--batch: 1e20 is not a whole
+// number", "--epochs: -1 is below 1").
+CLI::Validator whole_number(int64_t min, int64_t max = std::numeric_limits<int64_t>::max());
+
+// `threads`, or the machine's core count with a warning on stderr when `threads` is more
+// (more threads than cores only slows a step and grows its scratch). 0 stays 0: all cores.
+int capped_threads(int threads);
+
+}  // namespace frugal
