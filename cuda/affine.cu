@@ -1,12 +1,11 @@
 // Affine coupling kernels of the CUDA backend: one thread per element of x, the same arithmetic
 // as the CPU twin (core/cpu/affine.cpp). A scale below min_scale or not finite records the
 // smallest such element (atomicMin: the same in any order); the host then reports it as the
-// CPU does (core/kernel_errors.h).
+// CPU does (core/kernel_checks.h).
 #include <limits>
 
-#include "core/kernel_errors.h"
+#include "core/kernel_checks.h"
 #include "cuda/cuda_backend.h"
-#include "cuda/kernel_checks.h"
 #include "cuda/launch.cuh"
 
 namespace frugal {
@@ -80,8 +79,7 @@ void report(unsigned long long* status, const Tensor& h, int64_t m, double clamp
 
 void CudaBackend::affine_forward(const Tensor& x, const Tensor& h, double clamp, double min_scale,
                                  bool inverse, Tensor& y, const std::string& who) {
-  check_same("affine", x, y);
-  check_on_device("affine", {&h});
+  check_affine_forward(x, h, y, device());
   const int64_t n = x.numel(), m = row_elements(x);
   FRUGAL_CUDA_CHECK(cudaMemsetAsync(status_, 0xff, sizeof *status_));
   auto run = [&](auto zero) {
@@ -100,10 +98,7 @@ void CudaBackend::affine_forward(const Tensor& x, const Tensor& h, double clamp,
 void CudaBackend::affine_backward(const Tensor& y, const Tensor& h, const Tensor& dy, double clamp,
                                   double min_scale, bool inverse, Tensor& dx, Tensor& dh, Tensor& x,
                                   const std::string& who) {
-  check_same("affine backward", y, dy);
-  check_same("affine backward", dy, dx);
-  check_same("affine backward", h, dh);
-  if (x.defined()) check_same("affine backward", y, x);
+  check_affine_backward(y, h, dy, dx, dh, x, device());
   const int64_t n = y.numel(), m = row_elements(y);
   FRUGAL_CUDA_CHECK(cudaMemsetAsync(status_, 0xff, sizeof *status_));
   auto run = [&](auto zero) {

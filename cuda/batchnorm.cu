@@ -2,8 +2,8 @@
 // semantics exactly (biased variance to normalize, unbiased for the running variance, saved
 // inv_std). x is viewed as (N,C,S); training and backward run one block per channel, summing
 // in double by block_sum's fixed tree, so results are the same bits on every run.
+#include "core/kernel_checks.h"
 #include "cuda/cuda_backend.h"
-#include "cuda/kernel_checks.h"
 #include "cuda/launch.cuh"
 
 namespace frugal {
@@ -108,7 +108,7 @@ void CudaBackend::batchnorm_forward_train(const Tensor& x, const Tensor& gamma, 
                                           double momentum, double eps, Tensor& y, Tensor& mean,
                                           Tensor& inv_std) {
   const ChannelDims d = check_batchnorm(
-      "batch_norm", x, y, {&gamma, &beta, &running_mean, &running_var, &mean, &inv_std});
+      "batch_norm", x, y, {&gamma, &beta, &running_mean, &running_var, &mean, &inv_std}, device());
   FRUGAL_CHECK(d.N * d.S > 1, "batch_norm: training needs more than 1 value per channel, got x ",
                x.shape());
   if (x.dtype() == DType::f32)
@@ -129,7 +129,7 @@ void CudaBackend::batchnorm_forward_infer(const Tensor& x, const Tensor& gamma, 
                                           const Tensor& running_mean, const Tensor& running_var,
                                           double eps, Tensor& y) {
   const ChannelDims d =
-      check_batchnorm("batch_norm", x, y, {&gamma, &beta, &running_mean, &running_var});
+      check_batchnorm("batch_norm", x, y, {&gamma, &beta, &running_mean, &running_var}, device());
   const int64_t n = x.numel();
   if (x.dtype() == DType::f32)
     launch(n, batchnorm_forward_infer_kernel<float>, d, x.device_data<float>(),
@@ -145,14 +145,8 @@ void CudaBackend::batchnorm_forward_infer(const Tensor& x, const Tensor& gamma, 
 void CudaBackend::batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
                                      const Tensor& mean, const Tensor& inv_std, Tensor& dx,
                                      Tensor& dgamma, Tensor& dbeta) {
-  const char* op = "batch_norm backward";
-  const ChannelDims d = check_batchnorm(op, x, dy, {&gamma, &mean, &inv_std});
-  if (dgamma.defined()) check_channel(op, dgamma, x, d.C);
-  if (dbeta.defined()) check_channel(op, dbeta, x, d.C);
-  if (dx.defined()) {
-    FRUGAL_CHECK(dx.meta() == x.meta(), op, ": dx ", dx.shape(), " for x ", x.shape());
-    check_on_device(op, {&dx});
-  }
+  const ChannelDims d =
+      check_batchnorm_backward(x, dy, gamma, mean, inv_std, dx, dgamma, dbeta, device());
   if (x.dtype() == DType::f32)
     backward_t<float>(d, x, dy, gamma, mean, inv_std, dx, dgamma, dbeta);
   else

@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "core/kernel_checks.h"
 #include "cuda/channel.h"
 #include "cuda/cuda_backend.h"
 #include "cuda/cudnn_handles.h"
-#include "cuda/kernel_checks.h"
 
 namespace frugal {
 
@@ -66,11 +66,11 @@ struct Scalars {
   double d1 = 1, d0 = 0;
 };
 
-void* workspace(const char* op, const Tensor& scratch, size_t bytes) {
+void* workspace(const char* op, const Tensor& scratch, size_t bytes, const Device& device) {
   if (bytes == 0) return nullptr;
   FRUGAL_CHECK(scratch.defined() && scratch.bytes() >= bytes, op, ": scratch of ",
                scratch.defined() ? scratch.bytes() : 0, " bytes, needs ", bytes);
-  check_on_device(op, {&scratch});
+  check_device(op, {&scratch}, device);
   return scratch.device_raw();
 }
 
@@ -149,15 +149,13 @@ void CudaBackend::conv2d_forward(const Conv2dGeometry& g, const Tensor& x, const
                                  const Tensor& b, Tensor& y, Tensor& scratch) {
   const char* op = "conv2d forward";
   FRUGAL_CHECK(w.defined(), op, ": missing weight");
-  check_conv(op, g, x, w, y);
-  FRUGAL_CHECK(!b.defined() || (b.numel() == g.K && b.dtype() == x.dtype()), op, ": bias ",
-               b.shape(), " for ", g.K, " filters");
-  check_on_device(op, {&b});
+  check_conv(op, g, x, w, y, device());
+  check_conv_bias(op, "bias", g, b, x, device());
   const ConvPlan& p = conv_plan(g, x.dtype());
   const Scalars s(x.dtype());
   FRUGAL_CUDNN_CHECK(cudnnConvolutionForward(cudnn_, s.one(), p.x.get(), x.device_raw(), p.w.get(),
                                              w.device_raw(), p.conv.get(), p.forward,
-                                             workspace(op, scratch, p.forward_bytes),
+                                             workspace(op, scratch, p.forward_bytes, device()),
                                              p.forward_bytes, s.zero(), p.y.get(), y.device_raw()));
   if (b.defined()) add_channel_bias(b, g.N, g.K, g.P * g.Q, y);
 }
@@ -167,30 +165,28 @@ void CudaBackend::conv2d_backward_data(const Conv2dGeometry& g, const Tensor& dy
                                        Tensor& dx, Tensor& scratch) {
   const char* op = "conv2d backward data";
   FRUGAL_CHECK(w.defined(), op, ": missing weight");
-  check_conv(op, g, dx, w, dy);
+  check_conv(op, g, dx, w, dy, device());
   const ConvPlan& p = conv_plan(g, dy.dtype());
   const Scalars s(dy.dtype());
   FRUGAL_CUDNN_CHECK(cudnnConvolutionBackwardData(
       cudnn_, s.one(), p.w.get(), w.device_raw(), p.y.get(), dy.device_raw(), p.conv.get(),
-      p.backward_data, workspace(op, scratch, p.backward_data_bytes), p.backward_data_bytes,
-      s.zero(), p.x.get(), dx.device_raw()));
+      p.backward_data, workspace(op, scratch, p.backward_data_bytes, device()),
+      p.backward_data_bytes, s.zero(), p.x.get(), dx.device_raw()));
 }
 
 // x (N,C,H,W)  dy (N,K,P,Q)  dw (K,C,R,S) or undefined  db (K) or undefined
 void CudaBackend::conv2d_backward_filter(const Conv2dGeometry& g, const Tensor& x, const Tensor& dy,
                                          Tensor& dw, Tensor& db, Tensor& scratch) {
   const char* op = "conv2d backward filter";
-  check_conv(op, g, x, dw, dy);  // dw undefined: bias only
-  FRUGAL_CHECK(!db.defined() || (db.numel() == g.K && db.dtype() == x.dtype()), op,
-               ": bias gradient ", db.shape(), " for ", g.K, " filters");
-  check_on_device(op, {&db});
+  check_conv(op, g, x, dw, dy, device());  // dw undefined: bias only
+  check_conv_bias(op, "bias gradient", g, db, x, device());
   if (dw.defined()) {
     const ConvPlan& p = conv_plan(g, x.dtype());
     const Scalars s(x.dtype());
     FRUGAL_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
         cudnn_, s.one(), p.x.get(), x.device_raw(), p.y.get(), dy.device_raw(), p.conv.get(),
-        p.backward_filter, workspace(op, scratch, p.backward_filter_bytes), p.backward_filter_bytes,
-        s.zero(), p.w.get(), dw.device_raw()));
+        p.backward_filter, workspace(op, scratch, p.backward_filter_bytes, device()),
+        p.backward_filter_bytes, s.zero(), p.w.get(), dw.device_raw()));
   }
   if (db.defined()) sum_channels(dy, g.N, g.K, g.P * g.Q, db);
 }

@@ -1,18 +1,17 @@
 // Fixed-point kernels of the CUDA backend: one thread per element, the same arithmetic as the
 // CPU twin (core/cpu/fixed_point.cpp). A failed check sets a device flag; the host then copies
-// the tensors back and reports the element the CPU would (core/kernel_errors.h).
+// the tensors back and reports the element the CPU would (core/kernel_checks.h).
 #include <vector>
 
-#include "core/kernel_errors.h"
+#include "core/kernel_checks.h"
 #include "cuda/cuda_backend.h"
-#include "cuda/kernel_checks.h"
 #include "cuda/launch.cuh"
 
 namespace frugal {
 
 namespace {
 
-// The grid of core/kernel_errors.h on the device: t rounded to an integer, ties to even.
+// The grid of core/kernel_checks.h on the device: t rounded to an integer, ties to even.
 template <typename T>
 __device__ T device_round_to_integer(T t) {
   constexpr T magic = static_cast<T>(uint64_t{1} << (sizeof(T) == 4 ? 23 : 52));
@@ -51,18 +50,11 @@ std::vector<T> to_host_vector(const Tensor& t) {
   return v;
 }
 
-void check_float(const Tensor& t, const std::string& who) {
-  FRUGAL_CHECK(t.dtype() == DType::f32 || t.dtype() == DType::f64, who,
-               ": fixed-point values must be f32 or f64, got ", dtype_name(t.dtype()));
-}
-
 }  // namespace
 
 void CudaBackend::fixed_point_round(const Tensor& x, int range_bits, Tensor& y,
                                     const std::string& who) {
-  check_float(x, who);
-  FRUGAL_CHECK(x.meta() == y.meta(), who, ": x ", x.shape(), " and y ", y.shape(), " must match");
-  check_on_device("fixed_point_round", {&x, &y});
+  check_fixed_point_round(x, y, who, device());
   const int64_t n = x.numel();
   FRUGAL_CUDA_CHECK(cudaMemsetAsync(status_, 0, sizeof *status_));
   auto run = [&](auto zero) {
@@ -85,10 +77,7 @@ void CudaBackend::fixed_point_round(const Tensor& x, int range_bits, Tensor& y,
 
 void CudaBackend::fixed_point_add(const Tensor& a, const Tensor& f, int range_bits, bool subtract,
                                   Tensor& y, const std::string& who) {
-  check_float(a, who);
-  FRUGAL_CHECK(a.meta() == f.meta() && a.meta() == y.meta(), who, ": a ", a.shape(), ", f ",
-               f.shape(), " and y ", y.shape(), " must match");
-  check_on_device("fixed_point_add", {&a, &f, &y});
+  check_fixed_point_add(a, f, y, who, device());
   const int64_t n = a.numel();
   const bool in_place = a.device_raw() == y.device_raw();
   FRUGAL_CUDA_CHECK(cudaMemsetAsync(status_, 0, sizeof *status_));

@@ -1,7 +1,7 @@
 // LeakyReLU kernels of the CUDA backend: one thread per element; the mask by warp ballots
 // (launch.cuh), bit for bit the CPU twin's (core/cpu/leaky_relu.cpp).
+#include "core/kernel_checks.h"
 #include "cuda/cuda_backend.h"
-#include "cuda/kernel_checks.h"
 #include "cuda/launch.cuh"
 
 namespace frugal {
@@ -41,8 +41,8 @@ void backward_t(const Tensor& dy, const Tensor* y, const Tensor* mask, double sl
 }  // namespace
 
 void CudaBackend::leaky_relu_forward(const Tensor& x, double slope, Tensor& y, Tensor& mask) {
-  check_same("leaky_relu", x, y);
-  check_mask("leaky_relu", mask, x.numel());
+  check_same("leaky_relu", x, y, device());
+  check_mask("leaky_relu", mask, x.numel(), device());
   uint8_t* m = mask.defined() ? mask.device_data<uint8_t>() : nullptr;
   const int64_t n = x.numel();
   if (x.dtype() == DType::f32)
@@ -56,8 +56,8 @@ void CudaBackend::leaky_relu_forward(const Tensor& x, double slope, Tensor& y, T
 void CudaBackend::leaky_relu_backward_mask(const Tensor& dy, const Tensor& mask, double slope,
                                            Tensor& dx) {
   FRUGAL_CHECK(mask.defined(), "leaky_relu backward: no mask");
-  check_same("leaky_relu backward", dy, dx);
-  check_mask("leaky_relu backward", mask, dy.numel());
+  check_same("leaky_relu backward", dy, dx, device());
+  check_mask("leaky_relu backward", mask, dy.numel(), device());
   if (dy.dtype() == DType::f32)
     backward_t<float>(dy, nullptr, &mask, slope, dx);
   else
@@ -66,8 +66,8 @@ void CudaBackend::leaky_relu_backward_mask(const Tensor& dy, const Tensor& mask,
 
 void CudaBackend::leaky_relu_backward_output(const Tensor& dy, const Tensor& y, double slope,
                                              Tensor& dx) {
-  check_same("leaky_relu backward", dy, dx);
-  check_same("leaky_relu backward", y, dx);
+  check_same("leaky_relu backward", dy, dx, device());
+  check_same("leaky_relu backward", y, dx, device());
   if (dy.dtype() == DType::f32)
     backward_t<float>(dy, &y, nullptr, slope, dx);
   else

@@ -4,9 +4,9 @@
 #include <limits>
 #include <type_traits>
 
+#include "core/kernel_checks.h"
 #include "cuda/channel.h"
 #include "cuda/cuda_backend.h"
-#include "cuda/kernel_checks.h"
 
 namespace frugal {
 
@@ -56,7 +56,7 @@ void backward_weight_t(cublasHandle_t h, const LinearDims& d, const T* x, const 
 
 void CudaBackend::linear_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) {
   FRUGAL_CHECK(w.defined(), "linear forward: missing weight");
-  const LinearDims d = check_linear("linear forward", x, w, b, y);
+  const LinearDims d = check_linear("linear forward", x, w, b, y, device());
   if (x.dtype() == DType::f32)
     forward_t(cublas_, d, x.device_data<float>(), w.device_data<float>(), y.device_data<float>());
   else
@@ -67,7 +67,7 @@ void CudaBackend::linear_forward(const Tensor& x, const Tensor& w, const Tensor&
 
 void CudaBackend::linear_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) {
   FRUGAL_CHECK(w.defined(), "linear backward data: missing weight");
-  const LinearDims d = check_linear("linear backward data", dx, w, Tensor(), dy);
+  const LinearDims d = check_linear("linear backward data", dx, w, Tensor(), dy, device());
   if (dy.dtype() == DType::f32)
     backward_data_t(cublas_, d, dy.device_data<float>(), w.device_data<float>(),
                     dx.device_data<float>());
@@ -78,7 +78,8 @@ void CudaBackend::linear_backward_data(const Tensor& dy, const Tensor& w, Tensor
 
 void CudaBackend::linear_backward_weight(const Tensor& x, const Tensor& dy, Tensor& dw,
                                          Tensor& db) {
-  const LinearDims d = check_linear("linear backward weight", x, dw, db, dy);  // dw, db optional
+  const LinearDims d =
+      check_linear("linear backward weight", x, dw, db, dy, device());  // dw, db optional
   if (dw.defined()) {
     if (x.dtype() == DType::f32)
       backward_weight_t(cublas_, d, x.device_data<float>(), dy.device_data<float>(),

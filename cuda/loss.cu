@@ -2,8 +2,8 @@
 // independent: one thread per row, reading it in the CPU twin's order. The mean over N runs in
 // one block, each thread summing a fixed set of rows in double and block_sum combining them,
 // so a loss has the same bits on every run. Labels are validated on the device first.
+#include "core/kernel_checks.h"
 #include "cuda/cuda_backend.h"
-#include "cuda/kernel_checks.h"
 #include "cuda/launch.cuh"
 
 namespace frugal {
@@ -109,12 +109,11 @@ void CudaBackend::check_label_values(const char* op, const Tensor& labels, const
   if (first == ~0ull) return;
   int32_t label = 0;
   FRUGAL_CUDA_CHECK(cudaMemcpy(&label, l + first, sizeof label, cudaMemcpyDeviceToHost));
-  throw Error(detail::concat(op, ": label ", label, " of sample ", first, " is outside [0, ", C,
-                             ") for x ", x.shape()));
+  throw_label_outside(op, label, static_cast<int64_t>(first), x);
 }
 
 void CudaBackend::log_softmax_forward(const Tensor& x, Tensor& y) {
-  check_rows("log_softmax", x, y);
+  check_rows("log_softmax", x, y, device());
   const int64_t N = x.shape()[0], C = x.shape()[1];
   if (x.dtype() == DType::f32)
     launch(N, log_softmax_forward_kernel<float>, x.device_data<float>(), y.device_data<float>(), N,
@@ -125,8 +124,8 @@ void CudaBackend::log_softmax_forward(const Tensor& x, Tensor& y) {
 }
 
 void CudaBackend::log_softmax_backward(const Tensor& dy, const Tensor& y, Tensor& dx) {
-  check_rows("log_softmax backward", y, dy);
-  check_rows("log_softmax backward", y, dx);
+  check_rows("log_softmax backward", y, dy, device());
+  check_rows("log_softmax backward", y, dx, device());
   const int64_t N = y.shape()[0], C = y.shape()[1];
   if (y.dtype() == DType::f32)
     launch(N, log_softmax_backward_kernel<float>, dy.device_data<float>(), y.device_data<float>(),
@@ -137,7 +136,7 @@ void CudaBackend::log_softmax_backward(const Tensor& dy, const Tensor& y, Tensor
 }
 
 void CudaBackend::nll_forward(const Tensor& logp, const Tensor& labels, Tensor& loss) {
-  check_labels("nll_loss", logp, labels, loss);
+  check_labels("nll_loss", logp, labels, loss, device());
   check_label_values("nll_loss", labels, logp);
   const int64_t N = logp.shape()[0], C = logp.shape()[1];
   const int32_t* l = labels.device_data<int32_t>();
@@ -150,7 +149,7 @@ void CudaBackend::nll_forward(const Tensor& logp, const Tensor& labels, Tensor& 
 }
 
 void CudaBackend::nll_backward(const Tensor& dloss, const Tensor& labels, Tensor& dlogp) {
-  check_labels("nll_loss backward", dlogp, labels, dloss);
+  check_labels("nll_loss backward", dlogp, labels, dloss, device());
   check_label_values("nll_loss backward", labels, dlogp);
   const int64_t N = dlogp.shape()[0], C = dlogp.shape()[1];
   const int32_t* l = labels.device_data<int32_t>();
@@ -164,7 +163,7 @@ void CudaBackend::nll_backward(const Tensor& dloss, const Tensor& labels, Tensor
 
 void CudaBackend::softmax_cross_entropy_forward(const Tensor& x, const Tensor& labels,
                                                 Tensor& loss) {
-  check_labels("softmax_cross_entropy", x, labels, loss);
+  check_labels("softmax_cross_entropy", x, labels, loss, device());
   check_label_values("softmax_cross_entropy", labels, x);
   const int64_t N = x.shape()[0], C = x.shape()[1];
   const int32_t* l = labels.device_data<int32_t>();
@@ -178,8 +177,8 @@ void CudaBackend::softmax_cross_entropy_forward(const Tensor& x, const Tensor& l
 
 void CudaBackend::softmax_cross_entropy_backward(const Tensor& x, const Tensor& labels,
                                                  const Tensor& dloss, Tensor& dx) {
-  check_labels("softmax_cross_entropy backward", x, labels, dloss);
-  check_rows("softmax_cross_entropy backward", x, dx);
+  check_labels("softmax_cross_entropy backward", x, labels, dloss, device());
+  check_rows("softmax_cross_entropy backward", x, dx, device());
   check_label_values("softmax_cross_entropy backward", labels, x);
   const int64_t N = x.shape()[0], C = x.shape()[1];
   const int32_t* l = labels.device_data<int32_t>();

@@ -1,7 +1,7 @@
 // Fill, copy, accumulate, subtract, the finiteness check and the SGD step of the CUDA backend:
 // one thread per element.
+#include "core/kernel_checks.h"
 #include "cuda/cuda_backend.h"
-#include "cuda/kernel_checks.h"
 #include "cuda/launch.cuh"
 
 namespace frugal {
@@ -54,7 +54,7 @@ void sgd_t(Tensor& w, const Tensor& dw, Tensor& v, const SgdConfig& c) {
 }  // namespace
 
 void CudaBackend::fill(Tensor& t, double value) {
-  check_on_device("fill", {&t});
+  check_device("fill", {&t}, device());
   const int64_t n = t.numel();
   switch (t.dtype()) {
     case DType::f32:
@@ -75,7 +75,7 @@ void CudaBackend::fill(Tensor& t, double value) {
 // Device to device runs on the stream; a copy with host memory on either side returns when the
 // host may read or reuse its side.
 void CudaBackend::copy(const Tensor& x, Tensor& y) {
-  FRUGAL_CHECK(x.bytes() == y.bytes(), "copy: ", x.shape(), " and ", y.shape(), " differ in size");
+  check_copy(x, y);
   if (x.bytes() == 0 || x.device_raw() == y.device_raw()) return;
   if (x.device().kind == DeviceKind::cuda && y.device().kind == DeviceKind::cuda)
     FRUGAL_CUDA_CHECK(
@@ -88,7 +88,7 @@ void CudaBackend::copy_to_device(const Tensor& host, Tensor& dev) {
   FRUGAL_CHECK(host.device().is_host() && host.bytes() == dev.bytes(), "copy_to_device: host ",
                host.shape(), " (", host.device().str(), ") and device ", dev.shape(),
                " must be host memory of the same size");
-  check_on_device("copy_to_device", {&dev});
+  check_device("copy_to_device", {&dev}, device());
   if (host.bytes() == 0) return;
   FRUGAL_CUDA_CHECK(cudaMemcpy(dev.device_raw(), host.raw(), host.bytes(), cudaMemcpyHostToDevice));
 }
@@ -97,14 +97,13 @@ void CudaBackend::copy_to_host(const Tensor& dev, Tensor& host) {
   FRUGAL_CHECK(host.device().is_host() && host.bytes() == dev.bytes(), "copy_to_host: device ",
                dev.shape(), " and host ", host.shape(), " (", host.device().str(),
                ") must be host memory of the same size");
-  check_on_device("copy_to_host", {&dev});
+  check_device("copy_to_host", {&dev}, device());
   if (dev.bytes() == 0) return;
   FRUGAL_CUDA_CHECK(cudaMemcpy(host.raw(), dev.device_raw(), dev.bytes(), cudaMemcpyDeviceToHost));
 }
 
 void CudaBackend::accumulate(const Tensor& x, Tensor& y) {
-  FRUGAL_CHECK(x.meta() == y.meta(), "accumulate: ", x.shape(), " into ", y.shape());
-  check_same("accumulate", x, y);
+  check_same("accumulate", x, y, device());
   if (x.dtype() == DType::f32)
     launch(x.numel(), accumulate_kernel<float>, x.device_data<float>(), y.device_data<float>(),
            x.numel());
@@ -114,7 +113,7 @@ void CudaBackend::accumulate(const Tensor& x, Tensor& y) {
 }
 
 int64_t CudaBackend::first_non_finite(const Tensor& t) {
-  check_on_device("first_non_finite", {&t});
+  check_device("first_non_finite", {&t}, device());
   if (t.dtype() != DType::f32 && t.dtype() != DType::f64) return -1;
   const int64_t n = t.numel();
   FRUGAL_CUDA_CHECK(cudaMemsetAsync(status_, 0xff, sizeof *status_));
@@ -128,10 +127,7 @@ int64_t CudaBackend::first_non_finite(const Tensor& t) {
 }
 
 void CudaBackend::subtract(const Tensor& a, const Tensor& b, Tensor& y) {
-  FRUGAL_CHECK(a.meta() == b.meta() && a.meta() == y.meta(), "subtract: a ", a.shape(), " b ",
-               b.shape(), " y ", y.shape(), " must match");
-  check_same("subtract", a, y);
-  check_on_device("subtract", {&b});
+  check_subtract(a, b, y, device());
   const int64_t n = a.numel();
   if (a.dtype() == DType::f32)
     launch(n, subtract_kernel<float>, a.device_data<float>(), b.device_data<float>(),
@@ -142,10 +138,7 @@ void CudaBackend::subtract(const Tensor& a, const Tensor& b, Tensor& y) {
 }
 
 void CudaBackend::sgd_step(Tensor& w, const Tensor& dw, Tensor& v, const SgdConfig& c) {
-  FRUGAL_CHECK(w.meta() == dw.meta() && w.meta() == v.meta(), "sgd: weight ", w.shape(),
-               ", gradient ", dw.shape(), ", momentum ", v.shape(), " must match");
-  check_same("sgd", w, dw);
-  check_on_device("sgd", {&v});
+  check_sgd(w, dw, v, device());
   if (w.dtype() == DType::f32)
     sgd_t<float>(w, dw, v, c);
   else

@@ -2,8 +2,8 @@
 // the CUDA backend. Elementwise kernels run one thread per element, each element read before
 // it is written by the same thread, so in place (y aliasing x) gives the same bits. Dropout
 // draws from the same counter-based generator as core/rng.cpp: its masks equal the CPU's.
+#include "core/kernel_checks.h"
 #include "cuda/cuda_backend.h"
-#include "cuda/kernel_checks.h"
 #include "cuda/launch.cuh"
 
 namespace frugal {
@@ -74,8 +74,8 @@ void dropout_t(const Tensor& x, double p, uint64_t seed, uint64_t stream, Tensor
 
 void CudaBackend::threshold_forward(const Tensor& x, double threshold, double value, Tensor& y,
                                     Tensor& mask) {
-  check_same("threshold", x, y);
-  check_mask("threshold", mask, x.numel());
+  check_same("threshold", x, y, device());
+  check_mask("threshold", mask, x.numel(), device());
   uint8_t* m = mask.defined() ? mask.device_data<uint8_t>() : nullptr;
   const int64_t n = x.numel();
   if (x.dtype() == DType::f32)
@@ -88,8 +88,8 @@ void CudaBackend::threshold_forward(const Tensor& x, double threshold, double va
 
 void CudaBackend::dropout_forward(const Tensor& x, double p, uint64_t seed, uint64_t stream,
                                   Tensor& y, Tensor& mask) {
-  check_same("dropout", x, y);
-  check_mask("dropout", mask, x.numel());
+  check_same("dropout", x, y, device());
+  check_mask("dropout", mask, x.numel(), device());
   FRUGAL_CHECK(p >= 0 && p < 1, "dropout: p must be in [0, 1), got ", p);
   uint8_t* m = mask.defined() ? mask.device_data<uint8_t>() : nullptr;
   if (x.dtype() == DType::f32)
@@ -99,9 +99,9 @@ void CudaBackend::dropout_forward(const Tensor& x, double p, uint64_t seed, uint
 }
 
 void CudaBackend::masked_scale(const Tensor& dy, const Tensor& mask, double scale, Tensor& dx) {
-  check_same("masked_scale", dy, dx);
+  check_same("masked_scale", dy, dx, device());
   FRUGAL_CHECK(mask.defined(), "masked_scale: mask is undefined");
-  check_mask("masked_scale", mask, dy.numel());
+  check_mask("masked_scale", mask, dy.numel(), device());
   const uint8_t* m = mask.device_data<uint8_t>();
   const int64_t n = dy.numel();
   if (dy.dtype() == DType::f32)
@@ -113,10 +113,7 @@ void CudaBackend::masked_scale(const Tensor& dy, const Tensor& mask, double scal
 }
 
 void CudaBackend::add(const Tensor& a, const Tensor& b, Tensor& y) {
-  FRUGAL_CHECK(a.meta() == b.meta(), "add: a ", a.shape(), " ", dtype_name(a.dtype()), " and b ",
-               b.shape(), " ", dtype_name(b.dtype()), " must match");
-  check_same("add", a, y);
-  check_on_device("add", {&b});
+  check_add(a, b, y, device());
   const int64_t n = a.numel();
   if (a.dtype() == DType::f32)
     launch(n, add_kernel<float>, a.device_data<float>(), b.device_data<float>(),
@@ -152,13 +149,13 @@ void concat_copy(std::span<const Tensor> xs, const Tensor& y, bool to_y) {
 }  // namespace
 
 void CudaBackend::concat_forward(std::span<const Tensor> xs, Tensor& y) {
-  check_concat("concat", xs, y);
+  check_concat("concat", xs, y, device());
   for (const Tensor& x : xs) FRUGAL_CHECK(x.defined(), "concat: an input is undefined");
   concat_copy(xs, y, true);
 }
 
 void CudaBackend::concat_backward(const Tensor& dy, std::span<Tensor> dxs) {
-  check_concat("concat backward", dxs, dy);
+  check_concat("concat backward", dxs, dy, device());
   concat_copy(dxs, dy, false);
 }
 

@@ -1,8 +1,8 @@
 // Max and average pooling kernels of the CUDA backend. Forward: one thread per output. Backward:
 // one thread per input element gathers from the outputs whose windows cover it, in (p, q)
 // order: the CPU twin's scatter order, without atomics, so sums are the same bits as the CPU's.
+#include "core/kernel_checks.h"
 #include "cuda/cuda_backend.h"
-#include "cuda/kernel_checks.h"
 #include "cuda/launch.cuh"
 
 namespace frugal {
@@ -122,7 +122,7 @@ __global__ void avgpool2d_backward_kernel(Pool2dGeometry g, const T* dy, T* dx, 
 
 void CudaBackend::maxpool2d_forward(const Pool2dGeometry& g, const Tensor& x, Tensor& y,
                                     Tensor& index) {
-  check_pool("max_pool2d", g, x, y);
+  check_pool("max_pool2d", g, x, y, device());
   FRUGAL_CHECK(2 * g.pad_h <= g.kernel_h && 2 * g.pad_w <= g.kernel_w, "max_pool2d: pad ", g.pad_h,
                "x", g.pad_w, " exceeds half the kernel ", g.kernel_h, "x", g.kernel_w);
   uint8_t* idx = nullptr;
@@ -131,7 +131,7 @@ void CudaBackend::maxpool2d_forward(const Pool2dGeometry& g, const Tensor& x, Te
                  " does not fit a u8 index");
     FRUGAL_CHECK(index.shape() == y.shape() && index.dtype() == DType::u8, "max_pool2d: index ",
                  index.shape(), " ", dtype_name(index.dtype()), ", expected u8 ", y.shape());
-    check_on_device("max_pool2d", {&index});
+    check_device("max_pool2d", {&index}, device());
     idx = index.device_data<uint8_t>();
   }
   const int64_t n = y.numel();
@@ -145,11 +145,11 @@ void CudaBackend::maxpool2d_forward(const Pool2dGeometry& g, const Tensor& x, Te
 
 void CudaBackend::maxpool2d_backward(const Pool2dGeometry& g, const Tensor& dy, const Tensor& index,
                                      Tensor& dx) {
-  check_pool("max_pool2d backward", g, dx, dy);
+  check_pool("max_pool2d backward", g, dx, dy, device());
   FRUGAL_CHECK(index.shape() == dy.shape() && index.dtype() == DType::u8,
                "max_pool2d backward: index ", index.shape(), " ", dtype_name(index.dtype()),
                ", expected u8 ", dy.shape());
-  check_on_device("max_pool2d backward", {&index});
+  check_device("max_pool2d backward", {&index}, device());
   const int64_t n = dx.numel();
   const uint8_t* idx = index.device_data<uint8_t>();
   if (dy.dtype() == DType::f32)
@@ -161,7 +161,7 @@ void CudaBackend::maxpool2d_backward(const Pool2dGeometry& g, const Tensor& dy, 
 }
 
 void CudaBackend::avgpool2d_forward(const Pool2dGeometry& g, const Tensor& x, Tensor& y) {
-  check_pool("avg_pool2d", g, x, y);
+  check_pool("avg_pool2d", g, x, y, device());
   const int64_t n = y.numel();
   if (x.dtype() == DType::f32)
     launch(n, avgpool2d_forward_kernel<float>, g, x.device_data<float>(), y.device_data<float>(),
@@ -172,7 +172,7 @@ void CudaBackend::avgpool2d_forward(const Pool2dGeometry& g, const Tensor& x, Te
 }
 
 void CudaBackend::avgpool2d_backward(const Pool2dGeometry& g, const Tensor& dy, Tensor& dx) {
-  check_pool("avg_pool2d backward", g, dx, dy);
+  check_pool("avg_pool2d backward", g, dx, dy, device());
   const int64_t n = dx.numel();
   if (dy.dtype() == DType::f32)
     launch(n, avgpool2d_backward_kernel<float>, g, dy.device_data<float>(), dx.device_data<float>(),

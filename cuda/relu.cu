@@ -1,8 +1,8 @@
 // ReLU kernels of the CUDA backend: one thread per element; the 1-bit mask is written by warp
 // ballots (launch.cuh), so it equals the CPU twin's mask bit for bit. As the CPU twin, y keeps
 // NaN (x unless x <= 0) and the bit is x > 0.
+#include "core/kernel_checks.h"
 #include "cuda/cuda_backend.h"
-#include "cuda/kernel_checks.h"
 #include "cuda/launch.cuh"
 
 namespace frugal {
@@ -37,8 +37,8 @@ __global__ void relu_backward_output_kernel(const T* dy, const T* y, T* dx, int6
 }  // namespace
 
 void CudaBackend::relu_forward(const Tensor& x, Tensor& y, Tensor& mask) {
-  check_same("relu", x, y);
-  check_mask("relu", mask, x.numel());
+  check_same("relu", x, y, device());
+  check_mask("relu", mask, x.numel(), device());
   uint8_t* m = mask.defined() ? mask.device_data<uint8_t>() : nullptr;
   const int64_t n = x.numel();
   if (x.dtype() == DType::f32)
@@ -49,8 +49,8 @@ void CudaBackend::relu_forward(const Tensor& x, Tensor& y, Tensor& mask) {
 
 void CudaBackend::relu_backward_mask(const Tensor& dy, const Tensor& mask, Tensor& dx) {
   FRUGAL_CHECK(mask.defined(), "relu backward: no mask");
-  check_same("relu backward", dy, dx);
-  check_mask("relu backward", mask, dy.numel());
+  check_same("relu backward", dy, dx, device());
+  check_mask("relu backward", mask, dy.numel(), device());
   const int64_t n = dy.numel();
   const uint8_t* m = mask.device_data<uint8_t>();
   if (dy.dtype() == DType::f32)
@@ -62,8 +62,8 @@ void CudaBackend::relu_backward_mask(const Tensor& dy, const Tensor& mask, Tenso
 }
 
 void CudaBackend::relu_backward_output(const Tensor& dy, const Tensor& y, Tensor& dx) {
-  check_same("relu backward", dy, dx);
-  check_same("relu backward", y, dx);
+  check_same("relu backward", dy, dx, device());
+  check_same("relu backward", y, dx, device());
   const int64_t n = dy.numel();
   if (dy.dtype() == DType::f32)
     launch(n, relu_backward_output_kernel<float>, dy.device_data<float>(), y.device_data<float>(),

@@ -1,5 +1,5 @@
 // Conv2d forward and backward, with its roles: backward reads x (for dw) and w (for dx); the
-// im2col columns are forward and backward scratch sized by the backend.
+// kernels' working memory is forward and backward scratch sized by the backend.
 #include "layers/conv2d.h"
 
 #include <cmath>
@@ -54,7 +54,7 @@ Tensor scratch_of(const OpContext& ctx, size_t bytes) {
 }
 }  // namespace
 
-// y = w * x + b  (scratch: the im2col columns of a chunk of the batch)
+// y = w * x + b  (scratch: the backend's, e.g. padded tiles or the im2col columns of a chunk)
 void Conv2dOp::forward(const OpContext& ctx) {
   Tensor none, scratch = scratch_of(ctx, ctx.backend().conv2d_forward_scratch(g_, dtype_));
   ctx.backend().conv2d_forward(g_, ctx.input(0), ctx.input(1), bias_ ? ctx.input(2) : none,

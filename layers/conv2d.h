@@ -1,6 +1,8 @@
-// Conv2d: 2-D convolution over (N,C,H,W) with square kernels, stride and zero padding, as
-// im2col + GEMM on the CPU. Backward reads x and w; the im2col columns are scratch that lives
-// only during the op's forward or backward, so they never add to the step's peak for long.
+// Conv2d: 2-D convolution over (N,C,H,W) with square kernels, stride and zero padding, by the
+// backend's kernels (on the CPU, direct kernels for stride-1 f32 layers, im2col + GEMM for the
+// rest). Backward reads x and w; the kernels' working memory (padded tiles, im2col columns) is
+// scratch that lives only during the op's forward or backward, so it never adds to the step's
+// peak for long.
 #pragma once
 
 #include <source_location>

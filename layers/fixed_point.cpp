@@ -1,5 +1,5 @@
 // Fixed-point rounding and exact grid addition over the backend's kernels (the grid's
-// arithmetic is core/kernel_errors.h), and the fixed_point op.
+// arithmetic is core/kernel_checks.h), and the fixed_point op.
 #include "layers/fixed_point.h"
 
 namespace frugal {

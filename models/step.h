@@ -18,6 +18,9 @@ struct ModelStep {
   Value out() const { return loss.valid() ? loss : logits; }
 };
 
+// The images input of `spec` over a batch of `batch`: (batch, spec.input...).
+Shape model_input_shape(const ModelSpec& spec, int64_t batch);
+
 // Records `spec` with `config` over a batch of `batch` images; in training also the labels
 // (recorded before the network) and the loss. Throws frugal::Error naming the batch if it is
 // not positive.

@@ -41,17 +41,37 @@ Executor& Session::executor(std::span<const TensorMeta> inputs) {
   return *bind(inputs).executor;
 }
 
+Tensor& Session::input(std::span<const TensorMeta> inputs, size_t i) {
+  Bound& b = bind(inputs);
+  FRUGAL_CHECK(i < b.inputs.size(), "session: input ", i, " of ", b.inputs.size());
+  return b.executor->input(b.inputs[i]);
+}
+
 const Tensor& Session::step(std::span<const Tensor> inputs) {
   std::vector<TensorMeta> metas;
   for (const Tensor& t : inputs) metas.push_back(t.meta());
   Bound& b = bind(metas);
+  for (size_t i = 0; i < inputs.size(); ++i) b.executor->set_input(b.inputs[i], inputs[i]);
+  return run(b);
+}
+
+const Tensor& Session::run(std::span<const TensorMeta> inputs) {
+  return run(bind(inputs));
+}
+
+const Tensor& Session::run(Bound& b) {
   Executor& ex = *b.executor;
-  for (size_t i = 0; i < inputs.size(); ++i) ex.set_input(b.inputs[i], inputs[i]);
   ex.set_step(step_);
   ex.forward();
   if (options_.mode == Mode::training) ex.backward(b.out);
   step_ = ex.step();
   return ex.value(b.out);
+}
+
+size_t Session::memory_bytes() const {
+  size_t bytes = 0;
+  for (const auto& [key, b] : cache_) bytes += b.executor->memory_bytes();
+  return bytes;
 }
 
 void Session::set_memory(MemoryMode memory) {

@@ -37,12 +37,20 @@ class Session {
   const Tensor& step(std::span<const Tensor> inputs);
   // The executor for these input shapes (recorded and planned on first use).
   Executor& executor(std::span<const TensorMeta> inputs);
+  // Input i of the executor for these shapes, for a caller that writes the inputs in place (a
+  // Batcher copying straight into them) and then calls run(inputs).
+  Tensor& input(std::span<const TensorMeta> inputs, size_t i);
+  // step() over inputs already written in place.
+  const Tensor& run(std::span<const TensorMeta> inputs);
+  // Bytes the cached executors hold (excluding parameters).
+  size_t memory_bytes() const;
 
   void set_memory(MemoryMode memory);  // takes effect at the next step
   MemoryMode memory() const { return options_.memory; }
   void set_step(uint64_t step) { step_ = step; }
   uint64_t step_count() const { return step_; }
   size_t plans() const { return cache_.size(); }
+  Backend& backend() const { return backend_; }
 
  private:
   struct Bound {
@@ -52,6 +60,7 @@ class Session {
     std::unique_ptr<Executor> executor;
   };
   Bound& bind(std::span<const TensorMeta> inputs);
+  const Tensor& run(Bound& b);
 
   ParamStore& params_;
   Backend& backend_;

@@ -1,6 +1,7 @@
-// Evaluator: an inference tape per batch size over the shared ParamStore, on its backend;
-// labels stay on the host for the accuracy count, images are placed by the Batcher as in
-// training, and the logits come back through the backend.
+// Evaluator: an inference Session over the shared ParamStore, on its backend (a plan per batch
+// size); labels stay on the host for the accuracy count, images are placed by the Batcher
+// straight into the executor's input as in training, and the logits come back through the
+// backend.
 #include "train/evaluate.h"
 
 #include <algorithm>
@@ -25,57 +26,56 @@ int64_t count_correct(const Tensor& logits, const Tensor& labels, int64_t K) {
   return correct;
 }
 
-struct Evaluator::Net {
-  Tape tape;
-  Value images, logits;
-  Tensor labels;       // host memory, for the accuracy count
-  Tensor host_logits;  // host copy of the logits where the backend's device is not the host
-  std::unique_ptr<Executor> ex;
-
-  Net(ParamStore& params, const ModelSpec& model, int64_t B, ModelConfig config, MemoryMode memory)
-      : tape(params) {
-    const ModelStep step = record_model_step(tape, model, B, Mode::inference, config);
-    images = step.images;
-    logits = step.logits;
-    labels = Tensor::empty({B}, DType::i32);
-    ex = std::make_unique<Executor>(
-        tape, params.backend(),
-        ExecutorOptions{.mode = Mode::inference, .memory = memory, .keep = {logits}});
-  }
-};
+namespace {
+ModelConfig with_classes(ModelConfig c, int64_t classes) {
+  c.classes = classes;
+  return c;
+}
+}  // namespace
 
 Evaluator::Evaluator(ParamStore& params, const ModelSpec& model, const Dataset& data, int64_t batch,
                      MemoryMode memory, const ModelConfig& config)
-    : data_(data) {
+    : data_(data),
+      model_(model),
+      batch_(std::min(batch, data.size())),
+      session_(params, params.backend(), {"images"},
+               [build = model.build, c = with_classes(config, data.classes)](
+                   Tape&, std::span<const Value> in) { return build(in[0], c); },
+               {.mode = Mode::inference, .memory = memory}) {
   FRUGAL_CHECK(batch >= 1 && data.size() >= 1, "evaluate: batch ", batch, " over ", data.size(),
                " samples: both must be positive");
-  const int64_t B = std::min(batch, data.size()), R = data.size() % B;
-  ModelConfig c = config;
-  c.classes = data.classes;
-  full_ = std::make_unique<Net>(params, model, B, c, memory);
-  if (R > 0) rest_ = std::make_unique<Net>(params, model, R, c, memory);
+  labels_ = Tensor::empty({batch_}, DType::i32);
+  // Full batches, then the remainder: recorded and planned now, so the parameters exist (and
+  // can be loaded) from here on.
+  for (int64_t rows : {batch_, data.size() % batch_})
+    if (rows > 0) {
+      const TensorMeta in = input(rows);
+      session_.executor({&in, 1});
+    }
 }
 
-Evaluator::~Evaluator() = default;
+TensorMeta Evaluator::input(int64_t rows) const {
+  return {model_input_shape(model_, rows), DType::f32};
+}
 
 double Evaluator::accuracy() {
   Batcher batches(data_, false, 0);
+  Backend& be = session_.backend();
   int64_t correct = 0, first = 0;
-  auto run = [&](Net& net) {
-    Backend& be = net.tape.params().backend();
-    batches.copy(be, first, net.ex->input(net.images), net.labels);
-    net.ex->forward();
-    const Tensor& logits = to_host(be, net.ex->value(net.logits), net.host_logits);
-    correct += count_correct(logits, net.labels, data_.classes);
-    first += net.labels.shape()[0];
-  };
-  while (first + full_->labels.shape()[0] <= data_.size()) run(*full_);
-  if (rest_ != nullptr) run(*rest_);
+  while (first < data_.size()) {
+    const int64_t rows = std::min(batch_, data_.size() - first);
+    const TensorMeta in = input(rows);
+    Tensor labels(labels_.storage(), 0, {rows}, DType::i32);
+    batches.copy(be, first, session_.input({&in, 1}, 0), labels);
+    const Tensor& logits = to_host(be, session_.run({&in, 1}), host_logits_);
+    correct += count_correct(logits, labels, data_.classes);
+    first += rows;
+  }
   return double(correct) / double(data_.size());
 }
 
 size_t Evaluator::memory_bytes() const {
-  return full_->ex->memory_bytes() + (rest_ ? rest_->ex->memory_bytes() : 0);
+  return session_.memory_bytes();
 }
 
 }  // namespace frugal

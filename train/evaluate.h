@@ -1,13 +1,12 @@
-// Test accuracy of a model over a data set with inference executors that share the
+// Test accuracy of a model over a data set with an inference Session over the shared
 // parameters: full batches on one executor, the remainder on a second one.
 #pragma once
 
 #include <cstdint>
-#include <memory>
 
 #include "data/idx.h"
 #include "models/registry.h"
-#include "run/executor.h"
+#include "run/session.h"
 
 namespace frugal {
 
@@ -22,16 +21,20 @@ class Evaluator {
   // the store lacks. `data` must outlive the evaluator.
   Evaluator(ParamStore& params, const ModelSpec& model, const Dataset& data, int64_t batch,
             MemoryMode memory, const ModelConfig& config = {});
-  ~Evaluator();
   // Fraction of the data set's samples classified correctly, in [0, 1].
   double accuracy();
   // Bytes the inference executors hold (excluding parameters).
   size_t memory_bytes() const;
 
  private:
-  struct Net;
+  TensorMeta input(int64_t rows) const;  // the images of a batch of `rows`
+
   const Dataset& data_;
-  std::unique_ptr<Net> full_, rest_;
+  ModelSpec model_;
+  int64_t batch_;  // rows of a full batch; the remainder runs as one smaller batch
+  Session session_;
+  Tensor labels_;       // host memory, (batch_), for the accuracy count
+  Tensor host_logits_;  // host copy of the logits where the backend's device is not the host
 };
 
 }  // namespace frugal

@@ -5,7 +5,7 @@
 #include <limits>
 
 #include "core/cpu/cpu_backend.h"
-#include "core/kernel_errors.h"
+#include "core/kernel_checks.h"
 
 namespace frugal {
 
@@ -92,6 +92,7 @@ void backward_t(const Tensor& yt, const Tensor& ht, const Tensor& dyt, double cl
 
 void CpuBackend::affine_forward(const Tensor& x, const Tensor& h, double clamp, double min_scale,
                                 bool inverse, Tensor& y, const std::string& who) {
+  check_affine_forward(x, h, y, device());
   if (x.dtype() == DType::f32)
     forward_t<float>(x, h, clamp, min_scale, inverse, y, who);
   else
@@ -101,6 +102,7 @@ void CpuBackend::affine_forward(const Tensor& x, const Tensor& h, double clamp, 
 void CpuBackend::affine_backward(const Tensor& y, const Tensor& h, const Tensor& dy, double clamp,
                                  double min_scale, bool inverse, Tensor& dx, Tensor& dh, Tensor& x,
                                  const std::string& who) {
+  check_affine_backward(y, h, dy, dx, dh, x, device());
   if (y.dtype() == DType::f32)
     backward_t<float>(y, h, dy, clamp, min_scale, inverse, dx, dh, x, who);
   else

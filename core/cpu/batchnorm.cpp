@@ -4,43 +4,19 @@
 // the compiler can vectorize it and results are the same bits every run.
 #include <array>
 #include <cmath>
-#include <initializer_list>
 
 #include "core/cpu/cpu_backend.h"
+#include "core/kernel_checks.h"
 
 namespace frugal {
 
 namespace {
 
-struct Dims {
-  int64_t N, C, S;
-};
-
-// Checks that t (per-channel: gamma, beta, statistics and their gradients) is (C) in x's dtype.
-void check_channel(const char* op, const Tensor& t, const Tensor& x, int64_t C) {
-  FRUGAL_CHECK(t.defined() && t.shape() == Shape{C} && t.dtype() == x.dtype(), op,
-               ": per-channel tensor ", t.defined() ? t.shape().str() : "undefined", ", expected [",
-               C, "] ", dtype_name(x.dtype()), " for x ", x.shape());
-}
-
-// Checks x (N,C,H,W) or (N,C), y of the same meta, and the per-channel tensors.
-Dims check_shapes(const char* op, const Tensor& x, const Tensor& y,
-                  std::initializer_list<const Tensor*> per_channel) {
-  const int rank = x.shape().rank();
-  FRUGAL_CHECK(rank == 2 || rank == 4, op, ": x must be (N,C,H,W) or (N,C), got ", x.shape());
-  FRUGAL_CHECK(x.dtype() == DType::f32 || x.dtype() == DType::f64, op,
-               ": x must be f32 or f64, got ", dtype_name(x.dtype()));
-  const Dims d{x.shape()[0], x.shape()[1], rank == 4 ? x.shape()[2] * x.shape()[3] : 1};
-  FRUGAL_CHECK(y.meta() == x.meta(), op, ": x ", x.shape(), " and y ", y.shape(), " differ");
-  for (const Tensor* t : per_channel) check_channel(op, *t, x, d.C);
-  return d;
-}
-
 // Double sums over channel c's values i = (n*C + c)*S + s, of each of the K terms f(i)[k],
 // in kLanes lanes by s % kLanes (tails by s too), then lanes in pairs: a fixed order.
 constexpr int kLanes = 8;
 template <int K, typename F>
-std::array<double, K> channel_sums(const Dims& d, int64_t c, const F& f) {
+std::array<double, K> channel_sums(const ChannelDims& d, int64_t c, const F& f) {
   double acc[K][kLanes] = {};
   for (int64_t n = 0; n < d.N; ++n) {
     const int64_t base = (n * d.C + c) * d.S;
@@ -65,8 +41,8 @@ std::array<double, K> channel_sums(const Dims& d, int64_t c, const F& f) {
 
 // y = (x - mean) * (inv_std * gamma) + beta over channel c; elementwise, so y may alias x.
 template <typename T>
-void normalize_channel(const Dims& d, int64_t c, const T* x, T mean, T inv_std, T gamma, T beta,
-                       T* y) {
+void normalize_channel(const ChannelDims& d, int64_t c, const T* x, T mean, T inv_std, T gamma,
+                       T beta, T* y) {
   const T scale = inv_std * gamma;
   for (int64_t n = 0; n < d.N; ++n) {
     const int64_t base = (n * d.C + c) * d.S;
@@ -76,8 +52,9 @@ void normalize_channel(const Dims& d, int64_t c, const T* x, T mean, T inv_std, 
 
 // x (N,C,S)  gamma, beta, running_mean, running_var, mean, inv_std (C)  y (N,C,S)
 template <typename T>
-void batchnorm_forward_train_t(const Dims& d, const T* x, const T* gamma, const T* beta, T* rm,
-                               T* rv, double momentum, double eps, T* y, T* mean, T* inv_std) {
+void batchnorm_forward_train_t(const ChannelDims& d, const T* x, const T* gamma, const T* beta,
+                               T* rm, T* rv, double momentum, double eps, T* y, T* mean,
+                               T* inv_std) {
   const double M = static_cast<double>(d.N * d.S);
 #pragma omp parallel for schedule(static)
   for (int64_t c = 0; c < d.C; ++c) {
@@ -99,7 +76,7 @@ void batchnorm_forward_train_t(const Dims& d, const T* x, const T* gamma, const 
 
 // x (N,C,S)  gamma, beta, running_mean, running_var (C)  y (N,C,S), y may alias x
 template <typename T>
-void batchnorm_forward_infer_t(const Dims& d, const T* x, const T* gamma, const T* beta,
+void batchnorm_forward_infer_t(const ChannelDims& d, const T* x, const T* gamma, const T* beta,
                                const T* rm, const T* rv, double eps, T* y) {
 #pragma omp parallel for schedule(static)
   for (int64_t c = 0; c < d.C; ++c) {
@@ -114,8 +91,8 @@ void batchnorm_forward_infer_t(const Dims& d, const T* x, const T* gamma, const 
 //   dx = gamma inv_std / M * (M dy - sum dy - x^ sum dy x^)
 // dx is written after both sums, element by element, so it may alias dy.
 template <typename T>
-void batchnorm_backward_t(const Dims& d, const T* x, const T* dy, const T* gamma, const T* mean,
-                          const T* inv_std, T* dx, T* dgamma, T* dbeta) {
+void batchnorm_backward_t(const ChannelDims& d, const T* x, const T* dy, const T* gamma,
+                          const T* mean, const T* inv_std, T* dx, T* dgamma, T* dbeta) {
   const double M = static_cast<double>(d.N * d.S);
 #pragma omp parallel for schedule(static)
   for (int64_t c = 0; c < d.C; ++c) {
@@ -146,8 +123,8 @@ T* ptr(const Tensor& t) {
 void CpuBackend::batchnorm_forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                          Tensor& running_mean, Tensor& running_var, double momentum,
                                          double eps, Tensor& y, Tensor& mean, Tensor& inv_std) {
-  const Dims d = check_shapes("batch_norm", x, y,
-                              {&gamma, &beta, &running_mean, &running_var, &mean, &inv_std});
+  const ChannelDims d = check_batchnorm(
+      "batch_norm", x, y, {&gamma, &beta, &running_mean, &running_var, &mean, &inv_std}, device());
   FRUGAL_CHECK(d.N * d.S > 1, "batch_norm: training needs more than 1 value per channel, got x ",
                x.shape());
   if (x.dtype() == DType::f32)
@@ -163,7 +140,8 @@ void CpuBackend::batchnorm_forward_train(const Tensor& x, const Tensor& gamma, c
 void CpuBackend::batchnorm_forward_infer(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                          const Tensor& running_mean, const Tensor& running_var,
                                          double eps, Tensor& y) {
-  const Dims d = check_shapes("batch_norm", x, y, {&gamma, &beta, &running_mean, &running_var});
+  const ChannelDims d =
+      check_batchnorm("batch_norm", x, y, {&gamma, &beta, &running_mean, &running_var}, device());
   if (x.dtype() == DType::f32)
     batchnorm_forward_infer_t(d, x.data<float>(), gamma.data<float>(), beta.data<float>(),
                               running_mean.data<float>(), running_var.data<float>(), eps,
@@ -177,12 +155,8 @@ void CpuBackend::batchnorm_forward_infer(const Tensor& x, const Tensor& gamma, c
 void CpuBackend::batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
                                     const Tensor& mean, const Tensor& inv_std, Tensor& dx,
                                     Tensor& dgamma, Tensor& dbeta) {
-  const char* op = "batch_norm backward";
-  const Dims d = check_shapes(op, x, dy, {&gamma, &mean, &inv_std});
-  if (dgamma.defined()) check_channel(op, dgamma, x, d.C);
-  if (dbeta.defined()) check_channel(op, dbeta, x, d.C);
-  if (dx.defined())
-    FRUGAL_CHECK(dx.meta() == x.meta(), op, ": dx ", dx.shape(), " for x ", x.shape());
+  const ChannelDims d =
+      check_batchnorm_backward(x, dy, gamma, mean, inv_std, dx, dgamma, dbeta, device());
   if (x.dtype() == DType::f32)
     batchnorm_backward_t(d, x.data<float>(), dy.data<float>(), gamma.data<float>(),
                          mean.data<float>(), inv_std.data<float>(), ptr<float>(dx),

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "core/cpu/cpu_backend.h"
+#include "core/kernel_checks.h"
 
 namespace frugal {
 
@@ -26,14 +27,6 @@ void write_mask(int64_t n, uint8_t* mask, Step step) {
 
 inline bool mask_bit(const uint8_t* mask, int64_t i) {
   return (mask[i >> 3] >> (i & 7)) & 1;
-}
-
-// Checks that `mask`, if defined, is a u8 tensor of mask_bytes(n) bytes.
-inline void check_mask(const char* op, const Tensor& mask, int64_t n) {
-  if (!mask.defined()) return;
-  FRUGAL_CHECK(mask.dtype() == DType::u8 && mask.numel() == mask_bytes(n), op, ": mask ",
-               mask.shape(), " ", dtype_name(mask.dtype()), " for ", n, " elements, expected [",
-               mask_bytes(n), "] u8");
 }
 
 }  // namespace frugal

@@ -5,15 +5,17 @@
 // summed across threads. Inside a parallel region Eigen's GEMMs run single-threaded. The tiling
 // depends on the geometry, dtype and thread count only, so every memory mode does the same
 // arithmetic in the same order. A 1x1, stride-1, unpadded conv is a GEMM over x: no columns.
-// Stride-1 f32 convolutions larger than 1x1 go to the direct kernels of conv2d_direct.cpp
-// instead (forward and data gradient; the filter gradient where rows are whole vectors), unless
-// set_cpu_direct_conv(false) asks for im2col everywhere.
+// Stride-1 f32 convolutions larger than 1x1 go to the direct kernels of conv2d_direct.h instead
+// (forward and data gradient in conv2d_direct.cpp; the filter gradient, where rows are whole
+// vectors, in conv2d_direct_filter.cpp), unless set_cpu_direct_conv(false) asks for im2col
+// everywhere.
 #include <Eigen/Core>
 #include <algorithm>
 
 #include "core/cpu/conv2d_direct.h"
 #include "core/cpu/cpu_backend.h"
 #include "core/cpu/parts.h"
+#include "core/kernel_checks.h"
 
 namespace frugal {
 
@@ -262,24 +264,10 @@ bool direct_filter(const Conv2dGeometry& g, DType t) {
   return direct(g, t) && direct_conv::filter_applies(g);
 }
 
-// Checks a kernel's tensors against the geometry: element counts, one float dtype, scratch.
-// w may be undefined only where the kernel allows it (a filter gradient nobody needs).
+// The shared checks (core/kernel_checks.h), then the scratch the CPU kernel needs.
 void check(const char* op, const Conv2dGeometry& g, const Tensor& x, const Tensor& w,
-           const Tensor& y, const Tensor& scratch, size_t need) {
-  FRUGAL_CHECK(x.defined() && y.defined(), op, ": missing input or output tensor");
-  FRUGAL_CHECK(x.dtype() == DType::f32 || x.dtype() == DType::f64, op, ": needs f32 or f64, got ",
-               dtype_name(x.dtype()));
-  FRUGAL_CHECK(y.dtype() == x.dtype() && (!w.defined() || w.dtype() == x.dtype()), op,
-               ": mixed dtypes");
-  FRUGAL_CHECK(x.numel() == g.N * g.C * g.H * g.W && y.numel() == g.N * g.K * g.P * g.Q &&
-                   (!w.defined() || w.numel() == g.K * g.C * g.R * g.S),
-               op, ": tensors x ", x.shape(), " w ", w.shape(), " y ", y.shape(),
-               " do not match the geometry N,C,H,W = ", g.N, ",", g.C, ",", g.H, ",", g.W,
-               " K,R,S = ", g.K, ",", g.R, ",", g.S, " P,Q = ", g.P, ",", g.Q);
-  FRUGAL_CHECK(g.stride_h > 0 && g.stride_w > 0 && g.H + 2 * g.pad_h >= g.R &&
-                   g.W + 2 * g.pad_w >= g.S && g.P == (g.H + 2 * g.pad_h - g.R) / g.stride_h + 1 &&
-                   g.Q == (g.W + 2 * g.pad_w - g.S) / g.stride_w + 1,
-               op, ": output ", g.P, "x", g.Q, " does not follow from input ", g.H, "x", g.W);
+           const Tensor& y, const Tensor& scratch, size_t need, const Device& device) {
+  check_conv(op, g, x, w, y, device);
   FRUGAL_CHECK(need == 0 || (scratch.defined() && scratch.bytes() >= need), op, ": scratch of ",
                scratch.defined() ? scratch.bytes() : 0, " bytes, needs ", need);
 }
@@ -322,9 +310,8 @@ void CpuBackend::conv2d_forward(const Conv2dGeometry& g, const Tensor& x, const 
                                 const Tensor& b, Tensor& y, Tensor& scratch) {
   FRUGAL_CHECK(w.defined(), "conv2d forward: missing weight");
   const size_t need = conv2d_forward_scratch(g, x.dtype());
-  check("conv2d forward", g, x, w, y, scratch, need);
-  FRUGAL_CHECK(!b.defined() || (b.numel() == g.K && b.dtype() == x.dtype()),
-               "conv2d forward: bias ", b.shape(), " for ", g.K, " filters");
+  check("conv2d forward", g, x, w, y, scratch, need, device());
+  check_conv_bias("conv2d forward", "bias", g, b, x, device());
   if (direct(g, x.dtype()))
     direct_conv::forward(g, threads(), x.data<float>(), w.data<float>(), optional<float>(b),
                          y.data<float>(), scratch_of<float>(scratch, need));
@@ -340,7 +327,7 @@ void CpuBackend::conv2d_backward_data(const Conv2dGeometry& g, const Tensor& dy,
                                       Tensor& dx, Tensor& scratch) {
   FRUGAL_CHECK(w.defined(), "conv2d backward data: missing weight");
   const size_t need = conv2d_backward_scratch(g, dy.dtype());
-  check("conv2d backward data", g, dx, w, dy, scratch, need);
+  check("conv2d backward data", g, dx, w, dy, scratch, need, device());
   if (direct(g, dy.dtype()))
     direct_conv::backward_data(g, threads(), dy.data<float>(), w.data<float>(), dx.data<float>(),
                                scratch_of<float>(scratch, need));
@@ -355,9 +342,9 @@ void CpuBackend::conv2d_backward_data(const Conv2dGeometry& g, const Tensor& dy,
 void CpuBackend::conv2d_backward_filter(const Conv2dGeometry& g, const Tensor& x, const Tensor& dy,
                                         Tensor& dw, Tensor& db, Tensor& scratch) {
   const size_t need = conv2d_backward_scratch(g, x.dtype());
-  check("conv2d backward filter", g, x, dw, dy, scratch, need);  // dw undefined: bias only
-  FRUGAL_CHECK(!db.defined() || (db.numel() == g.K && db.dtype() == x.dtype()),
-               "conv2d backward filter: bias gradient ", db.shape(), " for ", g.K, " filters");
+  check("conv2d backward filter", g, x, dw, dy, scratch, need,
+        device());  // dw undefined: bias only
+  check_conv_bias("conv2d backward filter", "bias gradient", g, db, x, device());
   if (direct_filter(g, x.dtype())) {
     if (dw.defined())
       direct_conv::backward_filter(g, threads(), x.data<float>(), dy.data<float>(),

@@ -1,7 +1,7 @@
 // Fixed-point kernels of the CPU backend: rounding onto the grid and exact grid addition
-// (layers/fixed_point.h), with their range and grid checks (core/kernel_errors.h).
+// (layers/fixed_point.h), with their range and grid checks (core/kernel_checks.h).
 #include "core/cpu/cpu_backend.h"
-#include "core/kernel_errors.h"
+#include "core/kernel_checks.h"
 
 namespace frugal {
 
@@ -48,17 +48,11 @@ void add_t(const Tensor& at, const Tensor& ft, int range_bits, bool subtract, Te
   if (bad) throw_add_failure(a, y, a == y, n, grid, range_bits, frac, who);
 }
 
-void check_float(const Tensor& t, const std::string& who) {
-  FRUGAL_CHECK(t.dtype() == DType::f32 || t.dtype() == DType::f64, who,
-               ": fixed-point values must be f32 or f64, got ", dtype_name(t.dtype()));
-}
-
 }  // namespace
 
 void CpuBackend::fixed_point_round(const Tensor& x, int range_bits, Tensor& y,
                                    const std::string& who) {
-  check_float(x, who);
-  FRUGAL_CHECK(x.meta() == y.meta(), who, ": x ", x.shape(), " and y ", y.shape(), " must match");
+  check_fixed_point_round(x, y, who, device());
   if (x.dtype() == DType::f32)
     round_t<float>(x, range_bits, y, who);
   else
@@ -67,9 +61,7 @@ void CpuBackend::fixed_point_round(const Tensor& x, int range_bits, Tensor& y,
 
 void CpuBackend::fixed_point_add(const Tensor& a, const Tensor& f, int range_bits, bool subtract,
                                  Tensor& y, const std::string& who) {
-  check_float(a, who);
-  FRUGAL_CHECK(a.meta() == f.meta() && a.meta() == y.meta(), who, ": a ", a.shape(), ", f ",
-               f.shape(), " and y ", y.shape(), " must match");
+  check_fixed_point_add(a, f, y, who, device());
   if (a.dtype() == DType::f32)
     add_t<float>(a, f, range_bits, subtract, y, who);
   else

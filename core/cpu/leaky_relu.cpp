@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/cpu/cpu_backend.h"
+#include "core/kernel_checks.h"
 
 namespace frugal {
 
@@ -36,23 +37,11 @@ void leaky_relu_backward_t(const T* dy, const T* y, const uint8_t* mask, T slope
   }
 }
 
-void check_leaky(const char* op, const Tensor& x, const Tensor& y) {
-  FRUGAL_CHECK(x.meta() == y.meta() && (x.dtype() == DType::f32 || x.dtype() == DType::f64), op,
-               ": ", x.shape(), " ", dtype_name(x.dtype()), " and ", y.shape(), " ",
-               dtype_name(y.dtype()), " must match, f32 or f64");
-}
-
-void check_mask(const char* op, const Tensor& mask, int64_t n) {
-  FRUGAL_CHECK(!mask.defined() || (mask.dtype() == DType::u8 && mask.numel() == mask_bytes(n)), op,
-               ": mask ", mask.shape(), " ", dtype_name(mask.dtype()), ", expected ",
-               Shape{mask_bytes(n)}, " u8");
-}
-
 }  // namespace
 
 void CpuBackend::leaky_relu_forward(const Tensor& x, double slope, Tensor& y, Tensor& mask) {
-  check_leaky("leaky_relu", x, y);
-  check_mask("leaky_relu", mask, x.numel());
+  check_same("leaky_relu", x, y, device());
+  check_mask("leaky_relu", mask, x.numel(), device());
   uint8_t* m = mask.defined() ? mask.data<uint8_t>() : nullptr;
   if (x.dtype() == DType::f32)
     leaky_relu_forward_t(x.data<float>(), static_cast<float>(slope), y.data<float>(), m, x.numel());
@@ -62,9 +51,9 @@ void CpuBackend::leaky_relu_forward(const Tensor& x, double slope, Tensor& y, Te
 
 void CpuBackend::leaky_relu_backward_mask(const Tensor& dy, const Tensor& mask, double slope,
                                           Tensor& dx) {
-  check_leaky("leaky_relu backward", dy, dx);
+  check_same("leaky_relu backward", dy, dx, device());
   FRUGAL_CHECK(mask.defined(), "leaky_relu backward: no mask");
-  check_mask("leaky_relu backward", mask, dy.numel());
+  check_mask("leaky_relu backward", mask, dy.numel(), device());
   const uint8_t* m = mask.data<uint8_t>();
   if (dy.dtype() == DType::f32)
     leaky_relu_backward_t<float>(dy.data<float>(), nullptr, m, static_cast<float>(slope),
@@ -76,8 +65,8 @@ void CpuBackend::leaky_relu_backward_mask(const Tensor& dy, const Tensor& mask, 
 
 void CpuBackend::leaky_relu_backward_output(const Tensor& dy, const Tensor& y, double slope,
                                             Tensor& dx) {
-  check_leaky("leaky_relu backward", dy, dx);
-  check_leaky("leaky_relu backward", y, dx);
+  check_same("leaky_relu backward", dy, dx, device());
+  check_same("leaky_relu backward", y, dx, device());
   if (dy.dtype() == DType::f32)
     leaky_relu_backward_t<float>(dy.data<float>(), y.data<float>(), nullptr,
                                  static_cast<float>(slope), dx.data<float>(), dy.numel());

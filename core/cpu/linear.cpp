@@ -7,6 +7,7 @@
 #include <Eigen/Core>
 
 #include "core/cpu/cpu_backend.h"
+#include "core/kernel_checks.h"
 
 namespace frugal {
 
@@ -79,23 +80,6 @@ void backward_weight_t(const T* x, const T* dy, T* dw, T* db, int64_t N, int64_t
   }
 }
 
-// Checks x (N,I), w (O,I), y (N,O) and an optional bias (O) for one float dtype.
-void check(const char* op, const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& y) {
-  FRUGAL_CHECK(x.dtype() == DType::f32 || x.dtype() == DType::f64, op, ": needs f32 or f64, got ",
-               dtype_name(x.dtype()));
-  FRUGAL_CHECK(
-      x.shape().rank() == 2 && y.shape().rank() == 2 && (!w.defined() || w.shape().rank() == 2), op,
-      ": expects x (N,I), w (O,I), y (N,O); got x ", x.shape(), " w ", w.shape(), " y ", y.shape());
-  const int64_t N = x.shape()[0], I = x.shape()[1], O = y.shape()[1];
-  FRUGAL_CHECK(y.shape()[0] == N && (!w.defined() || w.shape() == Shape{O, I}), op, ": x ",
-               x.shape(), " w ", w.shape(), " y ", y.shape(), " do not agree");
-  FRUGAL_CHECK(!b.defined() || b.shape() == Shape{O}, op, ": bias ", b.shape(), " for ", O,
-               " outputs");
-  FRUGAL_CHECK(y.dtype() == x.dtype() && (!w.defined() || w.dtype() == x.dtype()) &&
-                   (!b.defined() || b.dtype() == x.dtype()),
-               op, ": mixed dtypes");
-}
-
 template <typename T>
 T* optional(const Tensor& t) {
   return t.defined() ? t.data<T>() : nullptr;
@@ -105,8 +89,7 @@ T* optional(const Tensor& t) {
 
 void CpuBackend::linear_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) {
   FRUGAL_CHECK(w.defined(), "linear forward: missing weight");
-  check("linear forward", x, w, b, y);
-  const int64_t N = x.shape()[0], I = x.shape()[1], O = w.shape()[0];
+  const auto [N, I, O] = check_linear("linear forward", x, w, b, y, device());
   if (x.dtype() == DType::f32)
     forward_t(threads(), x.data<float>(), w.data<float>(), optional<float>(b), y.data<float>(), N,
               I, O);
@@ -117,8 +100,7 @@ void CpuBackend::linear_forward(const Tensor& x, const Tensor& w, const Tensor& 
 
 void CpuBackend::linear_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) {
   FRUGAL_CHECK(w.defined(), "linear backward data: missing weight");
-  check("linear backward data", dx, w, Tensor(), dy);
-  const int64_t N = dx.shape()[0], I = dx.shape()[1], O = w.shape()[0];
+  const auto [N, I, O] = check_linear("linear backward data", dx, w, Tensor(), dy, device());
   if (dy.dtype() == DType::f32)
     backward_data_t(threads(), dy.data<float>(), w.data<float>(), dx.data<float>(), N, I, O);
   else
@@ -126,8 +108,8 @@ void CpuBackend::linear_backward_data(const Tensor& dy, const Tensor& w, Tensor&
 }
 
 void CpuBackend::linear_backward_weight(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db) {
-  check("linear backward weight", x, dw, db, dy);  // dw or db may be undefined
-  const int64_t N = x.shape()[0], I = x.shape()[1], O = dy.shape()[1];
+  // dw or db may be undefined
+  const auto [N, I, O] = check_linear("linear backward weight", x, dw, db, dy, device());
   if (x.dtype() == DType::f32)
     backward_weight_t(x.data<float>(), dy.data<float>(), optional<float>(dw), optional<float>(db),
                       N, I, O);

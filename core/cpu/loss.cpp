@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/cpu/cpu_backend.h"
+#include "core/kernel_checks.h"
 
 namespace frugal {
 
@@ -29,29 +30,12 @@ double ordered_sum(int64_t N, Row row) {
   return s;
 }
 
-// x (N,C) f32/f64 with N, C >= 1; y, if defined, the same.
-void check_rows(const char* op, const Tensor& x, const Tensor& y) {
-  FRUGAL_CHECK(x.shape().rank() == 2 && x.shape()[0] >= 1 && x.shape()[1] >= 1 &&
-                   (x.dtype() == DType::f32 || x.dtype() == DType::f64),
-               op, ": x ", x.shape(), " ", dtype_name(x.dtype()), ", expected (N,C) f32/f64");
-  FRUGAL_CHECK(!y.defined() || x.meta() == y.meta(), op, ": x ", x.shape(), " ",
-               dtype_name(x.dtype()), " and ", y.shape(), " ", dtype_name(y.dtype()),
-               " must match");
-}
-
-// x (N,C)  labels (N) i32 in [0, C)  loss (1) of x's dtype
-void check_labels(const char* op, const Tensor& x, const Tensor& labels, const Tensor& loss) {
-  check_rows(op, x, Tensor());
+// labels (N) in [0, C) for x (N,C) (their shapes checked by check_labels).
+void check_label_values(const char* op, const Tensor& labels, const Tensor& x) {
   const int64_t N = x.shape()[0], C = x.shape()[1];
-  FRUGAL_CHECK(labels.dtype() == DType::i32 && labels.shape() == Shape{N}, op, ": labels ",
-               labels.shape(), " ", dtype_name(labels.dtype()), " for x ", x.shape(),
-               ", expected [", N, "] i32");
-  FRUGAL_CHECK(loss.numel() == 1 && loss.dtype() == x.dtype(), op, ": loss ", loss.shape(), " ",
-               dtype_name(loss.dtype()), ", expected [1] ", dtype_name(x.dtype()));
   const int32_t* l = labels.data<int32_t>();
   for (int64_t n = 0; n < N; ++n)
-    FRUGAL_CHECK(l[n] >= 0 && l[n] < C, op, ": label ", l[n], " of sample ", n, " is outside [0, ",
-                 C, ") for x ", x.shape());
+    if (l[n] < 0 || l[n] >= C) throw_label_outside(op, l[n], n, x);
 }
 
 // One row x (C): its max m and log sum_c exp(x_c - m), so logsumexp(x) = m + log_sum.
@@ -135,7 +119,7 @@ void softmax_cross_entropy_backward_t(const T* x, const int32_t* label, const T*
 }  // namespace
 
 void CpuBackend::log_softmax_forward(const Tensor& x, Tensor& y) {
-  check_rows("log_softmax", x, y);
+  check_rows("log_softmax", x, y, device());
   const int64_t N = x.shape()[0], C = x.shape()[1];
   if (x.dtype() == DType::f32)
     log_softmax_forward_t(x.data<float>(), y.data<float>(), N, C);
@@ -144,8 +128,8 @@ void CpuBackend::log_softmax_forward(const Tensor& x, Tensor& y) {
 }
 
 void CpuBackend::log_softmax_backward(const Tensor& dy, const Tensor& y, Tensor& dx) {
-  check_rows("log_softmax backward", y, dy);
-  check_rows("log_softmax backward", y, dx);
+  check_rows("log_softmax backward", y, dy, device());
+  check_rows("log_softmax backward", y, dx, device());
   const int64_t N = y.shape()[0], C = y.shape()[1];
   if (y.dtype() == DType::f32)
     log_softmax_backward_t(dy.data<float>(), y.data<float>(), dx.data<float>(), N, C);
@@ -154,7 +138,8 @@ void CpuBackend::log_softmax_backward(const Tensor& dy, const Tensor& y, Tensor&
 }
 
 void CpuBackend::nll_forward(const Tensor& logp, const Tensor& labels, Tensor& loss) {
-  check_labels("nll_loss", logp, labels, loss);
+  check_labels("nll_loss", logp, labels, loss, device());
+  check_label_values("nll_loss", labels, logp);
   const int64_t N = logp.shape()[0], C = logp.shape()[1];
   const int32_t* l = labels.data<int32_t>();
   if (logp.dtype() == DType::f32)
@@ -164,7 +149,8 @@ void CpuBackend::nll_forward(const Tensor& logp, const Tensor& labels, Tensor& l
 }
 
 void CpuBackend::nll_backward(const Tensor& dloss, const Tensor& labels, Tensor& dlogp) {
-  check_labels("nll_loss backward", dlogp, labels, dloss);
+  check_labels("nll_loss backward", dlogp, labels, dloss, device());
+  check_label_values("nll_loss backward", labels, dlogp);
   const int64_t N = dlogp.shape()[0], C = dlogp.shape()[1];
   const int32_t* l = labels.data<int32_t>();
   if (dlogp.dtype() == DType::f32)
@@ -175,7 +161,8 @@ void CpuBackend::nll_backward(const Tensor& dloss, const Tensor& labels, Tensor&
 
 void CpuBackend::softmax_cross_entropy_forward(const Tensor& x, const Tensor& labels,
                                                Tensor& loss) {
-  check_labels("softmax_cross_entropy", x, labels, loss);
+  check_labels("softmax_cross_entropy", x, labels, loss, device());
+  check_label_values("softmax_cross_entropy", labels, x);
   const int64_t N = x.shape()[0], C = x.shape()[1];
   const int32_t* l = labels.data<int32_t>();
   if (x.dtype() == DType::f32)
@@ -186,8 +173,9 @@ void CpuBackend::softmax_cross_entropy_forward(const Tensor& x, const Tensor& la
 
 void CpuBackend::softmax_cross_entropy_backward(const Tensor& x, const Tensor& labels,
                                                 const Tensor& dloss, Tensor& dx) {
-  check_labels("softmax_cross_entropy backward", x, labels, dloss);
-  check_rows("softmax_cross_entropy backward", x, dx);
+  check_labels("softmax_cross_entropy backward", x, labels, dloss, device());
+  check_label_values("softmax_cross_entropy backward", labels, x);
+  check_rows("softmax_cross_entropy backward", x, dx, device());
   const int64_t N = x.shape()[0], C = x.shape()[1];
   const int32_t* l = labels.data<int32_t>();
   if (x.dtype() == DType::f32)

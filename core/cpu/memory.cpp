@@ -7,6 +7,7 @@
 
 #include "core/cpu/cpu_backend.h"
 #include "core/cpu/parts.h"
+#include "core/kernel_checks.h"
 
 namespace frugal {
 
@@ -62,7 +63,7 @@ void CpuBackend::fill(Tensor& t, double value) {
 }
 
 void CpuBackend::copy(const Tensor& x, Tensor& y) {
-  FRUGAL_CHECK(x.bytes() == y.bytes(), "copy: ", x.shape(), " and ", y.shape(), " differ in size");
+  check_copy(x, y);
   if (x.raw() != y.raw()) std::memmove(y.raw(), x.raw(), x.bytes());
 }
 
@@ -87,7 +88,7 @@ void sgd_t(T* w, const T* dw, T* v, int64_t n, const SgdConfig& c) {
 }  // namespace
 
 void CpuBackend::accumulate(const Tensor& x, Tensor& y) {
-  FRUGAL_CHECK(x.meta() == y.meta(), "accumulate: ", x.shape(), " into ", y.shape());
+  check_same("accumulate", x, y, device());
   if (x.dtype() == DType::f32)
     accumulate_t(x.data<float>(), y.data<float>(), x.numel());
   else
@@ -129,8 +130,7 @@ void subtract_t(const T* a, const T* b, T* y, int64_t n) {
 }  // namespace
 
 void CpuBackend::subtract(const Tensor& a, const Tensor& b, Tensor& y) {
-  FRUGAL_CHECK(a.meta() == b.meta() && a.meta() == y.meta(), "subtract: a ", a.shape(), " b ",
-               b.shape(), " y ", y.shape(), " must match");
+  check_subtract(a, b, y, device());
   if (a.dtype() == DType::f32)
     subtract_t(a.data<float>(), b.data<float>(), y.data<float>(), a.numel());
   else
@@ -138,8 +138,7 @@ void CpuBackend::subtract(const Tensor& a, const Tensor& b, Tensor& y) {
 }
 
 void CpuBackend::sgd_step(Tensor& w, const Tensor& dw, Tensor& v, const SgdConfig& c) {
-  FRUGAL_CHECK(w.meta() == dw.meta() && w.meta() == v.meta(), "sgd: weight ", w.shape(),
-               ", gradient ", dw.shape(), ", momentum ", v.shape(), " must match");
+  check_sgd(w, dw, v, device());
   if (w.dtype() == DType::f32)
     sgd_t(w.data<float>(), dw.data<float>(), v.data<float>(), w.numel(), c);
   else

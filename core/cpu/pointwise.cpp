@@ -6,18 +6,12 @@
 
 #include "core/cpu/bitmask.h"
 #include "core/cpu/cpu_backend.h"
+#include "core/kernel_checks.h"
 #include "core/rng.h"
 
 namespace frugal {
 
 namespace {
-void check_same(const char* op, const Tensor& x, const Tensor& y) {
-  FRUGAL_CHECK(x.meta() == y.meta(), op, ": x ", x.shape(), " ", dtype_name(x.dtype()), " and y ",
-               y.shape(), " ", dtype_name(y.dtype()), " must match");
-  FRUGAL_CHECK(x.dtype() == DType::f32 || x.dtype() == DType::f64, op, ": expects f32 or f64, got ",
-               dtype_name(x.dtype()));
-}
-
 // x (n)  y (n)  mask (ceil(n/8)) or null:  y = x <= th ? value : x (NaN kept, as PyTorch's
 // threshold), bit = x > th (clear at NaN).
 template <typename T>
@@ -61,8 +55,8 @@ void add_t(const T* a, const T* b, T* y, int64_t n) {
 
 void CpuBackend::threshold_forward(const Tensor& x, double threshold, double value, Tensor& y,
                                    Tensor& mask) {
-  check_same("threshold", x, y);
-  check_mask("threshold", mask, x.numel());
+  check_same("threshold", x, y, device());
+  check_mask("threshold", mask, x.numel(), device());
   uint8_t* m = mask.defined() ? mask.data<uint8_t>() : nullptr;
   if (x.dtype() == DType::f32)
     threshold_forward_t(x.data<float>(), static_cast<float>(threshold), static_cast<float>(value),
@@ -73,8 +67,8 @@ void CpuBackend::threshold_forward(const Tensor& x, double threshold, double val
 
 void CpuBackend::dropout_forward(const Tensor& x, double p, uint64_t seed, uint64_t stream,
                                  Tensor& y, Tensor& mask) {
-  check_same("dropout", x, y);
-  check_mask("dropout", mask, x.numel());
+  check_same("dropout", x, y, device());
+  check_mask("dropout", mask, x.numel(), device());
   FRUGAL_CHECK(p >= 0 && p < 1, "dropout: p must be in [0, 1), got ", p);
   uint8_t* m = mask.defined() ? mask.data<uint8_t>() : nullptr;
   if (x.dtype() == DType::f32)
@@ -84,9 +78,9 @@ void CpuBackend::dropout_forward(const Tensor& x, double p, uint64_t seed, uint6
 }
 
 void CpuBackend::masked_scale(const Tensor& dy, const Tensor& mask, double scale, Tensor& dx) {
-  check_same("masked_scale", dy, dx);
+  check_same("masked_scale", dy, dx, device());
   FRUGAL_CHECK(mask.defined(), "masked_scale: mask is undefined");
-  check_mask("masked_scale", mask, dy.numel());
+  check_mask("masked_scale", mask, dy.numel(), device());
   const uint8_t* m = mask.data<uint8_t>();
   if (dy.dtype() == DType::f32)
     masked_scale_t(dy.data<float>(), m, static_cast<float>(scale), dx.data<float>(), dy.numel());
@@ -95,9 +89,7 @@ void CpuBackend::masked_scale(const Tensor& dy, const Tensor& mask, double scale
 }
 
 void CpuBackend::add(const Tensor& a, const Tensor& b, Tensor& y) {
-  FRUGAL_CHECK(a.meta() == b.meta(), "add: a ", a.shape(), " ", dtype_name(a.dtype()), " and b ",
-               b.shape(), " ", dtype_name(b.dtype()), " must match");
-  check_same("add", a, y);
+  check_add(a, b, y, device());
   if (a.dtype() == DType::f32)
     add_t(a.data<float>(), b.data<float>(), y.data<float>(), a.numel());
   else
@@ -108,23 +100,6 @@ void CpuBackend::add(const Tensor& a, const Tensor& b, Tensor& y) {
 // Ci*H*W elements at channel offset sum_{j<i} Cj inside y's sample of (sum Ci)*H*W elements.
 // Backward skips undefined parts, which still carry their shape (Tensor(nullptr, 0, s, t)).
 namespace {
-// xs[i] (N,Ci,H,W) or (N,Ci)  y (N,sum Ci,H,W) or (N,sum Ci)
-void check_concat(const char* op, std::span<const Tensor> xs, const Tensor& y) {
-  const Shape& ys = y.shape();
-  FRUGAL_CHECK(!xs.empty() && (ys.rank() == 2 || ys.rank() == 4), op, ": ", xs.size(),
-               " parts into y ", ys, ", expected at least one part and y (N,C) or (N,C,H,W)");
-  int64_t C = 0;
-  for (const Tensor& x : xs) {
-    const Shape& s = x.shape();
-    const bool fits = x.dtype() == y.dtype() && s.rank() == ys.rank() && s[0] == ys[0] &&
-                      (s.rank() == 2 || (s[2] == ys[2] && s[3] == ys[3]));
-    FRUGAL_CHECK(fits, op, ": part ", s, " ", dtype_name(x.dtype()), " does not fit y ", ys, " ",
-                 dtype_name(y.dtype()), " (N, H, W and dtype must match)");
-    C += s[1];
-  }
-  FRUGAL_CHECK(C == ys[1], op, ": parts have ", C, " channels in all, y ", ys, " has ", ys[1]);
-}
-
 // Copies each part's sample block into y (to_y) or out of y (backward), in parallel over N.
 void concat_copy(std::span<const Tensor> xs, const Tensor& y, bool to_y) {
   const int64_t N = y.shape()[0];
@@ -149,13 +124,13 @@ void concat_copy(std::span<const Tensor> xs, const Tensor& y, bool to_y) {
 }  // namespace
 
 void CpuBackend::concat_forward(std::span<const Tensor> xs, Tensor& y) {
-  check_concat("concat", xs, y);
+  check_concat("concat", xs, y, device());
   for (const Tensor& x : xs) FRUGAL_CHECK(x.defined(), "concat: an input is undefined");
   concat_copy(xs, y, true);
 }
 
 void CpuBackend::concat_backward(const Tensor& dy, std::span<Tensor> dxs) {
-  check_concat("concat backward", dxs, dy);
+  check_concat("concat backward", dxs, dy, device());
   concat_copy(dxs, dy, false);
 }
 

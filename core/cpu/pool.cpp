@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/cpu/cpu_backend.h"
+#include "core/kernel_checks.h"
 
 namespace frugal {
 
@@ -27,16 +28,6 @@ Window window(const Pool2dGeometry& g, int64_t p, int64_t q) {
   v.h0 = std::max<int64_t>(v.hs, 0), v.h1 = std::min(he, g.H);
   v.w0 = std::max<int64_t>(v.ws, 0), v.w1 = std::min(we, g.W);
   return v;
-}
-
-// x is the input side (x or dx), y the output side (y or dy).
-void check_shapes(const char* op, const Pool2dGeometry& g, const Tensor& x, const Tensor& y) {
-  const Shape xs{g.N, g.C, g.H, g.W}, ys{g.N, g.C, g.P, g.Q};
-  FRUGAL_CHECK(x.shape() == xs && y.shape() == ys && x.dtype() == y.dtype() &&
-                   (x.dtype() == DType::f32 || x.dtype() == DType::f64),
-               op, ": input side ", x.shape(), " ", dtype_name(x.dtype()), ", output side ",
-               y.shape(), " ", dtype_name(y.dtype()), "; expected ", xs, " and ", ys,
-               ", both f32 or both f64");
 }
 
 // x (N,C,H,W)  y (N,C,P,Q)  index (N,C,P,Q) u8 or null: argmax row-major in the full window.
@@ -122,7 +113,7 @@ void avgpool2d_backward_t(const Pool2dGeometry& g, const T* dy, T* dx) {
 
 void CpuBackend::maxpool2d_forward(const Pool2dGeometry& g, const Tensor& x, Tensor& y,
                                    Tensor& index) {
-  check_shapes("max_pool2d", g, x, y);
+  check_pool("max_pool2d", g, x, y, device());
   // Every window must hold an input element (ceil mode drops windows starting in padding).
   FRUGAL_CHECK(2 * g.pad_h <= g.kernel_h && 2 * g.pad_w <= g.kernel_w, "max_pool2d: pad ", g.pad_h,
                "x", g.pad_w, " exceeds half the kernel ", g.kernel_h, "x", g.kernel_w);
@@ -142,7 +133,7 @@ void CpuBackend::maxpool2d_forward(const Pool2dGeometry& g, const Tensor& x, Ten
 
 void CpuBackend::maxpool2d_backward(const Pool2dGeometry& g, const Tensor& dy, const Tensor& index,
                                     Tensor& dx) {
-  check_shapes("max_pool2d backward", g, dx, dy);
+  check_pool("max_pool2d backward", g, dx, dy, device());
   FRUGAL_CHECK(index.shape() == dy.shape() && index.dtype() == DType::u8,
                "max_pool2d backward: index ", index.shape(), " ", dtype_name(index.dtype()),
                ", expected u8 ", dy.shape());
@@ -153,7 +144,7 @@ void CpuBackend::maxpool2d_backward(const Pool2dGeometry& g, const Tensor& dy, c
 }
 
 void CpuBackend::avgpool2d_forward(const Pool2dGeometry& g, const Tensor& x, Tensor& y) {
-  check_shapes("avg_pool2d", g, x, y);
+  check_pool("avg_pool2d", g, x, y, device());
   if (x.dtype() == DType::f32)
     avgpool2d_forward_t(g, x.data<float>(), y.data<float>());
   else
@@ -161,7 +152,7 @@ void CpuBackend::avgpool2d_forward(const Pool2dGeometry& g, const Tensor& x, Ten
 }
 
 void CpuBackend::avgpool2d_backward(const Pool2dGeometry& g, const Tensor& dy, Tensor& dx) {
-  check_shapes("avg_pool2d backward", g, dx, dy);
+  check_pool("avg_pool2d backward", g, dx, dy, device());
   if (dy.dtype() == DType::f32)
     avgpool2d_backward_t(g, dy.data<float>(), dx.data<float>());
   else

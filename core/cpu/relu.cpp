@@ -89,8 +89,8 @@ void relu_backward_output_t(const T* dy, const T* y, T* dx, int64_t n) {
 }  // namespace
 
 void CpuBackend::relu_forward(const Tensor& x, Tensor& y, Tensor& mask) {
-  FRUGAL_CHECK(x.meta() == y.meta(), "relu: x ", x.shape(), " y ", y.shape());
-  check_mask("relu", mask, x.numel());
+  check_same("relu", x, y, device());
+  check_mask("relu", mask, x.numel(), device());
   uint8_t* m = mask.defined() ? mask.data<uint8_t>() : nullptr;
   if (x.dtype() == DType::f32)
     relu_forward_t(x.data<float>(), y.data<float>(), m, x.numel());
@@ -100,7 +100,7 @@ void CpuBackend::relu_forward(const Tensor& x, Tensor& y, Tensor& mask) {
 
 void CpuBackend::relu_backward_mask(const Tensor& dy, const Tensor& mask, Tensor& dx) {
   FRUGAL_CHECK(mask.defined(), "relu backward: no mask");
-  check_mask("relu backward", mask, dy.numel());
+  check_mask("relu backward", mask, dy.numel(), device());
   if (dy.dtype() == DType::f32)
     relu_backward_mask_t(dy.data<float>(), mask.data<uint8_t>(), dx.data<float>(), dy.numel());
   else

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/kernel_checks.h"
 
 namespace frugal {
 
@@ -32,9 +33,7 @@ class Views {
  private:
   Tensor view(const Tensor& t) const {
     if (!t.defined()) return t;
-    FRUGAL_CHECK(t.device() == alloc_.device(), "sim backend: ", op_, ": tensor ", t.shape(), " ",
-                 dtype_name(t.dtype()), " lives on ", t.device().str(),
-                 ", not on sim (copy host data in with copy_to_device)");
+    check_device(op_, {&t}, alloc_.device());
     const Storage& s = *t.storage();
     auto host =
         std::make_shared<Storage>(alloc_.host_address(s.data()), s.bytes(), Device{}, s.role());

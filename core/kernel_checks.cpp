@@ -1,0 +1,265 @@
+// The kernel contracts every backend shares, worded once; see core/kernel_checks.h.
+#include "core/kernel_checks.h"
+
+#include "core/error.h"
+
+namespace frugal {
+
+namespace {
+bool is_float(const Tensor& t) {
+  return t.dtype() == DType::f32 || t.dtype() == DType::f64;
+}
+}  // namespace
+
+void check_device(const char* op, std::initializer_list<const Tensor*> ts, const Device& device) {
+  for (const Tensor* t : ts)
+    FRUGAL_CHECK(!t->defined() || t->device() == device, op, ": tensor ", t->shape(), " ",
+                 dtype_name(t->dtype()), " lives on ", t->device().str(), ", the backend runs on ",
+                 device.str(),
+                 device.is_host() ? " (copy it to the host with copy_to_host)"
+                                  : " (copy host data in with copy_to_device)");
+}
+
+void check_same(const char* op, const Tensor& x, const Tensor& y, const Device& device) {
+  FRUGAL_CHECK(x.meta() == y.meta(), op, ": x ", x.shape(), " ", dtype_name(x.dtype()), " and y ",
+               y.shape(), " ", dtype_name(y.dtype()), " must match");
+  FRUGAL_CHECK(is_float(x), op, ": expects f32 or f64, got ", dtype_name(x.dtype()));
+  check_device(op, {&x, &y}, device);
+}
+
+void check_mask(const char* op, const Tensor& mask, int64_t n, const Device& device) {
+  if (!mask.defined()) return;
+  FRUGAL_CHECK(mask.dtype() == DType::u8 && mask.numel() == mask_bytes(n), op, ": mask ",
+               mask.shape(), " ", dtype_name(mask.dtype()), " for ", n, " elements, expected [",
+               mask_bytes(n), "] u8");
+  check_device(op, {&mask}, device);
+}
+
+void check_add(const Tensor& a, const Tensor& b, const Tensor& y, const Device& device) {
+  FRUGAL_CHECK(a.meta() == b.meta(), "add: a ", a.shape(), " ", dtype_name(a.dtype()), " and b ",
+               b.shape(), " ", dtype_name(b.dtype()), " must match");
+  check_same("add", a, y, device);
+  check_device("add", {&b}, device);
+}
+
+void check_subtract(const Tensor& a, const Tensor& b, const Tensor& y, const Device& device) {
+  FRUGAL_CHECK(a.meta() == b.meta() && a.meta() == y.meta(), "subtract: a ", a.shape(), " b ",
+               b.shape(), " y ", y.shape(), " must match");
+  check_same("subtract", a, y, device);
+  check_device("subtract", {&b}, device);
+}
+
+void check_sgd(const Tensor& w, const Tensor& dw, const Tensor& v, const Device& device) {
+  FRUGAL_CHECK(w.meta() == dw.meta() && w.meta() == v.meta(), "sgd: weight ", w.shape(),
+               ", gradient ", dw.shape(), ", momentum ", v.shape(), " must match");
+  check_same("sgd", w, dw, device);
+  check_device("sgd", {&v}, device);
+}
+
+void check_copy(const Tensor& x, const Tensor& y) {
+  FRUGAL_CHECK(x.bytes() == y.bytes(), "copy: ", x.shape(), " and ", y.shape(), " differ in size");
+}
+
+LinearDims check_linear(const char* op, const Tensor& x, const Tensor& w, const Tensor& b,
+                        const Tensor& y, const Device& device) {
+  FRUGAL_CHECK(is_float(x), op, ": needs f32 or f64, got ", dtype_name(x.dtype()));
+  FRUGAL_CHECK(
+      x.shape().rank() == 2 && y.shape().rank() == 2 && (!w.defined() || w.shape().rank() == 2), op,
+      ": expects x (N,I), w (O,I), y (N,O); got x ", x.shape(), " w ", w.shape(), " y ", y.shape());
+  const LinearDims d{x.shape()[0], x.shape()[1], y.shape()[1]};
+  FRUGAL_CHECK(y.shape()[0] == d.N && (!w.defined() || w.shape() == Shape{d.O, d.I}), op, ": x ",
+               x.shape(), " w ", w.shape(), " y ", y.shape(), " do not agree");
+  FRUGAL_CHECK(!b.defined() || b.shape() == Shape{d.O}, op, ": bias ", b.shape(), " for ", d.O,
+               " outputs");
+  FRUGAL_CHECK(y.dtype() == x.dtype() && (!w.defined() || w.dtype() == x.dtype()) &&
+                   (!b.defined() || b.dtype() == x.dtype()),
+               op, ": mixed dtypes");
+  check_device(op, {&x, &w, &b, &y}, device);
+  return d;
+}
+
+void check_conv(const char* op, const Conv2dGeometry& g, const Tensor& x, const Tensor& w,
+                const Tensor& y, const Device& device) {
+  FRUGAL_CHECK(x.defined() && y.defined(), op, ": missing input or output tensor");
+  FRUGAL_CHECK(is_float(x), op, ": needs f32 or f64, got ", dtype_name(x.dtype()));
+  FRUGAL_CHECK(y.dtype() == x.dtype() && (!w.defined() || w.dtype() == x.dtype()), op,
+               ": mixed dtypes");
+  FRUGAL_CHECK(x.numel() == g.N * g.C * g.H * g.W && y.numel() == g.N * g.K * g.P * g.Q &&
+                   (!w.defined() || w.numel() == g.K * g.C * g.R * g.S),
+               op, ": tensors x ", x.shape(), " w ", w.shape(), " y ", y.shape(),
+               " do not match the geometry N,C,H,W = ", g.N, ",", g.C, ",", g.H, ",", g.W,
+               " K,R,S = ", g.K, ",", g.R, ",", g.S, " P,Q = ", g.P, ",", g.Q);
+  FRUGAL_CHECK(g.stride_h > 0 && g.stride_w > 0 && g.H + 2 * g.pad_h >= g.R &&
+                   g.W + 2 * g.pad_w >= g.S && g.P == (g.H + 2 * g.pad_h - g.R) / g.stride_h + 1 &&
+                   g.Q == (g.W + 2 * g.pad_w - g.S) / g.stride_w + 1,
+               op, ": output ", g.P, "x", g.Q, " does not follow from input ", g.H, "x", g.W);
+  check_device(op, {&x, &w, &y}, device);
+}
+
+void check_conv_bias(const char* op, const char* name, const Conv2dGeometry& g, const Tensor& b,
+                     const Tensor& x, const Device& device) {
+  FRUGAL_CHECK(!b.defined() || (b.numel() == g.K && b.dtype() == x.dtype()), op, ": ", name, " ",
+               b.shape(), " for ", g.K, " filters");
+  check_device(op, {&b}, device);
+}
+
+void check_pool(const char* op, const Pool2dGeometry& g, const Tensor& x, const Tensor& y,
+                const Device& device) {
+  const Shape xs{g.N, g.C, g.H, g.W}, ys{g.N, g.C, g.P, g.Q};
+  FRUGAL_CHECK(x.shape() == xs && y.shape() == ys && x.dtype() == y.dtype() && is_float(x), op,
+               ": input side ", x.shape(), " ", dtype_name(x.dtype()), ", output side ", y.shape(),
+               " ", dtype_name(y.dtype()), "; expected ", xs, " and ", ys,
+               ", both f32 or both f64");
+  check_device(op, {&x, &y}, device);
+}
+
+namespace {
+// t (per-channel: gamma, beta, statistics and their gradients) is (C) in x's dtype.
+void check_channel(const char* op, const Tensor& t, const Tensor& x, int64_t C,
+                   const Device& device) {
+  FRUGAL_CHECK(t.defined() && t.shape() == Shape{C} && t.dtype() == x.dtype(), op,
+               ": per-channel tensor ", t.defined() ? t.shape().str() : "undefined", ", expected [",
+               C, "] ", dtype_name(x.dtype()), " for x ", x.shape());
+  check_device(op, {&t}, device);
+}
+}  // namespace
+
+ChannelDims check_batchnorm(const char* op, const Tensor& x, const Tensor& y,
+                            std::initializer_list<const Tensor*> per_channel,
+                            const Device& device) {
+  const int rank = x.shape().rank();
+  FRUGAL_CHECK(rank == 2 || rank == 4, op, ": x must be (N,C,H,W) or (N,C), got ", x.shape());
+  FRUGAL_CHECK(is_float(x), op, ": x must be f32 or f64, got ", dtype_name(x.dtype()));
+  FRUGAL_CHECK(y.meta() == x.meta(), op, ": x ", x.shape(), " and y ", y.shape(), " differ");
+  const ChannelDims d{x.shape()[0], x.shape()[1], rank == 4 ? x.shape()[2] * x.shape()[3] : 1};
+  for (const Tensor* t : per_channel) check_channel(op, *t, x, d.C, device);
+  check_device(op, {&x, &y}, device);
+  return d;
+}
+
+ChannelDims check_batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                     const Tensor& mean, const Tensor& inv_std, const Tensor& dx,
+                                     const Tensor& dgamma, const Tensor& dbeta,
+                                     const Device& device) {
+  const char* op = "batch_norm backward";
+  const ChannelDims d = check_batchnorm(op, x, dy, {&gamma, &mean, &inv_std}, device);
+  if (dgamma.defined()) check_channel(op, dgamma, x, d.C, device);
+  if (dbeta.defined()) check_channel(op, dbeta, x, d.C, device);
+  if (dx.defined()) {
+    FRUGAL_CHECK(dx.meta() == x.meta(), op, ": dx ", dx.shape(), " for x ", x.shape());
+    check_device(op, {&dx}, device);
+  }
+  return d;
+}
+
+void check_rows(const char* op, const Tensor& x, const Tensor& y, const Device& device) {
+  FRUGAL_CHECK(x.shape().rank() == 2 && x.shape()[0] >= 1 && x.shape()[1] >= 1 && is_float(x), op,
+               ": x ", x.shape(), " ", dtype_name(x.dtype()), ", expected (N,C) f32/f64");
+  FRUGAL_CHECK(!y.defined() || x.meta() == y.meta(), op, ": x ", x.shape(), " ",
+               dtype_name(x.dtype()), " and ", y.shape(), " ", dtype_name(y.dtype()),
+               " must match");
+  check_device(op, {&x, &y}, device);
+}
+
+void check_labels(const char* op, const Tensor& x, const Tensor& labels, const Tensor& loss,
+                  const Device& device) {
+  check_rows(op, x, Tensor(), device);
+  const int64_t N = x.shape()[0];
+  FRUGAL_CHECK(labels.dtype() == DType::i32 && labels.shape() == Shape{N}, op, ": labels ",
+               labels.shape(), " ", dtype_name(labels.dtype()), " for x ", x.shape(),
+               ", expected [", N, "] i32");
+  FRUGAL_CHECK(loss.numel() == 1 && loss.dtype() == x.dtype(), op, ": loss ", loss.shape(), " ",
+               dtype_name(loss.dtype()), ", expected [1] ", dtype_name(x.dtype()));
+  check_device(op, {&labels, &loss}, device);
+}
+
+void throw_label_outside(const char* op, int32_t label, int64_t n, const Tensor& x) {
+  throw Error(detail::concat(op, ": label ", label, " of sample ", n, " is outside [0, ",
+                             x.shape()[1], ") for x ", x.shape()));
+}
+
+void check_concat(const char* op, std::span<const Tensor> xs, const Tensor& y,
+                  const Device& device) {
+  const Shape& ys = y.shape();
+  FRUGAL_CHECK(!xs.empty() && (ys.rank() == 2 || ys.rank() == 4), op, ": ", xs.size(),
+               " parts into y ", ys, ", expected at least one part and y (N,C) or (N,C,H,W)");
+  int64_t C = 0;
+  for (const Tensor& x : xs) {
+    const Shape& s = x.shape();
+    const bool fits = x.dtype() == y.dtype() && s.rank() == ys.rank() && s[0] == ys[0] &&
+                      (s.rank() == 2 || (s[2] == ys[2] && s[3] == ys[3]));
+    FRUGAL_CHECK(fits, op, ": part ", s, " ", dtype_name(x.dtype()), " does not fit y ", ys, " ",
+                 dtype_name(y.dtype()), " (N, H, W and dtype must match)");
+    C += s[1];
+    check_device(op, {&x}, device);
+  }
+  FRUGAL_CHECK(C == ys[1], op, ": parts have ", C, " channels in all, y ", ys, " has ", ys[1]);
+  check_device(op, {&y}, device);
+}
+
+namespace {
+void check_fixed_point_float(const Tensor& t, const std::string& who) {
+  FRUGAL_CHECK(is_float(t), who, ": fixed-point values must be f32 or f64, got ",
+               dtype_name(t.dtype()));
+}
+}  // namespace
+
+void check_fixed_point_round(const Tensor& x, const Tensor& y, const std::string& who,
+                             const Device& device) {
+  check_fixed_point_float(x, who);
+  FRUGAL_CHECK(x.meta() == y.meta(), who, ": x ", x.shape(), " and y ", y.shape(), " must match");
+  check_device("fixed_point_round", {&x, &y}, device);
+}
+
+void check_fixed_point_add(const Tensor& a, const Tensor& f, const Tensor& y,
+                           const std::string& who, const Device& device) {
+  check_fixed_point_float(a, who);
+  FRUGAL_CHECK(a.meta() == f.meta() && a.meta() == y.meta(), who, ": a ", a.shape(), ", f ",
+               f.shape(), " and y ", y.shape(), " must match");
+  check_device("fixed_point_add", {&a, &f, &y}, device);
+}
+
+void check_affine_forward(const Tensor& x, const Tensor& h, const Tensor& y, const Device& device) {
+  check_same("affine", x, y, device);
+  check_device("affine", {&h}, device);
+}
+
+void check_affine_backward(const Tensor& y, const Tensor& h, const Tensor& dy, const Tensor& dx,
+                           const Tensor& dh, const Tensor& x, const Device& device) {
+  check_same("affine backward", y, dy, device);
+  check_same("affine backward", dy, dx, device);
+  check_same("affine backward", h, dh, device);
+  if (x.defined()) check_same("affine backward", y, x, device);
+}
+
+void throw_fixed_point_range(double y, int64_t i, int range_bits, const std::string& who) {
+  throw Error(detail::concat(who, ": value ", y, " at element ", i,
+                             " is outside the fixed-point range (-2^", range_bits, ", 2^",
+                             range_bits, "), where grid additions stay exact: use a larger ",
+                             "FixedPoint::range_bits"));
+}
+
+void throw_off_grid(int64_t i, int frac, bool in_place, double a, const std::string& who) {
+  throw Error(detail::concat(who, ": element ", i,
+                             " of the input is not on the fixed-point grid 2^-", frac, " (",
+                             in_place ? "updated in place to " : "", a,
+                             "): record fixed_point(x) before the first exact reversible block"));
+}
+
+void throw_off_grid(int frac, const std::string& who) {
+  throw Error(detail::concat(who, ": an element of the input is not on the fixed-point grid 2^-",
+                             frac,
+                             ": record fixed_point(x) before the first exact reversible block"));
+}
+
+void throw_affine_scale(double hs, double s, int64_t i, const Shape& shape, double clamp,
+                        double min_scale, const std::string& who) {
+  const std::string at =
+      detail::concat(" at element ", i, " of ", shape, ", from h = ", hs, " (clamp ", clamp, ")");
+  FRUGAL_CHECK(std::isfinite(hs), who, ": scale s is ", s, at, ": F returned a non-finite value");
+  FRUGAL_CHECK(std::isfinite(s), who, ": scale s is ", s, at, ": e^clamp overflows");
+  throw Error(detail::concat(who, ": scale s = exp(clamp·tanh(h/clamp)) = ", s, at,
+                             " is below min_scale ", min_scale, ": (y - t) / s would lose x"));
+}
+
+}  // namespace frugal

@@ -1,0 +1,151 @@
+// The host side of the kernel contracts that every backend shares, worded once: argument checks
+// (shapes, dtypes, placement on the backend's device) with messages that name the op, the shapes
+// and what was expected; and the fixed-point grid's arithmetic and the errors of the fixed-point
+// and affine kernels, found again over host copies so a device reports exactly what the CPU does.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <initializer_list>
+#include <limits>
+#include <span>
+#include <string>
+
+#include "core/backend.h"
+
+namespace frugal {
+
+// Every check below also requires its defined tensors to live on `device`, the backend's.
+
+// Every defined tensor in ts lives on `device`.
+void check_device(const char* op, std::initializer_list<const Tensor*> ts, const Device& device);
+// x and y: the same shape and dtype, f32 or f64.
+void check_same(const char* op, const Tensor& x, const Tensor& y, const Device& device);
+// mask, if defined, is u8 of ceil(n/8) bytes.
+void check_mask(const char* op, const Tensor& mask, int64_t n, const Device& device);
+
+// a, b, y: one shape and float dtype (y may be a or b).
+void check_add(const Tensor& a, const Tensor& b, const Tensor& y, const Device& device);
+void check_subtract(const Tensor& a, const Tensor& b, const Tensor& y, const Device& device);
+// w, dw, v (the momentum): one shape and float dtype.
+void check_sgd(const Tensor& w, const Tensor& dw, const Tensor& v, const Device& device);
+// x and y hold the same number of bytes (either may be on the host: no placement check).
+void check_copy(const Tensor& x, const Tensor& y);
+
+// x (N,I)  w (O,I) or undefined  b (O) or undefined  y (N,O)
+struct LinearDims {
+  int64_t N, I, O;
+};
+LinearDims check_linear(const char* op, const Tensor& x, const Tensor& w, const Tensor& b,
+                        const Tensor& y, const Device& device);
+
+// x (N,C,H,W)  w (K,C,R,S) or undefined  y (N,K,P,Q), one float dtype, P,Q from the geometry.
+void check_conv(const char* op, const Conv2dGeometry& g, const Tensor& x, const Tensor& w,
+                const Tensor& y, const Device& device);
+// b, if defined: K elements of x's dtype (`name`: "bias" or "bias gradient").
+void check_conv_bias(const char* op, const char* name, const Conv2dGeometry& g, const Tensor& b,
+                     const Tensor& x, const Device& device);
+// x (N,C,H,W) and y (N,C,P,Q) (or their gradients), one float dtype.
+void check_pool(const char* op, const Pool2dGeometry& g, const Tensor& x, const Tensor& y,
+                const Device& device);
+
+// x (N,C,H,W) or (N,C) viewed as (N,C,S); y like x; per-channel tensors (C) in x's dtype.
+struct ChannelDims {
+  int64_t N, C, S;
+};
+ChannelDims check_batchnorm(const char* op, const Tensor& x, const Tensor& y,
+                            std::initializer_list<const Tensor*> per_channel, const Device& device);
+// Backward: x, dy, gamma, mean, inv_std, and dx (like x), dgamma, dbeta (C) where defined.
+ChannelDims check_batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                     const Tensor& mean, const Tensor& inv_std, const Tensor& dx,
+                                     const Tensor& dgamma, const Tensor& dbeta,
+                                     const Device& device);
+
+// x (N,C) f32/f64 with N, C >= 1; y, if defined, the same.
+void check_rows(const char* op, const Tensor& x, const Tensor& y, const Device& device);
+// x (N,C)  labels (N) i32  loss (1) of x's dtype (the label values: throw_label_outside).
+void check_labels(const char* op, const Tensor& x, const Tensor& labels, const Tensor& loss,
+                  const Device& device);
+// Label `label` of sample n is outside [0, C) for scores x (N,C).
+[[noreturn]] void throw_label_outside(const char* op, int32_t label, int64_t n, const Tensor& x);
+// xs[i] (N,Ci,H,W) or (N,Ci)  y (N,sum Ci,H,W) or (N,sum Ci)
+void check_concat(const char* op, std::span<const Tensor> xs, const Tensor& y,
+                  const Device& device);
+
+// Fixed point: x and y (round), or a, f and y (add), one shape, f32 or f64.
+void check_fixed_point_round(const Tensor& x, const Tensor& y, const std::string& who,
+                             const Device& device);
+void check_fixed_point_add(const Tensor& a, const Tensor& f, const Tensor& y,
+                           const std::string& who, const Device& device);
+// Affine: forward x, y alike and h; backward y, dy, dx alike, h and dh alike, x (if defined)
+// like y.
+void check_affine_forward(const Tensor& x, const Tensor& h, const Tensor& y, const Device& device);
+void check_affine_backward(const Tensor& y, const Tensor& h, const Tensor& dy, const Tensor& dx,
+                           const Tensor& dh, const Tensor& x, const Device& device);
+
+// t rounded to an integer, ties to even. For |t| < 2^(digits-1), t ± 2^(digits-1) keeps no
+// fraction bits, so the addition rounds t (in the default rounding mode) and the subtraction is
+// exact; a larger |t| is an integer already. NaN stays NaN. (Rather than std::nearbyint, which
+// the baseline x86-64 build would call once per element.)
+template <typename T>
+T round_to_integer(T t) {
+  constexpr T magic = static_cast<T>(uint64_t{1} << (std::numeric_limits<T>::digits - 1));
+  const T m = std::copysign(magic, t);
+  return std::abs(t) < magic ? (t + m) - m : t;
+}
+
+// The grid of `range_bits` with `frac` fraction bits, in T.
+template <typename T>
+struct Grid {
+  T scale, inv, limit;  // 2^frac, 2^-frac, 2^range
+  Grid(int range_bits, int frac)
+      : scale(std::ldexp(T(1), frac)),
+        inv(std::ldexp(T(1), -frac)),
+        limit(std::ldexp(T(1), range_bits)) {}
+  T round(T x) const { return round_to_integer(x * scale) * inv; }
+  bool on(T x) const { return round_to_integer(x * scale) == x * scale; }  // false for NaN
+  bool inside(T y) const { return std::abs(y) < limit; }                   // false for NaN
+};
+
+// Fraction bits of the grid in T (24 or 53 minus range_bits); range_bits is checked by the layer.
+template <typename T>
+int grid_frac_bits(int range_bits) {
+  return std::numeric_limits<T>::digits - range_bits;
+}
+
+[[noreturn]] void throw_fixed_point_range(double y, int64_t i, int range_bits,
+                                          const std::string& who);
+
+// After a rounding whose range check failed somewhere: throws for the first y[i] outside.
+template <typename T>
+void throw_round_failure(const T* y, int64_t n, const Grid<T>& grid, int range_bits,
+                         const std::string& who) {
+  for (int64_t i = 0; i < n; ++i)
+    if (!grid.inside(y[i])) throw_fixed_point_range(static_cast<double>(y[i]), i, range_bits, who);
+}
+
+[[noreturn]] void throw_off_grid(int64_t i, int frac, bool in_place, double a,
+                                 const std::string& who);
+[[noreturn]] void throw_off_grid(int frac, const std::string& who);
+
+// After a grid addition whose checks failed somewhere: throws for the first element outside the
+// range or with an input off the grid. In place (a is y), an input off the grid shows as a
+// result off it.
+template <typename T>
+[[noreturn]] void throw_add_failure(const T* a, const T* y, bool in_place, int64_t n,
+                                    const Grid<T>& grid, int range_bits, int frac,
+                                    const std::string& who) {
+  for (int64_t i = 0; i < n; ++i) {
+    if (!grid.inside(y[i])) throw_fixed_point_range(static_cast<double>(y[i]), i, range_bits, who);
+    const bool off = in_place ? !grid.on(y[i]) : !grid.on(a[i]);
+    if (off) throw_off_grid(i, frac, in_place, static_cast<double>(a[i]), who);
+  }
+  throw_off_grid(frac, who);
+}
+
+// The affine scale s (computed in the kernel's type from h_s) of element i of a tensor of
+// `shape` is below min_scale or not finite.
+[[noreturn]] void throw_affine_scale(double hs, double s, int64_t i, const Shape& shape,
+                                     double clamp, double min_scale, const std::string& who);
+
+}  // namespace frugal
