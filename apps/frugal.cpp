@@ -20,7 +20,7 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help
-    std::fprintf(stderr, "error: %s (see %s --help)\n", e.what(), argv[0]);
+    std::fprintf(stderr, "error: %s (see --help)\n", e.what());
     return e.get_exit_code();
   }
   try {

@@ -15,6 +15,10 @@ std::string Shape::str() const {
   return s + "]";
 }
 
+void Shape::throw_overflow() const {
+  throw Error("shape " + str() + ": the element count overflows 64 bits");
+}
+
 std::ostream& operator<<(std::ostream& os, const Shape& s) {
   return os << s.str();
 }

@@ -30,6 +30,13 @@ void Tensor::throw_not_host() const {
                              "(Backend::copy_to_host)"));
 }
 
+size_t TensorMeta::bytes() const {
+  int64_t b = 0;
+  FRUGAL_CHECK(!__builtin_mul_overflow(shape.numel(), int64_t(dtype_size(dtype)), &b), "tensor ",
+               shape, " ", dtype_name(dtype), ": the byte count overflows 64 bits");
+  return static_cast<size_t>(b);
+}
+
 Tensor Tensor::empty(Shape shape, DType dtype, Role role, Allocator& alloc) {
   TensorMeta m{shape, dtype};
   auto s = std::make_shared<Storage>(alloc, m.bytes(), role);

@@ -16,7 +16,8 @@ namespace frugal {
 struct TensorMeta {
   Shape shape;
   DType dtype = DType::f32;
-  size_t bytes() const { return static_cast<size_t>(shape.numel()) * dtype_size(dtype); }
+  // numel() times the element size; throws if that does not fit in int64.
+  size_t bytes() const;
   bool operator==(const TensorMeta&) const = default;
 };
 

@@ -1,14 +1,15 @@
 // CIFAR-10 binary reader: the whole file is read at once, checked for size, then each
-// record's label and planes are normalized through one table per channel.
+// record's label and planes are normalized through one table per channel. The size is checked
+// before the file is read, and the tensors through data/checked.h.
 #include "data/cifar.h"
 
 #include <array>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <vector>
 
 #include "core/error.h"
+#include "data/checked.h"
 
 namespace frugal {
 namespace {
@@ -19,13 +20,22 @@ constexpr int64_t kRecord = 1 + kChannels * kPlane;  // 3073 bytes
 std::vector<unsigned char> read_records(const std::string& path) {
   FRUGAL_CHECK(std::filesystem::is_regular_file(path), path,
                ": no such file (CIFAR-10 binary version expected)");
+  std::error_code ec;
+  const uintmax_t size = std::filesystem::file_size(path, ec);
+  FRUGAL_CHECK(!ec, path, ": cannot read its size: ", ec.message());
+  FRUGAL_CHECK(size != 0, path, ": empty file, expected records of ", kRecord, " bytes");
+  FRUGAL_CHECK(size % kRecord == 0, path, ": truncated or corrupt: ", size,
+               " bytes is not a whole number of ", kRecord, "-byte records (1 label + 3x32x32)");
+  // Four bytes of f32 per byte of the file: refuse before reading what could not be held.
+  FRUGAL_CHECK(size <= uintmax_t(kMaxReadTensorBytes / 4), path, ": ",
+               readable_bytes(int64_t(size)), " of records would make images over the limit of ",
+               readable_bytes(kMaxReadTensorBytes), " for one tensor");
   std::ifstream in(path, std::ios::binary);
   FRUGAL_CHECK(in.good(), path, ": cannot open");
-  std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)),
-                                   std::istreambuf_iterator<char>());
-  FRUGAL_CHECK(!bytes.empty(), path, ": empty file, expected records of ", kRecord, " bytes");
-  FRUGAL_CHECK(bytes.size() % kRecord == 0, path, ": truncated or corrupt: ", bytes.size(),
-               " bytes is not a whole number of ", kRecord, "-byte records (1 label + 3x32x32)");
+  std::vector<unsigned char> bytes(static_cast<size_t>(size));
+  in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(size));
+  FRUGAL_CHECK(in.gcount() == static_cast<std::streamsize>(size), path, ": read ", in.gcount(),
+               " of its ", size, " bytes (changed while read?)");
   return bytes;
 }
 
@@ -42,15 +52,16 @@ Dataset read_cifar10(const std::vector<std::string>& paths) {
   int64_t N = 0;
   for (const std::string& p : paths) {
     files.push_back(read_records(p));
-    N += static_cast<int64_t>(files.back().size()) / kRecord;
+    N = checked_add(p, "record count", N, static_cast<int64_t>(files.back().size()) / kRecord);
   }
   std::array<std::array<float, 256>, 3> table{};
   for (int c = 0; c < 3; ++c)
     for (int v = 0; v < 256; ++v) table[c][v] = (v / 255.0f - kCifarMean[c]) / kCifarStd[c];
 
   Dataset d;
-  d.images = Tensor::empty({N, kChannels, kSide, kSide}, DType::f32);
-  d.labels = Tensor::empty({N}, DType::i32);
+  const std::string& where = paths.empty() ? std::string("cifar10") : paths.front();
+  d.images = reader_tensor(where, "images", {N, kChannels, kSide, kSide}, DType::f32);
+  d.labels = reader_tensor(where, "labels", {N}, DType::i32);
   d.background = {table[0][0], table[1][0], table[2][0]};
   d.classes = 10;
   d.name = "cifar10";

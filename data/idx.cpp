@@ -1,6 +1,7 @@
 // IDX reader over zlib's gz* functions, which read plain and gzip files alike. The header is
 // magic (0, 0, type, rank) then `rank` big-endian u32 extents; the data is their product in
-// unsigned bytes. Pixels are normalized through a 256-entry table (same bits every run).
+// unsigned bytes. Pixels are normalized through a 256-entry table (same bits every run). Sizes
+// from the header are checked (data/checked.h) and compared with the file before allocating.
 #include "data/idx.h"
 
 #include <zlib.h>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "data/checked.h"
 
 namespace frugal {
 namespace {
@@ -30,12 +32,10 @@ struct IdxFile {
   std::string path;
   GzFile file;
   std::vector<int64_t> dims;
+  int64_t file_bytes = 0;  // on disk: the data there, or the compressed stream
 
-  int64_t count() const {
-    int64_t n = 1;
-    for (int64_t d : dims) n *= d;
-    return n;
-  }
+  // The number of data bytes the header promises, checked for overflow.
+  int64_t count() const { return checked_count(path, "header extents", dims); }
 };
 
 // Reads up to `bytes` into `dst`; returns how many were read (fewer at end of file).
@@ -57,7 +57,10 @@ size_t read_bytes(IdxFile& f, void* dst, size_t bytes) {
 
 IdxFile open_idx(const std::string& path, int rank, const char* what) {
   FRUGAL_CHECK(std::filesystem::is_regular_file(path), path, ": no such file");
-  IdxFile f{path, GzFile(gzopen(path.c_str(), "rb")), {}};
+  std::error_code ec;
+  const auto file_bytes = static_cast<int64_t>(std::filesystem::file_size(path, ec));
+  FRUGAL_CHECK(!ec, path, ": cannot read its size: ", ec.message());
+  IdxFile f{path, GzFile(gzopen(path.c_str(), "rb")), {}, file_bytes};
   FRUGAL_CHECK(f.file != nullptr, path, ": cannot open: ", std::strerror(errno));
   std::array<unsigned char, 4> magic{};
   FRUGAL_CHECK(read_bytes(f, magic.data(), 4) == 4, path, ": truncated header (under 4 bytes)");
@@ -76,11 +79,28 @@ IdxFile open_idx(const std::string& path, int rank, const char* what) {
   return f;
 }
 
-// Reads the data the header promises, and checks nothing follows it.
+// Reads the data the header promises, and checks nothing follows it. A plain file's size is
+// compared with the promise before anything is allocated; a compressed one is read in growing
+// chunks, so a header promising more than the stream holds costs at most about twice what is
+// there.
 std::vector<unsigned char> read_data(IdxFile& f) {
-  const size_t need = static_cast<size_t>(f.count());
-  std::vector<unsigned char> data(need);
-  const size_t got = read_bytes(f, data.data(), need);
+  const int64_t promised = f.count();
+  const auto need = static_cast<size_t>(promised);
+  const int64_t header = 4 + 4 * static_cast<int64_t>(f.dims.size());
+  if (gzdirect(f.file.get()) == 1)
+    FRUGAL_CHECK(promised <= f.file_bytes - header, f.path, ": truncated: header ", Shape(f.dims),
+                 " promises ", promised, " bytes of data, file has ", f.file_bytes - header);
+  FRUGAL_CHECK(promised <= kMaxReadTensorBytes, f.path, ": header ", Shape(f.dims), " promises ",
+               readable_bytes(promised), " of data, over the limit of ",
+               readable_bytes(kMaxReadTensorBytes));
+  std::vector<unsigned char> data;
+  size_t got = 0;
+  while (got < need) {
+    data.resize(std::min(need, std::max<size_t>(2 * got, size_t{1} << 20)));
+    const size_t n = read_bytes(f, data.data() + got, data.size() - got);
+    got += n;
+    if (got < data.size()) break;  // end of the stream
+  }
   FRUGAL_CHECK(got == need, f.path, ": truncated: header ", Shape(f.dims), " promises ", need,
                " bytes of data, file has ", got);
   unsigned char extra = 0;
@@ -96,14 +116,18 @@ Tensor read_idx_images(const std::string& path, const ImageOptions& o) {
   const int64_t N = f.dims[0], H = f.dims[1], W = f.dims[2];
   FRUGAL_CHECK((o.height == 0 || H == o.height) && (o.width == 0 || W == o.width), path,
                ": images are ", H, "x", W, ", expected ", o.height, "x", o.width);
+  FRUGAL_CHECK(H > 0 && W > 0, path, ": header extents ", Shape(f.dims),
+               ": images of height or width 0");
   FRUGAL_CHECK(o.pad >= 0 && o.std > 0, path, ": bad image options (pad ", o.pad, ", std ", o.std,
                ")");
   const std::vector<unsigned char> pixels = read_data(f);
 
   std::array<float, 256> table{};
   for (int v = 0; v < 256; ++v) table[v] = static_cast<float>((v / 255.0 - o.mean) / o.std);
-  const int64_t P = o.pad, Hp = H + 2 * P, Wp = W + 2 * P;
-  Tensor images = Tensor::empty({N, 1, Hp, Wp}, DType::f32);
+  const int64_t P = o.pad;
+  const int64_t Hp = checked_add(path, "padded height", H, 2 * P);
+  const int64_t Wp = checked_add(path, "padded width", W, 2 * P);
+  Tensor images = reader_tensor(path, "images", {N, 1, Hp, Wp}, DType::f32);
   float* y = images.data<float>();
   for (int64_t i = 0; i < N * Hp * Wp; ++i) y[i] = table[0];  // border: background pixel
   for (int64_t n = 0; n < N; ++n)
@@ -116,7 +140,7 @@ Tensor read_idx_images(const std::string& path, const ImageOptions& o) {
 Tensor read_idx_labels(const std::string& path, int classes) {
   IdxFile f = open_idx(path, 1, "labels (N)");
   const std::vector<unsigned char> bytes = read_data(f);
-  Tensor labels = Tensor::empty({f.dims[0]}, DType::i32);
+  Tensor labels = reader_tensor(path, "labels", {f.dims[0]}, DType::i32);
   int32_t* y = labels.data<int32_t>();
   for (size_t i = 0; i < bytes.size(); ++i) {
     FRUGAL_CHECK(bytes[i] < classes, path, ": label ", int(bytes[i]), " at index ", i,

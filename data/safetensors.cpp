@@ -1,8 +1,14 @@
 // safetensors reader and writer over nlohmann::json: the header is plain JSON, the data one
-// contiguous block that each tensor indexes by [begin, end) byte offsets.
+// contiguous block that each tensor indexes by [begin, end) byte offsets. The header is parsed
+// with a depth limit and quoted in errors only in short excerpts; sizes go through
+// data/checked.h; a save is written, fsynced and renamed into place.
 #include "data/safetensors.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -13,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "data/checked.h"
 
 namespace frugal {
 namespace {
@@ -20,6 +27,34 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 constexpr uint64_t kMaxHeader = 100u << 20;  // what the reference implementation accepts
+// A header is an object of tensor objects holding arrays of numbers: depth 3. Anything much
+// deeper is not a safetensors file, and parsing it must not run away.
+constexpr int kMaxJsonDepth = 16;
+
+// A short description of a JSON value for messages: scalars as written (strings cut at 40
+// characters), small flat arrays element by element, anything else by its size. Never the
+// whole value, which may be a 100 MiB header or nested 100,000 levels deep.
+std::string excerpt(const Json& j) {
+  auto dump = [](const Json& v) { return v.dump(-1, ' ', false, Json::error_handler_t::replace); };
+  if (j.is_string()) {
+    const std::string& s = j.get_ref<const std::string&>();
+    return s.size() <= 40 ? dump(j) : dump(Json(s.substr(0, 40))) + "...";
+  }
+  if (!j.is_structured()) return dump(j);
+  const bool flat = j.is_array() && j.size() <= 8 &&
+                    std::all_of(j.begin(), j.end(), [](const Json& e) { return e.is_primitive(); });
+  if (!flat)
+    return std::string(j.is_array() ? "an array" : "an object") + " of " +
+           std::to_string(j.size()) + " entries";
+  std::string r = "[";
+  for (const Json& e : j) r += (r.size() > 1 ? ", " : "") + excerpt(e);
+  return r + "]";
+}
+
+// A tensor name for messages, cut at 80 characters.
+std::string short_name(const std::string& name) {
+  return name.size() <= 80 ? name : name.substr(0, 80) + "...";
+}
 
 const char* safetensors_dtype(DType t) {
   switch (t) {
@@ -44,6 +79,25 @@ bool parse_safetensors_dtype(const std::string& s, DType& t) {
   return false;
 }
 
+// Writes all of `bytes` to `fd`; false (errno set) on an error.
+bool write_all(int fd, const void* data, size_t bytes) {
+  const char* p = static_cast<const char*>(data);
+  while (bytes > 0) {
+    const ssize_t n = ::write(fd, p, std::min<size_t>(bytes, size_t{1} << 30));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n;
+    bytes -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// The folder a file path names its entry in ("." for a bare name).
+std::string folder_of(const std::string& path) {
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  return parent.empty() ? std::string(".") : parent.string();
+}
+
 std::vector<char> read_file(const std::string& path) {
   FRUGAL_CHECK(std::filesystem::is_regular_file(path), path, ": no such file");
   std::ifstream in(path, std::ios::binary);
@@ -61,33 +115,36 @@ struct Entry {
 
 Entry parse_entry(const std::string& path, const std::string& name, const Json& j,
                   uint64_t data_bytes) {
-  const std::string where = path + ": tensor '" + name + "'";
+  const std::string where = path + ": tensor '" + short_name(name) + "'";
   FRUGAL_CHECK(
       j.is_object() && j.contains("dtype") && j.contains("shape") && j.contains("data_offsets"),
-      where, ": expected an object with dtype, shape and data_offsets, got ", j.dump());
+      where, ": expected an object with dtype, shape and data_offsets, got ", excerpt(j));
   Entry e{name, {}, 0, 0};
   FRUGAL_CHECK(j["dtype"].is_string() && parse_safetensors_dtype(j["dtype"], e.meta.dtype), where,
-               ": dtype ", j["dtype"].dump(), " is not one frugal reads (F32, F64, I32, U8)");
+               ": dtype ", excerpt(j["dtype"]), " is not one frugal reads (F32, F64, I32, U8)");
   const Json& shape = j["shape"];
-  FRUGAL_CHECK(shape.is_array(), where, ": shape ", shape.dump(), " is not an array");
+  FRUGAL_CHECK(shape.is_array(), where, ": shape ", excerpt(shape), " is not an array");
   std::vector<int64_t> dims;
   for (const Json& d : shape) {
     FRUGAL_CHECK(d.is_number_unsigned() && d.get<uint64_t>() < (uint64_t(1) << 40), where,
-                 ": shape ", shape.dump(), " has a bad extent");
+                 ": shape ", excerpt(shape), " has a bad extent");
     dims.push_back(d.get<int64_t>());
   }
+  // Each extent fits; their product, and its bytes, must too (then e.meta.bytes() is safe).
+  const int64_t count = checked_count(where, "shape", dims);
+  const int64_t bytes = checked_mul(where, "shape bytes", count, int64_t(dtype_size(e.meta.dtype)));
   e.meta.shape = Shape(dims);
   const Json& off = j["data_offsets"];
   FRUGAL_CHECK(off.is_array() && off.size() == 2 && off[0].is_number_unsigned() &&
                    off[1].is_number_unsigned(),
-               where, ": data_offsets ", off.dump(), " is not [begin, end]");
+               where, ": data_offsets ", excerpt(off), " is not [begin, end]");
   e.begin = off[0].get<uint64_t>();
   e.end = off[1].get<uint64_t>();
   FRUGAL_CHECK(e.begin <= e.end && e.end <= data_bytes, where, ": data_offsets [", e.begin, ", ",
                e.end, "] outside the ", data_bytes, " bytes of data (truncated file?)");
-  FRUGAL_CHECK(e.end - e.begin == e.meta.bytes(), where, ": shape ", e.meta.shape, " ",
-               j["dtype"].get<std::string>(), " needs ", e.meta.bytes(),
-               " bytes, data_offsets span ", e.end - e.begin);
+  FRUGAL_CHECK(e.end - e.begin == uint64_t(bytes), where, ": shape ", e.meta.shape, " ",
+               j["dtype"].get<std::string>(), " needs ", bytes, " bytes, data_offsets span ",
+               e.end - e.begin);
   return e;
 }
 
@@ -119,26 +176,51 @@ void save_safetensors(const std::string& path, const Safetensors& file) {
   unsigned char length[8];
   for (int i = 0; i < 8; ++i) length[i] = static_cast<unsigned char>(n >> (8 * i));
 
+  // Written beside `path`, flushed to disk, then renamed over it: a reader (or a crash) sees
+  // the old file or the new one, never part of one.
   const std::string tmp = path + ".tmp";
-  std::error_code ec;
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  FRUGAL_CHECK(fd >= 0, tmp, ": cannot open for writing: ", std::strerror(errno));
   try {
-    {
-      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-      FRUGAL_CHECK(out.good(), tmp, ": cannot open for writing");
-      out.write(reinterpret_cast<const char*>(length), 8);
-      out.write(text.data(), static_cast<std::streamsize>(text.size()));
-      for (const auto& [name, t] : file.tensors)
-        out.write(static_cast<const char*>(t.raw()),
-                  static_cast<std::streamsize>(t.meta().bytes()));
-      out.flush();
-      FRUGAL_CHECK(out.good(), tmp, ": write failed (disk full?)");
-    }
-    std::filesystem::rename(tmp, path, ec);
-    FRUGAL_CHECK(!ec, path, ": cannot rename ", tmp, " into place: ", ec.message());
+    bool ok = write_all(fd, length, 8) && write_all(fd, text.data(), text.size());
+    for (const auto& [name, t] : file.tensors) ok = ok && write_all(fd, t.raw(), t.meta().bytes());
+    FRUGAL_CHECK(ok, tmp, ": write failed: ", std::strerror(errno), " (disk full?)");
+    FRUGAL_CHECK(::fsync(fd) == 0, tmp, ": fsync failed: ", std::strerror(errno));
+    const int closed = ::close(fd);
+    fd = -1;
+    FRUGAL_CHECK(closed == 0, tmp, ": close failed: ", std::strerror(errno));
+    FRUGAL_CHECK(::rename(tmp.c_str(), path.c_str()) == 0, path, ": cannot rename ", tmp,
+                 " into place: ", std::strerror(errno));
   } catch (...) {
-    std::filesystem::remove(tmp, ec);  // no partial file left behind
+    if (fd >= 0) ::close(fd);
+    ::unlink(tmp.c_str());  // no partial file left behind
     throw;
   }
+  // The rename is durable once the folder's entry is on disk; a failure here loses nothing.
+  const std::string dir = folder_of(path);
+  if (const int d = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); d >= 0) {
+    ::fsync(d);
+    ::close(d);
+  }
+}
+
+void check_writable(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  FRUGAL_CHECK(!path.empty(), "save path: empty file name");
+  FRUGAL_CHECK(!fs::is_directory(path, ec), path, ": is a directory; give a file name, e.g. ",
+               (fs::path(path) / "checkpoint.safetensors").string());
+  const std::string dir = folder_of(path);
+  FRUGAL_CHECK(fs::is_directory(dir, ec), path, ": folder ", dir, " does not exist");
+  FRUGAL_CHECK(!fs::exists(path, ec) || ::access(path.c_str(), W_OK) == 0, path,
+               ": not writable: ", std::strerror(errno));
+  // Create the temporary file the save will write, and remove it again.
+  const std::string tmp = path + ".tmp";
+  const bool existed = fs::exists(tmp, ec);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  FRUGAL_CHECK(fd >= 0, path, ": cannot write in folder ", dir, ": ", std::strerror(errno));
+  ::close(fd);
+  if (!existed) ::unlink(tmp.c_str());
 }
 
 Safetensors load_safetensors(const std::string& path) {
@@ -151,8 +233,15 @@ Safetensors load_safetensors(const std::string& path) {
                " exceeds the file's ", bytes.size() - 8,
                " bytes after the length (truncated or "
                "not a safetensors file)");
-  Json header = Json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<int64_t>(n), nullptr,
-                            /*allow_exceptions=*/false);
+  // The parser itself is not recursive; the limit keeps what it builds (and any code walking
+  // it) shallow.
+  auto limit_depth = [&](int depth, nlohmann::json::parse_event_t, Json&) {
+    FRUGAL_CHECK(depth <= kMaxJsonDepth, path, ": header: JSON nested deeper than ", kMaxJsonDepth,
+                 " levels (not a safetensors header)");
+    return true;
+  };
+  Json header = Json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<int64_t>(n),
+                            limit_depth, /*allow_exceptions=*/false);
   FRUGAL_CHECK(header.is_object(), path,
                ": the header is not a JSON object (bad JSON or not a safetensors file)");
 
@@ -164,7 +253,8 @@ Safetensors load_safetensors(const std::string& path) {
     if (name == "__metadata__") {
       FRUGAL_CHECK(j.is_object(), path, ": __metadata__ is not an object of strings");
       for (const auto& [k, v] : j.items()) {
-        FRUGAL_CHECK(v.is_string(), path, ": __metadata__ entry '", k, "' is not a string");
+        FRUGAL_CHECK(v.is_string(), path, ": __metadata__ entry '", short_name(k),
+                     "' is not a string");
         file.metadata[k] = v.get<std::string>();
       }
       continue;
@@ -177,14 +267,16 @@ Safetensors load_safetensors(const std::string& path) {
   });
   uint64_t at = 0;
   for (const Entry& e : entries) {
-    FRUGAL_CHECK(e.begin == at, path, ": tensor '", e.name, "' starts at byte ", e.begin,
-                 " of the data, expected ", at, " (", e.begin < at ? "overlap" : "gap", ")");
+    FRUGAL_CHECK(e.begin == at, path, ": tensor '", short_name(e.name), "' starts at byte ",
+                 e.begin, " of the data, expected ", at, " (", e.begin < at ? "overlap" : "gap",
+                 ")");
     at = e.end;
   }
   FRUGAL_CHECK(at == data_bytes, path, ": the tensors cover ", at, " bytes of data, the file has ",
                data_bytes, " (trailing bytes)");
   for (const Entry& e : entries) {
-    Tensor t = Tensor::empty(e.meta.shape, e.meta.dtype);
+    Tensor t =
+        reader_tensor(path, "tensor '" + short_name(e.name) + "'", e.meta.shape, e.meta.dtype);
     if (e.end > e.begin) std::memcpy(t.raw(), data + e.begin, e.end - e.begin);
     file.tensors.emplace_back(e.name, std::move(t));
   }

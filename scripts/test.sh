@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The tests: install dependencies, build frugal with its tests and run them all with CTest
-# (doctest cases, one CTest test each, plus the install and command-line tests). Where the
+# (doctest cases, one CTest test each, plus the install and command-line tests), then the file
+# readers' fuzz corpus under ASan and UBSan (-DFRUGAL_SANITIZE=ON). Where the
 # CUDA toolkit is installed, it first builds with -DFRUGAL_CUDA=ON as well and runs the CUDA
 # tests, which report themselves as skipped when no GPU is present.
 set -euo pipefail
@@ -21,3 +22,11 @@ fi
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release
 cmake --build "$build" -j2
 ctest --test-dir "$build" --output-on-failure -j2
+
+# The file readers under AddressSanitizer and UndefinedBehaviorSanitizer: a small build of the
+# readers alone (tests/fuzz/), replaying the fuzz corpus and the inputs fuzzing once crashed on.
+sanitize_build="${build}-sanitize"
+cmake -S . -B "$sanitize_build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFRUGAL_SANITIZE=ON \
+  -DFRUGAL_TESTS=OFF -DFRUGAL_APPS=OFF -DFRUGAL_BENCH=OFF
+cmake --build "$sanitize_build" -j2 --target frugal_reader_tests
+ctest --test-dir "$sanitize_build" --output-on-failure

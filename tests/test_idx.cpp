@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "data/batcher.h"
 #include "data/idx.h"
+#include "tests/alloc_cap.h"
 
 namespace fs = std::filesystem;
 using namespace frugal;
@@ -115,6 +116,53 @@ TEST_CASE("idx: truncated data names the file and the missing bytes") {
   write(dir / "long", idx({3}, Bytes{1, 2, 3, 4}));
   CHECK(error_of([&] { read_idx_labels(dir / "long"); }).find("trailing bytes") !=
         std::string::npos);
+}
+
+// Issue 15's headers: each is an error naming the file and the field, found before anything
+// the header promises is allocated (the reader runs with 64 MiB of address space to spare).
+TEST_CASE("idx: hostile headers are errors within the file's own memory") {
+  TempDir dir;
+  auto images = [&](const std::string& name, const Bytes& b, const ImageOptions& o = {}) {
+    write(dir / name, b);
+    return frugal::testing::run_capped([&] { read_idx_images(dir / name, o); });
+  };
+  auto labels = [&](const std::string& name, const Bytes& b) {
+    write(dir / name, b);
+    return frugal::testing::run_capped([&] { read_idx_labels(dir / name); });
+  };
+  // 64 x (2^29 - 2^15 + 1) x (2^29 + 2^15 + 1) = 2^64 + 64: wrapped, an 81-byte file "held" 64.
+  CHECK(images("wrap", idx({64, (1u << 29) - (1u << 15) + 1, (1u << 29) + (1u << 15) + 1},
+                           Bytes(65))) ==
+        "error: " + dir / "wrap" +
+            ": header extents [64,536838145,536903681]: the element count overflows 64 bits "
+            "(corrupt header?)");
+  CHECK(images("zero", idx({1u << 22, 1u << 21, 1u << 21}, {})) ==
+        "error: " + dir / "zero" +
+            ": header extents [4194304,2097152,2097152]: the element count overflows 64 bits "
+            "(corrupt header?)");
+  CHECK(images("empty", idx({0xffffffffu, 0, 0}, {})) ==
+        "error: " + dir / "empty" + ": header extents [4294967295,0,0]: images of height or width 0");
+  for (const std::string name : {"labels", "labels.gz"})
+    CHECK(labels(name, idx({0xffffffffu}, {5})) ==
+          "error: " + dir / name +
+              ": truncated: header [4294967295] promises 4294967295 bytes of data, file has 1");
+  const ImageOptions mnist{.height = 28, .width = 28};
+  for (const std::string name : {"many", "many.gz"}) {
+    CHECK(images(name, idx({1u << 22, 28, 28}, {}), mnist) ==
+          "error: " + dir / name +
+              ": truncated: header [4194304,28,28] promises 3288334336 bytes of data, file has 0");
+  }
+  CHECK(images("more", idx({1u << 31, 28, 28}, {})) ==
+        "error: " + dir / "more" +
+            ": truncated: header [2147483648,28,28] promises 1683627180032 bytes of data, file "
+            "has 0");
+  // A compressed file's size says little of its data's: the promise is held to the limit.
+  CHECK(images("more.gz", idx({1u << 31, 28, 28}, {})) ==
+        "error: " + dir / "more.gz" +
+            ": header [2147483648,28,28] promises 1.5 TiB (1683627180032 bytes) of data, over "
+            "the limit of 32.0 GiB (34359738368 bytes)");
+  // A valid file still reads under the cap.
+  CHECK(images("ok", idx({3, 2, 3}, kPixels), {.pad = 2}) == "ok");
 }
 
 TEST_CASE("idx: wrong magic, data type, rank and image size") {

@@ -3,9 +3,12 @@
 // unknown dtype, offsets out of range, gaps, wrong shapes, missing or foreign tensors).
 #include <doctest/doctest.h>
 
+#include <csignal>
 #include <cstring>
+#include <filesystem>
 
 #include "data/safetensors.h"
+#include "tests/alloc_cap.h"
 #include "tests/temp_dir.h"
 #include "train/weights.h"
 
@@ -143,6 +146,82 @@ TEST_CASE("safetensors: corrupt files give errors naming the file and the tensor
         p + ": the tensors cover 8 bytes of data, the file has 12 (trailing bytes)");
   CHECK(error_for(safetensors_bytes(R"({"__metadata__":{"step":3}})", {})) ==
         p + ": __metadata__ entry 'step' is not a string");
+}
+
+// Issue 15's headers: a shape whose element count wraps, JSON nested 100,000 deep, an entry
+// too big to quote; each an error naming the file and the field, within little memory.
+TEST_CASE("safetensors: hostile headers are bounded errors") {
+  TempDir dir("frugal-st");
+  const std::string p = dir / "bad.safetensors";
+  auto capped = [&](const Bytes& b) {
+    write_bytes(p, b);
+    return run_capped([&] { load_safetensors(p); });
+  };
+  CHECK(capped(safetensors_bytes(
+            R"({"w":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,0]}})", {})) ==
+        "error: " + p +
+            ": tensor 'w': shape [4294967296,4294967296]: the element count overflows 64 bits "
+            "(corrupt header?)");
+  CHECK(capped(safetensors_bytes(
+            R"({"w":{"dtype":"F64","shape":[1099511627775,1099511627775],"data_offsets":[0,0]}})",
+            {})) == "error: " + p +
+                        ": tensor 'w': shape [1099511627775,1099511627775]: the element count "
+                        "overflows 64 bits (corrupt header?)");
+  const std::string deep =
+      "{\"w\":" + std::string(100000, '[') + std::string(100000, ']') + "}";
+  CHECK(capped(safetensors_bytes(deep, {})) ==
+        "error: " + p + ": header: JSON nested deeper than 16 levels (not a safetensors header)");
+  std::string wide = R"({"w":{"dtype":"F32","shape":[)";
+  for (int i = 0; i < 100000; ++i) wide += "1,";
+  wide += R"(1],"data_offsets":"x"}})";
+  CHECK(capped(safetensors_bytes(wide, {})) ==
+        "error: " + p + ": tensor 'w': data_offsets \"x\" is not [begin, end]");
+  std::string shape = R"({"w":{"dtype":"F32","shape":[)";
+  for (int i = 0; i < 100000; ++i) shape += "-1,";
+  shape += R"(1],"data_offsets":[0,4]}})";
+  CHECK(capped(safetensors_bytes(shape, {})) ==
+        "error: " + p + ": tensor 'w': shape an array of 100001 entries has a bad extent");
+}
+
+TEST_CASE("safetensors: check_writable refuses what a save could not write, leaving nothing") {
+  TempDir dir("frugal-st");
+  CHECK(error_message([&] { check_writable(dir.path.string()); }) ==
+        dir.path.string() + ": is a directory; give a file name, e.g. " +
+            dir / "checkpoint.safetensors");
+  CHECK(error_message([&] { check_writable(dir / "missing/ckpt.safetensors"); }) ==
+        dir / "missing/ckpt.safetensors" + ": folder " + dir / "missing" + " does not exist");
+  write_bytes(dir / "file", {1});
+  CHECK(error_message([&] { check_writable(dir / "file/ckpt.safetensors"); }) ==
+        dir / "file/ckpt.safetensors" + ": folder " + dir / "file" + " does not exist");
+  CHECK(error_message([&] { check_writable("/proc/frugal-ckpt.safetensors"); })
+            .starts_with("/proc/frugal-ckpt.safetensors: cannot write in folder /proc: "));
+  check_writable(dir / "ok.safetensors");  // writable: passes, and leaves nothing
+  CHECK(!std::filesystem::exists(dir / "ok.safetensors"));
+  CHECK(!std::filesystem::exists(dir / "ok.safetensors.tmp"));
+}
+
+TEST_CASE("safetensors: a save killed part way leaves the previous file loadable") {
+  TempDir dir("frugal-st");
+  const std::string p = dir / "ckpt.safetensors";
+  Safetensors small;
+  small.tensors.emplace_back("w", Tensor::zeros({2}, DType::f32));
+  save_safetensors(p, small);
+  Safetensors big;  // 64 MiB: long enough to be killed while writing
+  big.tensors.emplace_back("w", Tensor::zeros({int64_t{16} << 20}, DType::f32));
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    for (;;) save_safetensors(p, big);
+  }
+  while (!std::filesystem::exists(p + ".tmp")) usleep(100);
+  usleep(2000);
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  const Safetensors back = load_safetensors(p);  // the old file or a whole new one
+  REQUIRE(back.find("w") != nullptr);
+  CHECK((back.find("w")->numel() == 2 || back.find("w")->numel() == int64_t{16} << 20));
 }
 
 TEST_CASE("weights: load checks names, shapes and model before copying") {

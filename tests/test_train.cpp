@@ -170,7 +170,64 @@ TEST_CASE("train: bad options and files") {
   meta.metadata = {{"global_step", "12x"}};
   save_safetensors(dir / "meta.safetensors", meta);
   CHECK(error_message([&] { t.resume(dir / "meta.safetensors"); }) ==
-        dir / "meta.safetensors" + ": __metadata__ global_step '12x' is not a number >= 0");
+        dir / "meta.safetensors" + ": __metadata__ global_step '12x' is not a whole number in 0..2");
+}
+
+TEST_CASE("train: options out of range are errors naming the option") {
+  const Dataset d = synthetic_dataset({1, 28, 28}, 4, 10, 1);
+  auto error_for = [&](TrainOptions o) { return error_message([&] { Trainer(o, d, d); }); };
+  CHECK(error_for({.batch = 2, .lr = std::nan("")}) ==
+        "train: learning rate (--lr) nan must be a finite number above 0");
+  CHECK(error_for({.batch = 2, .lr = -1}) ==
+        "train: learning rate (--lr) -1 must be a finite number above 0");
+  CHECK(error_for({.batch = 2, .momentum = INFINITY}) ==
+        "train: momentum (--momentum) inf must lie in [0, 1)");
+  CHECK(error_for({.batch = 2, .weight_decay = -1e-4}) ==
+        "train: weight decay (--weight-decay) -0.0001 must be a finite number >= 0");
+  CHECK(error_for({.batch = 2, .threads = 1000000000}) ==
+        "train: threads (--threads) 1000000000 must lie in 0..4096 (0: all cores)");
+}
+
+// Every counter of a checkpoint is range-checked on load: a bad one is an error naming it, and
+// the trainer is left as it was.
+TEST_CASE("train: a checkpoint's counters out of range are errors naming the field") {
+  TempDir dir("frugal-train");
+  const Dataset d = synthetic_dataset({1, 28, 28}, 8, 10, 1);
+  const TrainOptions o{.epochs = 2, .batch = 2, .threads = 2};
+  Trainer t(o, d, d);
+  t.step();
+  t.save(dir / "good.safetensors");
+  const Safetensors good = load_safetensors(dir / "good.safetensors");
+  auto resume_with = [&](const std::string& key, const std::string& value) {
+    Safetensors bad = good;
+    bad.metadata[key] = value;
+    save_safetensors(dir / "bad.safetensors", bad);
+    Trainer fresh(o, d, d);
+    const std::string m = error_message([&] { fresh.resume(dir / "bad.safetensors"); });
+    CHECK(fresh.global_step() == 0);
+    return m;
+  };
+  const std::string p = dir / "bad.safetensors";
+  CHECK(resume_with("global_step", "99999999999999999999") ==
+        p + ": __metadata__ global_step '99999999999999999999' is not a whole number in 0..8");
+  CHECK(resume_with("global_step", "9") ==
+        p + ": __metadata__ global_step '9' is not a whole number in 0..8");
+  CHECK(resume_with("global_step", "-1") ==
+        p + ": __metadata__ global_step '-1' is not a whole number in 0..8");
+  CHECK(resume_with("global_step", "1.5") ==
+        p + ": __metadata__ global_step '1.5' is not a whole number in 0..8");
+  CHECK(resume_with("epoch_steps", "5") ==
+        p + ": __metadata__ epoch_steps '5' is not a whole number in 0..4");
+  CHECK(resume_with("epoch_correct", "3") ==
+        p + ": __metadata__ epoch_correct '3' is not a whole number in 0..2");
+  CHECK(resume_with("epoch_loss_sum", "inf") ==
+        p + ": __metadata__ epoch_loss_sum 'inf' is not a finite number >= 0");
+  CHECK(resume_with("seed", "18446744073709551616") ==
+        p + ": __metadata__ seed '18446744073709551616' is not a whole number in 0..2^64-1");
+  CHECK(resume_with("format", "pt") == p + ": __metadata__ format 'pt' is not frugal-checkpoint");
+  Trainer fresh(o, d, d);
+  fresh.resume(dir / "good.safetensors");
+  CHECK(fresh.global_step() == 1);
 }
 
 namespace {

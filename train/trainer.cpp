@@ -5,6 +5,7 @@
 #include "train/trainer.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -36,6 +37,21 @@ Schedule parse_schedule(const std::string& s) {
   throw Error("unknown schedule '" + s + "'; valid: constant, step, cosine");
 }
 
+void check_train_options(const TrainOptions& o) {
+  FRUGAL_CHECK(o.epochs >= 1 && o.batch >= 1 && o.eval_batch >= 1 && o.steps >= 0 && o.warmup >= 0,
+               "train: epochs, batch and eval batch must be positive, steps and warm-up not "
+               "negative");
+  FRUGAL_CHECK(std::isfinite(o.lr) && o.lr > 0, "train: learning rate (--lr) ", o.lr,
+               " must be a finite number above 0");
+  FRUGAL_CHECK(std::isfinite(o.momentum) && o.momentum >= 0 && o.momentum < 1,
+               "train: momentum (--momentum) ", o.momentum, " must lie in [0, 1)");
+  FRUGAL_CHECK(std::isfinite(o.weight_decay) && o.weight_decay >= 0,
+               "train: weight decay (--weight-decay) ", o.weight_decay,
+               " must be a finite number >= 0");
+  FRUGAL_CHECK(o.threads >= 0 && o.threads <= kMaxThreads, "train: threads (--threads) ", o.threads,
+               " must lie in 0..", kMaxThreads, " (0: all cores)");
+}
+
 double learning_rate(const TrainOptions& o, int64_t t, int64_t T) {
   double lr = o.lr;
   if (t < o.warmup) lr *= double(t + 1) / double(o.warmup);
@@ -65,9 +81,7 @@ Trainer::Trainer(const TrainOptions& o, const Dataset& train, const Dataset& tes
                BatcherOptions{.shuffle = true,
                               .seed = o.seed,
                               .augment = {.crop_pad = o.augment ? 4 : 0, .flip = o.augment}}) {
-  FRUGAL_CHECK(o.epochs >= 1 && o.batch >= 1 && o.eval_batch >= 1 && o.steps >= 0 && o.warmup >= 0,
-               "train: epochs, batch and eval batch must be positive, steps and warm-up not "
-               "negative");
+  check_train_options(o);
   FRUGAL_CHECK(o.batch <= train.size(), "train: batch ", o.batch, " exceeds the ", train.size(),
                " training images");
   set_cpu_threads(o.threads);
@@ -157,23 +171,43 @@ void Trainer::resume(const std::string& path) {
                  "' in __metadata__); `frugal eval --weights` reads plain weights");
     return it->second;
   };
-  // A whole number >= 0, or a (hex) float for the loss sum; anything else is corrupt.
-  auto number = [&](const char* key) {
+  // Every field is range-checked before it is used; a bad one is an error naming it.
+  auto clip = [](const std::string& s) { return s.size() <= 40 ? s : s.substr(0, 40) + "..."; };
+  // A whole number in 0..max; a sign, a fraction or digits beyond int64 are corrupt.
+  auto whole = [&](const char* key, int64_t max) {
     const std::string s = get(key);
-    char* end = nullptr;
-    const double v = std::strtod(s.c_str(), &end);
-    FRUGAL_CHECK(!s.empty() && *end == '\0' && v >= 0, path, ": __metadata__ ", key, " '", s,
-                 "' is not a number >= 0");
+    int64_t v = -1;
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    FRUGAL_CHECK(
+        !s.empty() && ec == std::errc() && end == s.data() + s.size() && v >= 0 && v <= max, path,
+        ": __metadata__ ", key, " '", clip(s), "' is not a whole number in 0..", max);
     return v;
   };
-  const auto step = static_cast<int64_t>(number("global_step"));
+  if (auto it = file.metadata.find("format"); it != file.metadata.end())
+    FRUGAL_CHECK(it->second == "frugal-checkpoint", path, ": __metadata__ format '",
+                 clip(it->second), "' is not frugal-checkpoint");
+  const int64_t step = whole("global_step", total_steps());
   FRUGAL_CHECK(get("batch") == std::to_string(options_.batch) &&
                    get("steps_per_epoch") == std::to_string(steps_per_epoch_),
-               path, ": saved with batch ", get("batch"), " and ", get("steps_per_epoch"),
-               " steps per epoch; this run has batch ", options_.batch, " and ", steps_per_epoch_,
+               path, ": saved with batch ", clip(get("batch")), " and ",
+               clip(get("steps_per_epoch")), " steps per epoch; this run has batch ",
+               options_.batch, " and ", steps_per_epoch_,
                " (resume with the same --batch and --steps)");
-  const EpochTotals totals{number("epoch_loss_sum"), static_cast<int64_t>(number("epoch_correct")),
-                           static_cast<int64_t>(number("epoch_steps"))};
+  if (file.metadata.count("seed")) {
+    const std::string s = get("seed");
+    uint64_t seed = 0;
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), seed);
+    FRUGAL_CHECK(!s.empty() && ec == std::errc() && end == s.data() + s.size(), path,
+                 ": __metadata__ seed '", clip(s), "' is not a whole number in 0..2^64-1");
+  }
+  // The loss sum is a (hex) float: finite and >= 0.
+  const std::string loss = get("epoch_loss_sum");
+  char* end = nullptr;
+  const double loss_sum = std::strtod(loss.c_str(), &end);
+  FRUGAL_CHECK(!loss.empty() && *end == '\0' && std::isfinite(loss_sum) && loss_sum >= 0, path,
+               ": __metadata__ epoch_loss_sum '", clip(loss), "' is not a finite number >= 0");
+  EpochTotals totals{loss_sum, 0, whole("epoch_steps", steps_per_epoch_)};
+  totals.correct = whole("epoch_correct", totals.steps * options_.batch);
   const int64_t in_epoch = step % steps_per_epoch_;  // 0 at an epoch's end: totals still full
   FRUGAL_CHECK(totals.steps == in_epoch || (in_epoch == 0 && totals.steps == steps_per_epoch_),
                path, ": __metadata__ epoch_steps ", totals.steps, " does not match global_step ",

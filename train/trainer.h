@@ -46,6 +46,15 @@ struct TrainOptions {
   std::string device = "cpu";
 };
 
+// The most CPU threads a run may ask for; more is surely a typo (the command caps requests
+// above the machine's cores with a warning).
+inline constexpr int kMaxThreads = 4096;
+
+// Throws, naming the option and its range, unless every number in `o` is valid: lr finite and
+// above 0, momentum finite in [0, 1), weight decay finite and >= 0, epochs, batch and eval batch
+// >= 1, steps and warm-up >= 0, threads in 0..kMaxThreads. The Trainer checks this first.
+void check_train_options(const TrainOptions& o);
+
 // The learning rate of step t (0-based) of T: linear warm-up over the first `warmup` steps,
 // then constant, step (x0.1 once half and again once three quarters of the T steps are done)
 // or cosine (per step, from lr down to 0 at step T).

@@ -1,5 +1,6 @@
 // Checkpoints over the safetensors reader and writer: names, shapes and dtypes are checked
-// against the model before any byte is copied, so a bad file leaves the store untouched. Bytes
+// against the model (and every value for NaN and inf) before any byte is copied, so a bad file
+// leaves the store untouched. Bytes
 // move between the file's host tensors and the store's device through the store's backend.
 #include "train/weights.h"
 
@@ -43,6 +44,10 @@ void load_weights(ParamStore& params, const Safetensors& file, const std::string
     FRUGAL_CHECK(t.meta() == want, path, ": tensor '", name, "' is ", t.shape(), " ",
                  dtype_name(t.dtype()), ", model ", model, " expects ", want.shape, " ",
                  dtype_name(want.dtype));
+    const int64_t i = cpu_backend().first_non_finite(t);  // the file's tensors are on the host
+    FRUGAL_CHECK(i < 0, path, ": tensor '", name, "' holds ",
+                 std::isnan(element_as_double(t, i)) ? "nan" : "inf", " at element ", i,
+                 " (a corrupt file, or one from a diverged run)");
   };
   std::set<std::string> known;
   for (Parameter* p : params.all()) {

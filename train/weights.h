@@ -18,8 +18,8 @@ Safetensors weights_tensors(ParamStore& params, bool with_momentum,
                             std::map<std::string, std::string> metadata);
 
 // Copies a file's tensors into the store. Every parameter must be in the file with its shape
-// and dtype; a tensor the store lacks is an error (a file for another model), and so is a
-// "model" metadata entry other than `model`. Momentum buffers are restored when
+// and dtype, its values finite; a tensor the store lacks is an error (a file for another
+// model), and so is a "model" metadata entry other than `model`. Momentum buffers are restored when
 // `with_momentum` (parameters without one in the file keep none), otherwise ignored.
 // Errors name `path`, the tensor and both shapes.
 void load_weights(ParamStore& params, const Safetensors& file, const std::string& path,

@@ -1,0 +1,10 @@
+// libFuzzer target for the idx reader (built with -DFRUGAL_FUZZ=ON; see tests/fuzz/README.md).
+#include <cstddef>
+#include <cstdint>
+
+#include "tests/fuzz/readers.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  frugal::fuzz::read_idx(data, size);
+  return 0;
+}
