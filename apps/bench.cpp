@@ -17,8 +17,8 @@
 
 #include "core/backend.h"
 #include "core/rng.h"
-#include "models/step.h"
 #include "models/registry.h"
+#include "models/step.h"
 #include "recompute/budget.h"
 #include "run/executor.h"
 #include "train/step_budget.h"

@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/rng.h"
-#include "models/step.h"
 #include "models/registry.h"
+#include "models/step.h"
 #include "report/report.h"
 #include "report/timeline.h"
 #include "run/executor.h"

@@ -1,5 +1,6 @@
 // `frugal memory --optnet-tables`: optnet's three published conditions
-// (the figures of optnet's README, listed in docs/MEMORY.md), frugal's planned-vs-baseline saving beside optnet's.
+// (the figures of optnet's README, listed in docs/MEMORY.md), frugal's planned-vs-baseline saving
+// beside optnet's.
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>

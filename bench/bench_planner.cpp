@@ -15,8 +15,8 @@
 #include "memory/encodings.h"
 #include "memory/liveness.h"
 #include "memory/planner.h"
-#include "models/step.h"
 #include "models/registry.h"
+#include "models/step.h"
 #include "run/plan.h"
 
 using namespace frugal;

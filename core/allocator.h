@@ -10,8 +10,9 @@
 
 namespace frugal {
 
-// What a buffer is for (docs/ARCHITECTURE.md, "The roles contract"). `input` is data fed to the network (images,
-// labels); `arena` is one planned block that holds many buffers of the other roles.
+// What a buffer is for (docs/ARCHITECTURE.md, "The roles contract"). `input` is data fed to the
+// network (images, labels); `arena` is one planned block that holds many buffers of the other
+// roles.
 enum class Role { input, output, saved, scratch, grad, param, param_grad, optimizer_state, arena };
 constexpr int kRoleCount = 9;
 const char* role_name(Role r);

@@ -77,8 +77,8 @@ void Conv2dOp::backward(const OpContext& ctx) {
 Value conv2d(Value x, const Conv2dOptions& o, std::source_location where) {
   Tape& t = x.tape();
   FRUGAL_CHECK(x.shape().rank() == 4 && o.out >= 1 && o.kernel >= 1, source_line(where),
-               ": conv2d: expects x (N,C,H,W), out >= 1 and kernel >= 1; got x ",
-               x.shape(), ", out ", o.out, ", kernel ", o.kernel);
+               ": conv2d: expects x (N,C,H,W), out >= 1 and kernel >= 1; got x ", x.shape(),
+               ", out ", o.out, ", kernel ", o.kernel);
   const std::string name = o.name.empty() ? t.unique_name("conv2d") : o.name;
   const int64_t k = o.kernel;
   std::vector<Value> in = {

@@ -52,7 +52,8 @@ void LinearOp::backward(const OpContext& ctx) {
 
 Value linear(Value x, const LinearOptions& o, std::source_location where) {
   Tape& t = x.tape();
-  FRUGAL_CHECK(x.shape().rank() == 2 && o.out >= 1, source_line(where), ": linear: expects x (N,I) and out >= 1; got x ", x.shape(), ", out ", o.out,
+  FRUGAL_CHECK(x.shape().rank() == 2 && o.out >= 1, source_line(where),
+               ": linear: expects x (N,I) and out >= 1; got x ", x.shape(), ", out ", o.out,
                " (flatten the input first)");
   const std::string name = o.name.empty() ? t.unique_name("linear") : o.name;
   const int64_t I = x.shape()[1];

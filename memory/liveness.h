@@ -71,7 +71,8 @@ struct Liveness {
   int final_step() const { return steps - 1; }
   // The buffer whose bytes buffer b takes: the root of its alias chain (b when unaliased).
   int alias_root(int b) const {
-    while (buffers[static_cast<size_t>(b)].alias_of >= 0) b = buffers[static_cast<size_t>(b)].alias_of;
+    while (buffers[static_cast<size_t>(b)].alias_of >= 0)
+      b = buffers[static_cast<size_t>(b)].alias_of;
     return b;
   }
 };

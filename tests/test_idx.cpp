@@ -131,8 +131,8 @@ TEST_CASE("idx: hostile headers are errors within the file's own memory") {
     return frugal::testing::run_capped([&] { read_idx_labels(dir / name); });
   };
   // 64 x (2^29 - 2^15 + 1) x (2^29 + 2^15 + 1) = 2^64 + 64: wrapped, an 81-byte file "held" 64.
-  CHECK(images("wrap", idx({64, (1u << 29) - (1u << 15) + 1, (1u << 29) + (1u << 15) + 1},
-                           Bytes(65))) ==
+  CHECK(images("wrap",
+               idx({64, (1u << 29) - (1u << 15) + 1, (1u << 29) + (1u << 15) + 1}, Bytes(65))) ==
         "error: " + dir / "wrap" +
             ": header extents [64,536838145,536903681]: the element count overflows 64 bits "
             "(corrupt header?)");
@@ -141,7 +141,8 @@ TEST_CASE("idx: hostile headers are errors within the file's own memory") {
             ": header extents [4194304,2097152,2097152]: the element count overflows 64 bits "
             "(corrupt header?)");
   CHECK(images("empty", idx({0xffffffffu, 0, 0}, {})) ==
-        "error: " + dir / "empty" + ": header extents [4294967295,0,0]: images of height or width 0");
+        "error: " + dir / "empty" +
+            ": header extents [4294967295,0,0]: images of height or width 0");
   for (const std::string name : {"labels", "labels.gz"})
     CHECK(labels(name, idx({0xffffffffu}, {5})) ==
           "error: " + dir / name +

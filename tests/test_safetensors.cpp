@@ -167,8 +167,7 @@ TEST_CASE("safetensors: hostile headers are bounded errors") {
             {})) == "error: " + p +
                         ": tensor 'w': shape [1099511627775,1099511627775]: the element count "
                         "overflows 64 bits (corrupt header?)");
-  const std::string deep =
-      "{\"w\":" + std::string(100000, '[') + std::string(100000, ']') + "}";
+  const std::string deep = "{\"w\":" + std::string(100000, '[') + std::string(100000, ']') + "}";
   CHECK(capped(safetensors_bytes(deep, {})) ==
         "error: " + p + ": header: JSON nested deeper than 16 levels (not a safetensors header)");
   std::string wide = R"({"w":{"dtype":"F32","shape":[)";
@@ -193,8 +192,9 @@ TEST_CASE("safetensors: check_writable refuses what a save could not write, leav
   write_bytes(dir / "file", {1});
   CHECK(error_message([&] { check_writable(dir / "file/ckpt.safetensors"); }) ==
         dir / "file/ckpt.safetensors" + ": folder " + dir / "file" + " does not exist");
-  CHECK(error_message([&] { check_writable("/proc/frugal-ckpt.safetensors"); })
-            .starts_with("/proc/frugal-ckpt.safetensors: cannot write in folder /proc: "));
+  CHECK(error_message([&] {
+          check_writable("/proc/frugal-ckpt.safetensors");
+        }).starts_with("/proc/frugal-ckpt.safetensors: cannot write in folder /proc: "));
   check_writable(dir / "ok.safetensors");  // writable: passes, and leaves nothing
   CHECK(!std::filesystem::exists(dir / "ok.safetensors"));
   CHECK(!std::filesystem::exists(dir / "ok.safetensors.tmp"));

@@ -170,7 +170,8 @@ TEST_CASE("train: bad options and files") {
   meta.metadata = {{"global_step", "12x"}};
   save_safetensors(dir / "meta.safetensors", meta);
   CHECK(error_message([&] { t.resume(dir / "meta.safetensors"); }) ==
-        dir / "meta.safetensors" + ": __metadata__ global_step '12x' is not a whole number in 0..2");
+        dir / "meta.safetensors" +
+            ": __metadata__ global_step '12x' is not a whole number in 0..2");
 }
 
 TEST_CASE("train: options out of range are errors naming the option") {

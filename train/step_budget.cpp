@@ -8,8 +8,8 @@
 #include "core/backend.h"
 #include "core/error.h"
 #include "memory/layout.h"
-#include "models/step.h"
 #include "models/registry.h"
+#include "models/step.h"
 #include "recompute/checkpoint.h"
 
 namespace frugal {
