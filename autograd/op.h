@@ -31,6 +31,7 @@ class OpContext {
   Tensor& output(int j) const;
   Tensor& saved(int k) const;
   Tensor& scratch() const;
+  bool has_scratch() const { return scratch_ != nullptr && scratch_->defined(); }
   // Backward only.
   const Tensor& grad_output(int j) const;
   bool needs_grad_input(int i) const;

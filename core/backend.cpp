@@ -19,6 +19,15 @@ Tensor to_host(Backend& be, const Tensor& t) {
   return to_host(be, t, staging);
 }
 
+Tensor clone_to_host(Backend& be, const Tensor& t) {
+  Tensor copy = Tensor::empty(t.shape(), t.dtype(), t.storage()->role());
+  if (t.device().is_host())
+    be.copy(t, copy);
+  else
+    be.copy_to_host(t, copy);
+  return copy;
+}
+
 Backend& backend_named(const std::string& device) {
   if (device == "cpu") return cpu_backend();
   if (device == "sim") return sim_backend();

@@ -7,8 +7,10 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "core/device.h"
+#include "core/roles.h"
 #include "core/tensor.h"
 
 namespace frugal {
@@ -55,6 +57,9 @@ class Backend {
   // Index of the first NaN or +-inf element of t (row-major), -1 if there is none or t is not
   // a float tensor. The answer reaches the host (a device synchronizes): for checks, not kernels.
   virtual int64_t first_non_finite(const Tensor& t) = 0;
+  // Returns when every kernel and copy issued so far has finished (timing, measurements). The
+  // CPU's kernels finish before they return: nothing to wait for.
+  virtual void synchronize() {}
 
   // --- dense ------------------------------------------------------------------------------
   // x (N,I)  w (O,I)  b (O) or undefined  y (N,O):  y = x w^T + b
@@ -69,6 +74,15 @@ class Backend {
   // Scratch bytes each conv kernel needs (im2col columns for a bounded chunk of the batch).
   virtual size_t conv2d_forward_scratch(const Conv2dGeometry& g, DType t) const = 0;
   virtual size_t conv2d_backward_scratch(const Conv2dGeometry& g, DType t) const = 0;
+  // Where more scratch buys speed (cuDNN's algorithms): each choice's scratch and measured time,
+  // scratch ascending and time descending, the first being conv2d_*_scratch's; backward covers
+  // the data and filter gradients together. Given scratch of any of these sizes, the kernels
+  // run the fastest way that fits it. Empty (the default): one way, with the least scratch.
+  virtual std::vector<ScratchChoice> conv2d_scratch_choices(const Conv2dGeometry& g, DType t,
+                                                            bool backward) const {
+    (void)g, (void)t, (void)backward;
+    return {};
+  }
   virtual void conv2d_forward(const Conv2dGeometry& g, const Tensor& x, const Tensor& w,
                               const Tensor& b, Tensor& y, Tensor& scratch) = 0;
   // dx from dy and w
@@ -191,6 +205,8 @@ inline int64_t mask_bytes(int64_t n) {
 const Tensor& to_host(Backend& be, const Tensor& t, Tensor& staging);
 // A host copy of t through `be` (t itself where it is host memory).
 Tensor to_host(Backend& be, const Tensor& t);
+// A new host tensor holding t's bytes, wherever t lives (detached from t's memory).
+Tensor clone_to_host(Backend& be, const Tensor& t);
 
 // The CPU backend over Eigen, using `threads` OpenMP threads (0: all cores).
 Backend& cpu_backend();

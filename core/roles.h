@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <vector>
 
 #include "core/tensor.h"
@@ -20,6 +21,14 @@ struct Alias {
   int input = 0;
 };
 
+// One way a pass of an op can run, chosen by how much scratch it is given (cuDNN's convolution
+// algorithms): the scratch it needs and the time it took when the backend measured it.
+struct ScratchChoice {
+  size_t bytes = 0;
+  double seconds = 0;
+  std::string name;  // "implicit precomputed GEMM", for the report
+};
+
 // The contract between an op and the planner (docs/ARCHITECTURE.md, "The roles contract").
 struct Roles {
   std::vector<int> backward_reads_inputs;   // inputs backward reads (must stay alive)
@@ -27,8 +36,13 @@ struct Roles {
   std::vector<TensorMeta> saved;            // extra state written in forward, read in backward
   size_t forward_scratch = 0;               // bytes, live during forward only
   size_t backward_scratch = 0;              // bytes, live during backward only
-  std::vector<Alias> aliases;               // output j may overwrite input i
-  std::vector<Alias> grad_aliases;          // d input i may overwrite d output j
+  // Where a pass runs faster with more scratch: its choices, scratch ascending and time
+  // descending, the first being forward_scratch / backward_scratch. The planner may raise the
+  // pass's scratch to a later choice where the arena has room (memory/workspace.h); the op's
+  // kernel then runs the fastest way that fits the scratch it is given.
+  std::vector<ScratchChoice> forward_choices, backward_choices;
+  std::vector<Alias> aliases;       // output j may overwrite input i
+  std::vector<Alias> grad_aliases;  // d input i may overwrite d output j
   // Inputs whose value backward rebuilds (reversible blocks): the op does not read them in
   // backward but writes them back, so they may die after forward; later backward readers of
   // that value read the rebuilt copy.

@@ -1,7 +1,10 @@
 // Conv2d kernels of the CUDA backend over cuDNN. Each geometry gets a plan on first use: its
-// descriptors and, per direction, the first algorithm in cuDNN's heuristic order that is
-// deterministic, uses no tensor-op (TF32) math and needs at most kWorkspaceLimit bytes of
-// workspace. The workspace is the op's scratch, so the memory planner sees and places it.
+// descriptors and, per direction, every algorithm that is deterministic and uses no tensor-op
+// (TF32) math, timed once by cudnnFind* (with cuDNN's own temporary memory, at planning time,
+// never in a step) and kept for the process. The least workspace among them is the op's
+// default scratch; the faster ones are offered to the planner as scratch choices
+// (memory/workspace.h), and each kernel runs the fastest algorithm that fits the scratch the
+// plan gave it. Planned and baseline steps get the same scratch, so the same algorithms.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -13,20 +16,118 @@
 
 namespace frugal {
 
+namespace {
+
+// One usable algorithm of one direction: its workspace and measured time.
+template <typename Algo>
+struct Measured {
+  Algo algo{};
+  size_t bytes = 0;
+  double seconds = 0;
+  std::string name;
+};
+
+const char* algo_name(cudnnConvolutionFwdAlgo_t a) {
+  switch (a) {
+    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM:
+      return "implicit GEMM";
+    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM:
+      return "implicit precomputed GEMM";
+    case CUDNN_CONVOLUTION_FWD_ALGO_GEMM:
+      return "GEMM";
+    case CUDNN_CONVOLUTION_FWD_ALGO_DIRECT:
+      return "direct";
+    case CUDNN_CONVOLUTION_FWD_ALGO_FFT:
+      return "FFT";
+    case CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING:
+      return "FFT tiling";
+    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD:
+      return "Winograd";
+    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED:
+      return "Winograd non-fused";
+    default:
+      return "forward algorithm";
+  }
+}
+const char* algo_name(cudnnConvolutionBwdDataAlgo_t a) {
+  switch (a) {
+    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_0:
+      return "data algo 0";
+    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_1:
+      return "data algo 1";
+    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT:
+      return "data FFT";
+    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING:
+      return "data FFT tiling";
+    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD:
+      return "data Winograd";
+    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED:
+      return "data Winograd non-fused";
+    default:
+      return "data algorithm";
+  }
+}
+const char* algo_name(cudnnConvolutionBwdFilterAlgo_t a) {
+  switch (a) {
+    case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0:
+      return "filter algo 0";
+    case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1:
+      return "filter algo 1";
+    case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT:
+      return "filter FFT";
+    case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3:
+      return "filter algo 3";
+    case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED:
+      return "filter Winograd non-fused";
+    case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING:
+      return "filter FFT tiling";
+    default:
+      return "filter algorithm";
+  }
+}
+
+// cuDNN's timed results that qualify (deterministic, full-precision math), fastest first.
+template <typename Perf>
+auto usable(const std::vector<Perf>& found) {
+  std::vector<Measured<decltype(Perf{}.algo)>> out;
+  for (const Perf& p : found)
+    if (p.status == CUDNN_STATUS_SUCCESS && p.determinism == CUDNN_DETERMINISTIC &&
+        p.mathType != CUDNN_TENSOR_OP_MATH && p.mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)
+      out.push_back({p.algo, p.memory, static_cast<double>(p.time) * 1e-3, algo_name(p.algo)});
+  std::stable_sort(out.begin(), out.end(),
+                   [](const auto& a, const auto& b) { return a.seconds < b.seconds; });
+  return out;
+}
+
+template <typename Algo>
+size_t least_bytes(const std::vector<Measured<Algo>>& v) {
+  size_t b = v.front().bytes;
+  for (const auto& m : v) b = std::min(b, m.bytes);
+  return b;
+}
+
+// The fastest algorithm whose workspace fits `bytes` (null if none does).
+template <typename Algo>
+const Measured<Algo>* fastest_within(const std::vector<Measured<Algo>>& v, size_t bytes) {
+  for (const auto& m : v)  // fastest first
+    if (m.bytes <= bytes) return &m;
+  return nullptr;
+}
+
+}  // namespace
+
 struct ConvPlan {
   TensorDescriptor x, y;  // (N,C,H,W) and (N,K,P,Q); also dx and dy
   FilterDescriptor w;     // (K,C,R,S); also dw
   ConvolutionDescriptor conv;
-  cudnnConvolutionFwdAlgo_t forward{};
-  cudnnConvolutionBwdDataAlgo_t backward_data{};
-  cudnnConvolutionBwdFilterAlgo_t backward_filter{};
-  size_t forward_bytes = 0, backward_data_bytes = 0, backward_filter_bytes = 0;
+  std::vector<Measured<cudnnConvolutionFwdAlgo_t>> forward = {};
+  std::vector<Measured<cudnnConvolutionBwdDataAlgo_t>> backward_data = {};
+  std::vector<Measured<cudnnConvolutionBwdFilterAlgo_t>> backward_filter = {};
+  size_t forward_bytes = 0, backward_bytes = 0;  // the least scratch of each pass
+  std::vector<ScratchChoice> forward_choices = {}, backward_choices = {};
 };
 
 namespace {
-
-// Workspace bound per direction: algorithms that want more (FFT on large inputs) are skipped.
-constexpr size_t kWorkspaceLimit = size_t{64} << 20;
 
 std::string geometry_str(const Conv2dGeometry& g, DType t) {
   return detail::concat("x [", g.N, ",", g.C, ",", g.H, ",", g.W, "] w [", g.K, ",", g.C, ",", g.R,
@@ -34,26 +135,34 @@ std::string geometry_str(const Conv2dGeometry& g, DType t) {
                         g.pad_w, " ", dtype_name(t));
 }
 
-// The first of cuDNN's ranked candidates (then `fallback`) that is deterministic, uses no
-// tensor-op math, and whose workspace, asked with our descriptors, fits the limit.
-template <typename Perf, typename Algo, typename WorkspaceSize>
-Algo choose(const char* op, const std::string& geometry, const std::vector<Perf>& ranked,
-            Algo fallback, WorkspaceSize workspace_size, size_t& bytes) {
-  std::vector<Algo> candidates;
-  for (const Perf& p : ranked)
-    if (p.status == CUDNN_STATUS_SUCCESS && p.determinism == CUDNN_DETERMINISTIC &&
-        p.mathType != CUDNN_TENSOR_OP_MATH && p.mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)
-      candidates.push_back(p.algo);
-  candidates.push_back(fallback);
-  for (Algo a : candidates) {
-    size_t b = 0;
-    if (workspace_size(a, &b) == CUDNN_STATUS_SUCCESS && b <= kWorkspaceLimit) {
-      bytes = b;
-      return a;
+// The choices of the forward pass: the algorithms that beat every one with less workspace.
+std::vector<ScratchChoice> frontier(std::vector<ScratchChoice> all) {
+  std::stable_sort(all.begin(), all.end(), [](const ScratchChoice& a, const ScratchChoice& b) {
+    return a.bytes != b.bytes ? a.bytes < b.bytes : a.seconds < b.seconds;
+  });
+  std::vector<ScratchChoice> out;
+  for (const ScratchChoice& c : all)
+    if (out.empty() || c.seconds < out.back().seconds) {
+      if (!out.empty() && out.back().bytes == c.bytes) out.pop_back();
+      out.push_back(c);
     }
+  return out;
+}
+
+// The backward pass's choices: at each workspace size either direction can use, the fastest
+// data algorithm plus the fastest filter algorithm within it.
+std::vector<ScratchChoice> backward_frontier(const ConvPlan& p) {
+  std::vector<size_t> sizes;
+  for (const auto& m : p.backward_data) sizes.push_back(m.bytes);
+  for (const auto& m : p.backward_filter) sizes.push_back(m.bytes);
+  std::vector<ScratchChoice> all;
+  for (size_t s : sizes) {
+    if (s < p.backward_bytes) continue;
+    const auto* d = fastest_within(p.backward_data, s);
+    const auto* f = fastest_within(p.backward_filter, s);
+    if (d && f) all.push_back({s, d->seconds + f->seconds, d->name + " + " + f->name});
   }
-  throw Error(detail::concat(op, ": cuDNN has no deterministic algorithm within ",
-                             kWorkspaceLimit >> 20, " MiB of workspace for ", geometry));
+  return frontier(std::move(all));
 }
 
 // 1 and 0 in the compute type, as cuDNN's alpha and beta want them.
@@ -66,12 +175,19 @@ struct Scalars {
   double d1 = 1, d0 = 0;
 };
 
-void* workspace(const char* op, const Tensor& scratch, size_t bytes, const Device& device) {
-  if (bytes == 0) return nullptr;
-  FRUGAL_CHECK(scratch.defined() && scratch.bytes() >= bytes, op, ": scratch of ",
-               scratch.defined() ? scratch.bytes() : 0, " bytes, needs ", bytes);
-  check_device(op, {&scratch}, device);
-  return scratch.device_raw();
+// The fastest algorithm of `v` that fits the scratch given (its pointer and bytes in `ws`).
+template <typename Algo>
+const Measured<Algo>* pick(const char* op, const std::vector<Measured<Algo>>& v,
+                           const Tensor& scratch, const Device& device, void*& ws) {
+  const size_t bytes = scratch.defined() ? scratch.bytes() : 0;
+  const Measured<Algo>* m = fastest_within(v, bytes);
+  FRUGAL_CHECK(m != nullptr, op, ": scratch of ", bytes, " bytes, needs at least ", least_bytes(v));
+  ws = nullptr;
+  if (m->bytes > 0) {
+    check_device(op, {&scratch}, device);
+    ws = scratch.device_raw();
+  }
+  return m;
 }
 
 }  // namespace
@@ -93,46 +209,40 @@ const ConvPlan& CudaBackend::conv_plan(const Conv2dGeometry& g, DType t) const {
   int n = 0, count = 0;
   {
     FRUGAL_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(cudnn_, &count));
-    std::vector<cudnnConvolutionFwdAlgoPerf_t> ranked(static_cast<size_t>(count));
-    FRUGAL_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
-        cudnn_, p->x.get(), p->w.get(), p->conv.get(), p->y.get(), count, &n, ranked.data()));
-    ranked.resize(static_cast<size_t>(n));
-    p->forward = choose(
-        "conv2d forward", geometry, ranked, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
-        [&](cudnnConvolutionFwdAlgo_t a, size_t* bytes) {
-          return cudnnGetConvolutionForwardWorkspaceSize(cudnn_, p->x.get(), p->w.get(),
-                                                         p->conv.get(), p->y.get(), a, bytes);
-        },
-        p->forward_bytes);
+    std::vector<cudnnConvolutionFwdAlgoPerf_t> found(static_cast<size_t>(count));
+    FRUGAL_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithm(
+        cudnn_, p->x.get(), p->w.get(), p->conv.get(), p->y.get(), count, &n, found.data()));
+    found.resize(static_cast<size_t>(n));
+    p->forward = usable(found);
   }
   {
     FRUGAL_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(cudnn_, &count));
-    std::vector<cudnnConvolutionBwdDataAlgoPerf_t> ranked(static_cast<size_t>(count));
-    FRUGAL_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
-        cudnn_, p->w.get(), p->y.get(), p->conv.get(), p->x.get(), count, &n, ranked.data()));
-    ranked.resize(static_cast<size_t>(n));
-    p->backward_data = choose(
-        "conv2d backward data", geometry, ranked, CUDNN_CONVOLUTION_BWD_DATA_ALGO_1,
-        [&](cudnnConvolutionBwdDataAlgo_t a, size_t* bytes) {
-          return cudnnGetConvolutionBackwardDataWorkspaceSize(cudnn_, p->w.get(), p->y.get(),
-                                                              p->conv.get(), p->x.get(), a, bytes);
-        },
-        p->backward_data_bytes);
+    std::vector<cudnnConvolutionBwdDataAlgoPerf_t> found(static_cast<size_t>(count));
+    FRUGAL_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithm(
+        cudnn_, p->w.get(), p->y.get(), p->conv.get(), p->x.get(), count, &n, found.data()));
+    found.resize(static_cast<size_t>(n));
+    p->backward_data = usable(found);
   }
   {
     FRUGAL_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(cudnn_, &count));
-    std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> ranked(static_cast<size_t>(count));
-    FRUGAL_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-        cudnn_, p->x.get(), p->y.get(), p->conv.get(), p->w.get(), count, &n, ranked.data()));
-    ranked.resize(static_cast<size_t>(n));
-    p->backward_filter = choose(
-        "conv2d backward filter", geometry, ranked, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1,
-        [&](cudnnConvolutionBwdFilterAlgo_t a, size_t* bytes) {
-          return cudnnGetConvolutionBackwardFilterWorkspaceSize(
-              cudnn_, p->x.get(), p->y.get(), p->conv.get(), p->w.get(), a, bytes);
-        },
-        p->backward_filter_bytes);
+    std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> found(static_cast<size_t>(count));
+    FRUGAL_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithm(
+        cudnn_, p->x.get(), p->y.get(), p->conv.get(), p->w.get(), count, &n, found.data()));
+    found.resize(static_cast<size_t>(n));
+    p->backward_filter = usable(found);
   }
+  FRUGAL_CHECK(!p->forward.empty() && !p->backward_data.empty() && !p->backward_filter.empty(),
+               "conv2d: cuDNN has no deterministic full-precision algorithm for ",
+               p->forward.empty()         ? "forward"
+               : p->backward_data.empty() ? "backward data"
+                                          : "backward filter",
+               " of ", geometry);
+  p->forward_bytes = least_bytes(p->forward);
+  p->backward_bytes = std::max(least_bytes(p->backward_data), least_bytes(p->backward_filter));
+  std::vector<ScratchChoice> forward;
+  for (const auto& m : p->forward) forward.push_back({m.bytes, m.seconds, m.name});
+  p->forward_choices = frontier(std::move(forward));
+  p->backward_choices = backward_frontier(*p);
   return *plans_.emplace(key, std::move(p)).first->second;
 }
 
@@ -140,8 +250,12 @@ size_t CudaBackend::conv2d_forward_scratch(const Conv2dGeometry& g, DType t) con
   return conv_plan(g, t).forward_bytes;
 }
 size_t CudaBackend::conv2d_backward_scratch(const Conv2dGeometry& g, DType t) const {
+  return conv_plan(g, t).backward_bytes;
+}
+std::vector<ScratchChoice> CudaBackend::conv2d_scratch_choices(const Conv2dGeometry& g, DType t,
+                                                               bool backward) const {
   const ConvPlan& p = conv_plan(g, t);
-  return std::max(p.backward_data_bytes, p.backward_filter_bytes);
+  return backward ? p.backward_choices : p.forward_choices;
 }
 
 // x (N,C,H,W)  w (K,C,R,S)  b (K) or undefined  y (N,K,P,Q)
@@ -153,10 +267,11 @@ void CudaBackend::conv2d_forward(const Conv2dGeometry& g, const Tensor& x, const
   check_conv_bias(op, "bias", g, b, x, device());
   const ConvPlan& p = conv_plan(g, x.dtype());
   const Scalars s(x.dtype());
+  void* ws = nullptr;
+  const auto* a = pick(op, p.forward, scratch, device(), ws);
   FRUGAL_CUDNN_CHECK(cudnnConvolutionForward(cudnn_, s.one(), p.x.get(), x.device_raw(), p.w.get(),
-                                             w.device_raw(), p.conv.get(), p.forward,
-                                             workspace(op, scratch, p.forward_bytes, device()),
-                                             p.forward_bytes, s.zero(), p.y.get(), y.device_raw()));
+                                             w.device_raw(), p.conv.get(), a->algo, ws, a->bytes,
+                                             s.zero(), p.y.get(), y.device_raw()));
   if (b.defined()) add_channel_bias(b, g.N, g.K, g.P * g.Q, y);
 }
 
@@ -168,10 +283,11 @@ void CudaBackend::conv2d_backward_data(const Conv2dGeometry& g, const Tensor& dy
   check_conv(op, g, dx, w, dy, device());
   const ConvPlan& p = conv_plan(g, dy.dtype());
   const Scalars s(dy.dtype());
+  void* ws = nullptr;
+  const auto* a = pick(op, p.backward_data, scratch, device(), ws);
   FRUGAL_CUDNN_CHECK(cudnnConvolutionBackwardData(
-      cudnn_, s.one(), p.w.get(), w.device_raw(), p.y.get(), dy.device_raw(), p.conv.get(),
-      p.backward_data, workspace(op, scratch, p.backward_data_bytes, device()),
-      p.backward_data_bytes, s.zero(), p.x.get(), dx.device_raw()));
+      cudnn_, s.one(), p.w.get(), w.device_raw(), p.y.get(), dy.device_raw(), p.conv.get(), a->algo,
+      ws, a->bytes, s.zero(), p.x.get(), dx.device_raw()));
 }
 
 // x (N,C,H,W)  dy (N,K,P,Q)  dw (K,C,R,S) or undefined  db (K) or undefined
@@ -183,12 +299,13 @@ void CudaBackend::conv2d_backward_filter(const Conv2dGeometry& g, const Tensor& 
   if (dw.defined()) {
     const ConvPlan& p = conv_plan(g, x.dtype());
     const Scalars s(x.dtype());
+    void* ws = nullptr;
+    const auto* a = pick(op, p.backward_filter, scratch, device(), ws);
     FRUGAL_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
         cudnn_, s.one(), p.x.get(), x.device_raw(), p.y.get(), dy.device_raw(), p.conv.get(),
-        p.backward_filter, workspace(op, scratch, p.backward_filter_bytes, device()),
-        p.backward_filter_bytes, s.zero(), p.w.get(), dw.device_raw()));
+        a->algo, ws, a->bytes, s.zero(), p.w.get(), dw.device_raw()));
   }
-  if (db.defined()) sum_channels(dy, g.N, g.K, g.P * g.Q, db);
+  if (db.defined()) sum_channels(dy, g.N, g.K, g.P * g.Q, db, partials(), sums());
 }
 
 }  // namespace frugal

@@ -39,15 +39,19 @@ class CudaBackend final : public Backend {
   void copy(const Tensor& x, Tensor& y) override;
   void accumulate(const Tensor& x, Tensor& y) override;
   int64_t first_non_finite(const Tensor& t) override;  // one host synchronization
+  void synchronize() override;
   void subtract(const Tensor& a, const Tensor& b, Tensor& y) override;
 
   void linear_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) override;
   void linear_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) override;
   void linear_backward_weight(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db) override;
 
-  // The cuDNN workspace of the algorithm chosen for this geometry (same choice every call).
+  // The least cuDNN workspace among the geometry's usable algorithms.
   size_t conv2d_forward_scratch(const Conv2dGeometry& g, DType t) const override;
   size_t conv2d_backward_scratch(const Conv2dGeometry& g, DType t) const override;
+  // Every deterministic algorithm, timed once per geometry (cudnnFind*): see cuda/conv2d.cu.
+  std::vector<ScratchChoice> conv2d_scratch_choices(const Conv2dGeometry& g, DType t,
+                                                    bool backward) const override;
   void conv2d_forward(const Conv2dGeometry& g, const Tensor& x, const Tensor& w, const Tensor& b,
                       Tensor& y, Tensor& scratch) override;
   void conv2d_backward_data(const Conv2dGeometry& g, const Tensor& dy, const Tensor& w, Tensor& dx,
@@ -125,6 +129,11 @@ class CudaBackend final : public Backend {
   // 8 device bytes for kernels that report to the host (the first bad label, the first
   // non-finite element); made once here, so no kernel allocates.
   unsigned long long* status_ = nullptr;
+  // Device memory for per-channel sums (launch.cuh's channel_sums: BatchNorm, bias gradients):
+  // kPartialDoubles partials then kSumDoubles sums, made once here (4.1 MiB).
+  double* reduce_ = nullptr;
+  double* partials() const { return reduce_; }
+  double* sums() const;
 
   mutable std::mutex plans_mutex_;
   mutable std::map<std::array<int64_t, 14>, std::shared_ptr<const ConvPlan>> plans_;

@@ -37,33 +37,37 @@ std::vector<TensorMeta> Conv2dOp::infer(std::span<const TensorMeta> in) {
   return {{Shape{g_.N, g_.K, g_.P, g_.Q}, dtype_}};
 }
 
+// The scratch is the backend's least; where the backend has faster algorithms that need more
+// (cuDNN), it offers them as choices and runs the fastest that fits what the plan gives.
 Roles Conv2dOp::roles(Mode mode, const Backend& backend) const {
   Roles r;
   r.forward_scratch = backend.conv2d_forward_scratch(g_, dtype_);
+  r.forward_choices = backend.conv2d_scratch_choices(g_, dtype_, false);
   if (mode == Mode::training) {
     r.backward_reads_inputs = {0, 1};
     r.backward_scratch = backend.conv2d_backward_scratch(g_, dtype_);
+    r.backward_choices = backend.conv2d_scratch_choices(g_, dtype_, true);
   }
   return r;
 }
 
 namespace {
-// The op's scratch where the backend asked for some, else an undefined tensor.
-Tensor scratch_of(const OpContext& ctx, size_t bytes) {
-  return bytes > 0 ? ctx.scratch() : Tensor();
+// The scratch the plan gave the op, else an undefined tensor.
+Tensor scratch_of(const OpContext& ctx) {
+  return ctx.has_scratch() ? ctx.scratch() : Tensor();
 }
 }  // namespace
 
 // y = w * x + b  (scratch: the backend's, e.g. padded tiles or the im2col columns of a chunk)
 void Conv2dOp::forward(const OpContext& ctx) {
-  Tensor none, scratch = scratch_of(ctx, ctx.backend().conv2d_forward_scratch(g_, dtype_));
+  Tensor none, scratch = scratch_of(ctx);
   ctx.backend().conv2d_forward(g_, ctx.input(0), ctx.input(1), bias_ ? ctx.input(2) : none,
                                ctx.output(0), scratch);
 }
 
 // dx = w^T * dy (col2im of the columns);  dw = dy * cols(x)^T;  db = sum over N,P,Q of dy
 void Conv2dOp::backward(const OpContext& ctx) {
-  Tensor none, scratch = scratch_of(ctx, ctx.backend().conv2d_backward_scratch(g_, dtype_));
+  Tensor none, scratch = scratch_of(ctx);
   if (ctx.needs_grad_input(0))
     ctx.backend().conv2d_backward_data(g_, ctx.grad_output(0), ctx.input(1), ctx.grad_input(0),
                                        scratch);

@@ -5,11 +5,13 @@
 #pragma once
 
 #include <cstddef>
+#include <limits>
 #include <vector>
 
 #include "memory/liveness.h"
 #include "memory/planner.h"
 #include "memory/step.h"
+#include "memory/workspace.h"
 
 namespace frugal {
 
@@ -27,11 +29,14 @@ struct LayoutOptions {
   bool optimizer = false;              // training: an optimizer step runs (ExecutorOptions::sgd)
   bool keep_param_grads = false;       // every parameter gradient lives to the end (tests)
   std::vector<int> keep = {};          // value ids read after the step (the loss)
-  size_t alignment = 64;               // the allocator's alignment
+  size_t alignment = 64;               // the allocator's alignment (run/plan.h: 0, the backend's)
   bool encodings_as_recorded = false;  // leave each op's saved encoding as recorded
   // Network inputs in the arena too (a sub-graph planned into an outer op's scratch);
   // otherwise they get their own storage every step and no request.
   bool inputs_in_arena = false;
+  // The most scratch any one op pass may be given where it has a choice (cuDNN's workspace);
+  // run/plan.h's memory_layout chooses within it (memory/workspace.h).
+  size_t workspace_limit = std::numeric_limits<size_t>::max();
 };
 
 struct Layout {
@@ -43,6 +48,8 @@ struct Layout {
   // planned: the arena from plan_arena. baseline: every buffer its own memory for the whole
   // step, drawn as consecutive aligned ranges, so arena_bytes = lower_bound = their sum.
   Plan plan;
+  // The scratch chosen for passes that offer a choice (empty where none does).
+  WorkspacePlan workspace;
 
   // Offset of buffer i in the layout, or -1 for a buffer outside it (an input).
   long long offset(int i) const;

@@ -108,7 +108,8 @@ CategoryBytes peak_by_category(const Liveness& live) {
 LayoutOptions report_layout_options(Mode mode, const ReportOptions& options) {
   return {.optimizer = mode == Mode::training && options.optimizer,
           .keep = options.keep,
-          .alignment = options.alignment};
+          .alignment = options.alignment,
+          .workspace_limit = options.workspace_limit};
 }
 
 MemoryReport memory_report(Tape& tape, Mode mode, const Backend& backend,

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -43,9 +44,10 @@ struct MemoryReport {
 };
 
 struct ReportOptions {
-  bool optimizer = true;  // training: an SGD step with momentum follows backward
-  size_t alignment = 64;
+  bool optimizer = true;       // training: an SGD step with momentum follows backward
+  size_t alignment = 0;        // 0: the backend's allocator's (64 bytes on the CPU, 256 on CUDA)
   std::vector<int> keep = {};  // value ids read after the step (the loss), as the executor's
+  size_t workspace_limit = std::numeric_limits<size_t>::max();  // as ExecutorOptions
 };
 
 // The layout options memory_report plans with: an optimizer step in training, the kept values

@@ -20,6 +20,7 @@ LayoutOptions layout_options(const ExecutorOptions& o, size_t alignment, bool in
   l.alignment = alignment;
   l.encodings_as_recorded = o.encodings_as_recorded;
   l.inputs_in_arena = inputs_in_arena;
+  l.workspace_limit = o.workspace_limit;
   return l;
 }
 }  // namespace

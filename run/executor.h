@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <span>
@@ -41,6 +42,9 @@ struct ExecutorOptions {
   // the element (steps counted from 1). Sub-graphs run by an op (recompute/) are not checked
   // inside.
   bool check_finite = false;
+  // The most scratch one op pass may take where more buys speed (cuDNN's workspace): within it,
+  // each pass gets the fastest choice the planned arena has room for (memory/workspace.h).
+  size_t workspace_limit = std::numeric_limits<size_t>::max();
 };
 
 class Executor {

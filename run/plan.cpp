@@ -49,7 +49,12 @@ void apply_encodings(Tape& tape, const Step& step) {
 Layout memory_layout(Tape& tape, Mode mode, MemoryMode memory, const Backend& backend,
                      const LayoutOptions& options) {
   Step step = lower_step(tape, mode, backend);
-  Layout layout = plan_layout(step, memory, options);
+  LayoutOptions o = options;
+  if (o.alignment == 0) o.alignment = backend.allocator().alignment();
+  // Chosen on the planned layout whatever `memory` is, so every mode runs the same kernels.
+  WorkspacePlan workspace = choose_workspaces(step, o, o.workspace_limit);
+  Layout layout = plan_layout(step, memory, o);
+  layout.workspace = std::move(workspace);
   apply_encodings(tape, step);
   return layout;
 }

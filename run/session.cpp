@@ -28,12 +28,14 @@ Session::Bound& Session::bind(std::span<const TensorMeta> inputs) {
   b.out = build_(*b.tape, b.inputs);
   FRUGAL_CHECK(options_.mode == Mode::inference || b.out.shape().numel() == 1,
                "session: training needs a one-element loss, the model returned ", b.out.shape());
-  b.executor = std::make_unique<Executor>(*b.tape, backend_,
-                                          ExecutorOptions{.mode = options_.mode,
-                                                          .memory = options_.memory,
-                                                          .seed = options_.seed,
-                                                          .keep = {b.out},
-                                                          .sgd = options_.sgd});
+  b.executor =
+      std::make_unique<Executor>(*b.tape, backend_,
+                                 ExecutorOptions{.mode = options_.mode,
+                                                 .memory = options_.memory,
+                                                 .seed = options_.seed,
+                                                 .keep = {b.out},
+                                                 .sgd = options_.sgd,
+                                                 .workspace_limit = options_.workspace_limit});
   return cache_.emplace(key, std::move(b)).first->second;
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <span>
@@ -20,7 +21,8 @@ struct SessionOptions {
   MemoryMode memory = MemoryMode::planned;
   DType dtype = DType::f32;  // parameters and float activations
   uint64_t seed = 0;
-  std::optional<SgdConfig> sgd = std::nullopt;  // training: applied in every step
+  std::optional<SgdConfig> sgd = std::nullopt;                  // training: applied in every step
+  size_t workspace_limit = std::numeric_limits<size_t>::max();  // as ExecutorOptions
 };
 
 class Session {

@@ -34,14 +34,14 @@ ModelConfig with_classes(ModelConfig c, int64_t classes) {
 }  // namespace
 
 Evaluator::Evaluator(ParamStore& params, const ModelSpec& model, const Dataset& data, int64_t batch,
-                     MemoryMode memory, const ModelConfig& config)
+                     MemoryMode memory, const ModelConfig& config, size_t workspace_limit)
     : data_(data),
       model_(model),
       batch_(std::min(batch, data.size())),
       session_(params, params.backend(), {"images"},
                [build = model.build, c = with_classes(config, data.classes)](
                    Tape&, std::span<const Value> in) { return build(in[0], c); },
-               {.mode = Mode::inference, .memory = memory}) {
+               {.mode = Mode::inference, .memory = memory, .workspace_limit = workspace_limit}) {
   FRUGAL_CHECK(batch >= 1 && data.size() >= 1, "evaluate: batch ", batch, " over ", data.size(),
                " samples: both must be positive");
   labels_ = Tensor::empty({batch_}, DType::i32);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 
 #include "data/idx.h"
 #include "models/registry.h"
@@ -20,7 +21,8 @@ class Evaluator {
   // of `batch` (at most the data set's size), run on the store's backend; creates any parameter
   // the store lacks. `data` must outlive the evaluator.
   Evaluator(ParamStore& params, const ModelSpec& model, const Dataset& data, int64_t batch,
-            MemoryMode memory, const ModelConfig& config = {});
+            MemoryMode memory, const ModelConfig& config = {},
+            size_t workspace_limit = std::numeric_limits<size_t>::max());
   // Fraction of the data set's samples classified correctly, in [0, 1].
   double accuracy();
   // Bytes the inference executors hold (excluding parameters).

@@ -94,7 +94,10 @@ size_t planned_step_peak(const TrainingStep& step) {
   RecordedStep r(step);
   const Backend& be = backend_of(step);
   return memory_layout(r.tape, Mode::training, MemoryMode::planned, be,
-                       {.optimizer = true, .keep = r.keep, .alignment = be.allocator().alignment()})
+                       {.optimizer = true,
+                        .keep = r.keep,
+                        .alignment = be.allocator().alignment(),
+                        .workspace_limit = step.workspace_limit})
       .plan.arena_bytes;
 }
 

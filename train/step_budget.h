@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,8 @@ struct TrainingStep {
   // The backend whose kernels (their scratch) and allocator (its alignment) the plan is for;
   // null: the CPU backend.
   const Backend* backend = nullptr;
+  // The most scratch one convolution pass may take (ExecutorOptions::workspace_limit).
+  size_t workspace_limit = std::numeric_limits<size_t>::max();
 };
 
 // The planned arena of the step recorded with step.config (step.backend, nothing allocated):

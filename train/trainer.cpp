@@ -101,7 +101,8 @@ Trainer::Trainer(const TrainOptions& o, const Dataset& train, const Dataset& tes
           .seed = o.seed,
           .keep = {logits_, loss_, labels_},
           .sgd = SgdConfig{.lr = o.lr, .momentum = o.momentum, .weight_decay = o.weight_decay},
-          .check_finite = o.check_finite});
+          .check_finite = o.check_finite,
+          .workspace_limit = o.workspace_limit});
   steps_per_epoch_ = train.size() / o.batch;  // the last partial batch is dropped
   if (o.steps > 0) steps_per_epoch_ = std::min(steps_per_epoch_, o.steps);
 }
@@ -138,9 +139,9 @@ StepResult Trainer::step() {
 
 double Trainer::evaluate() {
   if (!eval_)
-    eval_ =
-        std::make_unique<Evaluator>(params_, model_, test_, options_.eval_batch, options_.memory,
-                                    ModelConfig{.fixed_point_range = options_.fixed_point_range});
+    eval_ = std::make_unique<Evaluator>(
+        params_, model_, test_, options_.eval_batch, options_.memory,
+        ModelConfig{.fixed_point_range = options_.fixed_point_range}, options_.workspace_limit);
   return eval_->accuracy();
 }
 

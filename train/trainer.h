@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -44,6 +45,9 @@ struct TrainOptions {
   bool check_finite = false;
   // Where the step runs: "cpu", "sim" (the simulated device, core/sim/) or "cuda" (where built).
   std::string device = "cpu";
+  // The most scratch one convolution pass may take for a faster algorithm (cuDNN's workspace;
+  // ExecutorOptions::workspace_limit).
+  size_t workspace_limit = std::numeric_limits<size_t>::max();
 };
 
 // The most CPU threads a run may ask for; more is surely a typo (the command caps requests
