@@ -12,15 +12,16 @@ __global__ void add_channel_bias_kernel(const T* b, int64_t K, int64_t S, T* y, 
   if (i < n) y[i] += b[i / S % K];
 }
 
-// dy (N,K,S)  db (K); one block per channel k, thread t sums the elements j = t, t + kThreads,
-// ... of the channel's N*S values, then block_sum.
 template <typename T>
-__global__ void sum_channels_kernel(const T* dy, int64_t N, int64_t K, int64_t S, T* db) {
-  const int64_t k = blockIdx.x, M = N * S;
-  double sum = 0;
-  for (int64_t j = threadIdx.x; j < M; j += kThreads) sum += dy[(j / S * K + k) * S + j % S];
-  sum = block_sum(sum);
-  if (threadIdx.x == 0) db[k] = static_cast<T>(sum);
+struct Value {
+  const T* x;
+  __device__ void operator()(int64_t i, int64_t, double* out) const { out[0] = x[i]; }
+};
+
+template <typename T>
+__global__ void store_sums_kernel(const double* sums, T* db, int64_t K) {
+  const int64_t k = thread_index();
+  if (k < K) db[k] = static_cast<T>(sums[k]);
 }
 }  // namespace
 
@@ -34,13 +35,18 @@ void add_channel_bias(const Tensor& b, int64_t N, int64_t K, int64_t S, Tensor& 
            y.device_data<double>(), n);
 }
 
-void sum_channels(const Tensor& dy, int64_t N, int64_t K, int64_t S, Tensor& db) {
-  if (dy.dtype() == DType::f32)
-    launch_blocks(K, sum_channels_kernel<float>, dy.device_data<float>(), N, K, S,
-                  db.device_data<float>());
-  else
-    launch_blocks(K, sum_channels_kernel<double>, dy.device_data<double>(), N, K, S,
-                  db.device_data<double>());
+void sum_channels(const Tensor& dy, int64_t N, int64_t K, int64_t S, Tensor& db, double* partials,
+                  double* sums) {
+  const ChannelSplit split = channel_split("bias gradient", N, K, S, 1);
+  if (dy.dtype() == DType::f32) {
+    channel_sums<1>(split, Value<float>{dy.device_data<float>()}, partials, sums);
+    launch(K, store_sums_kernel<float>, static_cast<const double*>(sums), db.device_data<float>(),
+           K);
+  } else {
+    channel_sums<1>(split, Value<double>{dy.device_data<double>()}, partials, sums);
+    launch(K, store_sums_kernel<double>, static_cast<const double*>(sums), db.device_data<double>(),
+           K);
+  }
 }
 
 }  // namespace frugal

@@ -2,6 +2,7 @@
 // so that results are deterministic and computed in full precision.
 #include "cuda/cuda_backend.h"
 
+#include "cuda/channel.h"
 #include "cuda/cuda_entry.h"
 
 namespace frugal {
@@ -15,6 +16,7 @@ CudaBackend::CudaBackend() {
     FRUGAL_CUBLAS_CHECK(cublasSetAtomicsMode(cublas_, CUBLAS_ATOMICS_NOT_ALLOWED));
     FRUGAL_CUDNN_CHECK(cudnnCreate(&cudnn_));
     FRUGAL_CUDA_CHECK(cudaMalloc(&status_, sizeof *status_));
+    FRUGAL_CUDA_CHECK(cudaMalloc(&reduce_, sizeof(double) * (kPartialDoubles + kSumDoubles)));
   } catch (...) {
     release();
     throw;
@@ -29,9 +31,19 @@ Allocator& CudaBackend::allocator() const {
   return cuda_allocator();
 }
 
+double* CudaBackend::sums() const {
+  return reduce_ + kPartialDoubles;
+}
+
+void CudaBackend::synchronize() {
+  FRUGAL_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
 // Errors are ignored here: at process exit the CUDA runtime may already be shutting down.
 void CudaBackend::release() noexcept {
   if (status_) cudaFree(status_);
+  if (reduce_) cudaFree(reduce_);
+  reduce_ = nullptr;
   if (cudnn_) cudnnDestroy(cudnn_);
   if (cublas_) cublasDestroy(cublas_);
   status_ = nullptr;

@@ -48,4 +48,11 @@ Allocator& cuda_allocator() {
   return *allocator;
 }
 
+CudaMemoryInfo cuda_memory_info() {
+  require_device("cuda_memory_info");
+  CudaMemoryInfo m;
+  FRUGAL_CUDA_CHECK(cudaMemGetInfo(&m.free, &m.total));
+  return m;
+}
+
 }  // namespace frugal

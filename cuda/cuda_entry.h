@@ -16,4 +16,12 @@ Backend& cuda_backend();
 // Memory of the current CUDA device (256-byte aligned); throws as cuda_backend() does.
 Allocator& cuda_allocator();
 
+// The driver's view of the current device's memory (cudaMemGetInfo): what every user of the
+// device holds, cuDNN's and cuBLAS's own allocations and the CUDA context included.
+struct CudaMemoryInfo {
+  size_t free = 0, total = 0;
+  size_t used() const { return total - free; }
+};
+CudaMemoryInfo cuda_memory_info();
+
 }  // namespace frugal

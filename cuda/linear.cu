@@ -88,7 +88,7 @@ void CudaBackend::linear_backward_weight(const Tensor& x, const Tensor& dy, Tens
       backward_weight_t(cublas_, d, x.device_data<double>(), dy.device_data<double>(),
                         dw.device_data<double>());
   }
-  if (db.defined()) sum_channels(dy, d.N, d.O, 1, db);
+  if (db.defined()) sum_channels(dy, d.N, d.O, 1, db, partials(), sums());
 }
 
 }  // namespace frugal

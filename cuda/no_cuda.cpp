@@ -17,4 +17,8 @@ Allocator& cuda_allocator() {
   throw Error("CUDA was not built (configure with -DFRUGAL_CUDA=ON)");
 }
 
+CudaMemoryInfo cuda_memory_info() {
+  throw Error("CUDA was not built (configure with -DFRUGAL_CUDA=ON)");
+}
+
 }  // namespace frugal

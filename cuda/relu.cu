@@ -16,7 +16,7 @@ __global__ void relu_forward_kernel(const T* x, T* y, uint8_t* mask, int64_t n) 
   if (i < n) {
     const T xi = x[i];
     pos = xi > T(0);
-    y[i] = xi <= T(0) ? T(0) : xi;
+    y[i] = relu_bits(xi);  // NaN kept, bit for bit
   }
   store_mask_bit(mask, i, n, pos);  // every lane, past the end too
 }

@@ -64,7 +64,8 @@ void each_schedule(int n, const std::function<void(const std::vector<BlockRun>&)
 // poisoning on): the losses, the logits, d images and every weight gradient of each step, then
 // the updated weights and running statistics.
 std::vector<Tensor> train_resnet20(const std::vector<BlockRun>& runs) {
-  const ModelSpec& spec = find_model("resnet20");
+  const std::string name = "resnet20";
+  const ModelSpec& spec = find_model(name);
   ParamStore store(5);
   Tape tape(store, DType::f32);
   Value images = tape.input("images", {4, 3, 32, 32}, DType::f32, true);

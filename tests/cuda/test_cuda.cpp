@@ -101,15 +101,32 @@ void check_close(const Pair& p, const char* what) {
     scale = std::max(scale, std::abs(a));
   }
   const double tol = p.cpu.dtype() == DType::f32 ? 1e-5 : 1e-12;
-  INFO(what, " ", p.cpu.shape(), " ", dtype_name(p.cpu.dtype()), ": error ", err, ", scale ",
-       scale);
+  INFO(std::string(what), " ", p.cpu.shape(), " ", std::string(dtype_name(p.cpu.dtype())),
+       ": error ", err, ", scale ", scale);
   CHECK(!nan_mismatch);
   CHECK(err <= tol * scale);
 }
 
+// Bitwise equal; a failure names the first element that differs, with both values.
 void check_equal(const Pair& p, const char* what) {
-  INFO(what, " ", p.cpu.shape(), " ", dtype_name(p.cpu.dtype()));
-  CHECK(bitwise_equal(p.cpu, download(p.gpu)));
+  const Tensor got = download(p.gpu);
+  const bool equal = bitwise_equal(p.cpu, got);
+  std::string first;
+  if (!equal)
+    for (int64_t i = 0, size = dtype_size(p.cpu.dtype()); i < p.cpu.numel(); ++i)
+      if (std::memcmp(static_cast<const char*>(p.cpu.raw()) + i * size,
+                      static_cast<const char*>(got.raw()) + i * size, size) != 0) {
+        uint64_t a = 0, b = 0;
+        std::memcpy(&a, static_cast<const char*>(p.cpu.raw()) + i * size, size);
+        std::memcpy(&b, static_cast<const char*>(got.raw()) + i * size, size);
+        first =
+            detail::concat("element ", i, ": cpu ", element_as_double(p.cpu, i), " (bits 0x",
+                           std::hex, a, "), cuda ", element_as_double(got, i), " (bits 0x", b, ")");
+        break;
+      }
+  INFO(std::string(what), " ", p.cpu.shape(), " ", std::string(dtype_name(p.cpu.dtype())), " ",
+       first);
+  CHECK(equal);
 }
 
 // Runs f(backend, side) on the CPU, then on the GPU; side(p) is p's tensor for that backend.
