@@ -3,12 +3,14 @@
 // and the process peak RSS. bench/peers/ runs it beside PyTorch.
 #include "apps/commands.h"
 #include "apps/model_options.h"
+#include "apps/options.h"
 
 #include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -17,11 +19,13 @@
 
 #include "core/backend.h"
 #include "core/rng.h"
+#include "cuda/cuda_entry.h"
 #include "models/registry.h"
 #include "models/step.h"
 #include "recompute/budget.h"
 #include "run/executor.h"
 #include "train/step_budget.h"
+#include "train/trainer.h"
 
 namespace frugal {
 namespace {
@@ -41,6 +45,10 @@ struct BenchResult {
   size_t params = 0, optimizer_state = 0, inputs = 0, arena = 0, executor = 0;
   size_t allocator_peak = 0;  // over the measured steps
   size_t rss_start = 0, rss_peak = 0;
+  // CUDA: the driver's used device memory before the model was recorded and at its peak
+  // reading (after each step), cuDNN's and cuBLAS's own allocations and the context included.
+  bool driver = false;
+  size_t driver_start = 0, driver_peak = 0;
 };
 
 double mib(size_t bytes) {
@@ -78,11 +86,15 @@ BenchResult run_bench(const BenchOptions& o) {
   const ModelSpec& spec = find_model(o.model);
   FRUGAL_CHECK(o.batch > 0 && o.steps > 0, "bench: batch and steps must be positive, got batch ",
                o.batch, ", steps ", o.steps);
-  set_cpu_threads(o.threads);
+  set_cpu_threads(capped_threads(o.threads));
   set_cpu_direct_conv(!o.im2col);
+  Backend& be = backend_named(o.device);
+  Allocator& alloc = be.allocator();
   BenchResult r;
+  r.driver = be.device().kind == DeviceKind::cuda;
+  if (r.driver) r.driver_start = r.driver_peak = cuda_memory_info().used();
   r.rss_start = peak_rss_bytes();
-  ParamStore params(1);
+  ParamStore params(1, be);
   Tape tape(params, o.dtype);
   const ModelStep step = record_model_step(tape, spec, o.batch, o.mode,
                                            {.dropout = o.dropout,
@@ -93,25 +105,35 @@ BenchResult run_bench(const BenchOptions& o) {
   const bool training = o.mode == Mode::training;
   std::optional<SgdConfig> sgd;
   if (training) sgd = SgdConfig{.lr = 0.01, .momentum = 0.9};
-  Executor ex(tape, cpu_backend(), {.mode = o.mode, .memory = o.memory, .keep = {out}, .sgd = sgd});
-  Tensor& x = ex.input(images);
-  fill_random(x, training ? &ex.input(labels) : nullptr, spec.classes);
-  r.inputs = x.bytes() + (training ? ex.input(labels).bytes() : 0);
+  Executor ex(tape, be,
+              {.mode = o.mode,
+               .memory = o.memory,
+               .keep = {out},
+               .sgd = sgd,
+               .workspace_limit = o.workspace_limit});
+  Tensor x = Tensor::empty(ex.input(images).shape(), o.dtype);
+  Tensor y = training ? Tensor::empty(ex.input(labels).shape(), DType::i32) : Tensor();
+  fill_random(x, training ? &y : nullptr, spec.classes);
+  ex.set_input(images, x);
+  if (training) ex.set_input(labels, y);
+  r.inputs = x.bytes() + (training ? y.bytes() : 0);
 
   for (int s = 0; s < o.steps; ++s) {
     // Step 0 warms up (and creates the momentum); with one step it is also the measured one.
-    if (s == 1 || o.steps == 1) cpu_allocator().reset_peaks();
+    if (s == 1 || o.steps == 1) alloc.reset_peaks();
     const auto start = std::chrono::steady_clock::now();
     ex.forward();
     if (training) ex.backward(out);
+    be.synchronize();
     const double t =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (s > 0 || o.steps == 1) r.step_s.push_back(t);
+    if (r.driver) r.driver_peak = std::max(r.driver_peak, cuda_memory_info().used());
   }
   r.median_s = median(r.step_s);
-  r.allocator_peak = cpu_allocator().peak_bytes();
-  r.params = cpu_allocator().stats(Role::param).current;
-  r.optimizer_state = cpu_allocator().stats(Role::optimizer_state).current;
+  r.allocator_peak = alloc.peak_bytes();
+  r.params = alloc.stats(Role::param).current;
+  r.optimizer_state = alloc.stats(Role::optimizer_state).current;
   r.arena = ex.arena_bytes();
   r.executor = ex.memory_bytes();
   r.rss_peak = peak_rss_bytes();
@@ -129,6 +151,7 @@ void print_result(const BenchOptions& o, const BenchResult& r) {
                              {"segments", o.segments},
                              {"memory_budget_bytes", o.memory_budget},
                              {"checkpoint_runs", runs_text(o.runs)},
+                             {"device", o.device},
                              {"threads", cpu_backend().threads()},
                              {"conv", cpu_direct_conv() ? "direct where it applies" : "im2col"},
                              {"steps", o.steps},
@@ -142,12 +165,18 @@ void print_result(const BenchOptions& o, const BenchResult& r) {
                              {"executor_bytes", r.executor},
                              {"rss_start_bytes", r.rss_start},
                              {"rss_peak_bytes", r.rss_peak}};
+    if (r.driver) {
+      j["driver_start_bytes"] = r.driver_start;
+      j["driver_peak_bytes"] = r.driver_peak;
+    }
     std::printf("%s\n", j.dump().c_str());
     return;
   }
-  std::printf("%s, batch %lld, %s, %s memory, %s, %d threads%s\n", o.model.c_str(),
+  const std::string where =
+      o.device == "cpu" ? std::to_string(cpu_backend().threads()) + " threads" : o.device;
+  std::printf("%s, batch %lld, %s, %s memory, %s, %s%s\n", o.model.c_str(),
               static_cast<long long>(o.batch), mode_name(o.mode), memory_mode_name(o.memory),
-              dtype_name(o.dtype), cpu_backend().threads(),
+              dtype_name(o.dtype), where.c_str(),
               cpu_direct_conv() ? "" : ", convolutions through im2col");
   std::printf("step time: median %.4f s over %zu step(s)%s\n", r.median_s, r.step_s.size(),
               o.steps == 1 ? " (the only step, warm-up included)" : " after one warm-up");
@@ -158,6 +187,11 @@ void print_result(const BenchOptions& o, const BenchResult& r) {
       mib(r.inputs));
   std::printf("process peak RSS %.2f MiB (%.2f MiB before the model was recorded)\n",
               mib(r.rss_peak), mib(r.rss_start));
+  if (r.driver)
+    std::printf(
+        "device memory in use (driver, cudaMemGetInfo): peak %.2f MiB, %.2f MiB above the %.2f "
+        "MiB before the model was recorded\n",
+        mib(r.driver_peak), mib(r.driver_peak - r.driver_start), mib(r.driver_start));
 }
 
 }  // namespace
@@ -175,13 +209,13 @@ Action add_bench_command(CLI::App& app) {
                                     "the least recompute whose planned arena fits this many "
                                     "bytes (K, M, G: powers of 1024)"});
   c->add_option("--steps", o->steps, "Steps to run; the first is a warm-up")
-      ->check(CLI::PositiveNumber)
+      ->check(whole_number(1, std::numeric_limits<int>::max()))
       ->capture_default_str();
   c->add_option("--memory", *memory, "baseline or planned")
       ->check(CLI::IsMember({"baseline", "planned"}))
       ->capture_default_str();
-  c->add_option("--threads", o->threads, "CPU threads (0: all cores)")
-      ->check(CLI::NonNegativeNumber)
+  c->add_option("--threads", o->threads, "CPU threads (0: all cores; more than the cores: capped)")
+      ->check(whole_number(0, kMaxThreads))
       ->capture_default_str();
   c->add_flag("--im2col", o->im2col,
               "Every convolution through im2col + GEMM, none through the direct f32 kernels "
@@ -193,12 +227,11 @@ Action add_bench_command(CLI::App& app) {
       FRUGAL_CHECK(o->mode == Mode::training && o->memory == MemoryMode::planned,
                    "bench --memory-budget: bounds the planned arena of a training step; use "
                    "--mode training --memory planned");
-      const BudgetSchedule b =
-          fit_step_budget({.model = o->model,
-                           .batch = o->batch,
-                           .dtype = o->dtype,
-                           .config = {.dropout = o->dropout, .batch_norm = o->batch_norm}},
-                          o->memory_budget);
+      TrainingStep step{.model = o->model, .batch = o->batch, .dtype = o->dtype};
+      step.config = {.dropout = o->dropout, .batch_norm = o->batch_norm};
+      step.backend = &backend_named(o->device);
+      step.workspace_limit = o->workspace_limit;
+      const BudgetSchedule b = fit_step_budget(step, o->memory_budget);
       o->runs = b.schedule.checkpointed;
       std::fprintf(stderr, "memory budget %s: checkpointing blocks %s, planned arena %s\n",
                    bytes_text(o->memory_budget).c_str(), runs_text(o->runs).c_str(),

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/rng.h"
+#include "cuda/cuda_entry.h"
 #include "models/registry.h"
 #include "models/step.h"
 #include "report/report.h"
@@ -35,8 +36,9 @@ void record_model(RecordedModel& r, const MemoryOptions& o, const ModelConfig& c
 }
 
 Layout recorded_layout(RecordedModel& r, const MemoryOptions& o, MemoryMode m) {
-  const ReportOptions ro{.keep = {r.out.id()}};
-  return memory_layout(*r.tape, o.mode, m, cpu_backend(), report_layout_options(o.mode, ro));
+  const ReportOptions ro{.keep = {r.out.id()}, .workspace_limit = o.workspace_limit};
+  return memory_layout(*r.tape, o.mode, m, backend_named(o.device),
+                       report_layout_options(o.mode, ro));
 }
 
 namespace {
@@ -126,60 +128,89 @@ void print_table(const MemoryOptions& o, const MemoryReport& r, const RecomputeS
 
 // One real step of `config` in memory mode m from fixed weights and data: the loss (or the
 // output), the bytes the executor allocated and, planned, the allocator's peak over a second
-// step above what the first left held (0: the step allocates nothing).
+// step above what the first left held (0: the step allocates nothing). On a CUDA device, also
+// the driver's figures: its used memory before the executor, after it was made and at the end.
 struct StepRun {
   Tensor out;
   size_t held = 0, inputs = 0, second_step_peak = 0;
+  bool driver = false;
+  size_t driver_before = 0, driver_made = 0, driver_after = 0;
 };
 
-StepRun run_step(const MemoryOptions& o, const ModelConfig& config, MemoryMode m) {
-  const ModelSpec& spec = find_model(o.model);
-  // Each run from the same initial weights (the first step's update must not leak over).
-  RecordedModel rec{ParamStore(1), nullptr, {}, {}, {}};
-  record_model(rec, o, config);
-  std::optional<SgdConfig> sgd;
-  if (o.mode == Mode::training) sgd = SgdConfig{.lr = 0.01, .momentum = 0.9};
-  Allocator& alloc = cpu_allocator();
-  const size_t before = alloc.current_bytes();
-  Executor ex(*rec.tape, cpu_backend(),
-              {.mode = o.mode, .memory = m, .keep = {rec.out}, .sgd = sgd});
-  StepRun run;
-  run.held = alloc.current_bytes() - before;
-  Tensor& x = ex.input(rec.images);
+// Standard normal images and uniform labels, on the host.
+void random_batch(const ModelSpec& spec, Tensor& x, Tensor& labels) {
   Rng rng(7);
   for (int64_t i = 0; i < x.numel(); ++i) {
-    if (o.dtype == DType::f32)
+    if (x.dtype() == DType::f32)
       x.data<float>()[i] = static_cast<float>(rng.normal());
     else
       x.data<double>()[i] = rng.normal();
   }
-  Tensor& labels = ex.input(rec.labels);
   for (int64_t i = 0; i < labels.numel(); ++i)
     labels.data<int32_t>()[i] = static_cast<int32_t>(rng.below(spec.classes));
+}
+
+StepRun run_step(const MemoryOptions& o, const ModelConfig& config, MemoryMode m) {
+  const ModelSpec& spec = find_model(o.model);
+  Backend& be = backend_named(o.device);
+  const bool cuda = be.device().kind == DeviceKind::cuda;
+  // Each run from the same initial weights (the first step's update must not leak over).
+  RecordedModel rec{ParamStore(1, be), nullptr, {}, {}, {}};
+  record_model(rec, o, config);
+  std::optional<SgdConfig> sgd;
+  if (o.mode == Mode::training) sgd = SgdConfig{.lr = 0.01, .momentum = 0.9};
+  Allocator& alloc = be.allocator();
+  StepRun run;
+  run.driver = cuda;
+  be.synchronize();
+  if (cuda) run.driver_before = cuda_memory_info().used();
+  const size_t before = alloc.current_bytes();
+  Executor ex(*rec.tape, be,
+              {.mode = o.mode,
+               .memory = m,
+               .keep = {rec.out},
+               .sgd = sgd,
+               .workspace_limit = o.workspace_limit});
+  run.held = alloc.current_bytes() - before;
+  if (cuda) run.driver_made = cuda_memory_info().used();
+  Tensor x = Tensor::empty(ex.input(rec.images).shape(), o.dtype);
+  Tensor labels = Tensor::empty(ex.input(rec.labels).shape(), DType::i32);
+  random_batch(spec, x, labels);
+  ex.set_input(rec.images, x);
+  ex.set_input(rec.labels, labels);
   run.inputs = x.bytes() + labels.bytes();
   // Planned: the first step makes the momentum buffers; the second should allocate nothing.
   for (int step = 0; step < (m == MemoryMode::planned ? 2 : 1); ++step) {
     const size_t settled = alloc.current_bytes();
     alloc.reset_peaks();
     ex.forward();
-    if (step == 0) {
-      run.out = Tensor::empty(ex.value(rec.out).shape(), ex.value(rec.out).dtype());
-      copy_bytes(ex.value(rec.out), run.out);
-    }
+    if (step == 0) run.out = clone_to_host(be, ex.value(rec.out));
     if (o.mode == Mode::training) ex.backward(rec.out);
+    be.synchronize();
     run.second_step_peak = alloc.peak_bytes() - settled;
   }
+  if (cuda) run.driver_after = cuda_memory_info().used();
   return run;
 }
 
+double mib_signed(size_t to, size_t from) {
+  return (static_cast<double>(to) - static_cast<double>(from)) / (1024.0 * 1024.0);
+}
+
 // Checks that a planned executor allocated exactly the report's arena (plus the inputs) and
-// that a step allocates nothing more.
+// that a step allocates nothing more; on a CUDA device, prints what the driver saw.
 void check_planned_run(const char* name, const StepRun& run, size_t arena) {
   std::printf(
       "run: %s executor allocated %zu bytes = arena %zu + inputs %zu (report: %s); a second "
       "step allocates %zu bytes more\n",
       name, run.held, run.held - run.inputs, run.inputs,
       run.held == arena + run.inputs ? "equal" : "DIFFERENT", run.second_step_peak);
+  if (run.driver)
+    std::printf(
+        "run: %s, the driver's used device memory: +%.2f MiB as the executor was made (it "
+        "allocated %.2f MiB), +%.2f MiB more over two steps (cuDNN, cuBLAS and momentum)\n",
+        name, mib_signed(run.driver_made, run.driver_before), mib(run.held),
+        mib_signed(run.driver_after, run.driver_made));
   FRUGAL_CHECK(run.held == arena + run.inputs && run.second_step_peak == 0, "memory --run: ", name,
                " measured ", run.held, " bytes and ", run.second_step_peak,
                " more in a step, planned ", arena + run.inputs);
@@ -211,12 +242,15 @@ void run_and_compare(const MemoryOptions& o, const MemoryReport& r) {
 MemoryReport memory_report_for(const MemoryOptions& o, RecomputeSummary* summary) {
   RecordedModel rec{ParamStore::shapes_only(), nullptr, {}, {}, {}};
   record_model(rec, o, stored_config(o));
-  MemoryReport r = memory_report(*rec.tape, o.mode, cpu_backend(), {.keep = {rec.out.id()}});
+  Backend& be = backend_named(o.device);
+  MemoryReport r = memory_report(*rec.tape, o.mode, be,
+                                 {.keep = {rec.out.id()}, .workspace_limit = o.workspace_limit});
   const std::optional<ModelConfig> config = recompute_config(o);
   if (config) {
     RecordedModel again{ParamStore::shapes_only(), nullptr, {}, {}, {}};
     record_model(again, o, *config);
-    r.recompute = planned_memory(*again.tape, o.mode, cpu_backend(), {.keep = {again.out.id()}});
+    r.recompute = planned_memory(*again.tape, o.mode, be,
+                                 {.keep = {again.out.id()}, .workspace_limit = o.workspace_limit});
     if (summary) {
       summary->forward_flops = forward_flops(*rec.tape);
       summary->recompute_flops = summary->forward_flops - forward_flops(*again.tape);
@@ -252,6 +286,44 @@ void write_pictures(const MemoryOptions& o) {
 
 }  // namespace
 
+namespace {
+
+// The scratch chosen for passes with choices (cuDNN's algorithms on CUDA): a summary line, and
+// with --workspaces one row per pass. Nothing where no op offers a choice (the CPU).
+void print_workspaces(const MemoryOptions& o) {
+  RecordedModel rec{ParamStore::shapes_only(), nullptr, {}, {}, {}};
+  record_model(rec, o);
+  const Layout layout = recorded_layout(rec, o, MemoryMode::planned);
+  const WorkspacePlan& w = layout.workspace;
+  if (w.picks.empty()) return;
+  std::FILE* out = o.json ? stderr : stdout;
+  if (o.workspaces) {
+    std::fprintf(out, "%-22s %-8s %-42s %9s %9s   %-42s %9s %9s\n", "op", "pass", "algorithm",
+                 "MiB", "ms", "fastest within the limit", "MiB", "ms");
+    for (const ScratchPick& p : w.picks) {
+      const std::string label = "op " + std::to_string(p.op) + " " + p.op_name;
+      std::fprintf(out, "%-22s %-8s %-42s %9.2f %9.3f   %-42s %9.2f %9.3f\n", label.c_str(),
+                   p.backward ? "backward" : "forward", p.chosen.name.c_str(), mib(p.chosen.bytes),
+                   p.chosen.seconds * 1e3, p.fastest.name.c_str(), mib(p.fastest.bytes),
+                   p.fastest.seconds * 1e3);
+    }
+  }
+  size_t at_fastest = 0;
+  for (const ScratchPick& p : w.picks) at_fastest += p.chosen.seconds == p.fastest.seconds;
+  std::fprintf(out,
+               "workspaces: %zu convolution passes, %zu at their fastest algorithm; measured time "
+               "%.2f ms chosen, %.2f ms fastest (%.0f%% of its speed), %.2f ms with the least "
+               "workspace; planned arena %.2f MiB (%.2f MiB with the least)%s\n",
+               w.picks.size(), at_fastest, w.seconds_chosen * 1e3, w.seconds_fastest * 1e3,
+               w.seconds_chosen > 0 ? 100.0 * w.seconds_fastest / w.seconds_chosen : 100.0,
+               w.seconds_least * 1e3, mib(w.arena), mib(w.arena_least),
+               o.workspace_limit == std::numeric_limits<size_t>::max()
+                   ? ""
+                   : (", limit " + bytes_text(o.workspace_limit)).c_str());
+}
+
+}  // namespace
+
 void run_memory(const MemoryOptions& options) {
   MemoryOptions o = options;
   RecomputeSummary s;
@@ -264,6 +336,7 @@ void run_memory(const MemoryOptions& options) {
     std::printf("%s\n", memory_report_json(o, r, &s).dump(2).c_str());
   else
     print_table(o, r, &s);
+  print_workspaces(o);
   write_pictures(o);
   if (o.run) run_and_compare(o, r);
 }
@@ -283,6 +356,9 @@ Action add_memory_command(CLI::App& app) {
   add_model_options(c, o);
   c->add_flag("--json", o->json, "Print one JSON object (byte counts)");
   c->add_flag("--run", o->run, "Also run one real step: measured bytes must equal planned bytes");
+  c->add_flag("--workspaces", o->workspaces,
+              "List each convolution pass's algorithm and workspace where the device has a "
+              "choice (CUDA: cuDNN's), beside the fastest within the limit");
   c->add_option("--timeline", o->timeline,
                 "Write live bytes over the step (planned layout) as an SVG to this file");
   c->add_option(

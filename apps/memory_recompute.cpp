@@ -65,8 +65,12 @@ void apply_memory_budget(MemoryOptions& o, RecomputeSummary& s) {
                "memory --memory-budget: checkpointing saves memory for backward; use --mode "
                "training");
   FRUGAL_CHECK(o.segments == 0, "memory: give --segments or --memory-budget, not both");
-  const TrainingStep step{
-      .model = o.model, .batch = o.batch, .dtype = o.dtype, .config = stored_config(o)};
+  const TrainingStep step{.model = o.model,
+                          .batch = o.batch,
+                          .dtype = o.dtype,
+                          .config = stored_config(o),
+                          .backend = &backend_named(o.device),
+                          .workspace_limit = o.workspace_limit};
   s.budget_bytes = o.memory_budget;
   s.budget = fit_step_budget(step, o.memory_budget);
   s.minimum = minimum_step_memory(step);

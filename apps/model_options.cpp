@@ -1,7 +1,10 @@
 // The bundled-network options of `frugal memory`, `frugal bench` and `frugal graph`.
 #include "apps/model_options.h"
 
+#include <limits>
 #include <vector>
+
+#include "apps/options.h"
 
 #include "core/error.h"
 #include "models/registry.h"
@@ -16,9 +19,7 @@ void add_model_options(CLI::App* c, const std::shared_ptr<ModelChoice>& o,
   c->add_option("--model", o->model, "Network (see `frugal memory --list`)")
       ->check(CLI::IsMember(names))
       ->capture_default_str();
-  c->add_option("--batch", o->batch, "Batch size")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  c->add_option("--batch", o->batch, "Batch size")->check(whole_number(1))->capture_default_str();
   c->add_option_function<std::string>(
        "--mode",
        [o](const std::string& m) { o->mode = m == "inference" ? Mode::inference : Mode::training; },
@@ -36,9 +37,24 @@ void add_model_options(CLI::App* c, const std::shared_ptr<ModelChoice>& o,
     c->add_flag(
         "--no-batch-norm", [o](int64_t) { o->batch_norm = false; },
         "Leave BatchNorm out (ResNets)");
+  c->add_option("--device", o->device, which.device_help)
+      ->check(CLI::IsMember({"cpu", "sim", "cuda"}))
+      ->capture_default_str();
+  c->add_option_function<std::string>(
+      "--workspace-limit",
+      [o](const std::string& text) {
+        try {
+          o->workspace_limit = parse_bytes(text);
+        } catch (const Error& e) {
+          throw CLI::ValidationError("--workspace-limit", e.what());
+        }
+      },
+      "The most scratch one convolution pass may take for a faster algorithm (cuDNN's "
+      "workspace; K, M, G: powers of 1024). Within it the plan gives each pass the fastest "
+      "algorithm its arena has room for (default: no limit)");
   if (which.recompute) {
     c->add_option("--segments", o->segments, which.segments_help)
-        ->check(CLI::NonNegativeNumber)
+        ->check(whole_number(0, std::numeric_limits<int>::max()))
         ->capture_default_str();
     c->add_option_function<std::string>(
         "--memory-budget",

@@ -1,10 +1,11 @@
 // The options that pick a bundled network's step, shared by `frugal memory`, `frugal bench` and
-// `frugal graph`: --model, --batch, --mode, --dtype, --no-dropout, --no-batch-norm, --segments
-// and --memory-budget, parsed straight into a ModelChoice.
+// `frugal graph`: --model, --batch, --mode, --dtype, --no-dropout, --no-batch-norm, --segments,
+// --memory-budget and --device, parsed straight into a ModelChoice.
 #pragma once
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 
@@ -20,8 +21,11 @@ struct ModelChoice {
   DType dtype = DType::f32;
   bool dropout = true;
   bool batch_norm = true;
-  int segments = 0;          // CIFAR ResNets: checkpoint the chain of blocks in this many runs
-  size_t memory_budget = 0;  // training: checkpoint runs whose planned arena fits (0: none)
+  int segments = 0;            // CIFAR ResNets: checkpoint the chain of blocks in this many runs
+  size_t memory_budget = 0;    // training: checkpoint runs whose planned arena fits (0: none)
+  std::string device = "cpu";  // the backend whose kernels (their scratch) the step is planned for
+  // The most scratch one convolution pass may take for a faster algorithm (cuDNN's workspace).
+  size_t workspace_limit = std::numeric_limits<size_t>::max();
 };
 
 // Which of the options a command takes, and their help where it differs between commands.
@@ -30,6 +34,9 @@ struct ModelOptionSet {
   bool dtype = true;
   bool batch_norm = true;
   bool recompute = true;  // --segments and --memory-budget
+  std::string device_help =
+      "The device the step is planned for and runs on: cpu, sim (the simulated device) or cuda "
+      "(its kernels' scratch and its allocator's alignment)";
   std::string segments_help =
       "CIFAR ResNets: checkpoint the chain of blocks in this many segments, as PyTorch's "
       "checkpoint_sequential (runs of blocks/N, all but the last checkpointed)";

@@ -56,6 +56,7 @@ size_t fit_budget(const TrainCommand& c, int64_t classes, TrainOptions& o) {
   TrainingStep step{.model = o.model, .batch = o.batch, .keep_logits = true};
   step.config.classes = classes;
   step.backend = &backend_named(o.device);
+  step.workspace_limit = o.workspace_limit;
   const BudgetSchedule b = fit_step_budget(step, c.memory_budget);
   o.checkpoint_runs = b.schedule.checkpointed;
   const ModelSpec& spec = find_model(o.model);
@@ -205,6 +206,17 @@ Action add_train_command(CLI::App& app) {
   train->add_option("--memory", *memory, "Memory layout: planned (one arena) or baseline")
       ->check(CLI::IsMember({"planned", "baseline"}))
       ->capture_default_str();
+  train->add_option_function<std::string>(
+      "--workspace-limit",
+      [c](const std::string& text) {
+        try {
+          c->train.workspace_limit = parse_bytes(text);
+        } catch (const Error& e) {
+          throw CLI::ValidationError("--workspace-limit", e.what());
+        }
+      },
+      "The most scratch one convolution pass may take for a faster algorithm (cuDNN's "
+      "workspace; K, M, G: powers of 1024); default: what the planned arena has room for");
   auto budget = std::make_shared<std::string>();
   train->add_option("--memory-budget", *budget,
                     "CIFAR ResNets: checkpoint the runs of blocks with the least recompute whose "

@@ -7,6 +7,12 @@
 # order) give the live-byte curve above the bytes already live when the step starts
 # (parameters, BN running statistics, momentum, inputs), which are added back. Gradients are
 # dropped before each step (zero_grad(set_to_none=True)), PyTorch's lowest-memory setting.
+#
+# --device cuda: the same steps on the GPU, timed with a synchronize before each clock read; the
+# allocator peak is torch.cuda.max_memory_allocated over the measured steps (cuDNN's workspace
+# is allocated through it, so it is included), and the driver's figure is cudaMemGetInfo's used
+# memory at its highest reading. TF32 is off for convolutions and matrix products, as in
+# frugal's CUDA backend, so both compute in full f32.
 import argparse
 import json
 import resource
@@ -53,10 +59,13 @@ def main():
     p.add_argument("--segments", type=int, default=0,
                    help="resnet110: checkpoint_sequential over the blocks in this many segments")
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     p.add_argument("--source", default="", help="where this PyTorch came from (for the record)")
     p.add_argument("--json", action="store_true")
     o = p.parse_args()
 
+    if o.device == "cuda":
+        return measure_cuda(o)
     torch.set_num_threads(o.threads)
     torch.manual_seed(0)
     rss_start = peak_rss_bytes()
@@ -135,6 +144,87 @@ def main():
               f"{inputs / mib:.2f}); step left {net / mib:.2f} MiB, gradients {grads / mib:.2f}")
         print(f"process peak RSS {r['rss_peak_bytes'] / mib:.2f} MiB "
               f"({rss_start / mib:.2f} MiB after importing torch)")
+
+
+def measure_cuda(o):
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.manual_seed(0)
+    dev = torch.device("cuda")
+    dtype = torch.float64 if o.dtype == "f64" else torch.float32
+    free, total = torch.cuda.mem_get_info()
+    driver_start = total - free
+    model, shape, classes, log_probs = pytorch_nets.build(
+        o.model, dropout=not o.no_dropout, batch_norm=not o.no_batch_norm, segments=o.segments)
+    model = model.to(device=dev, dtype=dtype)
+    training = o.mode == "training"
+    model.train(training)
+    x = torch.randn(o.batch, *shape, dtype=dtype, device=dev)
+    labels = torch.randint(0, classes, (o.batch,), device=dev)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9) if training else None
+    loss_fn = F.nll_loss if log_probs else F.cross_entropy
+
+    def step():
+        if training:
+            opt.zero_grad(set_to_none=True)
+            loss_fn(model(x), labels).backward()
+            opt.step()
+        else:
+            with torch.no_grad():
+                model(x)
+
+    times = []
+    driver_peak = driver_start
+    for s in range(o.steps):
+        if s == 1 or o.steps == 1:
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        step()
+        torch.cuda.synchronize()
+        if s > 0 or o.steps == 1:
+            times.append(time.perf_counter() - start)
+        free, total = torch.cuda.mem_get_info()
+        driver_peak = max(driver_peak, total - free)
+    state = [v for st in (opt.state.values() if training else []) for v in st.values()
+             if torch.is_tensor(v)]
+    params = tensor_bytes(list(model.parameters()) + list(model.buffers()))
+    inputs = tensor_bytes([x] + ([labels] if training else []))
+    r = {
+        "framework": "pytorch",
+        "torch": torch.__version__,
+        "cudnn": torch.backends.cudnn.version(),
+        "gpu": torch.cuda.get_device_name(),
+        "device": "cuda",
+        "model": o.model,
+        "batch": o.batch,
+        "mode": o.mode,
+        "dtype": o.dtype,
+        "segments": o.segments,
+        "steps": o.steps,
+        "step_s": times,
+        "median_s": statistics.median(times),
+        "allocator_peak_bytes": torch.cuda.max_memory_allocated(),
+        "allocator_reserved_bytes": torch.cuda.max_memory_reserved(),
+        "param_bytes": params,
+        "optimizer_state_bytes": tensor_bytes(state),
+        "input_bytes": inputs,
+        "driver_start_bytes": driver_start,
+        "driver_peak_bytes": driver_peak,
+        "allocator_method": "torch.cuda.max_memory_allocated over the measured steps",
+    }
+    if o.json:
+        print(json.dumps(r))
+    else:
+        mib = 1 << 20
+        print(f"{o.model}, batch {o.batch}, {o.mode}, {o.dtype}, PyTorch {torch.__version__}, "
+              f"{r['gpu']}")
+        print(f"step time: median {r['median_s']:.4f} s over {len(times)} step(s)")
+        print(f"allocator peak {r['allocator_peak_bytes'] / mib:.2f} MiB (reserved "
+              f"{r['allocator_reserved_bytes'] / mib:.2f}); driver peak "
+              f"{(driver_peak - driver_start) / mib:.2f} MiB above the start")
+    return 0
 
 
 if __name__ == "__main__":
