@@ -259,7 +259,11 @@ Action add_train_command(CLI::App& app) {
   return [c, memory, schedule, budget, float_coupling] {
     c->train.memory = *memory == "baseline" ? MemoryMode::baseline : MemoryMode::planned;
     if (*float_coupling) c->train.fixed_point_range = 0;
-    if (!budget->empty()) c->memory_budget = parse_bytes(*budget);
+    if (!budget->empty()) try {
+        c->memory_budget = parse_bytes(*budget);
+      } catch (const Error& e) {
+        throw Error(std::string("--memory-budget: ") + e.what());
+      }
     c->train.schedule = parse_schedule(*schedule);
     run_train(*c);
   };

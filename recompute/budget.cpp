@@ -282,8 +282,7 @@ BudgetSchedule fit_memory_budget(std::span<const ChainBlock> blocks, size_t budg
 
 size_t parse_bytes(const std::string& text) {
   const auto fail = [&text] {
-    return Error("memory budget: '" + text +
-                 "' is not a size in bytes (e.g. 1073741824, 200M, 1.5G, 64KiB)");
+    return Error("'" + text + "' is not a size in bytes (e.g. 1073741824, 200M, 1.5G, 64KiB)");
   };
   if (text.empty() || !(std::isdigit(static_cast<unsigned char>(text[0])) || text[0] == '.'))
     throw fail();
@@ -305,8 +304,7 @@ size_t parse_bytes(const std::string& text) {
   }
   if (scale == 0 || !std::isfinite(v) || (scale == 1 && v != std::floor(v))) throw fail();
   const double bytes = std::floor(v * scale);
-  FRUGAL_CHECK(bytes >= 1 && bytes < 1e19, "memory budget: '", text,
-               "' must be at least one byte and below 2^63");
+  FRUGAL_CHECK(bytes >= 1 && bytes < 1e19, "'", text, "' must be at least one byte and below 2^63");
   return static_cast<size_t>(bytes);
 }
 
