@@ -35,6 +35,19 @@ void check_mask(const char* op, const Tensor& mask, int64_t n, const Device& dev
   check_device(op, {&mask}, device);
 }
 
+void check_required_mask(const char* op, const Tensor& mask, int64_t n, const Device& device) {
+  FRUGAL_CHECK(mask.defined(), op, ": no mask");
+  check_mask(op, mask, n, device);
+}
+
+void check_defined(const char* op, const char* what, const Tensor& t) {
+  FRUGAL_CHECK(t.defined(), op, ": missing ", what);
+}
+
+void check_dropout_p(double p) {
+  FRUGAL_CHECK(p >= 0 && p < 1, "dropout: p must be in [0, 1), got ", p);
+}
+
 void check_add(const Tensor& a, const Tensor& b, const Tensor& y, const Device& device) {
   FRUGAL_CHECK(a.meta() == b.meta(), "add: a ", a.shape(), " ", dtype_name(a.dtype()), " and b ",
                b.shape(), " ", dtype_name(b.dtype()), " must match");
@@ -260,6 +273,47 @@ void throw_affine_scale(double hs, double s, int64_t i, const Shape& shape, doub
   FRUGAL_CHECK(std::isfinite(s), who, ": scale s is ", s, at, ": e^clamp overflows");
   throw Error(detail::concat(who, ": scale s = exp(clamp·tanh(h/clamp)) = ", s, at,
                              " is below min_scale ", min_scale, ": (y - t) / s would lose x"));
+}
+
+}  // namespace frugal
+
+namespace frugal {
+
+void check_maxpool_forward(const Pool2dGeometry& g, const Tensor& x, const Tensor& y,
+                           const Tensor& index, const Device& device) {
+  check_pool("max_pool2d", g, x, y, device);
+  // Every window must hold an input element (ceil mode drops windows starting in padding).
+  FRUGAL_CHECK(2 * g.pad_h <= g.kernel_h && 2 * g.pad_w <= g.kernel_w, "max_pool2d: pad ", g.pad_h,
+               "x", g.pad_w, " exceeds half the kernel ", g.kernel_h, "x", g.kernel_w);
+  if (!index.defined()) return;
+  FRUGAL_CHECK(g.kernel_h * g.kernel_w <= 256, "max_pool2d: window ", g.kernel_h, "x", g.kernel_w,
+               " does not fit a u8 index");
+  FRUGAL_CHECK(index.shape() == y.shape() && index.dtype() == DType::u8, "max_pool2d: index ",
+               index.shape(), " ", dtype_name(index.dtype()), ", expected u8 ", y.shape());
+  check_device("max_pool2d", {&index}, device);
+}
+
+void check_maxpool_backward(const Pool2dGeometry& g, const Tensor& dy, const Tensor& index,
+                            const Tensor& dx, const Device& device) {
+  check_pool("max_pool2d backward", g, dx, dy, device);
+  FRUGAL_CHECK(index.shape() == dy.shape() && index.dtype() == DType::u8,
+               "max_pool2d backward: index ", index.shape(), " ", dtype_name(index.dtype()),
+               ", expected u8 ", dy.shape());
+  check_device("max_pool2d backward", {&index}, device);
+}
+
+ChannelDims check_batchnorm_train(const Tensor& x, const Tensor& y,
+                                  std::initializer_list<const Tensor*> per_channel,
+                                  const Device& device) {
+  const ChannelDims d = check_batchnorm("batch_norm", x, y, per_channel, device);
+  FRUGAL_CHECK(d.N * d.S > 1, "batch_norm: training needs more than 1 value per channel, got x ",
+               x.shape());
+  return d;
+}
+
+void check_concat_forward(std::span<const Tensor> xs, const Tensor& y, const Device& device) {
+  check_concat("concat", xs, y, device);
+  for (const Tensor& x : xs) FRUGAL_CHECK(x.defined(), "concat: an input is undefined");
 }
 
 }  // namespace frugal

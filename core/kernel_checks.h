@@ -23,6 +23,12 @@ void check_device(const char* op, std::initializer_list<const Tensor*> ts, const
 void check_same(const char* op, const Tensor& x, const Tensor& y, const Device& device);
 // mask, if defined, is u8 of ceil(n/8) bytes.
 void check_mask(const char* op, const Tensor& mask, int64_t n, const Device& device);
+// mask is defined ("<op>: no mask") and as check_mask says.
+void check_required_mask(const char* op, const Tensor& mask, int64_t n, const Device& device);
+// t is defined ("<op>: missing <what>").
+void check_defined(const char* op, const char* what, const Tensor& t);
+// Dropout's probability p lies in [0, 1).
+void check_dropout_p(double p);
 
 // a, b, y: one shape and float dtype (y may be a or b).
 void check_add(const Tensor& a, const Tensor& b, const Tensor& y, const Device& device);
@@ -48,6 +54,13 @@ void check_conv_bias(const char* op, const char* name, const Conv2dGeometry& g, 
 // x (N,C,H,W) and y (N,C,P,Q) (or their gradients), one float dtype.
 void check_pool(const char* op, const Pool2dGeometry& g, const Tensor& x, const Tensor& y,
                 const Device& device);
+// Max pooling forward: as check_pool; every window holds an input element; index, if defined,
+// u8 like y, and the window fits a u8.
+void check_maxpool_forward(const Pool2dGeometry& g, const Tensor& x, const Tensor& y,
+                           const Tensor& index, const Device& device);
+// Max pooling backward: as check_pool over dx and dy; index u8 like dy.
+void check_maxpool_backward(const Pool2dGeometry& g, const Tensor& dy, const Tensor& index,
+                            const Tensor& dx, const Device& device);
 
 // x (N,C,H,W) or (N,C) viewed as (N,C,S); y like x; per-channel tensors (C) in x's dtype.
 struct ChannelDims {
@@ -55,6 +68,10 @@ struct ChannelDims {
 };
 ChannelDims check_batchnorm(const char* op, const Tensor& x, const Tensor& y,
                             std::initializer_list<const Tensor*> per_channel, const Device& device);
+// Training: as check_batchnorm, and more than one value per channel.
+ChannelDims check_batchnorm_train(const Tensor& x, const Tensor& y,
+                                  std::initializer_list<const Tensor*> per_channel,
+                                  const Device& device);
 // Backward: x, dy, gamma, mean, inv_std, and dx (like x), dgamma, dbeta (C) where defined.
 ChannelDims check_batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
                                      const Tensor& mean, const Tensor& inv_std, const Tensor& dx,
@@ -71,6 +88,8 @@ void check_labels(const char* op, const Tensor& x, const Tensor& labels, const T
 // xs[i] (N,Ci,H,W) or (N,Ci)  y (N,sum Ci,H,W) or (N,sum Ci)
 void check_concat(const char* op, std::span<const Tensor> xs, const Tensor& y,
                   const Device& device);
+// Forward: as check_concat, every part defined.
+void check_concat_forward(std::span<const Tensor> xs, const Tensor& y, const Device& device);
 
 // Fixed point: x and y (round), or a, f and y (add), one shape, f32 or f64.
 void check_fixed_point_round(const Tensor& x, const Tensor& y, const std::string& who,

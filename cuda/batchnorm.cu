@@ -157,10 +157,8 @@ void CudaBackend::batchnorm_forward_train(const Tensor& x, const Tensor& gamma, 
                                           Tensor& running_mean, Tensor& running_var,
                                           double momentum, double eps, Tensor& y, Tensor& mean,
                                           Tensor& inv_std) {
-  const ChannelDims d = check_batchnorm(
-      "batch_norm", x, y, {&gamma, &beta, &running_mean, &running_var, &mean, &inv_std}, device());
-  FRUGAL_CHECK(d.N * d.S > 1, "batch_norm: training needs more than 1 value per channel, got x ",
-               x.shape());
+  const ChannelDims d = check_batchnorm_train(
+      x, y, {&gamma, &beta, &running_mean, &running_var, &mean, &inv_std}, device());
   if (x.dtype() == DType::f32)
     forward_train_t<float>(d, x, gamma, beta, running_mean, running_var, momentum, eps, y, mean,
                            inv_std, partials(), sums());

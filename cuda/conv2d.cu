@@ -262,7 +262,7 @@ std::vector<ScratchChoice> CudaBackend::conv2d_scratch_choices(const Conv2dGeome
 void CudaBackend::conv2d_forward(const Conv2dGeometry& g, const Tensor& x, const Tensor& w,
                                  const Tensor& b, Tensor& y, Tensor& scratch) {
   const char* op = "conv2d forward";
-  FRUGAL_CHECK(w.defined(), op, ": missing weight");
+  check_defined(op, "weight", w);
   check_conv(op, g, x, w, y, device());
   check_conv_bias(op, "bias", g, b, x, device());
   const ConvPlan& p = conv_plan(g, x.dtype());
@@ -279,7 +279,7 @@ void CudaBackend::conv2d_forward(const Conv2dGeometry& g, const Tensor& x, const
 void CudaBackend::conv2d_backward_data(const Conv2dGeometry& g, const Tensor& dy, const Tensor& w,
                                        Tensor& dx, Tensor& scratch) {
   const char* op = "conv2d backward data";
-  FRUGAL_CHECK(w.defined(), op, ": missing weight");
+  check_defined(op, "weight", w);
   check_conv(op, g, dx, w, dy, device());
   const ConvPlan& p = conv_plan(g, dy.dtype());
   const Scalars s(dy.dtype());

@@ -55,9 +55,8 @@ void CudaBackend::leaky_relu_forward(const Tensor& x, double slope, Tensor& y, T
 
 void CudaBackend::leaky_relu_backward_mask(const Tensor& dy, const Tensor& mask, double slope,
                                            Tensor& dx) {
-  FRUGAL_CHECK(mask.defined(), "leaky_relu backward: no mask");
   check_same("leaky_relu backward", dy, dx, device());
-  check_mask("leaky_relu backward", mask, dy.numel(), device());
+  check_required_mask("leaky_relu backward", mask, dy.numel(), device());
   if (dy.dtype() == DType::f32)
     backward_t<float>(dy, nullptr, &mask, slope, dx);
   else

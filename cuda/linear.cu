@@ -55,7 +55,7 @@ void backward_weight_t(cublasHandle_t h, const LinearDims& d, const T* x, const 
 }  // namespace
 
 void CudaBackend::linear_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) {
-  FRUGAL_CHECK(w.defined(), "linear forward: missing weight");
+  check_defined("linear forward", "weight", w);
   const LinearDims d = check_linear("linear forward", x, w, b, y, device());
   if (x.dtype() == DType::f32)
     forward_t(cublas_, d, x.device_data<float>(), w.device_data<float>(), y.device_data<float>());
@@ -66,7 +66,7 @@ void CudaBackend::linear_forward(const Tensor& x, const Tensor& w, const Tensor&
 }
 
 void CudaBackend::linear_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) {
-  FRUGAL_CHECK(w.defined(), "linear backward data: missing weight");
+  check_defined("linear backward data", "weight", w);
   const LinearDims d = check_linear("linear backward data", dx, w, Tensor(), dy, device());
   if (dy.dtype() == DType::f32)
     backward_data_t(cublas_, d, dy.device_data<float>(), w.device_data<float>(),

@@ -90,7 +90,7 @@ void CudaBackend::dropout_forward(const Tensor& x, double p, uint64_t seed, uint
                                   Tensor& y, Tensor& mask) {
   check_same("dropout", x, y, device());
   check_mask("dropout", mask, x.numel(), device());
-  FRUGAL_CHECK(p >= 0 && p < 1, "dropout: p must be in [0, 1), got ", p);
+  check_dropout_p(p);
   uint8_t* m = mask.defined() ? mask.device_data<uint8_t>() : nullptr;
   if (x.dtype() == DType::f32)
     dropout_t<float>(x, p, seed, stream, y, m);
@@ -100,8 +100,7 @@ void CudaBackend::dropout_forward(const Tensor& x, double p, uint64_t seed, uint
 
 void CudaBackend::masked_scale(const Tensor& dy, const Tensor& mask, double scale, Tensor& dx) {
   check_same("masked_scale", dy, dx, device());
-  FRUGAL_CHECK(mask.defined(), "masked_scale: mask is undefined");
-  check_mask("masked_scale", mask, dy.numel(), device());
+  check_required_mask("masked_scale", mask, dy.numel(), device());
   const uint8_t* m = mask.device_data<uint8_t>();
   const int64_t n = dy.numel();
   if (dy.dtype() == DType::f32)
@@ -149,8 +148,7 @@ void concat_copy(std::span<const Tensor> xs, const Tensor& y, bool to_y) {
 }  // namespace
 
 void CudaBackend::concat_forward(std::span<const Tensor> xs, Tensor& y) {
-  check_concat("concat", xs, y, device());
-  for (const Tensor& x : xs) FRUGAL_CHECK(x.defined(), "concat: an input is undefined");
+  check_concat_forward(xs, y, device());
   concat_copy(xs, y, true);
 }
 

@@ -122,18 +122,8 @@ __global__ void avgpool2d_backward_kernel(Pool2dGeometry g, const T* dy, T* dx, 
 
 void CudaBackend::maxpool2d_forward(const Pool2dGeometry& g, const Tensor& x, Tensor& y,
                                     Tensor& index) {
-  check_pool("max_pool2d", g, x, y, device());
-  FRUGAL_CHECK(2 * g.pad_h <= g.kernel_h && 2 * g.pad_w <= g.kernel_w, "max_pool2d: pad ", g.pad_h,
-               "x", g.pad_w, " exceeds half the kernel ", g.kernel_h, "x", g.kernel_w);
-  uint8_t* idx = nullptr;
-  if (index.defined()) {
-    FRUGAL_CHECK(g.kernel_h * g.kernel_w <= 256, "max_pool2d: window ", g.kernel_h, "x", g.kernel_w,
-                 " does not fit a u8 index");
-    FRUGAL_CHECK(index.shape() == y.shape() && index.dtype() == DType::u8, "max_pool2d: index ",
-                 index.shape(), " ", dtype_name(index.dtype()), ", expected u8 ", y.shape());
-    check_device("max_pool2d", {&index}, device());
-    idx = index.device_data<uint8_t>();
-  }
+  check_maxpool_forward(g, x, y, index, device());
+  uint8_t* idx = index.defined() ? index.device_data<uint8_t>() : nullptr;
   const int64_t n = y.numel();
   if (x.dtype() == DType::f32)
     launch(n, maxpool2d_forward_kernel<float>, g, x.device_data<float>(), y.device_data<float>(),
@@ -145,11 +135,7 @@ void CudaBackend::maxpool2d_forward(const Pool2dGeometry& g, const Tensor& x, Te
 
 void CudaBackend::maxpool2d_backward(const Pool2dGeometry& g, const Tensor& dy, const Tensor& index,
                                      Tensor& dx) {
-  check_pool("max_pool2d backward", g, dx, dy, device());
-  FRUGAL_CHECK(index.shape() == dy.shape() && index.dtype() == DType::u8,
-               "max_pool2d backward: index ", index.shape(), " ", dtype_name(index.dtype()),
-               ", expected u8 ", dy.shape());
-  check_device("max_pool2d backward", {&index}, device());
+  check_maxpool_backward(g, dy, index, dx, device());
   const int64_t n = dx.numel();
   const uint8_t* idx = index.device_data<uint8_t>();
   if (dy.dtype() == DType::f32)

@@ -48,9 +48,8 @@ void CudaBackend::relu_forward(const Tensor& x, Tensor& y, Tensor& mask) {
 }
 
 void CudaBackend::relu_backward_mask(const Tensor& dy, const Tensor& mask, Tensor& dx) {
-  FRUGAL_CHECK(mask.defined(), "relu backward: no mask");
   check_same("relu backward", dy, dx, device());
-  check_mask("relu backward", mask, dy.numel(), device());
+  check_required_mask("relu backward", mask, dy.numel(), device());
   const int64_t n = dy.numel();
   const uint8_t* m = mask.device_data<uint8_t>();
   if (dy.dtype() == DType::f32)

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "memory/alias.h"
 #include "memory/step.h"
 
 namespace frugal {
@@ -70,11 +71,7 @@ struct Liveness {
   }
   int final_step() const { return steps - 1; }
   // The buffer whose bytes buffer b takes: the root of its alias chain (b when unaliased).
-  int alias_root(int b) const {
-    while (buffers[static_cast<size_t>(b)].alias_of >= 0)
-      b = buffers[static_cast<size_t>(b)].alias_of;
-    return b;
-  }
+  int alias_root(int b) const { return frugal::alias_root(buffers, b); }
 };
 
 Liveness analyze(const Step& step, const LivenessOptions& options);

@@ -87,12 +87,6 @@ std::vector<int> size_order(const Problem& p) {
 
 using namespace planner;
 
-int alias_root(std::span<const PlanBuffer> buffers, int i) {
-  while (buffers[static_cast<size_t>(i)].alias_of >= 0)
-    i = buffers[static_cast<size_t>(i)].alias_of;
-  return i;
-}
-
 Plan plan_arena(std::span<const PlanBuffer> buffers, size_t alignment, PlanOptions options) {
   FRUGAL_CHECK(alignment > 0, "plan_arena: alignment must be positive");
   const Groups g = alias_groups(buffers, alignment);

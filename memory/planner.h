@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "memory/alias.h"
+
 namespace frugal {
 
 // One buffer of a step: its size and its lifetime [first, last] (inclusive timeline steps).
@@ -44,10 +46,6 @@ struct PlanOptions {
 // Throws frugal::Error naming the buffer when first > last, alias_of is out of range or the aliases
 // form a cycle, or when alignment is 0.
 Plan plan_arena(std::span<const PlanBuffer> buffers, size_t alignment, PlanOptions options = {});
-
-// The buffer whose offset buffer i takes: the root of its alias chain (i itself when it
-// aliases none). The chain must be acyclic (plan_arena checks).
-int alias_root(std::span<const PlanBuffer> buffers, int i);
 
 // True when no two buffers with overlapping lifetimes share a byte unless they are in the same
 // alias group (whose members must share one offset), every offset is aligned to plan.alignment

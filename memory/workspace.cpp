@@ -41,12 +41,7 @@ Layout plan_copy(const Step& step, const LayoutOptions& options) {
 std::vector<size_t> live_curve(const Layout& l) {
   const std::vector<PlanBuffer>& req = l.requests;
   std::vector<int> root(req.size());
-  for (size_t i = 0; i < req.size(); ++i) {
-    int r = static_cast<int>(i);
-    for (size_t hops = 0; req[static_cast<size_t>(r)].alias_of >= 0 && hops < req.size(); ++hops)
-      r = req[static_cast<size_t>(r)].alias_of;
-    root[i] = r;
-  }
+  for (size_t i = 0; i < req.size(); ++i) root[i] = alias_root(req, static_cast<int>(i));
   std::vector<size_t> bytes(req.size(), 0);
   std::vector<int> first(req.size(), l.live.steps), last(req.size(), -1);
   for (size_t i = 0; i < req.size(); ++i) {

@@ -123,10 +123,8 @@ T* ptr(const Tensor& t) {
 void CpuBackend::batchnorm_forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                          Tensor& running_mean, Tensor& running_var, double momentum,
                                          double eps, Tensor& y, Tensor& mean, Tensor& inv_std) {
-  const ChannelDims d = check_batchnorm(
-      "batch_norm", x, y, {&gamma, &beta, &running_mean, &running_var, &mean, &inv_std}, device());
-  FRUGAL_CHECK(d.N * d.S > 1, "batch_norm: training needs more than 1 value per channel, got x ",
-               x.shape());
+  const ChannelDims d = check_batchnorm_train(
+      x, y, {&gamma, &beta, &running_mean, &running_var, &mean, &inv_std}, device());
   if (x.dtype() == DType::f32)
     batchnorm_forward_train_t(d, x.data<float>(), gamma.data<float>(), beta.data<float>(),
                               running_mean.data<float>(), running_var.data<float>(), momentum, eps,

@@ -308,7 +308,7 @@ size_t CpuBackend::conv2d_backward_scratch(const Conv2dGeometry& g, DType t) con
 
 void CpuBackend::conv2d_forward(const Conv2dGeometry& g, const Tensor& x, const Tensor& w,
                                 const Tensor& b, Tensor& y, Tensor& scratch) {
-  FRUGAL_CHECK(w.defined(), "conv2d forward: missing weight");
+  check_defined("conv2d forward", "weight", w);
   const size_t need = conv2d_forward_scratch(g, x.dtype());
   check("conv2d forward", g, x, w, y, scratch, need, device());
   check_conv_bias("conv2d forward", "bias", g, b, x, device());
@@ -325,7 +325,7 @@ void CpuBackend::conv2d_forward(const Conv2dGeometry& g, const Tensor& x, const 
 
 void CpuBackend::conv2d_backward_data(const Conv2dGeometry& g, const Tensor& dy, const Tensor& w,
                                       Tensor& dx, Tensor& scratch) {
-  FRUGAL_CHECK(w.defined(), "conv2d backward data: missing weight");
+  check_defined("conv2d backward data", "weight", w);
   const size_t need = conv2d_backward_scratch(g, dy.dtype());
   check("conv2d backward data", g, dx, w, dy, scratch, need, device());
   if (direct(g, dy.dtype()))

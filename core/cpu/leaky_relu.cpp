@@ -52,8 +52,7 @@ void CpuBackend::leaky_relu_forward(const Tensor& x, double slope, Tensor& y, Te
 void CpuBackend::leaky_relu_backward_mask(const Tensor& dy, const Tensor& mask, double slope,
                                           Tensor& dx) {
   check_same("leaky_relu backward", dy, dx, device());
-  FRUGAL_CHECK(mask.defined(), "leaky_relu backward: no mask");
-  check_mask("leaky_relu backward", mask, dy.numel(), device());
+  check_required_mask("leaky_relu backward", mask, dy.numel(), device());
   const uint8_t* m = mask.data<uint8_t>();
   if (dy.dtype() == DType::f32)
     leaky_relu_backward_t<float>(dy.data<float>(), nullptr, m, static_cast<float>(slope),

@@ -88,7 +88,7 @@ T* optional(const Tensor& t) {
 }  // namespace
 
 void CpuBackend::linear_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) {
-  FRUGAL_CHECK(w.defined(), "linear forward: missing weight");
+  check_defined("linear forward", "weight", w);
   const auto [N, I, O] = check_linear("linear forward", x, w, b, y, device());
   if (x.dtype() == DType::f32)
     forward_t(threads(), x.data<float>(), w.data<float>(), optional<float>(b), y.data<float>(), N,
@@ -99,7 +99,7 @@ void CpuBackend::linear_forward(const Tensor& x, const Tensor& w, const Tensor& 
 }
 
 void CpuBackend::linear_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) {
-  FRUGAL_CHECK(w.defined(), "linear backward data: missing weight");
+  check_defined("linear backward data", "weight", w);
   const auto [N, I, O] = check_linear("linear backward data", dx, w, Tensor(), dy, device());
   if (dy.dtype() == DType::f32)
     backward_data_t(threads(), dy.data<float>(), w.data<float>(), dx.data<float>(), N, I, O);

@@ -113,18 +113,8 @@ void avgpool2d_backward_t(const Pool2dGeometry& g, const T* dy, T* dx) {
 
 void CpuBackend::maxpool2d_forward(const Pool2dGeometry& g, const Tensor& x, Tensor& y,
                                    Tensor& index) {
-  check_pool("max_pool2d", g, x, y, device());
-  // Every window must hold an input element (ceil mode drops windows starting in padding).
-  FRUGAL_CHECK(2 * g.pad_h <= g.kernel_h && 2 * g.pad_w <= g.kernel_w, "max_pool2d: pad ", g.pad_h,
-               "x", g.pad_w, " exceeds half the kernel ", g.kernel_h, "x", g.kernel_w);
-  uint8_t* idx = nullptr;
-  if (index.defined()) {
-    FRUGAL_CHECK(g.kernel_h * g.kernel_w <= 256, "max_pool2d: window ", g.kernel_h, "x", g.kernel_w,
-                 " does not fit a u8 index");
-    FRUGAL_CHECK(index.shape() == y.shape() && index.dtype() == DType::u8, "max_pool2d: index ",
-                 index.shape(), " ", dtype_name(index.dtype()), ", expected u8 ", y.shape());
-    idx = index.data<uint8_t>();
-  }
+  check_maxpool_forward(g, x, y, index, device());
+  uint8_t* idx = index.defined() ? index.data<uint8_t>() : nullptr;
   if (x.dtype() == DType::f32)
     maxpool2d_forward_t(g, x.data<float>(), y.data<float>(), idx);
   else
@@ -133,10 +123,7 @@ void CpuBackend::maxpool2d_forward(const Pool2dGeometry& g, const Tensor& x, Ten
 
 void CpuBackend::maxpool2d_backward(const Pool2dGeometry& g, const Tensor& dy, const Tensor& index,
                                     Tensor& dx) {
-  check_pool("max_pool2d backward", g, dx, dy, device());
-  FRUGAL_CHECK(index.shape() == dy.shape() && index.dtype() == DType::u8,
-               "max_pool2d backward: index ", index.shape(), " ", dtype_name(index.dtype()),
-               ", expected u8 ", dy.shape());
+  check_maxpool_backward(g, dy, index, dx, device());
   if (dy.dtype() == DType::f32)
     maxpool2d_backward_t(g, dy.data<float>(), index.data<uint8_t>(), dx.data<float>());
   else

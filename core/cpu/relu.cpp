@@ -99,8 +99,7 @@ void CpuBackend::relu_forward(const Tensor& x, Tensor& y, Tensor& mask) {
 }
 
 void CpuBackend::relu_backward_mask(const Tensor& dy, const Tensor& mask, Tensor& dx) {
-  FRUGAL_CHECK(mask.defined(), "relu backward: no mask");
-  check_mask("relu backward", mask, dy.numel(), device());
+  check_required_mask("relu backward", mask, dy.numel(), device());
   if (dy.dtype() == DType::f32)
     relu_backward_mask_t(dy.data<float>(), mask.data<uint8_t>(), dx.data<float>(), dy.numel());
   else
