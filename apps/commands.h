@@ -15,5 +15,6 @@ Action add_eval_command(CLI::App& app);
 Action add_memory_command(CLI::App& app);
 Action add_graph_command(CLI::App& app);
 Action add_bench_command(CLI::App& app);
+Action add_export_command(CLI::App& app);
 
 }  // namespace frugal

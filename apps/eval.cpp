@@ -16,10 +16,10 @@
 namespace frugal {
 
 void run_eval(const EvalCommand& c) {
-  const ModelSpec& model = find_model(c.model);
+  const ModelSpec model = model_at_size(find_model(c.model), c.folder.image_size);
   set_cpu_threads(capped_threads(c.threads));
   const Safetensors file = load_safetensors(c.weights);  // check the file before the data
-  const Dataset test = load_data(c.data, model, false, {.train = 1, .test = c.batch});
+  const Dataset test = load_data(c.data, model, false, {.train = 1, .test = c.batch}, 1, c.folder);
   ParamStore params(0, backend_named(c.device));
   Evaluator eval(params, model, test, c.batch, c.memory,
                  ModelConfig{.fixed_point_range = c.fixed_point_range});
@@ -44,11 +44,21 @@ Action add_eval_command(CLI::App& app) {
   eval->add_option("--weights", c->weights, "Weights file (.safetensors) from frugal train --save")
       ->required();
   eval->add_option("--data", c->data,
-                   "Fashion-MNIST IDX directory, CIFAR-10 binary directory, or 'synthetic'")
+                   "Fashion-MNIST IDX directory, CIFAR-10 binary directory, an image folder "
+                   "(its val/ is evaluated), or 'synthetic'")
       ->capture_default_str();
   eval->add_option("--batch", c->batch, "Test batch size")
       ->check(whole_number(1))
       ->capture_default_str();
+  eval->add_option("--image-size", c->folder.image_size,
+                   "Image folders: the side of the square input the model was trained at")
+      ->check(whole_number(0, 4096))
+      ->capture_default_str();
+  eval->add_option("--workers", c->folder.workers, "Image folders: decode threads (0: the cores)")
+      ->check(whole_number(0, 1024))
+      ->capture_default_str();
+  eval->add_flag("--skip-bad", c->folder.skip_bad,
+                 "Image folders: replace files that fail to decode instead of stopping");
   auto float_coupling = std::make_shared<bool>(false);
   eval->add_flag("--float-coupling", *float_coupling,
                  "RevNets: memcnn's floating-point coupling (default: the fixed-point one)");

@@ -42,6 +42,13 @@ std::string image_size(const Shape& s) {
   return r;
 }
 
+// "3.4%"
+std::string percent(double fraction) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f%%", 100.0 * fraction);
+  return text;
+}
+
 std::vector<std::string> all_model_names() {
   std::vector<std::string> names;
   for (const ModelSpec& m : model_specs()) names.push_back(m.name);
@@ -80,7 +87,11 @@ void run_train(const TrainCommand& c) {
   set_cpu_threads(o.threads);
   const SyntheticSizes synthetic{.train = o.batch * (o.steps > 0 ? o.steps : 4),
                                  .test = o.eval_batch};
-  const TrainData data = load_train_data(o.data, model, synthetic, o.seed);
+  FolderOptions folder = c.folder;
+  folder.image_size = o.image_size;
+  const TrainData data =
+      load_train_data(o.data, model_at_size(model, o.image_size), synthetic, o.seed, folder);
+  for (const std::string& why : data.skipped) std::printf("skipped %s\n", why.c_str());
   const size_t budget_arena = c.memory_budget > 0 ? fit_budget(c, data.train.classes, o) : 0;
   Trainer t(o, data.train, data.test);
   FRUGAL_CHECK(budget_arena == 0 || t.executor().arena_bytes() == budget_arena,
@@ -91,15 +102,15 @@ void run_train(const TrainCommand& c) {
     std::printf("resumed from %s at epoch %d, step %lld of %lld\n", c.resume.c_str(), t.epoch() + 1,
                 (long long)t.step_in_epoch(), (long long)t.steps_per_epoch());
   }
-  const Shape& s = data.train.images.shape();
+  const Shape s = data.train.sample_shape();
   std::printf(
       "frugal train: %s, %zu parameters, %s %lld train / %lld test images %s -> %s, batch %lld, "
       "%lld steps/epoch, lr %g %s (warm-up %lld), augment %s, memory %s%s, threads %d\n",
       model.name.c_str(), t.params().count_elements(true), data.train.name.c_str(),
-      (long long)data.train.size(), (long long)data.test.size(),
-      image_size(Shape{s[1], s[2], s[3]}).c_str(), image_size(model.input).c_str(),
-      (long long)o.batch, (long long)t.steps_per_epoch(), o.lr, schedule_name(o.schedule),
-      (long long)o.warmup, o.augment ? "on" : "off", memory_mode_name(o.memory),
+      (long long)data.train.size(), (long long)data.test.size(), image_size(s).c_str(),
+      image_size(t.model().input).c_str(), (long long)o.batch, (long long)t.steps_per_epoch(), o.lr,
+      schedule_name(o.schedule), (long long)o.warmup, o.augment ? "on" : "off",
+      memory_mode_name(o.memory),
       o.device == "cpu" ? "" : (", device " + t.backend().device().str()).c_str(),
       t.backend().threads());
   std::fflush(stdout);
@@ -112,6 +123,7 @@ void run_train(const TrainCommand& c) {
   const int64_t every =
       c.print_every > 0 ? c.print_every : std::max<int64_t>(1, t.steps_per_epoch() / 10);
   Progress progress(t.steps_per_epoch(), o.batch, t.executor().arena_bytes(), every);
+  double wait_before = 0;
   while (!t.done()) {
     const int epoch = t.epoch();
     const int64_t first = t.step_in_epoch();
@@ -131,13 +143,21 @@ void run_train(const TrainCommand& c) {
     const double train_acc = double(e.correct) / double(e.steps * o.batch);
     const double images_per_s = double((t.steps_per_epoch() - first) * o.batch) / train_s;
     progress.clear();
+    // Image folders: the share of the epoch's training time the steps waited for decoding.
+    const double waited = t.data_wait_seconds() - wait_before;
+    wait_before = t.data_wait_seconds();
+    std::string data_note;
+    if (data.train.source)
+      data_note = "  data wait " + percent(waited / train_s) +
+                  (t.skipped_files() ? ", " + std::to_string(t.skipped_files()) + " files skipped"
+                                     : std::string());
     std::printf(
         "epoch %d/%d  loss %.4f  train acc %.2f%%  test acc %.2f%%  time %.1f s (eval %.1f s)  "
-        "%.0f img/s  memory %s (arena %s), eval %s, peak RSS %s\n",
+        "%.0f img/s  memory %s (arena %s), eval %s, peak RSS %s%s\n",
         epoch + 1, o.epochs, loss, 100.0 * train_acc, 100.0 * accuracy, total_s, total_s - train_s,
         images_per_s, mib(t.executor().memory_bytes()).c_str(),
         mib(t.executor().arena_bytes()).c_str(), mib(t.eval_memory_bytes()).c_str(),
-        mib(peak_rss_bytes()).c_str());
+        mib(peak_rss_bytes()).c_str(), data_note.c_str());
     std::fflush(stdout);
     if (log.is_open()) {
       nlohmann::ordered_json j = {
@@ -155,6 +175,10 @@ void run_train(const TrainCommand& c) {
           {"eval_memory_bytes", t.eval_memory_bytes()},
           {"param_bytes", param_bytes(t.params())},
           {"peak_rss_bytes", peak_rss_bytes()}};
+      if (data.train.source) {
+        j["data_wait_seconds"] = waited;
+        j["files_skipped"] = t.skipped_files();
+      }
       log << j.dump() << '\n' << std::flush;
     }
     if (!c.save.empty()) t.save(c.save);
@@ -177,7 +201,8 @@ Action add_train_command(CLI::App& app) {
   train
       ->add_option("--data", t.data,
                    "Fashion-MNIST IDX directory, CIFAR-10 binary directory (data_batch_*.bin, "
-                   "test_batch.bin), or 'synthetic'")
+                   "test_batch.bin), an image folder (train/<class>/ and val/<class>/ of JPEG and "
+                   "PNG files), or 'synthetic'")
       ->capture_default_str();
   train->add_option("--epochs", t.epochs, "Passes over the training set")
       ->check(whole_number(1, std::numeric_limits<int>::max()))
@@ -217,6 +242,20 @@ Action add_train_command(CLI::App& app) {
       },
       "The most scratch one convolution pass may take for a faster algorithm (cuDNN's "
       "workspace; K, M, G: powers of 1024); default: what the planned arena has room for");
+  train
+      ->add_option("--image-size", t.image_size,
+                   "Image folders and ImageNet-size networks: the side of the square input "
+                   "(e.g. 112 or 64; default: the network's own)")
+      ->check(whole_number(0, 4096))
+      ->capture_default_str();
+  train
+      ->add_option("--workers", c->folder.workers,
+                   "Image folders: threads decoding batches ahead of the step (0: the cores)")
+      ->check(whole_number(0, 1024))
+      ->capture_default_str();
+  train->add_flag("--skip-bad", c->folder.skip_bad,
+                  "Image folders: leave out badly named files and replace files that fail to "
+                  "decode, counting them, instead of stopping with an error");
   auto budget = std::make_shared<std::string>();
   train->add_option("--memory-budget", *budget,
                     "CIFAR ResNets: checkpoint the runs of blocks with the least recompute whose "

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "train/train_data.h"
 #include "train/trainer.h"
 
 namespace frugal {
@@ -16,6 +17,7 @@ struct TrainCommand {
   std::string resume;        // checkpoint to continue from ("" : start fresh)
   int64_t print_every = 0;   // without a TTY: a line every N steps; 0: ten per epoch
   size_t memory_budget = 0;  // bytes for the step's planned arena: checkpoint runs (0: none)
+  FolderOptions folder;      // image folders: workers and skip_bad (image_size is in train)
 };
 
 // Runs the training `c` describes, printing to stdout. Throws frugal::Error on bad data,
@@ -31,6 +33,7 @@ struct EvalCommand {
   MemoryMode memory = MemoryMode::planned;
   int fixed_point_range = ModelConfig{}.fixed_point_range;  // RevNets; 0: float coupling
   std::string device = "cpu";                               // cpu, sim or cuda
+  FolderOptions folder;  // image folders: image_size, workers, skip_bad
 };
 
 // Loads weights into the model and prints its test accuracy.

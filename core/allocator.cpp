@@ -30,6 +30,8 @@ const char* role_name(Role r) {
       return "param_grad";
     case Role::optimizer_state:
       return "optimizer_state";
+    case Role::data:
+      return "data";
     case Role::arena:
       return "arena";
   }

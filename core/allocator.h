@@ -12,9 +12,20 @@ namespace frugal {
 
 // What a buffer is for (docs/ARCHITECTURE.md, "The roles contract"). `input` is data fed to the
 // network (images, labels); `arena` is one planned block that holds many buffers of the other
-// roles.
-enum class Role { input, output, saved, scratch, grad, param, param_grad, optimizer_state, arena };
-constexpr int kRoleCount = 9;
+// roles; `data` holds batches a loader prepares ahead of the step (data/pipeline.h).
+enum class Role {
+  input,
+  output,
+  saved,
+  scratch,
+  grad,
+  param,
+  param_grad,
+  optimizer_state,
+  arena,
+  data
+};
+constexpr int kRoleCount = 10;
 const char* role_name(Role r);
 
 struct RoleStats {

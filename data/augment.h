@@ -3,6 +3,7 @@
 // augmentation (random crop from a frame padded by 4, horizontal flip) drawn per sample.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 
@@ -28,5 +29,9 @@ AugmentDraw draw_augment(const Augment& augment, uint64_t seed, int epoch, int64
 // outside x take background[c] (the normalized value of a black pixel).
 void place_image(const float* x, int64_t C, int64_t H, int64_t W, float* y, int64_t K, int64_t P,
                  int64_t Q, std::span<const float> background, const AugmentDraw& draw);
+// The same from bytes: x(c, h, w) is tables[c][byte].
+void place_image(const uint8_t* x, std::span<const std::array<float, 256>> tables, int64_t C,
+                 int64_t H, int64_t W, float* y, int64_t K, int64_t P, int64_t Q,
+                 std::span<const float> background, const AugmentDraw& draw);
 
 }  // namespace frugal

@@ -17,6 +17,21 @@ Batcher::Batcher(const Dataset& data, bool shuffle, uint64_t seed)
 Batcher::Batcher(const Dataset& data, const BatcherOptions& options)
     : data_(data), options_(options), order_(static_cast<size_t>(data.size())) {
   std::iota(order_.begin(), order_.end(), int64_t{0});
+  if (data.source)
+    pipeline_ = std::make_unique<DecodePipeline>(*data.source, options.seed,
+                                                 data.source->transform.workers);
+}
+
+Batcher::~Batcher() = default;
+
+double Batcher::data_wait_seconds() const {
+  return pipeline_ ? pipeline_->waited_seconds() : 0.0;
+}
+int64_t Batcher::skipped_files() const {
+  return pipeline_ ? pipeline_->skipped() : 0;
+}
+size_t Batcher::data_bytes() const {
+  return pipeline_ ? pipeline_->buffer_bytes() : 0;
 }
 
 void Batcher::start_epoch(int epoch) {
@@ -34,25 +49,35 @@ bool image_fits(const Shape& s, const Shape& in) {
          (in[1] - s[1]) % 2 == 0 && (in[2] - s[2]) % 2 == 0;
 }
 
-// images (N,C,H,W) f32 -> x (B,K,P,Q);  labels (N) i32 -> y (B)
+// images (N,C,H,W) f32, or pixels (N,C,H,W) u8 through the tables -> x (B,K,P,Q);
+// labels (N) i32 -> y (B)
 void Batcher::copy(int64_t first, Tensor& images, Tensor& labels) const {
-  const Shape& s = data_.images.shape();
+  const Shape s = data_.sample_shape();
   const int64_t B = images.shape()[0];
-  Shape want = s;
-  want[0] = B;
+  const Shape want{B, s[0], s[1], s[2]};
   const Shape& in = images.shape();
-  const bool fits = in.rank() == 4 && images.dtype() == DType::f32 &&
-                    image_fits({s[1], s[2], s[3]}, {in[1], in[2], in[3]});
+  const bool fits =
+      in.rank() == 4 && images.dtype() == DType::f32 && image_fits(s, {in[1], in[2], in[3]});
   FRUGAL_CHECK(fits, "batcher: input ", images.shape(), " ", dtype_name(images.dtype()),
                ", expected ", want, " f32");
   FRUGAL_CHECK(labels.shape() == Shape{B} && labels.dtype() == DType::i32, "batcher: labels ",
                labels.shape(), " ", dtype_name(labels.dtype()), ", expected ", Shape{B}, " i32");
   FRUGAL_CHECK(first >= 0 && first + B <= size(), "batcher: batch [", first, ", ", first + B,
                ") outside the data set of ", size());
-  const int64_t C = s[1], H = s[2], W = s[3], K = in[1], P = in[2], Q = in[3];
+  if (pipeline_) {  // decoded into the input's size: no frame, no channel replication
+    FRUGAL_CHECK(in == want, "batcher: input ", in, ", expected ", want, " for ", data_.name,
+                 "'s images");
+    pipeline_->fill(epoch_, order_, first, B, images.data<float>(), labels.data<int32_t>());
+    return;
+  }
+  const int64_t C = s[0], H = s[1], W = s[2], K = in[1], P = in[2], Q = in[3];
+  const int64_t plane = H * W;
   const Augment& a = options_.augment;
   const bool plain = in == want && a.crop_pad == 0 && !a.flip;
-  const float* x = data_.images.data<float>();
+  const bool bytes = data_.pixels.defined();
+  const float* x = bytes ? nullptr : data_.images.data<float>();
+  const uint8_t* px = bytes ? data_.pixels.data<uint8_t>() : nullptr;
+  const std::span<const PixelTable> tables(data_.tables);
   const int32_t* l = data_.labels.data<int32_t>();
   float* y = images.data<float>();
   int32_t* t = labels.data<int32_t>();
@@ -60,11 +85,21 @@ void Batcher::copy(int64_t first, Tensor& images, Tensor& labels) const {
   for (int64_t b = 0; b < B; ++b) {
     const int64_t n = order_[static_cast<size_t>(first + b)];
     t[b] = l[n];
-    if (plain) {
-      std::memcpy(y + b * C * H * W, x + n * C * H * W, static_cast<size_t>(C * H * W) * 4);
+    float* yb = y + b * K * P * Q;
+    if (plain && bytes) {
+      for (int64_t c = 0; c < C; ++c) {
+        const PixelTable& table = tables[static_cast<size_t>(c)];
+        const uint8_t* xc = px + (n * C + c) * plane;
+        for (int64_t i = 0; i < plane; ++i) yb[c * plane + i] = table[xc[i]];
+      }
+    } else if (plain) {
+      std::memcpy(yb, x + n * C * plane, static_cast<size_t>(C * plane) * 4);
     } else {
       const AugmentDraw d = draw_augment(a, options_.seed, epoch_, n);
-      place_image(x + n * C * H * W, C, H, W, y + b * K * P * Q, K, P, Q, data_.background, d);
+      if (bytes)
+        place_image(px + n * C * plane, tables, C, H, W, yb, K, P, Q, data_.background, d);
+      else
+        place_image(x + n * C * plane, C, H, W, yb, K, P, Q, data_.background, d);
     }
   }
 }

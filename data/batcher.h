@@ -5,11 +5,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "core/backend.h"
 #include "data/augment.h"
 #include "data/idx.h"
+#include "data/pipeline.h"
 
 namespace frugal {
 
@@ -24,6 +26,7 @@ class Batcher {
   // `data` must outlive the batcher. With shuffle off the order is 0..N-1 in every epoch.
   Batcher(const Dataset& data, bool shuffle, uint64_t seed);
   Batcher(const Dataset& data, const BatcherOptions& options);
+  ~Batcher();
 
   // Sets this epoch's order: a Fisher-Yates shuffle drawn from (seed, epoch) alone, so
   // epoch e sees the same order whatever ran before it. Augmentation draws per (epoch, sample).
@@ -40,6 +43,11 @@ class Batcher {
   const Tensor& copy(Backend& be, int64_t first, Tensor& images, Tensor& labels);
 
   int64_t size() const { return static_cast<int64_t>(order_.size()); }
+  // Image-file data sets (Dataset::source): seconds copy() waited for the decode workers, files
+  // replaced for failing to decode (skip_bad), and the bytes of the batches decoded ahead.
+  double data_wait_seconds() const;
+  int64_t skipped_files() const;
+  size_t data_bytes() const;
   int epoch() const { return epoch_; }
   const std::vector<int64_t>& order() const { return order_; }
 
@@ -48,7 +56,8 @@ class Batcher {
   BatcherOptions options_;
   int epoch_ = 0;
   std::vector<int64_t> order_;
-  Tensor staged_images_, staged_labels_;  // host copies of device inputs (copy with a backend)
+  Tensor staged_images_, staged_labels_;      // host copies of device inputs (copy with a backend)
+  std::unique_ptr<DecodePipeline> pipeline_;  // image files only
 };
 
 // Whether samples (C,H,W) fit an input (K,P,Q) as Batcher::copy places them.

@@ -4,6 +4,7 @@
 #include "data/cifar.h"
 
 #include <array>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <vector>
@@ -54,18 +55,19 @@ Dataset read_cifar10(const std::vector<std::string>& paths) {
     files.push_back(read_records(p));
     N = checked_add(p, "record count", N, static_cast<int64_t>(files.back().size()) / kRecord);
   }
-  std::array<std::array<float, 256>, 3> table{};
+  std::vector<PixelTable> table(3);
   for (int c = 0; c < 3; ++c)
     for (int v = 0; v < 256; ++v) table[c][v] = (v / 255.0f - kCifarMean[c]) / kCifarStd[c];
 
   Dataset d;
   const std::string& where = paths.empty() ? std::string("cifar10") : paths.front();
-  d.images = reader_tensor(where, "images", {N, kChannels, kSide, kSide}, DType::f32);
+  d.pixels = reader_tensor(where, "images", {N, kChannels, kSide, kSide}, DType::u8);
   d.labels = reader_tensor(where, "labels", {N}, DType::i32);
   d.background = {table[0][0], table[1][0], table[2][0]};
+  d.tables = table;
   d.classes = 10;
   d.name = "cifar10";
-  float* x = d.images.data<float>();
+  uint8_t* x = d.pixels.data<uint8_t>();
   int32_t* y = d.labels.data<int32_t>();
   int64_t n = 0;
   for (size_t f = 0; f < files.size(); ++f) {
@@ -75,9 +77,7 @@ Dataset read_cifar10(const std::vector<std::string>& paths) {
       FRUGAL_CHECK(rec[0] < 10, paths[f], ": record ", r, " has label ", int(rec[0]),
                    ", expected 0..9 (corrupt file?)");
       y[n] = rec[0];
-      for (int64_t c = 0; c < kChannels; ++c)
-        for (int64_t i = 0; i < kPlane; ++i)
-          x[(n * kChannels + c) * kPlane + i] = table[c][rec[1 + c * kPlane + i]];
+      std::memcpy(x + n * kChannels * kPlane, rec + 1, static_cast<size_t>(kChannels * kPlane));
     }
   }
   return d;

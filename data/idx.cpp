@@ -16,6 +16,7 @@
 
 #include "core/error.h"
 #include "data/checked.h"
+#include "data/image_folder.h"
 
 namespace frugal {
 namespace {
@@ -79,39 +80,67 @@ IdxFile open_idx(const std::string& path, int rank, const char* what) {
   return f;
 }
 
-// Reads the data the header promises, and checks nothing follows it. A plain file's size is
-// compared with the promise before anything is allocated; a compressed one is read in growing
-// chunks, so a header promising more than the stream holds costs at most about twice what is
-// there.
-std::vector<unsigned char> read_data(IdxFile& f) {
+// Reads the data the header promises into `dst` (allocate(bytes) gives it, once the file is
+// known to hold that much), and checks nothing follows it. A plain file's size is compared with
+// the promise before anything is allocated; a compressed stream is first decompressed into a
+// small buffer to count what it holds, then read again straight into `dst`, so a header that
+// promises more than the stream holds allocates nothing, and the data is held once.
+template <typename Allocate>
+void read_data(IdxFile& f, Allocate allocate) {
   const int64_t promised = f.count();
   const auto need = static_cast<size_t>(promised);
   const int64_t header = 4 + 4 * static_cast<int64_t>(f.dims.size());
-  if (gzdirect(f.file.get()) == 1)
+  const bool plain = gzdirect(f.file.get()) == 1;
+  if (plain)
     FRUGAL_CHECK(promised <= f.file_bytes - header, f.path, ": truncated: header ", Shape(f.dims),
                  " promises ", promised, " bytes of data, file has ", f.file_bytes - header);
   FRUGAL_CHECK(promised <= kMaxReadTensorBytes, f.path, ": header ", Shape(f.dims), " promises ",
                readable_bytes(promised), " of data, over the limit of ",
                readable_bytes(kMaxReadTensorBytes));
-  std::vector<unsigned char> data;
-  size_t got = 0;
-  while (got < need) {
-    data.resize(std::min(need, std::max<size_t>(2 * got, size_t{1} << 20)));
-    const size_t n = read_bytes(f, data.data() + got, data.size() - got);
-    got += n;
-    if (got < data.size()) break;  // end of the stream
+  if (!plain) {
+    std::vector<unsigned char> chunk(size_t{1} << 20);
+    size_t held = 0;
+    while (held <= need) {
+      const size_t n = read_bytes(f, chunk.data(), chunk.size());
+      if (n == 0) break;
+      held += n;
+    }
+    FRUGAL_CHECK(held >= need, f.path, ": truncated: header ", Shape(f.dims), " promises ", need,
+                 " bytes of data, file has ", held);
+    FRUGAL_CHECK(held == need, f.path, ": trailing bytes after the ", need,
+                 " bytes of data that header ", Shape(f.dims), " promises");
+    FRUGAL_CHECK(gzrewind(f.file.get()) == 0, f.path, ": cannot read it again");
+    std::vector<unsigned char> skip(static_cast<size_t>(header));
+    FRUGAL_CHECK(read_bytes(f, skip.data(), skip.size()) == skip.size(), f.path,
+                 ": changed while read");
   }
+  unsigned char* dst = allocate(need);
+  const size_t got = read_bytes(f, dst, need);
   FRUGAL_CHECK(got == need, f.path, ": truncated: header ", Shape(f.dims), " promises ", need,
                " bytes of data, file has ", got);
   unsigned char extra = 0;
   FRUGAL_CHECK(read_bytes(f, &extra, 1) == 0, f.path, ": trailing bytes after the ", need,
                " bytes of data that header ", Shape(f.dims), " promises");
+}
+
+std::vector<unsigned char> read_data(IdxFile& f) {
+  std::vector<unsigned char> data;
+  read_data(f, [&data](size_t bytes) {
+    data.resize(bytes);
+    return data.data();
+  });
   return data;
 }
 
 }  // namespace
 
-Tensor read_idx_images(const std::string& path, const ImageOptions& o) {
+PixelTable pixel_table(double mean, double std) {
+  PixelTable table{};
+  for (int v = 0; v < 256; ++v) table[v] = static_cast<float>((v / 255.0 - mean) / std);
+  return table;
+}
+
+Tensor read_idx_pixels(const std::string& path, const ImageOptions& o) {
   IdxFile f = open_idx(path, 3, "images (N,H,W)");
   const int64_t N = f.dims[0], H = f.dims[1], W = f.dims[2];
   FRUGAL_CHECK((o.height == 0 || H == o.height) && (o.width == 0 || W == o.width), path,
@@ -120,20 +149,35 @@ Tensor read_idx_images(const std::string& path, const ImageOptions& o) {
                ": images of height or width 0");
   FRUGAL_CHECK(o.pad >= 0 && o.std > 0, path, ": bad image options (pad ", o.pad, ", std ", o.std,
                ")");
-  const std::vector<unsigned char> pixels = read_data(f);
-
-  std::array<float, 256> table{};
-  for (int v = 0; v < 256; ++v) table[v] = static_cast<float>((v / 255.0 - o.mean) / o.std);
   const int64_t P = o.pad;
   const int64_t Hp = checked_add(path, "padded height", H, 2 * P);
   const int64_t Wp = checked_add(path, "padded width", W, 2 * P);
-  Tensor images = reader_tensor(path, "images", {N, 1, Hp, Wp}, DType::f32);
-  float* y = images.data<float>();
-  for (int64_t i = 0; i < N * Hp * Wp; ++i) y[i] = table[0];  // border: background pixel
+  Tensor images;
+  if (P == 0) {  // straight from the file into the tensor: the data is held once
+    read_data(f, [&](size_t) {
+      images = reader_tensor(path, "images", {N, 1, H, W}, DType::u8);
+      return images.data<uint8_t>();
+    });
+    return images;
+  }
+  const std::vector<unsigned char> pixels = read_data(f);
+  images = reader_tensor(path, "images", {N, 1, Hp, Wp}, DType::u8);
+  uint8_t* y = images.data<uint8_t>();
+  std::memset(y, 0, static_cast<size_t>(N * Hp * Wp));  // border: a black pixel
   for (int64_t n = 0; n < N; ++n)
     for (int64_t h = 0; h < H; ++h)
-      for (int64_t w = 0; w < W; ++w)
-        y[(n * Hp + h + P) * Wp + w + P] = table[pixels[static_cast<size_t>((n * H + h) * W + w)]];
+      std::memcpy(y + (n * Hp + h + P) * Wp + P, pixels.data() + (n * H + h) * W,
+                  static_cast<size_t>(W));
+  return images;
+}
+
+Tensor read_idx_images(const std::string& path, const ImageOptions& o) {
+  const Tensor pixels = read_idx_pixels(path, o);
+  const PixelTable table = pixel_table(o.mean, o.std);
+  Tensor images = reader_tensor(path, "images", pixels.shape(), DType::f32);
+  const uint8_t* x = pixels.data<uint8_t>();
+  float* y = images.data<float>();
+  for (int64_t i = 0; i < pixels.numel(); ++i) y[i] = table[x[i]];
   return images;
 }
 
@@ -153,11 +197,13 @@ Tensor read_idx_labels(const std::string& path, int classes) {
 Dataset load_idx(const std::string& images_path, const std::string& labels_path,
                  const ImageOptions& options, int classes) {
   Dataset d;
-  d.images = read_idx_images(images_path, options);
+  d.pixels = read_idx_pixels(images_path, options);
+  d.tables = {pixel_table(options.mean, options.std)};
+  d.background = {d.tables[0][0]};
   d.labels = read_idx_labels(labels_path, classes);
   d.classes = classes;
-  FRUGAL_CHECK(d.images.shape()[0] == d.labels.shape()[0], images_path, " has ",
-               d.images.shape()[0], " images but ", labels_path, " has ", d.labels.shape()[0],
+  FRUGAL_CHECK(d.pixels.shape()[0] == d.labels.shape()[0], images_path, " has ",
+               d.pixels.shape()[0], " images but ", labels_path, " has ", d.labels.shape()[0],
                " labels");
   return d;
 }
@@ -178,9 +224,27 @@ Dataset load_fashion_mnist(const std::string& dir, bool train, int pad) {
   const std::string images = find(prefix + "-images-idx3-ubyte");
   const std::string labels = find(prefix + "-labels-idx1-ubyte");
   Dataset d = load_idx(images, labels, o);
-  d.background = {static_cast<float>((0.0 - o.mean) / o.std)};
   d.name = "fashion-mnist";
   return d;
+}
+
+Shape Dataset::sample_shape() const {
+  if (source) return {3, source->transform.size, source->transform.size};
+  const Tensor& t = pixels.defined() ? pixels : images;
+  const Shape& s = t.shape();
+  return {s[1], s[2], s[3]};
+}
+
+Tensor Dataset::float_images() const {
+  FRUGAL_CHECK(!source, name, ": images decoded from files are not held in memory");
+  if (!pixels.defined()) return images;
+  Tensor out = Tensor::empty(pixels.shape(), DType::f32);
+  const int64_t C = pixels.shape()[1], plane = pixels.shape()[2] * pixels.shape()[3];
+  const uint8_t* x = pixels.data<uint8_t>();
+  float* y = out.data<float>();
+  for (int64_t i = 0; i < pixels.numel(); ++i)
+    y[i] = tables[static_cast<size_t>(i / plane % C)][x[i]];
+  return out;
 }
 
 }  // namespace frugal

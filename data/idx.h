@@ -3,7 +3,9 @@
 // Every error names the file and what was wrong with it.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -23,14 +25,38 @@ struct ImageOptions {
   int64_t height = 0, width = 0;  // expected image size before padding; 0 accepts any
 };
 
+// A byte's normalized value per channel: table[c][v] for pixel value v of channel c.
+using PixelTable = std::array<float, 256>;
+
+struct ImageSource;  // data/image_folder.h
+
 struct Dataset {
-  Tensor images;                       // (N,C,H,W) f32, normalized
+  // The images, held one of two ways: as the files' bytes, `pixels` (N,C,H,W) u8 with `tables`
+  // (one per channel) turning each byte into its normalized float as a batch is copied (a
+  // quarter of the memory of floats); or as floats, `images` (N,C,H,W) f32 normalized
+  // (synthetic data). Exactly one of the two is defined, unless `source` is: image files
+  // decoded as batches are drawn (data/image_folder.h).
+  Tensor images;
+  Tensor pixels;
+  std::shared_ptr<const ImageSource> source;
+  std::vector<PixelTable> tables = {};
   Tensor labels;                       // (N) i32, in [0, classes)
   std::vector<float> background = {};  // per channel: a black pixel normalized (padding)
   int64_t classes = 10;
   std::string name = "";  // "fashion-mnist", "cifar10", "synthetic": for messages
+  std::vector<std::string> class_names = {};  // by label, where known (image folders)
   int64_t size() const { return labels.defined() ? labels.shape()[0] : 0; }
+  // One image's shape (C,H,W).
+  Shape sample_shape() const;
+  // The images as normalized floats (N,C,H,W): `images`, or `pixels` through the tables.
+  Tensor float_images() const;
 };
+
+// Reads an IDX file of rank 3 (N,H,W) unsigned bytes as pixels (N,1,H+2 pad,W+2 pad) u8, the
+// border 0; ".gz" files are decompressed. options.mean and std are not used here.
+Tensor read_idx_pixels(const std::string& path, const ImageOptions& options = {});
+// The table of x = (v / 255 - mean) / std.
+PixelTable pixel_table(double mean, double std);
 
 // Reads an IDX file of rank 3 (N,H,W) unsigned bytes; ".gz" files are decompressed.
 Tensor read_idx_images(const std::string& path, const ImageOptions& options = {});

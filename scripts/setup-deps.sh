@@ -3,8 +3,8 @@
 # Idempotent and silent when everything is present; uses sudo only when not root.
 set -euo pipefail
 
-packages=(cmake g++ make libeigen3-dev doctest-dev libcli11-dev nlohmann-json3-dev zlib1g-dev
-  dataset-fashion-mnist graphviz)
+packages=(cmake g++ make pkg-config libeigen3-dev doctest-dev libcli11-dev nlohmann-json3-dev
+  zlib1g-dev libturbojpeg0-dev libpng-dev dataset-fashion-mnist graphviz)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -45,10 +45,11 @@ TEST_CASE("cifar: records are read, normalized per channel and concatenated in o
   CHECK(is_cifar10_dir(dir.path.string()));
   CHECK(!is_cifar10_dir(dir / "nowhere"));
   const Dataset d = load_cifar10(dir.path.string(), false);
-  CHECK(d.images.shape() == Shape{2, 3, 32, 32});
+  CHECK(d.pixels.shape() == Shape{2, 3, 32, 32});
   CHECK(d.labels.data<int32_t>()[0] == 3);
   CHECK(d.labels.data<int32_t>()[1] == 9);
-  const float* x = d.images.data<float>();
+  const Tensor images = d.float_images();
+  const float* x = images.data<float>();
   CHECK(x[0] == normalized(0, 0));
   CHECK(x[1024 + 5] == normalized(8, 1));                // record 0, green, pixel 5
   CHECK(x[3072 + 2 * 1024 + 300] == normalized(51, 2));  // record 1, blue: (1+6+300) % 256

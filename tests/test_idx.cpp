@@ -78,10 +78,15 @@ TEST_CASE("idx: reads plain and gzipped images and labels") {
     write(dir / ("lab" + ext), idx({3}, kLabels));
     Dataset d = load_idx(dir / ("img" + ext), dir / ("lab" + ext), {.mean = 0.5, .std = 0.25});
     CHECK(d.size() == 3);
-    CHECK(d.images.shape() == Shape{3, 1, 2, 3});
+    CHECK(!d.images.defined());  // held as the file's bytes
+    CHECK(d.pixels.shape() == Shape{3, 1, 2, 3});
+    CHECK(d.pixels.dtype() == DType::u8);
     CHECK(d.labels.shape() == Shape{3});
-    for (int i = 0; i < 18; ++i)
-      CHECK(d.images.data<float>()[i] == float((kPixels[i] / 255.0 - 0.5) / 0.25));
+    const Tensor x = d.float_images();
+    for (int i = 0; i < 18; ++i) {
+      CHECK(d.pixels.data<uint8_t>()[i] == kPixels[i]);
+      CHECK(x.data<float>()[i] == float((kPixels[i] / 255.0 - 0.5) / 0.25));
+    }
     CHECK(d.labels.data<int32_t>()[0] == 7);
     CHECK(d.labels.data<int32_t>()[2] == 9);
   }
@@ -231,7 +236,7 @@ TEST_CASE("batcher: seeded shuffle per epoch, one copy per batch") {
   for (int j = 0; j < 2; ++j) {
     const int64_t n = a.order()[1 + j];
     CHECK(y.data<int32_t>()[j] == kLabels[n]);
-    CHECK(x.data<float>()[j * 6 + 5] == d.images.data<float>()[n * 6 + 5]);
+    CHECK(x.data<float>()[j * 6 + 5] == d.float_images().data<float>()[n * 6 + 5]);
   }
   CHECK_THROWS_AS(a.copy(2, x, y), Error);
   Tensor wrong = Tensor::empty({2, 1, 3, 2}, DType::f32);
@@ -245,9 +250,34 @@ TEST_CASE("fashion-mnist: the installed data set loads") {
     return;
   }
   const Dataset test = load_fashion_mnist(kFashionMnistDir, false, 2);
-  CHECK(test.images.shape() == Shape{10000, 1, 32, 32});
+  CHECK(test.pixels.shape() == Shape{10000, 1, 32, 32});
+  CHECK(test.float_images().data<float>()[0] == test.background[0]);  // the padding
   CHECK(test.size() == 10000);
   int counts[10] = {};
   for (int64_t i = 0; i < test.size(); ++i) counts[test.labels.data<int32_t>()[i]]++;
   for (int c : counts) CHECK(c == 1000);  // the test set is balanced
+}
+
+TEST_CASE("batcher: bytes through the tables give the floats' batches bit for bit") {
+  TempDir dir;
+  write(dir / "img", idx({3, 2, 3}, kPixels));
+  write(dir / "lab", idx({3}, kLabels));
+  const Dataset bytes = load_idx(dir / "img", dir / "lab", {.mean = 0.3, .std = 0.7});
+  Dataset floats = bytes;
+  floats.images = bytes.float_images();
+  floats.pixels = Tensor();
+  for (const Augment a : {Augment{}, Augment{.crop_pad = 1, .flip = true}})
+    for (const Shape& input : {Shape{2, 1, 2, 3}, Shape{2, 3, 4, 5}}) {
+      CAPTURE(input);
+      Batcher from_bytes(bytes, {.shuffle = true, .seed = 5, .augment = a});
+      Batcher from_floats(floats, {.shuffle = true, .seed = 5, .augment = a});
+      from_bytes.start_epoch(2);
+      from_floats.start_epoch(2);
+      Tensor x1 = Tensor::empty(input, DType::f32), x2 = Tensor::empty(input, DType::f32);
+      Tensor y1 = Tensor::empty({2}, DType::i32), y2 = Tensor::empty({2}, DType::i32);
+      from_bytes.copy(1, x1, y1);
+      from_floats.copy(1, x2, y2);
+      CHECK(bitwise_equal(x1, x2));
+      CHECK(bitwise_equal(y1, y2));
+    }
 }

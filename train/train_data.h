@@ -1,10 +1,12 @@
 // The data a training run reads, chosen by `--data`: Fashion-MNIST's IDX files (the default
-// directory, or any directory holding them), CIFAR-10's binary files, or "synthetic" random
-// images of the model's input size. Checks that the images fit the model's input.
+// directory, or any directory holding them), CIFAR-10's binary files, an image folder
+// (train/<class>/, val/<class>/: data/image_folder.h), or "synthetic" random images of the
+// model's input size. Checks that the images fit the model's input.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "data/idx.h"
 #include "models/registry.h"
@@ -13,7 +15,20 @@ namespace frugal {
 
 struct TrainData {
   Dataset train, test;
+  std::vector<std::string> class_names;  // an image folder's, in label order; else empty
+  std::vector<std::string> skipped;      // files an image folder's scan left out (skip_bad)
 };
+
+// How an image folder is read (other data ignore it).
+struct FolderOptions {
+  int64_t image_size = 0;  // the input's side (0: the model's)
+  int workers = 0;         // decode threads (0: the machine's cores)
+  bool skip_bad = false;   // leave out badly named files; replace files that fail to decode
+};
+
+// `model` with its input resized to image_size x image_size (0: as it is). Throws unless the
+// model takes 3-channel square images.
+ModelSpec model_at_size(const ModelSpec& model, int64_t image_size);
 
 // Sizes of the synthetic sets: `train` and `test` samples of the model's input shape, with
 // labels over the model's default classes.
@@ -26,9 +41,11 @@ struct SyntheticSizes {
 // do not fit the model's input (Fashion-MNIST's 1x28x28 fit 3x32x32 nets: centred and
 // replicated to three channels).
 Dataset load_data(const std::string& data, const ModelSpec& model, bool train,
-                  const SyntheticSizes& synthetic = {}, uint64_t seed = 1);
+                  const SyntheticSizes& synthetic = {}, uint64_t seed = 1,
+                  const FolderOptions& folder = {});
 // Both sets.
 TrainData load_train_data(const std::string& data, const ModelSpec& model,
-                          const SyntheticSizes& synthetic = {}, uint64_t seed = 1);
+                          const SyntheticSizes& synthetic = {}, uint64_t seed = 1,
+                          const FolderOptions& folder = {});
 
 }  // namespace frugal

@@ -4,11 +4,15 @@
 // device); nothing is allocated per step.
 #include "train/trainer.h"
 
+#include "train/train_data.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <numbers>
 
 #include "core/backend.h"
@@ -71,7 +75,7 @@ double learning_rate(const TrainOptions& o, int64_t t, int64_t T) {
 
 Trainer::Trainer(const TrainOptions& o, const Dataset& train, const Dataset& test)
     : options_(o),
-      model_(find_model(o.model)),
+      model_(model_at_size(find_model(o.model), o.image_size)),
       train_(train),
       test_(test),
       backend_(backend_named(o.device)),
@@ -152,16 +156,19 @@ size_t Trainer::eval_memory_bytes() const {
 void Trainer::save(const std::string& path) {
   char loss[32];
   std::snprintf(loss, sizeof loss, "%a", totals_.loss_sum);  // hex float: exact
-  save_safetensors(path, weights_tensors(params_, true,
-                                         {{"format", "frugal-checkpoint"},
-                                          {"model", model_.name},
-                                          {"global_step", std::to_string(step_)},
-                                          {"steps_per_epoch", std::to_string(steps_per_epoch_)},
-                                          {"batch", std::to_string(options_.batch)},
-                                          {"seed", std::to_string(options_.seed)},
-                                          {"epoch_loss_sum", loss},
-                                          {"epoch_correct", std::to_string(totals_.correct)},
-                                          {"epoch_steps", std::to_string(totals_.steps)}}));
+  std::map<std::string, std::string> metadata{{"format", "frugal-checkpoint"},
+                                              {"model", model_.name},
+                                              {"global_step", std::to_string(step_)},
+                                              {"steps_per_epoch", std::to_string(steps_per_epoch_)},
+                                              {"batch", std::to_string(options_.batch)},
+                                              {"seed", std::to_string(options_.seed)},
+                                              {"epoch_loss_sum", loss},
+                                              {"epoch_correct", std::to_string(totals_.correct)},
+                                              {"epoch_steps", std::to_string(totals_.steps)}};
+  if (!train_.class_names.empty())  // for `frugal predict`: the names of the labels
+    metadata["classes"] = nlohmann::json(train_.class_names).dump();
+  if (options_.image_size > 0) metadata["image_size"] = std::to_string(options_.image_size);
+  save_safetensors(path, weights_tensors(params_, true, std::move(metadata)));
 }
 
 void Trainer::resume(const std::string& path) {

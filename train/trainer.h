@@ -33,7 +33,7 @@ struct TrainOptions {
   MemoryMode memory = MemoryMode::planned;
   std::string data = kFashionMnistDir;  // a Fashion-MNIST or CIFAR-10 directory, or "synthetic"
   int64_t steps = 0;                    // training steps per epoch; 0: every full batch
-  int64_t eval_batch = 200;             // test batch; a remainder gets its own executor
+  int64_t eval_batch = 100;             // test batch; a remainder gets its own executor
   // CIFAR ResNets: runs of blocks to checkpoint (ModelConfig::checkpoint_runs), e.g. the
   // schedule fit_step_budget chose for a memory budget; empty: every activation stored.
   std::vector<BlockRun> checkpoint_runs = {};
@@ -45,6 +45,9 @@ struct TrainOptions {
   bool check_finite = false;
   // Where the step runs: "cpu", "sim" (the simulated device, core/sim/) or "cuda" (where built).
   std::string device = "cpu";
+  // The side of the model's square input images (0: the model's own); image folders decode to
+  // it, and the model is recorded at it.
+  int64_t image_size = 0;
   // The most scratch one convolution pass may take for a faster algorithm (cuDNN's workspace;
   // ExecutorOptions::workspace_limit).
   size_t workspace_limit = std::numeric_limits<size_t>::max();
@@ -111,10 +114,13 @@ class Trainer {
   Backend& backend() const { return backend_; }
   const Executor& executor() const { return *ex_; }
   size_t eval_memory_bytes() const;
+  // Image folders: seconds the steps waited for decoded batches, and files replaced.
+  double data_wait_seconds() const { return batches_.data_wait_seconds(); }
+  int64_t skipped_files() const { return batches_.skipped_files(); }
 
  private:
   TrainOptions options_;
-  const ModelSpec& model_;
+  ModelSpec model_;  // at options.image_size
   const Dataset& train_;
   const Dataset& test_;
   Backend& backend_;
