@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Gathers, on a Debian machine with scripts/setup-deps.sh's packages, what a CUDA build of
 # frugal needs beyond nvcc, CMake and cuDNN, into .gpu-deps/ (ignored by git): the header-only
-# libraries (Eigen, doctest, CLI11, nlohmann-json) with their CMake package files, and zlib's
-# headers with its static library. A GPU machine without Debian packages or a network builds
+# libraries (Eigen, doctest, CLI11, nlohmann-json) with their CMake package files, and the
+# headers and static libraries of zlib, libpng and libjpeg-turbo's TurboJPEG. A GPU machine without Debian packages or a network builds
 # against that prefix (scripts/gpu-check.sh). About 12 MiB.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,5 +22,8 @@ grep -rl '"/usr' "$out/share/cmake" "$out/lib/cmake" "$out/share/eigen3" && {
   echo "gpu-bundle: a package file above still names /usr" >&2
   exit 1
 }
-cp "/usr/lib/$(gcc -dumpmachine)/libz.a" "$out/lib/"
+cp /usr/include/png.h /usr/include/pngconf.h /usr/include/pnglibconf.h /usr/include/turbojpeg.h \
+  "$out/include/"
+lib="/usr/lib/$(gcc -dumpmachine)"
+cp "$lib/libz.a" "$lib/libpng16.a" "$lib/libturbojpeg.a" "$out/lib/"
 du -sh "$out"
