@@ -16,5 +16,7 @@ Action add_memory_command(CLI::App& app);
 Action add_graph_command(CLI::App& app);
 Action add_bench_command(CLI::App& app);
 Action add_export_command(CLI::App& app);
+Action add_predict_command(CLI::App& app);
+Action add_plot_command(CLI::App& app);
 
 }  // namespace frugal

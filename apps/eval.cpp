@@ -57,6 +57,10 @@ Action add_eval_command(CLI::App& app) {
   eval->add_option("--workers", c->folder.workers, "Image folders: decode threads (0: the cores)")
       ->check(whole_number(0, 1024))
       ->capture_default_str();
+  eval->add_option("--crop-fraction", c->folder.crop_fraction,
+                   "Image folders: the centre crop as a fraction of the shorter side")
+      ->check(CLI::Range(0.01, 1.0))
+      ->capture_default_str();
   eval->add_flag("--skip-bad", c->folder.skip_bad,
                  "Image folders: replace files that fail to decode instead of stopping");
   auto float_coupling = std::make_shared<bool>(false);

@@ -14,6 +14,7 @@
 #include "apps/options.h"
 #include "apps/progress.h"
 #include "core/backend.h"
+#include "data/image_folder.h"
 #include "data/safetensors.h"
 #include "recompute/budget.h"
 #include "train/step_budget.h"
@@ -89,6 +90,7 @@ void run_train(const TrainCommand& c) {
                                  .test = o.eval_batch};
   FolderOptions folder = c.folder;
   folder.image_size = o.image_size;
+  if (is_image_folder(o.data)) o.augment = folder.augment;  // for the summary line
   const TrainData data =
       load_train_data(o.data, model_at_size(model, o.image_size), synthetic, o.seed, folder);
   for (const std::string& why : data.skipped) std::printf("skipped %s\n", why.c_str());
@@ -162,6 +164,7 @@ void run_train(const TrainCommand& c) {
     if (log.is_open()) {
       nlohmann::ordered_json j = {
           {"epoch", epoch + 1},
+          {"global_step", t.global_step()},
           {"train_loss", loss},
           {"train_acc", train_acc},
           {"test_acc", accuracy},
@@ -224,8 +227,16 @@ Action add_train_command(CLI::App& app) {
   train->add_option("--warmup", t.warmup, "Steps of linear learning-rate warm-up")
       ->check(whole_number(0))
       ->capture_default_str();
-  train->add_flag("--augment,!--no-augment", t.augment,
-                  "Random crop (padding 4) and horizontal flip of training images");
+  CLI::Option* augment = train->add_flag(
+      "--augment,!--no-augment", t.augment,
+      "Random crop (padding 4) and horizontal flip of training images; image folders: random "
+      "resized crops and flips, on unless --no-augment");
+  train
+      ->add_option("--crop-fraction", c->folder.crop_fraction,
+                   "Image folders: evaluation's centre crop as a fraction of the shorter side "
+                   "(1: the whole side)")
+      ->check(CLI::Range(0.01, 1.0))
+      ->capture_default_str();
   train->add_option("--seed", t.seed, "Seed for parameters, shuffling, augmentation, dropout")
       ->capture_default_str();
   train->add_option("--memory", *memory, "Memory layout: planned (one arena) or baseline")
@@ -295,7 +306,9 @@ Action add_train_command(CLI::App& app) {
                    "Without a terminal: print a line every N steps (0: ten per epoch)")
       ->check(whole_number(0));
 
-  return [c, memory, schedule, budget, float_coupling] {
+  return [c, memory, schedule, budget, float_coupling, augment] {
+    // Image folders train with augmentation unless --no-augment says otherwise.
+    c->folder.augment = augment->count() == 0 || c->train.augment;
     c->train.memory = *memory == "baseline" ? MemoryMode::baseline : MemoryMode::planned;
     if (*float_coupling) c->train.fixed_point_range = 0;
     if (!budget->empty()) try {

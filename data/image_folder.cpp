@@ -128,9 +128,9 @@ CropDraw draw_crop(const ImageTransform& t, int64_t height, int64_t width, uint6
   const double H = static_cast<double>(height), W = static_cast<double>(width);
   CropDraw d;
   if (!t.train) {
-    // Resize the shorter side to size / 0.875, take the centre size x size: in source pixels a
-    // square of side shorter * 0.875.
-    const double side = std::min(H, W) * 0.875;
+    // Resize the shorter side to size / crop_fraction, take the centre size x size: in source
+    // pixels a square of side shorter * crop_fraction.
+    const double side = std::min(H, W) * t.crop_fraction;
     d.box = {(H - side) / 2, (W - side) / 2, side, side};
     return d;
   }
@@ -193,7 +193,7 @@ int32_t load_sample(const ImageSource& s, int64_t index, uint64_t seed, int epoc
   // crop may take 8% of the area, so only what keeps that many pixels is dropped.
   const int64_t min_side = t.train
                                ? static_cast<int64_t>(std::ceil(t.size / std::sqrt(0.08 * 3 / 4)))
-                               : static_cast<int64_t>(std::ceil(t.size / 0.875));
+                               : static_cast<int64_t>(std::ceil(t.size / t.crop_fraction));
   for (int64_t k = 0; k < n; ++k) {
     const ImageFile& f = s.files[static_cast<size_t>((index + k) % n)];
     try {

@@ -41,8 +41,11 @@ struct ImageTransform {
   int64_t size = 224;  // the input's height and width
   // Training: a random resized crop (scale 0.08-1 of the area, aspect ratio 3/4-4/3, as
   // torchvision's RandomResizedCrop) and a horizontal flip with probability 1/2. Evaluation:
-  // the shorter side resized to size / 0.875, then the centre size x size.
+  // the shorter side resized to size / crop_fraction, then the centre size x size.
   bool train = false;
+  // Evaluation (and training without augmentation): the centre square of this fraction of the
+  // shorter side (0.875 as the ImageNet recipes; 1: the whole shorter side).
+  double crop_fraction = 0.875;
   Normalize normalize = {};
   bool skip_bad = false;  // a file that fails to decode is replaced by the next one that does
   int workers = 0;        // decode threads (0: the machine's cores)

@@ -18,7 +18,7 @@ using namespace frugal::testing;
 
 TEST_CASE("fuzz corpus: every seed and regression input reads or fails with an error") {
   const fs::path root = fs::path(FRUGAL_SOURCE_DIR) / "tests" / "fuzz";
-  for (const char* reader : {"idx", "cifar", "safetensors"}) {
+  for (const char* reader : {"idx", "cifar", "safetensors", "image"}) {
     const frugal::fuzz::Reader read = frugal::fuzz::reader_named(reader);
     REQUIRE(bool(read));
     for (const char* kind : {"corpus", "regressions"}) {

@@ -38,9 +38,12 @@ TrainData folder_data(const std::string& dir, const ModelSpec& model, const Fold
                "images (--image-size chooses their side)");
   const ImageFolder f = scan_image_folder(dir, o.skip_bad);
   const int64_t classes = static_cast<int64_t>(f.classes.size());
-  ImageTransform t{.size = model.input[1], .skip_bad = o.skip_bad, .workers = o.workers};
+  ImageTransform t{.size = model.input[1],
+                   .crop_fraction = o.crop_fraction,
+                   .skip_bad = o.skip_bad,
+                   .workers = o.workers};
   TrainData d;
-  t.train = true;
+  t.train = o.augment;
   d.train = image_dataset(f.train, t, classes, dir + "/train", f.classes);
   t.train = false;
   d.test = image_dataset(f.val, t, classes, dir + "/val", f.classes);

@@ -21,9 +21,11 @@ struct TrainData {
 
 // How an image folder is read (other data ignore it).
 struct FolderOptions {
-  int64_t image_size = 0;  // the input's side (0: the model's)
-  int workers = 0;         // decode threads (0: the machine's cores)
-  bool skip_bad = false;   // leave out badly named files; replace files that fail to decode
+  int64_t image_size = 0;        // the input's side (0: the model's)
+  int workers = 0;               // decode threads (0: the machine's cores)
+  bool skip_bad = false;         // leave out badly named files; replace files that fail to decode
+  bool augment = true;           // training: random resized crops and flips (else as evaluation)
+  double crop_fraction = 0.875;  // evaluation's centre crop (ImageTransform)
 };
 
 // `model` with its input resized to image_size x image_size (0: as it is). Throws unless the

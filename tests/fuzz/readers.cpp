@@ -5,10 +5,13 @@
 
 #include <filesystem>
 #include <fstream>
+#include <span>
+#include <vector>
 
 #include "core/error.h"
 #include "data/cifar.h"
 #include "data/idx.h"
+#include "data/image.h"
 #include "data/safetensors.h"
 
 namespace frugal::fuzz {
@@ -61,10 +64,26 @@ void read_safetensors(const uint8_t* data, size_t size) {
   std::filesystem::remove(path);
 }
 
+void read_image(const uint8_t* data, size_t size) {
+  const std::span<const uint8_t> bytes(data, size);
+  jpeg_exif_orientation(bytes);
+  for (int64_t min_side : {int64_t{0}, int64_t{16}})
+    expect_error_or_success([&] {
+      const RgbImage img = decode_image(bytes, "fuzz", min_side);
+      std::vector<float> out(3 * 8 * 8);
+      const CropBox box{img.height / 4.0, img.width / 3.0, img.height / 2.0, img.width / 2.0};
+      resample(img, box, 8, 8, true, Normalize{}, out.data());
+    });
+  const std::string path = write_temp("image", data, size);
+  expect_error_or_success([&] { decode_image(read_image_file(path), path, 0); });
+  std::filesystem::remove(path);
+}
+
 Reader reader_named(const std::string& name) {
   if (name == "idx") return read_idx;
   if (name == "cifar") return read_cifar;
   if (name == "safetensors") return read_safetensors;
+  if (name == "image") return read_image;
   return nullptr;
 }
 

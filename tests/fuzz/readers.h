@@ -17,8 +17,12 @@ void read_idx(const uint8_t* data, size_t size);
 void read_cifar(const uint8_t* data, size_t size);
 // safetensors: load, then save what loaded and load that again.
 void read_safetensors(const uint8_t* data, size_t size);
+// Images (JPEG, PNG): the EXIF orientation, a decode at full size and at a reduced scale, then
+// a crop resampled to 8x8; also read through a file.
+void read_image(const uint8_t* data, size_t size);
 
-// The reader entry for a corpus folder name ("idx", "cifar", "safetensors"), or nullptr.
+// The reader entry for a corpus folder name ("idx", "cifar", "safetensors", "image"), or
+// nullptr.
 using Reader = void (*)(const uint8_t*, size_t);
 Reader reader_named(const std::string& name);
 
