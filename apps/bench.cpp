@@ -15,16 +15,20 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/backend.h"
 #include "core/rng.h"
 #include "cuda/cuda_entry.h"
+#include "data/batcher.h"
+#include "data/image_folder.h"
 #include "models/registry.h"
 #include "models/step.h"
 #include "recompute/budget.h"
 #include "run/executor.h"
 #include "train/step_budget.h"
+#include "train/train_data.h"
 #include "train/trainer.h"
 
 namespace frugal {
@@ -37,10 +41,16 @@ struct BenchOptions : ModelChoice {
   int threads = 0;             // 0: all cores
   bool im2col = false;         // every conv through im2col + GEMM, no direct kernels
   bool json = false;
+  // An image folder to read batches from (training: random resized crops), instead of random
+  // images: the steps then include waiting for the decode workers.
+  std::string data;
+  FolderOptions folder;  // image_size, workers
 };
 
 struct BenchResult {
   std::vector<double> step_s;  // measured steps (after the warm-up)
+  double wait_s = 0;           // image folders: of the measured steps, waiting for batches
+  int workers = 0;
   double median_s = 0;
   size_t params = 0, optimizer_state = 0, inputs = 0, arena = 0, executor = 0;
   size_t allocator_peak = 0;  // over the measured steps
@@ -83,7 +93,7 @@ void fill_random(Tensor& x, Tensor* labels, int64_t classes) {
 }
 
 BenchResult run_bench(const BenchOptions& o) {
-  const ModelSpec& spec = find_model(o.model);
+  const ModelSpec spec = model_at_size(find_model(o.model), o.folder.image_size);
   FRUGAL_CHECK(o.batch > 0 && o.steps > 0, "bench: batch and steps must be positive, got batch ",
                o.batch, ", steps ", o.steps);
   set_cpu_threads(capped_threads(o.threads));
@@ -112,16 +122,33 @@ BenchResult run_bench(const BenchOptions& o) {
                .sgd = sgd,
                .workspace_limit = o.workspace_limit});
   Tensor x = Tensor::empty(ex.input(images).shape(), o.dtype);
-  Tensor y = training ? Tensor::empty(ex.input(labels).shape(), DType::i32) : Tensor();
+  Tensor y = Tensor::empty({o.batch}, DType::i32);
   fill_random(x, training ? &y : nullptr, spec.classes);
   ex.set_input(images, x);
   if (training) ex.set_input(labels, y);
   r.inputs = x.bytes() + (training ? y.bytes() : 0);
+  std::optional<Dataset> folder;
+  std::unique_ptr<Batcher> batches;
+  if (!o.data.empty()) {
+    FRUGAL_CHECK(is_image_folder(o.data), "bench --data: ", o.data,
+                 " is not an image folder (train/<class>/, val/<class>/)");
+    folder = load_data(o.data, spec, training, {}, 1, o.folder);
+    FRUGAL_CHECK(folder->size() >= o.batch * o.steps, "bench --data: ", folder->size(),
+                 " images, fewer than ", o.steps, " steps of ", o.batch);
+    batches = std::make_unique<Batcher>(*folder, BatcherOptions{.shuffle = true, .seed = 1});
+    batches->start_epoch(0);
+    r.workers = folder->source->transform.workers > 0
+                    ? folder->source->transform.workers
+                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  }
 
   for (int s = 0; s < o.steps; ++s) {
     // Step 0 warms up (and creates the momentum); with one step it is also the measured one.
     if (s == 1 || o.steps == 1) alloc.reset_peaks();
     const auto start = std::chrono::steady_clock::now();
+    const double waited_before = batches ? batches->data_wait_seconds() : 0.0;
+    if (batches) batches->copy(be, s * o.batch, ex.input(images), training ? ex.input(labels) : y);
+    if (batches && s > 0) r.wait_s += batches->data_wait_seconds() - waited_before;
     ex.forward();
     if (training) ex.backward(out);
     be.synchronize();
@@ -165,6 +192,11 @@ void print_result(const BenchOptions& o, const BenchResult& r) {
                              {"executor_bytes", r.executor},
                              {"rss_start_bytes", r.rss_start},
                              {"rss_peak_bytes", r.rss_peak}};
+    if (!o.data.empty()) {
+      j["data"] = o.data;
+      j["workers"] = r.workers;
+      j["data_wait_s"] = r.wait_s;
+    }
     if (r.driver) {
       j["driver_start_bytes"] = r.driver_start;
       j["driver_peak_bytes"] = r.driver_peak;
@@ -187,6 +219,14 @@ void print_result(const BenchOptions& o, const BenchResult& r) {
       mib(r.inputs));
   std::printf("process peak RSS %.2f MiB (%.2f MiB before the model was recorded)\n",
               mib(r.rss_peak), mib(r.rss_start));
+  if (!o.data.empty()) {
+    double total = 0;
+    for (double t : r.step_s) total += t;
+    std::printf(
+        "data: %s, %d decode worker(s): the measured steps waited %.3f s for batches, %.1f%% of "
+        "their time\n",
+        o.data.c_str(), r.workers, r.wait_s, total > 0 ? 100.0 * r.wait_s / total : 0.0);
+  }
   if (r.driver)
     std::printf(
         "device memory in use (driver, cudaMemGetInfo): peak %.2f MiB, %.2f MiB above the %.2f "
@@ -221,6 +261,14 @@ Action add_bench_command(CLI::App& app) {
               "Every convolution through im2col + GEMM, none through the direct f32 kernels "
               "(to compare the two)");
   c->add_flag("--json", o->json, "Print one JSON object (seconds and bytes)");
+  c->add_option("--data", o->data,
+                "An image folder to read batches from, decoded by worker threads ahead of the "
+                "step (default: random images)");
+  c->add_option("--image-size", o->folder.image_size,
+                "ImageNet-size networks: the side of the square input (0: the network's)")
+      ->check(whole_number(0, 4096));
+  c->add_option("--workers", o->folder.workers, "Image folders: decode threads (0: the cores)")
+      ->check(whole_number(0, 1024));
   return [o, memory] {
     o->memory = *memory == "baseline" ? MemoryMode::baseline : MemoryMode::planned;
     if (o->memory_budget > 0) {

@@ -4,6 +4,8 @@
 // and renamed when complete, so a failed export leaves nothing behind.
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -29,6 +31,7 @@ struct ExportOptions {
   std::string format = "jpeg";  // jpeg, png, or mixed (even indices JPEG, odd PNG)
   int quality = 95;
   int64_t limit = 0;  // images per split (0: all)
+  int64_t size = 0;   // resize each image to size x size (bilinear) before encoding (0: as is)
 };
 
 const std::vector<std::string> kFashionClasses = {"t-shirt_top", "trouser",   "pullover", "dress",
@@ -49,13 +52,28 @@ RgbImage sample_image(const Dataset& d, int64_t n) {
   return img;
 }
 
+// img resized to side x side by the bilinear resampling training uses, back to bytes.
+RgbImage resized(const RgbImage& img, int64_t side) {
+  std::vector<float> planes(static_cast<size_t>(3 * side * side));
+  const Normalize unit{{0, 0, 0}, {1.0 / 255, 1.0 / 255, 1.0 / 255}};  // x = v: bytes back
+  resample(img, {0, 0, static_cast<double>(img.height), static_cast<double>(img.width)}, side, side,
+           false, unit, planes.data());
+  RgbImage out{side, side, std::vector<uint8_t>(static_cast<size_t>(3 * side * side))};
+  for (int64_t p = 0; p < side * side; ++p)
+    for (int64_t c = 0; c < 3; ++c)
+      out.rgb[static_cast<size_t>(p * 3 + c)] = static_cast<uint8_t>(
+          std::lround(std::clamp(planes[static_cast<size_t>(c * side * side + p)], 0.0f, 255.0f)));
+  return out;
+}
+
 int64_t write_split(const Dataset& d, const std::vector<std::string>& classes, const fs::path& dir,
                     const ExportOptions& o) {
   for (const std::string& c : classes) fs::create_directories(dir / c);
   const bool grey = d.sample_shape()[0] == 1;
   const int64_t n = o.limit > 0 ? std::min(o.limit, d.size()) : d.size();
   for (int64_t i = 0; i < n; ++i) {
-    const RgbImage img = sample_image(d, i);
+    RgbImage img = sample_image(d, i);
+    if (o.size > 0) img = resized(img, o.size);
     const bool png = o.format == "png" || (o.format == "mixed" && i % 2 == 1);
     const std::vector<uint8_t> bytes =
         png ? encode_png(img, grey) : encode_jpeg(img, o.quality, grey);
@@ -110,6 +128,11 @@ Action add_export_command(CLI::App& app) {
       ->capture_default_str();
   c->add_option("--quality", o->quality, "JPEG quality")
       ->check(whole_number(1, 100))
+      ->capture_default_str();
+  c->add_option("--size", o->size,
+                "Resize every image to this side (bilinear) before encoding, e.g. 375 for "
+                "ImageNet-sized files (0: as stored)")
+      ->check(whole_number(0, 4096))
       ->capture_default_str();
   c->add_option("--limit", o->limit, "Images per split (0: all)")
       ->check(whole_number(0))

@@ -40,15 +40,8 @@ void add_model_options(CLI::App* c, const std::shared_ptr<ModelChoice>& o,
   c->add_option("--device", o->device, which.device_help)
       ->check(CLI::IsMember({"cpu", "sim", "cuda"}))
       ->capture_default_str();
-  c->add_option_function<std::string>(
-      "--workspace-limit",
-      [o](const std::string& text) {
-        try {
-          o->workspace_limit = parse_bytes(text);
-        } catch (const Error& e) {
-          throw CLI::ValidationError("--workspace-limit", e.what());
-        }
-      },
+  add_bytes_option(
+      c, "--workspace-limit", &o->workspace_limit,
       "The most scratch one convolution pass may take for a faster algorithm (cuDNN's "
       "workspace; K, M, G: powers of 1024). Within it the plan gives each pass the fastest "
       "algorithm its arena has room for (default: no limit)");
@@ -56,16 +49,7 @@ void add_model_options(CLI::App* c, const std::shared_ptr<ModelChoice>& o,
     c->add_option("--segments", o->segments, which.segments_help)
         ->check(whole_number(0, std::numeric_limits<int>::max()))
         ->capture_default_str();
-    c->add_option_function<std::string>(
-        "--memory-budget",
-        [o](const std::string& text) {
-          try {
-            o->memory_budget = parse_bytes(text);
-          } catch (const Error& e) {
-            throw CLI::ValidationError("--memory-budget", e.what());
-          }
-        },
-        which.budget_help);
+    add_bytes_option(c, "--memory-budget", &o->memory_budget, which.budget_help);
   }
 }
 

@@ -1,6 +1,9 @@
 // Numeric option checks shared by `frugal train` and `frugal eval`.
 #include "apps/options.h"
 
+#include "core/error.h"
+#include "recompute/budget.h"
+
 #include <charconv>
 #include <cstdio>
 #include <string>
@@ -33,6 +36,20 @@ int capped_threads(int threads) {
   std::fprintf(stderr, "warning: --threads %d is more than this machine's %d cores; using %d\n",
                threads, cores, cores);
   return cores;
+}
+
+CLI::Option* add_bytes_option(CLI::App* app, const std::string& name, size_t* target,
+                              const std::string& help) {
+  return app->add_option_function<std::string>(
+      name,
+      [name, target](const std::string& text) {
+        try {
+          *target = parse_bytes(text);
+        } catch (const Error& e) {
+          throw CLI::ValidationError(name, e.what());
+        }
+      },
+      help);
 }
 
 }  // namespace frugal

@@ -242,15 +242,8 @@ Action add_train_command(CLI::App& app) {
   train->add_option("--memory", *memory, "Memory layout: planned (one arena) or baseline")
       ->check(CLI::IsMember({"planned", "baseline"}))
       ->capture_default_str();
-  train->add_option_function<std::string>(
-      "--workspace-limit",
-      [c](const std::string& text) {
-        try {
-          c->train.workspace_limit = parse_bytes(text);
-        } catch (const Error& e) {
-          throw CLI::ValidationError("--workspace-limit", e.what());
-        }
-      },
+  add_bytes_option(
+      train, "--workspace-limit", &c->train.workspace_limit,
       "The most scratch one convolution pass may take for a faster algorithm (cuDNN's "
       "workspace; K, M, G: powers of 1024); default: what the planned arena has room for");
   train
@@ -267,10 +260,9 @@ Action add_train_command(CLI::App& app) {
   train->add_flag("--skip-bad", c->folder.skip_bad,
                   "Image folders: leave out badly named files and replace files that fail to "
                   "decode, counting them, instead of stopping with an error");
-  auto budget = std::make_shared<std::string>();
-  train->add_option("--memory-budget", *budget,
-                    "CIFAR ResNets: checkpoint the runs of blocks with the least recompute whose "
-                    "planned arena fits this many bytes (K, M, G: powers of 1024; e.g. 200M)");
+  add_bytes_option(train, "--memory-budget", &c->memory_budget,
+                   "CIFAR ResNets: checkpoint the runs of blocks with the least recompute whose "
+                   "planned arena fits this many bytes (K, M, G: powers of 1024; e.g. 200M)");
   auto float_coupling = std::make_shared<bool>(false);
   train->add_flag("--float-coupling", *float_coupling,
                   "RevNets: memcnn's floating-point coupling, whose rebuilt activations are "
@@ -306,16 +298,11 @@ Action add_train_command(CLI::App& app) {
                    "Without a terminal: print a line every N steps (0: ten per epoch)")
       ->check(whole_number(0));
 
-  return [c, memory, schedule, budget, float_coupling, augment] {
+  return [c, memory, schedule, float_coupling, augment] {
     // Image folders train with augmentation unless --no-augment says otherwise.
     c->folder.augment = augment->count() == 0 || c->train.augment;
     c->train.memory = *memory == "baseline" ? MemoryMode::baseline : MemoryMode::planned;
     if (*float_coupling) c->train.fixed_point_range = 0;
-    if (!budget->empty()) try {
-        c->memory_budget = parse_bytes(*budget);
-      } catch (const Error& e) {
-        throw Error(std::string("--memory-budget: ") + e.what());
-      }
     c->train.schedule = parse_schedule(*schedule);
     run_train(*c);
   };
