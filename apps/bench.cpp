@@ -45,6 +45,7 @@ struct BenchOptions : ModelChoice {
   // images: the steps then include waiting for the decode workers.
   std::string data;
   FolderOptions folder;  // image_size, workers
+  bool decode_only = false;  // with data: time the decode pipeline alone, no network
 };
 
 struct BenchResult {
@@ -167,6 +168,35 @@ BenchResult run_bench(const BenchOptions& o) {
   return r;
 }
 
+// The decode pipeline alone over `steps` batches of the folder: images per second.
+void run_decode_only(const BenchOptions& o) {
+  FRUGAL_CHECK(is_image_folder(o.data), "bench --decode-only: --data ", o.data,
+               " is not an image folder");
+  const ModelSpec spec = model_at_size(find_model(o.model), o.folder.image_size);
+  const bool training = o.mode == Mode::training;
+  const Dataset d = load_data(o.data, spec, training, {}, 1, o.folder);
+  FRUGAL_CHECK(d.size() >= o.batch * o.steps, "bench --decode-only: ", d.size(),
+               " images, fewer than ", o.steps, " batches of ", o.batch);
+  Batcher b(d, BatcherOptions{.shuffle = true, .seed = 1});
+  b.start_epoch(0);
+  Tensor x = Tensor::empty({o.batch, 3, spec.input[1], spec.input[2]}, DType::f32);
+  Tensor y = Tensor::empty({o.batch}, DType::i32);
+  b.copy(0, x, y);  // warm-up: threads started, files cached
+  const auto start = std::chrono::steady_clock::now();
+  for (int s = 1; s < o.steps; ++s) b.copy(s * o.batch, x, y);
+  const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double per_s = static_cast<double>((o.steps - 1) * o.batch) / t;
+  const int workers = d.source->transform.workers > 0
+                          ? d.source->transform.workers
+                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::printf(
+      "decode only: %s, %s, %lldx%lld, %d worker(s): %.0f images/s (%.0f per worker) over %d "
+      "batches of %lld\n",
+      o.data.c_str(), training ? "training crops" : "evaluation crops",
+      static_cast<long long>(spec.input[1]), static_cast<long long>(spec.input[2]), workers, per_s,
+      per_s / workers, o.steps - 1, static_cast<long long>(o.batch));
+}
+
 void print_result(const BenchOptions& o, const BenchResult& r) {
   if (o.json) {
     nlohmann::ordered_json j{{"framework", "frugal"},
@@ -269,6 +299,8 @@ Action add_bench_command(CLI::App& app) {
       ->check(whole_number(0, 4096));
   c->add_option("--workers", o->folder.workers, "Image folders: decode threads (0: the cores)")
       ->check(whole_number(0, 1024));
+  c->add_flag("--decode-only", o->decode_only,
+              "With --data: time the decode pipeline alone (images per second), no network");
   return [o, memory] {
     o->memory = *memory == "baseline" ? MemoryMode::baseline : MemoryMode::planned;
     if (o->memory_budget > 0) {
@@ -285,6 +317,7 @@ Action add_bench_command(CLI::App& app) {
                    bytes_text(o->memory_budget).c_str(), runs_text(o->runs).c_str(),
                    bytes_text(b.planned_peak).c_str());
     }
+    if (o->decode_only) return run_decode_only(*o);
     print_result(*o, run_bench(*o));
   };
 }
