@@ -150,7 +150,7 @@ void run_train(const TrainCommand& c) {
     wait_before = t.data_wait_seconds();
     std::string data_note;
     if (data.train.source)
-      data_note = "  data wait " + percent(waited / train_s) +
+      data_note = "  data " + mib(t.data_bytes()) + ", wait " + percent(waited / train_s) +
                   (t.skipped_files() ? ", " + std::to_string(t.skipped_files()) + " files skipped"
                                      : std::string());
     std::printf(
@@ -181,6 +181,7 @@ void run_train(const TrainCommand& c) {
       if (data.train.source) {
         j["data_wait_seconds"] = waited;
         j["files_skipped"] = t.skipped_files();
+        j["data_bytes"] = t.data_bytes();
       }
       log << j.dump() << '\n' << std::flush;
     }

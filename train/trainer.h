@@ -117,6 +117,7 @@ class Trainer {
   // Image folders: seconds the steps waited for decoded batches, and files replaced.
   double data_wait_seconds() const { return batches_.data_wait_seconds(); }
   int64_t skipped_files() const { return batches_.skipped_files(); }
+  size_t data_bytes() const { return batches_.data_bytes(); }  // batches decoded ahead
 
  private:
   TrainOptions options_;

@@ -24,7 +24,7 @@ foreach(workers 1 2)
     --save ${dir}/ck${workers}.safetensors)
   string(REGEX MATCH "epoch 1/1  loss [0-9.]+  train acc [0-9.]+%  test acc [0-9.]+%" line${workers}
     "${out}")
-  if(line${workers} STREQUAL "" OR NOT out MATCHES "data wait [0-9.]+%")
+  if(line${workers} STREQUAL "" OR NOT out MATCHES "data [0-9.]+ MiB, wait [0-9.]+%")
     message(FATAL_ERROR "no epoch line with the data wait:\n${out}")
   endif()
 endforeach()
