@@ -44,7 +44,7 @@ struct BenchOptions : ModelChoice {
   // An image folder to read batches from (training: random resized crops), instead of random
   // images: the steps then include waiting for the decode workers.
   std::string data;
-  FolderOptions folder;  // image_size, workers
+  FolderOptions folder;      // image_size, workers
   bool decode_only = false;  // with data: time the decode pipeline alone, no network
 };
 
@@ -114,13 +114,13 @@ BenchResult run_bench(const BenchOptions& o) {
                                             .checkpoint_runs = o.runs});
   const Value images = step.images, labels = step.labels, out = step.out();
   const bool training = o.mode == Mode::training;
-  std::optional<SgdConfig> sgd;
-  if (training) sgd = SgdConfig{.lr = 0.01, .momentum = 0.9};
+  std::optional<OptimizerConfig> optimizer;
+  if (training) optimizer = OptimizerConfig{.lr = 0.01, .momentum = 0.9, .kind = o.optimizer};
   Executor ex(tape, be,
               {.mode = o.mode,
                .memory = o.memory,
                .keep = {out},
-               .sgd = sgd,
+               .optimizer = optimizer,
                .workspace_limit = o.workspace_limit});
   Tensor x = Tensor::empty(ex.input(images).shape(), o.dtype);
   Tensor y = Tensor::empty({o.batch}, DType::i32);
@@ -272,7 +272,7 @@ Action add_bench_command(CLI::App& app) {
   CLI::App* c = app.add_subcommand(
       "bench", "Time steps of a bundled network on random data; peak allocator bytes and RSS");
   add_model_options(c, o,
-                    {.mode_help = "training (SGD, momentum 0.9) or inference",
+                    {.mode_help = "training (an optimizer step fused into backward) or inference",
                      .segments_help = "CIFAR ResNets: checkpoint the blocks in this many "
                                       "segments, as PyTorch's checkpoint_sequential (0: none)",
                      .budget_help = "CIFAR ResNets, training: checkpoint the runs of blocks with "

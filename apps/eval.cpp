@@ -16,10 +16,14 @@
 namespace frugal {
 
 void run_eval(const EvalCommand& c) {
-  const ModelSpec model = model_at_size(find_model(c.model), c.folder.image_size);
   set_cpu_threads(capped_threads(c.threads));
   const Safetensors file = load_safetensors(c.weights);  // check the file before the data
-  const Dataset test = load_data(c.data, model, false, {.train = 1, .test = c.batch}, 1, c.folder);
+  // The input as the run that saved the weights read it, unless the options say otherwise.
+  FolderOptions folder = c.folder;
+  if (folder.image_size == 0) folder.image_size = saved_image_size(file, c.weights);
+  folder.resize = folder.resize || saved_resize(file, c.weights);
+  const ModelSpec model = model_at_size(find_model(c.model), folder.image_size);
+  const Dataset test = load_data(c.data, model, false, {.train = 1, .test = c.batch}, 1, folder);
   ParamStore params(0, backend_named(c.device));
   Evaluator eval(params, model, test, c.batch, c.memory,
                  ModelConfig{.fixed_point_range = c.fixed_point_range});
@@ -51,7 +55,8 @@ Action add_eval_command(CLI::App& app) {
       ->check(whole_number(1))
       ->capture_default_str();
   eval->add_option("--image-size", c->folder.image_size,
-                   "Image folders: the side of the square input the model was trained at")
+                   "The side of the square input the model was trained at (default: the "
+                   "checkpoint's, else the model's)")
       ->check(whole_number(0, 4096))
       ->capture_default_str();
   eval->add_option("--workers", c->folder.workers, "Image folders: decode threads (0: the cores)")
@@ -61,6 +66,9 @@ Action add_eval_command(CLI::App& app) {
                    "Image folders: the centre crop as a fraction of the shorter side")
       ->check(CLI::Range(0.01, 1.0))
       ->capture_default_str();
+  eval->add_flag("--resize", c->folder.resize,
+                 "IDX, CIFAR-10 and synthetic data: resample each image to fill the input, as "
+                 "train --resize did (on by itself for a checkpoint that says so)");
   eval->add_flag("--skip-bad", c->folder.skip_bad,
                  "Image folders: replace files that fail to decode instead of stopping");
   auto float_coupling = std::make_shared<bool>(false);

@@ -36,7 +36,8 @@ void record_model(RecordedModel& r, const MemoryOptions& o, const ModelConfig& c
 }
 
 Layout recorded_layout(RecordedModel& r, const MemoryOptions& o, MemoryMode m) {
-  const ReportOptions ro{.keep = {r.out.id()}, .workspace_limit = o.workspace_limit};
+  const ReportOptions ro{
+      .optimizer_kind = o.optimizer, .keep = {r.out.id()}, .workspace_limit = o.workspace_limit};
   return memory_layout(*r.tape, o.mode, m, backend_named(o.device),
                        report_layout_options(o.mode, ro));
 }
@@ -157,8 +158,9 @@ StepRun run_step(const MemoryOptions& o, const ModelConfig& config, MemoryMode m
   // Each run from the same initial weights (the first step's update must not leak over).
   RecordedModel rec{ParamStore(1, be), nullptr, {}, {}, {}};
   record_model(rec, o, config);
-  std::optional<SgdConfig> sgd;
-  if (o.mode == Mode::training) sgd = SgdConfig{.lr = 0.01, .momentum = 0.9};
+  std::optional<OptimizerConfig> optimizer;
+  if (o.mode == Mode::training)
+    optimizer = OptimizerConfig{.lr = 0.01, .momentum = 0.9, .kind = o.optimizer};
   Allocator& alloc = be.allocator();
   StepRun run;
   run.driver = cuda;
@@ -169,7 +171,7 @@ StepRun run_step(const MemoryOptions& o, const ModelConfig& config, MemoryMode m
               {.mode = o.mode,
                .memory = m,
                .keep = {rec.out},
-               .sgd = sgd,
+               .optimizer = optimizer,
                .workspace_limit = o.workspace_limit});
   run.held = alloc.current_bytes() - before;
   if (cuda) run.driver_made = cuda_memory_info().used();
@@ -179,7 +181,7 @@ StepRun run_step(const MemoryOptions& o, const ModelConfig& config, MemoryMode m
   ex.set_input(rec.images, x);
   ex.set_input(rec.labels, labels);
   run.inputs = x.bytes() + labels.bytes();
-  // Planned: the first step makes the momentum buffers; the second should allocate nothing.
+  // Planned: the first step makes the optimizer state; the second should allocate nothing.
   for (int step = 0; step < (m == MemoryMode::planned ? 2 : 1); ++step) {
     const size_t settled = alloc.current_bytes();
     alloc.reset_peaks();
@@ -208,7 +210,7 @@ void check_planned_run(const char* name, const StepRun& run, size_t arena) {
   if (run.driver)
     std::printf(
         "run: %s, the driver's used device memory: +%.2f MiB as the executor was made (it "
-        "allocated %.2f MiB), +%.2f MiB more over two steps (cuDNN, cuBLAS and momentum)\n",
+        "allocated %.2f MiB), +%.2f MiB more over two steps (cuDNN, cuBLAS and optimizer state)\n",
         name, mib_signed(run.driver_made, run.driver_before), mib(run.held),
         mib_signed(run.driver_after, run.driver_made));
   FRUGAL_CHECK(run.held == arena + run.inputs && run.second_step_peak == 0, "memory --run: ", name,

@@ -26,6 +26,14 @@ void add_model_options(CLI::App* c, const std::shared_ptr<ModelChoice>& o,
        which.mode_help)
       ->check(CLI::IsMember({"inference", "training"}))
       ->default_str(mode_name(o->mode));
+  c->add_option_function<std::string>(
+       "--optimizer",
+       [o](const std::string& k) {
+         o->optimizer = k == "adamw" ? OptimizerKind::adamw : OptimizerKind::sgd;
+       },
+       "Training: sgd (momentum 0.9: one state tensor per parameter) or adamw (two)")
+      ->check(CLI::IsMember({"sgd", "adamw"}))
+      ->default_str(optimizer_name(o->optimizer));
   if (which.dtype)
     c->add_option_function<std::string>(
          "--dtype", [o](const std::string& d) { o->dtype = parse_dtype(d); }, "f32 or f64")

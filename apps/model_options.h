@@ -1,6 +1,6 @@
 // The options that pick a bundled network's step, shared by `frugal memory`, `frugal bench` and
 // `frugal graph`: --model, --batch, --mode, --dtype, --no-dropout, --no-batch-norm, --segments,
-// --memory-budget and --device, parsed straight into a ModelChoice.
+// --memory-budget, --device and --optimizer, parsed straight into a ModelChoice.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "core/backend.h"
 #include "core/dtype.h"
 #include "core/roles.h"
 
@@ -26,6 +27,8 @@ struct ModelChoice {
   std::string device = "cpu";  // the backend whose kernels (their scratch) the step is planned for
   // The most scratch one convolution pass may take for a faster algorithm (cuDNN's workspace).
   size_t workspace_limit = std::numeric_limits<size_t>::max();
+  // Training: the optimizer fused into backward (its state: SGD's momentum, AdamW's moments).
+  OptimizerKind optimizer = OptimizerKind::sgd;
 };
 
 // Which of the options a command takes, and their help where it differs between commands.

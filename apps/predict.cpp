@@ -58,15 +58,7 @@ std::vector<std::string> class_names(const Safetensors& file, const std::string&
 void run_predict(const PredictOptions& o) {
   const Safetensors file = load_safetensors(o.weights);
   std::vector<std::string> names = class_names(file, o.weights);
-  int64_t size = o.image_size;
-  if (size == 0)
-    if (auto it = file.metadata.find("image_size"); it != file.metadata.end()) {
-      const std::string& text = it->second;
-      const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), size);
-      FRUGAL_CHECK(
-          ec == std::errc() && end == text.data() + text.size() && size >= 1 && size <= 4096,
-          o.weights, ": metadata image_size '", text, "' is not a side in 1..4096");
-    }
+  const int64_t size = o.image_size > 0 ? o.image_size : saved_image_size(file, o.weights);
   const ModelSpec model = model_at_size(find_model(o.model), size);
   FRUGAL_CHECK(model.input.rank() == 3 && model.input[0] == 3 && model.input[1] == model.input[2],
                o.model, " takes ", model.input, "; predict reads 3-channel square images");

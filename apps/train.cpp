@@ -32,7 +32,8 @@ size_t peak_rss_bytes() {
 size_t param_bytes(ParamStore& params) {
   size_t bytes = 0;
   for (Parameter* p : params.all())
-    bytes += p->meta.bytes() + (p->momentum.defined() ? p->meta.bytes() : 0);
+    bytes += p->meta.bytes() + (p->momentum.defined() ? p->meta.bytes() : 0) +
+             (p->second_moment.defined() ? p->meta.bytes() : 0);
   return bytes;
 }
 
@@ -106,13 +107,14 @@ void run_train(const TrainCommand& c) {
   }
   const Shape s = data.train.sample_shape();
   std::printf(
-      "frugal train: %s, %zu parameters, %s %lld train / %lld test images %s -> %s, batch %lld, "
-      "%lld steps/epoch, lr %g %s (warm-up %lld), augment %s, memory %s%s, threads %d\n",
+      "frugal train: %s, %zu parameters, %s %lld train / %lld test images %s %s %s, batch %lld, "
+      "%lld steps/epoch, %slr %g %s (warm-up %lld), augment %s, memory %s%s, threads %d\n",
       model.name.c_str(), t.params().count_elements(true), data.train.name.c_str(),
       (long long)data.train.size(), (long long)data.test.size(), image_size(s).c_str(),
-      image_size(t.model().input).c_str(), (long long)o.batch, (long long)t.steps_per_epoch(), o.lr,
-      schedule_name(o.schedule), (long long)o.warmup, o.augment ? "on" : "off",
-      memory_mode_name(o.memory),
+      data.train.resize ? "resized to" : "->", image_size(t.model().input).c_str(),
+      (long long)o.batch, (long long)t.steps_per_epoch(),
+      o.optimizer == OptimizerKind::adamw ? "adamw " : "", o.lr, schedule_name(o.schedule),
+      (long long)o.warmup, o.augment ? "on" : "off", memory_mode_name(o.memory),
       o.device == "cpu" ? "" : (", device " + t.backend().device().str()).c_str(),
       t.backend().threads());
   std::fflush(stdout);
@@ -214,10 +216,25 @@ Action add_train_command(CLI::App& app) {
   train->add_option("--batch", t.batch, "Training batch size (the last partial batch is dropped)")
       ->check(whole_number(1))
       ->capture_default_str();
-  train->add_option("--lr", t.lr, "SGD learning rate (peak; finite, above 0)")
+  auto optimizer = std::make_shared<std::string>("sgd");
+  train
+      ->add_option("--optimizer", *optimizer,
+                   "sgd (with momentum, as torch.optim.SGD) or adamw (as torch.optim.AdamW); "
+                   "either is fused into backward")
+      ->check(CLI::IsMember({"sgd", "adamw"}))
       ->capture_default_str();
+  train->add_option("--lr", t.lr, "Learning rate (peak; finite, above 0)")->capture_default_str();
   train->add_option("--momentum", t.momentum, "SGD momentum (in [0, 1))")->capture_default_str();
-  train->add_option("--weight-decay", t.weight_decay, "L2 weight decay (finite, >= 0)")
+  train
+      ->add_option("--weight-decay", t.weight_decay,
+                   "Weight decay (finite, >= 0): SGD adds it to the gradient (L2), AdamW decays "
+                   "the weights by lr x it (decoupled)")
+      ->capture_default_str();
+  train->add_option("--beta1", t.beta1, "AdamW: the first moment's decay (in [0, 1))")
+      ->capture_default_str();
+  train->add_option("--beta2", t.beta2, "AdamW: the second moment's decay (in [0, 1))")
+      ->capture_default_str();
+  train->add_option("--eps", t.eps, "AdamW: added to the denominator (finite, above 0)")
       ->capture_default_str();
   train
       ->add_option("--schedule", *schedule,
@@ -258,6 +275,9 @@ Action add_train_command(CLI::App& app) {
                    "Image folders: threads decoding batches ahead of the step (0: the cores)")
       ->check(whole_number(0, 1024))
       ->capture_default_str();
+  train->add_flag("--resize", c->folder.resize,
+                  "IDX, CIFAR-10 and synthetic data: resample each image to fill the input "
+                  "(bilinear, as image folders are read) instead of centring it in a frame");
   train->add_flag("--skip-bad", c->folder.skip_bad,
                   "Image folders: leave out badly named files and replace files that fail to "
                   "decode, counting them, instead of stopping with an error");
@@ -299,12 +319,13 @@ Action add_train_command(CLI::App& app) {
                    "Without a terminal: print a line every N steps (0: ten per epoch)")
       ->check(whole_number(0));
 
-  return [c, memory, schedule, float_coupling, augment] {
+  return [c, memory, schedule, float_coupling, augment, optimizer] {
     // Image folders train with augmentation unless --no-augment says otherwise.
     c->folder.augment = augment->count() == 0 || c->train.augment;
     c->train.memory = *memory == "baseline" ? MemoryMode::baseline : MemoryMode::planned;
     if (*float_coupling) c->train.fixed_point_range = 0;
     c->train.schedule = parse_schedule(*schedule);
+    c->train.optimizer = *optimizer == "adamw" ? OptimizerKind::adamw : OptimizerKind::sgd;
     run_train(*c);
   };
 }

@@ -29,7 +29,10 @@ struct Parameter {
   TensorMeta meta;
   Tensor value;           // undefined in a shape-only store
   bool trainable = true;  // false for running statistics
-  Tensor momentum;        // optimizer state, created by the optimizer on first use
+  // Optimizer state, created by the optimizer on first use: SGD's momentum, or AdamW's first
+  // moment (`momentum`) and second moment (`second_moment`).
+  Tensor momentum;
+  Tensor second_moment;
 };
 
 class ParamStore {

@@ -122,10 +122,11 @@ struct Trainer {
     Value labels = tape.input("labels", {N}, DType::i32);
     loss = softmax_cross_entropy(
         revnet(x, 110, {.fixed_point_range = g_fixed_point_range}, reversible), labels);
-    ex = std::make_unique<Executor>(tape, cpu_backend(),
-                                    ExecutorOptions{.memory = MemoryMode::planned,
-                                                    .keep = {loss},
-                                                    .sgd = SgdConfig{.lr = 0.01, .momentum = 0.9}});
+    ex = std::make_unique<Executor>(
+        tape, cpu_backend(),
+        ExecutorOptions{.memory = MemoryMode::planned,
+                        .keep = {loss},
+                        .optimizer = OptimizerConfig{.lr = 0.01, .momentum = 0.9}});
     Rng rng(3);
     Tensor& images = ex->input(x);
     for (int64_t i = 0; i < images.numel(); ++i)

@@ -30,7 +30,7 @@ Named train_named(const Net& net, MemoryMode memory, const Shape& input) {
                .poison = true,
                .seed = 2,
                .keep = {loss},
-               .sgd = SgdConfig{.lr = 0.1, .momentum = 0.9}});
+               .optimizer = OptimizerConfig{.lr = 0.1, .momentum = 0.9}});
   Named out;
   for (int s = 0; s < 2; ++s) {
     ex.set_input(x, random_tensor(input, 10 + s, -1, 1, DType::f32));

@@ -1,10 +1,14 @@
-// Host copies through a backend, and the backends by device name.
+// Host copies through a backend, the backends by device name, optimizer names.
 #include "core/backend.h"
 
 #include "core/error.h"
 #include "cuda/cuda_entry.h"
 
 namespace frugal {
+
+const char* optimizer_name(OptimizerKind k) {
+  return k == OptimizerKind::adamw ? "adamw" : "sgd";
+}
 
 const Tensor& to_host(Backend& be, const Tensor& t, Tensor& staging) {
   if (t.device().is_host()) return t;

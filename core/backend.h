@@ -31,8 +31,17 @@ struct Pool2dGeometry {
   int64_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
 };
 
-struct SgdConfig {
+enum class OptimizerKind { sgd, adamw };
+const char* optimizer_name(OptimizerKind k);  // "sgd", "adamw"
+
+// The update fused into backward: SGD with momentum, or AdamW (beta1, beta2, eps and the
+// 1-based `step` its bias correction counts; momentum unused). weight_decay is L2 added to the
+// gradient for SGD, decoupled (w *= 1 - lr wd) for AdamW, as PyTorch's two optimizers.
+struct OptimizerConfig {
   double lr = 0.01, momentum = 0.0, weight_decay = 0.0;
+  OptimizerKind kind = OptimizerKind::sgd;
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  int64_t step = 1;
 };
 
 class Backend {
@@ -192,7 +201,12 @@ class Backend {
 
   // --- optimizer ------------------------------------------------------------------------------
   // g = dw + wd w;  v = momentum v + g;  w -= lr v   (PyTorch's SGD; v starts at zero)
-  virtual void sgd_step(Tensor& w, const Tensor& dw, Tensor& v, const SgdConfig& c) = 0;
+  virtual void sgd_step(Tensor& w, const Tensor& dw, Tensor& v, const OptimizerConfig& c) = 0;
+  // PyTorch's AdamW (torch.optim.AdamW, its single-tensor loop, in this order): w *= 1 - lr wd;
+  // m += (1 - beta1)(dw - m);  v = beta2 v + (1 - beta2) dw^2;
+  // w -= lr / (1 - beta1^step) * m / (sqrt(v) / sqrt(1 - beta2^step) + eps).  m, v start at 0.
+  virtual void adamw_step(Tensor& w, const Tensor& dw, Tensor& m, Tensor& v,
+                          const OptimizerConfig& c) = 0;
 };
 
 // Bytes of a bit mask over n elements (bit i % 8 of byte i / 8), as the mask kernels take it.

@@ -69,6 +69,16 @@ void check_sgd(const Tensor& w, const Tensor& dw, const Tensor& v, const Device&
   check_device("sgd", {&v}, device);
 }
 
+void check_adamw(const Tensor& w, const Tensor& dw, const Tensor& m, const Tensor& v,
+                 const OptimizerConfig& c, const Device& device) {
+  FRUGAL_CHECK(w.meta() == dw.meta() && w.meta() == m.meta() && w.meta() == v.meta(),
+               "adamw: weight ", w.shape(), ", gradient ", dw.shape(), ", moments ", m.shape(),
+               " and ", v.shape(), " must match");
+  FRUGAL_CHECK(c.step >= 1, "adamw: step ", c.step, " must count from 1");
+  check_same("adamw", w, dw, device);
+  check_device("adamw", {&m, &v}, device);
+}
+
 void check_copy(const Tensor& x, const Tensor& y) {
   FRUGAL_CHECK(x.bytes() == y.bytes(), "copy: ", x.shape(), " and ", y.shape(), " differ in size");
 }

@@ -35,6 +35,8 @@ void check_add(const Tensor& a, const Tensor& b, const Tensor& y, const Device& 
 void check_subtract(const Tensor& a, const Tensor& b, const Tensor& y, const Device& device);
 // w, dw, v (the momentum): one shape and float dtype.
 void check_sgd(const Tensor& w, const Tensor& dw, const Tensor& v, const Device& device);
+void check_adamw(const Tensor& w, const Tensor& dw, const Tensor& m, const Tensor& v,
+                 const OptimizerConfig& c, const Device& device);
 // x and y hold the same number of bytes (either may be on the host: no placement check).
 void check_copy(const Tensor& x, const Tensor& y);
 

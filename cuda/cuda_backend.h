@@ -114,7 +114,9 @@ class CudaBackend final : public Backend {
   void softmax_cross_entropy_backward(const Tensor& x, const Tensor& labels, const Tensor& dloss,
                                       Tensor& dx) override;
 
-  void sgd_step(Tensor& w, const Tensor& dw, Tensor& v, const SgdConfig& c) override;
+  void sgd_step(Tensor& w, const Tensor& dw, Tensor& v, const OptimizerConfig& c) override;
+  void adamw_step(Tensor& w, const Tensor& dw, Tensor& m, Tensor& v,
+                  const OptimizerConfig& c) override;
 
  private:
   // The plan for (g, t), made on first use and kept: planning and running agree on the bytes.

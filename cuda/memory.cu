@@ -1,5 +1,6 @@
-// Fill, copy, accumulate, subtract, the finiteness check and the SGD step of the CUDA backend:
-// one thread per element.
+// Fill, copy, accumulate, subtract, the finiteness check and the SGD and AdamW steps of the
+// CUDA backend: one thread per element.
+#include "core/adamw.h"
 #include "core/kernel_checks.h"
 #include "cuda/cuda_backend.h"
 #include "cuda/launch.cuh"
@@ -46,10 +47,22 @@ __global__ void sgd_kernel(T* w, const T* dw, T* v, T lr, T m, T wd, int64_t n) 
 }
 
 template <typename T>
-void sgd_t(Tensor& w, const Tensor& dw, Tensor& v, const SgdConfig& c) {
+void sgd_t(Tensor& w, const Tensor& dw, Tensor& v, const OptimizerConfig& c) {
   launch(w.numel(), sgd_kernel<T>, w.device_data<T>(), dw.device_data<T>(), v.device_data<T>(),
          static_cast<T>(c.lr), static_cast<T>(c.momentum), static_cast<T>(c.weight_decay),
          w.numel());
+}
+
+template <typename T>
+__global__ void adamw_kernel(T* w, const T* dw, T* m, T* v, AdamwScalars<T> k, int64_t n) {
+  const int64_t i = thread_index();
+  if (i < n) adamw_element(k, w[i], dw[i], m[i], v[i]);
+}
+
+template <typename T>
+void adamw_t(Tensor& w, const Tensor& dw, Tensor& m, Tensor& v, const OptimizerConfig& c) {
+  launch(w.numel(), adamw_kernel<T>, w.device_data<T>(), dw.device_data<T>(), m.device_data<T>(),
+         v.device_data<T>(), adamw_scalars<T>(c), w.numel());
 }
 }  // namespace
 
@@ -137,12 +150,21 @@ void CudaBackend::subtract(const Tensor& a, const Tensor& b, Tensor& y) {
            y.device_data<double>(), n);
 }
 
-void CudaBackend::sgd_step(Tensor& w, const Tensor& dw, Tensor& v, const SgdConfig& c) {
+void CudaBackend::sgd_step(Tensor& w, const Tensor& dw, Tensor& v, const OptimizerConfig& c) {
   check_sgd(w, dw, v, device());
   if (w.dtype() == DType::f32)
     sgd_t<float>(w, dw, v, c);
   else
     sgd_t<double>(w, dw, v, c);
+}
+
+void CudaBackend::adamw_step(Tensor& w, const Tensor& dw, Tensor& m, Tensor& v,
+                             const OptimizerConfig& c) {
+  check_adamw(w, dw, m, v, c, device());
+  if (w.dtype() == DType::f32)
+    adamw_t<float>(w, dw, m, v, c);
+  else
+    adamw_t<double>(w, dw, m, v, c);
 }
 
 }  // namespace frugal

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/rng.h"
+#include "data/image.h"
 
 namespace frugal {
 
@@ -43,11 +44,29 @@ void Batcher::start_epoch(int epoch) {
     std::swap(order_[i - 1], order_[static_cast<size_t>(rng.below(i))]);
 }
 
-bool image_fits(const Shape& s, const Shape& in) {
+bool image_fits(const Shape& s, const Shape& in, bool resize) {
   if (s.rank() != 3 || in.rank() != 3) return false;
-  return (in[0] == s[0] || s[0] == 1) && in[1] >= s[1] && in[2] >= s[2] &&
-         (in[1] - s[1]) % 2 == 0 && (in[2] - s[2]) % 2 == 0;
+  if (!(in[0] == s[0] || s[0] == 1)) return false;
+  if (resize) return true;
+  return in[1] >= s[1] && in[2] >= s[2] && (in[1] - s[1]) % 2 == 0 && (in[2] - s[2]) % 2 == 0;
 }
+
+namespace {
+
+// Sample x (C,H,W) as floats -> yb (K,P,Q) filled by resampling: the draw's shift moves the
+// source window by as many output pixels (edges repeat), its flip mirrors; grey replicated.
+void resample_sample(const float* x, int64_t C, int64_t H, int64_t W, float* yb, int64_t K,
+                     int64_t P, int64_t Q, const AugmentDraw& d) {
+  const CropBox box{.top = d.dy * static_cast<double>(H) / static_cast<double>(P),
+                    .left = d.dx * static_cast<double>(W) / static_cast<double>(Q),
+                    .height = static_cast<double>(H),
+                    .width = static_cast<double>(W)};
+  resample_planes(x, C, H, W, box, P, Q, d.flip, yb);
+  for (int64_t k = C; k < K; ++k)  // C == 1: grey to K channels
+    std::memcpy(yb + k * P * Q, yb, static_cast<size_t>(P * Q) * sizeof(float));
+}
+
+}  // namespace
 
 // images (N,C,H,W) f32, or pixels (N,C,H,W) u8 through the tables -> x (B,K,P,Q);
 // labels (N) i32 -> y (B)
@@ -56,8 +75,8 @@ void Batcher::copy(int64_t first, Tensor& images, Tensor& labels) const {
   const int64_t B = images.shape()[0];
   const Shape want{B, s[0], s[1], s[2]};
   const Shape& in = images.shape();
-  const bool fits =
-      in.rank() == 4 && images.dtype() == DType::f32 && image_fits(s, {in[1], in[2], in[3]});
+  const bool fits = in.rank() == 4 && images.dtype() == DType::f32 &&
+                    image_fits(s, {in[1], in[2], in[3]}, data_.resize);
   FRUGAL_CHECK(fits, "batcher: input ", images.shape(), " ", dtype_name(images.dtype()),
                ", expected ", want, " f32");
   FRUGAL_CHECK(labels.shape() == Shape{B} && labels.dtype() == DType::i32, "batcher: labels ",
@@ -74,6 +93,7 @@ void Batcher::copy(int64_t first, Tensor& images, Tensor& labels) const {
   const int64_t plane = H * W;
   const Augment& a = options_.augment;
   const bool plain = in == want && a.crop_pad == 0 && !a.flip;
+  const bool resize = data_.resize && !plain;
   const bool bytes = data_.pixels.defined();
   const float* x = bytes ? nullptr : data_.images.data<float>();
   const uint8_t* px = bytes ? data_.pixels.data<uint8_t>() : nullptr;
@@ -94,6 +114,21 @@ void Batcher::copy(int64_t first, Tensor& images, Tensor& labels) const {
       }
     } else if (plain) {
       std::memcpy(yb, x + n * C * plane, static_cast<size_t>(C * plane) * 4);
+    } else if (resize) {
+      const AugmentDraw d = draw_augment(a, options_.seed, epoch_, n);
+      std::vector<float> bytes_as_floats;
+      const float* xn = x ? x + n * C * plane : nullptr;
+      if (bytes) {
+        bytes_as_floats.resize(static_cast<size_t>(C * plane));
+        for (int64_t c = 0; c < C; ++c) {
+          const PixelTable& table = tables[static_cast<size_t>(c)];
+          const uint8_t* xc = px + (n * C + c) * plane;
+          for (int64_t i = 0; i < plane; ++i)
+            bytes_as_floats[static_cast<size_t>(c * plane + i)] = table[xc[i]];
+        }
+        xn = bytes_as_floats.data();
+      }
+      resample_sample(xn, C, H, W, yb, K, P, Q, d);
     } else {
       const AugmentDraw d = draw_augment(a, options_.seed, epoch_, n);
       if (bytes)

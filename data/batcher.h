@@ -33,7 +33,8 @@ class Batcher {
   void start_epoch(int epoch);
   // Copies samples order[first .. first+B) into images (B,K,P,Q) f32 and labels (B) i32,
   // where B = images.shape()[0]. Samples are (C,H,W); the input takes them as they are, or
-  // centred in a frame P >= H, Q >= W (P-H, Q-W even), grey replicated when C == 1.
+  // centred in a frame P >= H, Q >= W (P-H, Q-W even), or resampled to fill it when the data
+  // set says `resize` (any P, Q); grey replicated when C == 1.
   // Throws if they do not fit the input or the data set.
   // Host memory only.
   void copy(int64_t first, Tensor& images, Tensor& labels) const;
@@ -60,7 +61,8 @@ class Batcher {
   std::unique_ptr<DecodePipeline> pipeline_;  // image files only
 };
 
-// Whether samples (C,H,W) fit an input (K,P,Q) as Batcher::copy places them.
-bool image_fits(const Shape& sample, const Shape& input);
+// Whether samples (C,H,W) fit an input (K,P,Q) as Batcher::copy places them: framed, or
+// resampled to any size when `resize`.
+bool image_fits(const Shape& sample, const Shape& input, bool resize = false);
 
 }  // namespace frugal

@@ -45,6 +45,10 @@ struct Dataset {
   int64_t classes = 10;
   std::string name = "";  // "fashion-mnist", "cifar10", "synthetic": for messages
   std::vector<std::string> class_names = {};  // by label, where known (image folders)
+  // How a sample smaller than the model's input is placed (held images only): centred in a
+  // frame of `background` (false), or resampled to fill the input by the image folders'
+  // bilinear filter (true), e.g. Fashion-MNIST at 64 x 64 as its JPEG files are read.
+  bool resize = false;
   int64_t size() const { return labels.defined() ? labels.shape()[0] : 0; }
   // One image's shape (C,H,W).
   Shape sample_shape() const;

@@ -394,4 +394,36 @@ void resample(const RgbImage& image, const CropBox& box, int64_t out_h, int64_t 
   }
 }
 
+void resample_planes(const float* x, int64_t C, int64_t H, int64_t W, const CropBox& box,
+                     int64_t out_h, int64_t out_w, bool flip, float* y) {
+  FRUGAL_CHECK(C > 0 && H > 0 && W > 0 && out_h > 0 && out_w > 0 && box.height > 0 && box.width > 0,
+               "resample: planes ", C, "x", H, "x", W, ", box ", box.width, "x", box.height,
+               ", output ", out_w, "x", out_h);
+  const Taps ty = taps(box.top, box.height, H, out_h);
+  const Taps tx = taps(box.left, box.width, W, out_w);
+  std::vector<float> mid(static_cast<size_t>(H * out_w));  // rows filtered horizontally
+  for (int64_t c = 0; c < C; ++c) {
+    const float* xc = x + c * H * W;
+    for (int64_t r = 0; r < H; ++r)
+      for (int64_t o = 0; o < out_w; ++o) {
+        float acc = 0;
+        const float* w = tx.weights.data() + o * tx.width;
+        for (int64_t k = 0; k < tx.count[static_cast<size_t>(o)]; ++k)
+          acc += w[k] * xc[r * W + clamp_index(tx.first[static_cast<size_t>(o)] + k, W)];
+        mid[static_cast<size_t>(r * out_w + o)] = acc;
+      }
+    float* yc = y + c * out_h * out_w;
+    for (int64_t o = 0; o < out_h; ++o) {
+      const float* w = ty.weights.data() + o * ty.width;
+      for (int64_t q = 0; q < out_w; ++q) {
+        float acc = 0;
+        for (int64_t k = 0; k < ty.count[static_cast<size_t>(o)]; ++k)
+          acc += w[k] * mid[static_cast<size_t>(
+                            clamp_index(ty.first[static_cast<size_t>(o)] + k, H) * out_w + q)];
+        yc[o * out_w + (flip ? out_w - 1 - q : q)] = acc;
+      }
+    }
+  }
+}
+
 }  // namespace frugal

@@ -63,4 +63,10 @@ struct Normalize {
 void resample(const RgbImage& image, const CropBox& box, int64_t out_h, int64_t out_w, bool flip,
               const Normalize& normalize, float* out);
 
+// The same filter over float planes: x (C,H,W) -> y (C,out_h,out_w), `box` of each plane
+// resampled, mirrored when `flip`, with no normalization (the weights are non-negative and sum
+// to 1, so it commutes with any per-channel affine one). Pixels outside x repeat its edge.
+void resample_planes(const float* x, int64_t C, int64_t H, int64_t W, const CropBox& box,
+                     int64_t out_h, int64_t out_w, bool flip, float* y);
+
 }  // namespace frugal

@@ -26,10 +26,10 @@ MemoryCategory memory_category(const Buffer& b);
 const char* memory_category_name(MemoryCategory c);  // "outputs", "gradInputs", ...
 
 struct LayoutOptions {
-  bool optimizer = false;              // training: an optimizer step runs (ExecutorOptions::sgd)
-  bool keep_param_grads = false;       // every parameter gradient lives to the end (tests)
-  std::vector<int> keep = {};          // value ids read after the step (the loss)
-  size_t alignment = 64;               // the allocator's alignment (run/plan.h: 0, the backend's)
+  bool optimizer = false;         // training: an optimizer step runs (ExecutorOptions::optimizer)
+  bool keep_param_grads = false;  // every parameter gradient lives to the end (tests)
+  std::vector<int> keep = {};     // value ids read after the step (the loss)
+  size_t alignment = 64;          // the allocator's alignment (run/plan.h: 0, the backend's)
   bool encodings_as_recorded = false;  // leave each op's saved encoding as recorded
   // Network inputs in the arena too (a sub-graph planned into an outer op's scratch);
   // otherwise they get their own storage every step and no request.

@@ -105,6 +105,13 @@ CategoryBytes peak_by_category(const Liveness& live) {
   return peak;
 }
 
+namespace {
+// One tensor per trainable parameter for SGD's momentum, two for AdamW's moments.
+size_t optimizer_state_bytes(const ParamTotals& params, const ReportOptions& options) {
+  return params.trainable * (options.optimizer_kind == OptimizerKind::adamw ? 2 : 1);
+}
+}  // namespace
+
 LayoutOptions report_layout_options(Mode mode, const ReportOptions& options) {
   return {.optimizer = mode == Mode::training && options.optimizer,
           .keep = options.keep,
@@ -120,7 +127,7 @@ MemoryReport memory_report(Tape& tape, Mode mode, const Backend& backend,
   const bool training = mode == Mode::training;
   const bool optimizer = training && options.optimizer;
   const ParamTotals params = param_totals(tape);
-  const size_t momentum = optimizer && options.optimizer ? params.trainable : 0;
+  const size_t momentum = optimizer ? optimizer_state_bytes(params, options) : 0;
 
   const LayoutOptions lo = report_layout_options(mode, options);
 
@@ -164,7 +171,7 @@ ModeMemory planned_memory(Tape& tape, Mode mode, const Backend& backend,
   ModeMemory m;
   m.bytes = peak_by_category(layout.live);
   m.bytes.params += params.weights;
-  m.bytes.optimizer_state = optimizer ? params.trainable : 0;
+  m.bytes.optimizer_state = optimizer ? optimizer_state_bytes(params, options) : 0;
   m.arena = layout.plan.arena_bytes;
   m.lower_bound = layout.plan.lower_bound;
   m.total = layout.plan.arena_bytes + params.weights;

@@ -22,7 +22,7 @@ struct CategoryBytes {
   size_t grad_inputs = 0;      // gradients w.r.t. op inputs
   size_t buffers = 0;          // saved extras and scratch
   size_t params = 0;           // weights (and running statistics) + weight gradients
-  size_t optimizer_state = 0;  // momentum; reported apart, not in optnet's total
+  size_t optimizer_state = 0;  // momentum or AdamW's moments; apart, not in optnet's total
 };
 
 struct ModeMemory {
@@ -44,7 +44,9 @@ struct MemoryReport {
 };
 
 struct ReportOptions {
-  bool optimizer = true;       // training: an SGD step with momentum follows backward
+  bool optimizer = true;  // training: an optimizer step follows backward
+  // Its state: SGD's momentum (one tensor per trainable parameter) or AdamW's two moments.
+  OptimizerKind optimizer_kind = OptimizerKind::sgd;
   size_t alignment = 0;        // 0: the backend's allocator's (64 bytes on the CPU, 256 on CUDA)
   std::vector<int> keep = {};  // value ids read after the step (the loss), as the executor's
   size_t workspace_limit = std::numeric_limits<size_t>::max();  // as ExecutorOptions

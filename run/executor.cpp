@@ -14,7 +14,7 @@ namespace frugal {
 namespace {
 LayoutOptions layout_options(const ExecutorOptions& o, size_t alignment, bool inputs_in_arena) {
   LayoutOptions l;
-  l.optimizer = o.sgd.has_value();
+  l.optimizer = o.optimizer.has_value();
   l.keep_param_grads = o.keep_param_grads;
   for (const Value& v : o.keep) l.keep.push_back(v.id());
   l.alignment = alignment;
@@ -300,20 +300,29 @@ void Executor::run_backward_step(int k) {
 }
 
 void Executor::optimizer_update(int v) {
-  if (!opt_.sgd) return;
+  if (!opt_.optimizer) return;
   Parameter* p = tape_.values()[static_cast<size_t>(v)].param;
-  if (!p->momentum.defined()) {
-    p->momentum = Tensor::empty(p->value.shape(), p->value.dtype(), Role::optimizer_state,
-                                backend_.allocator());
-    backend_.fill(p->momentum, 0.0);
-  }
-  backend_.sgd_step(p->value,
-                    buffers_[static_cast<size_t>(layout_.live.grad_buffer[static_cast<size_t>(v)])],
-                    p->momentum, *opt_.sgd);
+  const OptimizerConfig& c = *opt_.optimizer;
+  const bool adamw = c.kind == OptimizerKind::adamw;
+  auto state = [&](Tensor& t) {
+    if (t.defined()) return;
+    t = Tensor::empty(p->value.shape(), p->value.dtype(), Role::optimizer_state,
+                      backend_.allocator());
+    backend_.fill(t, 0.0);
+  };
+  state(p->momentum);
+  if (adamw) state(p->second_moment);
+  const Tensor& dw =
+      buffers_[static_cast<size_t>(layout_.live.grad_buffer[static_cast<size_t>(v)])];
+  if (adamw)
+    backend_.adamw_step(p->value, dw, p->momentum, p->second_moment, c);
+  else
+    backend_.sgd_step(p->value, dw, p->momentum, c);
   if (!opt_.check_finite) return;
   const std::string bad = non_finite(p->value);
-  FRUGAL_CHECK(bad.empty(), "check_finite: the SGD update (lr ", opt_.sgd->lr, ") of parameter '",
-               p->name, "' wrote ", bad, ", the first NaN or inf of step ", step_ + 1);
+  FRUGAL_CHECK(bad.empty(), "check_finite: the ", adamw ? "AdamW" : "SGD", " update (lr ", c.lr,
+               ") of parameter '", p->name, "' wrote ", bad, ", the first NaN or inf of step ",
+               step_ + 1);
 }
 
 // "nan at element 7 [0, 1, 3] of [2, 2, 4]" for t's first NaN or +-inf, "" when t is finite.

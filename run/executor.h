@@ -29,7 +29,7 @@ struct ExecutorOptions {
   // Keep every parameter gradient until the end of the step (tests); otherwise with an
   // optimizer set, the planned mode frees each gradient right after its update.
   bool keep_param_grads = false;
-  std::optional<SgdConfig> sgd = std::nullopt;  // optimizer applied during backward
+  std::optional<OptimizerConfig> optimizer = std::nullopt;  // optimizer applied during backward
   // Saved encodings: chosen by the mode (baseline: full outputs, as Torch's modules; planned:
   // compact where that lets a tensor die), or left as recorded (tests of each encoding).
   bool encodings_as_recorded = false;
@@ -94,9 +94,10 @@ class Executor {
                               size_t alignment = 0);
   // Changes the optimizer's settings between steps (learning-rate schedules). Only an
   // executor built with an optimizer has one to change.
-  void set_sgd(const SgdConfig& sgd) {
-    FRUGAL_CHECK(opt_.sgd.has_value(), "executor: set_sgd on an executor without an optimizer");
-    opt_.sgd = sgd;
+  void set_optimizer(const OptimizerConfig& optimizer) {
+    FRUGAL_CHECK(opt_.optimizer.has_value(),
+                 "executor: set_optimizer on an executor without an optimizer");
+    opt_.optimizer = optimizer;
   }
   // Bytes held by this executor (arena or per-buffer storage), excluding parameters.
   size_t memory_bytes() const { return held_bytes_; }

@@ -34,7 +34,7 @@ Session::Bound& Session::bind(std::span<const TensorMeta> inputs) {
                                                  .memory = options_.memory,
                                                  .seed = options_.seed,
                                                  .keep = {b.out},
-                                                 .sgd = options_.sgd,
+                                                 .optimizer = options_.optimizer,
                                                  .workspace_limit = options_.workspace_limit});
   return cache_.emplace(key, std::move(b)).first->second;
 }

@@ -21,7 +21,7 @@ struct SessionOptions {
   MemoryMode memory = MemoryMode::planned;
   DType dtype = DType::f32;  // parameters and float activations
   uint64_t seed = 0;
-  std::optional<SgdConfig> sgd = std::nullopt;                  // training: applied in every step
+  std::optional<OptimizerConfig> optimizer = std::nullopt;      // training: applied in every step
   size_t workspace_limit = std::numeric_limits<size_t>::max();  // as ExecutorOptions
 };
 

@@ -63,7 +63,7 @@ inline std::vector<Tensor> train_model(const std::string& name, MemoryMode memor
                .poison = memory == MemoryMode::planned,
                .seed = 3,
                .keep = {loss, logits},
-               .sgd = SgdConfig{.lr = 0.1, .momentum = 0.9}});
+               .optimizer = OptimizerConfig{.lr = 0.1, .momentum = 0.9}});
   std::vector<Tensor> out;
   for (int step = 0; step < steps; ++step) {
     ex.set_input(x, random_tensor(shape, 10 + step, -1, 1, DType::f32));

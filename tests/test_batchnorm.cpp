@@ -93,7 +93,7 @@ TEST_CASE("batch_norm hand-computed: training step then running statistics then 
   const double g[2] = {2, 0.5}, b[2] = {1, -1};
 
   {
-    Executor ex(tape, cpu_backend(), {.poison = true, .keep = {x, y}, .sgd = std::nullopt});
+    Executor ex(tape, cpu_backend(), {.poison = true, .keep = {x, y}, .optimizer = std::nullopt});
     ex.set_input(x, input);
     ex.forward();
     for (int i = 0; i < 8; ++i) {
@@ -121,7 +121,7 @@ TEST_CASE("batch_norm hand-computed: training step then running statistics then 
   const double rm[2] = {0.1 * mu[0], 0.1 * mu[1]};
   const double rv[2] = {0.9 + 0.1 * unbiased[0], 0.9 + 0.1 * unbiased[1]};
   Executor ex(tape, cpu_backend(),
-              {.mode = Mode::inference, .poison = true, .keep = {y}, .sgd = std::nullopt});
+              {.mode = Mode::inference, .poison = true, .keep = {y}, .optimizer = std::nullopt});
   ex.set_input(x, input);
   ex.forward();
   for (int i = 0; i < 8; ++i) {
@@ -184,8 +184,9 @@ TEST_CASE("batch_norm inference in place equals out of place bitwise") {
   randomize(tape, "batch_norm0.running_mean", 5, -1, 1);
   randomize(tape, "batch_norm0.running_var", 6, 0.5, 2);
   auto run = [&](MemoryMode memory) {
-    Executor ex(tape, cpu_backend(),
-                {.mode = Mode::inference, .memory = memory, .keep = {y}, .sgd = std::nullopt});
+    Executor ex(
+        tape, cpu_backend(),
+        {.mode = Mode::inference, .memory = memory, .keep = {y}, .optimizer = std::nullopt});
     ex.set_input(x, random_tensor({2, 3, 4, 4}, 8, -1, 1, DType::f32));
     ex.forward();
     if (memory == MemoryMode::planned) {
@@ -242,7 +243,7 @@ TEST_CASE("batch_norm errors name the op and the shapes") {
   // Training needs more than one value per channel, as PyTorch.
   Value one = tape.input("one", {1, 3}, DType::f32);
   Value y = batch_norm(one);
-  Executor ex(tape, cpu_backend(), {.keep = {y}, .sgd = std::nullopt});
+  Executor ex(tape, cpu_backend(), {.keep = {y}, .optimizer = std::nullopt});
   CHECK_THROWS_WITH_AS(
       ex.forward(),
       doctest::Contains("batch_norm: training needs more than 1 value per channel, got x [1,3]"),

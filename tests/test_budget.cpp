@@ -78,7 +78,7 @@ std::vector<Tensor> train_resnet20(const std::vector<BlockRun>& runs) {
                .seed = 3,
                .keep = {loss, logits},
                .keep_param_grads = true,
-               .sgd = SgdConfig{.lr = 0.1, .momentum = 0.9}});
+               .optimizer = OptimizerConfig{.lr = 0.1, .momentum = 0.9}});
   std::vector<Tensor> out;
   for (int s = 0; s < 2; ++s) {
     ex.set_input(images, random_tensor({4, 3, 32, 32}, 10 + s, -1, 1, DType::f32));
@@ -111,7 +111,7 @@ size_t measured_step_bytes(const TrainingStep& step) {
   Executor ex(tape, cpu_backend(),
               {.memory = MemoryMode::planned,
                .keep = {loss},
-               .sgd = SgdConfig{.lr = 0.1, .momentum = 0.9}});
+               .optimizer = OptimizerConfig{.lr = 0.1, .momentum = 0.9}});
   const size_t held = alloc.current_bytes() - before;
   const size_t inputs = ex.input(images).bytes() + ex.input(labels).bytes();
   for (int s = 0; s < 2; ++s) {

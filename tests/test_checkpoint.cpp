@@ -56,7 +56,7 @@ std::vector<Tensor> train(int per, MemoryMode memory) {
                .poison = true,
                .seed = 2,
                .keep = {loss},
-               .sgd = SgdConfig{.lr = 0.1, .momentum = 0.9}});
+               .optimizer = OptimizerConfig{.lr = 0.1, .momentum = 0.9}});
   std::vector<Tensor> out;
   for (int s = 0; s < 2; ++s) {
     ex.set_input(x, random_tensor({4, 3, 6, 6}, 10 + s, -1, 1, DType::f32));

@@ -90,6 +90,18 @@ TEST_CASE("cifar: images must fit the model's input") {
         "small-cnn takes images [1,28,28]; cifar10's [3,32,32] do not fit (they may be centred in "
         "a larger frame and grey replicated to 3 channels, never cropped)");
   CHECK(load_data(dir.path.string(), find_model("resnet20"), false).size() == 1);
+  // Smaller than the images: framing cannot fit them, resampling can.
+  const ModelSpec small = model_at_size(find_model("resnet18"), 24);
+  CHECK(error_message([&] { load_data(dir.path.string(), small, false); }) ==
+        "resnet18 takes images [3,24,24]; cifar10's [3,32,32] do not fit (they may be centred in "
+        "a larger frame and grey replicated to 3 channels, never cropped); --resize resamples "
+        "them to any size");
+  const Dataset resized = load_data(dir.path.string(), small, false, {}, 1, {.resize = true});
+  CHECK(resized.resize);
+  Batcher b(resized, false, 0);
+  Tensor x = Tensor::empty({1, 3, 24, 24}, DType::f32), y = Tensor::empty({1}, DType::i32);
+  b.copy(0, x, y);
+  CHECK(y.data<int32_t>()[0] == 0);
 }
 
 TEST_CASE("augment: placement pads, replicates channels, shifts and flips") {

@@ -61,7 +61,7 @@ StepResult run_step(MemoryMode memory, DType dtype, bool dropout, int steps, boo
                .seed = 9,
                .keep = {loss, logits},
                .keep_param_grads = true,
-               .sgd = SgdConfig{.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-3},
+               .optimizer = OptimizerConfig{.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-3},
                .check_finite = check_finite});
   StepResult r;
   for (int s = 0; s < steps; ++s) {
@@ -166,8 +166,9 @@ TEST_CASE("planned training makes no allocation after the first step") {
   Value x = tape.input("x", {4, 3, 8, 8}, DType::f32);
   Value labels = tape.input("labels", {4}, DType::i32);
   Value loss = softmax_cross_entropy(composite(x, true), labels);
-  Executor ex(tape, cpu_backend(),
-              {.memory = MemoryMode::planned, .keep = {loss}, .sgd = SgdConfig{.lr = 0.01}});
+  Executor ex(
+      tape, cpu_backend(),
+      {.memory = MemoryMode::planned, .keep = {loss}, .optimizer = OptimizerConfig{.lr = 0.01}});
   auto step = [&](int s) {
     copy_bytes(random_tensor({4, 3, 8, 8}, s, -1, 1, DType::f32), ex.input(x));
     copy_bytes(random_labels(4, 5, s), ex.input(labels));
@@ -191,9 +192,11 @@ TEST_CASE("switching memory modes between steps does not change results") {
       Value x = tape.input("x", {4, 3, 8, 8}, DType::f32);
       Value labels = tape.input("labels", {4}, DType::i32);
       Value loss = softmax_cross_entropy(composite(x, true), labels);
-      Executor ex(
-          tape, cpu_backend(),
-          {.memory = m, .seed = 3, .keep = {loss}, .sgd = SgdConfig{.lr = 0.05, .momentum = 0.9}});
+      Executor ex(tape, cpu_backend(),
+                  {.memory = m,
+                   .seed = 3,
+                   .keep = {loss},
+                   .optimizer = OptimizerConfig{.lr = 0.05, .momentum = 0.9}});
       ex.set_step(step);
       ex.set_input(x, random_tensor({4, 3, 8, 8}, 10 + step, -1, 1, DType::f32));
       ex.set_input(labels, random_labels(4, 5, 20 + step));
@@ -269,7 +272,7 @@ struct FiniteRun {
     for (Parameter* p : store.all()) std::fill_n(p->value.data<float>(), p->value.numel(), w);
     ex = std::make_unique<Executor>(
         tape, cpu_backend(),
-        ExecutorOptions{.keep = {y}, .sgd = SgdConfig{.lr = lr}, .check_finite = true});
+        ExecutorOptions{.keep = {y}, .optimizer = OptimizerConfig{.lr = lr}, .check_finite = true});
   }
   void fill_x(float v) { std::fill_n(ex->input(x).data<float>(), 8, v); }
   // Backward from dy = g everywhere.

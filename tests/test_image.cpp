@@ -188,6 +188,68 @@ TEST_CASE("image: resampling crops, scales, flips and normalizes in one pass") {
   CHECK(y[2] == doctest::Approx((128 / 255.0 - 0.406) / 0.225).epsilon(1e-5));
 }
 
+TEST_CASE("batcher --resize: held bytes fill the input as the image folders' resampler does") {
+  // A grey 10x12 data set of two images; the folder path resamples the same pixels as RGB.
+  const int64_t H = 10, W = 12, P = 23, Q = 17;
+  Dataset d;
+  d.pixels = Tensor::empty({2, 1, H, W}, DType::u8);
+  uint8_t* px = d.pixels.data<uint8_t>();
+  for (int64_t i = 0; i < d.pixels.numel(); ++i) px[i] = static_cast<uint8_t>((i * 37 + 11) % 256);
+  const double mean = 0.3, sd = 0.4;
+  d.tables = {pixel_table(mean, sd)};
+  d.background = {d.tables[0][0]};
+  d.labels = Tensor::empty({2}, DType::i32);
+  d.labels.data<int32_t>()[0] = 3;
+  d.labels.data<int32_t>()[1] = 7;
+  d.name = "test";
+  CHECK_FALSE(image_fits({1, H, W}, {3, P, Q}));  // odd margins: no frame
+  CHECK(image_fits({1, H, W}, {3, P, Q}, true));
+  CHECK(image_fits({1, H, W}, {3, 4, 5}, true));  // smaller too
+  CHECK_FALSE(image_fits({3, H, W}, {1, P, Q}, true));
+  d.resize = true;
+  Batcher b(d, false, 0);
+  b.start_epoch(0);
+  Tensor x = Tensor::empty({2, 3, P, Q}, DType::f32);
+  Tensor y = Tensor::empty({2}, DType::i32);
+  b.copy(0, x, y);
+  CHECK(y.data<int32_t>()[1] == 7);
+  for (int64_t n = 0; n < 2; ++n) {
+    RgbImage img{H, W, {}};
+    for (int64_t p = 0; p < H * W; ++p)
+      for (int c = 0; c < 3; ++c) img.rgb.push_back(px[n * H * W + p]);
+    std::vector<float> want(static_cast<size_t>(3 * P * Q));
+    resample(img, {0, 0, double(H), double(W)}, P, Q, false,
+             Normalize{{mean, mean, mean}, {sd, sd, sd}}, want.data());
+    const float* got = x.data<float>() + n * 3 * P * Q;
+    for (int64_t i = 0; i < 3 * P * Q; ++i)
+      REQUIRE(got[i] == doctest::Approx(want[static_cast<size_t>(i)]).epsilon(1e-5));
+  }
+  // The augmentation's flip mirrors the resampled image; its shift moves the source window.
+  Batcher flipped(d, BatcherOptions{.augment = {.crop_pad = 0, .flip = true}});
+  flipped.start_epoch(0);
+  Tensor z = Tensor::empty({2, 3, P, Q}, DType::f32);
+  flipped.copy(0, z, y);
+  for (int64_t n = 0; n < 2; ++n) {
+    const float* a = x.data<float>() + n * 3 * P * Q;
+    const float* f = z.data<float>() + n * 3 * P * Q;
+    const bool mirrored = draw_augment({.crop_pad = 0, .flip = true}, 0, 0, n).flip;
+    for (int64_t r = 0; r < P; ++r)
+      for (int64_t q = 0; q < Q; ++q) CHECK(f[r * Q + q] == a[r * Q + (mirrored ? Q - 1 - q : q)]);
+  }
+  // Same size with no augmentation: the plain copy, bit for bit the framed path's.
+  d.resize = false;
+  Tensor framed = Tensor::empty({2, 1, H, W}, DType::f32);
+  Batcher(d, false, 0).copy(0, framed, y);
+  d.resize = true;
+  Tensor same = Tensor::empty({2, 1, H, W}, DType::f32);
+  Batcher(d, false, 0).copy(0, same, y);
+  CHECK(std::memcmp(framed.data<float>(), same.data<float>(), framed.bytes()) == 0);
+  // A constant image stays constant at any size and shift.
+  std::vector<float> flat(2 * 5 * 7, 0.25f), big(2 * 9 * 4);
+  resample_planes(flat.data(), 2, 5, 7, {-1.5, 2.0, 5, 7}, 9, 4, true, big.data());
+  for (float v : big) CHECK(v == doctest::Approx(0.25f));
+}
+
 TEST_CASE("image folder: classes from train/, files sorted; bad names and layouts are errors") {
   TempDir dir("frugal-folder");
   const fs::path root = dir.path;

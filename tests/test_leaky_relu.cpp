@@ -28,8 +28,9 @@ std::vector<Tensor> step(MemoryMode memory, bool pool_after) {
   Value a = conv2d(x, {.out = 4, .kernel = 3, .pad = 1});
   Value h = leaky_relu(a, 0.1);
   Value y = pool_after ? max_pool2d(h, {.kernel = 2}) : conv2d(h, {.out = 2, .kernel = 3});
-  Executor ex(tape, cpu_backend(),
-              {.memory = memory, .poison = true, .keep = {y}, .sgd = SgdConfig{.lr = 0.1}});
+  Executor ex(
+      tape, cpu_backend(),
+      {.memory = memory, .poison = true, .keep = {y}, .optimizer = OptimizerConfig{.lr = 0.1}});
   ex.set_input(x, random_tensor(x.shape(), 1, -1, 1, DType::f32));
   ex.forward();
   std::pair<Value, Tensor> seed{y, random_tensor(y.shape(), 2, -1, 1, DType::f32)};

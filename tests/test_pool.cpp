@@ -53,7 +53,7 @@ PoolRun run_pool(bool max, Shape xs, const std::vector<double>& x, Pool2dOptions
   Tape tape(store, DType::f64);
   Value xv = tape.input("x", xs, DType::f64, true);
   Value yv = max ? max_pool2d(xv, o) : avg_pool2d(xv, o);
-  Executor ex(tape, cpu_backend(), {.poison = true, .keep = {xv, yv}, .sgd = std::nullopt});
+  Executor ex(tape, cpu_backend(), {.poison = true, .keep = {xv, yv}, .optimizer = std::nullopt});
   ex.set_input(xv, from(xs, x));
   ex.forward();
   PoolRun r{yv.shape(), {}, {}};

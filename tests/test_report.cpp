@@ -45,9 +45,10 @@ TEST_CASE("report bytes equal the bytes the executor allocates") {
     const size_t input_bytes = 8 * 3 * 16 * 16 * 4 + 8 * 4;
     for (MemoryMode m : {MemoryMode::planned, MemoryMode::baseline}) {
       const size_t before = cpu_allocator().current_bytes();
-      std::optional<SgdConfig> sgd;
-      if (mode == Mode::training) sgd = SgdConfig{.lr = 0.1, .momentum = 0.9};
-      Executor ex(tape, cpu_backend(), {.mode = mode, .memory = m, .keep = {out}, .sgd = sgd});
+      std::optional<OptimizerConfig> sgd;
+      if (mode == Mode::training) sgd = OptimizerConfig{.lr = 0.1, .momentum = 0.9};
+      Executor ex(tape, cpu_backend(),
+                  {.mode = mode, .memory = m, .keep = {out}, .optimizer = sgd});
       const size_t held = cpu_allocator().current_bytes() - before;
       CHECK(held == ex.memory_bytes());
       if (m == MemoryMode::planned) {
@@ -62,5 +63,34 @@ TEST_CASE("report bytes equal the bytes the executor allocates") {
         CHECK(held == b.outputs + b.grad_inputs + b.buffers + param_grads + input_bytes);
       }
     }
+  }
+}
+
+TEST_CASE("report: the optimizer state it claims is what a step allocates, SGD and AdamW") {
+  for (OptimizerKind kind : {OptimizerKind::sgd, OptimizerKind::adamw}) {
+    CAPTURE(optimizer_name(kind));
+    ParamStore store(1);
+    Tape tape(store, DType::f32);
+    Value x = tape.input("x", {4, 3, 16, 16}, DType::f32);
+    Value labels = tape.input("labels", {4}, DType::i32);
+    Value loss = softmax_cross_entropy(small_resnet(x), labels);
+    const MemoryReport r = memory_report(tape, Mode::training, cpu_backend(),
+                                         {.optimizer_kind = kind, .keep = {loss.id()}});
+    size_t trainable = 0;
+    for (Parameter* p : store.all())
+      if (p->trainable) trainable += p->value.bytes();
+    CHECK(r.planned.bytes.optimizer_state == trainable * (kind == OptimizerKind::adamw ? 2 : 1));
+    CHECK(r.baseline.bytes.optimizer_state == r.planned.bytes.optimizer_state);
+    const size_t before = cpu_allocator().stats(Role::optimizer_state).current;
+    {
+      Executor ex(tape, cpu_backend(),
+                  {.keep = {loss}, .optimizer = OptimizerConfig{.lr = 0.01, .kind = kind}});
+      ex.set_input(x, Tensor::zeros({4, 3, 16, 16}, DType::f32));
+      ex.set_input(labels, Tensor::zeros({4}, DType::i32));
+      ex.forward();
+      ex.backward(loss);
+    }
+    CHECK(cpu_allocator().stats(Role::optimizer_state).current - before ==
+          r.planned.bytes.optimizer_state);
   }
 }

@@ -45,9 +45,10 @@ TEST_CASE("session plans once per input shape and replans for another batch size
 TEST_CASE("session training switches memory mode between steps without changing results") {
   auto run = [](bool switch_modes) {
     ParamStore store(2);
-    Session s(
-        store, cpu_backend(), {"x", "labels"}, net,
-        {.memory = MemoryMode::baseline, .seed = 4, .sgd = SgdConfig{.lr = 0.1, .momentum = 0.9}});
+    Session s(store, cpu_backend(), {"x", "labels"}, net,
+              {.memory = MemoryMode::baseline,
+               .seed = 4,
+               .optimizer = OptimizerConfig{.lr = 0.1, .momentum = 0.9}});
     std::vector<float> losses;
     for (int i = 0; i < 4; ++i) {
       if (switch_modes) s.set_memory(i % 2 ? MemoryMode::planned : MemoryMode::baseline);

@@ -63,7 +63,7 @@ Trained train(MemoryMode memory, bool three, bool keep_param_grads) {
                .seed = 3,
                .keep = {loss},
                .keep_param_grads = keep_param_grads,
-               .sgd = SgdConfig{.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-3}});
+               .optimizer = OptimizerConfig{.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-3}});
   Trained t;
   for (int s = 0; s < 2; ++s) {
     ex.set_input(a, random_tensor({2, 2, 5, 5}, 10 + s, -1, 1, DType::f32));
@@ -128,9 +128,11 @@ TEST_CASE("a shared parameter gets exactly one update per step") {
     REQUIRE(w != nullptr);
     const Tensor w0 = clone(w->value);
     const double lr = 0.5;
-    Executor ex(
-        tape, cpu_backend(),
-        {.memory = memory, .keep = {loss}, .keep_param_grads = true, .sgd = SgdConfig{.lr = lr}});
+    Executor ex(tape, cpu_backend(),
+                {.memory = memory,
+                 .keep = {loss},
+                 .keep_param_grads = true,
+                 .optimizer = OptimizerConfig{.lr = lr}});
     ex.set_input(x, random_tensor({3, 5}, 8));
     ex.set_input(labels, random_labels(3, 5, 9));
     ex.forward();

@@ -120,6 +120,16 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("sim device: AdamW steps of ResNet-20 equal the CPU's bitwise, baseline and planned") {
+  const Shape shape{2, 3, 32, 32};
+  for (MemoryMode memory : {MemoryMode::baseline, MemoryMode::planned}) {
+    CAPTURE(memory_mode_name(memory));
+    check_all_bitwise(
+        train_on(cpu_backend(), bundled("resnet20"), shape, 10, memory, 2, OptimizerKind::adamw),
+        train_on(sim_backend(), bundled("resnet20"), shape, 10, memory, 2, OptimizerKind::adamw));
+  }
+}
+
 TEST_CASE(
     "sim device: leaky_relu, affine coupling and fixed-point reversible blocks equal the CPU's") {
   const Shape shape{2, 4, 6, 6};

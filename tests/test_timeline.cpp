@@ -127,10 +127,10 @@ TEST_CASE("layout equals the executor's and the report's") {
     const Layout layout = layout_of(r, mode, MemoryMode::planned);
     CHECK(layout.plan.arena_bytes == report.planned.arena);
     CHECK(layout.plan.lower_bound == report.planned.lower_bound);
-    std::optional<SgdConfig> sgd;
-    if (mode == Mode::training) sgd = SgdConfig{.lr = 0.1, .momentum = 0.9};
+    std::optional<OptimizerConfig> sgd;
+    if (mode == Mode::training) sgd = OptimizerConfig{.lr = 0.1, .momentum = 0.9};
     Executor ex(*r.tape, cpu_backend(),
-                {.mode = mode, .memory = MemoryMode::planned, .keep = {r.loss}, .sgd = sgd});
+                {.mode = mode, .memory = MemoryMode::planned, .keep = {r.loss}, .optimizer = sgd});
     CHECK(ex.arena_bytes() == layout.plan.arena_bytes);
     REQUIRE(ex.liveness().buffers.size() == layout.live.buffers.size());
     for (size_t i = 0; i < layout.live.buffers.size(); ++i) {

@@ -13,6 +13,7 @@
 #include "data/synthetic.h"
 #include "tests/temp_dir.h"
 #include "train/trainer.h"
+#include "train/weights.h"
 
 using namespace frugal;
 using namespace frugal::testing;
@@ -41,6 +42,7 @@ bool same_state(ParamStore& a, ParamStore& b) {
     if (std::memcmp(x.value.raw(), y.value.raw(), x.meta.bytes()) != 0) return false;
     if (x.momentum.defined() && std::memcmp(x.momentum.raw(), y.momentum.raw(), x.meta.bytes()))
       return false;
+    if (x.second_moment.defined() != y.second_moment.defined()) return false;
   }
   return true;
 }
@@ -301,4 +303,23 @@ TEST_CASE("train: a checkpoint of non-finite weights is refused and leaves no fi
   CHECK(std::filesystem::exists(dir / "good.safetensors"));
   CHECK(!std::filesystem::exists(dir / "bad.safetensors"));
   CHECK(!std::filesystem::exists(dir / "bad.safetensors.tmp"));
+}
+
+TEST_CASE("train: a checkpoint says how its images were read; eval and predict follow it") {
+  TempDir dir("frugal-train-resize");
+  Dataset train = synthetic_dataset({1, 20, 20}, 4, 10, 1);
+  train.resize = true;  // 1x20x20 resampled to fill resnet20's 3x32x32
+  Trainer t({.model = "resnet20", .batch = 2, .threads = 2, .steps = 1, .eval_batch = 2}, train,
+            train);
+  t.step();
+  t.save(dir / "r.safetensors");
+  Safetensors file = load_safetensors(dir / "r.safetensors");
+  CHECK(saved_resize(file, "r"));
+  CHECK(saved_image_size(file, "r") == 0);
+  file.metadata["resize"] = "yes";
+  file.metadata["image_size"] = "99999";
+  CHECK(error_message([&] { saved_resize(file, "r"); }) ==
+        "r: metadata resize 'yes' is neither true nor false");
+  CHECK(error_message([&] { saved_image_size(file, "r"); }) ==
+        "r: metadata image_size '99999' is not a side in 1..4096");
 }

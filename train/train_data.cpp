@@ -25,10 +25,15 @@ namespace {
 
 void check_fits(const Dataset& d, const ModelSpec& model) {
   const Shape s = d.sample_shape();
-  FRUGAL_CHECK(image_fits(s, model.input), model.name, " takes images ", model.input, "; ", d.name,
-               "'s ", s,
-               " do not fit (they may be centred in a larger frame and grey replicated to 3 "
-               "channels, never cropped)");
+  const Shape& in = model.input;
+  // Only the size is wrong: --resize would fit it.
+  const bool channels_fit = s.rank() == 3 && in.rank() == 3 && (in[0] == s[0] || s[0] == 1);
+  FRUGAL_CHECK(image_fits(s, in, d.resize), model.name, " takes images ", in, "; ", d.name, "'s ",
+               s,
+               d.resize ? " do not fit (grey is replicated to 3 channels, never the reverse)"
+                        : " do not fit (they may be centred in a larger frame and grey "
+                          "replicated to 3 channels, never cropped)",
+               !d.resize && channels_fit ? "; --resize resamples them to any size" : "");
 }
 
 TrainData folder_data(const std::string& dir, const ModelSpec& model, const FolderOptions& o) {
@@ -68,6 +73,7 @@ Dataset load_data(const std::string& data, const ModelSpec& model, bool train,
     d = load_cifar10(data, train);
   else
     d = load_fashion_mnist(data, train);
+  d.resize = folder.resize;
   check_fits(d, model);
   return d;
 }
@@ -76,8 +82,8 @@ TrainData load_train_data(const std::string& data, const ModelSpec& model,
                           const SyntheticSizes& synthetic, uint64_t seed,
                           const FolderOptions& folder) {
   if (data != "synthetic" && is_image_folder(data)) return folder_data(data, model, folder);
-  return {load_data(data, model, true, synthetic, seed),
-          load_data(data, model, false, synthetic, seed),
+  return {load_data(data, model, true, synthetic, seed, folder),
+          load_data(data, model, false, synthetic, seed, folder),
           {},
           {}};
 }

@@ -19,13 +19,17 @@ struct TrainData {
   std::vector<std::string> skipped;      // files an image folder's scan left out (skip_bad)
 };
 
-// How an image folder is read (other data ignore it).
+// How images are read: an image folder's decoding, and (`resize`) how held data sets meet a
+// larger or smaller input.
 struct FolderOptions {
   int64_t image_size = 0;        // the input's side (0: the model's)
   int workers = 0;               // decode threads (0: the machine's cores)
   bool skip_bad = false;         // leave out badly named files; replace files that fail to decode
   bool augment = true;           // training: random resized crops and flips (else as evaluation)
   double crop_fraction = 0.875;  // evaluation's centre crop (ImageTransform)
+  // IDX, CIFAR-10 and synthetic data: resample each image to fill the input (Dataset::resize)
+  // rather than centre it in a frame; image folders always resample.
+  bool resize = false;
 };
 
 // `model` with its input resized to image_size x image_size (0: as it is). Throws unless the

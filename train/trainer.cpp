@@ -52,8 +52,25 @@ void check_train_options(const TrainOptions& o) {
   FRUGAL_CHECK(std::isfinite(o.weight_decay) && o.weight_decay >= 0,
                "train: weight decay (--weight-decay) ", o.weight_decay,
                " must be a finite number >= 0");
+  FRUGAL_CHECK(std::isfinite(o.beta1) && o.beta1 >= 0 && o.beta1 < 1 && std::isfinite(o.beta2) &&
+                   o.beta2 >= 0 && o.beta2 < 1,
+               "train: AdamW's betas (--beta1 ", o.beta1, ", --beta2 ", o.beta2,
+               ") must lie in [0, 1)");
+  FRUGAL_CHECK(std::isfinite(o.eps) && o.eps > 0, "train: AdamW's eps (--eps) ", o.eps,
+               " must be a finite number above 0");
   FRUGAL_CHECK(o.threads >= 0 && o.threads <= kMaxThreads, "train: threads (--threads) ", o.threads,
                " must lie in 0..", kMaxThreads, " (0: all cores)");
+}
+
+OptimizerConfig optimizer_config(const TrainOptions& o, double lr, int64_t step) {
+  return {.lr = lr,
+          .momentum = o.momentum,
+          .weight_decay = o.weight_decay,
+          .kind = o.optimizer,
+          .beta1 = o.beta1,
+          .beta2 = o.beta2,
+          .eps = o.eps,
+          .step = step};
 }
 
 double learning_rate(const TrainOptions& o, int64_t t, int64_t T) {
@@ -97,16 +114,14 @@ Trainer::Trainer(const TrainOptions& o, const Dataset& train, const Dataset& tes
   labels_ = step.labels;
   logits_ = step.logits;
   loss_ = step.loss;
-  ex_ = std::make_unique<Executor>(
-      tape_, backend_,
-      ExecutorOptions{
-          .mode = Mode::training,
-          .memory = o.memory,
-          .seed = o.seed,
-          .keep = {logits_, loss_, labels_},
-          .sgd = SgdConfig{.lr = o.lr, .momentum = o.momentum, .weight_decay = o.weight_decay},
-          .check_finite = o.check_finite,
-          .workspace_limit = o.workspace_limit});
+  ex_ = std::make_unique<Executor>(tape_, backend_,
+                                   ExecutorOptions{.mode = Mode::training,
+                                                   .memory = o.memory,
+                                                   .seed = o.seed,
+                                                   .keep = {logits_, loss_, labels_},
+                                                   .optimizer = optimizer_config(o, o.lr, 1),
+                                                   .check_finite = o.check_finite,
+                                                   .workspace_limit = o.workspace_limit});
   steps_per_epoch_ = train.size() / o.batch;  // the last partial batch is dropped
   if (o.steps > 0) steps_per_epoch_ = std::min(steps_per_epoch_, o.steps);
 }
@@ -120,7 +135,7 @@ StepResult Trainer::step() {
     batches_epoch_ = epoch();
   }
   if (step_in_epoch() == 0) totals_ = {};
-  ex_->set_sgd({.lr = lr(), .momentum = options_.momentum, .weight_decay = options_.weight_decay});
+  ex_->set_optimizer(optimizer_config(options_, lr(), step_ + 1));
   ex_->set_step(static_cast<uint64_t>(step_));
   const Tensor& labels = batches_.copy(backend_, step_in_epoch() * options_.batch,
                                        ex_->input(images_), ex_->input(labels_));
@@ -162,12 +177,14 @@ void Trainer::save(const std::string& path) {
                                               {"steps_per_epoch", std::to_string(steps_per_epoch_)},
                                               {"batch", std::to_string(options_.batch)},
                                               {"seed", std::to_string(options_.seed)},
+                                              {"optimizer", optimizer_name(options_.optimizer)},
                                               {"epoch_loss_sum", loss},
                                               {"epoch_correct", std::to_string(totals_.correct)},
                                               {"epoch_steps", std::to_string(totals_.steps)}};
   if (!train_.class_names.empty())  // for `frugal predict`: the names of the labels
     metadata["classes"] = nlohmann::json(train_.class_names).dump();
   if (options_.image_size > 0) metadata["image_size"] = std::to_string(options_.image_size);
+  if (train_.resize) metadata["resize"] = "true";
   save_safetensors(path, weights_tensors(params_, true, std::move(metadata)));
 }
 
@@ -201,6 +218,13 @@ void Trainer::resume(const std::string& path) {
                clip(get("steps_per_epoch")), " steps per epoch; this run has batch ",
                options_.batch, " and ", steps_per_epoch_,
                " (resume with the same --batch and --steps)");
+  // The optimizer's state is its own: an SGD momentum is no AdamW moment. Checkpoints from
+  // before AdamW carry no key and are SGD's.
+  const auto opt = file.metadata.find("optimizer");
+  const std::string saved_optimizer = opt == file.metadata.end() ? "sgd" : opt->second;
+  FRUGAL_CHECK(saved_optimizer == optimizer_name(options_.optimizer), path,
+               ": saved by optimizer '", clip(saved_optimizer), "'; this run uses ",
+               optimizer_name(options_.optimizer), " (resume with the same --optimizer)");
   if (file.metadata.count("seed")) {
     const std::string s = get("seed");
     uint64_t seed = 0;

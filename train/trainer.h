@@ -25,6 +25,9 @@ struct TrainOptions {
   int epochs = 1;
   int64_t batch = 64;
   double lr = 0.05, momentum = 0.9, weight_decay = 5e-4;
+  // SGD with momentum, or AdamW (its betas and eps below; weight_decay then decoupled).
+  OptimizerKind optimizer = OptimizerKind::sgd;
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
   Schedule schedule = Schedule::cosine;
   int64_t warmup = 50;   // steps of linear warm-up: lr (t+1)/warmup at step t
   bool augment = false;  // random crop (pad 4) and horizontal flip of training images

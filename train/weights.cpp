@@ -4,7 +4,9 @@
 // move between the file's host tensors and the store's device through the store's backend.
 #include "train/weights.h"
 
+#include <charconv>
 #include <cmath>
+#include <cstring>
 #include <set>
 
 #include "core/backend.h"
@@ -12,7 +14,20 @@
 
 namespace frugal {
 namespace {
-const std::string kMomentum = "momentum/";
+// Optimizer state saved beside the weights: "<prefix><parameter name>".
+struct StateSlot {
+  const char* prefix;
+  Tensor Parameter::*member;
+};
+constexpr StateSlot kState[] = {{"momentum/", &Parameter::momentum},
+                                {"second_moment/", &Parameter::second_moment}};
+
+// The parameter name a state tensor's name carries, or `name` for a weight.
+std::string base_name(const std::string& name) {
+  for (const StateSlot& s : kState)
+    if (name.starts_with(s.prefix)) return name.substr(std::strlen(s.prefix));
+  return name;
+}
 }  // namespace
 
 Safetensors weights_tensors(ParamStore& params, bool with_momentum,
@@ -22,9 +37,10 @@ Safetensors weights_tensors(ParamStore& params, bool with_momentum,
   Backend& be = params.backend();
   for (Parameter* p : params.all()) file.tensors.emplace_back(p->name, to_host(be, p->value));
   if (with_momentum)
-    for (Parameter* p : params.all())
-      if (p->momentum.defined())
-        file.tensors.emplace_back(kMomentum + p->name, to_host(be, p->momentum));
+    for (const StateSlot& s : kState)
+      for (Parameter* p : params.all())
+        if ((p->*s.member).defined())
+          file.tensors.emplace_back(s.prefix + p->name, to_host(be, p->*s.member));
   for (const auto& [name, t] : file.tensors) {
     const int64_t i = cpu_backend().first_non_finite(t);  // the file's tensors are on the host
     FRUGAL_CHECK(i < 0, "weights: '", name, "' ", t.shape(), " holds ",
@@ -56,29 +72,48 @@ void load_weights(ParamStore& params, const Safetensors& file, const std::string
     FRUGAL_CHECK(t != nullptr, path, ": missing tensor '", p->name, "' ", p->meta.shape, " ",
                  dtype_name(p->meta.dtype), " of model ", model);
     check(p->name, *t, p->meta);
-    if (const Tensor* m = file.find(kMomentum + p->name); m != nullptr)
-      check(kMomentum + p->name, *m, p->meta);
+    for (const StateSlot& s : kState)
+      if (const Tensor* m = file.find(s.prefix + p->name); m != nullptr)
+        check(s.prefix + p->name, *m, p->meta);
   }
-  for (const auto& [name, t] : file.tensors) {
-    const bool momentum = name.starts_with(kMomentum);
-    const std::string base = momentum ? name.substr(kMomentum.size()) : name;
-    FRUGAL_CHECK(known.count(base) != 0, path, ": tensor '", name, "' ", t.shape(),
+  for (const auto& [name, t] : file.tensors)
+    FRUGAL_CHECK(known.count(base_name(name)) != 0, path, ": tensor '", name, "' ", t.shape(),
                  " is not in model ", model, " (a file for another model?)");
-  }
   Backend& be = params.backend();
   for (Parameter* p : params.all()) {
     be.copy_to_device(*file.find(p->name), p->value);
     if (!with_momentum) continue;
-    const Tensor* m = file.find(kMomentum + p->name);
-    if (m == nullptr) {
-      p->momentum = Tensor();
-      continue;
+    for (const StateSlot& s : kState) {
+      Tensor& state = p->*s.member;
+      const Tensor* m = file.find(s.prefix + p->name);
+      if (m == nullptr) {
+        state = Tensor();
+        continue;
+      }
+      if (!state.defined())
+        state = Tensor::empty(p->meta.shape, p->meta.dtype, Role::optimizer_state, be.allocator());
+      be.copy_to_device(*m, state);
     }
-    if (!p->momentum.defined())
-      p->momentum =
-          Tensor::empty(p->meta.shape, p->meta.dtype, Role::optimizer_state, be.allocator());
-    be.copy_to_device(*m, p->momentum);
   }
+}
+
+int64_t saved_image_size(const Safetensors& file, const std::string& path) {
+  auto it = file.metadata.find("image_size");
+  if (it == file.metadata.end()) return 0;
+  const std::string& text = it->second;
+  int64_t size = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), size);
+  FRUGAL_CHECK(ec == std::errc() && end == text.data() + text.size() && size >= 1 && size <= 4096,
+               path, ": metadata image_size '", text.substr(0, 40), "' is not a side in 1..4096");
+  return size;
+}
+
+bool saved_resize(const Safetensors& file, const std::string& path) {
+  auto it = file.metadata.find("resize");
+  if (it == file.metadata.end()) return false;
+  FRUGAL_CHECK(it->second == "true" || it->second == "false", path, ": metadata resize '",
+               it->second.substr(0, 40), "' is neither true nor false");
+  return it->second == "true";
 }
 
 }  // namespace frugal

@@ -91,7 +91,9 @@ class CpuBackend final : public Backend {
   void softmax_cross_entropy_backward(const Tensor& x, const Tensor& labels, const Tensor& dloss,
                                       Tensor& dx) override;
 
-  void sgd_step(Tensor& w, const Tensor& dw, Tensor& v, const SgdConfig& c) override;
+  void sgd_step(Tensor& w, const Tensor& dw, Tensor& v, const OptimizerConfig& c) override;
+  void adamw_step(Tensor& w, const Tensor& dw, Tensor& m, Tensor& v,
+                  const OptimizerConfig& c) override;
 };
 
 }  // namespace frugal

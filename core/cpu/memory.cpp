@@ -1,10 +1,12 @@
-// Fill, copy, accumulate, the finiteness check, SGD and the thread setting of the CPU backend.
+// Fill, copy, accumulate, the finiteness check, SGD, AdamW and the thread setting of the CPU
+// backend.
 #include <omp.h>
 
 #include <cmath>
 #include <cstring>
 #include <vector>
 
+#include "core/adamw.h"
 #include "core/cpu/cpu_backend.h"
 #include "core/cpu/parts.h"
 #include "core/kernel_checks.h"
@@ -75,7 +77,7 @@ void accumulate_t(const T* x, T* y, int64_t n) {
 }
 
 template <typename T>
-void sgd_t(T* w, const T* dw, T* v, int64_t n, const SgdConfig& c) {
+void sgd_t(T* w, const T* dw, T* v, int64_t n, const OptimizerConfig& c) {
   const T lr = static_cast<T>(c.lr), m = static_cast<T>(c.momentum),
           wd = static_cast<T>(c.weight_decay);
 #pragma omp parallel for schedule(static)
@@ -84,6 +86,13 @@ void sgd_t(T* w, const T* dw, T* v, int64_t n, const SgdConfig& c) {
     v[i] = m * v[i] + g;
     w[i] -= lr * v[i];
   }
+}
+
+template <typename T>
+void adamw_t(T* w, const T* dw, T* m, T* v, int64_t n, const OptimizerConfig& c) {
+  const AdamwScalars<T> k = adamw_scalars<T>(c);
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i) adamw_element(k, w[i], dw[i], m[i], v[i]);
 }
 }  // namespace
 
@@ -137,12 +146,21 @@ void CpuBackend::subtract(const Tensor& a, const Tensor& b, Tensor& y) {
     subtract_t(a.data<double>(), b.data<double>(), y.data<double>(), a.numel());
 }
 
-void CpuBackend::sgd_step(Tensor& w, const Tensor& dw, Tensor& v, const SgdConfig& c) {
+void CpuBackend::sgd_step(Tensor& w, const Tensor& dw, Tensor& v, const OptimizerConfig& c) {
   check_sgd(w, dw, v, device());
   if (w.dtype() == DType::f32)
     sgd_t(w.data<float>(), dw.data<float>(), v.data<float>(), w.numel(), c);
   else
     sgd_t(w.data<double>(), dw.data<double>(), v.data<double>(), w.numel(), c);
+}
+
+void CpuBackend::adamw_step(Tensor& w, const Tensor& dw, Tensor& m, Tensor& v,
+                            const OptimizerConfig& c) {
+  check_adamw(w, dw, m, v, c, device());
+  if (w.dtype() == DType::f32)
+    adamw_t(w.data<float>(), dw.data<float>(), m.data<float>(), v.data<float>(), w.numel(), c);
+  else
+    adamw_t(w.data<double>(), dw.data<double>(), m.data<double>(), v.data<double>(), w.numel(), c);
 }
 
 }  // namespace frugal

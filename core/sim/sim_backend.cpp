@@ -305,8 +305,14 @@ void SimBackend::softmax_cross_entropy_backward(const Tensor& x, const Tensor& l
   cpu_.softmax_cross_entropy_backward(view(x), view(labels), view(dloss), view(dx));
 }
 
-void SimBackend::sgd_step(Tensor& w, const Tensor& dw, Tensor& v, const SgdConfig& c) {
+void SimBackend::sgd_step(Tensor& w, const Tensor& dw, Tensor& v, const OptimizerConfig& c) {
   Views view(alloc_, "sgd_step");
   cpu_.sgd_step(view(w), view(dw), view(v), c);
+}
+
+void SimBackend::adamw_step(Tensor& w, const Tensor& dw, Tensor& m, Tensor& v,
+                            const OptimizerConfig& c) {
+  Views view(alloc_, "adamw_step");
+  cpu_.adamw_step(view(w), view(dw), view(m), view(v), c);
 }
 }  // namespace frugal

@@ -83,7 +83,9 @@ class SimBackend final : public Backend {
   void softmax_cross_entropy_forward(const Tensor& x, const Tensor& labels, Tensor& loss) override;
   void softmax_cross_entropy_backward(const Tensor& x, const Tensor& labels, const Tensor& dloss,
                                       Tensor& dx) override;
-  void sgd_step(Tensor& w, const Tensor& dw, Tensor& v, const SgdConfig& c) override;
+  void sgd_step(Tensor& w, const Tensor& dw, Tensor& v, const OptimizerConfig& c) override;
+  void adamw_step(Tensor& w, const Tensor& dw, Tensor& m, Tensor& v,
+                  const OptimizerConfig& c) override;
 
  private:
   Backend& cpu_;

@@ -172,7 +172,7 @@ TEST_CASE("cuda allocator: aligned device memory, accounted by role") {
   CHECK(a.current_bytes() == before);
 }
 
-TEST_CASE("cuda memory: fill, copy, accumulate, subtract, sgd") {
+TEST_CASE("cuda memory: fill, copy, accumulate, subtract, sgd, adamw") {
   for (DType t : {DType::f32, DType::f64, DType::i32, DType::u8}) {
     Pair p = empty_pair({37}, t);
     cpu().fill(p.cpu, 3);
@@ -193,11 +193,21 @@ TEST_CASE("cuda memory: fill, copy, accumulate, subtract, sgd") {
     gpu().subtract(x.gpu, y.gpu, z.gpu);
     check_equal(z, "subtract");
     Pair w = random_pair({300}, t, 3), dw = random_pair({300}, t, 4), v = random_pair({300}, t, 5);
-    const SgdConfig c{.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-3};
+    const OptimizerConfig c{.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-3};
     cpu().sgd_step(w.cpu, dw.cpu, v.cpu, c);
     gpu().sgd_step(w.gpu, dw.gpu, v.gpu, c);
     check_close(w, "sgd weight");
     check_close(v, "sgd momentum");
+    Pair m = random_pair({300}, t, 6), s = random_pair({300}, t, 7);
+    cpu().fill(s.cpu, 0.25);
+    gpu().fill(s.gpu, 0.25);  // the second moment is never negative
+    const OptimizerConfig a{
+        .lr = 1e-3, .weight_decay = 0.01, .kind = OptimizerKind::adamw, .step = 3};
+    cpu().adamw_step(w.cpu, dw.cpu, m.cpu, s.cpu, a);
+    gpu().adamw_step(w.gpu, dw.gpu, m.gpu, s.gpu, a);
+    check_close(w, "adamw weight");
+    check_close(m, "adamw first moment");
+    check_close(s, "adamw second moment");
   }
 }
 

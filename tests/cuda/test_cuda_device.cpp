@@ -53,6 +53,16 @@ TEST_CASE("cuda device: planned steps equal baseline steps bitwise, and repeat e
     check_all_bitwise(train_on(gpu(), coupling_net, {2, 4, 6, 6}, 5, MemoryMode::baseline, 2),
                       train_on(gpu(), coupling_net, {2, 4, 6, 6}, 5, memory, 2));
   }
+  // AdamW: planned == baseline on the device, and the same bits again.
+  const Shape shape{2, 3, 32, 32};
+  const std::vector<Tensor> adamw =
+      train_on(gpu(), bundled("resnet20"), shape, 10, MemoryMode::planned, 3, OptimizerKind::adamw);
+  check_all_bitwise(train_on(gpu(), bundled("resnet20"), shape, 10, MemoryMode::baseline, 3,
+                             OptimizerKind::adamw),
+                    adamw);
+  check_all_bitwise(
+      train_on(gpu(), bundled("resnet20"), shape, 10, MemoryMode::planned, 3, OptimizerKind::adamw),
+      adamw);
 }
 
 TEST_CASE(
@@ -99,7 +109,7 @@ TEST_CASE("cuda device: the arena the plan asks for is what the driver gives") {
   Executor ex(tape, gpu(),
               {.memory = MemoryMode::planned,
                .keep = {loss},
-               .sgd = SgdConfig{.lr = 0.1, .momentum = 0.9}});
+               .optimizer = OptimizerConfig{.lr = 0.1, .momentum = 0.9}});
   gpu().synchronize();
   const size_t allocations = cuda_allocator().allocation_count() - count;
   const size_t driver = before.free - cuda_memory_info().free;
@@ -158,7 +168,7 @@ TEST_CASE("cuda device: cuDNN's workspaces are chosen within the arena and the l
     Executor ex(tape, gpu(),
                 {.memory = MemoryMode::planned,
                  .keep = {loss},
-                 .sgd = SgdConfig{.lr = 0.1, .momentum = 0.9},
+                 .optimizer = OptimizerConfig{.lr = 0.1, .momentum = 0.9},
                  .workspace_limit = limit});
     const WorkspacePlan& w = ex.layout().workspace;
     REQUIRE(!w.picks.empty());  // every convolution pass, forward and backward
@@ -184,7 +194,7 @@ TEST_CASE("cuda device: cuDNN's workspaces are chosen within the arena and the l
   CHECK_THROWS_WITH_AS(Executor(tape, gpu(),
                                 {.memory = MemoryMode::planned,
                                  .keep = {loss},
-                                 .sgd = SgdConfig{.lr = 0.1},
+                                 .optimizer = OptimizerConfig{.lr = 0.1},
                                  .workspace_limit = least - 1}),
                        doctest::Contains("above the workspace limit of"), Error);
 }

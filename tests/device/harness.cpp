@@ -31,21 +31,19 @@ void check_all_bitwise(const std::vector<Tensor>& a, const std::vector<Tensor>& 
   }
 }
 
-// Every parameter, running statistic and momentum buffer of a store, as host copies.
+// Every parameter, running statistic and optimizer state buffer of a store, as host copies.
 std::vector<Tensor> state_of(ParamStore& store) {
   std::vector<Tensor> out;
   for (Parameter* p : store.all()) {
     out.push_back(snapshot(store.backend(), p->value));
     if (p->momentum.defined()) out.push_back(snapshot(store.backend(), p->momentum));
+    if (p->second_moment.defined()) out.push_back(snapshot(store.backend(), p->second_moment));
   }
   return out;
 }
 
-// `steps` SGD steps (momentum 0.9) of `net` over (N,C,H,W) images on `be`, planned runs
-// poisoned: each step's loss, logits and d images, every parameter gradient, then every
-// parameter, running statistic and momentum buffer, all as host copies.
 std::vector<Tensor> train_on(Backend& be, const Network& net, Shape shape, int64_t classes,
-                             MemoryMode memory, int steps) {
+                             MemoryMode memory, int steps, OptimizerKind optimizer) {
   ParamStore store(7, be);
   Tape tape(store, DType::f32);
   Value x = tape.input("images", shape, DType::f32, true);
@@ -58,9 +56,12 @@ std::vector<Tensor> train_on(Backend& be, const Network& net, Shape shape, int64
                .seed = 3,
                .keep = {loss, logits},
                .keep_param_grads = true,
-               .sgd = SgdConfig{.lr = 0.05, .momentum = 0.9}});
+               .optimizer = OptimizerConfig{.lr = 0.05, .momentum = 0.9}});
   std::vector<Tensor> out;
   for (int step = 0; step < steps; ++step) {
+    if (optimizer == OptimizerKind::adamw)
+      ex.set_optimizer(
+          {.lr = 0.01, .weight_decay = 0.01, .kind = OptimizerKind::adamw, .step = step + 1});
     ex.set_input(x, random_tensor(shape, 10 + step, -1, 1, DType::f32));
     ex.set_input(labels, random_labels(shape[0], classes, 20 + step));
     ex.forward();

@@ -25,14 +25,16 @@ Tensor snapshot(Backend& be, const Tensor& t);
 // CHECKs that a and b hold the same number of tensors, each bitwise equal.
 void check_all_bitwise(const std::vector<Tensor>& a, const std::vector<Tensor>& b);
 
-// Every parameter, running statistic and momentum buffer of a store, as host copies.
+// Every parameter, running statistic and optimizer state buffer of a store, as host copies.
 std::vector<Tensor> state_of(ParamStore& store);
 
-// `steps` SGD steps (momentum 0.9) of `net` over (N,C,H,W) images on `be`, planned runs
-// poisoned: each step's loss, logits and d images, every parameter gradient, then every
-// parameter, running statistic and momentum buffer, all as host copies.
+// `steps` SGD steps (momentum 0.9; or AdamW, weight decay 0.01) of `net` over (N,C,H,W)
+// images on `be`, planned runs poisoned: each step's loss, logits and d images, every
+// parameter gradient, then every parameter, running statistic and optimizer state buffer, all
+// as host copies.
 std::vector<Tensor> train_on(Backend& be, const Network& net, Shape shape, int64_t classes,
-                             MemoryMode memory, int steps);
+                             MemoryMode memory, int steps,
+                             OptimizerKind optimizer = OptimizerKind::sgd);
 
 // The bits of the losses of the trainer's next `steps` steps.
 std::vector<uint32_t> loss_bits(Trainer& t, int steps);
