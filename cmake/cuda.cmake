@@ -84,7 +84,7 @@ message(STATUS "frugal: CUDA ${CUDAToolkit_VERSION} (${CMAKE_CUDA_COMPILER}), cu
 
 # --- the backend ------------------------------------------------------------------------------------
 # Listed, not globbed: a CPU-only fallback for the entry points may live beside them.
-set(FRUGAL_CUDA_SOURCES affine.cu batchnorm.cu channel.cu check.cpp conv2d.cu cuda_allocator.cpp
+set(FRUGAL_CUDA_SOURCES activation.cu affine.cu batchnorm.cu channel.cu check.cpp conv2d.cu cuda_allocator.cpp
   cuda_backend.cpp cuda_entry.cpp cudnn_handles.cpp fixed_point.cu leaky_relu.cu
   linear.cu loss.cu memory.cu pointwise.cu pool.cu relu.cu)
 list(TRANSFORM FRUGAL_CUDA_SOURCES PREPEND ${PROJECT_SOURCE_DIR}/cuda/)

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/activation.h"
 #include "core/device.h"
 #include "core/roles.h"
 #include "core/tensor.h"
@@ -161,6 +162,12 @@ class Backend {
   // dx = dy where y > 0, else slope * dy. dx may alias dy.
   virtual void leaky_relu_backward_output(const Tensor& dy, const Tensor& y, double slope,
                                           Tensor& dx) = 0;
+
+  // --- activations (core/activation.h) -------------------------------------------------------
+  // y = f(x) elementwise (f32 or f64); y may alias x.
+  virtual void activation_forward(Activation a, const Tensor& x, Tensor& y) = 0;
+  // dx = dy f'(.) from `v`: y where activation_backward_reads_output(a), else x. dx may alias dy.
+  virtual void activation_backward(Activation a, const Tensor& v, const Tensor& dy, Tensor& dx) = 0;
 
   // --- fixed-point grid (layers/fixed_point.h): multiples of 2^-frac below 2^range_bits, with
   // frac = 24 - range_bits in f32, 53 - range_bits in f64 (1 <= range_bits < those) --------------

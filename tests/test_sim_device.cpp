@@ -13,6 +13,7 @@
 
 #include "check/gradcheck.h"
 #include "data/synthetic.h"
+#include "layers/activation.h"
 #include "layers/conv2d.h"
 #include "layers/fixed_point.h"
 #include "layers/flatten.h"
@@ -118,6 +119,19 @@ TEST_CASE(
         train_on(sim_backend(), bundled("small-cnn"), shape, 10, memory, 2);
     check_all_bitwise(cpu, sim);
   }
+}
+
+TEST_CASE("sim device: the activations' steps equal the CPU's bitwise") {
+  const Network net = [](Value x) {
+    x = conv2d(x, {.out = 4, .kernel = 3, .pad = 1});
+    for (Activation a : {Activation::sigmoid, Activation::tanh, Activation::silu, Activation::gelu,
+                         Activation::hardsigmoid, Activation::hardswish, Activation::relu6})
+      x = activation(x, a);
+    return linear(flatten(x), {.out = 5});
+  };
+  for (MemoryMode memory : {MemoryMode::baseline, MemoryMode::planned})
+    check_all_bitwise(train_on(cpu_backend(), net, {2, 3, 6, 6}, 5, memory, 2),
+                      train_on(sim_backend(), net, {2, 3, 6, 6}, 5, memory, 2));
 }
 
 TEST_CASE("sim device: AdamW steps of ResNet-20 equal the CPU's bitwise, baseline and planned") {

@@ -315,4 +315,15 @@ void SimBackend::adamw_step(Tensor& w, const Tensor& dw, Tensor& m, Tensor& v,
   Views view(alloc_, "adamw_step");
   cpu_.adamw_step(view(w), view(dw), view(m), view(v), c);
 }
+
+void SimBackend::activation_forward(Activation a, const Tensor& x, Tensor& y) {
+  Views view(alloc_, "activation_forward");
+  cpu_.activation_forward(a, view(x), view(y));
+}
+
+void SimBackend::activation_backward(Activation a, const Tensor& v, const Tensor& dy, Tensor& dx) {
+  Views view(alloc_, "activation_backward");
+  cpu_.activation_backward(a, view(v), view(dy), view(dx));
+}
+
 }  // namespace frugal

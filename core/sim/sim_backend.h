@@ -62,6 +62,8 @@ class SimBackend final : public Backend {
   void subtract(const Tensor& a, const Tensor& b, Tensor& y) override;
   void concat_forward(std::span<const Tensor> xs, Tensor& y) override;
   void concat_backward(const Tensor& dy, std::span<Tensor> dxs) override;
+  void activation_forward(Activation a, const Tensor& x, Tensor& y) override;
+  void activation_backward(Activation a, const Tensor& v, const Tensor& dy, Tensor& dx) override;
   void leaky_relu_forward(const Tensor& x, double slope, Tensor& y, Tensor& mask) override;
   void leaky_relu_backward_mask(const Tensor& dy, const Tensor& mask, double slope,
                                 Tensor& dx) override;

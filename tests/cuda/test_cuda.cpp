@@ -435,6 +435,25 @@ TEST_CASE("cuda leaky_relu: exact, mask bit for bit, in place") {
   }
 }
 
+TEST_CASE("cuda activations: the CPU's formulas within rounding, in place") {
+  const Shape s{7, 143};
+  for (Activation a : {Activation::sigmoid, Activation::tanh, Activation::silu, Activation::gelu,
+                       Activation::hardsigmoid, Activation::hardswish, Activation::relu6}) {
+    CAPTURE(std::string(activation_name(a)));
+    for (DType t : kFloats) {
+      Pair x = random_pair(s, t, 92), dy = random_pair(s, t, 93);
+      Pair y = empty_pair(s, t), dx = empty_pair(s, t);
+      on_both([&](Backend& be, auto side) {
+        be.activation_forward(a, side(x), side(y));
+        be.activation_backward(a, activation_backward_reads_output(a) ? side(y) : side(x), side(dy),
+                               side(dx));
+      });
+      check_close(y, "activation y");
+      check_close(dx, "activation dx");
+    }
+  }
+}
+
 TEST_CASE("cuda fixed point: rounding and exact addition, errors as on the CPU") {
   const Shape s{5, 211};
   for (DType t : kFloats) {

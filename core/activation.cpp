@@ -1,0 +1,26 @@
+// Activation names, for messages and reports.
+#include "core/activation.h"
+
+namespace frugal {
+
+const char* activation_name(Activation a) {
+  switch (a) {
+    case Activation::sigmoid:
+      return "sigmoid";
+    case Activation::tanh:
+      return "tanh";
+    case Activation::silu:
+      return "silu";
+    case Activation::gelu:
+      return "gelu";
+    case Activation::hardsigmoid:
+      return "hardsigmoid";
+    case Activation::hardswish:
+      return "hardswish";
+    case Activation::relu6:
+      return "relu6";
+  }
+  return "activation";
+}
+
+}  // namespace frugal

@@ -1,0 +1,100 @@
+// Smooth and piecewise-linear activations (the ones modern CNNs and ONNX models use): which
+// one, what its backward reads, and one element's forward and derivative, shared by the CPU and
+// CUDA kernels so both compute the same formulas. NaN propagates through every one of them, as
+// in PyTorch.
+#pragma once
+
+#include <cmath>
+
+#if defined(__CUDACC__)
+#define FRUGAL_ACTIVATION_HD __host__ __device__
+#else
+#define FRUGAL_ACTIVATION_HD
+#endif
+
+namespace frugal {
+
+enum class Activation {
+  sigmoid,      // 1 / (1 + e^-x)
+  tanh,         // tanh x
+  silu,         // x sigmoid(x)  (Swish)
+  gelu,         // x Phi(x), Phi the standard normal CDF (PyTorch's exact GELU)
+  hardsigmoid,  // clamp(x / 6 + 1/2, 0, 1)
+  hardswish,    // x hardsigmoid(x)
+  relu6,        // clamp(x, 0, 6)
+};
+const char* activation_name(Activation a);  // "sigmoid", ...
+
+// Whether backward reads the output (sigmoid, tanh: the derivative is a function of y, so the
+// op may run in place) or the input (the rest).
+inline bool activation_backward_reads_output(Activation a) {
+  return a == Activation::sigmoid || a == Activation::tanh;
+}
+
+namespace activation_math {
+
+#if defined(__CUDA_ARCH__)
+#define FRUGAL_MATH(f) f  // CUDA's overloads for float and double
+#else
+#define FRUGAL_MATH(f) std::f
+#endif
+
+template <typename T>
+FRUGAL_ACTIVATION_HD inline T sigmoid(T x) {
+  return T(1) / (T(1) + FRUGAL_MATH(exp)(-x));
+}
+
+template <typename T>
+FRUGAL_ACTIVATION_HD inline T forward(Activation a, T x) {
+  switch (a) {
+    case Activation::sigmoid:
+      return sigmoid(x);
+    case Activation::tanh:
+      return FRUGAL_MATH(tanh)(x);
+    case Activation::silu:
+      return x * sigmoid(x);
+    case Activation::gelu:
+      return T(0.5) * x * (T(1) + FRUGAL_MATH(erf)(x * T(0.70710678118654752440)));
+    case Activation::hardsigmoid:
+      return x <= T(-3) ? T(0) : x >= T(3) ? T(1) : x / T(6) + T(0.5);
+    case Activation::hardswish:
+      return x <= T(-3) ? T(0) : x >= T(3) ? x : x * (x + T(3)) / T(6);
+    case Activation::relu6:
+      return x < T(0) ? T(0) : x > T(6) ? T(6) : x;  // NaN falls through both tests
+  }
+  return x;
+}
+
+// dx for one element: `v` is y where backward reads the output, else x. At the kinks of the
+// piecewise ones the derivative is PyTorch's (0 at the ends of hardsigmoid's and relu6's
+// linear piece; hardswish: 0 below -3, x/3 + 1/2 up to 3 inclusive, 1 above).
+template <typename T>
+FRUGAL_ACTIVATION_HD inline T backward(Activation a, T v, T dy) {
+  switch (a) {
+    case Activation::sigmoid:
+      return dy * v * (T(1) - v);
+    case Activation::tanh:
+      return dy * (T(1) - v * v);
+    case Activation::silu: {
+      const T s = sigmoid(v);
+      return dy * s * (T(1) + v * (T(1) - s));
+    }
+    case Activation::gelu: {
+      const T cdf = T(0.5) * (T(1) + FRUGAL_MATH(erf)(v * T(0.70710678118654752440)));
+      const T pdf = FRUGAL_MATH(exp)(T(-0.5) * v * v) * T(0.39894228040143267794);
+      return dy * (cdf + v * pdf);
+    }
+    case Activation::hardsigmoid:
+      return v > T(-3) && v < T(3) ? dy / T(6) : (v != v ? v : T(0));
+    case Activation::hardswish:
+      return v < T(-3) ? T(0) : v <= T(3) ? dy * (v / T(3) + T(0.5)) : (v != v ? v : dy);
+    case Activation::relu6:
+      return v > T(0) && v < T(6) ? dy : (v != v ? v : T(0));
+  }
+  return dy;
+}
+
+#undef FRUGAL_MATH
+
+}  // namespace activation_math
+}  // namespace frugal

@@ -1,0 +1,43 @@
+// Activation kernels of the CPU backend: one element function per activation
+// (core/activation.h, shared with the CUDA kernels), applied over static OpenMP splits.
+#include "core/activation.h"
+
+#include "core/cpu/cpu_backend.h"
+#include "core/kernel_checks.h"
+
+namespace frugal {
+
+namespace {
+
+template <typename T>
+void forward_t(Activation a, const T* x, T* y, int64_t n) {
+#pragma omp parallel for schedule(static) if (n > 16384)
+  for (int64_t i = 0; i < n; ++i) y[i] = activation_math::forward(a, x[i]);
+}
+
+template <typename T>
+void backward_t(Activation a, const T* v, const T* dy, T* dx, int64_t n) {
+#pragma omp parallel for schedule(static) if (n > 16384)
+  for (int64_t i = 0; i < n; ++i) dx[i] = activation_math::backward(a, v[i], dy[i]);
+}
+
+}  // namespace
+
+void CpuBackend::activation_forward(Activation a, const Tensor& x, Tensor& y) {
+  check_same(activation_name(a), x, y, device());
+  if (x.dtype() == DType::f32)
+    forward_t(a, x.data<float>(), y.data<float>(), x.numel());
+  else
+    forward_t(a, x.data<double>(), y.data<double>(), x.numel());
+}
+
+void CpuBackend::activation_backward(Activation a, const Tensor& v, const Tensor& dy, Tensor& dx) {
+  check_same(activation_name(a), dy, dx, device());
+  check_same(activation_name(a), v, dx, device());
+  if (v.dtype() == DType::f32)
+    backward_t(a, v.data<float>(), dy.data<float>(), dx.data<float>(), v.numel());
+  else
+    backward_t(a, v.data<double>(), dy.data<double>(), dx.data<double>(), v.numel());
+}
+
+}  // namespace frugal

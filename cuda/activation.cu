@@ -1,0 +1,50 @@
+// Activation kernels of the CUDA backend: one thread per element over the element functions
+// the CPU twin uses (core/activation.h).
+#include "core/activation.h"
+#include "core/kernel_checks.h"
+#include "cuda/cuda_backend.h"
+#include "cuda/launch.cuh"
+
+namespace frugal {
+
+namespace {
+
+template <typename T>
+__global__ void activation_forward_kernel(Activation a, const T* x, T* y, int64_t n) {
+  const int64_t i = thread_index();
+  if (i < n) y[i] = activation_math::forward(a, x[i]);
+}
+
+template <typename T>
+__global__ void activation_backward_kernel(Activation a, const T* v, const T* dy, T* dx,
+                                           int64_t n) {
+  const int64_t i = thread_index();
+  if (i < n) dx[i] = activation_math::backward(a, v[i], dy[i]);
+}
+
+}  // namespace
+
+void CudaBackend::activation_forward(Activation a, const Tensor& x, Tensor& y) {
+  check_same(activation_name(a), x, y, device());
+  const int64_t n = x.numel();
+  if (x.dtype() == DType::f32)
+    launch(n, activation_forward_kernel<float>, a, x.device_data<float>(), y.device_data<float>(),
+           n);
+  else
+    launch(n, activation_forward_kernel<double>, a, x.device_data<double>(),
+           y.device_data<double>(), n);
+}
+
+void CudaBackend::activation_backward(Activation a, const Tensor& v, const Tensor& dy, Tensor& dx) {
+  check_same(activation_name(a), dy, dx, device());
+  check_same(activation_name(a), v, dx, device());
+  const int64_t n = v.numel();
+  if (v.dtype() == DType::f32)
+    launch(n, activation_backward_kernel<float>, a, v.device_data<float>(), dy.device_data<float>(),
+           dx.device_data<float>(), n);
+  else
+    launch(n, activation_backward_kernel<double>, a, v.device_data<double>(),
+           dy.device_data<double>(), dx.device_data<double>(), n);
+}
+
+}  // namespace frugal

@@ -1,0 +1,64 @@
+// The activation op: shape and dtype checks, roles (in place where backward allows it) and the
+// backend's kernels.
+#include "layers/activation.h"
+
+namespace frugal {
+
+std::vector<TensorMeta> ActivationOp::infer(std::span<const TensorMeta> in) {
+  FRUGAL_CHECK(in.size() == 1, name(), ": expects 1 input, got ", in.size());
+  FRUGAL_CHECK(in[0].dtype == DType::f32 || in[0].dtype == DType::f64, name(),
+               ": input must be f32 or f64, got ", dtype_name(in[0].dtype), " ", in[0].shape);
+  x_ = in[0];
+  return {x_};
+}
+
+Roles ActivationOp::roles(Mode mode, const Backend&) const {
+  if (activation_backward_reads_output(a_))
+    return in_place_mask_roles(mode, x_.shape.numel(), /*saves_mask=*/false);
+  Roles r;
+  if (mode == Mode::training) {
+    r.backward_reads_inputs = {0};
+    r.grad_aliases = {{.output = 0, .input = 0}};  // dx may take dy's bytes
+  } else {
+    r.aliases = {{.output = 0, .input = 0}};  // nothing reads x again
+  }
+  return r;
+}
+
+void ActivationOp::forward(const OpContext& ctx) {
+  ctx.backend().activation_forward(a_, ctx.input(0), ctx.output(0));
+}
+
+void ActivationOp::backward(const OpContext& ctx) {
+  if (!ctx.needs_grad_input(0)) return;
+  const Tensor& v = activation_backward_reads_output(a_) ? ctx.output(0) : ctx.input(0);
+  ctx.backend().activation_backward(a_, v, ctx.grad_output(0), ctx.grad_input(0));
+}
+
+Value activation(Value x, Activation a, std::source_location where) {
+  return x.tape().record(std::make_unique<ActivationOp>(a), {x}, where)[0];
+}
+
+Value sigmoid(Value x, std::source_location where) {
+  return activation(x, Activation::sigmoid, where);
+}
+Value tanh(Value x, std::source_location where) {
+  return activation(x, Activation::tanh, where);
+}
+Value silu(Value x, std::source_location where) {
+  return activation(x, Activation::silu, where);
+}
+Value gelu(Value x, std::source_location where) {
+  return activation(x, Activation::gelu, where);
+}
+Value hardsigmoid(Value x, std::source_location where) {
+  return activation(x, Activation::hardsigmoid, where);
+}
+Value hardswish(Value x, std::source_location where) {
+  return activation(x, Activation::hardswish, where);
+}
+Value relu6(Value x, std::source_location where) {
+  return activation(x, Activation::relu6, where);
+}
+
+}  // namespace frugal

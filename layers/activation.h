@@ -1,0 +1,40 @@
+// Sigmoid, Tanh, SiLU, GELU, HardSigmoid, HardSwish and ReLU6: one op over the backend's
+// activation kernels (core/activation.h holds the formulas). Sigmoid and Tanh run in place and
+// backward reads their output; the others' backward reads their input, so they run in place
+// only in inference. The input gradient may always take the output gradient's bytes.
+#pragma once
+
+#include <source_location>
+
+#include "autograd/tape.h"
+#include "core/activation.h"
+
+namespace frugal {
+
+class ActivationOp final : public Op {
+ public:
+  explicit ActivationOp(Activation a) : a_(a) {}
+  std::string name() const override { return activation_name(a_); }
+  std::vector<TensorMeta> infer(std::span<const TensorMeta> in) override;
+  Roles roles(Mode mode, const Backend& backend) const override;
+  void forward(const OpContext& ctx) override;
+  void backward(const OpContext& ctx) override;
+
+ private:
+  Activation a_;
+  TensorMeta x_;
+};
+
+// Elementwise over an f32 or f64 tensor of any shape, as PyTorch's functions of the same names
+// (gelu: the exact, erf form); NaN propagates.
+Value activation(Value x, Activation a,
+                 std::source_location where = std::source_location::current());
+Value sigmoid(Value x, std::source_location where = std::source_location::current());
+Value tanh(Value x, std::source_location where = std::source_location::current());
+Value silu(Value x, std::source_location where = std::source_location::current());
+Value gelu(Value x, std::source_location where = std::source_location::current());
+Value hardsigmoid(Value x, std::source_location where = std::source_location::current());
+Value hardswish(Value x, std::source_location where = std::source_location::current());
+Value relu6(Value x, std::source_location where = std::source_location::current());
+
+}  // namespace frugal

@@ -1,0 +1,158 @@
+// Sigmoid, Tanh, SiLU, GELU, HardSigmoid, HardSwish, ReLU6: finite-difference gradient checks
+// in f64 (piecewise ones away from their kinks), values by hand and at the kinks, NaN kept,
+// in-place roles where backward allows them, and planned == baseline bitwise.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "check/gradcheck.h"
+#include "check/modecheck.h"
+#include "layers/activation.h"
+#include "layers/conv2d.h"
+#include "run/executor.h"
+
+using namespace frugal;
+using namespace frugal::testing;
+
+namespace {
+
+constexpr Activation kAll[] = {Activation::sigmoid, Activation::tanh,        Activation::silu,
+                               Activation::gelu,    Activation::hardsigmoid, Activation::hardswish,
+                               Activation::relu6};
+
+// f64 inputs in [-5, 8) at least 0.05 from every kink (-3, 0, 3, 6).
+Tensor away_from_kinks(Shape shape, uint64_t seed) {
+  Tensor t = random_tensor(shape, seed, -5, 8);
+  double* x = t.data<double>();
+  for (int64_t i = 0; i < t.numel(); ++i)
+    for (double k : {-3.0, 0.0, 3.0, 6.0})
+      if (std::abs(x[i] - k) < 0.05) x[i] = k + (x[i] < k ? -0.05 : 0.05);
+  return t;
+}
+
+// y = f(x) and dx for dy = 1 at the given points, through the op on the CPU (f64).
+std::pair<std::vector<double>, std::vector<double>> run(Activation a,
+                                                        const std::vector<double>& xs) {
+  ParamStore store;
+  Tape tape(store, DType::f64);
+  const int64_t n = static_cast<int64_t>(xs.size());
+  Value x = tape.input("x", {n}, DType::f64, true);
+  Value y = activation(x, a);
+  Executor ex(tape, cpu_backend(), {.keep = {x, y}});
+  Tensor in = Tensor::empty({n}, DType::f64);
+  std::memcpy(in.raw(), xs.data(), xs.size() * sizeof(double));
+  ex.set_input(x, in);
+  ex.forward();
+  std::vector<double> out(xs.size()), grad(xs.size());
+  std::memcpy(out.data(), ex.value(y).raw(), out.size() * sizeof(double));
+  Tensor ones = Tensor::empty({n}, DType::f64);
+  cpu_backend().fill(ones, 1.0);
+  std::pair<Value, Tensor> seed{y, ones};
+  ex.backward(std::span<const std::pair<Value, Tensor>>(&seed, 1));
+  std::memcpy(grad.data(), ex.grad(x).raw(), grad.size() * sizeof(double));
+  return {out, grad};
+}
+
+}  // namespace
+
+TEST_CASE("activations: finite-difference gradients in f64") {
+  for (Activation a : kAll) {
+    CAPTURE(activation_name(a));
+    check_gradients(
+        [a](std::span<const Value> in) { return std::vector<Value>{activation(in[0], a)}; },
+        {away_from_kinks({2, 3, 4, 5}, 3)});
+    // Inside a small network, so the op's gradient flows into a convolution's.
+    check_gradients(
+        [a](std::span<const Value> in) {
+          return std::vector<Value>{conv2d(activation(conv2d(in[0], {.out = 3, .kernel = 3}), a),
+                                           {.out = 2, .kernel = 1})};
+        },
+        {random_tensor({2, 2, 5, 5}, 4)}, {.tolerance = 1e-5});
+  }
+}
+
+TEST_CASE("activations: values by hand, the derivative at the kinks, NaN kept") {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double phi1 = 0.5 * (1 + std::erf(1 / std::sqrt(2.0)));  // Phi(1)
+  struct Case {
+    Activation a;
+    std::vector<double> x, y, dy;
+  };
+  const std::vector<Case> cases = {
+      {Activation::sigmoid, {0, 2}, {0.5, 1 / (1 + std::exp(-2.0))}, {0.25, 0}},
+      {Activation::tanh, {0, 1}, {0, std::tanh(1.0)}, {1, 1 - std::tanh(1.0) * std::tanh(1.0)}},
+      {Activation::silu, {0, 1}, {0, 1 / (1 + std::exp(-1.0))}, {0.5, 0}},
+      {Activation::gelu, {0, 1}, {0, phi1}, {0.5, phi1 + std::exp(-0.5) / std::sqrt(2 * M_PI)}},
+      {Activation::hardsigmoid, {-3, 0, 3, 4}, {0, 0.5, 1, 1}, {0, 1.0 / 6, 0, 0}},
+      {Activation::hardswish, {-3, 1, 3, 4}, {0, 2.0 / 3, 3, 4}, {0.5 - 1, 1.0 / 3 + 0.5, 1.5, 1}},
+      {Activation::relu6, {-1, 0, 3, 6, 7}, {0, 0, 3, 6, 6}, {0, 0, 1, 0, 0}},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(activation_name(c.a));
+    auto [y, dx] = run(c.a, c.x);
+    for (size_t i = 0; i < c.x.size(); ++i) {
+      CAPTURE(c.x[i]);
+      CHECK(y[i] == doctest::Approx(c.y[i]).epsilon(1e-12));
+      if (c.a != Activation::sigmoid && c.a != Activation::silu)
+        CHECK(dx[i] == doctest::Approx(c.dy[i]).epsilon(1e-12));
+    }
+    auto [ny, ndx] = run(c.a, {nan, 1.0});
+    CHECK(std::isnan(ny[0]));
+    CHECK(std::isnan(ndx[0]));
+    CHECK_FALSE(std::isnan(ny[1]));
+  }
+  // sigmoid' (2) and silu' (1) by their closed forms.
+  const double s2 = 1 / (1 + std::exp(-2.0)), s1 = 1 / (1 + std::exp(-1.0));
+  CHECK(run(Activation::sigmoid, {2}).second[0] == doctest::Approx(s2 * (1 - s2)).epsilon(1e-12));
+  CHECK(run(Activation::silu, {1}).second[0] ==
+        doctest::Approx(s1 * (1 + (1 - s1))).epsilon(1e-12));
+  // hardswish at -3 is 0 with derivative -1/2 (PyTorch: x/3 + 1/2 from -3 inclusive).
+  CHECK(run(Activation::hardswish, {-3.5}).second[0] == 0);
+}
+
+TEST_CASE("activations: in place where backward allows it; planned equals baseline bitwise") {
+  for (Activation a : kAll) {
+    CAPTURE(std::string(activation_name(a)));
+    ParamStore store(1);
+    Tape tape(store, DType::f32);
+    Value x = tape.input("x", {2, 3, 6, 6}, DType::f32, true);
+    Value h = conv2d(x, {.out = 4, .kernel = 3, .pad = 1});
+    Value act = activation(h, a);
+    Value y = conv2d(act, {.out = 2, .kernel = 3});
+    Executor ex(
+        tape, cpu_backend(),
+        {.memory = MemoryMode::planned, .keep = {y}, .optimizer = OptimizerConfig{.lr = 0.1}});
+    const Liveness& live = ex.liveness();
+    const bool in_place = live.buffers[static_cast<size_t>(live.value_buffer[act.id()])].alias_of ==
+                          live.value_buffer[h.id()];
+    CHECK(in_place == activation_backward_reads_output(a));
+    const int dh = live.grad_buffer[h.id()], dact = live.grad_buffer[act.id()];
+    CHECK(live.buffers[static_cast<size_t>(dh)].alias_of == dact);
+    check_planned_equals_baseline([a](Value v) { return activation(v, a); });
+  }
+  // In inference every one of them runs in place.
+  for (Activation a : kAll) {
+    ParamStore store(1);
+    Tape tape(store, DType::f32);
+    Value x = tape.input("x", {2, 3, 6, 6}, DType::f32);
+    Value h = conv2d(x, {.out = 4, .kernel = 3, .pad = 1});
+    Value act = activation(h, a);
+    Value y = conv2d(act, {.out = 2, .kernel = 3});
+    Executor ex(tape, cpu_backend(),
+                {.mode = Mode::inference, .memory = MemoryMode::planned, .keep = {y}});
+    const Liveness& live = ex.liveness();
+    CHECK(live.buffers[static_cast<size_t>(live.value_buffer[act.id()])].alias_of ==
+          live.value_buffer[h.id()]);
+  }
+}
+
+TEST_CASE("activations: bad input names the op") {
+  ParamStore store;
+  Tape tape(store);
+  Value labels = tape.input("labels", {4}, DType::i32);
+  CHECK_THROWS_WITH_AS(gelu(labels), doctest::Contains("gelu: input must be f32 or f64, got i32"),
+                       Error);
+}
