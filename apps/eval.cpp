@@ -42,6 +42,10 @@ Action add_eval_command(CLI::App& app) {
   CLI::App* eval = app.add_subcommand("eval", "Test accuracy of a model with saved weights");
   std::vector<std::string> names;
   for (const ModelSpec& m : model_specs()) names.push_back(m.name);
+  eval->add_option_function<std::string>(
+          "--onnx", [c](const std::string& file) { c->model = kOnnxModelPrefix + file; },
+          "The ONNX model (file) the weights belong to, instead of a bundled --model")
+      ->check(CLI::ExistingFile);
   eval->add_option("--model", c->model, "Model the weights belong to")
       ->check(CLI::IsMember(names))
       ->capture_default_str();

@@ -19,6 +19,10 @@ void add_model_options(CLI::App* c, const std::shared_ptr<ModelChoice>& o,
   c->add_option("--model", o->model, "Network (see `frugal memory --list`)")
       ->check(CLI::IsMember(names))
       ->capture_default_str();
+  c->add_option_function<std::string>(
+       "--onnx", [o](const std::string& file) { o->model = kOnnxModelPrefix + file; },
+       "An ONNX model file (torch.onnx.export, opsets 11-17) instead of a bundled --model")
+      ->check(CLI::ExistingFile);
   c->add_option("--batch", o->batch, "Batch size")->check(whole_number(1))->capture_default_str();
   c->add_option_function<std::string>(
        "--mode",

@@ -16,6 +16,7 @@
 #include "core/backend.h"
 #include "data/image_folder.h"
 #include "data/safetensors.h"
+#include "models/onnx.h"
 #include "recompute/budget.h"
 #include "train/step_budget.h"
 #include "train/train_data.h"
@@ -97,6 +98,8 @@ void run_train(const TrainCommand& c) {
   for (const std::string& why : data.skipped) std::printf("skipped %s\n", why.c_str());
   const size_t budget_arena = c.memory_budget > 0 ? fit_budget(c, data.train.classes, o) : 0;
   Trainer t(o, data.train, data.test);
+  if (o.model.starts_with(kOnnxModelPrefix))  // start from the exported weights
+    load_onnx_weights(t.params(), onnx_model(o.model.substr(kOnnxModelPrefix.size())));
   FRUGAL_CHECK(budget_arena == 0 || t.executor().arena_bytes() == budget_arena,
                "train --memory-budget: the executor's arena is ", t.executor().arena_bytes(),
                " bytes where the schedule planned ", budget_arena);
@@ -201,6 +204,12 @@ Action add_train_command(CLI::App& app) {
       "train",
       "Train a bundled model (Fashion-MNIST, CIFAR-10 or synthetic data), then measure "
       "test accuracy after every epoch");
+  train
+      ->add_option_function<std::string>(
+          "--onnx", [c](const std::string& file) { c->train.model = kOnnxModelPrefix + file; },
+          "Train an ONNX model (torch.onnx.export, opsets 11-17) from its exported weights "
+          "instead of a bundled --model")
+      ->check(CLI::ExistingFile);
   train->add_option("--model", t.model, "Model to train")
       ->check(CLI::IsMember(all_model_names()))
       ->capture_default_str();

@@ -8,6 +8,7 @@
 #include "layers/softmax_cross_entropy.h"
 #include "models/alexnet.h"
 #include "models/googlenet.h"
+#include "models/onnx.h"
 #include "models/resnet_cifar.h"
 #include "models/resnet_imagenet.h"
 #include "models/revnet.h"
@@ -83,6 +84,8 @@ const std::vector<ModelSpec>& model_specs() {
 }
 
 const ModelSpec& find_model(const std::string& name) {
+  if (name.starts_with(kOnnxModelPrefix))
+    return onnx_model_spec(name.substr(kOnnxModelPrefix.size()));
   std::string names;
   for (const ModelSpec& s : model_specs()) {
     if (s.name == name) return s;

@@ -33,7 +33,9 @@ struct ModelSpec {
 // resnet18, resnet50.
 const std::vector<ModelSpec>& model_specs();
 
-// The network called `name`; throws frugal::Error listing the valid names otherwise.
+// The network called `name`, or for "onnx:FILE" the model in that ONNX file (models/onnx.h);
+// throws frugal::Error listing the valid names otherwise.
+inline const std::string kOnnxModelPrefix = "onnx:";
 const ModelSpec& find_model(const std::string& name);
 
 // The training loss of `output` against i32 labels (N): nll_loss for log-probability

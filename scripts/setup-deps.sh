@@ -4,7 +4,8 @@
 set -euo pipefail
 
 packages=(cmake g++ make pkg-config libeigen3-dev doctest-dev libcli11-dev nlohmann-json3-dev
-  zlib1g-dev libturbojpeg0-dev libpng-dev dataset-fashion-mnist graphviz librsvg2-bin)
+  zlib1g-dev libturbojpeg0-dev libpng-dev libonnx-dev libprotobuf-dev dataset-fashion-mnist graphviz
+  librsvg2-bin)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,0 +1,53 @@
+// Bring your own model: an ONNX file (opsets 11-17, as torch.onnx.export writes them) read into
+// a graph of frugal ops, then recorded onto a tape like any bundled network, so the planner,
+// the executor and every command work on it. Initializers become parameters named as in the
+// file (their values are loaded with load_onnx_weights); the graph's image input becomes the
+// tape's input at the batch size asked for.
+//
+// What it imports today: Conv (square kernels, one stride, symmetric padding, no groups or
+// dilation), BatchNormalization (inference form), Gemm (transB = 1, as nn.Linear exports),
+// MaxPool and AveragePool (square, ceil mode; average pooling counts padding), GlobalAveragePool,
+// Flatten and Reshape to (N, -1), Add of two same-shape tensors, Concat over channels, Relu,
+// LeakyRelu, Sigmoid, Tanh, HardSigmoid (PyTorch's 1/6, 1/2), HardSwish, Clip to [0, 6] or
+// [0, inf), and Dropout, Identity and Constant folded away. Anything else is an error naming
+// the node, its op type and what is missing, when the file is read.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "autograd/tape.h"
+#include "models/registry.h"
+
+namespace frugal {
+
+struct OnnxGraph;  // the checked nodes and initializers (models/onnx.cpp)
+
+struct OnnxModel {
+  std::string path;
+  Shape input;          // one sample (C, H, W)
+  int64_t classes = 0;  // the output's features (N, classes)
+  std::shared_ptr<const OnnxGraph> graph;
+};
+
+// Reads and checks `path`: a missing, truncated or malformed file, an unsupported opset, op,
+// attribute or dynamic shape is an error naming the file (and the node).
+OnnxModel load_onnx(const std::string& path);
+// The same over bytes already in memory (`path` names them in messages; the fuzz target).
+OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size);
+
+// Records the model's forward over `images` (N, C, H, W) on images' tape; returns (N, classes).
+Value record_onnx(const OnnxModel& model, Value images);
+
+// Copies the file's initializer values into the store's parameters of the same names (a
+// shapes-only store is left alone). Throws naming the parameter if the store lacks one.
+void load_onnx_weights(ParamStore& store, const OnnxModel& model);
+
+// A registry entry for the file (cached per path): find_model("onnx:" + path) returns it, so
+// an ONNX model works wherever a bundled network does (the commands' --onnx FILE).
+const ModelSpec& onnx_model_spec(const std::string& path);
+// The file's model, loaded once (the one behind onnx_model_spec).
+const OnnxModel& onnx_model(const std::string& path);
+
+}  // namespace frugal

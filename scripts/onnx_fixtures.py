@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""Writes the small ONNX test models of tests/test_onnx.cpp and, beside each, its expected
+forward: tests/data/onnx/<name>.onnx and <name>.io (float32 input (2, C, H, W), then the
+float32 output (2, classes), little-endian). The reference outputs come from ONNX's own
+reference evaluator (onnx.reference, numpy), not from frugal. Needs `pip install onnx numpy`;
+it is not a dependency of the library or of the tests, which read the committed files.
+
+    python3 scripts/onnx_fixtures.py tests/data/onnx
+"""
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
+
+rng = np.random.default_rng(7)
+
+
+def weight(name, *shape, scale=0.3):
+    return numpy_helper.from_array((rng.standard_normal(shape) * scale).astype(np.float32), name)
+
+
+def positive(name, *shape):
+    return numpy_helper.from_array(rng.uniform(0.5, 1.5, shape).astype(np.float32), name)
+
+
+def model(name, nodes, inits, in_shape, out_features, opset=13):
+    graph = helper.make_graph(
+        nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", *in_shape])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", out_features])], inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
+                          producer_name="frugal scripts/onnx_fixtures.py")
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    return m
+
+
+def bn(prefix, c, x, y):
+    inits = [positive(prefix + ".weight", c), weight(prefix + ".bias", c),
+             weight(prefix + ".running_mean", c, scale=0.1), positive(prefix + ".running_var", c)]
+    node = helper.make_node("BatchNormalization", [x] + [t.name for t in inits], [y],
+                            name=prefix, epsilon=1e-5, momentum=0.9)
+    return node, inits
+
+
+def residual_net():
+    """Conv, BN, ReLU, a residual Add, MaxPool, Clip (ReLU6), Sigmoid, HardSwish, Concat,
+    LeakyRelu, Tanh, AveragePool, GlobalAveragePool, Flatten and Gemm."""
+    n, i = [], []
+    i += [weight("c1.weight", 4, 3, 3, 3), weight("c1.bias", 4)]
+    n.append(helper.make_node("Conv", ["x", "c1.weight", "c1.bias"], ["a"], name="c1",
+                              kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[1, 1]))
+    node, ini = bn("bn1", 4, "a", "b")
+    n.append(node), i.extend(ini)
+    n.append(helper.make_node("Relu", ["b"], ["h1"], name="relu1"))
+    i += [weight("c2.weight", 4, 4, 3, 3)]
+    n.append(helper.make_node("Conv", ["h1", "c2.weight"], ["c"], name="c2", kernel_shape=[3, 3],
+                              pads=[1, 1, 1, 1]))
+    node, ini = bn("bn2", 4, "c", "d")
+    n.append(node), i.extend(ini)
+    n.append(helper.make_node("Add", ["d", "h1"], ["e"], name="add"))
+    n.append(helper.make_node("Relu", ["e"], ["f"], name="relu2"))
+    n.append(helper.make_node("MaxPool", ["f"], ["g"], name="pool", kernel_shape=[2, 2],
+                              strides=[2, 2]))
+    i += [weight("c3.weight", 6, 4, 1, 1), weight("c3.bias", 6)]
+    n.append(helper.make_node("Conv", ["g", "c3.weight", "c3.bias"], ["h"], name="c3",
+                              kernel_shape=[1, 1]))
+    i += [numpy_helper.from_array(np.array(0, np.float32), "zero"),
+          numpy_helper.from_array(np.array(6, np.float32), "six")]
+    n.append(helper.make_node("Clip", ["h", "zero", "six"], ["r6"], name="relu6"))
+    n.append(helper.make_node("Sigmoid", ["h"], ["s"], name="sigmoid"))
+    n.append(helper.make_node("HardSwish", ["h"], ["hs"], name="hardswish"))
+    n.append(helper.make_node("Concat", ["r6", "s", "hs"], ["cat"], name="cat", axis=1))
+    n.append(helper.make_node("LeakyRelu", ["cat"], ["lr"], name="leaky", alpha=0.1))
+    n.append(helper.make_node("Tanh", ["lr"], ["t"], name="tanh"))
+    n.append(helper.make_node("AveragePool", ["t"], ["ap"], name="avg", kernel_shape=[3, 3],
+                              strides=[1, 1], pads=[1, 1, 1, 1], count_include_pad=1))
+    n.append(helper.make_node("GlobalAveragePool", ["ap"], ["gap"], name="gap"))
+    n.append(helper.make_node("Flatten", ["gap"], ["flat"], name="flatten", axis=1))
+    i += [weight("fc.weight", 5, 18), weight("fc.bias", 5)]
+    n.append(helper.make_node("Gemm", ["flat", "fc.weight", "fc.bias"], ["y"], name="fc",
+                              transB=1))
+    return model("residual_net", n, i, [3, 8, 8], 5, opset=14)
+
+
+def reshape_net():
+    """Constant, Reshape to (N, -1), Dropout and Identity folded, HardSigmoid, strided Conv,
+    MaxPool in ceil mode, opset 11."""
+    n, i = [], []
+    i += [weight("conv.weight", 3, 2, 3, 3), weight("conv.bias", 3)]
+    n.append(helper.make_node("Conv", ["x", "conv.weight", "conv.bias"], ["a"], name="conv",
+                              kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]))
+    n.append(helper.make_node("HardSigmoid", ["a"], ["b"], name="hsig", alpha=1.0 / 6, beta=0.5))
+    n.append(helper.make_node("MaxPool", ["b"], ["c"], name="pool", kernel_shape=[2, 2],
+                              strides=[2, 2], ceil_mode=1))
+    n.append(helper.make_node("Dropout", ["c"], ["d"], name="drop"))
+    n.append(helper.make_node("Identity", ["d"], ["e"], name="id"))
+    n.append(helper.make_node("Constant", [], ["shape"], name="shape",
+                              value=numpy_helper.from_array(np.array([0, -1], np.int64))))
+    n.append(helper.make_node("Reshape", ["e", "shape"], ["f"], name="reshape"))
+    i += [weight("fc.weight", 4, 12), weight("fc.bias", 4)]
+    n.append(helper.make_node("Gemm", ["f", "fc.weight", "fc.bias"], ["y"], name="fc",
+                              transB=1))
+    return model("reshape_net", n, i, [2, 7, 7], 4, opset=11)
+
+
+def main(out):
+    for m in (residual_net(), reshape_net()):
+        name = m.graph.name
+        dims = [d.dim_value for d in m.graph.input[0].type.tensor_type.shape.dim[1:]]
+        x = rng.uniform(-1, 1, (2, *dims)).astype(np.float32)
+        (y,) = ReferenceEvaluator(m).run(None, {"x": x})
+        onnx.save(m, f"{out}/{name}.onnx")
+        with open(f"{out}/{name}.io", "wb") as f:
+            f.write(x.astype("<f4").tobytes())
+            f.write(np.asarray(y, dtype="<f4").tobytes())
+        print(f"{out}/{name}.onnx: input {x.shape}, output {np.asarray(y).shape}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "tests/data/onnx")

@@ -1,0 +1,318 @@
+// ONNX import: two small models written by scripts/onnx_fixtures.py (every imported op) give
+// the outputs of ONNX's reference evaluator; their training steps are bitwise equal planned and
+// baseline; weights keep the file's names; and bad files, unsupported ops and attributes are
+// errors naming the file, the node and what is missing.
+#include <doctest/doctest.h>
+#include <onnx/onnx_pb.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "check/gradcheck.h"
+#include "layers/softmax_cross_entropy.h"
+#include "models/onnx.h"
+#include "run/executor.h"
+#include "tests/alloc_cap.h"
+#include "tests/temp_dir.h"
+
+namespace fs = std::filesystem;
+using namespace frugal;
+using namespace frugal::testing;
+
+namespace {
+
+const fs::path kData = fs::path(FRUGAL_SOURCE_DIR) / "tests" / "data" / "onnx";
+
+std::vector<float> read_floats(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), {});
+  std::vector<float> out(bytes.size() / 4);
+  std::memcpy(out.data(), bytes.data(), out.size() * 4);
+  return out;
+}
+
+// The model's forward on the fixture's input (batch 2, inference) with the file's weights.
+std::vector<float> forward(const OnnxModel& m, const std::vector<float>& x) {
+  ParamStore store(1);
+  Tape tape(store);
+  Value in = tape.input("x", Shape({2, m.input[0], m.input[1], m.input[2]}), DType::f32);
+  Value y = record_onnx(m, in);
+  load_onnx_weights(store, m);
+  Executor ex(tape, cpu_backend(), {.mode = Mode::inference, .keep = {y}});
+  Tensor t = Tensor::empty(in.shape(), DType::f32);
+  std::memcpy(t.raw(), x.data(), t.bytes());
+  ex.set_input(in, t);
+  ex.forward();
+  const Tensor& out = ex.value(y);
+  return {out.data<float>(), out.data<float>() + out.numel()};
+}
+
+// Two SGD steps of the model with a softmax cross-entropy head: losses, d x, every parameter
+// gradient and every parameter and running statistic after them.
+std::vector<Tensor> train(const OnnxModel& m, MemoryMode memory) {
+  ParamStore store(1);
+  Tape tape(store);
+  const Shape shape({4, m.input[0], m.input[1], m.input[2]});
+  Value x = tape.input("x", shape, DType::f32, true);
+  Value labels = tape.input("labels", {4}, DType::i32);
+  Value loss = softmax_cross_entropy(record_onnx(m, x), labels);
+  load_onnx_weights(store, m);
+  Executor ex(tape, cpu_backend(),
+              {.memory = memory,
+               .poison = memory == MemoryMode::planned,
+               .keep = {loss},
+               .keep_param_grads = true,
+               .optimizer = OptimizerConfig{.lr = 0.1, .momentum = 0.9}});
+  std::vector<Tensor> out;
+  for (int step = 0; step < 2; ++step) {
+    ex.set_input(x, random_tensor(shape, 5 + step, -1, 1, DType::f32));
+    ex.set_input(labels, random_labels(4, m.classes, 9 + step));
+    ex.forward();
+    out.push_back(clone(ex.value(loss)));
+    ex.backward(loss);
+    out.push_back(clone(ex.grad(x)));
+    for (size_t v = 0; v < tape.values().size(); ++v)
+      if (tape.values()[v].kind == ValueKind::param && tape.values()[v].requires_grad)
+        out.push_back(clone(ex.grad(Value(&tape, static_cast<int>(v)))));
+  }
+  for (Parameter* p : store.all()) out.push_back(clone(p->value));
+  return out;
+}
+
+// A model of one Conv (4 -> 2 channels, 3x3) and a Gemm head, for the error cases to edit.
+onnx::ModelProto tiny() {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  auto* opset = m.add_opset_import();
+  opset->set_domain("");
+  opset->set_version(13);
+  onnx::GraphProto* g = m.mutable_graph();
+  auto* in = g->add_input();
+  in->set_name("x");
+  auto* tt = in->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(onnx::TensorProto::FLOAT);
+  tt->mutable_shape()->add_dim()->set_dim_param("N");
+  for (int d : {4, 5, 5}) tt->mutable_shape()->add_dim()->set_dim_value(d);
+  auto weight = [&](const std::string& name, std::vector<int64_t> dims) {
+    onnx::TensorProto* t = g->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    int64_t n = 1;
+    for (int64_t d : dims) t->add_dims(d), n *= d;
+    for (int64_t i = 0; i < n; ++i) t->add_float_data(0.01f * static_cast<float>(i % 7));
+  };
+  weight("w", {2, 4, 3, 3});
+  weight("fc.w", {3, 18});
+  onnx::NodeProto* conv = g->add_node();
+  conv->set_name("conv");
+  conv->set_op_type("Conv");
+  conv->add_input("x");
+  conv->add_input("w");
+  conv->add_output("c");
+  auto* k = conv->add_attribute();
+  k->set_name("kernel_shape");
+  k->set_type(onnx::AttributeProto::INTS);
+  k->add_ints(3);
+  k->add_ints(3);
+  onnx::NodeProto* flat = g->add_node();
+  flat->set_name("flat");
+  flat->set_op_type("Flatten");
+  flat->add_input("c");
+  flat->add_output("f");
+  onnx::NodeProto* fc = g->add_node();
+  fc->set_name("fc");
+  fc->set_op_type("Gemm");
+  fc->add_input("f");
+  fc->add_input("fc.w");
+  fc->add_output("y");
+  auto* tb = fc->add_attribute();
+  tb->set_name("transB");
+  tb->set_type(onnx::AttributeProto::INT);
+  tb->set_i(1);
+  g->add_output()->set_name("y");
+  return m;
+}
+
+std::string error_for(const onnx::ModelProto& m) {
+  const std::string bytes = m.SerializeAsString();
+  return error_message([&] { load_onnx_bytes("m.onnx", bytes.data(), bytes.size()); });
+}
+
+onnx::AttributeProto* attribute(onnx::NodeProto* n, const std::string& name) {
+  for (auto& a : *n->mutable_attribute())
+    if (a.name() == name) return &a;
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  return a;
+}
+
+}  // namespace
+
+TEST_CASE("onnx: imported models give ONNX's reference outputs") {
+  for (const char* name : {"residual_net", "reshape_net"}) {
+    CAPTURE(name);
+    const OnnxModel m = load_onnx((kData / (std::string(name) + ".onnx")).string());
+    const std::vector<float> io = read_floats(kData / (std::string(name) + ".io"));
+    const int64_t in = 2 * m.input.numel();
+    REQUIRE(static_cast<int64_t>(io.size()) == in + 2 * m.classes);
+    const std::vector<float> x(io.begin(), io.begin() + in), want(io.begin() + in, io.end());
+    const std::vector<float> got = forward(m, x);
+    REQUIRE(got.size() == want.size());
+    double worst = 0, scale = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      worst = std::max(worst, static_cast<double>(std::abs(got[i] - want[i])));
+      scale = std::max(scale, static_cast<double>(std::abs(want[i])));
+    }
+    CHECK(scale > 0.01);  // not a vanishing output
+    CHECK(worst <= 1e-4 * scale);
+    MESSAGE(std::string(name), ": largest difference ", worst, " of outputs up to ", scale);
+  }
+  const OnnxModel r = load_onnx((kData / "residual_net.onnx").string());
+  CHECK(r.input == Shape({3, 8, 8}));
+  CHECK(r.classes == 5);
+}
+
+TEST_CASE("onnx: training an imported model is bitwise equal planned and baseline") {
+  for (const char* name : {"residual_net", "reshape_net"}) {
+    CAPTURE(name);
+    const OnnxModel m = load_onnx((kData / (std::string(name) + ".onnx")).string());
+    const std::vector<Tensor> base = train(m, MemoryMode::baseline);
+    const std::vector<Tensor> planned = train(m, MemoryMode::planned);
+    REQUIRE(base.size() == planned.size());
+    for (size_t i = 0; i < base.size(); ++i) {
+      CAPTURE(i);
+      REQUIRE(base[i].meta() == planned[i].meta());
+      CHECK(std::memcmp(base[i].raw(), planned[i].raw(), base[i].bytes()) == 0);
+    }
+  }
+}
+
+TEST_CASE("onnx: weights keep the file's names; BatchNorm statistics are not trained") {
+  const OnnxModel m = load_onnx((kData / "residual_net.onnx").string());
+  ParamStore store(1);
+  Tape tape(store);
+  record_onnx(m, tape.input("x", {1, 3, 8, 8}, DType::f32));
+  load_onnx_weights(store, m);
+  for (const char* name : {"c1.weight", "c1.bias", "bn1.weight", "fc.weight", "fc.bias"}) {
+    CAPTURE(name);
+    REQUIRE(store.find(name) != nullptr);
+    CHECK(store.find(name)->trainable);
+  }
+  REQUIRE(store.find("bn2.running_var") != nullptr);
+  CHECK_FALSE(store.find("bn2.running_var")->trainable);
+  CHECK(store.find("bn2.running_var")->value.data<float>()[0] >= 0.5f);  // loaded, not zero
+  CHECK(find_model("onnx:" + (kData / "residual_net.onnx").string()).classes == 5);
+}
+
+TEST_CASE("onnx: bad files, unsupported ops and attributes are errors naming what is wrong") {
+  CHECK(error_for(tiny()).empty());
+  {
+    onnx::ModelProto m = tiny();
+    m.mutable_graph()->mutable_node(0)->set_op_type("Softmax");
+    CHECK(error_for(m).starts_with("m.onnx: node 'conv' (Softmax): op not imported yet;"));
+  }
+  {
+    onnx::ModelProto m = tiny();
+    auto* g = attribute(m.mutable_graph()->mutable_node(0), "group");
+    g->set_type(onnx::AttributeProto::INT);
+    g->set_i(2);
+    CHECK(error_for(m) ==
+          "m.onnx: node 'conv' (Conv): group 2 is not imported yet (grouped and depthwise "
+          "convolutions)");
+  }
+  {
+    onnx::ModelProto m = tiny();
+    auto* p = attribute(m.mutable_graph()->mutable_node(0), "pads");
+    p->set_type(onnx::AttributeProto::INTS);
+    for (int v : {0, 0, 1, 1}) p->add_ints(v);
+    CHECK(error_for(m) ==
+          "m.onnx: node 'conv' (Conv): pads must be four equal values in 0..4096 (asymmetric "
+          "padding is not imported yet)");
+  }
+  {
+    onnx::ModelProto m = tiny();
+    auto* k = attribute(m.mutable_graph()->mutable_node(0), "kernel_shape");
+    k->set_ints(0, int64_t{1} << 40);
+    k->set_ints(1, int64_t{1} << 40);
+    CHECK(error_for(m) ==
+          "m.onnx: node 'conv' (Conv): kernel_shape must be two equal sides in 1..4096 (square "
+          "kernels only)");
+  }
+  {
+    onnx::ModelProto m = tiny();
+    m.mutable_opset_import(0)->set_version(9);
+    CHECK(error_for(m) ==
+          "m.onnx: opset 9 of the default domain; frugal imports opsets 11 to 17 "
+          "(torch.onnx.export's opset_version=11..17)");
+  }
+  {
+    onnx::ModelProto m = tiny();
+    auto* d = m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type();
+    d->mutable_shape()->mutable_dim(2)->set_dim_param("H");
+    CHECK(error_for(m) ==
+          "m.onnx: input 'x' dimension 2 is H; C, H and W must be fixed (only the batch may be "
+          "dynamic)");
+  }
+  {
+    onnx::ModelProto m = tiny();  // the head expects 18 features; the conv gives 2 x 3 x 3
+    m.mutable_graph()->mutable_initializer(1)->set_dims(1, 17);
+    const std::string e = error_for(m);
+    CHECK(e.find("m.onnx: tensor 'fc.w' holds 54 floats for 51 elements") == 0);
+  }
+  {
+    onnx::ModelProto m = tiny();
+    m.mutable_graph()->mutable_initializer(0)->set_dims(0, int64_t{1} << 40);
+    CHECK(error_for(m).find("m.onnx: tensor 'w' has dimension 1099511627776, too large") == 0);
+  }
+  {
+    onnx::ModelProto m = tiny();
+    m.mutable_graph()->mutable_node(2)->set_input(0, "nowhere");
+    CHECK(error_for(m) ==
+          "m.onnx: node 'fc' (Gemm): input 'nowhere' is not produced before this node (graph "
+          "not in topological order?)");
+  }
+  // Shape errors from recording name the node.
+  {
+    onnx::ModelProto m = tiny();
+    m.mutable_graph()->mutable_initializer(0)->set_dims(1, 3);  // 3 input channels, x has 4
+    m.mutable_graph()->mutable_initializer(0)->mutable_float_data()->Truncate(2 * 3 * 3 * 3);
+    CHECK(error_for(m).starts_with("m.onnx: node 'conv' (Conv): "));
+  }
+  // Files: missing, empty, garbage, truncated.
+  TempDir dir("frugal-onnx");
+  CHECK(error_message([&] { load_onnx(dir / "missing.onnx"); }) ==
+        dir / "missing.onnx" + ": no such file");
+  std::ofstream(dir / "empty.onnx").close();
+  CHECK(error_message([&] { load_onnx(dir / "empty.onnx"); }) ==
+        dir / "empty.onnx" + ": empty file (0 bytes), not an ONNX model");
+  const std::string good = tiny().SerializeAsString();
+  for (size_t cut : {size_t{1}, good.size() / 2, good.size() - 3}) {
+    CAPTURE(cut);
+    const std::string e = error_message([&] { load_onnx_bytes("t.onnx", good.data(), cut); });
+    CHECK_FALSE(e.empty());
+    CHECK(e.starts_with("t.onnx: "));
+  }
+}
+
+TEST_CASE("onnx: the fuzz corpus reads or fails with an error, within capped memory") {
+  const fs::path dir = fs::path(FRUGAL_SOURCE_DIR) / "tests" / "fuzz" / "corpus" / "onnx";
+  REQUIRE(fs::is_directory(dir));
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::vector<unsigned char> bytes = read_bytes(e.path().string());
+    const std::string result = run_capped([&] {
+      try {
+        load_onnx_bytes("f", reinterpret_cast<const char*>(bytes.data()), bytes.size());
+      } catch (const Error&) {
+      }
+    });
+    CHECK_MESSAGE(result == "ok", e.path().string(), ": ", result);
+    ++files;
+  }
+  CHECK(files >= 3);
+}
