@@ -272,35 +272,45 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
 
   std::set<std::string> defined = {graph->input};
   for (const auto& [name, t] : graph->initializers) defined.insert(name);
-  auto need = [&](const onnx::NodeProto& n, int i) -> const std::string& {
+  // Identity over a weight or constant (PyTorch writes one where two names share a tensor):
+  // its output names that tensor.
+  std::map<std::string, std::string> alias;
+  auto canon = [&](const std::string& name) {
+    auto it = alias.find(name);
+    return it == alias.end() ? name : it->second;
+  };
+  auto need = [&](const onnx::NodeProto& n, int i) -> std::string {
     if (i >= n.input_size() || n.input(i).empty())
       r.fail(n, "input " + std::to_string(i) + " is missing");
-    if (!defined.count(n.input(i)) && !int_constants.count(n.input(i)))
+    const std::string name = canon(n.input(i));
+    if (!defined.count(name) && !int_constants.count(name) && !float_constants.count(name))
       r.fail(n, "input '" + n.input(i) +
                     "' is not produced before this node (graph not in topological order?)");
-    return n.input(i);
+    return name;
   };
-  auto param = [&](const onnx::NodeProto& n, int i, bool trainable) -> const std::string& {
-    const std::string& name = need(n, i);
+  auto param = [&](const onnx::NodeProto& n, int i, bool trainable) -> std::string {
+    const std::string name = need(n, i);
     if (!graph->initializers.count(name))
       r.fail(n, "input " + std::to_string(i) + " ('" + name +
                     "') must be a float initializer (a weight)");
     graph->params[name] = trainable;
     return name;
   };
-  auto activation_input = [&](const onnx::NodeProto& n) -> const std::string& {
-    const std::string& x = need(n, 0);
+  auto activation_input = [&](const onnx::NodeProto& n) -> std::string {
+    const std::string x = need(n, 0);
     if (graph->initializers.count(x))
       r.fail(n, "input 0 is a constant; frugal imports ops over activations");
     return x;
   };
   auto scalar = [&](const onnx::NodeProto& n, int i, double fallback) -> double {
     if (i >= n.input_size() || n.input(i).empty()) return fallback;
-    auto it = float_constants.find(n.input(i));
-    if (it == float_constants.end()) it = graph->initializers.find(n.input(i));
-    if (it == graph->initializers.end() || it->second.numel() != 1)
+    const std::string name = canon(n.input(i));
+    const Tensor* t = nullptr;
+    if (auto it = float_constants.find(name); it != float_constants.end()) t = &it->second;
+    if (auto it = graph->initializers.find(name); it != graph->initializers.end()) t = &it->second;
+    if (t == nullptr || t->numel() != 1)
       r.fail(n, "input " + std::to_string(i) + " must be a constant scalar");
-    return it->second.data<float>()[0];
+    return t->data<float>()[0];
   };
 
   for (const onnx::NodeProto& n : g.node()) {
@@ -371,7 +381,7 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       o.inputs = {activation_input(n)};
     } else if (op == "Reshape") {
       o.kind = Kind::flatten;
-      const std::string& s = need(n, 1);
+      const std::string s = need(n, 1);
       auto it = int_constants.find(s);
       if (it == int_constants.end() || it->second.size() != 2 || it->second[1] == 0 ||
           it->second[1] < -1)
@@ -416,6 +426,11 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       }
       o.inputs = {activation_input(n)};
     } else if (op == "Dropout" || op == "Identity") {
+      const std::string x = need(n, 0);
+      if (graph->initializers.count(x) || int_constants.count(x) || float_constants.count(x)) {
+        alias[o.output] = x;  // another name for a weight or constant
+        continue;
+      }
       o.kind = Kind::identity;
       o.inputs = {activation_input(n)};
       if (op == "Dropout" && n.output_size() > 1 && !n.output(1).empty())
@@ -430,6 +445,7 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
     defined.insert(o.output);
     graph->nodes.push_back(std::move(o));
   }
+  graph->output = canon(graph->output);
   FRUGAL_CHECK(defined.count(graph->output), path, ": the output '", graph->output,
                "' is produced by no node");
   model.graph = graph;

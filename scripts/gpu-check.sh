@@ -60,7 +60,8 @@ prefix=()
 [ -d .gpu-deps ] && prefix=(-DCMAKE_PREFIX_PATH="$PWD/.gpu-deps" -DZLIB_ROOT="$PWD/.gpu-deps")
 
 say "== build"
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DFRUGAL_CUDA=ON \
+# No ONNX import there: the bundle carries no protobuf (-DFRUGAL_ONNX=OFF).
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DFRUGAL_CUDA=ON -DFRUGAL_ONNX=OFF \
   -DCMAKE_CUDA_ARCHITECTURES="${FRUGAL_CUDA_ARCH:-90}" "${prefix[@]}" "${cudnn_args[@]}" \
   >"$build.configure.log" 2>&1 || { tail -30 "$build.configure.log"; exit 1; }
 cmake --build "$build" -j"$jobs" >"$build.build.log" 2>&1 || {

@@ -6,13 +6,22 @@ reference evaluator (onnx.reference, numpy), not from frugal. Needs `pip install
 it is not a dependency of the library or of the tests, which read the committed files.
 
     python3 scripts/onnx_fixtures.py tests/data/onnx
+
+With --torchvision DIR it exports torchvision models instead (random weights, eval mode, as
+torch.onnx.export writes them) with PyTorch's own output beside each, for the test
+"onnx: torchvision exports give PyTorch's outputs" (FRUGAL_ONNX_MODELS=DIR). Needs Debian's
+python3-torch and python3-torchvision (run it with /usr/bin/python3):
+
+    /usr/bin/python3 scripts/onnx_fixtures.py --torchvision build/onnx-models
 """
 import sys
 
 import numpy as np
-import onnx
-from onnx import TensorProto, helper, numpy_helper
-from onnx.reference import ReferenceEvaluator
+
+if "--torchvision" not in sys.argv:
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    from onnx.reference import ReferenceEvaluator
 
 rng = np.random.default_rng(7)
 
@@ -118,5 +127,33 @@ def main(out):
         print(f"{out}/{name}.onnx: input {x.shape}, output {np.asarray(y).shape}")
 
 
+def torchvision_models(out):
+    import torch
+    import torchvision
+
+    torch.manual_seed(0)
+    # name, constructor, input side, opset
+    cases = [("resnet18", torchvision.models.resnet18, 64, 13),
+             ("resnet50", torchvision.models.resnet50, 64, 13),
+             ("squeezenet1_1", torchvision.models.squeezenet1_1, 96, 13),
+             ("alexnet", torchvision.models.alexnet, 224, 11),
+             ("vgg11_bn", torchvision.models.vgg11_bn, 224, 17)]
+    for name, make, side, opset in cases:
+        net = make(num_classes=10).eval()
+        x = torch.rand(2, 3, side, side) * 2 - 1
+        with torch.no_grad():
+            y = net(x)
+        torch.onnx.export(net, x, f"{out}/{name}.onnx", opset_version=opset,
+                          input_names=["x"], output_names=["y"],
+                          dynamic_axes={"x": {0: "N"}, "y": {0: "N"}})
+        with open(f"{out}/{name}.io", "wb") as f:
+            f.write(x.numpy().astype("<f4").tobytes())
+            f.write(y.numpy().astype("<f4").tobytes())
+        print(f"{out}/{name}.onnx: input {tuple(x.shape)}, output {tuple(y.shape)}, opset {opset}")
+
+
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "tests/data/onnx")
+    if len(sys.argv) > 2 and sys.argv[1] == "--torchvision":
+        torchvision_models(sys.argv[2])
+    else:
+        main(sys.argv[1] if len(sys.argv) > 1 else "tests/data/onnx")

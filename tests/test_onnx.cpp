@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -276,6 +277,26 @@ TEST_CASE("onnx: bad files, unsupported ops and attributes are errors naming wha
           "m.onnx: node 'fc' (Gemm): input 'nowhere' is not produced before this node (graph "
           "not in topological order?)");
   }
+  // Identity over a weight (PyTorch's way to give one tensor two names): one parameter.
+  {
+    onnx::ModelProto m = tiny();
+    onnx::GraphProto* g = m.mutable_graph();
+    onnx::NodeProto* id = g->add_node();
+    id->set_name("alias");
+    id->set_op_type("Identity");
+    id->add_input("w");
+    id->add_output("w2");
+    for (int i = g->node_size() - 1; i > 0; --i) g->mutable_node()->SwapElements(i, i - 1);
+    g->mutable_node(1)->set_input(1, "w2");
+    CHECK(error_for(m).empty());
+    const std::string bytes = m.SerializeAsString();
+    const OnnxModel model = load_onnx_bytes("m.onnx", bytes.data(), bytes.size());
+    ParamStore store(1);
+    Tape tape(store);
+    record_onnx(model, tape.input("x", {1, 4, 5, 5}, DType::f32));
+    CHECK(store.find("w") != nullptr);
+    CHECK(store.find("w2") == nullptr);
+  }
   // Shape errors from recording name the node.
   {
     onnx::ModelProto m = tiny();
@@ -315,4 +336,36 @@ TEST_CASE("onnx: the fuzz corpus reads or fails with an error, within capped mem
     ++files;
   }
   CHECK(files >= 3);
+}
+
+// Not in the default run's data: scripts/onnx_fixtures.py --torchvision DIR exports
+// torchvision models with PyTorch's outputs, and FRUGAL_ONNX_MODELS=DIR points here.
+TEST_CASE("onnx: torchvision exports give PyTorch's outputs (FRUGAL_ONNX_MODELS)") {
+  const char* env = std::getenv("FRUGAL_ONNX_MODELS");
+  if (env == nullptr) {
+    MESSAGE("FRUGAL_ONNX_MODELS is not set: no torchvision exports checked");
+    return;
+  }
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(env))
+    if (e.path().extension() == ".onnx") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  REQUIRE(!files.empty());
+  for (const fs::path& f : files) {
+    CAPTURE(f.string());
+    const OnnxModel m = load_onnx(f.string());
+    fs::path io = f;
+    io.replace_extension(".io");
+    const std::vector<float> data = read_floats(io);
+    const int64_t in = 2 * m.input.numel();
+    REQUIRE(static_cast<int64_t>(data.size()) == in + 2 * m.classes);
+    const std::vector<float> got = forward(m, std::vector<float>(data.begin(), data.begin() + in));
+    double worst = 0, scale = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      worst = std::max(worst, static_cast<double>(std::abs(got[i] - data[in + i])));
+      scale = std::max(scale, static_cast<double>(std::abs(data[in + i])));
+    }
+    MESSAGE(f.filename().string(), ": largest difference ", worst, " of outputs up to ", scale);
+    CHECK(worst <= 1e-4 * scale);
+  }
 }
