@@ -8,7 +8,9 @@ it is not a dependency of the library or of the tests, which read the committed 
     python3 scripts/onnx_fixtures.py tests/data/onnx
 
 With --torchvision DIR it exports torchvision models instead (random weights, eval mode, as
-torch.onnx.export writes them) with PyTorch's own output beside each, for the test
+torch.onnx.export writes them) with PyTorch's own output beside each (<name>.io) and the
+gradient of sum(R * output) with respect to the input for a random R, computed in float64
+(<name>.grad: R, then d input, as float32), for the test
 "onnx: torchvision exports give PyTorch's outputs" (FRUGAL_ONNX_MODELS=DIR). Needs Debian's
 python3-torch and python3-torchvision (run it with /usr/bin/python3):
 
@@ -128,6 +130,8 @@ def main(out):
 
 
 def torchvision_models(out):
+    import copy
+
     import torch
     import torchvision
 
@@ -143,12 +147,21 @@ def torchvision_models(out):
         x = torch.rand(2, 3, side, side) * 2 - 1
         with torch.no_grad():
             y = net(x)
+        # d sum(R * y) / d x for a random R: the backward pass through every op, independent of
+        # how the export names or folds the weights (eval mode: BatchNorm is linear).
+        # Computed in float64, the truth both float32 runs (PyTorch's and frugal's) approach.
+        r = torch.rand(2, 10) * 2 - 1
+        xg = x.double().requires_grad_(True)
+        (copy.deepcopy(net).double()(xg) * r.double()).sum().backward()
         torch.onnx.export(net, x, f"{out}/{name}.onnx", opset_version=opset,
                           input_names=["x"], output_names=["y"],
                           dynamic_axes={"x": {0: "N"}, "y": {0: "N"}})
         with open(f"{out}/{name}.io", "wb") as f:
             f.write(x.numpy().astype("<f4").tobytes())
             f.write(y.numpy().astype("<f4").tobytes())
+        with open(f"{out}/{name}.grad", "wb") as f:
+            f.write(r.numpy().astype("<f4").tobytes())
+            f.write(xg.grad.numpy().astype("<f4").tobytes())
         print(f"{out}/{name}.onnx: input {tuple(x.shape)}, output {tuple(y.shape)}, opset {opset}")
 
 

@@ -367,5 +367,47 @@ TEST_CASE("onnx: torchvision exports give PyTorch's outputs (FRUGAL_ONNX_MODELS)
     }
     MESSAGE(f.filename().string(), ": largest difference ", worst, " of outputs up to ", scale);
     CHECK(worst <= 1e-4 * scale);
+    // The input gradient of sum(R * y): frugal's backward (training mode; the export has no
+    // BatchNorm or Dropout left) against PyTorch's.
+    fs::path grad = f;
+    grad.replace_extension(".grad");
+    if (!fs::exists(grad)) continue;
+    const std::vector<float> g = read_floats(grad);
+    REQUIRE(static_cast<int64_t>(g.size()) == 2 * m.classes + in);
+    // Once with the direct stride-1 kernels (their long FMA chains round more: on AlexNet and
+    // VGG, whose input gradients cancel heavily, that shows; reported, not required), once with
+    // im2col + GEMM everywhere (required within 1e-4 of the largest).
+    for (bool direct : {true, false}) {
+      set_cpu_direct_conv(direct);
+      ParamStore store(1);
+      Tape tape(store);
+      Value x = tape.input("x", Shape({2, m.input[0], m.input[1], m.input[2]}), DType::f32, true);
+      Value y = record_onnx(m, x);
+      load_onnx_weights(store, m);
+      Executor ex(tape, cpu_backend(), {.memory = MemoryMode::planned, .keep = {x, y}});
+      Tensor xt = Tensor::empty(x.shape(), DType::f32);
+      std::memcpy(xt.raw(), data.data(), xt.bytes());
+      ex.set_input(x, xt);
+      ex.forward();
+      Tensor r = Tensor::empty({2, m.classes}, DType::f32);
+      std::memcpy(r.raw(), g.data(), r.bytes());
+      std::pair<Value, Tensor> seed{y, r};
+      ex.backward(std::span<const std::pair<Value, Tensor>>(&seed, 1));
+      const float* dx = ex.grad(x).data<float>();
+      double gworst = 0, gscale = 0;
+      for (int64_t i = 0; i < in; ++i) {
+        const double want = g[static_cast<size_t>(2 * m.classes + i)];
+        gworst = std::max(gworst, std::abs(dx[i] - want));
+        gscale = std::max(gscale, std::abs(want));
+      }
+      set_cpu_direct_conv(true);
+      MESSAGE(f.filename().string(), (direct ? " (direct kernels)" : " (im2col)"),
+              ": input gradient differs by ", gworst, " at most, of values up to ", gscale);
+      CHECK(gscale > 0);
+      if (direct)
+        WARN(gworst <= 1e-4 * gscale);
+      else
+        CHECK(gworst <= 1e-4 * gscale);
+    }
   }
 }
