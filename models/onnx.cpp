@@ -1,6 +1,8 @@
-// ONNX import: the file parsed by the ONNX protobuf library, every node checked and turned into
-// a plain description of the frugal op it becomes (nothing of protobuf outlives load_onnx), then
-// a batch-1 recording on a shapes-only store to catch shape errors and learn the class count.
+// ONNX import, reading: the file parsed by the ONNX protobuf library, every node checked and
+// turned into a plain description of the frugal op it becomes (models/onnx_graph.h; nothing of
+// protobuf outlives load_onnx), then a batch-1 recording on a shapes-only store to catch shape
+// errors and learn the class count. One function holds the table of ops, one branch each, so
+// what is imported, and how, reads in one place (models/onnx_record.cpp records it).
 #include "models/onnx.h"
 
 #include <onnx/onnx_pb.h>
@@ -10,22 +12,11 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <mutex>
 #include <set>
 #include <vector>
 
 #include "core/error.h"
-#include "layers/activation.h"
-#include "layers/add.h"
-#include "layers/avgpool2d.h"
-#include "layers/batchnorm2d.h"
-#include "layers/concat.h"
-#include "layers/conv2d.h"
-#include "layers/flatten.h"
-#include "layers/leaky_relu.h"
-#include "layers/linear.h"
-#include "layers/maxpool2d.h"
-#include "layers/relu.h"
+#include "models/onnx_graph.h"
 
 namespace frugal {
 
@@ -38,43 +29,9 @@ constexpr int64_t kMaxWindow = 4096;
 // The largest tensor (elements) an initializer may hold.
 constexpr int64_t kMaxInitializerElements = int64_t{1} << 31;
 
-enum class OnnxKind {
-  conv,
-  batch_norm,
-  gemm,
-  max_pool,
-  avg_pool,
-  global_avg_pool,
-  flatten,
-  add,
-  concat,
-  relu,
-  leaky_relu,
-  activation,
-  identity,
-};
 using Kind = OnnxKind;
 
 }  // namespace
-
-struct OnnxNode {
-  Kind kind = Kind::identity;
-  std::string name, op_type;
-  std::vector<std::string> inputs;  // the ones the frugal op reads, in its order
-  std::string output;
-  int64_t kernel = 1, stride = 1, pad = 0;
-  bool ceil = false;
-  double eps = 1e-5, momentum = 0.1, alpha = 0;
-  Activation activation = Activation::sigmoid;
-  int64_t flatten_features = -1;  // Reshape to (N, F): F, or -1
-};
-
-struct OnnxGraph {
-  std::vector<OnnxNode> nodes;
-  std::map<std::string, Tensor> initializers;  // f32, host
-  std::map<std::string, bool> params;          // initializer -> trainable, for those ops read
-  std::string input, output;
-};
 
 namespace {
 
@@ -90,44 +47,40 @@ struct Reader {
       if (a.name() == name) return &a;
     return nullptr;
   }
-  int64_t get_int(const onnx::NodeProto& n, const char* name, int64_t fallback) const {
+  // The attribute `name`, or null; one of another type than `type` is an error.
+  const onnx::AttributeProto* typed(const onnx::NodeProto& n, const char* name,
+                                    onnx::AttributeProto::AttributeType type,
+                                    const char* what) const {
     const onnx::AttributeProto* a = attr(n, name);
-    if (!a) return fallback;
-    if (a->type() != onnx::AttributeProto::INT)
-      fail(n, std::string("attribute ") + name + " is not an int");
-    return a->i();
+    if (a && a->type() != type) fail(n, std::string("attribute ") + name + " is not " + what);
+    return a;
+  }
+  int64_t get_int(const onnx::NodeProto& n, const char* name, int64_t fallback) const {
+    const auto* a = typed(n, name, onnx::AttributeProto::INT, "an int");
+    return a ? a->i() : fallback;
   }
   double get_float(const onnx::NodeProto& n, const char* name, double fallback) const {
-    const onnx::AttributeProto* a = attr(n, name);
-    if (!a) return fallback;
-    if (a->type() != onnx::AttributeProto::FLOAT)
-      fail(n, std::string("attribute ") + name + " is not a float");
-    return a->f();
+    const auto* a = typed(n, name, onnx::AttributeProto::FLOAT, "a float");
+    return a ? a->f() : fallback;
   }
   std::vector<int64_t> get_ints(const onnx::NodeProto& n, const char* name) const {
-    const onnx::AttributeProto* a = attr(n, name);
-    if (!a) return {};
-    if (a->type() != onnx::AttributeProto::INTS)
-      fail(n, std::string("attribute ") + name + " is not a list of ints");
-    return {a->ints().begin(), a->ints().end()};
+    const auto* a = typed(n, name, onnx::AttributeProto::INTS, "a list of ints");
+    return a ? std::vector<int64_t>(a->ints().begin(), a->ints().end()) : std::vector<int64_t>{};
   }
   std::string get_string(const onnx::NodeProto& n, const char* name,
                          const std::string& fallback) const {
-    const onnx::AttributeProto* a = attr(n, name);
-    if (!a) return fallback;
-    if (a->type() != onnx::AttributeProto::STRING)
-      fail(n, std::string("attribute ") + name + " is not a string");
-    return a->s();
+    const auto* a = typed(n, name, onnx::AttributeProto::STRING, "a string");
+    return a ? a->s() : fallback;
   }
 
   // A 2-D window's kernel, stride and padding: square, one stride, symmetric padding, no
   // dilation, auto_pad NOTSET.
-  void window(const onnx::NodeProto& n, OnnxNode& o, bool need_kernel) const {
+  void window(const onnx::NodeProto& n, OnnxNode& o) const {
     const std::vector<int64_t> k = get_ints(n, "kernel_shape");
-    if (need_kernel && (k.size() != 2 || k[0] != k[1] || k[0] < 1 || k[0] > kMaxWindow))
+    if (k.size() != 2 || k[0] != k[1] || k[0] < 1 || k[0] > kMaxWindow)
       fail(n, "kernel_shape must be two equal sides in 1.." + std::to_string(kMaxWindow) +
                   " (square kernels only)");
-    if (!k.empty()) o.kernel = k[0];
+    o.kernel = k[0];
     const std::vector<int64_t> s = get_ints(n, "strides");
     if (!s.empty() && (s.size() != 2 || s[0] != s[1] || s[0] < 1 || s[0] > kMaxWindow))
       fail(n, "strides must be two equal values in 1.." + std::to_string(kMaxWindow) +
@@ -336,7 +289,7 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
     }
     if (op == "Conv") {
       o.kind = Kind::conv;
-      r.window(n, o, true);
+      r.window(n, o);
       if (r.get_int(n, "group", 1) != 1)
         r.fail(n, "group " + std::to_string(r.get_int(n, "group", 1)) +
                       " is not imported yet (grouped and depthwise convolutions)");
@@ -361,7 +314,7 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       if (n.input_size() > 2 && !n.input(2).empty()) o.inputs.push_back(param(n, 2, true));
     } else if (op == "MaxPool" || op == "AveragePool") {
       o.kind = op == "MaxPool" ? Kind::max_pool : Kind::avg_pool;
-      r.window(n, o, true);
+      r.window(n, o);
       if (n.output_size() > 1 && !n.output(1).empty())
         r.fail(n, "the Indices output is not imported");
       if (r.get_int(n, "storage_order", 0) != 0) r.fail(n, "storage_order 1 is not imported");
@@ -459,133 +412,6 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
                "; frugal imports classifiers whose output is (N, classes)");
   model.classes = y.shape()[1];
   return model;
-}
-
-Value record_onnx(const OnnxModel& model, Value images) {
-  const OnnxGraph& g = *model.graph;
-  Tape& tape = images.tape();
-  std::map<std::string, Value> env{{g.input, images}};
-  auto value = [&](const std::string& name) -> Value {
-    if (auto it = env.find(name); it != env.end()) return it->second;
-    auto p = g.params.find(name);
-    FRUGAL_CHECK(p != g.params.end(), model.path, ": '", name,
-                 "' is neither a node's output nor a weight");
-    const Tensor& t = g.initializers.at(name);
-    Value v = tape.param(name, t.shape(), Init::zeros(), p->second);
-    env[name] = v;
-    return v;
-  };
-  for (const OnnxNode& n : g.nodes) {
-    std::vector<Value> in;
-    for (const std::string& s : n.inputs) in.push_back(value(s));
-    const auto where = std::source_location::current();
-    Value y;
-    try {
-      switch (n.kind) {
-        case Kind::conv:
-          y = tape.record(std::make_unique<Conv2dOp>(n.stride, n.pad), in, where)[0];
-          break;
-        case Kind::batch_norm:
-          y = tape.record(
-              std::make_unique<BatchNormOp>(BatchNormOptions{.eps = n.eps, .momentum = n.momentum}),
-              in, where)[0];
-          break;
-        case Kind::gemm:
-          y = tape.record(std::make_unique<LinearOp>(), in, where)[0];
-          break;
-        case Kind::max_pool:
-          y = max_pool2d(in[0],
-                         {.kernel = n.kernel, .stride = n.stride, .pad = n.pad, .ceil = n.ceil});
-          break;
-        case Kind::avg_pool:
-          y = avg_pool2d(in[0],
-                         {.kernel = n.kernel, .stride = n.stride, .pad = n.pad, .ceil = n.ceil});
-          break;
-        case Kind::global_avg_pool: {
-          const Shape& s = in[0].shape();
-          FRUGAL_CHECK(s.rank() == 4 && s[2] == s[3], "global average pooling of ", s,
-                       " (square feature maps only)");
-          y = avg_pool2d(in[0], {.kernel = s[2]});
-          break;
-        }
-        case Kind::flatten:
-          y = in[0].shape().rank() == 2 ? in[0] : flatten(in[0]);
-          FRUGAL_CHECK(n.flatten_features < 0 || y.shape()[1] == n.flatten_features, "reshape of ",
-                       in[0].shape(), " to (N, ", n.flatten_features, ")");
-          break;
-        case Kind::add:
-          y = add(in[0], in[1]);
-          break;
-        case Kind::concat:
-          y = concat(in);
-          break;
-        case Kind::relu:
-          y = relu(in[0]);
-          break;
-        case Kind::leaky_relu:
-          y = leaky_relu(in[0], n.alpha);
-          break;
-        case Kind::activation:
-          y = activation(in[0], n.activation);
-          break;
-        case Kind::identity:
-          y = in[0];
-          break;
-      }
-    } catch (const Error& e) {
-      throw Error(model.path + ": node '" + n.name + "' (" + n.op_type + "): " + e.what());
-    }
-    env[n.output] = y;
-  }
-  return value(g.output);
-}
-
-void load_onnx_weights(ParamStore& store, const OnnxModel& model) {
-  if (!store.materialized()) return;
-  for (const auto& [name, trainable] : model.graph->params) {
-    Parameter* p = store.find(name);
-    FRUGAL_CHECK(p != nullptr, model.path, ": weight '", name,
-                 "' is not in the store (record the model first)");
-    const Tensor& t = model.graph->initializers.at(name);
-    FRUGAL_CHECK(p->value.meta() == t.meta(), model.path, ": weight '", name, "' is ", t.shape(),
-                 ", the store's ", p->value.shape());
-    store.backend().copy_to_device(t, p->value);
-  }
-}
-
-namespace {
-struct Cached {
-  std::shared_ptr<const OnnxModel> model;
-  ModelSpec spec;
-};
-// One load per file for the process: specs are handed out by reference.
-Cached& cached(const std::string& path) {
-  static std::mutex mutex;
-  static std::map<std::string, std::unique_ptr<Cached>> by_path;
-  std::lock_guard<std::mutex> lock(mutex);
-  std::unique_ptr<Cached>& c = by_path[path];
-  if (!c) {
-    auto model = std::make_shared<const OnnxModel>(load_onnx(path));
-    c = std::make_unique<Cached>(
-        Cached{model, ModelSpec{.name = path,
-                                .description = "ONNX model " + path,
-                                .input = model->input,
-                                .classes = model->classes,
-                                .log_softmax_output = false,
-                                .build = [model](Value images, const ModelConfig&) {
-                                  return record_onnx(*model, images);
-                                }}});
-  }
-  return *c;
-}
-}  // namespace
-
-const ModelSpec& onnx_model_spec(const std::string& path) {
-  return cached(path).spec;
-}
-
-const OnnxModel& onnx_model(const std::string& path) {
-  return *cached(path).model;
 }
 
 }  // namespace frugal

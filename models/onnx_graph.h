@@ -1,0 +1,51 @@
+// The checked form of an ONNX graph: what models/onnx.cpp reads out of the file and
+// models/onnx_record.cpp records, with nothing of protobuf in it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/activation.h"
+#include "core/tensor.h"
+
+namespace frugal {
+
+// The frugal op a node becomes.
+enum class OnnxKind {
+  conv,
+  batch_norm,
+  gemm,
+  max_pool,
+  avg_pool,
+  global_avg_pool,
+  flatten,
+  add,
+  concat,
+  relu,
+  leaky_relu,
+  activation,
+  identity,
+};
+
+struct OnnxNode {
+  OnnxKind kind = OnnxKind::identity;
+  std::string name, op_type;
+  std::vector<std::string> inputs;  // the ones the frugal op reads, in its order
+  std::string output;
+  int64_t kernel = 1, stride = 1, pad = 0;
+  bool ceil = false;
+  double eps = 1e-5, momentum = 0.1, alpha = 0;
+  Activation activation = Activation::sigmoid;
+  int64_t flatten_features = -1;  // Reshape to (N, F): F, or -1
+};
+
+struct OnnxGraph {
+  std::vector<OnnxNode> nodes;
+  std::map<std::string, Tensor> initializers;  // f32, host
+  std::map<std::string, bool> params;          // initializer -> trainable, for those ops read
+  std::string input, output;
+};
+
+}  // namespace frugal
