@@ -19,6 +19,7 @@
 #include "data/cifar.h"
 #include "data/idx.h"
 #include "data/image.h"
+#include "data/resample.h"
 
 namespace fs = std::filesystem;
 

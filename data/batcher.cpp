@@ -8,7 +8,7 @@
 
 #include "core/error.h"
 #include "core/rng.h"
-#include "data/image.h"
+#include "data/resample.h"
 
 namespace frugal {
 

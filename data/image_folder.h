@@ -11,6 +11,7 @@
 
 #include "data/idx.h"
 #include "data/image.h"
+#include "data/resample.h"
 
 namespace frugal {
 

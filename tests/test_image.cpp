@@ -13,6 +13,7 @@
 #include "data/batcher.h"
 #include "data/image.h"
 #include "data/image_folder.h"
+#include "data/resample.h"
 #include "tests/images.h"
 #include "tests/temp_dir.h"
 

@@ -12,6 +12,7 @@
 #include "data/cifar.h"
 #include "data/idx.h"
 #include "data/image.h"
+#include "data/resample.h"
 #include "data/safetensors.h"
 
 namespace frugal::fuzz {
