@@ -5,6 +5,7 @@
 // take turns inside a round, so a noisy neighbour hurts them alike.
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <functional>
@@ -72,7 +73,7 @@ struct ConvResult {
 Conv2dGeometry geometry(const ConvCase& c) {
   Conv2dGeometry g{.N = c.N, .C = c.C, .H = c.H, .W = c.H, .K = c.K, .R = c.R, .S = c.R};
   g.stride_h = g.stride_w = c.stride;
-  g.pad_h = g.pad_w = c.pad;
+  g.pad_h = g.pad_w = g.pad_h_end = g.pad_w_end = c.pad;
   g.P = g.Q = (c.H + 2 * c.pad - c.R) / c.stride + 1;
   return g;
 }
@@ -96,6 +97,37 @@ ConvResult bench_conv(const ConvCase& c, const Budget& budget) {
       time_median([&] { be.conv2d_backward_filter(g, x, dy, dw, db, scratch); }, budget)};
   return {static_cast<double>(bytes) / (1 << 20),
           {flops / t[0] * 1e-9, flops / t[1] * 1e-9, flops / t[2] * 1e-9}};
+}
+
+// Depthwise convolution is bound by memory, not arithmetic: each pass's time against the time
+// the machine needs to read its input and write its output once, at the rate the backend's
+// copy reaches over a buffer of the same size (read + write).
+struct DepthwiseCase {
+  std::string name;
+  int64_t N, C, H, R, stride;
+};
+
+// Seconds of each pass, and of the bandwidth bound of reading its input and writing its output.
+std::array<double, 6> bench_depthwise(const DepthwiseCase& c, const Budget& budget) {
+  Conv2dGeometry g{.N = c.N, .C = c.C, .H = c.H, .W = c.H, .K = c.C, .R = c.R, .S = c.R};
+  g.stride_h = g.stride_w = c.stride;
+  g.pad_h = g.pad_w = g.pad_h_end = g.pad_w_end = c.R / 2;
+  g.groups = c.C;
+  g.P = g.Q = conv_output_size(c.H, c.R, c.stride, c.R / 2, c.R / 2, 1);
+  Backend& be = cpu_backend();
+  Tensor x = random({g.N, g.C, g.H, g.W}, 1), w = random({g.K, 1, g.R, g.S}, 2);
+  Tensor b = random({g.K}, 3), dy = random({g.N, g.K, g.P, g.Q}, 4);
+  Tensor y = Tensor::empty(dy.shape(), DType::f32), dx = Tensor::empty(x.shape(), DType::f32);
+  Tensor dw = Tensor::empty(w.shape(), DType::f32), none, scratch;
+  Tensor big = random({x.numel() + y.numel()}, 5), copy = Tensor::empty(big.shape(), DType::f32);
+  // The copy reads and writes x + y bytes: twice what one pass must move.
+  const double bound = time_median([&] { be.copy(big, copy); }, budget) / 2;
+  return {time_median([&] { be.conv2d_forward(g, x, w, b, y, scratch); }, budget),
+          time_median([&] { be.conv2d_backward_data(g, dy, w, dx, scratch); }, budget),
+          time_median([&] { be.conv2d_backward_filter(g, x, dy, dw, none, scratch); }, budget),
+          bound,
+          bound,
+          bound};
 }
 
 }  // namespace
@@ -196,5 +228,37 @@ int main(int argc, char** argv) {
     }
   }
   set_cpu_direct_conv(true);
+
+  std::vector<DepthwiseCase> depthwise = {
+      {"mobilenetv2 N32 144ch 56x56 k3", 32, 144, 56, 3, 1},
+      {"mobilenetv2 N32 144ch 56x56 k3 s2", 32, 144, 56, 3, 2},
+      {"mobilenetv2 N32 576ch 14x14 k3", 32, 576, 14, 3, 1},
+      {"efficientnet N32 240ch 28x28 k5", 32, 240, 28, 5, 1},
+  };
+  if (quick) depthwise = {{"mobilenetv2 N2 144ch 56x56 k3", 2, 144, 56, 3, 1}};
+  std::printf(
+      "\ndepthwise conv2d, f32: milliseconds per pass and its multiple of the time to read its "
+      "input and write its output once (at the rate of a copy of as many bytes), median of %d "
+      "rounds\n",
+      rounds);
+  std::printf("%-38s %3s   %-16s %-16s %-16s\n", "", "thr", "forward", "backward data",
+              "backward filter");
+  for (const DepthwiseCase& c : depthwise) {
+    std::vector<std::vector<std::array<double, 6>>> runs(nt);
+    for (int r = 0; r < rounds; ++r)
+      for (size_t i = 0; i < nt; ++i) {
+        set_cpu_threads(threads[i]);
+        runs[i].push_back(bench_depthwise(c, budget));
+      }
+    for (size_t i = 0; i < nt; ++i) {
+      std::printf("%-38s %3d", i == 0 ? c.name.c_str() : "", threads[i]);
+      for (int k = 0; k < 3; ++k) {
+        std::vector<double> t, bound;
+        for (const auto& res : runs[i]) t.push_back(res[k]), bound.push_back(res[k + 3]);
+        std::printf("   %7.2f %5.2fx", median(t) * 1e3, median(t) / median(bound));
+      }
+      std::printf("\n");
+    }
+  }
   return 0;
 }

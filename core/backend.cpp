@@ -1,4 +1,4 @@
-// Host copies through a backend, the backends by device name, optimizer names.
+// Host copies through a backend, the backends by device name, optimizer names, convolution sizes.
 #include "core/backend.h"
 
 #include "core/error.h"
@@ -8,6 +8,17 @@ namespace frugal {
 
 const char* optimizer_name(OptimizerKind k) {
   return k == OptimizerKind::adamw ? "adamw" : "sgd";
+}
+
+int64_t conv_output_size(int64_t in, int64_t k, int64_t stride, int64_t pad, int64_t pad_end,
+                         int64_t dilation) {
+  const int64_t span = dilation * (k - 1) + 1, padded = in + pad + pad_end;
+  return padded < span || stride < 1 ? 0 : (padded - span) / stride + 1;
+}
+
+bool conv_is_plain(const Conv2dGeometry& g) {
+  return g.groups == 1 && g.dilation_h == 1 && g.dilation_w == 1 && g.pad_h_end == g.pad_h &&
+         g.pad_w_end == g.pad_w;
 }
 
 const Tensor& to_host(Backend& be, const Tensor& t, Tensor& staging) {

@@ -10,19 +10,29 @@
 #include <vector>
 
 #include "core/activation.h"
+#include "core/broadcast.h"
 #include "core/device.h"
 #include "core/roles.h"
 #include "core/tensor.h"
 
 namespace frugal {
 
-// x (N,C,H,W)  w (K,C,R,S)  y (N,K,P,Q)
+// x (N,C,H,W)  w (K,C/groups,R,S)  y (N,K,P,Q). Padding is pad_h rows above and pad_h_end
+// below (pad_w, pad_w_end: left and right); a filter tap r reads input row p*stride_h - pad_h +
+// r*dilation_h. Output channel k sees the input channels of its group, k / (K/groups).
 struct Conv2dGeometry {
   int64_t N = 0, C = 0, H = 0, W = 0;  // input
   int64_t K = 0, R = 0, S = 0;         // filters: count, height, width
   int64_t P = 0, Q = 0;                // output height, width
   int64_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
+  int64_t pad_h_end = 0, pad_w_end = 0, dilation_h = 1, dilation_w = 1, groups = 1;
 };
+// Output length along one axis: (in + pad + pad_end - dilation*(k-1) - 1) / stride + 1, or 0
+// when the dilated kernel does not fit the padded input.
+int64_t conv_output_size(int64_t in, int64_t k, int64_t stride, int64_t pad, int64_t pad_end,
+                         int64_t dilation);
+// Symmetric padding, no dilation, one group: the convolution every backend ran before groups.
+bool conv_is_plain(const Conv2dGeometry& g);
 
 // x (N,C,H,W)  y (N,C,P,Q); padding counts as -inf for max and as 0 for average
 // (count_include_pad, as Torch's SpatialAveragePooling); ceil mode is folded into P,Q.
@@ -152,6 +162,18 @@ class Backend {
   // undefined entries of dxs are skipped.
   virtual void concat_forward(std::span<const Tensor> xs, Tensor& y) = 0;
   virtual void concat_backward(const Tensor& dy, std::span<Tensor> dxs) = 0;
+
+  // --- broadcast arithmetic (core/broadcast.h) ------------------------------------------------
+  // y = a op b over g: y holds g.numel() elements, a and b are read through g's strides. y may
+  // alias an operand with as many elements.
+  virtual void binary_forward(BinaryKind k, const Broadcast& g, const Tensor& a, const Tensor& b,
+                              Tensor& y) = 0;
+  // da and db, each undefined where not wanted: binary_math::reduce_grad at every element. a
+  // and b are read by mul and div only (undefined will do for add and sub). A reduced gradient
+  // is written before a full-sized one, and db before da when both are full-sized: the one
+  // written last (da, or db where only b is full-sized) may alias dy.
+  virtual void binary_backward(BinaryKind k, const Broadcast& g, const Tensor& a, const Tensor& b,
+                               const Tensor& dy, Tensor& da, Tensor& db) = 0;
 
   // --- leaky relu (slope >= 0, so y > 0 exactly where x > 0) ---------------------------------
   // y = x > 0 ? x : slope * x; mask bit set where x > 0 (if defined). y may alias x.

@@ -107,16 +107,37 @@ void check_conv(const char* op, const Conv2dGeometry& g, const Tensor& x, const 
   FRUGAL_CHECK(is_float(x), op, ": needs f32 or f64, got ", dtype_name(x.dtype()));
   FRUGAL_CHECK(y.dtype() == x.dtype() && (!w.defined() || w.dtype() == x.dtype()), op,
                ": mixed dtypes");
+  FRUGAL_CHECK(g.groups >= 1 && g.C % g.groups == 0 && g.K % g.groups == 0, op, ": ", g.groups,
+               " groups do not divide ", g.C, " input and ", g.K, " output channels");
   FRUGAL_CHECK(x.numel() == g.N * g.C * g.H * g.W && y.numel() == g.N * g.K * g.P * g.Q &&
-                   (!w.defined() || w.numel() == g.K * g.C * g.R * g.S),
+                   (!w.defined() || w.numel() == g.K * (g.C / g.groups) * g.R * g.S),
                op, ": tensors x ", x.shape(), " w ", w.shape(), " y ", y.shape(),
                " do not match the geometry N,C,H,W = ", g.N, ",", g.C, ",", g.H, ",", g.W,
-               " K,R,S = ", g.K, ",", g.R, ",", g.S, " P,Q = ", g.P, ",", g.Q);
-  FRUGAL_CHECK(g.stride_h > 0 && g.stride_w > 0 && g.H + 2 * g.pad_h >= g.R &&
-                   g.W + 2 * g.pad_w >= g.S && g.P == (g.H + 2 * g.pad_h - g.R) / g.stride_h + 1 &&
-                   g.Q == (g.W + 2 * g.pad_w - g.S) / g.stride_w + 1,
-               op, ": output ", g.P, "x", g.Q, " does not follow from input ", g.H, "x", g.W);
+               " K,R,S = ", g.K, ",", g.R, ",", g.S, " P,Q = ", g.P, ",", g.Q, " groups ",
+               g.groups);
+  FRUGAL_CHECK(
+      g.pad_h >= 0 && g.pad_w >= 0 && g.pad_h_end >= 0 && g.pad_w_end >= 0 && g.dilation_h >= 1 &&
+          g.dilation_w >= 1 && g.P >= 1 && g.Q >= 1 &&
+          g.P == conv_output_size(g.H, g.R, g.stride_h, g.pad_h, g.pad_h_end, g.dilation_h) &&
+          g.Q == conv_output_size(g.W, g.S, g.stride_w, g.pad_w, g.pad_w_end, g.dilation_w),
+      op, ": output ", g.P, "x", g.Q, " does not follow from input ", g.H, "x", g.W, " (pads ",
+      g.pad_h, ",", g.pad_w, ",", g.pad_h_end, ",", g.pad_w_end, ", dilation ", g.dilation_h, "x",
+      g.dilation_w, ")");
   check_device(op, {&x, &w, &y}, device);
+}
+
+void check_binary(const char* op, const Broadcast& g, const Tensor& a, const Tensor& b,
+                  const Tensor& y, const Device& device) {
+  FRUGAL_CHECK(y.defined() && y.numel() == g.numel() && is_float(y), op, ": output ",
+               y.defined() ? y.shape().str() : "undefined", " for ", g.numel(),
+               " broadcast elements (f32 or f64)");
+  FRUGAL_CHECK(
+      !a.defined() || (a.numel() == binary_math::operand_numel(g, g.a) && a.dtype() == y.dtype()),
+      op, ": operand a ", a.shape(), " ", dtype_name(a.dtype()), " does not fit the broadcast");
+  FRUGAL_CHECK(
+      !b.defined() || (b.numel() == binary_math::operand_numel(g, g.b) && b.dtype() == y.dtype()),
+      op, ": operand b ", b.shape(), " ", dtype_name(b.dtype()), " does not fit the broadcast");
+  check_device(op, {&a, &b, &y}, device);
 }
 
 void check_conv_bias(const char* op, const char* name, const Conv2dGeometry& g, const Tensor& b,

@@ -39,6 +39,10 @@ void check_adamw(const Tensor& w, const Tensor& dw, const Tensor& m, const Tenso
                  const OptimizerConfig& c, const Device& device);
 // x and y hold the same number of bytes (either may be on the host: no placement check).
 void check_copy(const Tensor& x, const Tensor& y);
+// Broadcast arithmetic: y (or dy) holds g.numel() elements, each defined operand (or its
+// gradient) as many as g gives it; all one float dtype, on the device.
+void check_binary(const char* op, const Broadcast& g, const Tensor& a, const Tensor& b,
+                  const Tensor& y, const Device& device);
 
 // x (N,I)  w (O,I) or undefined  b (O) or undefined  y (N,O)
 struct LinearDims {

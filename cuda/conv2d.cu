@@ -130,9 +130,10 @@ struct ConvPlan {
 namespace {
 
 std::string geometry_str(const Conv2dGeometry& g, DType t) {
-  return detail::concat("x [", g.N, ",", g.C, ",", g.H, ",", g.W, "] w [", g.K, ",", g.C, ",", g.R,
-                        ",", g.S, "] stride ", g.stride_h, "x", g.stride_w, " pad ", g.pad_h, "x",
-                        g.pad_w, " ", dtype_name(t));
+  return detail::concat("x [", g.N, ",", g.C, ",", g.H, ",", g.W, "] w [", g.K, ",", g.C / g.groups,
+                        ",", g.R, ",", g.S, "] stride ", g.stride_h, "x", g.stride_w, " pad ",
+                        g.pad_h, "x", g.pad_w, " dilation ", g.dilation_h, "x", g.dilation_w,
+                        " groups ", g.groups, " ", dtype_name(t));
 }
 
 // The choices of the forward pass: the algorithms that beat every one with less workspace.
@@ -193,18 +194,38 @@ const Measured<Algo>* pick(const char* op, const std::vector<Measured<Algo>>& v,
 }  // namespace
 
 const ConvPlan& CudaBackend::conv_plan(const Conv2dGeometry& g, DType t) const {
-  const std::array<int64_t, 14> key{
-      g.N, g.C, g.H,        g.W,        g.K,     g.R,     g.S,
-      g.P, g.Q, g.stride_h, g.stride_w, g.pad_h, g.pad_w, static_cast<int64_t>(t)};
+  const std::array<int64_t, 19> key{g.N,
+                                    g.C,
+                                    g.H,
+                                    g.W,
+                                    g.K,
+                                    g.R,
+                                    g.S,
+                                    g.P,
+                                    g.Q,
+                                    g.stride_h,
+                                    g.stride_w,
+                                    g.pad_h,
+                                    g.pad_w,
+                                    g.pad_h_end,
+                                    g.pad_w_end,
+                                    g.dilation_h,
+                                    g.dilation_w,
+                                    g.groups,
+                                    static_cast<int64_t>(t)};
   std::lock_guard<std::mutex> lock(plans_mutex_);
   if (auto it = plans_.find(key); it != plans_.end()) return *it->second;
 
   const std::string geometry = geometry_str(g, t);
+  FRUGAL_CHECK(g.pad_h_end == g.pad_h && g.pad_w_end == g.pad_w,
+               "conv2d: cuDNN pads both sides alike; padding ", g.pad_h, ",", g.pad_w,
+               " before and ", g.pad_h_end, ",", g.pad_w_end, " after is not supported on CUDA (",
+               geometry, ")");
   auto p = std::make_shared<ConvPlan>(ConvPlan{
       .x = tensor_nchw(t, g.N, g.C, g.H, g.W),
       .y = tensor_nchw(t, g.N, g.K, g.P, g.Q),
-      .w = filter_kcrs(t, g.K, g.C, g.R, g.S),
-      .conv = convolution(t, g.pad_h, g.pad_w, g.stride_h, g.stride_w),
+      .w = filter_kcrs(t, g.K, g.C / g.groups, g.R, g.S),
+      .conv = convolution(t, g),
   });
   int n = 0, count = 0;
   {
@@ -258,7 +279,7 @@ std::vector<ScratchChoice> CudaBackend::conv2d_scratch_choices(const Conv2dGeome
   return backward ? p.backward_choices : p.forward_choices;
 }
 
-// x (N,C,H,W)  w (K,C,R,S)  b (K) or undefined  y (N,K,P,Q)
+// x (N,C,H,W)  w (K,C/groups,R,S)  b (K) or undefined  y (N,K,P,Q)
 void CudaBackend::conv2d_forward(const Conv2dGeometry& g, const Tensor& x, const Tensor& w,
                                  const Tensor& b, Tensor& y, Tensor& scratch) {
   const char* op = "conv2d forward";

@@ -89,6 +89,10 @@ class CudaBackend final : public Backend {
   void concat_backward(const Tensor& dy, std::span<Tensor> dxs) override;
 
   void activation_forward(Activation a, const Tensor& x, Tensor& y) override;
+  void binary_forward(BinaryKind k, const Broadcast& g, const Tensor& a, const Tensor& b,
+                      Tensor& y) override;
+  void binary_backward(BinaryKind k, const Broadcast& g, const Tensor& a, const Tensor& b,
+                       const Tensor& dy, Tensor& da, Tensor& db) override;
   void activation_backward(Activation a, const Tensor& v, const Tensor& dy, Tensor& dx) override;
   void leaky_relu_forward(const Tensor& x, double slope, Tensor& y, Tensor& mask) override;
   void leaky_relu_backward_mask(const Tensor& dy, const Tensor& mask, double slope,
@@ -140,7 +144,7 @@ class CudaBackend final : public Backend {
   double* sums() const;
 
   mutable std::mutex plans_mutex_;
-  mutable std::map<std::array<int64_t, 14>, std::shared_ptr<const ConvPlan>> plans_;
+  mutable std::map<std::array<int64_t, 19>, std::shared_ptr<const ConvPlan>> plans_;
 };
 
 }  // namespace frugal

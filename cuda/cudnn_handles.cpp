@@ -38,12 +38,13 @@ FilterDescriptor filter_kcrs(DType t, int64_t K, int64_t C, int64_t R, int64_t S
   return d;
 }
 
-ConvolutionDescriptor convolution(DType t, int64_t pad_h, int64_t pad_w, int64_t stride_h,
-                                  int64_t stride_w) {
+ConvolutionDescriptor convolution(DType t, const Conv2dGeometry& g) {
   ConvolutionDescriptor d;
   FRUGAL_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(
-      d.get(), to_int(pad_h), to_int(pad_w), to_int(stride_h), to_int(stride_w), 1, 1,
-      CUDNN_CROSS_CORRELATION, cudnn_dtype("cudnn convolution", t)));
+      d.get(), to_int(g.pad_h), to_int(g.pad_w), to_int(g.stride_h), to_int(g.stride_w),
+      to_int(g.dilation_h), to_int(g.dilation_w), CUDNN_CROSS_CORRELATION,
+      cudnn_dtype("cudnn convolution", t)));
+  FRUGAL_CUDNN_CHECK(cudnnSetConvolutionGroupCount(d.get(), to_int(g.groups)));
   // f64 has no reduced-precision math to exclude; FP64 tensor cores are exact IEEE FMA.
   FRUGAL_CUDNN_CHECK(
       cudnnSetConvolutionMathType(d.get(), t == DType::f32 ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH));

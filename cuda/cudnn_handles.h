@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <utility>
 
+#include "core/backend.h"
 #include "core/dtype.h"
 #include "cuda/check.h"
 
@@ -48,7 +49,7 @@ TensorDescriptor tensor_nchw(DType t, int64_t N, int64_t C, int64_t H, int64_t W
 FilterDescriptor filter_kcrs(DType t, int64_t K, int64_t C, int64_t R, int64_t S);
 // Cross-correlation (as the CPU backend), no dilation, computing in t; f32 runs with
 // CUDNN_FMA_MATH so that no TF32 tensor-core math can change its results.
-ConvolutionDescriptor convolution(DType t, int64_t pad_h, int64_t pad_w, int64_t stride_h,
-                                  int64_t stride_w);
+// cuDNN pads both sides alike: g's pad_h_end and pad_w_end must equal pad_h and pad_w.
+ConvolutionDescriptor convolution(DType t, const Conv2dGeometry& g);
 
 }  // namespace frugal

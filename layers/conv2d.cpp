@@ -12,27 +12,39 @@ std::vector<TensorMeta> Conv2dOp::infer(std::span<const TensorMeta> in) {
   const Shape &x = in[0].shape, &w = in[1].shape;
   FRUGAL_CHECK(x.rank() == 4 && w.rank() == 4,
                "conv2d: expects x (N,C,H,W) and w (K,C,R,S), got x ", x, ", w ", w);
-  FRUGAL_CHECK(x[1] == w[1], "conv2d: input channels ", x[1], " != weight channels ", w[1], " (x ",
-               x, ", w ", w, ")");
+  const Conv2dParams& p = p_;
+  FRUGAL_CHECK(p.stride_h >= 1 && p.stride_w >= 1 && p.dilation_h >= 1 && p.dilation_w >= 1 &&
+                   p.groups >= 1 && p.pad_top >= 0 && p.pad_left >= 0 && p.pad_bottom >= 0 &&
+                   p.pad_right >= 0,
+               "conv2d: stride ", p.stride_h, "x", p.stride_w, ", dilation ", p.dilation_h, "x",
+               p.dilation_w, " and groups ", p.groups, " must be >= 1, pads ", p.pad_top, ",",
+               p.pad_left, ",", p.pad_bottom, ",", p.pad_right, " >= 0");
+  FRUGAL_CHECK(x[1] % p.groups == 0 && w[0] % p.groups == 0, "conv2d: ", p.groups,
+               " groups do not divide the ", x[1], " input and ", w[0], " output channels (x ", x,
+               ", w ", w, ")");
+  FRUGAL_CHECK(x[1] == w[1] * p.groups, "conv2d: input channels ", x[1], " != weight channels ",
+               w[1], p.groups > 1 ? detail::concat(" x ", p.groups, " groups") : "", " (x ", x,
+               ", w ", w, ")");
   FRUGAL_CHECK(in[0].dtype == DType::f32 || in[0].dtype == DType::f64,
                "conv2d: input must be f32 or f64, got ", dtype_name(in[0].dtype));
   FRUGAL_CHECK(in[1].dtype == in[0].dtype, "conv2d: input is ", dtype_name(in[0].dtype),
                " but the weight is ", dtype_name(in[1].dtype));
-  FRUGAL_CHECK(stride_ >= 1 && pad_ >= 0, "conv2d: stride ", stride_, " and pad ", pad_,
-               " must be >= 1 and >= 0");
   bias_ = in.size() == 3;
   if (bias_)
     FRUGAL_CHECK(in[2].shape == Shape{w[0]} && in[2].dtype == in[0].dtype, "conv2d: bias ",
                  in[2].shape, " ", dtype_name(in[2].dtype), " for weight ", w, " ",
                  dtype_name(in[1].dtype));
   g_ = {.N = x[0], .C = x[1], .H = x[2], .W = x[3], .K = w[0], .R = w[2], .S = w[3]};
-  g_.stride_h = g_.stride_w = stride_;
-  g_.pad_h = g_.pad_w = pad_;
-  FRUGAL_CHECK(g_.H + 2 * pad_ >= g_.R && g_.W + 2 * pad_ >= g_.S, "conv2d: kernel ", g_.R, "x",
-               g_.S, " is larger than the padded input ", g_.H + 2 * pad_, "x", g_.W + 2 * pad_,
-               " (x ", x, ", w ", w, ", pad ", pad_, ")");
-  g_.P = (g_.H + 2 * pad_ - g_.R) / stride_ + 1;
-  g_.Q = (g_.W + 2 * pad_ - g_.S) / stride_ + 1;
+  g_.stride_h = p.stride_h, g_.stride_w = p.stride_w;
+  g_.pad_h = p.pad_top, g_.pad_w = p.pad_left, g_.pad_h_end = p.pad_bottom;
+  g_.pad_w_end = p.pad_right, g_.dilation_h = p.dilation_h, g_.dilation_w = p.dilation_w;
+  g_.groups = p.groups;
+  g_.P = conv_output_size(g_.H, g_.R, p.stride_h, p.pad_top, p.pad_bottom, p.dilation_h);
+  g_.Q = conv_output_size(g_.W, g_.S, p.stride_w, p.pad_left, p.pad_right, p.dilation_w);
+  FRUGAL_CHECK(g_.P >= 1 && g_.Q >= 1, "conv2d: kernel ", g_.R, "x", g_.S,
+               " is larger than the padded input ", g_.H + p.pad_top + p.pad_bottom, "x",
+               g_.W + p.pad_left + p.pad_right, " (x ", x, ", w ", w, ", dilation ", p.dilation_h,
+               "x", p.dilation_w, ")");
   dtype_ = in[0].dtype;
   return {{Shape{g_.N, g_.K, g_.P, g_.Q}, dtype_}};
 }
@@ -84,12 +96,23 @@ Value conv2d(Value x, const Conv2dOptions& o, std::source_location where) {
                ": conv2d: expects x (N,C,H,W), out >= 1 and kernel >= 1; got x ", x.shape(),
                ", out ", o.out, ", kernel ", o.kernel);
   const std::string name = o.name.empty() ? t.unique_name("conv2d") : o.name;
-  const int64_t k = o.kernel;
-  std::vector<Value> in = {
-      x, t.param(name + ".weight", {o.out, x.shape()[1], k, k},
-                 Init::normal(std::sqrt(2.0 / static_cast<double>(k * k * o.out))))};
+  FRUGAL_CHECK(o.groups >= 1 && x.shape()[1] % o.groups == 0 && o.out % o.groups == 0,
+               source_line(where), ": conv2d: ", o.groups, " groups do not divide the ",
+               x.shape()[1], " input and ", o.out, " output channels");
+  const int64_t k = o.kernel, fan_out = k * k * o.out / o.groups;
+  std::vector<Value> in = {x, t.param(name + ".weight", {o.out, x.shape()[1] / o.groups, k, k},
+                                      Init::normal(std::sqrt(2.0 / static_cast<double>(fan_out))))};
   if (o.bias) in.push_back(t.param(name + ".bias", {o.out}, Init::zeros()));
-  return t.record(std::make_unique<Conv2dOp>(o.stride, o.pad), std::move(in), where)[0];
+  const Conv2dParams p{.stride_h = o.stride,
+                       .stride_w = o.stride,
+                       .pad_top = o.pad,
+                       .pad_left = o.pad,
+                       .pad_bottom = o.pad,
+                       .pad_right = o.pad,
+                       .dilation_h = o.dilation,
+                       .dilation_w = o.dilation,
+                       .groups = o.groups};
+  return t.record(std::make_unique<Conv2dOp>(p), std::move(in), where)[0];
 }
 
 }  // namespace frugal

@@ -20,6 +20,7 @@ Conv2dGeometry geometry(int64_t N, int64_t C, int64_t H, int64_t W, int64_t K, i
                         int64_t stride_h, int64_t stride_w, int64_t pad_h, int64_t pad_w) {
   Conv2dGeometry g{.N = N, .C = C, .H = H, .W = W, .K = K, .R = R, .S = S};
   g.stride_h = stride_h, g.stride_w = stride_w, g.pad_h = pad_h, g.pad_w = pad_w;
+  g.pad_h_end = pad_h, g.pad_w_end = pad_w;
   g.P = (H + 2 * pad_h - R) / stride_h + 1;
   g.Q = (W + 2 * pad_w - S) / stride_w + 1;
   return g;

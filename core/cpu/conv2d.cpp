@@ -8,11 +8,14 @@
 // Stride-1 f32 convolutions larger than 1x1 go to the direct kernels of conv2d_direct.h instead
 // (forward and data gradient in conv2d_direct.cpp; the filter gradient, where rows are whole
 // vectors, in conv2d_direct_filter.cpp), unless set_cpu_direct_conv(false) asks for im2col
-// everywhere.
+// everywhere. Grouped convolutions run im2col + GEMM one group at a time; depthwise ones (a
+// group per input channel) have loops of their own, conv2d_depthwise.h.
 #include <Eigen/Core>
 #include <algorithm>
 
+#include "core/cpu/conv2d_depthwise.h"
 #include "core/cpu/conv2d_direct.h"
+#include "core/cpu/conv_span.h"
 #include "core/cpu/cpu_backend.h"
 #include "core/cpu/parts.h"
 #include "core/kernel_checks.h"
@@ -35,7 +38,16 @@ constexpr int64_t kColumnBudget = int64_t{1} << 20;  // bytes of im2col columns 
 constexpr int64_t kParallelMin = 32768;              // fewer elements than this: one thread
 
 bool pointwise(const Conv2dGeometry& g) {
-  return g.R == 1 && g.S == 1 && g.stride_h == 1 && g.stride_w == 1 && g.pad_h == 0 && g.pad_w == 0;
+  return g.R == 1 && g.S == 1 && g.stride_h == 1 && g.stride_w == 1 && g.pad_h == 0 &&
+         g.pad_w == 0 && g.pad_h_end == 0 && g.pad_w_end == 0;
+}
+
+// One group's convolution: C/groups input channels to K/groups filters. The kernels below run
+// it once per group, with the whole tensors' strides between samples.
+Conv2dGeometry group_view(const Conv2dGeometry& g) {
+  Conv2dGeometry one = g;
+  one.C = g.C / g.groups, one.K = g.K / g.groups, one.groups = 1;
+  return one;
 }
 
 // Output rows [0, P) of each sample run as tiles of `rows` rows, whose columns (C*R*S, rows*Q)
@@ -60,18 +72,6 @@ Tiling forward_tiling(const Conv2dGeometry& g, DType t, int threads) {
 Tiling backward_tiling(const Conv2dGeometry& g, DType t, int threads) {
   return tiling(g, t, threads * kColumnBudget, 1);
 }
-// Output positions o in [0, out) whose input position o*stride - pad + k lies in [0, in),
-// clipped to [o0, o1): the range [lo, hi). Loops run over it without a bounds check.
-struct Span {
-  int64_t lo, hi;
-};
-Span inside(int64_t in, int64_t out, int64_t k, int64_t stride, int64_t pad, int64_t o0,
-            int64_t o1) {
-  auto ceil_div = [&](int64_t a) { return a <= 0 ? 0 : (a + stride - 1) / stride; };
-  const int64_t lo = std::clamp(ceil_div(pad - k), o0, o1);
-  return {lo, std::clamp(std::min(out, ceil_div(in + pad - k)), lo, o1)};
-}
-
 // Stride 1 with Q == W (a "same" convolution): the rows a column row (c,r,s) reads are the
 // input rows shifted by s - pad_w, so im2col and col2im move them in one copy or add; the
 // entries that read the padding, which that shift pairs with the neighbouring rows, are zeroed
@@ -92,14 +92,16 @@ void zero_padding_columns(const Conv2dGeometry& g, T* rows, int64_t n_rows, Span
 
 // x (C,H,W) of one sample -> rows [j0, j1) of its columns for output rows [p0, p1), as
 // cols (j1-j0, L), L = (p1-p0)*Q: row j = (c,r,s), column (p-p0, q) holds
-// x[c, p*stride_h - pad_h + r, q*stride_w - pad_w + s], or 0 in the padding.
+// x[c, p*stride_h - pad_h + r*dilation_h, q*stride_w - pad_w + s*dilation_w], or 0 in the
+// padding. (Below, r and s stand for the dilated offsets r*dilation_h and s*dilation_w.)
 template <typename T>
 void im2col(const Conv2dGeometry& g, const T* x, int64_t j0, int64_t j1, int64_t p0, int64_t p1,
             T* cols) {
   const int64_t L = (p1 - p0) * g.Q;
   const bool flat = shifted_rows(g);
   for (int64_t j = j0; j < j1; ++j) {
-    const int64_t s = j % g.S, r = j / g.S % g.R, c = j / (g.R * g.S), w0 = s - g.pad_w;
+    const int64_t s = j % g.S * g.dilation_w, r = j / g.S % g.R * g.dilation_h, c = j / (g.R * g.S),
+                  w0 = s - g.pad_w;
     const Span ps = inside(g.H, g.P, r, g.stride_h, g.pad_h, p0, p1);
     const Span qs = inside(g.W, g.Q, s, g.stride_w, g.pad_w, 0, g.Q);
     T* out = cols + (j - j0) * L;  // column (p-p0)*Q + q
@@ -140,7 +142,8 @@ void col2im_add(const Conv2dGeometry& g, T* cols, int64_t c0, int64_t c1, int64_
   const int64_t L = (p1 - p0) * g.Q, RS = g.R * g.S;
   const bool flat = shifted_rows(g);
   for (int64_t j = c0 * RS; j < c1 * RS; ++j) {
-    const int64_t s = j % g.S, r = j / g.S % g.R, c = j / RS, w0 = s - g.pad_w;
+    const int64_t s = j % g.S * g.dilation_w, r = j / g.S % g.R * g.dilation_h, c = j / RS,
+                  w0 = s - g.pad_w;
     const Span ps = inside(g.H, g.P, r, g.stride_h, g.pad_h, p0, p1);
     const Span qs = inside(g.W, g.Q, s, g.stride_w, g.pad_w, 0, g.Q);
     if (flat && ps.hi > ps.lo) {
@@ -160,55 +163,67 @@ void col2im_add(const Conv2dGeometry& g, T* cols, int64_t c0, int64_t c1, int64_
   }
 }
 
-// x (N,C,H,W)  w (K,C,R,S)  b (K) or null  y (N,K,P,Q):  y_n = w cols(x_n) + b, tile by tile;
-// each thread takes a static range of (sample, tile) units.
+// x (N,C,H,W)  w (K,C/G,R,S)  b (K) or null  y (N,K,P,Q):  y_n = w cols(x_n) + b, tile by tile
+// and group by group (G = groups); each thread takes a static range of (sample, tile) units.
 template <typename T>
-void forward_t(const Conv2dGeometry& g, int threads, const T* x, const T* w, const T* b, T* y,
+void forward_t(const Conv2dGeometry& full, int threads, const T* x, const T* w, const T* b, T* y,
                T* scratch) {
-  const int64_t CRS = g.C * g.R * g.S, PQ = g.P * g.Q, CHW = g.C * g.H * g.W;
+  const Conv2dGeometry g = group_view(full);
+  const int64_t CRS = g.C * g.R * g.S, PQ = g.P * g.Q, CHW = full.C * g.H * g.W;
   const Tiling tl = forward_tiling(g, dtype_of<T>(), threads);
   const int64_t units = g.N * tl.tiles;
-  ConstMap<T> W(w, g.K, CRS);
   for_parts(parts(units, threads), units, [&](int part, int64_t u0, int64_t u1) {
     T* cols = scratch + part * tl.cols;
     for (int64_t u = u0; u < u1; ++u) {
       const int64_t n = u / tl.tiles, p0 = u % tl.tiles * tl.rows;
       const int64_t p1 = std::min(g.P, p0 + tl.rows), L = (p1 - p0) * g.Q;
-      if (!pointwise(g)) im2col(g, x + n * CHW, 0, CRS, p0, p1, cols);
-      const T* src = pointwise(g) ? x + n * CHW + p0 * g.Q : cols;
-      Block<T> Y(y + n * g.K * PQ + p0 * g.Q, g.K, L, Eigen::OuterStride<>(PQ));
-      Y.noalias() = W * ConstBlock<T>(src, CRS, L, Eigen::OuterStride<>(pointwise(g) ? PQ : L));
-      if (b) Y.colwise() += Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, 1>>(b, g.K);
-    }
-  });
-}
-
-// dy (N,K,P,Q)  w (K,C,R,S)  dx (N,C,H,W):  cols(dx_n) = w^T dy_n tile by tile, added into dx_n
-// by col2im (a pointwise conv writes w^T dy_n straight into dx_n). Each thread owns a static
-// range of channels: their rows of w^T, of the columns and of dx.
-template <typename T>
-void backward_data_t(const Conv2dGeometry& g, int threads, const T* dy, const T* w, T* dx,
-                     T* scratch) {
-  const int64_t CRS = g.C * g.R * g.S, RS = g.R * g.S, PQ = g.P * g.Q, CHW = g.C * g.H * g.W;
-  const Tiling tl = backward_tiling(g, dtype_of<T>(), threads);
-  for_parts(parts(g.C, threads), g.C, [&](int, int64_t c0, int64_t c1) {
-    ConstBlock<T> Wt(w + c0 * RS, g.K, (c1 - c0) * RS, Eigen::OuterStride<>(CRS));
-    for (int64_t n = 0; n < g.N; ++n) {
-      T* dxn = dx + n * CHW;
-      if (!pointwise(g)) std::fill(dxn + c0 * g.H * g.W, dxn + c1 * g.H * g.W, T(0));
-      for (int64_t p0 = 0; p0 < g.P; p0 += tl.rows) {
-        const int64_t p1 = std::min(g.P, p0 + tl.rows), L = (p1 - p0) * g.Q;
-        ConstBlock<T> dY(dy + n * g.K * PQ + p0 * g.Q, g.K, L, Eigen::OuterStride<>(PQ));
-        T* dst = pointwise(g) ? dxn + c0 * PQ + p0 * g.Q : scratch + c0 * RS * tl.rows * g.Q;
-        Block<T>(dst, (c1 - c0) * RS, L, Eigen::OuterStride<>(pointwise(g) ? PQ : L)).noalias() =
-            Wt.transpose() * dY;
-        if (!pointwise(g)) col2im_add(g, dst, c0, c1, p0, p1, dxn);
+      for (int64_t group = 0; group < full.groups; ++group) {
+        const T* xg = x + n * CHW + group * g.C * g.H * g.W;
+        if (!pointwise(g)) im2col(g, xg, 0, CRS, p0, p1, cols);
+        const T* src = pointwise(g) ? xg + p0 * g.Q : cols;
+        ConstMap<T> Wg(w + group * g.K * CRS, g.K, CRS);
+        Block<T> Y(y + (n * full.K + group * g.K) * PQ + p0 * g.Q, g.K, L,
+                   Eigen::OuterStride<>(PQ));
+        Y.noalias() = Wg * ConstBlock<T>(src, CRS, L, Eigen::OuterStride<>(pointwise(g) ? PQ : L));
+        if (b)
+          Y.colwise() +=
+              Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, 1>>(b + group * g.K, g.K);
       }
     }
   });
 }
 
-// x (N,C,H,W)  dy (N,K,P,Q)  dw (K,C,R,S) or null  db (K) or null:
+// dy (N,K,P,Q)  w (K,C/G,R,S)  dx (N,C,H,W), group by group:  cols(dx_n) = w^T dy_n tile by
+// tile, added into dx_n by col2im (a pointwise conv writes w^T dy_n straight into dx_n). Each
+// thread owns a static range of the group's channels: their rows of w^T, of the columns and of
+// dx.
+template <typename T>
+void backward_data_t(const Conv2dGeometry& full, int threads, const T* dy, const T* w, T* dx,
+                     T* scratch) {
+  const Conv2dGeometry g = group_view(full);
+  const int64_t CRS = g.C * g.R * g.S, RS = g.R * g.S, PQ = g.P * g.Q, HW = g.H * g.W;
+  const Tiling tl = backward_tiling(g, dtype_of<T>(), threads);
+  for (int64_t group = 0; group < full.groups; ++group)
+    for_parts(parts(g.C, threads), g.C, [&](int, int64_t c0, int64_t c1) {
+      ConstBlock<T> Wt(w + group * g.K * CRS + c0 * RS, g.K, (c1 - c0) * RS,
+                       Eigen::OuterStride<>(CRS));
+      for (int64_t n = 0; n < g.N; ++n) {
+        T* dxn = dx + (n * full.C + group * g.C) * HW;
+        if (!pointwise(g)) std::fill(dxn + c0 * HW, dxn + c1 * HW, T(0));
+        for (int64_t p0 = 0; p0 < g.P; p0 += tl.rows) {
+          const int64_t p1 = std::min(g.P, p0 + tl.rows), L = (p1 - p0) * g.Q;
+          ConstBlock<T> dY(dy + (n * full.K + group * g.K) * PQ + p0 * g.Q, g.K, L,
+                           Eigen::OuterStride<>(PQ));
+          T* dst = pointwise(g) ? dxn + c0 * PQ + p0 * g.Q : scratch + c0 * RS * tl.rows * g.Q;
+          Block<T>(dst, (c1 - c0) * RS, L, Eigen::OuterStride<>(pointwise(g) ? PQ : L)).noalias() =
+              Wt.transpose() * dY;
+          if (!pointwise(g)) col2im_add(g, dst, c0, c1, p0, p1, dxn);
+        }
+      }
+    });
+}
+
+// x (N,C,H,W)  dy (N,K,P,Q)  dw (K,C/G,R,S) or null  db (K) or null, group by group:
 // dw = sum over samples and tiles, in order, of dy_n[tile] cols(x_n)[tile]^T. Each thread owns a
 // static range of column rows (c,r,s): it builds only those rows and writes only those columns
 // of dw, so no partial sums are kept and samples and tiles add up in the same order whatever
@@ -217,24 +232,29 @@ void backward_data_t(const Conv2dGeometry& g, int threads, const T* dy, const T*
 template <typename T>
 void backward_filter_t(const Conv2dGeometry& g, int threads, const T* x, const T* dy, T* dw, T* db,
                        T* scratch) {
-  const int64_t CRS = g.C * g.R * g.S, PQ = g.P * g.Q, CHW = g.C * g.H * g.W;
-  const Tiling tl = backward_tiling(g, dtype_of<T>(), threads);
+  const int64_t PQ = g.P * g.Q;
   if (dw) {
-    for_parts(parts(CRS, threads), CRS, [&](int, int64_t j0, int64_t j1) {
-      Block<T> dW(dw + j0, g.K, j1 - j0, Eigen::OuterStride<>(CRS));
-      dW.setZero();
-      T* cols = pointwise(g) ? nullptr : scratch + j0 * tl.rows * g.Q;
-      for (int64_t n = 0; n < g.N; ++n)
-        for (int64_t p0 = 0; p0 < g.P; p0 += tl.rows) {
-          const int64_t p1 = std::min(g.P, p0 + tl.rows), L = (p1 - p0) * g.Q;
-          if (!pointwise(g)) im2col(g, x + n * CHW, j0, j1, p0, p1, cols);
-          const T* src = pointwise(g) ? x + n * CHW + j0 * PQ + p0 * g.Q : cols;
-          dW.noalias() +=
-              ConstBlock<T>(dy + n * g.K * PQ + p0 * g.Q, g.K, L, Eigen::OuterStride<>(PQ)) *
-              ConstBlock<T>(src, j1 - j0, L, Eigen::OuterStride<>(pointwise(g) ? PQ : L))
-                  .transpose();
-        }
-    });
+    const Conv2dGeometry one = group_view(g);
+    const int64_t CRS = one.C * g.R * g.S, CHW = g.C * g.H * g.W;
+    const Tiling tl = backward_tiling(one, dtype_of<T>(), threads);
+    for (int64_t group = 0; group < g.groups; ++group)
+      for_parts(parts(CRS, threads), CRS, [&](int, int64_t j0, int64_t j1) {
+        Block<T> dW(dw + group * one.K * CRS + j0, one.K, j1 - j0, Eigen::OuterStride<>(CRS));
+        dW.setZero();
+        T* cols = pointwise(one) ? nullptr : scratch + j0 * tl.rows * g.Q;
+        for (int64_t n = 0; n < g.N; ++n)
+          for (int64_t p0 = 0; p0 < g.P; p0 += tl.rows) {
+            const int64_t p1 = std::min(g.P, p0 + tl.rows), L = (p1 - p0) * g.Q;
+            const T* xg = x + n * CHW + group * one.C * g.H * g.W;
+            if (!pointwise(one)) im2col(one, xg, j0, j1, p0, p1, cols);
+            const T* src = pointwise(one) ? xg + j0 * PQ + p0 * g.Q : cols;
+            dW.noalias() +=
+                ConstBlock<T>(dy + (n * g.K + group * one.K) * PQ + p0 * g.Q, one.K, L,
+                              Eigen::OuterStride<>(PQ)) *
+                ConstBlock<T>(src, j1 - j0, L, Eigen::OuterStride<>(pointwise(one) ? PQ : L))
+                    .transpose();
+          }
+      });
   }
   if (!db) return;
 #pragma omp parallel for schedule(static) if (g.N * g.K * PQ >= kParallelMin)
@@ -293,14 +313,18 @@ bool cpu_conv2d_direct_applies(const Conv2dGeometry& g, DType t) {
   return direct_conv::applies(g, t);
 }
 
-// Forward: a tile's columns per thread that has tiles to run; backward: one tile's columns.
+// Forward: a tile's columns per thread that has tiles to run; backward: one tile's columns
+// (of one group). Depthwise convolutions need none.
 size_t CpuBackend::conv2d_forward_scratch(const Conv2dGeometry& g, DType t) const {
+  if (depthwise_conv::applies(g)) return 0;
   if (direct(g, t)) return direct_conv::forward_scratch(g, threads());
-  const Tiling tl = forward_tiling(g, t, threads());
+  const Tiling tl = forward_tiling(group_view(g), t, threads());
   return static_cast<size_t>(parts(g.N * tl.tiles, threads()) * tl.cols) * dtype_size(t);
 }
 size_t CpuBackend::conv2d_backward_scratch(const Conv2dGeometry& g, DType t) const {
-  const size_t columns = static_cast<size_t>(backward_tiling(g, t, threads()).cols) * dtype_size(t);
+  if (depthwise_conv::applies(g)) return 0;
+  const size_t columns =
+      static_cast<size_t>(backward_tiling(group_view(g), t, threads()).cols) * dtype_size(t);
   const size_t data = direct(g, t) ? direct_conv::data_scratch(g, threads()) : columns;
   return std::max(data,
                   direct_filter(g, t) ? direct_conv::filter_scratch_bytes(g, threads()) : columns);
@@ -312,7 +336,9 @@ void CpuBackend::conv2d_forward(const Conv2dGeometry& g, const Tensor& x, const 
   const size_t need = conv2d_forward_scratch(g, x.dtype());
   check("conv2d forward", g, x, w, y, scratch, need, device());
   check_conv_bias("conv2d forward", "bias", g, b, x, device());
-  if (direct(g, x.dtype()))
+  if (depthwise_conv::applies(g))
+    depthwise_conv::forward(g, threads(), x, w, b, y);
+  else if (direct(g, x.dtype()))
     direct_conv::forward(g, threads(), x.data<float>(), w.data<float>(), optional<float>(b),
                          y.data<float>(), scratch_of<float>(scratch, need));
   else if (x.dtype() == DType::f32)
@@ -328,7 +354,9 @@ void CpuBackend::conv2d_backward_data(const Conv2dGeometry& g, const Tensor& dy,
   check_defined("conv2d backward data", "weight", w);
   const size_t need = conv2d_backward_scratch(g, dy.dtype());
   check("conv2d backward data", g, dx, w, dy, scratch, need, device());
-  if (direct(g, dy.dtype()))
+  if (depthwise_conv::applies(g))
+    depthwise_conv::backward_data(g, threads(), dy, w, dx);
+  else if (direct(g, dy.dtype()))
     direct_conv::backward_data(g, threads(), dy.data<float>(), w.data<float>(), dx.data<float>(),
                                scratch_of<float>(scratch, need));
   else if (dy.dtype() == DType::f32)
@@ -345,13 +373,21 @@ void CpuBackend::conv2d_backward_filter(const Conv2dGeometry& g, const Tensor& x
   check("conv2d backward filter", g, x, dw, dy, scratch, need,
         device());  // dw undefined: bias only
   check_conv_bias("conv2d backward filter", "bias gradient", g, db, x, device());
-  if (direct_filter(g, x.dtype())) {
-    if (dw.defined())
+  const bool f32 = x.dtype() == DType::f32;
+  if (depthwise_conv::applies(g) || direct_filter(g, x.dtype())) {
+    if (dw.defined() && depthwise_conv::applies(g))
+      depthwise_conv::backward_filter(g, threads(), x, dy, dw);
+    else if (dw.defined())
       direct_conv::backward_filter(g, threads(), x.data<float>(), dy.data<float>(),
                                    dw.data<float>(), scratch_of<float>(scratch, need));
-    backward_filter_t<float>(g, threads(), x.data<float>(), dy.data<float>(), nullptr,
-                             optional<float>(db), nullptr);  // the bias gradient only
-  } else if (x.dtype() == DType::f32)
+    // the bias gradient only
+    if (f32)
+      backward_filter_t<float>(g, threads(), x.data<float>(), dy.data<float>(), nullptr,
+                               optional<float>(db), nullptr);
+    else
+      backward_filter_t<double>(g, threads(), x.data<double>(), dy.data<double>(), nullptr,
+                                optional<double>(db), nullptr);
+  } else if (f32)
     backward_filter_t(g, threads(), x.data<float>(), dy.data<float>(), optional<float>(dw),
                       optional<float>(db), scratch_of<float>(scratch, need));
   else

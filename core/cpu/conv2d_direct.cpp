@@ -202,7 +202,7 @@ void run(const Conv&, int, const float*, const F&, const float*, float*, float*)
 }  // namespace
 
 bool applies(const Conv2dGeometry& g, DType t) {
-  return kBuilt && t == DType::f32 && stride_one(g);
+  return kBuilt && t == DType::f32 && conv_is_plain(g) && stride_one(g);
 }
 
 size_t forward_scratch(const Conv2dGeometry& g, int threads) {

@@ -316,6 +316,18 @@ void SimBackend::adamw_step(Tensor& w, const Tensor& dw, Tensor& m, Tensor& v,
   cpu_.adamw_step(view(w), view(dw), view(m), view(v), c);
 }
 
+void SimBackend::binary_forward(BinaryKind k, const Broadcast& g, const Tensor& a, const Tensor& b,
+                                Tensor& y) {
+  Views view(alloc_, "binary_forward");
+  cpu_.binary_forward(k, g, view(a), view(b), view(y));
+}
+
+void SimBackend::binary_backward(BinaryKind k, const Broadcast& g, const Tensor& a, const Tensor& b,
+                                 const Tensor& dy, Tensor& da, Tensor& db) {
+  Views view(alloc_, "binary_backward");
+  cpu_.binary_backward(k, g, view(a), view(b), view(dy), view(da), view(db));
+}
+
 void SimBackend::activation_forward(Activation a, const Tensor& x, Tensor& y) {
   Views view(alloc_, "activation_forward");
   cpu_.activation_forward(a, view(x), view(y));

@@ -150,7 +150,9 @@ Conv2dGeometry conv(int64_t N, int64_t C, int64_t H, int64_t W, int64_t K, int64
           .stride_h = stride,
           .stride_w = stride,
           .pad_h = pad_h,
-          .pad_w = pad_w};
+          .pad_w = pad_w,
+          .pad_h_end = pad_h,
+          .pad_w_end = pad_w};
 }
 
 }  // namespace
@@ -236,12 +238,21 @@ TEST_CASE("cuda linear") {
 }
 
 TEST_CASE("cuda conv2d: forward, backward data and filter, deterministic") {
-  const Conv2dGeometry geometries[] = {
-      conv(2, 3, 9, 7, 4, 3, 3, 1, 1, 1), conv(3, 5, 8, 8, 6, 1, 1, 1, 0, 0),
-      conv(2, 4, 11, 10, 3, 5, 3, 2, 2, 1), conv(1, 2, 6, 6, 2, 2, 2, 2, 0, 0)};
+  // Depthwise (two filters per channel, stride 2), and two groups dilated by 2.
+  Conv2dGeometry depthwise = conv(2, 4, 9, 9, 8, 3, 3, 2, 1, 1),
+                 grouped = conv(2, 4, 9, 9, 6, 3, 3, 1, 2, 2);
+  depthwise.groups = 4;
+  grouped.groups = 2, grouped.dilation_h = grouped.dilation_w = 2;
+  grouped.P = grouped.Q = conv_output_size(9, 3, 1, 2, 2, 2);
+  const Conv2dGeometry geometries[] = {conv(2, 3, 9, 7, 4, 3, 3, 1, 1, 1),
+                                       conv(3, 5, 8, 8, 6, 1, 1, 1, 0, 0),
+                                       conv(2, 4, 11, 10, 3, 5, 3, 2, 2, 1),
+                                       conv(1, 2, 6, 6, 2, 2, 2, 2, 0, 0),
+                                       depthwise,
+                                       grouped};
   for (DType t : kFloats)
     for (const Conv2dGeometry& g : geometries) {
-      const Shape xs{g.N, g.C, g.H, g.W}, ws{g.K, g.C, g.R, g.S}, ys{g.N, g.K, g.P, g.Q};
+      const Shape xs{g.N, g.C, g.H, g.W}, ws{g.K, g.C / g.groups, g.R, g.S}, ys{g.N, g.K, g.P, g.Q};
       Pair x = random_pair(xs, t, 20), w = random_pair(ws, t, 21), b = random_pair({g.K}, t, 22);
       Pair dy = random_pair(ys, t, 23), y = empty_pair(ys, t), dx = empty_pair(xs, t);
       Pair dw = empty_pair(ws, t), db = empty_pair({g.K}, t);
@@ -452,6 +463,28 @@ TEST_CASE("cuda activations: the CPU's formulas within rounding, in place") {
       check_close(dx, "activation dx");
     }
   }
+}
+
+TEST_CASE("cuda broadcast arithmetic: the CPU's formulas and summation order") {
+  for (BinaryKind k : {BinaryKind::add, BinaryKind::sub, BinaryKind::mul, BinaryKind::div})
+    for (const auto& [sa, sb] : {std::pair<Shape, Shape>{{2, 3, 4, 5}, {2, 3, 1, 1}},
+                                 {{3, 1, 1}, {2, 3, 4, 5}},
+                                 {{2, 3, 4, 5}, {2, 3, 4, 5}}}) {
+      CAPTURE(std::string(binary_name(k)));
+      Shape ys;
+      const Broadcast g = broadcast_of(sa, sb, &ys);
+      for (DType t : kFloats) {
+        Pair a = random_pair(sa, t, 94), b = random_pair(sb, t, 95), dy = random_pair(ys, t, 96);
+        Pair y = empty_pair(ys, t), da = empty_pair(sa, t), db = empty_pair(sb, t);
+        on_both([&](Backend& be, auto side) {
+          be.binary_forward(k, g, side(a), side(b), side(y));
+          be.binary_backward(k, g, side(a), side(b), side(dy), side(da), side(db));
+        });
+        check_close(y, "binary y");
+        check_close(da, "binary da");
+        check_close(db, "binary db");
+      }
+    }
 }
 
 TEST_CASE("cuda fixed point: rounding and exact addition, errors as on the CPU") {

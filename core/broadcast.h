@@ -1,0 +1,141 @@
+// Elementwise binary arithmetic with broadcasting (ONNX's and NumPy's rule over at most four
+// dimensions): which operation, how an output element finds its two operands, and one
+// element's result and partial derivatives, shared by the CPU and CUDA kernels so both compute
+// the same formulas in the same order. Squeeze-and-excitation's x * s (s (N,C,1,1)), a
+// per-channel scale or shift (C,1,1), and a scalar are all this.
+#pragma once
+
+#include <cstdint>
+
+#if !defined(__CUDACC__)
+#include "core/shape.h"
+#endif
+
+#if defined(__CUDACC__)
+#define FRUGAL_BROADCAST_HD __host__ __device__
+#else
+#define FRUGAL_BROADCAST_HD
+#endif
+
+namespace frugal {
+
+enum class BinaryKind { add, sub, mul, div };
+const char* binary_name(BinaryKind k);  // "add", "sub", "mul", "div"
+
+// The output's four sizes (shapes right-aligned, padded with 1s in front) and each operand's
+// element strides, 0 along the axes it is broadcast over.
+struct Broadcast {
+  int64_t size[4] = {1, 1, 1, 1};
+  int64_t a[4] = {0, 0, 0, 0}, b[4] = {0, 0, 0, 0};
+  FRUGAL_BROADCAST_HD int64_t numel() const { return size[0] * size[1] * size[2] * size[3]; }
+};
+
+namespace binary_math {
+
+// Output element i (row-major) -> its operand's element index, given that operand's strides.
+FRUGAL_BROADCAST_HD inline int64_t operand_index(const Broadcast& g, const int64_t* stride,
+                                                 int64_t i) {
+  int64_t at = 0;
+  for (int d = 3; d >= 0; --d) {
+    at += i % g.size[d] * stride[d];
+    i /= g.size[d];
+  }
+  return at;
+}
+
+template <typename T>
+FRUGAL_BROADCAST_HD inline T forward(BinaryKind k, T a, T b) {
+  switch (k) {
+    case BinaryKind::add:
+      return a + b;
+    case BinaryKind::sub:
+      return a - b;
+    case BinaryKind::mul:
+      return a * b;
+    default:
+      return a / b;
+  }
+}
+
+// dy times d(a op b)/da and d(a op b)/db at one element.
+template <typename T>
+FRUGAL_BROADCAST_HD inline T grad_a(BinaryKind k, T a, T b, T dy) {
+  (void)a;
+  switch (k) {
+    case BinaryKind::add:
+    case BinaryKind::sub:
+      return dy;
+    case BinaryKind::mul:
+      return dy * b;
+    default:
+      return dy / b;
+  }
+}
+template <typename T>
+FRUGAL_BROADCAST_HD inline T grad_b(BinaryKind k, T a, T b, T dy) {
+  switch (k) {
+    case BinaryKind::add:
+      return dy;
+    case BinaryKind::sub:
+      return -dy;
+    case BinaryKind::mul:
+      return dy * a;
+    default:
+      return -(dy * (a / b) / b);
+  }
+}
+
+// Elements of an operand with strides `stride`: the output's sizes along the axes it has.
+FRUGAL_BROADCAST_HD inline int64_t operand_numel(const Broadcast& g, const int64_t* stride) {
+  int64_t n = 1;
+  for (int d = 0; d < 4; ++d) n *= stride[d] != 0 ? g.size[d] : 1;
+  return n;
+}
+
+// The gradient of one operand (which = 0: a, 1: b) at its element e: over the output elements
+// that read it, in row-major order, the sum of grad_a (grad_b); the first term as it is, so an
+// operand with the output's shape gets its one term's exact bits. a and b may be null for add
+// and sub, which do not read them.
+template <typename T>
+FRUGAL_BROADCAST_HD inline T reduce_grad(BinaryKind k, const Broadcast& g, int which, int64_t e,
+                                         const T* a, const T* b, const T* dy) {
+  const int64_t* own = which == 0 ? g.a : g.b;
+  int64_t fixed[4], free_size[4], count = 1, rest = e;
+  for (int d = 3; d >= 0; --d) {
+    const bool has = own[d] != 0 || g.size[d] == 1;
+    fixed[d] = has ? rest % g.size[d] : 0;
+    if (has) rest /= g.size[d];
+    free_size[d] = has ? 1 : g.size[d];
+    count *= free_size[d];
+  }
+  T acc = T(0);
+  for (int64_t j = 0; j < count; ++j) {
+    int64_t c[4], r = j;
+    for (int d = 3; d >= 0; --d) {
+      c[d] = free_size[d] == 1 ? fixed[d] : r % free_size[d];
+      r /= free_size[d];
+    }
+    const int64_t i = ((c[0] * g.size[1] + c[1]) * g.size[2] + c[2]) * g.size[3] + c[3];
+    const int64_t ai = c[0] * g.a[0] + c[1] * g.a[1] + c[2] * g.a[2] + c[3] * g.a[3];
+    const int64_t bi = c[0] * g.b[0] + c[1] * g.b[1] + c[2] * g.b[2] + c[3] * g.b[3];
+    const T av = a ? a[ai] : T(0), bv = b ? b[bi] : T(0);
+    const T term = which == 0 ? grad_a(k, av, bv, dy[i]) : grad_b(k, av, bv, dy[i]);
+    acc = j == 0 ? term : acc + term;
+  }
+  return acc;
+}
+
+}  // namespace binary_math
+
+// Whether backward needs the operands' values: mul and div do, add and sub do not.
+inline bool binary_backward_reads_inputs(BinaryKind k) {
+  return k == BinaryKind::mul || k == BinaryKind::div;
+}
+
+#if !defined(__CUDACC__)
+// The broadcast of operands of shapes a and b (rank 1 to 4 each): right-aligned, each axis of
+// the same size or 1. Writes the output's shape to *out; throws naming both shapes otherwise.
+Broadcast broadcast_of(const Shape& a, const Shape& b, Shape* out);
+#endif
+
+}  // namespace frugal

@@ -1,0 +1,173 @@
+// Depthwise convolution kernels of the CPU backend (see conv2d_depthwise.h).
+#include "core/cpu/conv2d_depthwise.h"
+
+#include <algorithm>
+
+#include "core/cpu/conv_span.h"
+#include "core/cpu/parts.h"
+
+namespace frugal::depthwise_conv {
+
+namespace {
+
+// Rows of a tap: output row p reads input row p*stride_h - pad_h + r*dilation_h.
+Span rows_of(const Conv2dGeometry& g, int64_t r) {
+  return inside(g.H, g.P, r * g.dilation_h, g.stride_h, g.pad_h, 0, g.P);
+}
+Span columns_of(const Conv2dGeometry& g, int64_t s) {
+  return inside(g.W, g.Q, s * g.dilation_w, g.stride_w, g.pad_w, 0, g.Q);
+}
+
+// y (P,Q) plane k of one sample from its input plane x (H,W) and filter wk (R,S): the bias,
+// then each tap in (r, s) order added along whole rows.
+template <typename T>
+void forward_plane(const Conv2dGeometry& g, const T* x, const T* wk, T bias, T* y) {
+  std::fill(y, y + g.P * g.Q, bias);
+  for (int64_t r = 0; r < g.R; ++r) {
+    const Span ps = rows_of(g, r);
+    for (int64_t p = ps.lo; p < ps.hi; ++p) {
+      const T* xr = x + (p * g.stride_h - g.pad_h + r * g.dilation_h) * g.W;
+      T* yr = y + p * g.Q;
+      for (int64_t s = 0; s < g.S; ++s) {
+        const Span qs = columns_of(g, s);
+        const T wv = wk[r * g.S + s];
+        const T* in = xr + s * g.dilation_w - g.pad_w;
+        if (g.stride_w == 1)
+          for (int64_t q = qs.lo; q < qs.hi; ++q) yr[q] += wv * in[q];
+        else
+          for (int64_t q = qs.lo; q < qs.hi; ++q) yr[q] += wv * in[q * g.stride_w];
+      }
+    }
+  }
+}
+
+// dx (H,W) plane c of one sample: the transpose of forward, over the filters of channel c in
+// order, each tap's weight times a dy row added into the input row it read.
+template <typename T>
+void data_plane(const Conv2dGeometry& g, const T* dy, const T* w, int64_t k0, int64_t k1, T* dx) {
+  std::fill(dx, dx + g.H * g.W, T(0));
+  for (int64_t k = k0; k < k1; ++k) {
+    const T* dyk = dy + k * g.P * g.Q;
+    for (int64_t r = 0; r < g.R; ++r) {
+      const Span ps = rows_of(g, r);
+      for (int64_t p = ps.lo; p < ps.hi; ++p) {
+        T* xr = dx + (p * g.stride_h - g.pad_h + r * g.dilation_h) * g.W;
+        const T* dyr = dyk + p * g.Q;
+        for (int64_t s = 0; s < g.S; ++s) {
+          const Span qs = columns_of(g, s);
+          const T wv = w[(k * g.R + r) * g.S + s];
+          T* out = xr + s * g.dilation_w - g.pad_w;
+          if (g.stride_w == 1)
+            for (int64_t q = qs.lo; q < qs.hi; ++q) out[q] += wv * dyr[q];
+          else
+            for (int64_t q = qs.lo; q < qs.hi; ++q) out[q * g.stride_w] += wv * dyr[q];
+        }
+      }
+    }
+  }
+}
+
+// dw of filter k: for each tap, the sum over samples, rows and columns (in that order) of dy
+// times the input it read, in eight lanes so the products vectorize; then the lanes in order.
+// Taps go kTaps at a time, each with its lanes, so a sample's planes are read once per batch
+// of taps rather than once per tap.
+template <typename T>
+void filter_of(const Conv2dGeometry& g, const T* x, const T* dy, int64_t k, T* dwk) {
+  constexpr int64_t kLanes = 8, kTaps = 49;
+  const int64_t c = k / (g.K / g.C), taps = g.R * g.S;
+  for (int64_t t0 = 0; t0 < taps; t0 += kTaps) {
+    const int64_t t1 = std::min(taps, t0 + kTaps);
+    T lanes[kTaps][kLanes] = {};
+    for (int64_t n = 0; n < g.N; ++n) {
+      const T* xp = x + (n * g.C + c) * g.H * g.W;
+      const T* dyp = dy + (n * g.K + k) * g.P * g.Q;
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t r = t / g.S, s = t % g.S;
+        const Span ps = rows_of(g, r), qs = columns_of(g, s);
+        T* acc = lanes[t - t0];
+        for (int64_t p = ps.lo; p < ps.hi; ++p) {
+          const T* dyr = dyp + p * g.Q;
+          const T* in =
+              xp + (p * g.stride_h - g.pad_h + r * g.dilation_h) * g.W + s * g.dilation_w - g.pad_w;
+          int64_t q = qs.lo;
+          for (; q + kLanes <= qs.hi; q += kLanes)
+            for (int64_t l = 0; l < kLanes; ++l) acc[l] += dyr[q + l] * in[(q + l) * g.stride_w];
+          for (int64_t l = 0; q + l < qs.hi; ++l) acc[l] += dyr[q + l] * in[(q + l) * g.stride_w];
+        }
+      }
+    }
+    for (int64_t t = t0; t < t1; ++t) {
+      T total = 0;
+      for (int64_t l = 0; l < kLanes; ++l) total += lanes[t - t0][l];
+      dwk[t] = total;
+    }
+  }
+}
+
+template <typename T>
+void forward_t(const Conv2dGeometry& g, int threads, const T* x, const T* w, const T* b, T* y) {
+  const int64_t m = g.K / g.C, planes = g.N * g.K;
+  for_parts(parts(planes, threads), planes, [&](int, int64_t u0, int64_t u1) {
+    for (int64_t u = u0; u < u1; ++u) {
+      const int64_t n = u / g.K, k = u % g.K;
+      forward_plane(g, x + (n * g.C + k / m) * g.H * g.W, w + k * g.R * g.S, b ? b[k] : T(0),
+                    y + u * g.P * g.Q);
+    }
+  });
+}
+
+template <typename T>
+void backward_data_t(const Conv2dGeometry& g, int threads, const T* dy, const T* w, T* dx) {
+  const int64_t m = g.K / g.C, planes = g.N * g.C;
+  for_parts(parts(planes, threads), planes, [&](int, int64_t u0, int64_t u1) {
+    for (int64_t u = u0; u < u1; ++u) {
+      const int64_t n = u / g.C, c = u % g.C;
+      data_plane(g, dy + n * g.K * g.P * g.Q, w, c * m, (c + 1) * m, dx + u * g.H * g.W);
+    }
+  });
+}
+
+template <typename T>
+void backward_filter_t(const Conv2dGeometry& g, int threads, const T* x, const T* dy, T* dw) {
+  for_parts(parts(g.K, threads), g.K, [&](int, int64_t k0, int64_t k1) {
+    for (int64_t k = k0; k < k1; ++k) filter_of(g, x, dy, k, dw + k * g.R * g.S);
+  });
+}
+
+template <typename T>
+const T* optional(const Tensor& t) {
+  return t.defined() ? t.data<T>() : nullptr;
+}
+
+}  // namespace
+
+bool applies(const Conv2dGeometry& g) {
+  return g.groups > 1 && g.groups == g.C;
+}
+
+void forward(const Conv2dGeometry& g, int threads, const Tensor& x, const Tensor& w,
+             const Tensor& b, Tensor& y) {
+  if (x.dtype() == DType::f32)
+    forward_t(g, threads, x.data<float>(), w.data<float>(), optional<float>(b), y.data<float>());
+  else
+    forward_t(g, threads, x.data<double>(), w.data<double>(), optional<double>(b),
+              y.data<double>());
+}
+
+void backward_data(const Conv2dGeometry& g, int threads, const Tensor& dy, const Tensor& w,
+                   Tensor& dx) {
+  if (dy.dtype() == DType::f32)
+    backward_data_t(g, threads, dy.data<float>(), w.data<float>(), dx.data<float>());
+  else
+    backward_data_t(g, threads, dy.data<double>(), w.data<double>(), dx.data<double>());
+}
+
+void backward_filter(const Conv2dGeometry& g, int threads, const Tensor& x, const Tensor& dy,
+                     Tensor& dw) {
+  if (x.dtype() == DType::f32)
+    backward_filter_t(g, threads, x.data<float>(), dy.data<float>(), dw.data<float>());
+  else
+    backward_filter_t(g, threads, x.data<double>(), dy.data<double>(), dw.data<double>());
+}
+
+}  // namespace frugal::depthwise_conv

@@ -1,0 +1,77 @@
+// Broadcast arithmetic kernels of the CUDA backend: one thread per output element (forward) or
+// per gradient element (backward), over the element formulas and the summation order the CPU
+// twin uses (core/broadcast.h).
+#include "core/broadcast.h"
+#include "core/kernel_checks.h"
+#include "cuda/cuda_backend.h"
+#include "cuda/launch.cuh"
+
+namespace frugal {
+
+namespace {
+
+template <typename T>
+__global__ void binary_forward_kernel(BinaryKind k, Broadcast g, const T* a, const T* b, T* y) {
+  const int64_t i = thread_index();
+  if (i < g.numel())
+    y[i] = binary_math::forward(k, a[binary_math::operand_index(g, g.a, i)],
+                                b[binary_math::operand_index(g, g.b, i)]);
+}
+
+template <typename T>
+__global__ void binary_gradient_kernel(BinaryKind k, Broadcast g, int which, const T* a, const T* b,
+                                       const T* dy, T* dx, int64_t n) {
+  const int64_t e = thread_index();
+  if (e < n) dx[e] = binary_math::reduce_grad(k, g, which, e, a, b, dy);
+}
+
+template <typename T>
+void backward_t(BinaryKind k, const Broadcast& g, const Tensor& a, const Tensor& b,
+                const Tensor& dy, Tensor& da, Tensor& db) {
+  const bool reads = binary_backward_reads_inputs(k);
+  const T* av = reads ? a.device_data<T>() : nullptr;
+  const T* bv = reads ? b.device_data<T>() : nullptr;
+  const bool a_full = binary_math::operand_numel(g, g.a) == g.numel();
+  const bool b_full = binary_math::operand_numel(g, g.b) == g.numel();
+  const bool a_last = a_full || !b_full;  // see Backend::binary_backward
+  for (int which : {a_last ? 1 : 0, a_last ? 0 : 1}) {
+    Tensor& dx = which == 0 ? da : db;
+    if (!dx.defined()) continue;
+    const int64_t n = binary_math::operand_numel(g, which == 0 ? g.a : g.b);
+    launch(n, binary_gradient_kernel<T>, k, g, which, av, bv, dy.device_data<T>(),
+           dx.device_data<T>(), n);
+  }
+}
+
+}  // namespace
+
+void CudaBackend::binary_forward(BinaryKind k, const Broadcast& g, const Tensor& a, const Tensor& b,
+                                 Tensor& y) {
+  check_defined(binary_name(k), "operand a", a);
+  check_defined(binary_name(k), "operand b", b);
+  check_binary(binary_name(k), g, a, b, y, device());
+  const int64_t n = g.numel();
+  if (y.dtype() == DType::f32)
+    launch(n, binary_forward_kernel<float>, k, g, a.device_data<float>(), b.device_data<float>(),
+           y.device_data<float>());
+  else
+    launch(n, binary_forward_kernel<double>, k, g, a.device_data<double>(), b.device_data<double>(),
+           y.device_data<double>());
+}
+
+void CudaBackend::binary_backward(BinaryKind k, const Broadcast& g, const Tensor& a,
+                                  const Tensor& b, const Tensor& dy, Tensor& da, Tensor& db) {
+  const char* op = binary_name(k);
+  if (binary_backward_reads_inputs(k)) {
+    check_defined(op, "operand a", a);
+    check_defined(op, "operand b", b);
+    check_binary(op, g, a, b, dy, device());
+  }
+  check_binary(op, g, da, db, dy, device());
+  if (dy.dtype() == DType::f32)
+    backward_t<float>(k, g, a, b, dy, da, db);
+  else
+    backward_t<double>(k, g, a, b, dy, da, db);
+}
+
+}  // namespace frugal

@@ -1,0 +1,66 @@
+// Broadcast Mul, Sub, Div, Add: shapes, roles, and the backend's kernels.
+#include "layers/binary.h"
+
+namespace frugal {
+
+std::vector<TensorMeta> BinaryOp::infer(std::span<const TensorMeta> in) {
+  const char* op = binary_name(kind_);
+  FRUGAL_CHECK(in.size() == 2, op, ": expects 2 inputs, got ", in.size());
+  FRUGAL_CHECK(
+      (in[0].dtype == DType::f32 || in[0].dtype == DType::f64) && in[1].dtype == in[0].dtype, op,
+      ": inputs must be both f32 or both f64, got ", dtype_name(in[0].dtype), " and ",
+      dtype_name(in[1].dtype));
+  Shape out;
+  try {
+    g_ = broadcast_of(in[0].shape, in[1].shape, &out);
+  } catch (const Error& e) {
+    throw Error(detail::concat(op, ": ", e.what()));
+  }
+  a_full_ = in[0].shape.numel() == out.numel();
+  b_full_ = in[1].shape.numel() == out.numel();
+  return {{out, in[0].dtype}};
+}
+
+// y may take an operand's bytes where it has y's shape (the planner allows it only where
+// nothing reads that operand later, so never for mul and div in training). The gradient
+// written last (Backend::binary_backward) may take dy's.
+Roles BinaryOp::roles(Mode mode, const Backend&) const {
+  Roles r;
+  if (a_full_) r.aliases.push_back({.output = 0, .input = 0});
+  if (b_full_) r.aliases.push_back({.output = 0, .input = 1});
+  if (mode != Mode::training) return r;
+  if (binary_backward_reads_inputs(kind_)) r.backward_reads_inputs = {0, 1};
+  if (a_full_)
+    r.grad_aliases = {{.output = 0, .input = 0}};
+  else if (b_full_)
+    r.grad_aliases = {{.output = 0, .input = 1}};
+  return r;
+}
+
+void BinaryOp::forward(const OpContext& ctx) {
+  ctx.backend().binary_forward(kind_, g_, ctx.input(0), ctx.input(1), ctx.output(0));
+}
+
+void BinaryOp::backward(const OpContext& ctx) {
+  Tensor none;
+  const bool reads = binary_backward_reads_inputs(kind_);
+  Tensor da = ctx.needs_grad_input(0) ? ctx.grad_input(0) : none;
+  Tensor db = ctx.needs_grad_input(1) ? ctx.grad_input(1) : none;
+  ctx.backend().binary_backward(kind_, g_, reads ? ctx.input(0) : none, reads ? ctx.input(1) : none,
+                                ctx.grad_output(0), da, db);
+}
+
+Value binary(BinaryKind kind, Value a, Value b, std::source_location where) {
+  return a.tape().record(std::make_unique<BinaryOp>(kind), {a, b}, where)[0];
+}
+Value mul(Value a, Value b, std::source_location where) {
+  return binary(BinaryKind::mul, a, b, where);
+}
+Value sub(Value a, Value b, std::source_location where) {
+  return binary(BinaryKind::sub, a, b, where);
+}
+Value div(Value a, Value b, std::source_location where) {
+  return binary(BinaryKind::div, a, b, where);
+}
+
+}  // namespace frugal

@@ -1,0 +1,40 @@
+// Mul, Sub, Div (and Add) with broadcasting: y = a op b where each axis of a and b (right-
+// aligned, rank up to 4) has the output's size or 1. Squeeze-and-excitation's x * s with s
+// (N,C,1,1), a per-channel scale (C,1,1), a scalar (1), or two values of one shape. The output
+// may take the bytes of an operand of its shape; backward reads a and b for mul and div only,
+// and the gradient of an operand of the output's shape may take dy's bytes. The gradient of a
+// broadcast operand is summed over the axes it was broadcast along, in a fixed order.
+#pragma once
+
+#include <source_location>
+
+#include "autograd/tape.h"
+#include "core/broadcast.h"
+
+namespace frugal {
+
+class BinaryOp final : public Op {
+ public:
+  explicit BinaryOp(BinaryKind kind) : kind_(kind) {}
+
+  std::string name() const override { return binary_name(kind_); }
+  std::vector<TensorMeta> infer(std::span<const TensorMeta> in) override;
+  Roles roles(Mode mode, const Backend& backend) const override;
+  void forward(const OpContext& ctx) override;
+  void backward(const OpContext& ctx) override;
+  BinaryKind kind() const { return kind_; }
+
+ private:
+  BinaryKind kind_;
+  Broadcast g_;
+  bool a_full_ = true, b_full_ = true;  // the operand has the output's shape
+};
+
+// y = a op b, broadcast; throws naming both shapes where they do not broadcast.
+Value binary(BinaryKind kind, Value a, Value b,
+             std::source_location where = std::source_location::current());
+Value mul(Value a, Value b, std::source_location where = std::source_location::current());
+Value sub(Value a, Value b, std::source_location where = std::source_location::current());
+Value div(Value a, Value b, std::source_location where = std::source_location::current());
+
+}  // namespace frugal

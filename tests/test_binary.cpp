@@ -1,0 +1,129 @@
+// Broadcast Mul, Sub, Div, Add: finite-difference gradients in f64 for every kind over every
+// broadcast pattern a CNN uses, values by hand, in place where the roles allow, planned ==
+// baseline bitwise on a squeeze-and-excitation block, and errors that name both shapes.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "check/gradcheck.h"
+#include "check/modecheck.h"
+#include "layers/activation.h"
+#include "layers/avgpool2d.h"
+#include "layers/binary.h"
+#include "layers/conv2d.h"
+#include "run/executor.h"
+
+using namespace frugal;
+using namespace frugal::testing;
+
+namespace {
+
+constexpr BinaryKind kAll[] = {BinaryKind::add, BinaryKind::sub, BinaryKind::mul, BinaryKind::div};
+
+// (a, b) shapes: one shape; SE's (N,C,1,1) on either side; per-channel (C,1,1); a scalar;
+// rows against a row (N,F) and (F); both broadcast ((N,1,H,1) against (1,C,1,W)).
+const std::vector<std::pair<Shape, Shape>> kPatterns = {
+    {{2, 3, 4, 5}, {2, 3, 4, 5}}, {{2, 3, 4, 5}, {2, 3, 1, 1}}, {{2, 3, 1, 1}, {2, 3, 4, 5}},
+    {{2, 3, 4, 5}, {3, 1, 1}},    {{2, 3, 4, 5}, {1}},          {{3, 4}, {4}},
+    {{2, 1, 3, 1}, {1, 3, 1, 4}},
+};
+
+}  // namespace
+
+TEST_CASE("binary ops: finite-difference gradients in f64 over every broadcast pattern") {
+  for (BinaryKind k : kAll)
+    for (const auto& [sa, sb] : kPatterns) {
+      CAPTURE(std::string(binary_name(k)));
+      CAPTURE(sa);
+      CAPTURE(sb);
+      // Divisors kept away from zero.
+      Tensor b = k == BinaryKind::div ? random_tensor(sb, 2, 0.5, 1.5) : random_tensor(sb, 2);
+      check_gradients([k](auto x) { return std::vector<Value>{binary(k, x[0], x[1])}; },
+                      {random_tensor(sa, 1), b});
+    }
+  // x * x: both operands one value, its gradient the sum of the two contributions.
+  check_gradients([](auto x) { return std::vector<Value>{mul(x[0], x[0])}; },
+                  {random_tensor({2, 3}, 3)});
+}
+
+TEST_CASE("binary ops: values and gradients by hand") {
+  ParamStore store;
+  Tape tape(store, DType::f64);
+  Value a = tape.input("a", {1, 2, 1, 2}, DType::f64, true);
+  Value b = tape.input("b", {2, 1, 1}, DType::f64, true);
+  Value y = div(a, b);
+  Executor ex(tape, cpu_backend(), {.keep = {a, b, y}});
+  Tensor av = Tensor::empty({1, 2, 1, 2}, DType::f64), bv = Tensor::empty({2, 1, 1}, DType::f64);
+  const double as[] = {1, 2, 3, 4}, bs[] = {2, 4};
+  std::memcpy(av.raw(), as, sizeof as);
+  std::memcpy(bv.raw(), bs, sizeof bs);
+  ex.set_input(a, av);
+  ex.set_input(b, bv);
+  ex.forward();
+  const double* yv = ex.value(y).data<double>();
+  CHECK(yv[0] == 0.5);
+  CHECK(yv[1] == 1);
+  CHECK(yv[2] == 0.75);
+  CHECK(yv[3] == 1);
+  Tensor ones = Tensor::empty({1, 2, 1, 2}, DType::f64);
+  cpu_backend().fill(ones, 1.0);
+  std::pair<Value, Tensor> seed{y, ones};
+  ex.backward(std::span<const std::pair<Value, Tensor>>(&seed, 1));
+  const double* da = ex.grad(a).data<double>();
+  CHECK(da[0] == 0.5);
+  CHECK(da[3] == 0.25);
+  // d/db of (a0 + a1) / b0 = -(1 + 2) / 4; of (a2 + a3) / b1 = -(3 + 4) / 16.
+  const double* db = ex.grad(b).data<double>();
+  CHECK(db[0] == -0.75);
+  CHECK(db[1] == -7.0 / 16);
+}
+
+TEST_CASE("binary ops: in place where the roles allow; planned equals baseline bitwise") {
+  // Squeeze and excitation, x * sigmoid(conv(pool(x))) with the scale on either side, then a
+  // difference and a quotient by a positive per-channel divisor (1 + s^2).
+  for (bool scale_first : {false, true})
+    check_planned_equals_baseline([scale_first](Value x) {
+      Value h = conv2d(x, {.out = 6, .kernel = 3, .pad = 1});
+      Value s = avg_pool2d(h, {.kernel = 6});
+      s = sigmoid(conv2d(s, {.out = 6, .kernel = 1}));
+      Value y = scale_first ? mul(s, h) : mul(h, s);
+      y = sub(y, conv2d(x, {.out = 6, .kernel = 1}));
+      Tape& t = x.tape();
+      Value d = t.param("d", {6, 1, 1}, Init::normal(1));
+      Value one = t.param("one", {1}, Init::ones(), false);
+      return div(y, binary(BinaryKind::add, one, mul(d, d)));
+    });
+  // In planned training, sub's output takes its first operand's bytes and its gradient dy's.
+  ParamStore store(1);
+  Tape tape(store, DType::f32);
+  Value x = tape.input("x", {2, 3, 4, 4}, DType::f32, true);
+  Value h = conv2d(x, {.out = 3, .kernel = 1});
+  Value y = sub(h, tape.param("c", {3, 1, 1}, Init::normal(1)));
+  Value z = conv2d(y, {.out = 2, .kernel = 1});
+  Executor ex(tape, cpu_backend(),
+              {.memory = MemoryMode::planned, .keep = {z}, .optimizer = OptimizerConfig{}});
+  const Liveness& live = ex.liveness();
+  CHECK(live.buffers[static_cast<size_t>(live.value_buffer[y.id()])].alias_of ==
+        live.value_buffer[h.id()]);
+  CHECK(live.buffers[static_cast<size_t>(live.grad_buffer[h.id()])].alias_of ==
+        live.grad_buffer[y.id()]);
+}
+
+TEST_CASE("binary ops: bad input names the op and both shapes") {
+  ParamStore store;
+  Tape tape(store);
+  Value a = tape.input("a", {2, 3, 4, 5}, DType::f32);
+  Value b = tape.input("b", {2, 4, 1, 1}, DType::f32);
+  CHECK_THROWS_WITH_AS(mul(a, b),
+                       doctest::Contains("mul: shapes [2,3,4,5] and [2,4,1,1] do not broadcast "
+                                         "(axis -3: 3 against 4)"),
+                       Error);
+  Value five = tape.input("five", {1, 2, 3, 4, 5}, DType::f32);
+  CHECK_THROWS_WITH_AS(div(five, a), doctest::Contains("div: broadcast of"), Error);
+  Value labels = tape.input("labels", {2}, DType::i32);
+  CHECK_THROWS_WITH_AS(sub(labels, labels),
+                       doctest::Contains("sub: inputs must be both f32 or both f64, got i32"),
+                       Error);
+}
