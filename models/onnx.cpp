@@ -7,6 +7,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -94,6 +95,45 @@ struct Reader {
     o.pad = p.empty() ? 0 : p[0];
     for (int64_t d : get_ints(n, "dilations"))
       if (d != 1) fail(n, "dilations other than 1 are not imported yet");
+    const std::string auto_pad = get_string(n, "auto_pad", "NOTSET");
+    if (auto_pad != "NOTSET")
+      fail(n, "auto_pad " + auto_pad + " is not imported (export with explicit pads)");
+  }
+
+  // A Conv's strides, pads (each side its own), dilations and group; the kernel comes from the
+  // weight, which kernel_shape (optional) must agree with when the weight is recorded.
+  void conv_window(const onnx::NodeProto& n, OnnxNode& o) const {
+    auto pair = [&](const char* name, int64_t lo) {
+      std::vector<int64_t> v = get_ints(n, name);
+      if (v.empty()) v = {1, 1};
+      if (v.size() != 2 || v[0] < lo || v[1] < lo || v[0] > kMaxWindow || v[1] > kMaxWindow)
+        fail(n, std::string(name) + " must be two values in " + std::to_string(lo) + ".." +
+                    std::to_string(kMaxWindow));
+      return v;
+    };
+    const std::vector<int64_t> s = pair("strides", 1), d = pair("dilations", 1);
+    if (!get_ints(n, "kernel_shape").empty()) {
+      const std::vector<int64_t> k = pair("kernel_shape", 1);
+      o.kernel_h = k[0], o.kernel_w = k[1];
+    }
+    std::vector<int64_t> p = get_ints(n, "pads");
+    if (p.empty()) p = {0, 0, 0, 0};
+    if (p.size() != 4 || *std::min_element(p.begin(), p.end()) < 0 ||
+        *std::max_element(p.begin(), p.end()) > kMaxWindow)
+      fail(n, "pads must be four values in 0.." + std::to_string(kMaxWindow) +
+                  " (top, left, bottom, right)");
+    const int64_t group = get_int(n, "group", 1);
+    if (group < 1 || group > kMaxWindow * kMaxWindow)
+      fail(n, "group " + std::to_string(group) + " out of range");
+    o.conv = {.stride_h = s[0],
+              .stride_w = s[1],
+              .pad_top = p[0],
+              .pad_left = p[1],
+              .pad_bottom = p[2],
+              .pad_right = p[3],
+              .dilation_h = d[0],
+              .dilation_w = d[1],
+              .groups = group};
     const std::string auto_pad = get_string(n, "auto_pad", "NOTSET");
     if (auto_pad != "NOTSET")
       fail(n, "auto_pad " + auto_pad + " is not imported (export with explicit pads)");
@@ -249,6 +289,25 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
     graph->params[name] = trainable;
     return name;
   };
+  // An operand of broadcast arithmetic: an activation; an initializer (a weight, trainable:
+  // PyTorch writes nn.Parameters as initializers); or a Constant node's float tensor (fixed).
+  // Scalars become (1).
+  auto operand = [&](const onnx::NodeProto& n, int i) -> std::string {
+    const std::string name = need(n, i);
+    if (auto c = float_constants.find(name); c != float_constants.end()) {
+      graph->initializers[name] = c->second;
+      graph->params[name] = false;
+    } else if (graph->initializers.count(name)) {
+      graph->params.try_emplace(name, true);
+    } else if (int_constants.count(name)) {
+      r.fail(n, "input " + std::to_string(i) + " ('" + name + "') is an integer constant");
+    } else {
+      return name;
+    }
+    Tensor& t = graph->initializers[name];
+    if (t.shape().rank() == 0) t = t.reshape(Shape{1});
+    return name;
+  };
   auto activation_input = [&](const onnx::NodeProto& n) -> std::string {
     const std::string x = need(n, 0);
     if (graph->initializers.count(x))
@@ -289,10 +348,7 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
     }
     if (op == "Conv") {
       o.kind = Kind::conv;
-      r.window(n, o);
-      if (r.get_int(n, "group", 1) != 1)
-        r.fail(n, "group " + std::to_string(r.get_int(n, "group", 1)) +
-                      " is not imported yet (grouped and depthwise convolutions)");
+      r.conv_window(n, o);
       o.inputs = {activation_input(n), param(n, 1, true)};
       if (n.input_size() > 2 && !n.input(2).empty()) o.inputs.push_back(param(n, 2, true));
     } else if (op == "BatchNormalization") {
@@ -341,11 +397,15 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
         r.fail(n, "only a constant shape (N, F) or (N, -1) is imported (a flatten)");
       o.flatten_features = it->second[1];
       o.inputs = {activation_input(n)};
-    } else if (op == "Add") {
-      o.kind = Kind::add;
-      o.inputs = {activation_input(n), need(n, 1)};
-      if (graph->initializers.count(o.inputs[1]))
-        r.fail(n, "adding a constant is not imported yet");
+    } else if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
+      o.kind = Kind::binary;
+      o.binary = op == "Add"   ? BinaryKind::add
+                 : op == "Sub" ? BinaryKind::sub
+                 : op == "Mul" ? BinaryKind::mul
+                               : BinaryKind::div;
+      o.inputs = {operand(n, 0), operand(n, 1)};
+      if (graph->initializers.count(o.inputs[0]) && graph->initializers.count(o.inputs[1]))
+        r.fail(n, "both inputs are constants (fold them before exporting)");
     } else if (op == "Concat") {
       o.kind = Kind::concat;
       if (r.get_int(n, "axis", 0) != 1) r.fail(n, "only axis 1 (channels) is imported");
@@ -388,12 +448,20 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       o.inputs = {activation_input(n)};
       if (op == "Dropout" && n.output_size() > 1 && !n.output(1).empty())
         r.fail(n, "the mask output is not imported");
+    } else if (op == "Pad") {
+      // PyTorch writes a Pad of zeros before some pools (DenseNet's transitions): folded.
+      const auto pads = int_constants.find(need(n, 1));
+      if (r.get_string(n, "mode", "constant") != "constant" || pads == int_constants.end() ||
+          std::any_of(pads->second.begin(), pads->second.end(), [](int64_t p) { return p != 0; }))
+        r.fail(n, "only a Pad of zeros on every side is imported yet (folded)");
+      o.kind = Kind::identity;
+      o.inputs = {activation_input(n)};
     } else {
       r.fail(n,
              "op not imported yet; frugal imports Conv, BatchNormalization, Gemm, MaxPool, "
-             "AveragePool, "
-             "GlobalAveragePool, Flatten, Reshape, Add, Concat, Relu, LeakyRelu, Sigmoid, Tanh, "
-             "HardSigmoid, HardSwish, Clip, Dropout, Identity, Constant");
+             "AveragePool, GlobalAveragePool, Flatten, Reshape, Add, Sub, Mul, Div, Concat, "
+             "Relu, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish, Clip, Dropout, Identity, "
+             "Constant, Pad (of zeros)");
     }
     defined.insert(o.output);
     graph->nodes.push_back(std::move(o));

@@ -8,7 +8,9 @@
 #include <vector>
 
 #include "core/activation.h"
+#include "core/broadcast.h"
 #include "core/tensor.h"
+#include "layers/conv2d.h"
 
 namespace frugal {
 
@@ -21,7 +23,7 @@ enum class OnnxKind {
   avg_pool,
   global_avg_pool,
   flatten,
-  add,
+  binary,  // Add (same shapes: the residual add), Sub, Mul, Div with broadcasting
   concat,
   relu,
   leaky_relu,
@@ -34,10 +36,13 @@ struct OnnxNode {
   std::string name, op_type;
   std::vector<std::string> inputs;  // the ones the frugal op reads, in its order
   std::string output;
-  int64_t kernel = 1, stride = 1, pad = 0;
+  int64_t kernel = 1, stride = 1, pad = 0;  // pools
+  Conv2dParams conv{};                      // Conv, and its kernel_shape (0 where absent)
+  int64_t kernel_h = 0, kernel_w = 0;
   bool ceil = false;
   double eps = 1e-5, momentum = 0.1, alpha = 0;
   Activation activation = Activation::sigmoid;
+  BinaryKind binary = BinaryKind::add;
   int64_t flatten_features = -1;  // Reshape to (N, F): F, or -1
 };
 

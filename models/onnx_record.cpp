@@ -9,6 +9,7 @@
 #include "layers/add.h"
 #include "layers/avgpool2d.h"
 #include "layers/batchnorm2d.h"
+#include "layers/binary.h"
 #include "layers/concat.h"
 #include "layers/conv2d.h"
 #include "layers/flatten.h"
@@ -44,9 +45,14 @@ Value record_onnx(const OnnxModel& model, Value images) {
     Value y;
     try {
       switch (n.kind) {
-        case Kind::conv:
-          y = tape.record(std::make_unique<Conv2dOp>(n.stride, n.pad), in, where)[0];
+        case Kind::conv: {
+          const Shape& w = in[1].shape();
+          FRUGAL_CHECK(
+              w.rank() != 4 || n.kernel_h == 0 || (w[2] == n.kernel_h && w[3] == n.kernel_w),
+              "kernel_shape ", n.kernel_h, "x", n.kernel_w, " but the weight is ", w);
+          y = tape.record(std::make_unique<Conv2dOp>(n.conv), in, where)[0];
           break;
+        }
         case Kind::batch_norm:
           y = tape.record(
               std::make_unique<BatchNormOp>(BatchNormOptions{.eps = n.eps, .momentum = n.momentum}),
@@ -75,8 +81,11 @@ Value record_onnx(const OnnxModel& model, Value images) {
           FRUGAL_CHECK(n.flatten_features < 0 || y.shape()[1] == n.flatten_features, "reshape of ",
                        in[0].shape(), " to (N, ", n.flatten_features, ")");
           break;
-        case Kind::add:
-          y = add(in[0], in[1]);
+        case Kind::binary:
+          // Two values of one shape: the residual add, which may take either operand's bytes.
+          y = n.binary == BinaryKind::add && in[0].shape() == in[1].shape()
+                  ? add(in[0], in[1])
+                  : binary(n.binary, in[0], in[1]);
           break;
         case Kind::concat:
           y = concat(in);

@@ -14,7 +14,9 @@ gradient of sum(R * output) with respect to the input for a random R, computed i
 "onnx: torchvision exports give PyTorch's outputs" (FRUGAL_ONNX_MODELS=DIR). Needs Debian's
 python3-torch and python3-torchvision (run it with /usr/bin/python3):
 
-    /usr/bin/python3 scripts/onnx_fixtures.py --torchvision build/onnx-models
+    /usr/bin/python3 scripts/onnx_fixtures.py --torchvision build/onnx-models [NAME ...]
+
+(NAMEs: only those of the list below.)
 """
 import sys
 
@@ -116,46 +118,118 @@ def reshape_net():
     return model("reshape_net", n, i, [2, 7, 7], 4, opset=11)
 
 
+def mobile_net():
+    """Grouped, depthwise, dilated and asymmetrically padded Conv; squeeze-and-excitation (Mul
+    of (N,C,1,1) by (N,C,H,W)); Sub, Div and Mul by Constant scalars and per-channel
+    initializers, on either side; Add of a broadcast bias; opset 13."""
+    n, i = [], []
+    i += [weight("expand.weight", 8, 2, 1, 1)]
+    n.append(helper.make_node("Conv", ["x", "expand.weight"], ["a"], name="expand",
+                              kernel_shape=[1, 1]))
+    n.append(helper.make_node("Clip", ["a", "zero", "six"], ["a6"], name="relu6"))
+    i += [numpy_helper.from_array(np.array(0, np.float32), "zero"),
+          numpy_helper.from_array(np.array(6, np.float32), "six")]
+    # TensorFlow's "same" at stride 2: the extra row and column at the bottom and right.
+    i += [weight("dw.weight", 8, 1, 3, 3), weight("dw.bias", 8)]
+    n.append(helper.make_node("Conv", ["a6", "dw.weight", "dw.bias"], ["b"], name="dw",
+                              kernel_shape=[3, 3], strides=[2, 2], pads=[0, 0, 1, 1], group=8))
+    # Squeeze and excitation.
+    n.append(helper.make_node("GlobalAveragePool", ["b"], ["sq"], name="squeeze"))
+    i += [weight("se1.weight", 4, 8, 1, 1), weight("se1.bias", 4)]
+    n.append(helper.make_node("Conv", ["sq", "se1.weight", "se1.bias"], ["s1"], name="se1",
+                              kernel_shape=[1, 1]))
+    n.append(helper.make_node("Relu", ["s1"], ["s2"], name="se_relu"))
+    i += [weight("se2.weight", 8, 4, 1, 1), weight("se2.bias", 8)]
+    n.append(helper.make_node("Conv", ["s2", "se2.weight", "se2.bias"], ["s3"], name="se2",
+                              kernel_shape=[1, 1]))
+    n.append(helper.make_node("Sigmoid", ["s3"], ["s"], name="se_gate"))
+    n.append(helper.make_node("Mul", ["s", "b"], ["c"], name="excite"))
+    # A dilated grouped conv (2 groups), then arithmetic with constants.
+    i += [weight("grp.weight", 6, 4, 3, 3)]
+    n.append(helper.make_node("Conv", ["c", "grp.weight"], ["d"], name="grp",
+                              kernel_shape=[3, 3], pads=[2, 2, 2, 2], dilations=[2, 2],
+                              group=2))
+    n.append(helper.make_node("Constant", [], ["half"], name="half",
+                              value=numpy_helper.from_array(np.array(0.5, np.float32))))
+    n.append(helper.make_node("Sub", ["d", "half"], ["e"], name="sub"))
+    i += [positive("scale", 6, 1, 1)]
+    n.append(helper.make_node("Div", ["e", "scale"], ["f"], name="div"))
+    n.append(helper.make_node("Mul", ["half", "f"], ["g"], name="mul"))
+    i += [weight("shift", 1, 6, 1, 1)]
+    n.append(helper.make_node("Add", ["g", "shift"], ["h"], name="add"))
+    n.append(helper.make_node("GlobalAveragePool", ["h"], ["gap"], name="gap"))
+    n.append(helper.make_node("Flatten", ["gap"], ["flat"], name="flatten", axis=1))
+    i += [weight("fc.weight", 3, 6), weight("fc.bias", 3)]
+    n.append(helper.make_node("Gemm", ["flat", "fc.weight", "fc.bias"], ["y"], name="fc",
+                              transB=1))
+    return model("mobile_net", n, i, [2, 9, 9], 3, opset=13)
+
+
+def write(m, out):
+    name = m.graph.name
+    dims = [d.dim_value for d in m.graph.input[0].type.tensor_type.shape.dim[1:]]
+    x = rng.uniform(-1, 1, (2, *dims)).astype(np.float32)
+    (y,) = ReferenceEvaluator(m).run(None, {"x": x})
+    onnx.save(m, f"{out}/{name}.onnx")
+    with open(f"{out}/{name}.io", "wb") as f:
+        f.write(x.astype("<f4").tobytes())
+        f.write(np.asarray(y, dtype="<f4").tobytes())
+    print(f"{out}/{name}.onnx: input {x.shape}, output {np.asarray(y).shape}")
+
+
 def main(out):
+    # The models' weights, then each one's input, in the order the committed files were made.
     for m in (residual_net(), reshape_net()):
-        name = m.graph.name
-        dims = [d.dim_value for d in m.graph.input[0].type.tensor_type.shape.dim[1:]]
-        x = rng.uniform(-1, 1, (2, *dims)).astype(np.float32)
-        (y,) = ReferenceEvaluator(m).run(None, {"x": x})
-        onnx.save(m, f"{out}/{name}.onnx")
-        with open(f"{out}/{name}.io", "wb") as f:
-            f.write(x.astype("<f4").tobytes())
-            f.write(np.asarray(y, dtype="<f4").tobytes())
-        print(f"{out}/{name}.onnx: input {x.shape}, output {np.asarray(y).shape}")
+        write(m, out)
+    write(mobile_net(), out)
 
 
-def torchvision_models(out):
+def torchvision_models(out, only=()):
     import copy
 
     import torch
     import torchvision
 
     torch.manual_seed(0)
-    # name, constructor, input side, opset
-    cases = [("resnet18", torchvision.models.resnet18, 64, 13),
-             ("resnet50", torchvision.models.resnet50, 64, 13),
-             ("squeezenet1_1", torchvision.models.squeezenet1_1, 96, 13),
-             ("alexnet", torchvision.models.alexnet, 224, 11),
-             ("vgg11_bn", torchvision.models.vgg11_bn, 224, 17)]
-    for name, make, side, opset in cases:
-        net = make(num_classes=10).eval()
+    # name, constructor, input side, opset, calibrate. Calibrated models first run a few batches
+    # in training mode so that BatchNorm's running statistics fit the data: with the initial
+    # ones (mean 0, variance 1) MobileNetV2's and EfficientNet's outputs shrink to 1e-10.
+    cases = [("resnet18", torchvision.models.resnet18, 64, 13, False),
+             ("resnet50", torchvision.models.resnet50, 64, 13, False),
+             ("squeezenet1_1", torchvision.models.squeezenet1_1, 96, 13, False),
+             ("alexnet", torchvision.models.alexnet, 224, 11, False),
+             ("vgg11_bn", torchvision.models.vgg11_bn, 224, 17, False),
+             ("mobilenet_v2", torchvision.models.mobilenet_v2, 64, 13, True),
+             ("efficientnet_b0", torchvision.models.efficientnet_b0, 64, 13, True),
+             ("densenet121", torchvision.models.densenet121, 64, 13, True)]
+    for name, make, side, opset, calibrate in cases:
+        if only and name not in only:
+            continue
+        net = make(num_classes=10)
+        if calibrate:
+            for m in net.modules():
+                if isinstance(m, torch.nn.modules.batchnorm._BatchNorm):
+                    m.momentum = None  # a plain average over the calibration batches
+            net.train()
+            with torch.no_grad():
+                for _ in range(4):
+                    net(torch.rand(16, 3, side, side) * 2 - 1)
+        net = net.eval()
         x = torch.rand(2, 3, side, side) * 2 - 1
         with torch.no_grad():
             y = net(x)
+        path = f"{out}/{name}.onnx"
+        torch.onnx.export(net, x, path, opset_version=opset,
+                          input_names=["x"], output_names=["y"],
+                          dynamic_axes={"x": {0: "N"}, "y": {0: "N"}})
         # d sum(R * y) / d x for a random R: the backward pass through every op, independent of
-        # how the export names or folds the weights (eval mode: BatchNorm is linear).
-        # Computed in float64, the truth both float32 runs (PyTorch's and frugal's) approach.
+        # how the export names or folds the weights (eval mode: BatchNorm is linear). Computed
+        # in float64, the truth both float32 runs (PyTorch's and frugal's) approach. (frugal
+        # takes gradients in training mode, so the test compares them only where the export
+        # folded every BatchNorm into a convolution.)
         r = torch.rand(2, 10) * 2 - 1
         xg = x.double().requires_grad_(True)
         (copy.deepcopy(net).double()(xg) * r.double()).sum().backward()
-        torch.onnx.export(net, x, f"{out}/{name}.onnx", opset_version=opset,
-                          input_names=["x"], output_names=["y"],
-                          dynamic_axes={"x": {0: "N"}, "y": {0: "N"}})
         with open(f"{out}/{name}.io", "wb") as f:
             f.write(x.numpy().astype("<f4").tobytes())
             f.write(y.numpy().astype("<f4").tobytes())
@@ -167,6 +241,6 @@ def torchvision_models(out):
 
 if __name__ == "__main__":
     if len(sys.argv) > 2 and sys.argv[1] == "--torchvision":
-        torchvision_models(sys.argv[2])
+        torchvision_models(sys.argv[2], sys.argv[3:])
     else:
         main(sys.argv[1] if len(sys.argv) > 1 else "tests/data/onnx")

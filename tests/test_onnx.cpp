@@ -17,6 +17,7 @@
 #include "check/gradcheck.h"
 #include "layers/softmax_cross_entropy.h"
 #include "models/onnx.h"
+#include "models/onnx_graph.h"
 #include "run/executor.h"
 #include "tests/alloc_cap.h"
 #include "tests/temp_dir.h"
@@ -155,7 +156,7 @@ onnx::AttributeProto* attribute(onnx::NodeProto* n, const std::string& name) {
 }  // namespace
 
 TEST_CASE("onnx: imported models give ONNX's reference outputs") {
-  for (const char* name : {"residual_net", "reshape_net"}) {
+  for (const char* name : {"residual_net", "reshape_net", "mobile_net"}) {
     CAPTURE(name);
     const OnnxModel m = load_onnx((kData / (std::string(name) + ".onnx")).string());
     const std::vector<float> io = read_floats(kData / (std::string(name) + ".io"));
@@ -179,7 +180,7 @@ TEST_CASE("onnx: imported models give ONNX's reference outputs") {
 }
 
 TEST_CASE("onnx: training an imported model is bitwise equal planned and baseline") {
-  for (const char* name : {"residual_net", "reshape_net"}) {
+  for (const char* name : {"residual_net", "reshape_net", "mobile_net"}) {
     CAPTURE(name);
     const OnnxModel m = load_onnx((kData / (std::string(name) + ".onnx")).string());
     const std::vector<Tensor> base = train(m, MemoryMode::baseline);
@@ -208,6 +209,17 @@ TEST_CASE("onnx: weights keep the file's names; BatchNorm statistics are not tra
   CHECK_FALSE(store.find("bn2.running_var")->trainable);
   CHECK(store.find("bn2.running_var")->value.data<float>()[0] >= 0.5f);  // loaded, not zero
   CHECK(find_model("onnx:" + (kData / "residual_net.onnx").string()).classes == 5);
+  // Arithmetic operands: an initializer is a weight, a Constant node's tensor is fixed.
+  const OnnxModel mobile = load_onnx((kData / "mobile_net.onnx").string());
+  ParamStore arithmetic;
+  Tape t2(arithmetic);
+  record_onnx(mobile, t2.input("x", {1, 2, 9, 9}, DType::f32));
+  load_onnx_weights(arithmetic, mobile);
+  REQUIRE(arithmetic.find("scale") != nullptr);
+  CHECK(arithmetic.find("scale")->trainable);
+  REQUIRE(arithmetic.find("half") != nullptr);
+  CHECK_FALSE(arithmetic.find("half")->trainable);
+  CHECK(arithmetic.find("half")->value.data<float>()[0] == 0.5f);
 }
 
 TEST_CASE("onnx: bad files, unsupported ops and attributes are errors naming what is wrong") {
@@ -222,27 +234,26 @@ TEST_CASE("onnx: bad files, unsupported ops and attributes are errors naming wha
     auto* g = attribute(m.mutable_graph()->mutable_node(0), "group");
     g->set_type(onnx::AttributeProto::INT);
     g->set_i(2);
-    CHECK(error_for(m) ==
-          "m.onnx: node 'conv' (Conv): group 2 is not imported yet (grouped and depthwise "
-          "convolutions)");
+    CHECK(error_for(m).starts_with("m.onnx: node 'conv' (Conv): "));
+    CHECK(error_for(m).ends_with(
+        "conv2d: input channels 4 != weight channels 4 x 2 groups (x [1,4,5,5], w [2,4,3,3])"));
   }
   {
     onnx::ModelProto m = tiny();
     auto* p = attribute(m.mutable_graph()->mutable_node(0), "pads");
     p->set_type(onnx::AttributeProto::INTS);
     for (int v : {0, 0, 1, 1}) p->add_ints(v);
-    CHECK(error_for(m) ==
-          "m.onnx: node 'conv' (Conv): pads must be four equal values in 0..4096 (asymmetric "
-          "padding is not imported yet)");
+    // Padding each side its own is imported: the head then sees other features.
+    CHECK(
+        error_for(m).ends_with("linear: input features 32 != weight features 18 (x [1,32], w "
+                               "[3,18])"));
   }
   {
     onnx::ModelProto m = tiny();
     auto* k = attribute(m.mutable_graph()->mutable_node(0), "kernel_shape");
     k->set_ints(0, int64_t{1} << 40);
     k->set_ints(1, int64_t{1} << 40);
-    CHECK(error_for(m) ==
-          "m.onnx: node 'conv' (Conv): kernel_shape must be two equal sides in 1..4096 (square "
-          "kernels only)");
+    CHECK(error_for(m) == "m.onnx: node 'conv' (Conv): kernel_shape must be two values in 1..4096");
   }
   {
     onnx::ModelProto m = tiny();
@@ -374,6 +385,15 @@ TEST_CASE("onnx: torchvision exports give PyTorch's outputs (FRUGAL_ONNX_MODELS)
     if (!fs::exists(grad)) continue;
     const std::vector<float> g = read_floats(grad);
     REQUIRE(static_cast<int64_t>(g.size()) == 2 * m.classes + in);
+    // PyTorch's gradient is of the eval-mode network; frugal's backward runs BatchNorm in
+    // training mode, on batch statistics. Where the export kept a BatchNorm (one that follows
+    // no convolution, as DenseNet's) the two are different functions.
+    if (std::any_of(m.graph->nodes.begin(), m.graph->nodes.end(),
+                    [](const OnnxNode& n) { return n.kind == OnnxKind::batch_norm; })) {
+      MESSAGE(f.filename().string(),
+              ": keeps BatchNorm, so its eval-mode input gradient is not compared");
+      continue;
+    }
     // Once with the direct stride-1 kernels (their long FMA chains round more: on AlexNet and
     // VGG, whose input gradients cancel heavily, that shows; reported, not required), once with
     // im2col + GEMM everywhere (required within 1e-4 of the largest).
@@ -394,20 +414,31 @@ TEST_CASE("onnx: torchvision exports give PyTorch's outputs (FRUGAL_ONNX_MODELS)
       std::pair<Value, Tensor> seed{y, r};
       ex.backward(std::span<const std::pair<Value, Tensor>>(&seed, 1));
       const float* dx = ex.grad(x).data<float>();
-      double gworst = 0, gscale = 0;
+      double gworst = 0, gscale = 0, diff2 = 0, norm2 = 0;
       for (int64_t i = 0; i < in; ++i) {
         const double want = g[static_cast<size_t>(2 * m.classes + i)];
         gworst = std::max(gworst, std::abs(dx[i] - want));
         gscale = std::max(gscale, std::abs(want));
+        diff2 += (dx[i] - want) * (dx[i] - want), norm2 += want * want;
       }
+      const double l2 = std::sqrt(diff2 / norm2);
       set_cpu_direct_conv(true);
-      MESSAGE(f.filename().string(), (direct ? " (direct kernels)" : " (im2col)"),
-              ": input gradient differs by ", gworst, " at most, of values up to ", gscale);
+      MESSAGE(f.filename().string(), std::string(direct ? " (direct kernels)" : " (im2col)"),
+              ": input gradient differs by ", gworst, " at most, of values up to ", gscale,
+              "; relative L2 difference ", l2);
       CHECK(gscale > 0);
+      // A ReLU or ReLU6 input within rounding of its kink may fall on the other side here than
+      // in PyTorch: that element's derivative flips, and the input gradient moves a little
+      // over its receptive field. On MobileNetV2 at 64 px (83 of its 1M ReLU6 inputs lie
+      // within 1e-4 of a kink) the depthwise kernels' rounding flips some (4.9e-3 of the
+      // largest, 3.5e-3 in L2) where the grouped im2col path's, agreeing with them within an
+      // ulp, flips none (1e-6). So: within 1e-4 of the largest at every element, or 1e-2 in L2
+      // with no element 1e-2 of the largest off.
+      const bool close = gworst <= 1e-4 * gscale || (l2 <= 1e-2 && gworst <= 1e-2 * gscale);
       if (direct)
-        WARN(gworst <= 1e-4 * gscale);
+        WARN(close);
       else
-        CHECK(gworst <= 1e-4 * gscale);
+        CHECK(close);
     }
   }
 }
