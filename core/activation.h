@@ -25,10 +25,11 @@ enum class Activation {
 };
 const char* activation_name(Activation a);  // "sigmoid", ...
 
-// Whether backward reads the output (sigmoid, tanh: the derivative is a function of y, so the
-// op may run in place) or the input (the rest).
+// Whether backward reads the output (sigmoid, tanh: the derivative is a function of y; relu6:
+// 0 < y < 6 exactly where 0 < x < 6, clamping being exact; so the op may run in place) or the
+// input (the rest).
 inline bool activation_backward_reads_output(Activation a) {
-  return a == Activation::sigmoid || a == Activation::tanh;
+  return a == Activation::sigmoid || a == Activation::tanh || a == Activation::relu6;
 }
 
 namespace activation_math {

@@ -1,7 +1,7 @@
 // Sigmoid, Tanh, SiLU, GELU, HardSigmoid, HardSwish and ReLU6: one op over the backend's
-// activation kernels (core/activation.h holds the formulas). Sigmoid and Tanh run in place and
-// backward reads their output; the others' backward reads their input, so they run in place
-// only in inference. The input gradient may always take the output gradient's bytes.
+// activation kernels (core/activation.h holds the formulas). Sigmoid, Tanh and ReLU6 run in
+// place and backward reads their output; the others' backward reads their input, so they run in
+// place only in inference. The input gradient may always take the output gradient's bytes.
 #pragma once
 
 #include <source_location>
