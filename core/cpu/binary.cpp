@@ -1,6 +1,8 @@
 // Broadcast arithmetic kernels of the CPU backend: the element formulas of core/broadcast.h
-// (shared with the CUDA kernels) over static OpenMP splits. Each gradient element is summed by
-// one thread in the order reduce_grad fixes, so the bits do not depend on the thread count.
+// (shared with the CUDA kernels) over static OpenMP splits, row by row of the innermost axis,
+// with the common patterns (one shape; a broadcast operand over trailing axes) on loops of
+// their own. Each gradient element is summed by one thread in the order reduce_grad fixes, so
+// the bits are the CUDA kernels' and do not depend on the thread count.
 #include "core/broadcast.h"
 #include "core/cpu/cpu_backend.h"
 #include "core/kernel_checks.h"
@@ -11,19 +13,91 @@ namespace {
 
 constexpr int64_t kParallelMin = 16384;
 
+// Rows of the innermost axis: each row's operand offsets are found once (the divisions), then
+// the row runs with each operand's innermost stride (1, or 0 for a broadcast value).
+struct Row {
+  int64_t a, b;  // the operands' offsets at the row's first element
+};
+Row row_offsets(const Broadcast& g, int64_t row) {
+  const int64_t c2 = row % g.size[2], c1 = row / g.size[2] % g.size[1];
+  const int64_t c0 = row / (g.size[2] * g.size[1]);
+  return {c0 * g.a[0] + c1 * g.a[1] + c2 * g.a[2], c0 * g.b[0] + c1 * g.b[1] + c2 * g.b[2]};
+}
+
 template <typename T>
 void forward_t(BinaryKind k, const Broadcast& g, const T* a, const T* b, T* y) {
-  const int64_t n = g.numel();
-#pragma omp parallel for schedule(static) if (n > kParallelMin)
-  for (int64_t i = 0; i < n; ++i)
-    y[i] = binary_math::forward(k, a[binary_math::operand_index(g, g.a, i)],
-                                b[binary_math::operand_index(g, g.b, i)]);
+  const int64_t inner = g.size[3], rows = g.numel() / inner, sa = g.a[3], sb = g.b[3];
+#pragma omp parallel for schedule(static) if (g.numel() > kParallelMin)
+  for (int64_t r = 0; r < rows; ++r) {
+    const Row o = row_offsets(g, r);
+    const T *ar = a + o.a, *br = b + o.b;
+    T* yr = y + r * inner;
+    if (sa == 1 && sb == 1)
+      for (int64_t q = 0; q < inner; ++q) yr[q] = binary_math::forward(k, ar[q], br[q]);
+    else if (sa == 1)
+      for (int64_t q = 0; q < inner; ++q) yr[q] = binary_math::forward(k, ar[q], br[0]);
+    else if (sb == 1)
+      for (int64_t q = 0; q < inner; ++q) yr[q] = binary_math::forward(k, ar[0], br[q]);
+    else
+      for (int64_t q = 0; q < inner; ++q) yr[q] = binary_math::forward(k, ar[0], br[0]);
+  }
+}
+
+// The gradient of an operand of the output's shape: one term per element, row by row.
+template <typename T>
+void full_gradient_t(BinaryKind k, const Broadcast& g, int which, const T* a, const T* b,
+                     const T* dy, T* dx) {
+  const int64_t inner = g.size[3], rows = g.numel() / inner;
+#pragma omp parallel for schedule(static) if (g.numel() > kParallelMin)
+  for (int64_t r = 0; r < rows; ++r) {
+    const Row o = row_offsets(g, r);
+    for (int64_t q = 0; q < inner; ++q) {
+      const int64_t i = r * inner + q;
+      const T av = a ? a[o.a + q * g.a[3]] : T(0), bv = b ? b[o.b + q * g.b[3]] : T(0);
+      dx[i] = which == 0 ? binary_math::grad_a(k, av, bv, dy[i])
+                         : binary_math::grad_b(k, av, bv, dy[i]);
+    }
+  }
+}
+
+// The gradient of an operand broadcast over trailing axes only (squeeze-and-excitation's
+// (N,C,1,1) against (N,C,H,W)): element e reads the output block [e count, (e+1) count), summed
+// in that order, as reduce_grad does. Where the other operand has the output's shape.
+template <typename T>
+bool suffix_gradient_t(BinaryKind k, const Broadcast& g, int which, const T* a, const T* b,
+                       const T* dy, T* dx, int64_t n) {
+  const int64_t* own = which == 0 ? g.a : g.b;
+  const int64_t* other = which == 0 ? g.b : g.a;
+  int64_t count = 1;
+  int d = 3;
+  for (; d >= 0 && own[d] == 0; --d) count *= g.size[d];
+  for (; d >= 0; --d)
+    if (own[d] == 0 && g.size[d] > 1) return false;  // broadcast along a leading axis too
+  if (binary_math::operand_numel(g, other) != g.numel()) return false;
+#pragma omp parallel for schedule(static) if (g.numel() > kParallelMin)
+  for (int64_t e = 0; e < n; ++e) {
+    const T* d0 = dy + e * count;
+    const T* full = (which == 0 ? b : a);
+    const T* f0 = full ? full + e * count : nullptr;
+    T acc = T(0);
+    for (int64_t j = 0; j < count; ++j) {
+      const T mine = which == 0 ? (a ? a[e] : T(0)) : (b ? b[e] : T(0));
+      const T theirs = f0 ? f0[j] : T(0);
+      const T term = which == 0 ? binary_math::grad_a(k, mine, theirs, d0[j])
+                                : binary_math::grad_b(k, theirs, mine, d0[j]);
+      acc = j == 0 ? term : acc + term;
+    }
+    dx[e] = acc;
+  }
+  return true;
 }
 
 template <typename T>
 void gradient_t(BinaryKind k, const Broadcast& g, int which, const T* a, const T* b, const T* dy,
                 T* dx) {
   const int64_t n = binary_math::operand_numel(g, which == 0 ? g.a : g.b);
+  if (n == g.numel()) return full_gradient_t(k, g, which, a, b, dy, dx);
+  if (suffix_gradient_t(k, g, which, a, b, dy, dx, n)) return;
 #pragma omp parallel for schedule(static) if (g.numel() > kParallelMin)
   for (int64_t e = 0; e < n; ++e) dx[e] = binary_math::reduce_grad(k, g, which, e, a, b, dy);
 }
