@@ -19,19 +19,20 @@ Span columns_of(const Conv2dGeometry& g, int64_t s) {
 }
 
 // y (P,Q) plane k of one sample from its input plane x (H,W) and filter wk (R,S): the bias,
-// then each tap in (r, s) order added along whole rows.
+// then each tap in (r, s) order added along whole rows; each tap's rows and columns are found
+// once per plane (the integer divisions would otherwise cost more than a short row's adds).
 template <typename T>
 void forward_plane(const Conv2dGeometry& g, const T* x, const T* wk, T bias, T* y) {
   std::fill(y, y + g.P * g.Q, bias);
   for (int64_t r = 0; r < g.R; ++r) {
     const Span ps = rows_of(g, r);
-    for (int64_t p = ps.lo; p < ps.hi; ++p) {
-      const T* xr = x + (p * g.stride_h - g.pad_h + r * g.dilation_h) * g.W;
-      T* yr = y + p * g.Q;
-      for (int64_t s = 0; s < g.S; ++s) {
-        const Span qs = columns_of(g, s);
-        const T wv = wk[r * g.S + s];
-        const T* in = xr + s * g.dilation_w - g.pad_w;
+    for (int64_t s = 0; s < g.S; ++s) {
+      const Span qs = columns_of(g, s);
+      const T wv = wk[r * g.S + s];
+      for (int64_t p = ps.lo; p < ps.hi; ++p) {
+        const T* in = x + (p * g.stride_h - g.pad_h + r * g.dilation_h) * g.W +
+                      s * g.dilation_w - g.pad_w;
+        T* yr = y + p * g.Q;
         if (g.stride_w == 1)
           for (int64_t q = qs.lo; q < qs.hi; ++q) yr[q] += wv * in[q];
         else
@@ -50,13 +51,13 @@ void data_plane(const Conv2dGeometry& g, const T* dy, const T* w, int64_t k0, in
     const T* dyk = dy + k * g.P * g.Q;
     for (int64_t r = 0; r < g.R; ++r) {
       const Span ps = rows_of(g, r);
-      for (int64_t p = ps.lo; p < ps.hi; ++p) {
-        T* xr = dx + (p * g.stride_h - g.pad_h + r * g.dilation_h) * g.W;
-        const T* dyr = dyk + p * g.Q;
-        for (int64_t s = 0; s < g.S; ++s) {
-          const Span qs = columns_of(g, s);
-          const T wv = w[(k * g.R + r) * g.S + s];
-          T* out = xr + s * g.dilation_w - g.pad_w;
+      for (int64_t s = 0; s < g.S; ++s) {
+        const Span qs = columns_of(g, s);
+        const T wv = w[(k * g.R + r) * g.S + s];
+        for (int64_t p = ps.lo; p < ps.hi; ++p) {
+          T* out = dx + (p * g.stride_h - g.pad_h + r * g.dilation_h) * g.W + s * g.dilation_w -
+                   g.pad_w;
+          const T* dyr = dyk + p * g.Q;
           if (g.stride_w == 1)
             for (int64_t q = qs.lo; q < qs.hi; ++q) out[q] += wv * dyr[q];
           else
@@ -78,21 +79,26 @@ void filter_of(const Conv2dGeometry& g, const T* x, const T* dy, int64_t k, T* d
   for (int64_t t0 = 0; t0 < taps; t0 += kTaps) {
     const int64_t t1 = std::min(taps, t0 + kTaps);
     T lanes[kTaps][kLanes] = {};
+    Span ps[kTaps], qs[kTaps];
+    int64_t offset[kTaps];  // of the input a tap reads at output (0, 0)
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t r = t / g.S, s = t % g.S;
+      ps[t - t0] = rows_of(g, r), qs[t - t0] = columns_of(g, s);
+      offset[t - t0] = (r * g.dilation_h - g.pad_h) * g.W + s * g.dilation_w - g.pad_w;
+    }
     for (int64_t n = 0; n < g.N; ++n) {
       const T* xp = x + (n * g.C + c) * g.H * g.W;
       const T* dyp = dy + (n * g.K + k) * g.P * g.Q;
       for (int64_t t = t0; t < t1; ++t) {
-        const int64_t r = t / g.S, s = t % g.S;
-        const Span ps = rows_of(g, r), qs = columns_of(g, s);
         T* acc = lanes[t - t0];
-        for (int64_t p = ps.lo; p < ps.hi; ++p) {
+        const Span cols = qs[t - t0];
+        for (int64_t p = ps[t - t0].lo; p < ps[t - t0].hi; ++p) {
           const T* dyr = dyp + p * g.Q;
-          const T* in =
-              xp + (p * g.stride_h - g.pad_h + r * g.dilation_h) * g.W + s * g.dilation_w - g.pad_w;
-          int64_t q = qs.lo;
-          for (; q + kLanes <= qs.hi; q += kLanes)
+          const T* in = xp + p * g.stride_h * g.W + offset[t - t0];
+          int64_t q = cols.lo;
+          for (; q + kLanes <= cols.hi; q += kLanes)
             for (int64_t l = 0; l < kLanes; ++l) acc[l] += dyr[q + l] * in[(q + l) * g.stride_w];
-          for (int64_t l = 0; q + l < qs.hi; ++l) acc[l] += dyr[q + l] * in[(q + l) * g.stride_w];
+          for (int64_t l = 0; q + l < cols.hi; ++l) acc[l] += dyr[q + l] * in[(q + l) * g.stride_w];
         }
       }
     }
