@@ -5,14 +5,14 @@
 
 namespace frugal {
 
-OnnxModel load_onnx_bytes(const std::string& path, const char*, size_t) {
+OnnxModel load_onnx_bytes(const std::string& path, const char*, size_t, bool) {
   throw Error(path +
               ": this frugal was built without ONNX import (-DFRUGAL_ONNX=OFF; it needs "
               "libonnx-dev and libprotobuf-dev)");
 }
 
-OnnxModel load_onnx(const std::string& path) {
-  return load_onnx_bytes(path, nullptr, 0);
+OnnxModel load_onnx(const std::string& path, bool keep_weights) {
+  return load_onnx_bytes(path, nullptr, 0, keep_weights);
 }
 
 }  // namespace frugal

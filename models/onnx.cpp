@@ -180,9 +180,23 @@ struct Reader {
       }
       return {};
     }
+    if (t.data_type() == onnx::TensorProto::BOOL && ints) {
+      // Dropout's training_mode: one byte per value (raw) or int32_data.
+      ints->clear();
+      if (!raw.empty()) {
+        FRUGAL_CHECK(static_cast<int64_t>(raw.size()) == count, path, ": tensor '", t.name(),
+                     "' holds ", raw.size(), " bytes of data for ", count, " booleans");
+        for (char c : raw) ints->push_back(c != 0);
+      } else {
+        FRUGAL_CHECK(t.int32_data_size() == count, path, ": tensor '", t.name(), "' holds ",
+                     t.int32_data_size(), " booleans for ", count, " elements");
+        for (int32_t v : t.int32_data()) ints->push_back(v != 0);
+      }
+      return {};
+    }
     throw Error(path + ": tensor '" + t.name() + "' has data type " +
                 std::to_string(t.data_type()) +
-                "; frugal imports float32 weights (and int64 shapes)");
+                "; frugal imports float32 weights (and int64 shapes, booleans)");
   }
 };
 
@@ -204,13 +218,14 @@ std::vector<char> read_file(const std::string& path) {
 
 }  // namespace
 
-OnnxModel load_onnx(const std::string& path) {
+OnnxModel load_onnx(const std::string& path, bool keep_weights) {
   const std::vector<char> bytes = read_file(path);
-  return load_onnx_bytes(path, bytes.data(), bytes.size());
+  return load_onnx_bytes(path, bytes.data(), bytes.size(), keep_weights);
 }
 
 // The parser proper, on bytes already read (the fuzz target calls it directly).
-OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size) {
+OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size,
+                          bool keep_weights) {
   onnx::ModelProto m;
   FRUGAL_CHECK(
       size <= static_cast<size_t>(kMaxOnnxBytes) && m.ParseFromArray(data, static_cast<int>(size)),
@@ -352,9 +367,10 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       o.inputs = {activation_input(n), param(n, 1, true)};
       if (n.input_size() > 2 && !n.input(2).empty()) o.inputs.push_back(param(n, 2, true));
     } else if (op == "BatchNormalization") {
+      // An export in training mode (torch.onnx.TrainingMode.TRAINING) keeps BatchNorm with its
+      // running statistics as extra outputs, which frugal updates in place: no node may read
+      // them (they are never defined here).
       o.kind = Kind::batch_norm;
-      if (r.get_int(n, "training_mode", 0) != 0)
-        r.fail(n, "training_mode 1 is not imported (export in eval mode)");
       o.eps = r.get_float(n, "epsilon", 1e-5);
       o.momentum = 1.0 - r.get_float(n, "momentum", 0.9);  // ONNX keeps that share of the old value
       if (!(o.eps > 0) || !(o.momentum >= 0 && o.momentum <= 1))
@@ -446,8 +462,18 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       }
       o.kind = Kind::identity;
       o.inputs = {activation_input(n)};
-      if (op == "Dropout" && n.output_size() > 1 && !n.output(1).empty())
-        r.fail(n, "the mask output is not imported");
+      // In a training-mode export, Dropout(ratio, training_mode = true) is frugal's dropout
+      // (its mask output must go unread); in eval mode, or opset 11's attribute form, it folds.
+      if (op == "Dropout" && n.input_size() > 2 && !n.input(2).empty()) {
+        const auto mode = int_constants.find(need(n, 2));
+        if (mode == int_constants.end() || mode->second.size() != 1)
+          r.fail(n, "training_mode must be a constant boolean");
+        if (mode->second[0] != 0) {
+          o.kind = Kind::dropout;
+          o.alpha = scalar(n, 1, 0.5);
+          if (!(o.alpha >= 0 && o.alpha < 1)) r.fail(n, "ratio must be in [0, 1)");
+        }
+      }
     } else if (op == "Pad") {
       // PyTorch writes a Pad of zeros before some pools (DenseNet's transitions): folded.
       const auto pads = int_constants.find(need(n, 1));
@@ -469,6 +495,12 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
   graph->output = canon(graph->output);
   FRUGAL_CHECK(defined.count(graph->output), path, ": the output '", graph->output,
                "' is produced by no node");
+  fuse_onnx_graph(*graph);
+  for (const auto& [name, t] : graph->initializers) graph->metas[name] = t.meta();
+  if (!keep_weights) {
+    for (const auto& [name, trainable] : graph->params) graph->initializers.erase(name);
+    graph->weights_dropped = true;
+  }
   model.graph = graph;
   // A batch-1 recording on a shapes-only store: shape errors now, and the class count.
   ParamStore shapes = ParamStore::shapes_only();

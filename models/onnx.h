@@ -32,22 +32,26 @@ struct OnnxModel {
 };
 
 // Reads and checks `path`: a missing, truncated or malformed file, an unsupported opset, op,
-// attribute or dynamic shape is an error naming the file (and the node).
-OnnxModel load_onnx(const std::string& path);
+// attribute or dynamic shape is an error naming the file (and the node). With keep_weights
+// false the model holds only the weights' shapes (load_onnx_weights reads the file again), so
+// a process that records, plans and runs it holds its weights once, in the parameters.
+OnnxModel load_onnx(const std::string& path, bool keep_weights = true);
 // The same over bytes already in memory (`path` names them in messages; the fuzz target).
-OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size);
+OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size,
+                          bool keep_weights = true);
 
 // Records the model's forward over `images` (N, C, H, W) on images' tape; returns (N, classes).
 Value record_onnx(const OnnxModel& model, Value images);
 
 // Copies the file's initializer values into the store's parameters of the same names (a
-// shapes-only store is left alone). Throws naming the parameter if the store lacks one.
+// shapes-only store is left alone; a model loaded without its weights reads the file again). Throws
+// naming the parameter if the store lacks one.
 void load_onnx_weights(ParamStore& store, const OnnxModel& model);
 
 // A registry entry for the file (cached per path): find_model("onnx:" + path) returns it, so
 // an ONNX model works wherever a bundled network does (the commands' --onnx FILE).
 const ModelSpec& onnx_model_spec(const std::string& path);
-// The file's model, loaded once (the one behind onnx_model_spec).
+// The file's model, loaded once without its weights (the one behind onnx_model_spec).
 const OnnxModel& onnx_model(const std::string& path);
 
 }  // namespace frugal

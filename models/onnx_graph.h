@@ -29,6 +29,7 @@ enum class OnnxKind {
   leaky_relu,
   activation,
   identity,
+  dropout,  // a training-mode export's Dropout; alpha holds the ratio
 };
 
 struct OnnxNode {
@@ -48,9 +49,14 @@ struct OnnxNode {
 
 struct OnnxGraph {
   std::vector<OnnxNode> nodes;
-  std::map<std::string, Tensor> initializers;  // f32, host
+  std::map<std::string, Tensor> initializers;  // f32, host (weights gone if weights_dropped)
+  std::map<std::string, TensorMeta> metas;     // every initializer's shape and dtype
+  bool weights_dropped = false;                // load_onnx(path, keep_weights = false)
   std::map<std::string, bool> params;          // initializer -> trainable, for those ops read
   std::string input, output;
 };
+
+// Fuses patterns into frugal's ops after checking: x * sigmoid(x) into SiLU.
+void fuse_onnx_graph(OnnxGraph& graph);
 
 }  // namespace frugal

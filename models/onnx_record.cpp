@@ -12,6 +12,7 @@
 #include "layers/binary.h"
 #include "layers/concat.h"
 #include "layers/conv2d.h"
+#include "layers/dropout.h"
 #include "layers/flatten.h"
 #include "layers/leaky_relu.h"
 #include "layers/linear.h"
@@ -33,8 +34,7 @@ Value record_onnx(const OnnxModel& model, Value images) {
     auto p = g.params.find(name);
     FRUGAL_CHECK(p != g.params.end(), model.path, ": '", name,
                  "' is neither a node's output nor a weight");
-    const Tensor& t = g.initializers.at(name);
-    Value v = tape.param(name, t.shape(), Init::zeros(), p->second);
+    Value v = tape.param(name, g.metas.at(name).shape, Init::zeros(), p->second);
     env[name] = v;
     return v;
   };
@@ -99,6 +99,9 @@ Value record_onnx(const OnnxModel& model, Value images) {
         case Kind::activation:
           y = activation(in[0], n.activation);
           break;
+        case Kind::dropout:
+          y = dropout(in[0], n.alpha);
+          break;
         case Kind::identity:
           y = in[0];
           break;
@@ -113,6 +116,7 @@ Value record_onnx(const OnnxModel& model, Value images) {
 
 void load_onnx_weights(ParamStore& store, const OnnxModel& model) {
   if (!store.materialized()) return;
+  if (model.graph->weights_dropped) return load_onnx_weights(store, load_onnx(model.path));
   for (const auto& [name, trainable] : model.graph->params) {
     Parameter* p = store.find(name);
     FRUGAL_CHECK(p != nullptr, model.path, ": weight '", name,
@@ -136,7 +140,7 @@ Cached& cached(const std::string& path) {
   std::lock_guard<std::mutex> lock(mutex);
   std::unique_ptr<Cached>& c = by_path[path];
   if (!c) {
-    auto model = std::make_shared<const OnnxModel>(load_onnx(path));
+    auto model = std::make_shared<const OnnxModel>(load_onnx(path, false));
     c = std::make_unique<Cached>(
         Cached{model, ModelSpec{.name = path,
                                 .description = "ONNX model " + path,

@@ -120,8 +120,8 @@ def reshape_net():
 
 def mobile_net():
     """Grouped, depthwise, dilated and asymmetrically padded Conv; squeeze-and-excitation (Mul
-    of (N,C,1,1) by (N,C,H,W)); Sub, Div and Mul by Constant scalars and per-channel
-    initializers, on either side; Add of a broadcast bias; opset 13."""
+    of (N,C,1,1) by (N,C,H,W)); SiLU as x * sigmoid(x); Sub, Div and Mul by Constant scalars
+    and per-channel initializers, on either side; Add of a broadcast bias; opset 13."""
     n, i = [], []
     i += [weight("expand.weight", 8, 2, 1, 1)]
     n.append(helper.make_node("Conv", ["x", "expand.weight"], ["a"], name="expand",
@@ -149,9 +149,12 @@ def mobile_net():
     n.append(helper.make_node("Conv", ["c", "grp.weight"], ["d"], name="grp",
                               kernel_shape=[3, 3], pads=[2, 2, 2, 2], dilations=[2, 2],
                               group=2))
+    # SiLU as PyTorch exports it: x * sigmoid(x).
+    n.append(helper.make_node("Sigmoid", ["d"], ["d_sig"], name="silu_sigmoid"))
+    n.append(helper.make_node("Mul", ["d", "d_sig"], ["d_silu"], name="silu_mul"))
     n.append(helper.make_node("Constant", [], ["half"], name="half",
                               value=numpy_helper.from_array(np.array(0.5, np.float32))))
-    n.append(helper.make_node("Sub", ["d", "half"], ["e"], name="sub"))
+    n.append(helper.make_node("Sub", ["d_silu", "half"], ["e"], name="sub"))
     i += [positive("scale", 6, 1, 1)]
     n.append(helper.make_node("Div", ["e", "scale"], ["f"], name="div"))
     n.append(helper.make_node("Mul", ["half", "f"], ["g"], name="mul"))
@@ -165,8 +168,40 @@ def mobile_net():
     return model("mobile_net", n, i, [2, 9, 9], 3, opset=13)
 
 
+def train_net():
+    """A training-mode export's form (torch.onnx.TrainingMode.TRAINING, opset 15): BatchNorm
+    with training_mode 1 and its running statistics as extra outputs, Dropout with a ratio and
+    training_mode true and a mask output. No reference output: its forward is random."""
+    n, i = [], []
+    i += [weight("conv.weight", 4, 2, 3, 3), weight("conv.bias", 4)]
+    n.append(helper.make_node("Conv", ["x", "conv.weight", "conv.bias"], ["a"], name="conv",
+                              kernel_shape=[3, 3], pads=[1, 1, 1, 1]))
+    inits = [positive("bn.weight", 4), weight("bn.bias", 4),
+             weight("bn.running_mean", 4, scale=0.1), positive("bn.running_var", 4)]
+    n.append(helper.make_node("BatchNormalization", ["a"] + [t.name for t in inits],
+                              ["b", "bn.mean_out", "bn.var_out"], name="bn", epsilon=1e-5,
+                              momentum=0.9, training_mode=1))
+    i += inits
+    n.append(helper.make_node("Relu", ["b"], ["c"], name="relu"))
+    n.append(helper.make_node("Constant", [], ["ratio"], name="ratio",
+                              value=numpy_helper.from_array(np.array(0.25, np.float32))))
+    n.append(helper.make_node("Constant", [], ["training"], name="training",
+                              value=numpy_helper.from_array(np.array(True))))
+    n.append(helper.make_node("Dropout", ["c", "ratio", "training"], ["d", "mask"], name="drop"))
+    n.append(helper.make_node("GlobalAveragePool", ["d"], ["gap"], name="gap"))
+    n.append(helper.make_node("Flatten", ["gap"], ["flat"], name="flatten", axis=1))
+    i += [weight("fc.weight", 3, 4), weight("fc.bias", 3)]
+    n.append(helper.make_node("Gemm", ["flat", "fc.weight", "fc.bias"], ["y"], name="fc",
+                              transB=1))
+    return model("train_net", n, i, [2, 6, 6], 3, opset=15)
+
+
 def write(m, out):
     name = m.graph.name
+    if name == "train_net":
+        onnx.save(m, f"{out}/{name}.onnx")
+        print(f"{out}/{name}.onnx (no reference output: training-mode dropout)")
+        return
     dims = [d.dim_value for d in m.graph.input[0].type.tensor_type.shape.dim[1:]]
     x = rng.uniform(-1, 1, (2, *dims)).astype(np.float32)
     (y,) = ReferenceEvaluator(m).run(None, {"x": x})
@@ -182,6 +217,7 @@ def main(out):
     for m in (residual_net(), reshape_net()):
         write(m, out)
     write(mobile_net(), out)
+    write(train_net(), out)
 
 
 def torchvision_models(out, only=()):

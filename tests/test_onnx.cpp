@@ -180,7 +180,7 @@ TEST_CASE("onnx: imported models give ONNX's reference outputs") {
 }
 
 TEST_CASE("onnx: training an imported model is bitwise equal planned and baseline") {
-  for (const char* name : {"residual_net", "reshape_net", "mobile_net"}) {
+  for (const char* name : {"residual_net", "reshape_net", "mobile_net", "train_net"}) {
     CAPTURE(name);
     const OnnxModel m = load_onnx((kData / (std::string(name) + ".onnx")).string());
     const std::vector<Tensor> base = train(m, MemoryMode::baseline);
@@ -192,6 +192,26 @@ TEST_CASE("onnx: training an imported model is bitwise equal planned and baselin
       CHECK(std::memcmp(base[i].raw(), planned[i].raw(), base[i].bytes()) == 0);
     }
   }
+}
+
+TEST_CASE("onnx: a training-mode export keeps BatchNorm and Dropout") {
+  const OnnxModel m = load_onnx((kData / "train_net.onnx").string());
+  std::vector<OnnxKind> kinds;
+  for (const OnnxNode& n : m.graph->nodes) kinds.push_back(n.kind);
+  CHECK(std::count(kinds.begin(), kinds.end(), OnnxKind::batch_norm) == 1);
+  REQUIRE(std::count(kinds.begin(), kinds.end(), OnnxKind::dropout) == 1);
+  for (const OnnxNode& n : m.graph->nodes)
+    if (n.kind == OnnxKind::dropout) CHECK(n.alpha == doctest::Approx(0.25));
+  // Its running statistics are outputs no node may read.
+  onnx::ModelProto bad;
+  {
+    std::ifstream in(kData / "train_net.onnx", std::ios::binary);
+    REQUIRE(bad.ParseFromIstream(&in));
+  }
+  for (auto& n : *bad.mutable_graph()->mutable_node())
+    if (n.op_type() == "Relu") n.set_input(0, "bn.mean_out");
+  CHECK(error_for(bad).find("input 'bn.mean_out' is not produced before this node") !=
+        std::string::npos);
 }
 
 TEST_CASE("onnx: weights keep the file's names; BatchNorm statistics are not trained") {
@@ -209,8 +229,31 @@ TEST_CASE("onnx: weights keep the file's names; BatchNorm statistics are not tra
   CHECK_FALSE(store.find("bn2.running_var")->trainable);
   CHECK(store.find("bn2.running_var")->value.data<float>()[0] >= 0.5f);  // loaded, not zero
   CHECK(find_model("onnx:" + (kData / "residual_net.onnx").string()).classes == 5);
+  // Loaded without its weights, a model holds their shapes only and reads them from the file
+  // when asked: the same values.
+  const OnnxModel light = load_onnx((kData / "residual_net.onnx").string(), false);
+  CHECK(light.graph->initializers.count("c1.weight") == 0);
+  ParamStore again(1);
+  Tape t3(again);
+  record_onnx(light, t3.input("x", {1, 3, 8, 8}, DType::f32));
+  load_onnx_weights(again, light);
+  for (Parameter* p : store.all()) {
+    CAPTURE(p->name);
+    REQUIRE(again.find(p->name) != nullptr);
+    CHECK(std::memcmp(again.find(p->name)->value.raw(), p->value.raw(), p->value.bytes()) == 0);
+  }
   // Arithmetic operands: an initializer is a weight, a Constant node's tensor is fixed.
   const OnnxModel mobile = load_onnx((kData / "mobile_net.onnx").string());
+  // x * sigmoid(x) is one SiLU; the squeeze-and-excitation gate, a sigmoid of another value,
+  // stays a sigmoid and a product.
+  int silu = 0, sigmoid = 0;
+  for (const OnnxNode& n : mobile.graph->nodes)
+    if (n.kind == OnnxKind::activation) {
+      silu += n.activation == Activation::silu;
+      sigmoid += n.activation == Activation::sigmoid;
+    }
+  CHECK(silu == 1);
+  CHECK(sigmoid == 1);
   ParamStore arithmetic;
   Tape t2(arithmetic);
   record_onnx(mobile, t2.input("x", {1, 2, 9, 9}, DType::f32));
