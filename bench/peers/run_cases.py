@@ -19,6 +19,14 @@ TORCH_FLAGS = {
     "resnet110-budget-ckpt4": ["--segments", "4"],
     "resnet110-budget-ckpt10": ["--segments", "10"],
 }
+# The torchvision models at ImageNet size (--set torchvision): PyTorch runs the torchvision
+# module, frugal its training-mode ONNX export (export_torchvision.py), one step's warm-up and
+# two timed, batch 32 as issue 17 asks.
+TORCHVISION_CASES = [(f"tv-{n}", f"tv-{n}", 32, "training", "f32", [], 3, 1)
+                     for n in ("squeezenet1_1", "mobilenet_v2", "resnet18", "efficientnet_b0",
+                               "resnet50", "densenet121")]
+TORCHVISION_CASES += [(f"tv-{n}", f"tv-{n}", b, "inference", "f32", [], 3, 1)
+                      for n in ("mobilenet_v2", "resnet50") for b in (1, 32)]
 CASES = [
     ("resnet110", "resnet110", 64, "training", "f32", [], 3, 1),
     ("alexnet", "alexnet", 64, "training", "f32", ["--no-dropout"], 2, 1),
@@ -71,16 +79,20 @@ def main():
     p.add_argument("--only", default="",
                    help="comma-separated labels ('vgg-a') or cases ('vgg-a b1 inference f64')")
     p.add_argument("--timeout", type=int, default=900, help="seconds per process")
+    p.add_argument("--set", choices=["bundled", "torchvision"], default="bundled",
+                   help="the bundled networks, or torchvision's through ONNX")
     o = p.parse_args()
 
     only = set(filter(None, o.only.split(",")))
+    cases = TORCHVISION_CASES if o.set == "torchvision" else CASES
+    onnx_dir = os.path.join(os.path.dirname(os.path.abspath(o.out)), "peers-onnx")
     start = time.time()
     with open(o.out, "w") as out:
         def emit(record):
             out.write(json.dumps(record) + "\n")
             out.flush()
 
-        for label, model, batch, mode, dtype, flags, steps, rounds in CASES:
+        for label, model, batch, mode, dtype, flags, steps, rounds in cases:
             key = f"{label} b{batch} {mode} {dtype}"
             if only and label not in only and key not in only:
                 continue
@@ -91,6 +103,13 @@ def main():
             common = ["--model", model, "--batch", str(batch), "--steps", str(steps),
                       "--mode", mode, "--dtype", dtype, "--threads", "2", "--json", *flags]
             frugal = [o.frugal, "bench", "--memory", "planned", *common]
+            if model.startswith("tv-"):  # frugal runs the model's training-mode export
+                onnx = os.path.join(onnx_dir, model + ".onnx")
+                if not os.path.exists(onnx):
+                    os.makedirs(onnx_dir, exist_ok=True)
+                    subprocess.run([o.python, os.path.join(HERE, "export_torchvision.py"),
+                                    "--model", model, "--out", onnx], check=True)
+                frugal = [o.frugal, "bench", "--memory", "planned", "--onnx", onnx, *common[2:]]
             torch = [o.python, os.path.join(HERE, "measure_torch.py"), *common,
                      "--source", o.torch_source]
             if label in TORCH_FLAGS:  # PyTorch's side of a budget case: checkpoint_sequential

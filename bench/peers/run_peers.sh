@@ -4,6 +4,7 @@
 # only if that package is unavailable), runs every case alternating frugal and PyTorch, and
 # writes the "frugal vs PyTorch" section of docs/BENCHMARKS.md. PyTorch is never a dependency
 # of the library. Usage: bench/peers/run_peers.sh [--only resnet110,alexnet] [--budget-minutes N]
+#   bench/peers/run_peers.sh --set torchvision   # torchvision's models through ONNX (issue 17)
 #   FRUGAL_BUILD=build-peers bench/peers/run_peers.sh   # another build directory
 set -euo pipefail
 
@@ -62,6 +63,7 @@ say "$memcnn"
 
 "$py" bench/peers/pytorch_nets.py  # parameter counts equal frugal's, or stop here
 results="$build/peers-results.jsonl"
+[[ " $* " == *" --set torchvision "* ]] && results="$build/peers-results-torchvision.jsonl"
 "$py" bench/peers/run_cases.py --frugal "$frugal" --python "$py" --torch-source "$source" \
   --out "$results" "$@"
 cmdline="bench/peers/run_peers.sh"
@@ -69,7 +71,9 @@ cmdline="bench/peers/run_peers.sh"
 [[ -n "${FRUGAL_BUILD:-}" ]] && cmdline="FRUGAL_BUILD=$build $cmdline"
 commit="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 git diff --quiet HEAD 2>/dev/null || commit="$commit + uncommitted changes"
-"$py" bench/peers/make_table.py "$results" --doc docs/BENCHMARKS.md \
+set_args=()
+[[ " $* " == *" --set torchvision "* ]] && set_args=(--set torchvision)
+"$py" bench/peers/make_table.py "$results" --doc docs/BENCHMARKS.md "${set_args[@]}" \
   --command "$cmdline" --torch-source "$source" --memcnn "$memcnn" \
   --commit "$commit" --frugal "$frugal"
 say "results in $results; table in docs/BENCHMARKS.md"

@@ -1,0 +1,36 @@
+# Writes a torchvision model (pytorch_nets.TORCHVISION) as a training-mode ONNX export: the
+# network measure_torch.py builds for --model tv-NAME (same constructor, same seed, same
+# weights), with BatchNorm and Dropout kept as they train (torch.onnx.TrainingMode.TRAINING,
+# opset 15), and a dynamic batch. `frugal bench --onnx FILE` then runs what PyTorch runs.
+#   python3 export_torchvision.py --model tv-mobilenet_v2 --out build/peers-onnx/tv-mobilenet_v2.onnx
+import argparse
+import os
+import warnings
+
+import torch
+
+import pytorch_nets
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--model", required=True,
+                   choices=sorted(n for n in pytorch_nets.NETS if n.startswith("tv-")))
+    p.add_argument("--out", required=True)
+    o = p.parse_args()
+    torch.manual_seed(0)
+    model, shape, _, _ = pytorch_nets.build(o.model)
+    model.train()
+    tmp = o.out + ".tmp"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, torch.rand(2, *shape), tmp, opset_version=15,
+                          training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
+                          input_names=["x"], output_names=["y"],
+                          dynamic_axes={"x": {0: "N"}, "y": {0: "N"}})
+    os.replace(tmp, o.out)  # never a partial file under the final name
+    print(f"{o.out}: {o.model} {tuple(shape)}")
+
+
+if __name__ == "__main__":
+    main()
