@@ -127,6 +127,16 @@ FRUGAL_BROADCAST_HD inline T reduce_grad(BinaryKind k, const Broadcast& g, int w
 
 }  // namespace binary_math
 
+// The order Backend::binary_backward writes the gradients in (0: da, 1: db): a reduced one
+// before a full-sized one, db before da when both are full-sized, so the one written last may
+// alias dy.
+inline void binary_gradient_order(const Broadcast& g, int order[2]) {
+  const bool a_full = binary_math::operand_numel(g, g.a) == g.numel();
+  const bool b_full = binary_math::operand_numel(g, g.b) == g.numel();
+  const bool a_last = a_full || !b_full;
+  order[0] = a_last ? 1 : 0, order[1] = a_last ? 0 : 1;
+}
+
 // Whether backward needs the operands' values: mul and div do, add and sub do not.
 inline bool binary_backward_reads_inputs(BinaryKind k) {
   return k == BinaryKind::mul || k == BinaryKind::div;

@@ -140,6 +140,20 @@ void check_binary(const char* op, const Broadcast& g, const Tensor& a, const Ten
   check_device(op, {&a, &b, &y}, device);
 }
 
+void check_binary_forward(BinaryKind k, const Broadcast& g, const Tensor& a, const Tensor& b,
+                          const Tensor& y, const Device& device) {
+  check_defined(binary_name(k), "operand a", a);
+  check_defined(binary_name(k), "operand b", b);
+  check_binary(binary_name(k), g, a, b, y, device);
+}
+
+void check_binary_backward(BinaryKind k, const Broadcast& g, const Tensor& a, const Tensor& b,
+                           const Tensor& dy, const Tensor& da, const Tensor& db,
+                           const Device& device) {
+  if (binary_backward_reads_inputs(k)) check_binary_forward(k, g, a, b, dy, device);
+  check_binary(binary_name(k), g, da, db, dy, device);
+}
+
 void check_conv_bias(const char* op, const char* name, const Conv2dGeometry& g, const Tensor& b,
                      const Tensor& x, const Device& device) {
   FRUGAL_CHECK(!b.defined() || (b.numel() == g.K && b.dtype() == x.dtype()), op, ": ", name, " ",

@@ -43,6 +43,12 @@ void check_copy(const Tensor& x, const Tensor& y);
 // gradient) as many as g gives it; all one float dtype, on the device.
 void check_binary(const char* op, const Broadcast& g, const Tensor& a, const Tensor& b,
                   const Tensor& y, const Device& device);
+// Backend::binary_forward's and binary_backward's arguments (the operands defined where read).
+void check_binary_forward(BinaryKind k, const Broadcast& g, const Tensor& a, const Tensor& b,
+                          const Tensor& y, const Device& device);
+void check_binary_backward(BinaryKind k, const Broadcast& g, const Tensor& a, const Tensor& b,
+                           const Tensor& dy, const Tensor& da, const Tensor& db,
+                           const Device& device);
 
 // x (N,I)  w (O,I) or undefined  b (O) or undefined  y (N,O)
 struct LinearDims {

@@ -31,10 +31,9 @@ void backward_t(BinaryKind k, const Broadcast& g, const Tensor& a, const Tensor&
   const bool reads = binary_backward_reads_inputs(k);
   const T* av = reads ? a.device_data<T>() : nullptr;
   const T* bv = reads ? b.device_data<T>() : nullptr;
-  const bool a_full = binary_math::operand_numel(g, g.a) == g.numel();
-  const bool b_full = binary_math::operand_numel(g, g.b) == g.numel();
-  const bool a_last = a_full || !b_full;  // see Backend::binary_backward
-  for (int which : {a_last ? 1 : 0, a_last ? 0 : 1}) {
+  int order[2];
+  binary_gradient_order(g, order);
+  for (int which : order) {
     Tensor& dx = which == 0 ? da : db;
     if (!dx.defined()) continue;
     const int64_t n = binary_math::operand_numel(g, which == 0 ? g.a : g.b);
@@ -47,9 +46,7 @@ void backward_t(BinaryKind k, const Broadcast& g, const Tensor& a, const Tensor&
 
 void CudaBackend::binary_forward(BinaryKind k, const Broadcast& g, const Tensor& a, const Tensor& b,
                                  Tensor& y) {
-  check_defined(binary_name(k), "operand a", a);
-  check_defined(binary_name(k), "operand b", b);
-  check_binary(binary_name(k), g, a, b, y, device());
+  check_binary_forward(k, g, a, b, y, device());
   const int64_t n = g.numel();
   if (y.dtype() == DType::f32)
     launch(n, binary_forward_kernel<float>, k, g, a.device_data<float>(), b.device_data<float>(),
@@ -61,13 +58,7 @@ void CudaBackend::binary_forward(BinaryKind k, const Broadcast& g, const Tensor&
 
 void CudaBackend::binary_backward(BinaryKind k, const Broadcast& g, const Tensor& a,
                                   const Tensor& b, const Tensor& dy, Tensor& da, Tensor& db) {
-  const char* op = binary_name(k);
-  if (binary_backward_reads_inputs(k)) {
-    check_defined(op, "operand a", a);
-    check_defined(op, "operand b", b);
-    check_binary(op, g, a, b, dy, device());
-  }
-  check_binary(op, g, da, db, dy, device());
+  check_binary_backward(k, g, a, b, dy, da, db, device());
   if (dy.dtype() == DType::f32)
     backward_t<float>(k, g, a, b, dy, da, db);
   else

@@ -103,15 +103,7 @@ Value conv2d(Value x, const Conv2dOptions& o, std::source_location where) {
   std::vector<Value> in = {x, t.param(name + ".weight", {o.out, x.shape()[1] / o.groups, k, k},
                                       Init::normal(std::sqrt(2.0 / static_cast<double>(fan_out))))};
   if (o.bias) in.push_back(t.param(name + ".bias", {o.out}, Init::zeros()));
-  const Conv2dParams p{.stride_h = o.stride,
-                       .stride_w = o.stride,
-                       .pad_top = o.pad,
-                       .pad_left = o.pad,
-                       .pad_bottom = o.pad,
-                       .pad_right = o.pad,
-                       .dilation_h = o.dilation,
-                       .dilation_w = o.dilation,
-                       .groups = o.groups};
+  const Conv2dParams p = Conv2dParams::uniform(o.stride, o.pad, o.dilation, o.groups);
   return t.record(std::make_unique<Conv2dOp>(p), std::move(in), where)[0];
 }
 

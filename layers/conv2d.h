@@ -29,6 +29,12 @@ struct Conv2dParams {
   int64_t stride_h = 1, stride_w = 1;
   int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
   int64_t dilation_h = 1, dilation_w = 1, groups = 1;
+
+  // The same stride, padding and dilation along both axes and on every side.
+  static Conv2dParams uniform(int64_t stride, int64_t pad, int64_t dilation = 1,
+                              int64_t groups = 1) {
+    return {stride, stride, pad, pad, pad, pad, dilation, dilation, groups};
+  }
 };
 
 // Inputs {x (N,C,H,W), w (K,C/groups,R,S)} and optionally b (K); output y (N,K,P,Q). To use
@@ -37,13 +43,7 @@ struct Conv2dParams {
 // "Weights of your own in built-in ops").
 class Conv2dOp final : public Op {
  public:
-  Conv2dOp(int64_t stride, int64_t pad)
-      : p_{.stride_h = stride,
-           .stride_w = stride,
-           .pad_top = pad,
-           .pad_left = pad,
-           .pad_bottom = pad,
-           .pad_right = pad} {}
+  Conv2dOp(int64_t stride, int64_t pad) : p_(Conv2dParams::uniform(stride, pad)) {}
   explicit Conv2dOp(const Conv2dParams& p) : p_(p) {}
 
   std::string name() const override { return "conv2d"; }

@@ -142,15 +142,7 @@ void check_against_direct(const Geo& c, DType t, double tol) {
 }
 
 Conv2dParams params(int64_t stride, int64_t pad, int64_t dilation, int64_t groups) {
-  return {.stride_h = stride,
-          .stride_w = stride,
-          .pad_top = pad,
-          .pad_left = pad,
-          .pad_bottom = pad,
-          .pad_right = pad,
-          .dilation_h = dilation,
-          .dilation_w = dilation,
-          .groups = groups};
+  return Conv2dParams::uniform(stride, pad, dilation, groups);
 }
 
 std::vector<Value> one(Value v) {
@@ -173,12 +165,15 @@ TEST_CASE(
                             .groups = 1};
   Conv2dParams uneven_depthwise = uneven;
   uneven_depthwise.groups = 3;
+  Conv2dParams uneven_stride1 = uneven_depthwise;
+  uneven_stride1.stride_w = 1;
   const Geo cases[] = {
       {2, 4, 7, 6, 4, 3, 3, params(1, 1, 1, 4)},   // depthwise, MobileNet's 3x3
       {2, 3, 9, 8, 6, 3, 3, params(2, 1, 1, 3)},   // depthwise, 2 filters per channel, stride 2
       {1, 5, 11, 9, 5, 5, 5, params(2, 2, 1, 5)},  // EfficientNet's 5x5 stride 2
       {2, 3, 9, 10, 3, 3, 3, params(1, 2, 2, 3)},  // dilated depthwise
       {2, 3, 8, 7, 3, 3, 2, uneven_depthwise},     // every side its own padding
+      {2, 3, 8, 7, 6, 3, 3, uneven_stride1},       // the same at stride 1, 2 per channel
       {2, 4, 6, 7, 6, 3, 3, params(1, 2, 2, 2)},   // 2 groups, dilated
       {3, 6, 5, 5, 9, 1, 1, params(1, 0, 1, 3)},   // grouped 1x1 (ShuffleNet v1)
       {2, 6, 8, 8, 4, 3, 3, params(2, 1, 1, 2)},   // grouped, stride 2
@@ -189,17 +184,24 @@ TEST_CASE(
     check_against_direct(c, DType::f64, 1e-12);
     check_against_direct(c, DType::f32, 2e-5);
   }
-  // Depthwise convolutions take their own loops and no scratch; dilated or unevenly padded
+  // Depthwise convolutions take their own loops; dilated or unevenly padded
   // ones never reach the stride-1 direct kernels.
   CHECK(depthwise_conv::applies(geometry(cases[0])));
-  CHECK_FALSE(depthwise_conv::applies(geometry(cases[5])));
-  CHECK(cpu_backend().conv2d_forward_scratch(geometry(cases[0]), DType::f32) == 0);
-  CHECK(cpu_backend().conv2d_backward_scratch(geometry(cases[0]), DType::f32) == 0);
-  CHECK_FALSE(direct_conv::applies(geometry(cases[9]), DType::f32));
-  Geo same = cases[9];
+  CHECK_FALSE(depthwise_conv::applies(geometry(cases[6])));
+  // At stride 1 a padded input plane (9 x 8 and 2 of slack) and a wide output one (7 x 8) per
+  // thread; at stride 2 none.
+  const size_t per_thread = (9 * 8 + 2 + 7 * 8) * sizeof(float);
+  const size_t threads = static_cast<size_t>(cpu_backend().threads());
+  CHECK(cpu_backend().conv2d_forward_scratch(geometry(cases[0]), DType::f32) ==
+        threads * per_thread);
+  CHECK(cpu_backend().conv2d_backward_scratch(geometry(cases[0]), DType::f32) ==
+        threads * per_thread);
+  CHECK(cpu_backend().conv2d_forward_scratch(geometry(cases[1]), DType::f32) == 0);
+  CHECK_FALSE(direct_conv::applies(geometry(cases[10]), DType::f32));
+  Geo same = cases[10];
   same.p = params(1, 1, 1, 1);
   CHECK(conv_is_plain(geometry(same)));
-  CHECK_FALSE(conv_is_plain(geometry(cases[8])));
+  CHECK_FALSE(conv_is_plain(geometry(cases[9])));
 }
 
 TEST_CASE("grouped conv2d: finite-difference gradients in f64") {

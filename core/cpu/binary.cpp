@@ -108,10 +108,9 @@ void backward_t(BinaryKind k, const Broadcast& g, const Tensor& a, const Tensor&
   const bool reads = binary_backward_reads_inputs(k);
   const T* av = reads ? a.data<T>() : nullptr;
   const T* bv = reads ? b.data<T>() : nullptr;
-  const bool a_full = binary_math::operand_numel(g, g.a) == g.numel();
-  const bool b_full = binary_math::operand_numel(g, g.b) == g.numel();
-  const bool a_last = a_full || !b_full;  // see Backend::binary_backward
-  for (int which : {a_last ? 1 : 0, a_last ? 0 : 1}) {
+  int order[2];
+  binary_gradient_order(g, order);
+  for (int which : order) {
     Tensor& dx = which == 0 ? da : db;
     if (dx.defined()) gradient_t(k, g, which, av, bv, dy.data<T>(), dx.data<T>());
   }
@@ -121,9 +120,7 @@ void backward_t(BinaryKind k, const Broadcast& g, const Tensor& a, const Tensor&
 
 void CpuBackend::binary_forward(BinaryKind k, const Broadcast& g, const Tensor& a, const Tensor& b,
                                 Tensor& y) {
-  check_defined(binary_name(k), "operand a", a);
-  check_defined(binary_name(k), "operand b", b);
-  check_binary(binary_name(k), g, a, b, y, device());
+  check_binary_forward(k, g, a, b, y, device());
   if (y.dtype() == DType::f32)
     forward_t(k, g, a.data<float>(), b.data<float>(), y.data<float>());
   else
@@ -132,13 +129,7 @@ void CpuBackend::binary_forward(BinaryKind k, const Broadcast& g, const Tensor& 
 
 void CpuBackend::binary_backward(BinaryKind k, const Broadcast& g, const Tensor& a, const Tensor& b,
                                  const Tensor& dy, Tensor& da, Tensor& db) {
-  const char* op = binary_name(k);
-  if (binary_backward_reads_inputs(k)) {
-    check_defined(op, "operand a", a);
-    check_defined(op, "operand b", b);
-    check_binary(op, g, a, b, dy, device());
-  }
-  check_binary(op, g, da, db, dy, device());
+  check_binary_backward(k, g, a, b, dy, da, db, device());
   if (dy.dtype() == DType::f32)
     backward_t<float>(k, g, a, b, dy, da, db);
   else
