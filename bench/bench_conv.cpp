@@ -118,7 +118,10 @@ std::array<double, 6> bench_depthwise(const DepthwiseCase& c, const Budget& budg
   Tensor x = random({g.N, g.C, g.H, g.W}, 1), w = random({g.K, 1, g.R, g.S}, 2);
   Tensor b = random({g.K}, 3), dy = random({g.N, g.K, g.P, g.Q}, 4);
   Tensor y = Tensor::empty(dy.shape(), DType::f32), dx = Tensor::empty(x.shape(), DType::f32);
-  Tensor dw = Tensor::empty(w.shape(), DType::f32), none, scratch;
+  Tensor dw = Tensor::empty(w.shape(), DType::f32), none;
+  const size_t bytes =
+      std::max(be.conv2d_forward_scratch(g, DType::f32), be.conv2d_backward_scratch(g, DType::f32));
+  Tensor scratch = Tensor::empty({static_cast<int64_t>(std::max<size_t>(bytes, 1))}, DType::u8);
   Tensor big = random({x.numel() + y.numel()}, 5), copy = Tensor::empty(big.shape(), DType::f32);
   // The copy reads and writes x + y bytes: twice what one pass must move.
   const double bound = time_median([&] { be.copy(big, copy); }, budget) / 2;
@@ -187,6 +190,9 @@ int main(int argc, char** argv) {
       {"alexnet N64 48>128ch 27x27 k5 p2", 64, 48, 27, 128, 5, 1, 2},
       {"alexnet N64 192ch 13x13 k3 p1", 64, 192, 13, 192, 3, 1, 1},
       {"vgg N16 256ch 28x28 k3 p1", 16, 256, 28, 256, 3, 1, 1},
+      {"resnet18 N32 128ch 28x28 k3 p1", 32, 128, 28, 128, 3, 1, 1},
+      {"resnet18 N32 256ch 14x14 k3 p1", 32, 256, 14, 256, 3, 1, 1},
+      {"resnet18 N32 512ch 7x7 k3 p1", 32, 512, 7, 512, 3, 1, 1},
   };
   if (quick) cases = {cases[0], {"imagenet N2 64ch 56x56 k3 p1", 2, 64, 56, 64, 3, 1, 1}};
   std::printf(

@@ -314,15 +314,15 @@ bool cpu_conv2d_direct_applies(const Conv2dGeometry& g, DType t) {
 }
 
 // Forward: a tile's columns per thread that has tiles to run; backward: one tile's columns
-// (of one group). Depthwise convolutions need none.
+// (of one group). Depthwise convolutions: a padded and a wide plane per thread at stride 1.
 size_t CpuBackend::conv2d_forward_scratch(const Conv2dGeometry& g, DType t) const {
-  if (depthwise_conv::applies(g)) return 0;
+  if (depthwise_conv::applies(g)) return depthwise_conv::scratch_bytes(g, t, threads());
   if (direct(g, t)) return direct_conv::forward_scratch(g, threads());
   const Tiling tl = forward_tiling(group_view(g), t, threads());
   return static_cast<size_t>(parts(g.N * tl.tiles, threads()) * tl.cols) * dtype_size(t);
 }
 size_t CpuBackend::conv2d_backward_scratch(const Conv2dGeometry& g, DType t) const {
-  if (depthwise_conv::applies(g)) return 0;
+  if (depthwise_conv::applies(g)) return depthwise_conv::scratch_bytes(g, t, threads());
   const size_t columns =
       static_cast<size_t>(backward_tiling(group_view(g), t, threads()).cols) * dtype_size(t);
   const size_t data = direct(g, t) ? direct_conv::data_scratch(g, threads()) : columns;
@@ -337,7 +337,7 @@ void CpuBackend::conv2d_forward(const Conv2dGeometry& g, const Tensor& x, const 
   check("conv2d forward", g, x, w, y, scratch, need, device());
   check_conv_bias("conv2d forward", "bias", g, b, x, device());
   if (depthwise_conv::applies(g))
-    depthwise_conv::forward(g, threads(), x, w, b, y);
+    depthwise_conv::forward(g, threads(), x, w, b, y, scratch);
   else if (direct(g, x.dtype()))
     direct_conv::forward(g, threads(), x.data<float>(), w.data<float>(), optional<float>(b),
                          y.data<float>(), scratch_of<float>(scratch, need));
@@ -355,7 +355,7 @@ void CpuBackend::conv2d_backward_data(const Conv2dGeometry& g, const Tensor& dy,
   const size_t need = conv2d_backward_scratch(g, dy.dtype());
   check("conv2d backward data", g, dx, w, dy, scratch, need, device());
   if (depthwise_conv::applies(g))
-    depthwise_conv::backward_data(g, threads(), dy, w, dx);
+    depthwise_conv::backward_data(g, threads(), dy, w, dx, scratch);
   else if (direct(g, dy.dtype()))
     direct_conv::backward_data(g, threads(), dy.data<float>(), w.data<float>(), dx.data<float>(),
                                scratch_of<float>(scratch, need));
@@ -376,7 +376,7 @@ void CpuBackend::conv2d_backward_filter(const Conv2dGeometry& g, const Tensor& x
   const bool f32 = x.dtype() == DType::f32;
   if (depthwise_conv::applies(g) || direct_filter(g, x.dtype())) {
     if (dw.defined() && depthwise_conv::applies(g))
-      depthwise_conv::backward_filter(g, threads(), x, dy, dw);
+      depthwise_conv::backward_filter(g, threads(), x, dy, dw, scratch);
     else if (dw.defined())
       direct_conv::backward_filter(g, threads(), x.data<float>(), dy.data<float>(),
                                    dw.data<float>(), scratch_of<float>(scratch, need));

@@ -30,8 +30,8 @@ void forward_plane(const Conv2dGeometry& g, const T* x, const T* wk, T bias, T* 
       const Span qs = columns_of(g, s);
       const T wv = wk[r * g.S + s];
       for (int64_t p = ps.lo; p < ps.hi; ++p) {
-        const T* in = x + (p * g.stride_h - g.pad_h + r * g.dilation_h) * g.W +
-                      s * g.dilation_w - g.pad_w;
+        const T* in =
+            x + (p * g.stride_h - g.pad_h + r * g.dilation_h) * g.W + s * g.dilation_w - g.pad_w;
         T* yr = y + p * g.Q;
         if (g.stride_w == 1)
           for (int64_t q = qs.lo; q < qs.hi; ++q) yr[q] += wv * in[q];
@@ -55,8 +55,8 @@ void data_plane(const Conv2dGeometry& g, const T* dy, const T* w, int64_t k0, in
         const Span qs = columns_of(g, s);
         const T wv = w[(k * g.R + r) * g.S + s];
         for (int64_t p = ps.lo; p < ps.hi; ++p) {
-          T* out = dx + (p * g.stride_h - g.pad_h + r * g.dilation_h) * g.W + s * g.dilation_w -
-                   g.pad_w;
+          T* out =
+              dx + (p * g.stride_h - g.pad_h + r * g.dilation_h) * g.W + s * g.dilation_w - g.pad_w;
           const T* dyr = dyk + p * g.Q;
           if (g.stride_w == 1)
             for (int64_t q = qs.lo; q < qs.hi; ++q) out[q] += wv * dyr[q];
@@ -110,39 +110,161 @@ void filter_of(const Conv2dGeometry& g, const T* x, const T* dy, int64_t k, T* d
   }
 }
 
+// Stride 1 takes the wide form: the input plane copied into a zero-padded one (Hp x Wp, and
+// slack for the last row's reads), outputs computed over rows Wp wide whose columns past Q are
+// dropped (the data gradient's are zeros). A tap is then one shift of the whole plane: one
+// long vectorized loop instead of a short one per row (MobileNet's 7x7 to 14x14 planes).
+struct Wide {
+  int64_t Wp, padded, wide;  // padded row width; elements of the padded plane, of the wide one
+};
+Wide wide_of(const Conv2dGeometry& g) {
+  const int64_t Hp = g.H + g.pad_h + g.pad_h_end, Wp = g.W + g.pad_w + g.pad_w_end;
+  return {Wp, Hp * Wp + (g.S - 1) * g.dilation_w, g.P * Wp};
+}
+bool wide_applies(const Conv2dGeometry& g) {
+  return g.stride_h == 1 && g.stride_w == 1;
+}
+int64_t tap_offset(const Conv2dGeometry& g, const Wide& v, int64_t r, int64_t s) {
+  return r * g.dilation_h * v.Wp + s * g.dilation_w;
+}
+
+// x (H,W) into xp, padded: zeros around it.
 template <typename T>
-void forward_t(const Conv2dGeometry& g, int threads, const T* x, const T* w, const T* b, T* y) {
+void pad_plane(const Conv2dGeometry& g, const Wide& v, const T* x, T* xp) {
+  std::fill(xp, xp + v.padded, T(0));
+  for (int64_t h = 0; h < g.H; ++h)
+    std::copy(x + h * g.W, x + (h + 1) * g.W, xp + (h + g.pad_h) * v.Wp + g.pad_w);
+}
+// dy (P,Q) into rows Wp wide, zeros past Q.
+template <typename T>
+void widen_plane(const Conv2dGeometry& g, const Wide& v, const T* dy, T* dyw) {
+  for (int64_t p = 0; p < g.P; ++p) {
+    std::copy(dy + p * g.Q, dy + (p + 1) * g.Q, dyw + p * v.Wp);
+    std::fill(dyw + p * v.Wp + g.Q, dyw + (p + 1) * v.Wp, T(0));
+  }
+}
+
+template <typename T>
+void forward_wide(const Conv2dGeometry& g, const Wide& v, const T* x, const T* wk, T bias, T* y,
+                  T* xp, T* wide) {
+  pad_plane(g, v, x, xp);
+  std::fill(wide, wide + v.wide, bias);
+  for (int64_t r = 0; r < g.R; ++r)
+    for (int64_t s = 0; s < g.S; ++s) {
+      const T wv = wk[r * g.S + s];
+      const T* in = xp + tap_offset(g, v, r, s);
+      for (int64_t i = 0; i < v.wide; ++i) wide[i] += wv * in[i];
+    }
+  for (int64_t p = 0; p < g.P; ++p) std::copy(wide + p * v.Wp, wide + p * v.Wp + g.Q, y + p * g.Q);
+}
+
+template <typename T>
+void data_wide(const Conv2dGeometry& g, const Wide& v, const T* dy, const T* w, int64_t k0,
+               int64_t k1, T* dx, T* dxp, T* dyw) {
+  std::fill(dxp, dxp + v.padded, T(0));
+  for (int64_t k = k0; k < k1; ++k) {
+    widen_plane(g, v, dy + k * g.P * g.Q, dyw);
+    for (int64_t r = 0; r < g.R; ++r)
+      for (int64_t s = 0; s < g.S; ++s) {
+        const T wv = w[(k * g.R + r) * g.S + s];
+        T* out = dxp + tap_offset(g, v, r, s);
+        for (int64_t i = 0; i < v.wide; ++i) out[i] += wv * dyw[i];
+      }
+  }
+  for (int64_t h = 0; h < g.H; ++h) {
+    const T* row = dxp + (h + g.pad_h) * v.Wp + g.pad_w;
+    std::copy(row, row + g.W, dx + h * g.W);
+  }
+}
+
+// dw of filter k in the wide form: each tap's dot product of the widened dy with the shifted
+// padded x, over samples in order, in 32 lanes of the flat index; then the lanes in order.
+template <typename T>
+void filter_wide(const Conv2dGeometry& g, const Wide& v, const T* x, const T* dy, int64_t k, T* dwk,
+                 T* xp, T* dyw) {
+  constexpr int64_t kLanes = 32, kTaps = 49;  // four vectors: four FMA chains in flight
+  const int64_t c = k / (g.K / g.C), taps = g.R * g.S;
+  for (int64_t t0 = 0; t0 < taps; t0 += kTaps) {
+    const int64_t t1 = std::min(taps, t0 + kTaps);
+    T lanes[kTaps][kLanes] = {};
+    for (int64_t n = 0; n < g.N; ++n) {
+      pad_plane(g, v, x + (n * g.C + c) * g.H * g.W, xp);
+      widen_plane(g, v, dy + (n * g.K + k) * g.P * g.Q, dyw);
+      for (int64_t t = t0; t < t1; ++t) {
+        T* acc = lanes[t - t0];
+        const T* in = xp + tap_offset(g, v, t / g.S, t % g.S);
+        int64_t i = 0;
+        for (; i + kLanes <= v.wide; i += kLanes)
+          for (int64_t l = 0; l < kLanes; ++l) acc[l] += dyw[i + l] * in[i + l];
+        for (int64_t l = 0; i + l < v.wide; ++l) acc[l] += dyw[i + l] * in[i + l];
+      }
+    }
+    for (int64_t t = t0; t < t1; ++t) {
+      T total = 0;
+      for (int64_t l = 0; l < kLanes; ++l) total += lanes[t - t0][l];
+      dwk[t] = total;
+    }
+  }
+}
+
+template <typename T>
+void forward_t(const Conv2dGeometry& g, int threads, const T* x, const T* w, const T* b, T* y,
+               T* scratch) {
   const int64_t m = g.K / g.C, planes = g.N * g.K;
-  for_parts(parts(planes, threads), planes, [&](int, int64_t u0, int64_t u1) {
+  const Wide v = wide_of(g);
+  for_parts(parts(planes, threads), planes, [&](int part, int64_t u0, int64_t u1) {
+    T* xp = scratch + part * (v.padded + v.wide);
     for (int64_t u = u0; u < u1; ++u) {
       const int64_t n = u / g.K, k = u % g.K;
-      forward_plane(g, x + (n * g.C + k / m) * g.H * g.W, w + k * g.R * g.S, b ? b[k] : T(0),
-                    y + u * g.P * g.Q);
+      const T* xc = x + (n * g.C + k / m) * g.H * g.W;
+      const T bias = b ? b[k] : T(0);
+      if (wide_applies(g))
+        forward_wide(g, v, xc, w + k * g.R * g.S, bias, y + u * g.P * g.Q, xp, xp + v.padded);
+      else
+        forward_plane(g, xc, w + k * g.R * g.S, bias, y + u * g.P * g.Q);
     }
   });
 }
 
 template <typename T>
-void backward_data_t(const Conv2dGeometry& g, int threads, const T* dy, const T* w, T* dx) {
+void backward_data_t(const Conv2dGeometry& g, int threads, const T* dy, const T* w, T* dx,
+                     T* scratch) {
   const int64_t m = g.K / g.C, planes = g.N * g.C;
-  for_parts(parts(planes, threads), planes, [&](int, int64_t u0, int64_t u1) {
+  const Wide v = wide_of(g);
+  for_parts(parts(planes, threads), planes, [&](int part, int64_t u0, int64_t u1) {
+    T* dxp = scratch + part * (v.padded + v.wide);
     for (int64_t u = u0; u < u1; ++u) {
       const int64_t n = u / g.C, c = u % g.C;
-      data_plane(g, dy + n * g.K * g.P * g.Q, w, c * m, (c + 1) * m, dx + u * g.H * g.W);
+      const T* dyn = dy + n * g.K * g.P * g.Q;
+      if (wide_applies(g))
+        data_wide(g, v, dyn, w, c * m, (c + 1) * m, dx + u * g.H * g.W, dxp, dxp + v.padded);
+      else
+        data_plane(g, dyn, w, c * m, (c + 1) * m, dx + u * g.H * g.W);
     }
   });
 }
 
 template <typename T>
-void backward_filter_t(const Conv2dGeometry& g, int threads, const T* x, const T* dy, T* dw) {
-  for_parts(parts(g.K, threads), g.K, [&](int, int64_t k0, int64_t k1) {
-    for (int64_t k = k0; k < k1; ++k) filter_of(g, x, dy, k, dw + k * g.R * g.S);
+void backward_filter_t(const Conv2dGeometry& g, int threads, const T* x, const T* dy, T* dw,
+                       T* scratch) {
+  const Wide v = wide_of(g);
+  for_parts(parts(g.K, threads), g.K, [&](int part, int64_t k0, int64_t k1) {
+    T* xp = scratch + part * (v.padded + v.wide);
+    for (int64_t k = k0; k < k1; ++k)
+      if (wide_applies(g))
+        filter_wide(g, v, x, dy, k, dw + k * g.R * g.S, xp, xp + v.padded);
+      else
+        filter_of(g, x, dy, k, dw + k * g.R * g.S);
   });
 }
 
 template <typename T>
 const T* optional(const Tensor& t) {
   return t.defined() ? t.data<T>() : nullptr;
+}
+template <typename T>
+T* scratch_of(const Tensor& scratch) {
+  return scratch.defined() ? static_cast<T*>(scratch.raw()) : nullptr;
 }
 
 }  // namespace
@@ -151,29 +273,40 @@ bool applies(const Conv2dGeometry& g) {
   return g.groups > 1 && g.groups == g.C;
 }
 
+size_t scratch_bytes(const Conv2dGeometry& g, DType t, int threads) {
+  if (!wide_applies(g)) return 0;
+  const Wide v = wide_of(g);
+  return static_cast<size_t>(threads * (v.padded + v.wide)) * dtype_size(t);
+}
+
 void forward(const Conv2dGeometry& g, int threads, const Tensor& x, const Tensor& w,
-             const Tensor& b, Tensor& y) {
+             const Tensor& b, Tensor& y, Tensor& scratch) {
   if (x.dtype() == DType::f32)
-    forward_t(g, threads, x.data<float>(), w.data<float>(), optional<float>(b), y.data<float>());
+    forward_t(g, threads, x.data<float>(), w.data<float>(), optional<float>(b), y.data<float>(),
+              scratch_of<float>(scratch));
   else
-    forward_t(g, threads, x.data<double>(), w.data<double>(), optional<double>(b),
-              y.data<double>());
+    forward_t(g, threads, x.data<double>(), w.data<double>(), optional<double>(b), y.data<double>(),
+              scratch_of<double>(scratch));
 }
 
 void backward_data(const Conv2dGeometry& g, int threads, const Tensor& dy, const Tensor& w,
-                   Tensor& dx) {
+                   Tensor& dx, Tensor& scratch) {
   if (dy.dtype() == DType::f32)
-    backward_data_t(g, threads, dy.data<float>(), w.data<float>(), dx.data<float>());
+    backward_data_t(g, threads, dy.data<float>(), w.data<float>(), dx.data<float>(),
+                    scratch_of<float>(scratch));
   else
-    backward_data_t(g, threads, dy.data<double>(), w.data<double>(), dx.data<double>());
+    backward_data_t(g, threads, dy.data<double>(), w.data<double>(), dx.data<double>(),
+                    scratch_of<double>(scratch));
 }
 
 void backward_filter(const Conv2dGeometry& g, int threads, const Tensor& x, const Tensor& dy,
-                     Tensor& dw) {
+                     Tensor& dw, Tensor& scratch) {
   if (x.dtype() == DType::f32)
-    backward_filter_t(g, threads, x.data<float>(), dy.data<float>(), dw.data<float>());
+    backward_filter_t(g, threads, x.data<float>(), dy.data<float>(), dw.data<float>(),
+                      scratch_of<float>(scratch));
   else
-    backward_filter_t(g, threads, x.data<double>(), dy.data<double>(), dw.data<double>());
+    backward_filter_t(g, threads, x.data<double>(), dy.data<double>(), dw.data<double>(),
+                      scratch_of<double>(scratch));
 }
 
 }  // namespace frugal::depthwise_conv
