@@ -394,7 +394,8 @@ TEST_CASE("onnx: the fuzz corpus reads or fails with an error, within capped mem
 
 // Not in the default run's data: scripts/onnx_fixtures.py --torchvision DIR exports
 // torchvision models with PyTorch's outputs, and FRUGAL_ONNX_MODELS=DIR points here.
-TEST_CASE("onnx: torchvision exports give PyTorch's outputs (FRUGAL_ONNX_MODELS)") {
+TEST_CASE(
+    "onnx: torchvision exports give PyTorch's outputs, planned == baseline (FRUGAL_ONNX_MODELS)") {
   const char* env = std::getenv("FRUGAL_ONNX_MODELS");
   if (env == nullptr) {
     MESSAGE("FRUGAL_ONNX_MODELS is not set: no torchvision exports checked");
@@ -421,6 +422,15 @@ TEST_CASE("onnx: torchvision exports give PyTorch's outputs (FRUGAL_ONNX_MODELS)
     }
     MESSAGE(f.filename().string(), ": largest difference ", worst, " of outputs up to ", scale);
     CHECK(worst <= 1e-4 * scale);
+    {  // Two SGD steps at batch 4, planned and baseline: the same bits.
+      const std::vector<Tensor> base = train(m, MemoryMode::baseline);
+      const std::vector<Tensor> planned = train(m, MemoryMode::planned);
+      REQUIRE(base.size() == planned.size());
+      size_t differ = 0;
+      for (size_t i = 0; i < base.size(); ++i)
+        differ += std::memcmp(base[i].raw(), planned[i].raw(), base[i].bytes()) != 0;
+      CHECK(differ == 0);
+    }
     // The input gradient of sum(R * y): frugal's backward (training mode; the export has no
     // BatchNorm or Dropout left) against PyTorch's.
     fs::path grad = f;
