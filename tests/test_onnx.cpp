@@ -20,6 +20,7 @@
 #include "models/onnx_graph.h"
 #include "run/executor.h"
 #include "tests/alloc_cap.h"
+#include "tests/onnx_support.h"
 #include "tests/temp_dir.h"
 
 namespace fs = std::filesystem;
@@ -28,65 +29,6 @@ using namespace frugal::testing;
 
 namespace {
 
-const fs::path kData = fs::path(FRUGAL_SOURCE_DIR) / "tests" / "data" / "onnx";
-
-std::vector<float> read_floats(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), {});
-  std::vector<float> out(bytes.size() / 4);
-  std::memcpy(out.data(), bytes.data(), out.size() * 4);
-  return out;
-}
-
-// The model's forward on the fixture's input (batch 2, inference) with the file's weights.
-std::vector<float> forward(const OnnxModel& m, const std::vector<float>& x) {
-  ParamStore store(1);
-  Tape tape(store);
-  Value in = tape.input("x", Shape({2, m.input[0], m.input[1], m.input[2]}), DType::f32);
-  Value y = record_onnx(m, in);
-  load_onnx_weights(store, m);
-  Executor ex(tape, cpu_backend(), {.mode = Mode::inference, .keep = {y}});
-  Tensor t = Tensor::empty(in.shape(), DType::f32);
-  std::memcpy(t.raw(), x.data(), t.bytes());
-  ex.set_input(in, t);
-  ex.forward();
-  const Tensor& out = ex.value(y);
-  return {out.data<float>(), out.data<float>() + out.numel()};
-}
-
-// Two SGD steps of the model with a softmax cross-entropy head: losses, d x, every parameter
-// gradient and every parameter and running statistic after them.
-std::vector<Tensor> train(const OnnxModel& m, MemoryMode memory) {
-  ParamStore store(1);
-  Tape tape(store);
-  const Shape shape({4, m.input[0], m.input[1], m.input[2]});
-  Value x = tape.input("x", shape, DType::f32, true);
-  Value labels = tape.input("labels", {4}, DType::i32);
-  Value loss = softmax_cross_entropy(record_onnx(m, x), labels);
-  load_onnx_weights(store, m);
-  Executor ex(tape, cpu_backend(),
-              {.memory = memory,
-               .poison = memory == MemoryMode::planned,
-               .keep = {loss},
-               .keep_param_grads = true,
-               .optimizer = OptimizerConfig{.lr = 0.1, .momentum = 0.9}});
-  std::vector<Tensor> out;
-  for (int step = 0; step < 2; ++step) {
-    ex.set_input(x, random_tensor(shape, 5 + step, -1, 1, DType::f32));
-    ex.set_input(labels, random_labels(4, m.classes, 9 + step));
-    ex.forward();
-    out.push_back(clone(ex.value(loss)));
-    ex.backward(loss);
-    out.push_back(clone(ex.grad(x)));
-    for (size_t v = 0; v < tape.values().size(); ++v)
-      if (tape.values()[v].kind == ValueKind::param && tape.values()[v].requires_grad)
-        out.push_back(clone(ex.grad(Value(&tape, static_cast<int>(v)))));
-  }
-  for (Parameter* p : store.all()) out.push_back(clone(p->value));
-  return out;
-}
-
-// A model of one Conv (4 -> 2 channels, 3x3) and a Gemm head, for the error cases to edit.
 onnx::ModelProto tiny() {
   onnx::ModelProto m;
   m.set_ir_version(8);
@@ -158,12 +100,12 @@ onnx::AttributeProto* attribute(onnx::NodeProto* n, const std::string& name) {
 TEST_CASE("onnx: imported models give ONNX's reference outputs") {
   for (const char* name : {"residual_net", "reshape_net", "mobile_net"}) {
     CAPTURE(name);
-    const OnnxModel m = load_onnx((kData / (std::string(name) + ".onnx")).string());
-    const std::vector<float> io = read_floats(kData / (std::string(name) + ".io"));
+    const OnnxModel m = load_onnx((onnx_data() / (std::string(name) + ".onnx")).string());
+    const std::vector<float> io = read_floats(onnx_data() / (std::string(name) + ".io"));
     const int64_t in = 2 * m.input.numel();
     REQUIRE(static_cast<int64_t>(io.size()) == in + 2 * m.classes);
     const std::vector<float> x(io.begin(), io.begin() + in), want(io.begin() + in, io.end());
-    const std::vector<float> got = forward(m, x);
+    const std::vector<float> got = onnx_forward(m, x);
     REQUIRE(got.size() == want.size());
     double worst = 0, scale = 0;
     for (size_t i = 0; i < got.size(); ++i) {
@@ -174,7 +116,7 @@ TEST_CASE("onnx: imported models give ONNX's reference outputs") {
     CHECK(worst <= 1e-4 * scale);
     MESSAGE(std::string(name), ": largest difference ", worst, " of outputs up to ", scale);
   }
-  const OnnxModel r = load_onnx((kData / "residual_net.onnx").string());
+  const OnnxModel r = load_onnx((onnx_data() / "residual_net.onnx").string());
   CHECK(r.input == Shape({3, 8, 8}));
   CHECK(r.classes == 5);
 }
@@ -182,9 +124,9 @@ TEST_CASE("onnx: imported models give ONNX's reference outputs") {
 TEST_CASE("onnx: training an imported model is bitwise equal planned and baseline") {
   for (const char* name : {"residual_net", "reshape_net", "mobile_net", "train_net"}) {
     CAPTURE(name);
-    const OnnxModel m = load_onnx((kData / (std::string(name) + ".onnx")).string());
-    const std::vector<Tensor> base = train(m, MemoryMode::baseline);
-    const std::vector<Tensor> planned = train(m, MemoryMode::planned);
+    const OnnxModel m = load_onnx((onnx_data() / (std::string(name) + ".onnx")).string());
+    const std::vector<Tensor> base = onnx_train(m, MemoryMode::baseline);
+    const std::vector<Tensor> planned = onnx_train(m, MemoryMode::planned);
     REQUIRE(base.size() == planned.size());
     for (size_t i = 0; i < base.size(); ++i) {
       CAPTURE(i);
@@ -195,7 +137,7 @@ TEST_CASE("onnx: training an imported model is bitwise equal planned and baselin
 }
 
 TEST_CASE("onnx: a training-mode export keeps BatchNorm and Dropout") {
-  const OnnxModel m = load_onnx((kData / "train_net.onnx").string());
+  const OnnxModel m = load_onnx((onnx_data() / "train_net.onnx").string());
   std::vector<OnnxKind> kinds;
   for (const OnnxNode& n : m.graph->nodes) kinds.push_back(n.kind);
   CHECK(std::count(kinds.begin(), kinds.end(), OnnxKind::batch_norm) == 1);
@@ -205,7 +147,7 @@ TEST_CASE("onnx: a training-mode export keeps BatchNorm and Dropout") {
   // Its running statistics are outputs no node may read.
   onnx::ModelProto bad;
   {
-    std::ifstream in(kData / "train_net.onnx", std::ios::binary);
+    std::ifstream in(onnx_data() / "train_net.onnx", std::ios::binary);
     REQUIRE(bad.ParseFromIstream(&in));
   }
   for (auto& n : *bad.mutable_graph()->mutable_node())
@@ -215,7 +157,7 @@ TEST_CASE("onnx: a training-mode export keeps BatchNorm and Dropout") {
 }
 
 TEST_CASE("onnx: weights keep the file's names; BatchNorm statistics are not trained") {
-  const OnnxModel m = load_onnx((kData / "residual_net.onnx").string());
+  const OnnxModel m = load_onnx((onnx_data() / "residual_net.onnx").string());
   ParamStore store(1);
   Tape tape(store);
   record_onnx(m, tape.input("x", {1, 3, 8, 8}, DType::f32));
@@ -228,10 +170,10 @@ TEST_CASE("onnx: weights keep the file's names; BatchNorm statistics are not tra
   REQUIRE(store.find("bn2.running_var") != nullptr);
   CHECK_FALSE(store.find("bn2.running_var")->trainable);
   CHECK(store.find("bn2.running_var")->value.data<float>()[0] >= 0.5f);  // loaded, not zero
-  CHECK(find_model("onnx:" + (kData / "residual_net.onnx").string()).classes == 5);
+  CHECK(find_model("onnx:" + (onnx_data() / "residual_net.onnx").string()).classes == 5);
   // Loaded without its weights, a model holds their shapes only and reads them from the file
   // when asked: the same values.
-  const OnnxModel light = load_onnx((kData / "residual_net.onnx").string(), false);
+  const OnnxModel light = load_onnx((onnx_data() / "residual_net.onnx").string(), false);
   CHECK(light.graph->initializers.count("c1.weight") == 0);
   ParamStore again(1);
   Tape t3(again);
@@ -243,7 +185,7 @@ TEST_CASE("onnx: weights keep the file's names; BatchNorm statistics are not tra
     CHECK(std::memcmp(again.find(p->name)->value.raw(), p->value.raw(), p->value.bytes()) == 0);
   }
   // Arithmetic operands: an initializer is a weight, a Constant node's tensor is fixed.
-  const OnnxModel mobile = load_onnx((kData / "mobile_net.onnx").string());
+  const OnnxModel mobile = load_onnx((onnx_data() / "mobile_net.onnx").string());
   // x * sigmoid(x) is one SiLU; the squeeze-and-excitation gate, a sigmoid of another value,
   // stays a sigmoid and a product.
   int silu = 0, sigmoid = 0;
@@ -390,108 +332,4 @@ TEST_CASE("onnx: the fuzz corpus reads or fails with an error, within capped mem
     ++files;
   }
   CHECK(files >= 3);
-}
-
-// Not in the default run's data: scripts/onnx_fixtures.py --torchvision DIR exports
-// torchvision models with PyTorch's outputs, and FRUGAL_ONNX_MODELS=DIR points here.
-TEST_CASE(
-    "onnx: torchvision exports give PyTorch's outputs, planned == baseline (FRUGAL_ONNX_MODELS)") {
-  const char* env = std::getenv("FRUGAL_ONNX_MODELS");
-  if (env == nullptr) {
-    MESSAGE("FRUGAL_ONNX_MODELS is not set: no torchvision exports checked");
-    return;
-  }
-  std::vector<fs::path> files;
-  for (const auto& e : fs::directory_iterator(env))
-    if (e.path().extension() == ".onnx") files.push_back(e.path());
-  std::sort(files.begin(), files.end());
-  REQUIRE(!files.empty());
-  for (const fs::path& f : files) {
-    CAPTURE(f.string());
-    const OnnxModel m = load_onnx(f.string());
-    fs::path io = f;
-    io.replace_extension(".io");
-    const std::vector<float> data = read_floats(io);
-    const int64_t in = 2 * m.input.numel();
-    REQUIRE(static_cast<int64_t>(data.size()) == in + 2 * m.classes);
-    const std::vector<float> got = forward(m, std::vector<float>(data.begin(), data.begin() + in));
-    double worst = 0, scale = 0;
-    for (size_t i = 0; i < got.size(); ++i) {
-      worst = std::max(worst, static_cast<double>(std::abs(got[i] - data[in + i])));
-      scale = std::max(scale, static_cast<double>(std::abs(data[in + i])));
-    }
-    MESSAGE(f.filename().string(), ": largest difference ", worst, " of outputs up to ", scale);
-    CHECK(worst <= 1e-4 * scale);
-    {  // Two SGD steps at batch 4, planned and baseline: the same bits.
-      const std::vector<Tensor> base = train(m, MemoryMode::baseline);
-      const std::vector<Tensor> planned = train(m, MemoryMode::planned);
-      REQUIRE(base.size() == planned.size());
-      size_t differ = 0;
-      for (size_t i = 0; i < base.size(); ++i)
-        differ += std::memcmp(base[i].raw(), planned[i].raw(), base[i].bytes()) != 0;
-      CHECK(differ == 0);
-    }
-    // The input gradient of sum(R * y): frugal's backward (training mode; the export has no
-    // BatchNorm or Dropout left) against PyTorch's.
-    fs::path grad = f;
-    grad.replace_extension(".grad");
-    if (!fs::exists(grad)) continue;
-    const std::vector<float> g = read_floats(grad);
-    REQUIRE(static_cast<int64_t>(g.size()) == 2 * m.classes + in);
-    // PyTorch's gradient is of the eval-mode network; frugal's backward runs BatchNorm in
-    // training mode, on batch statistics. Where the export kept a BatchNorm (one that follows
-    // no convolution, as DenseNet's) the two are different functions.
-    if (std::any_of(m.graph->nodes.begin(), m.graph->nodes.end(),
-                    [](const OnnxNode& n) { return n.kind == OnnxKind::batch_norm; })) {
-      MESSAGE(f.filename().string(),
-              ": keeps BatchNorm, so its eval-mode input gradient is not compared");
-      continue;
-    }
-    // Once with the direct stride-1 kernels (their long FMA chains round more: on AlexNet and
-    // VGG, whose input gradients cancel heavily, that shows; reported, not required), once with
-    // im2col + GEMM everywhere (required within 1e-4 of the largest).
-    for (bool direct : {true, false}) {
-      set_cpu_direct_conv(direct);
-      ParamStore store(1);
-      Tape tape(store);
-      Value x = tape.input("x", Shape({2, m.input[0], m.input[1], m.input[2]}), DType::f32, true);
-      Value y = record_onnx(m, x);
-      load_onnx_weights(store, m);
-      Executor ex(tape, cpu_backend(), {.memory = MemoryMode::planned, .keep = {x, y}});
-      Tensor xt = Tensor::empty(x.shape(), DType::f32);
-      std::memcpy(xt.raw(), data.data(), xt.bytes());
-      ex.set_input(x, xt);
-      ex.forward();
-      Tensor r = Tensor::empty({2, m.classes}, DType::f32);
-      std::memcpy(r.raw(), g.data(), r.bytes());
-      std::pair<Value, Tensor> seed{y, r};
-      ex.backward(std::span<const std::pair<Value, Tensor>>(&seed, 1));
-      const float* dx = ex.grad(x).data<float>();
-      double gworst = 0, gscale = 0, diff2 = 0, norm2 = 0;
-      for (int64_t i = 0; i < in; ++i) {
-        const double want = g[static_cast<size_t>(2 * m.classes + i)];
-        gworst = std::max(gworst, std::abs(dx[i] - want));
-        gscale = std::max(gscale, std::abs(want));
-        diff2 += (dx[i] - want) * (dx[i] - want), norm2 += want * want;
-      }
-      const double l2 = std::sqrt(diff2 / norm2);
-      set_cpu_direct_conv(true);
-      MESSAGE(f.filename().string(), std::string(direct ? " (direct kernels)" : " (im2col)"),
-              ": input gradient differs by ", gworst, " at most, of values up to ", gscale,
-              "; relative L2 difference ", l2);
-      CHECK(gscale > 0);
-      // A ReLU or ReLU6 input within rounding of its kink may fall on the other side here than
-      // in PyTorch: that element's derivative flips, and the input gradient moves a little
-      // over its receptive field. On MobileNetV2 at 64 px (83 of its 1M ReLU6 inputs lie
-      // within 1e-4 of a kink) the depthwise kernels' rounding flips some (4.9e-3 of the
-      // largest, 3.5e-3 in L2) where the grouped im2col path's, agreeing with them within an
-      // ulp, flips none (1e-6). So: within 1e-4 of the largest at every element, or 1e-2 in L2
-      // with no element 1e-2 of the largest off.
-      const bool close = gworst <= 1e-4 * gscale || (l2 <= 1e-2 && gworst <= 1e-2 * gscale);
-      if (direct)
-        WARN(close);
-      else
-        CHECK(close);
-    }
-  }
 }

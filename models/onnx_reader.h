@@ -1,0 +1,212 @@
+// Reading an ONNX file's pieces with the ONNX protobuf classes: typed attributes, a pool's
+// and a convolution's window, tensors (sizes checked before anything is allocated), the file
+// itself. Private to the importer: models/onnx.cpp, the only file that includes it, turns what
+// it reads into the plain graph of models/onnx_graph.h.
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/tensor.h"
+#include "models/onnx_graph.h"
+
+namespace frugal {
+
+// The largest ONNX file read: protobuf's own limit for one message.
+constexpr int64_t kMaxOnnxBytes = (int64_t{1} << 31) - 1;
+// The largest kernel side, stride or padding read from a file (far beyond any network's).
+constexpr int64_t kMaxWindow = 4096;
+// The largest tensor (elements) an initializer may hold.
+constexpr int64_t kMaxInitializerElements = int64_t{1} << 31;
+
+// A file's nodes, attributes and tensors read with the protobuf classes; every error names the
+// file (and the node).
+struct OnnxReader {
+  const std::string& path;
+
+  [[noreturn]] void fail(const onnx::NodeProto& n, const std::string& what) const {
+    throw Error(path + ": node '" + n.name() + "' (" + n.op_type() + "): " + what);
+  }
+
+  const onnx::AttributeProto* attr(const onnx::NodeProto& n, const char* name) const {
+    for (const onnx::AttributeProto& a : n.attribute())
+      if (a.name() == name) return &a;
+    return nullptr;
+  }
+  // The attribute `name`, or null; one of another type than `type` is an error.
+  const onnx::AttributeProto* typed(const onnx::NodeProto& n, const char* name,
+                                    onnx::AttributeProto::AttributeType type,
+                                    const char* what) const {
+    const onnx::AttributeProto* a = attr(n, name);
+    if (a && a->type() != type) fail(n, std::string("attribute ") + name + " is not " + what);
+    return a;
+  }
+  int64_t get_int(const onnx::NodeProto& n, const char* name, int64_t fallback) const {
+    const auto* a = typed(n, name, onnx::AttributeProto::INT, "an int");
+    return a ? a->i() : fallback;
+  }
+  double get_float(const onnx::NodeProto& n, const char* name, double fallback) const {
+    const auto* a = typed(n, name, onnx::AttributeProto::FLOAT, "a float");
+    return a ? a->f() : fallback;
+  }
+  std::vector<int64_t> get_ints(const onnx::NodeProto& n, const char* name) const {
+    const auto* a = typed(n, name, onnx::AttributeProto::INTS, "a list of ints");
+    return a ? std::vector<int64_t>(a->ints().begin(), a->ints().end()) : std::vector<int64_t>{};
+  }
+  std::string get_string(const onnx::NodeProto& n, const char* name,
+                         const std::string& fallback) const {
+    const auto* a = typed(n, name, onnx::AttributeProto::STRING, "a string");
+    return a ? a->s() : fallback;
+  }
+
+  // A 2-D window's kernel, stride and padding: square, one stride, symmetric padding, no
+  // dilation, auto_pad NOTSET.
+  void window(const onnx::NodeProto& n, OnnxNode& o) const {
+    const std::vector<int64_t> k = get_ints(n, "kernel_shape");
+    if (k.size() != 2 || k[0] != k[1] || k[0] < 1 || k[0] > kMaxWindow)
+      fail(n, "kernel_shape must be two equal sides in 1.." + std::to_string(kMaxWindow) +
+                  " (square kernels only)");
+    o.kernel = k[0];
+    const std::vector<int64_t> s = get_ints(n, "strides");
+    if (!s.empty() && (s.size() != 2 || s[0] != s[1] || s[0] < 1 || s[0] > kMaxWindow))
+      fail(n, "strides must be two equal values in 1.." + std::to_string(kMaxWindow) +
+                  " (one stride for both axes)");
+    o.stride = s.empty() ? 1 : s[0];
+    const std::vector<int64_t> p = get_ints(n, "pads");
+    if (!p.empty() && (p.size() != 4 || p[0] != p[1] || p[0] != p[2] || p[0] != p[3] || p[0] < 0 ||
+                       p[0] > kMaxWindow))
+      fail(n, "pads must be four equal values in 0.." + std::to_string(kMaxWindow) +
+                  " (asymmetric padding is not imported yet)");
+    o.pad = p.empty() ? 0 : p[0];
+    for (int64_t d : get_ints(n, "dilations"))
+      if (d != 1) fail(n, "dilations other than 1 are not imported yet");
+    const std::string auto_pad = get_string(n, "auto_pad", "NOTSET");
+    if (auto_pad != "NOTSET")
+      fail(n, "auto_pad " + auto_pad + " is not imported (export with explicit pads)");
+  }
+
+  // A Conv's strides, pads (each side its own), dilations and group; the kernel comes from the
+  // weight, which kernel_shape (optional) must agree with when the weight is recorded.
+  void conv_window(const onnx::NodeProto& n, OnnxNode& o) const {
+    auto pair = [&](const char* name, int64_t lo) {
+      std::vector<int64_t> v = get_ints(n, name);
+      if (v.empty()) v = {1, 1};
+      if (v.size() != 2 || v[0] < lo || v[1] < lo || v[0] > kMaxWindow || v[1] > kMaxWindow)
+        fail(n, std::string(name) + " must be two values in " + std::to_string(lo) + ".." +
+                    std::to_string(kMaxWindow));
+      return v;
+    };
+    const std::vector<int64_t> s = pair("strides", 1), d = pair("dilations", 1);
+    if (!get_ints(n, "kernel_shape").empty()) {
+      const std::vector<int64_t> k = pair("kernel_shape", 1);
+      o.kernel_h = k[0], o.kernel_w = k[1];
+    }
+    std::vector<int64_t> p = get_ints(n, "pads");
+    if (p.empty()) p = {0, 0, 0, 0};
+    if (p.size() != 4 || *std::min_element(p.begin(), p.end()) < 0 ||
+        *std::max_element(p.begin(), p.end()) > kMaxWindow)
+      fail(n, "pads must be four values in 0.." + std::to_string(kMaxWindow) +
+                  " (top, left, bottom, right)");
+    const int64_t group = get_int(n, "group", 1);
+    if (group < 1 || group > kMaxWindow * kMaxWindow)
+      fail(n, "group " + std::to_string(group) + " out of range");
+    o.conv = {.stride_h = s[0],
+              .stride_w = s[1],
+              .pad_top = p[0],
+              .pad_left = p[1],
+              .pad_bottom = p[2],
+              .pad_right = p[3],
+              .dilation_h = d[0],
+              .dilation_w = d[1],
+              .groups = group};
+    const std::string auto_pad = get_string(n, "auto_pad", "NOTSET");
+    if (auto_pad != "NOTSET")
+      fail(n, "auto_pad " + auto_pad + " is not imported (export with explicit pads)");
+  }
+
+  // TensorProto -> host tensor: FLOAT as f32, INT64 as i64 values in `ints`.
+  Tensor tensor(const onnx::TensorProto& t, std::vector<int64_t>* ints) const {
+    int64_t count = 1;
+    std::vector<int64_t> dims;
+    for (int64_t d : t.dims()) {
+      FRUGAL_CHECK(d >= 0 && (d == 0 || count <= kMaxInitializerElements / d), path, ": tensor '",
+                   t.name(), "' has dimension ", d, ", too large or negative");
+      count *= d;
+      dims.push_back(d);
+    }
+    const std::string& raw = t.raw_data();
+    if (t.data_type() == onnx::TensorProto::FLOAT) {
+      // What the file holds is checked before anything is allocated for it.
+      if (!raw.empty())
+        FRUGAL_CHECK(static_cast<int64_t>(raw.size()) == count * 4, path, ": tensor '", t.name(),
+                     "' holds ", raw.size(), " bytes of data for ", count, " floats");
+      else
+        FRUGAL_CHECK(t.float_data_size() == count, path, ": tensor '", t.name(), "' holds ",
+                     t.float_data_size(), " floats for ", count, " elements");
+      Tensor out = Tensor::empty(Shape(dims), DType::f32);
+      if (!raw.empty() && count > 0)
+        std::memcpy(out.raw(), raw.data(), raw.size());
+      else
+        for (int64_t i = 0; i < count; ++i)
+          out.data<float>()[i] = t.float_data(static_cast<int>(i));
+      return out;
+    }
+    if (t.data_type() == onnx::TensorProto::INT64 && ints) {
+      ints->clear();
+      if (!raw.empty()) {
+        FRUGAL_CHECK(static_cast<int64_t>(raw.size()) == count * 8, path, ": tensor '", t.name(),
+                     "' holds ", raw.size(), " bytes of data for ", count, " int64 values");
+        ints->resize(static_cast<size_t>(count));
+        if (count > 0) std::memcpy(ints->data(), raw.data(), raw.size());
+      } else {
+        FRUGAL_CHECK(t.int64_data_size() == count, path, ": tensor '", t.name(), "' holds ",
+                     t.int64_data_size(), " int64 values for ", count, " elements");
+        ints->assign(t.int64_data().begin(), t.int64_data().end());
+      }
+      return {};
+    }
+    if (t.data_type() == onnx::TensorProto::BOOL && ints) {
+      // Dropout's training_mode: one byte per value (raw) or int32_data.
+      ints->clear();
+      if (!raw.empty()) {
+        FRUGAL_CHECK(static_cast<int64_t>(raw.size()) == count, path, ": tensor '", t.name(),
+                     "' holds ", raw.size(), " bytes of data for ", count, " booleans");
+        for (char c : raw) ints->push_back(c != 0);
+      } else {
+        FRUGAL_CHECK(t.int32_data_size() == count, path, ": tensor '", t.name(), "' holds ",
+                     t.int32_data_size(), " booleans for ", count, " elements");
+        for (int32_t v : t.int32_data()) ints->push_back(v != 0);
+      }
+      return {};
+    }
+    throw Error(path + ": tensor '" + t.name() + "' has data type " +
+                std::to_string(t.data_type()) +
+                "; frugal imports float32 weights (and int64 shapes, booleans)");
+  }
+};
+
+// The whole file, checked for size first.
+inline std::vector<char> read_onnx_file(const std::string& path) {
+  std::error_code ec;
+  FRUGAL_CHECK(std::filesystem::is_regular_file(path, ec), path, ": no such file");
+  const auto size = std::filesystem::file_size(path, ec);
+  FRUGAL_CHECK(!ec, path, ": cannot read: ", ec.message());
+  FRUGAL_CHECK(size > 0, path, ": empty file (0 bytes), not an ONNX model");
+  FRUGAL_CHECK(size <= static_cast<uintmax_t>(kMaxOnnxBytes), path, ": ", size,
+               " bytes, over protobuf's 2 GiB limit for one model");
+  std::vector<char> bytes(static_cast<size_t>(size));
+  std::ifstream in(path, std::ios::binary);
+  in.read(bytes.data(), static_cast<std::streamsize>(size));
+  FRUGAL_CHECK(in.gcount() == static_cast<std::streamsize>(size), path, ": read ", in.gcount(),
+               " of ", size, " bytes");
+  return bytes;
+}
+
+}  // namespace frugal

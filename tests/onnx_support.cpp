@@ -1,0 +1,71 @@
+// What the ONNX tests share (tests/onnx_support.h).
+#include "tests/onnx_support.h"
+
+#include <cstring>
+#include <fstream>
+
+#include "check/gradcheck.h"
+#include "layers/softmax_cross_entropy.h"
+
+namespace frugal::testing {
+
+std::filesystem::path onnx_data() {
+  return std::filesystem::path(FRUGAL_SOURCE_DIR) / "tests" / "data" / "onnx";
+}
+
+std::vector<float> read_floats(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), {});
+  std::vector<float> out(bytes.size() / 4);
+  std::memcpy(out.data(), bytes.data(), out.size() * 4);
+  return out;
+}
+
+std::vector<float> onnx_forward(const OnnxModel& m, const std::vector<float>& x) {
+  ParamStore store(1);
+  Tape tape(store);
+  Value in = tape.input("x", Shape({2, m.input[0], m.input[1], m.input[2]}), DType::f32);
+  Value y = record_onnx(m, in);
+  load_onnx_weights(store, m);
+  Executor ex(tape, cpu_backend(), {.mode = Mode::inference, .keep = {y}});
+  Tensor t = Tensor::empty(in.shape(), DType::f32);
+  std::memcpy(t.raw(), x.data(), t.bytes());
+  ex.set_input(in, t);
+  ex.forward();
+  const Tensor& out = ex.value(y);
+  return {out.data<float>(), out.data<float>() + out.numel()};
+}
+
+std::vector<Tensor> onnx_train(const OnnxModel& m, MemoryMode memory) {
+  ParamStore store(1);
+  Tape tape(store);
+  const Shape shape({4, m.input[0], m.input[1], m.input[2]});
+  Value x = tape.input("x", shape, DType::f32, true);
+  Value labels = tape.input("labels", {4}, DType::i32);
+  Value loss = softmax_cross_entropy(record_onnx(m, x), labels);
+  load_onnx_weights(store, m);
+  Executor ex(tape, cpu_backend(),
+              {.memory = memory,
+               .poison = memory == MemoryMode::planned,
+               .keep = {loss},
+               .keep_param_grads = true,
+               .optimizer = OptimizerConfig{.lr = 0.1, .momentum = 0.9}});
+  std::vector<Tensor> out;
+  for (int step = 0; step < 2; ++step) {
+    ex.set_input(x, random_tensor(shape, 5 + step, -1, 1, DType::f32));
+    ex.set_input(labels, random_labels(4, m.classes, 9 + step));
+    ex.forward();
+    out.push_back(clone(ex.value(loss)));
+    ex.backward(loss);
+    out.push_back(clone(ex.grad(x)));
+    for (size_t v = 0; v < tape.values().size(); ++v)
+      if (tape.values()[v].kind == ValueKind::param && tape.values()[v].requires_grad)
+        out.push_back(clone(ex.grad(Value(&tape, static_cast<int>(v)))));
+  }
+  for (Parameter* p : store.all()) out.push_back(clone(p->value));
+  return out;
+}
+
+// A model of one Conv (4 -> 2 channels, 3x3) and a Gemm head, for the error cases to edit.
+
+}  // namespace frugal::testing
