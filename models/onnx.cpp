@@ -203,6 +203,17 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
     } else if (op == "GlobalAveragePool") {
       o.kind = Kind::global_avg_pool;
       o.inputs = {activation_input(n)};
+    } else if (op == "ReduceMean") {
+      // The spatial mean (timm's and Keras's squeeze-and-excitation): a global average pool,
+      // flattened to (N, C) without keepdims.
+      std::vector<int64_t> axes = r.get_ints(n, "axes");
+      for (int64_t& a : axes) a = a < 0 ? a + 4 : a;
+      std::sort(axes.begin(), axes.end());
+      if (axes != std::vector<int64_t>{2, 3})
+        r.fail(n, "only the mean over axes 2 and 3 (H and W) of (N, C, H, W) is imported");
+      o.kind = Kind::global_avg_pool;
+      o.squeeze = r.get_int(n, "keepdims", 1) == 0;
+      o.inputs = {activation_input(n)};
     } else if (op == "Flatten") {
       o.kind = Kind::flatten;
       if (r.get_int(n, "axis", 1) != 1) r.fail(n, "only axis 1 is imported");
@@ -288,7 +299,8 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
     } else {
       r.fail(n,
              "op not imported yet; frugal imports Conv, BatchNormalization, Gemm, MaxPool, "
-             "AveragePool, GlobalAveragePool, Flatten, Reshape, Add, Sub, Mul, Div, Concat, "
+             "AveragePool, GlobalAveragePool, ReduceMean, Flatten, Reshape, Add, Sub, Mul, Div, "
+             "Concat, "
              "Relu, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish, Clip, Dropout, Identity, "
              "Constant, Pad (of zeros)");
     }

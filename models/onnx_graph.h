@@ -45,6 +45,7 @@ struct OnnxNode {
   Activation activation = Activation::sigmoid;
   BinaryKind binary = BinaryKind::add;
   int64_t flatten_features = -1;  // Reshape to (N, F): F, or -1
+  bool squeeze = false;           // a ReduceMean without keepdims: the pool flattened
 };
 
 struct OnnxGraph {

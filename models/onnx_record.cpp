@@ -74,6 +74,7 @@ Value record_onnx(const OnnxModel& model, Value images) {
           FRUGAL_CHECK(s.rank() == 4 && s[2] == s[3], "global average pooling of ", s,
                        " (square feature maps only)");
           y = avg_pool2d(in[0], {.kernel = s[2]});
+          if (n.squeeze) y = flatten(y);
           break;
         }
         case Kind::flatten:

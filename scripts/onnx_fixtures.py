@@ -121,7 +121,8 @@ def reshape_net():
 def mobile_net():
     """Grouped, depthwise, dilated and asymmetrically padded Conv; squeeze-and-excitation (Mul
     of (N,C,1,1) by (N,C,H,W)); SiLU as x * sigmoid(x); Sub, Div and Mul by Constant scalars
-    and per-channel initializers, on either side; Add of a broadcast bias; opset 13."""
+    and per-channel initializers, on either side; Add of a broadcast bias; ReduceMean over H
+    and W without keepdims; opset 13."""
     n, i = [], []
     i += [weight("expand.weight", 8, 2, 1, 1)]
     n.append(helper.make_node("Conv", ["x", "expand.weight"], ["a"], name="expand",
@@ -160,8 +161,9 @@ def mobile_net():
     n.append(helper.make_node("Mul", ["half", "f"], ["g"], name="mul"))
     i += [weight("shift", 1, 6, 1, 1)]
     n.append(helper.make_node("Add", ["g", "shift"], ["h"], name="add"))
-    n.append(helper.make_node("GlobalAveragePool", ["h"], ["gap"], name="gap"))
-    n.append(helper.make_node("Flatten", ["gap"], ["flat"], name="flatten", axis=1))
+    # The spatial mean as timm exports it, straight to (N, C).
+    n.append(helper.make_node("ReduceMean", ["h"], ["flat"], name="mean", axes=[-1, 2],
+                              keepdims=0))
     i += [weight("fc.weight", 3, 6), weight("fc.bias", 3)]
     n.append(helper.make_node("Gemm", ["flat", "fc.weight", "fc.bias"], ["y"], name="fc",
                               transB=1))

@@ -209,6 +209,19 @@ TEST_CASE("onnx: weights keep the file's names; BatchNorm statistics are not tra
 
 TEST_CASE("onnx: bad files, unsupported ops and attributes are errors naming what is wrong") {
   CHECK(error_for(tiny()).empty());
+  {  // ReduceMean over the channels: not a spatial mean.
+    onnx::ModelProto m;
+    std::ifstream in(onnx_data() / "mobile_net.onnx", std::ios::binary);
+    REQUIRE(m.ParseFromIstream(&in));
+    for (auto& n : *m.mutable_graph()->mutable_node())
+      if (n.op_type() == "ReduceMean") {
+        attribute(&n, "axes")->clear_ints();
+        attribute(&n, "axes")->add_ints(1);
+      }
+    CHECK(error_for(m) ==
+          "m.onnx: node 'mean' (ReduceMean): only the mean over axes 2 and 3 (H and W) of (N, C, "
+          "H, W) is imported");
+  }
   {
     onnx::ModelProto m = tiny();
     m.mutable_graph()->mutable_node(0)->set_op_type("Softmax");
