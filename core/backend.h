@@ -34,12 +34,15 @@ int64_t conv_output_size(int64_t in, int64_t k, int64_t stride, int64_t pad, int
 // Symmetric padding, no dilation, one group: the convolution every backend ran before groups.
 bool conv_is_plain(const Conv2dGeometry& g);
 
-// x (N,C,H,W)  y (N,C,P,Q); padding counts as -inf for max and as 0 for average
-// (count_include_pad, as Torch's SpatialAveragePooling); ceil mode is folded into P,Q.
+// x (N,C,H,W)  y (N,C,P,Q); padding counts as -inf for max and as 0 for average, whose
+// divisor counts it (count_include_pad, as Torch's SpatialAveragePooling) unless
+// count_include_pad is false (then the window's elements inside the input only); ceil mode is
+// folded into P,Q.
 struct Pool2dGeometry {
   int64_t N = 0, C = 0, H = 0, W = 0;
   int64_t P = 0, Q = 0;
   int64_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
+  bool count_include_pad = true;
 };
 
 enum class OptimizerKind { sgd, adamw };

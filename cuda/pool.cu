@@ -17,7 +17,8 @@ __host__ __device__ inline int64_t max64(int64_t a, int64_t b) {
 }
 
 // Window of output (p, q), as the CPU twin: [h0, h1) x [w0, w1) clipped to the input; hs, ws the
-// unclipped start; area counts padding up to H + pad, W + pad (count_include_pad).
+// unclipped start; area counts padding up to H + pad, W + pad (count_include_pad), or only the
+// elements inside the input.
 struct Window {
   int64_t hs, ws, h0, h1, w0, w1, area;
 };
@@ -28,9 +29,9 @@ __device__ Window window(const Pool2dGeometry& g, int64_t p, int64_t q) {
   v.ws = q * g.stride_w - g.pad_w;
   const int64_t he = min64(v.hs + g.kernel_h, g.H + g.pad_h);
   const int64_t we = min64(v.ws + g.kernel_w, g.W + g.pad_w);
-  v.area = (he - v.hs) * (we - v.ws);
   v.h0 = max64(v.hs, 0), v.h1 = min64(he, g.H);
   v.w0 = max64(v.ws, 0), v.w1 = min64(we, g.W);
+  v.area = g.count_include_pad ? (he - v.hs) * (we - v.ws) : (v.h1 - v.h0) * (v.w1 - v.w0);
   return v;
 }
 

@@ -30,6 +30,7 @@ Pool2dGeometry pool2d_geometry(const char* op, std::span<const TensorMeta> in,
   g.kernel_h = g.kernel_w = o.kernel;
   g.stride_h = g.stride_w = stride;
   g.pad_h = g.pad_w = o.pad;
+  g.count_include_pad = o.count_include_pad;
   g.P = pool_output_size(g.H, o.kernel, stride, o.pad, o.ceil);
   g.Q = pool_output_size(g.W, o.kernel, stride, o.pad, o.ceil);
   return g;

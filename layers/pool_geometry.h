@@ -15,6 +15,9 @@ struct Pool2dOptions {
   int64_t stride = 0;  // 0: same as kernel
   int64_t pad = 0;     // at most kernel / 2
   bool ceil = false;   // ceil mode: a partial last window counts
+  // Average pooling: the divisor counts the padding (PyTorch's default) or, when false, only
+  // the window's elements inside the input.
+  bool count_include_pad = true;
 };
 
 // Output extent of one pooled dimension: floor or ceil of (in + 2 pad - kernel) / stride + 1;

@@ -194,10 +194,7 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
         r.fail(n, "the Indices output is not imported");
       if (r.get_int(n, "storage_order", 0) != 0) r.fail(n, "storage_order 1 is not imported");
       o.ceil = r.get_int(n, "ceil_mode", 0) != 0;
-      if (op == "AveragePool" && o.pad > 0 && r.get_int(n, "count_include_pad", 0) == 0)
-        r.fail(n,
-               "count_include_pad 0 with padding is not imported yet (frugal's average counts "
-               "padding)");
+      o.count_include_pad = r.get_int(n, "count_include_pad", 0) != 0;
       if (o.pad * 2 > o.kernel) r.fail(n, "padding above half the kernel");
       o.inputs = {activation_input(n)};
     } else if (op == "GlobalAveragePool") {

@@ -40,7 +40,7 @@ struct OnnxNode {
   int64_t kernel = 1, stride = 1, pad = 0;  // pools
   Conv2dParams conv{};                      // Conv, and its kernel_shape (0 where absent)
   int64_t kernel_h = 0, kernel_w = 0;
-  bool ceil = false;
+  bool ceil = false, count_include_pad = true;
   double eps = 1e-5, momentum = 0.1, alpha = 0;
   Activation activation = Activation::sigmoid;
   BinaryKind binary = BinaryKind::add;

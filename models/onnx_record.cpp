@@ -66,8 +66,11 @@ Value record_onnx(const OnnxModel& model, Value images) {
                          {.kernel = n.kernel, .stride = n.stride, .pad = n.pad, .ceil = n.ceil});
           break;
         case Kind::avg_pool:
-          y = avg_pool2d(in[0],
-                         {.kernel = n.kernel, .stride = n.stride, .pad = n.pad, .ceil = n.ceil});
+          y = avg_pool2d(in[0], {.kernel = n.kernel,
+                                 .stride = n.stride,
+                                 .pad = n.pad,
+                                 .ceil = n.ceil,
+                                 .count_include_pad = n.count_include_pad});
           break;
         case Kind::global_avg_pool: {
           const Shape& s = in[0].shape();

@@ -121,8 +121,8 @@ def reshape_net():
 def mobile_net():
     """Grouped, depthwise, dilated and asymmetrically padded Conv; squeeze-and-excitation (Mul
     of (N,C,1,1) by (N,C,H,W)); SiLU as x * sigmoid(x); Sub, Div and Mul by Constant scalars
-    and per-channel initializers, on either side; Add of a broadcast bias; ReduceMean over H
-    and W without keepdims; opset 13."""
+    and per-channel initializers, on either side; Add of a broadcast bias; AveragePool without
+    counting its padding; ReduceMean over H and W without keepdims; opset 13."""
     n, i = [], []
     i += [weight("expand.weight", 8, 2, 1, 1)]
     n.append(helper.make_node("Conv", ["x", "expand.weight"], ["a"], name="expand",
@@ -161,8 +161,11 @@ def mobile_net():
     n.append(helper.make_node("Mul", ["half", "f"], ["g"], name="mul"))
     i += [weight("shift", 1, 6, 1, 1)]
     n.append(helper.make_node("Add", ["g", "shift"], ["h"], name="add"))
+    # An average whose divisor leaves the padding out (ONNX's default, count_include_pad 0).
+    n.append(helper.make_node("AveragePool", ["h"], ["hp"], name="avg", kernel_shape=[3, 3],
+                              strides=[1, 1], pads=[1, 1, 1, 1]))
     # The spatial mean as timm exports it, straight to (N, C).
-    n.append(helper.make_node("ReduceMean", ["h"], ["flat"], name="mean", axes=[-1, 2],
+    n.append(helper.make_node("ReduceMean", ["hp"], ["flat"], name="mean", axes=[-1, 2],
                               keepdims=0))
     i += [weight("fc.weight", 3, 6), weight("fc.bias", 3)]
     n.append(helper.make_node("Gemm", ["flat", "fc.weight", "fc.bias"], ["y"], name="fc",

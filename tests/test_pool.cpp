@@ -171,6 +171,13 @@ TEST_CASE("avg_pool2d hand-computed") {
   CHECK(r.y_shape == Shape{1, 1, 1, 3});
   check_near(r.y, {3.0 / 9, 9.0 / 9, 4.0 / 6});
   check_near(r.dx, {1.0 / 9, 2.0 / 9, 1.0 / 9, 1.0 / 9 + 1.0 / 6});
+  // count_include_pad false (PyTorch's AvgPool2d(3, 2, 1, True, count_include_pad=False)):
+  // the divisors are the windows' elements inside the input, 2, 3 and 1.
+  r = run_pool(false, {1, 1, 1, 4}, {1, 2, 3, 4},
+               {.kernel = 3, .stride = 2, .pad = 1, .ceil = true, .count_include_pad = false},
+               {1, 1, 1});
+  check_near(r.y, {1.5, 3, 4});
+  check_near(r.dx, {0.5, 0.5 + 1.0 / 3, 1.0 / 3, 1.0 / 3 + 1});
 }
 
 TEST_CASE("gradcheck max_pool2d") {
@@ -185,12 +192,15 @@ TEST_CASE("gradcheck max_pool2d") {
 
 TEST_CASE("gradcheck avg_pool2d") {
   uint64_t seed = 1;
-  for (const auto& [shape, o] : kConfigs) {
-    INFO("x ", shape, " kernel ", o.kernel, " stride ", o.stride, " pad ", o.pad, " ceil ", o.ceil);
-    check_gradients(
-        [o](std::span<const Value> x) { return std::vector<Value>{avg_pool2d(x[0], o)}; },
-        {random_tensor(shape, seed++)});
-  }
+  for (auto [shape, o] : kConfigs)
+    for (bool include : {true, false}) {
+      o.count_include_pad = include;
+      INFO("x ", shape, " kernel ", o.kernel, " stride ", o.stride, " pad ", o.pad, " ceil ",
+           o.ceil, " count_include_pad ", include);
+      check_gradients(
+          [o](std::span<const Value> x) { return std::vector<Value>{avg_pool2d(x[0], o)}; },
+          {random_tensor(shape, seed++)});
+    }
 }
 
 namespace {
@@ -211,8 +221,10 @@ Reference reference(const Pool2dGeometry& g, bool max, const std::vector<double>
       const int64_t hs = p * g.stride_h - g.pad_h, ws = q * g.stride_w - g.pad_w;
       double best = -std::numeric_limits<double>::infinity(), sum = 0;
       int64_t pad_rows = 0, pad_cols = 0;  // padded extent of the window (count_include_pad)
-      for (int64_t i = 0; i < g.kernel_h; ++i) pad_rows += hs + i < g.H + g.pad_h;
-      for (int64_t j = 0; j < g.kernel_w; ++j) pad_cols += ws + j < g.W + g.pad_w;
+      for (int64_t i = 0; i < g.kernel_h; ++i)
+        pad_rows += g.count_include_pad ? hs + i < g.H + g.pad_h : hs + i >= 0 && hs + i < g.H;
+      for (int64_t j = 0; j < g.kernel_w; ++j)
+        pad_cols += g.count_include_pad ? ws + j < g.W + g.pad_w : ws + j >= 0 && ws + j < g.W;
       for (int64_t i = 0; i < g.kernel_h; ++i)
         for (int64_t j = 0; j < g.kernel_w; ++j) {
           const int64_t h = hs + i, w = ws + j;
@@ -270,45 +282,48 @@ TEST_CASE("pool kernels match a naive reference with non-square kernels") {
       geometry(6, 7, 3, 2, 3, 1, 0, 1, true),   // ceil with a partial last window
       geometry(5, 5, 4, 4, 2, 2, 2, 2, true),   // pad = kernel / 2
   };
-  for (const Pool2dGeometry& g : cases) {
-    INFO("H ", g.H, " W ", g.W, " kernel ", g.kernel_h, "x", g.kernel_w, " stride ", g.stride_h,
-         "x", g.stride_w, " pad ", g.pad_h, "x", g.pad_w, " -> ", g.P, "x", g.Q);
-    for (DType t : {DType::f64, DType::f32}) {
-      const Tensor x64 = distinct({1, 1, g.H, g.W}, 5), dy64 = random_tensor({1, 1, g.P, g.Q}, 6);
-      Tensor x = Tensor::empty(x64.shape(), t), dy = Tensor::empty(dy64.shape(), t);
-      Tensor y = Tensor::empty(dy.shape(), t), dx = Tensor::empty(x.shape(), t);
-      Tensor index = Tensor::empty(dy.shape(), DType::u8);
-      for (int64_t i = 0; i < x.numel(); ++i) {
-        if (t == DType::f32)
-          x.data<float>()[i] = static_cast<float>(x64.data<double>()[i]);
-        else
-          x.data<double>()[i] = x64.data<double>()[i];
-      }
-      for (int64_t i = 0; i < dy.numel(); ++i) {
-        if (t == DType::f32)
-          dy.data<float>()[i] = static_cast<float>(dy64.data<double>()[i]);
-        else
-          dy.data<double>()[i] = dy64.data<double>()[i];
-      }
-      const double tol = t == DType::f32 ? 1e-6 : 1e-14;
-      for (bool max : {true, false}) {
-        const Reference ref = reference(g, max, values(x), values(dy));
-        if (max) {
-          cpu_backend().maxpool2d_forward(g, x, y, index);
-          cpu_backend().maxpool2d_backward(g, dy, index, dx);
-          for (int64_t i = 0; i < index.numel(); ++i)
-            CHECK(index.data<uint8_t>()[i] == ref.index[static_cast<size_t>(i)]);
-        } else {
-          cpu_backend().avgpool2d_forward(g, x, y);
-          cpu_backend().avgpool2d_backward(g, dy, dx);
+  for (Pool2dGeometry g : cases)
+    for (bool include : {true, false}) {
+      g.count_include_pad = include;  // average pooling's divisor: with padding or without
+      INFO("H ", g.H, " W ", g.W, " kernel ", g.kernel_h, "x", g.kernel_w, " stride ", g.stride_h,
+           "x", g.stride_w, " pad ", g.pad_h, "x", g.pad_w, " -> ", g.P, "x", g.Q,
+           " count_include_pad ", include);
+      for (DType t : {DType::f64, DType::f32}) {
+        const Tensor x64 = distinct({1, 1, g.H, g.W}, 5), dy64 = random_tensor({1, 1, g.P, g.Q}, 6);
+        Tensor x = Tensor::empty(x64.shape(), t), dy = Tensor::empty(dy64.shape(), t);
+        Tensor y = Tensor::empty(dy.shape(), t), dx = Tensor::empty(x.shape(), t);
+        Tensor index = Tensor::empty(dy.shape(), DType::u8);
+        for (int64_t i = 0; i < x.numel(); ++i) {
+          if (t == DType::f32)
+            x.data<float>()[i] = static_cast<float>(x64.data<double>()[i]);
+          else
+            x.data<double>()[i] = x64.data<double>()[i];
         }
-        for (int64_t i = 0; i < y.numel(); ++i)
-          CHECK(element_as_double(y, i) == doctest::Approx(ref.y[i]).epsilon(tol));
-        for (int64_t i = 0; i < dx.numel(); ++i)
-          CHECK(element_as_double(dx, i) == doctest::Approx(ref.dx[i]).epsilon(tol));
+        for (int64_t i = 0; i < dy.numel(); ++i) {
+          if (t == DType::f32)
+            dy.data<float>()[i] = static_cast<float>(dy64.data<double>()[i]);
+          else
+            dy.data<double>()[i] = dy64.data<double>()[i];
+        }
+        const double tol = t == DType::f32 ? 1e-6 : 1e-14;
+        for (bool max : {true, false}) {
+          const Reference ref = reference(g, max, values(x), values(dy));
+          if (max) {
+            cpu_backend().maxpool2d_forward(g, x, y, index);
+            cpu_backend().maxpool2d_backward(g, dy, index, dx);
+            for (int64_t i = 0; i < index.numel(); ++i)
+              CHECK(index.data<uint8_t>()[i] == ref.index[static_cast<size_t>(i)]);
+          } else {
+            cpu_backend().avgpool2d_forward(g, x, y);
+            cpu_backend().avgpool2d_backward(g, dy, dx);
+          }
+          for (int64_t i = 0; i < y.numel(); ++i)
+            CHECK(element_as_double(y, i) == doctest::Approx(ref.y[i]).epsilon(tol));
+          for (int64_t i = 0; i < dx.numel(); ++i)
+            CHECK(element_as_double(dx, i) == doctest::Approx(ref.dx[i]).epsilon(tol));
+        }
       }
     }
-  }
 }
 
 TEST_CASE("max_pool2d inference writes no index and padding never wins over -inf") {

@@ -13,7 +13,8 @@ namespace {
 
 // Window of output (p, q): [h0, h1) x [w0, w1) in input coordinates, clipped to the input;
 // hs, ws is the unclipped start (may lie in the top/left padding); area counts padding up to
-// the padded border (count_include_pad, clipped at H + pad as PyTorch in ceil mode).
+// the padded border (count_include_pad, clipped at H + pad as PyTorch in ceil mode), or only
+// the elements inside the input (count_include_pad false).
 struct Window {
   int64_t hs, ws, h0, h1, w0, w1, area;
 };
@@ -24,9 +25,9 @@ Window window(const Pool2dGeometry& g, int64_t p, int64_t q) {
   v.ws = q * g.stride_w - g.pad_w;
   const int64_t he = std::min(v.hs + g.kernel_h, g.H + g.pad_h);
   const int64_t we = std::min(v.ws + g.kernel_w, g.W + g.pad_w);
-  v.area = (he - v.hs) * (we - v.ws);
   v.h0 = std::max<int64_t>(v.hs, 0), v.h1 = std::min(he, g.H);
   v.w0 = std::max<int64_t>(v.ws, 0), v.w1 = std::min(we, g.W);
+  v.area = g.count_include_pad ? (he - v.hs) * (we - v.ws) : (v.h1 - v.h0) * (v.w1 - v.w0);
   return v;
 }
 

@@ -318,23 +318,25 @@ TEST_CASE("cuda pooling: max (exact indices) and average") {
                                         .pad_h = 0,
                                         .pad_w = 0}};
   for (DType t : kFloats)
-    for (const Pool2dGeometry& g : geometries) {
-      const Shape xs{g.N, g.C, g.H, g.W}, ys{g.N, g.C, g.P, g.Q};
-      Pair x = random_pair(xs, t, 30), dy = random_pair(ys, t, 31);
-      Pair y = empty_pair(ys, t), index = empty_pair(ys, DType::u8), dx = empty_pair(xs, t);
-      Pair ay = empty_pair(ys, t), adx = empty_pair(xs, t);
-      on_both([&](Backend& be, auto side) {
-        be.maxpool2d_forward(g, side(x), side(y), side(index));
-        be.maxpool2d_backward(g, side(dy), side(index), side(dx));
-        be.avgpool2d_forward(g, side(x), side(ay));
-        be.avgpool2d_backward(g, side(dy), side(adx));
-      });
-      check_equal(y, "max_pool2d y");
-      check_equal(index, "max_pool2d index");
-      check_equal(dx, "max_pool2d dx");  // gathered in the CPU's scatter order
-      check_equal(ay, "avg_pool2d y");
-      check_equal(adx, "avg_pool2d dx");
-    }
+    for (Pool2dGeometry g : geometries)
+      for (bool include : {true, false}) {  // the average's divisor with padding or without
+        g.count_include_pad = include;
+        const Shape xs{g.N, g.C, g.H, g.W}, ys{g.N, g.C, g.P, g.Q};
+        Pair x = random_pair(xs, t, 30), dy = random_pair(ys, t, 31);
+        Pair y = empty_pair(ys, t), index = empty_pair(ys, DType::u8), dx = empty_pair(xs, t);
+        Pair ay = empty_pair(ys, t), adx = empty_pair(xs, t);
+        on_both([&](Backend& be, auto side) {
+          be.maxpool2d_forward(g, side(x), side(y), side(index));
+          be.maxpool2d_backward(g, side(dy), side(index), side(dx));
+          be.avgpool2d_forward(g, side(x), side(ay));
+          be.avgpool2d_backward(g, side(dy), side(adx));
+        });
+        check_equal(y, "max_pool2d y");
+        check_equal(index, "max_pool2d index");
+        check_equal(dx, "max_pool2d dx");  // gathered in the CPU's scatter order
+        check_equal(ay, "avg_pool2d y");
+        check_equal(adx, "avg_pool2d dx");
+      }
 }
 
 TEST_CASE("cuda batch norm: training, inference, backward, in place") {
