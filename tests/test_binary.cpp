@@ -48,6 +48,39 @@ TEST_CASE("binary ops: finite-difference gradients in f64 over every broadcast p
                   {random_tensor({2, 3}, 3)});
 }
 
+TEST_CASE("binary ops: the CPU's row and broadcast loops give the shared formulas' bits") {
+  // The CUDA kernels evaluate core/broadcast.h element by element; the CPU's fast paths (rows,
+  // operands of the output's shape, trailing-axis broadcasts) must give the same bits.
+  for (BinaryKind k : kAll)
+    for (const auto& [sa, sb] : kPatterns) {
+      CAPTURE(std::string(binary_name(k)));
+      CAPTURE(sa);
+      CAPTURE(sb);
+      Shape ys;
+      const Broadcast g = broadcast_of(sa, sb, &ys);
+      Tensor a = random_tensor(sa, 3, 0.5, 1.5, DType::f32);
+      Tensor b = random_tensor(sb, 4, 0.5, 1.5, DType::f32);
+      Tensor dy = random_tensor(ys, 5, -1, 1, DType::f32);
+      Tensor y = Tensor::empty(ys, DType::f32), da = Tensor::empty(sa, DType::f32);
+      Tensor db = Tensor::empty(sb, DType::f32);
+      cpu_backend().binary_forward(k, g, a, b, y);
+      cpu_backend().binary_backward(k, g, a, b, dy, da, db);
+      const float *av = a.data<float>(), *bv = b.data<float>(), *dyv = dy.data<float>();
+      for (int64_t i = 0; i < g.numel(); ++i) {
+        const float want = binary_math::forward(k, av[binary_math::operand_index(g, g.a, i)],
+                                                bv[binary_math::operand_index(g, g.b, i)]);
+        REQUIRE(std::memcmp(&y.data<float>()[i], &want, sizeof want) == 0);
+      }
+      for (int which : {0, 1}) {
+        const Tensor& d = which == 0 ? da : db;
+        for (int64_t e = 0; e < d.numel(); ++e) {
+          const float want = binary_math::reduce_grad(k, g, which, e, av, bv, dyv);
+          REQUIRE(std::memcmp(&d.data<float>()[e], &want, sizeof want) == 0);
+        }
+      }
+    }
+}
+
 TEST_CASE("binary ops: values and gradients by hand") {
   ParamStore store;
   Tape tape(store, DType::f64);

@@ -3,6 +3,8 @@
 // with the common patterns (one shape; a broadcast operand over trailing axes) on loops of
 // their own. Each gradient element is summed by one thread in the order reduce_grad fixes, so
 // the bits are the CUDA kernels' and do not depend on the thread count.
+#include <algorithm>
+
 #include "core/broadcast.h"
 #include "core/cpu/cpu_backend.h"
 #include "core/kernel_checks.h"
@@ -26,6 +28,7 @@ Row row_offsets(const Broadcast& g, int64_t row) {
 
 template <typename T>
 void forward_t(BinaryKind k, const Broadcast& g, const T* a, const T* b, T* y) {
+  if (g.numel() == 0) return;
   const int64_t inner = g.size[3], rows = g.numel() / inner, sa = g.a[3], sb = g.b[3];
 #pragma omp parallel for schedule(static) if (g.numel() > kParallelMin)
   for (int64_t r = 0; r < rows; ++r) {
@@ -96,6 +99,7 @@ template <typename T>
 void gradient_t(BinaryKind k, const Broadcast& g, int which, const T* a, const T* b, const T* dy,
                 T* dx) {
   const int64_t n = binary_math::operand_numel(g, which == 0 ? g.a : g.b);
+  if (g.numel() == 0) return std::fill(dx, dx + n, T(0));  // a sum of no terms
   if (n == g.numel()) return full_gradient_t(k, g, which, a, b, dy, dx);
   if (suffix_gradient_t(k, g, which, a, b, dy, dx, n)) return;
 #pragma omp parallel for schedule(static) if (g.numel() > kParallelMin)
