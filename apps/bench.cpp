@@ -121,7 +121,8 @@ BenchResult run_bench(const BenchOptions& o) {
                .memory = o.memory,
                .keep = {out},
                .optimizer = optimizer,
-               .workspace_limit = o.workspace_limit});
+               .workspace_limit = o.workspace_limit,
+               .recompute = o.recompute});
   Tensor x = Tensor::empty(ex.input(images).shape(), o.dtype);
   Tensor y = Tensor::empty({o.batch}, DType::i32);
   fill_random(x, training ? &y : nullptr, spec.classes);
@@ -303,6 +304,11 @@ Action add_bench_command(CLI::App& app) {
               "With --data: time the decode pipeline alone (images per second), no network");
   return [o, memory] {
     o->memory = *memory == "baseline" ? MemoryMode::baseline : MemoryMode::planned;
+    FRUGAL_CHECK(o->recompute == Recompute::none ||
+                     (o->mode == Mode::training && o->memory == MemoryMode::planned),
+                 "bench --recompute ", recompute_name(o->recompute),
+                 ": rebuilds activations for backward in planned memory; use --mode training "
+                 "--memory planned");
     if (o->memory_budget > 0) {
       FRUGAL_CHECK(o->mode == Mode::training && o->memory == MemoryMode::planned,
                    "bench --memory-budget: bounds the planned arena of a training step; use "

@@ -88,10 +88,11 @@ Action add_graph_command(CLI::App& app) {
     Tape tape(store, o->dtype);
     const ModelStep step = record_model_step(tape, find_model(o->model), o->batch, o->mode,
                                              {.dropout = o->dropout, .batch_norm = o->batch_norm});
-    const Layout layout = memory_layout(
-        tape, o->mode, memory, backend_named(o->device),
-        report_layout_options(o->mode,
-                              {.keep = {step.out().id()}, .workspace_limit = o->workspace_limit}));
+    const Layout layout =
+        memory_layout(tape, o->mode, memory, backend_named(o->device),
+                      report_layout_options(o->mode, {.keep = {step.out().id()},
+                                                      .workspace_limit = o->workspace_limit,
+                                                      .recompute = o->recompute}));
     const GraphOptions go{.all_buffers = *all,
                           .title = o->model + ", batch " + std::to_string(o->batch) + ", " +
                                    mode_name(o->mode) + ", " + dtype_name(o->dtype)};

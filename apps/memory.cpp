@@ -36,8 +36,10 @@ void record_model(RecordedModel& r, const MemoryOptions& o, const ModelConfig& c
 }
 
 Layout recorded_layout(RecordedModel& r, const MemoryOptions& o, MemoryMode m) {
-  const ReportOptions ro{
-      .optimizer_kind = o.optimizer, .keep = {r.out.id()}, .workspace_limit = o.workspace_limit};
+  const ReportOptions ro{.optimizer_kind = o.optimizer,
+                         .keep = {r.out.id()},
+                         .workspace_limit = o.workspace_limit,
+                         .recompute = o.recompute};
   return memory_layout(*r.tape, o.mode, m, backend_named(o.device),
                        report_layout_options(o.mode, ro));
 }
@@ -151,7 +153,8 @@ void random_batch(const ModelSpec& spec, Tensor& x, Tensor& labels) {
     labels.data<int32_t>()[i] = static_cast<int32_t>(rng.below(spec.classes));
 }
 
-StepRun run_step(const MemoryOptions& o, const ModelConfig& config, MemoryMode m) {
+StepRun run_step(const MemoryOptions& o, const ModelConfig& config, MemoryMode m,
+                 Recompute rebuild = Recompute::none) {
   const ModelSpec& spec = find_model(o.model);
   Backend& be = backend_named(o.device);
   const bool cuda = be.device().kind == DeviceKind::cuda;
@@ -172,7 +175,8 @@ StepRun run_step(const MemoryOptions& o, const ModelConfig& config, MemoryMode m
                .memory = m,
                .keep = {rec.out},
                .optimizer = optimizer,
-               .workspace_limit = o.workspace_limit});
+               .workspace_limit = o.workspace_limit,
+               .recompute = rebuild});
   run.held = alloc.current_bytes() - before;
   if (cuda) run.driver_made = cuda_memory_info().used();
   Tensor x = Tensor::empty(ex.input(rec.images).shape(), o.dtype);
@@ -231,7 +235,9 @@ void run_and_compare(const MemoryOptions& o, const MemoryReport& r) {
   std::printf("run: planned and baseline %s are %s\n", what, same ? "bitwise equal" : "DIFFERENT");
   FRUGAL_CHECK(same, "memory --run: planned and baseline results differ");
   if (!r.recompute) return;
-  const StepRun recompute = run_step(o, *recompute_config(o), MemoryMode::planned);
+  const std::optional<ModelConfig> config = recompute_config(o);
+  const StepRun recompute =
+      run_step(o, config ? *config : stored_config(o), MemoryMode::planned, o.recompute);
   check_planned_run("recompute", recompute, r.recompute->arena);
   const bool equal = bitwise_equal(recompute.out, baseline.out);
   std::printf("run: recompute and baseline %s are %s\n", what,
@@ -248,14 +254,23 @@ MemoryReport memory_report_for(const MemoryOptions& o, RecomputeSummary* summary
   MemoryReport r = memory_report(*rec.tape, o.mode, be,
                                  {.keep = {rec.out.id()}, .workspace_limit = o.workspace_limit});
   const std::optional<ModelConfig> config = recompute_config(o);
-  if (config) {
+  const bool rebuilds = o.mode == Mode::training && o.recompute != Recompute::none;
+  if (config || rebuilds) {
     RecordedModel again{ParamStore::shapes_only(), nullptr, {}, {}, {}};
-    record_model(again, o, *config);
-    r.recompute = planned_memory(*again.tape, o.mode, be,
-                                 {.keep = {again.out.id()}, .workspace_limit = o.workspace_limit});
+    record_model(again, o, config ? *config : stored_config(o));
+    const ReportOptions ro{.keep = {again.out.id()},
+                           .workspace_limit = o.workspace_limit,
+                           .recompute = rebuilds ? o.recompute : Recompute::none};
+    r.recompute = planned_memory(*again.tape, o.mode, be, ro);
     if (summary) {
       summary->forward_flops = forward_flops(*rec.tape);
       summary->recompute_flops = summary->forward_flops - forward_flops(*again.tape);
+      if (rebuilds) {
+        summary->rebuilds =
+            rebuild_summary(*again.tape, memory_layout(*again.tape, o.mode, MemoryMode::planned, be,
+                                                       report_layout_options(o.mode, ro)));
+        summary->recompute_flops += summary->rebuilds->flops;
+      }
     }
   }
   if (summary) describe_recompute(o, config.has_value(), *summary);
@@ -271,9 +286,10 @@ void write_pictures(const MemoryOptions& o) {
   RecordedModel rec{ParamStore::shapes_only(), nullptr, {}, {}, {}};
   record_model(rec, o);
   const Layout layout = recorded_layout(rec, o, MemoryMode::planned);
-  const std::string title = o.model + ", batch " + std::to_string(o.batch) + ", " +
-                            mode_name(o.mode) + ", " + dtype_name(o.dtype) + ", planned" +
-                            (recompute_config(o) ? " + recompute" : "");
+  const std::string title =
+      o.model + ", batch " + std::to_string(o.batch) + ", " + mode_name(o.mode) + ", " +
+      dtype_name(o.dtype) + ", planned" +
+      (recompute_config(o) || o.recompute != Recompute::none ? " + recompute" : "");
   std::FILE* note = o.json ? stderr : stdout;
   if (!o.timeline.empty()) {
     write_text_file(o.timeline, timeline_svg(layout, title), "memory --timeline");
@@ -328,6 +344,9 @@ void print_workspaces(const MemoryOptions& o) {
 
 void run_memory(const MemoryOptions& options) {
   MemoryOptions o = options;
+  FRUGAL_CHECK(o.recompute == Recompute::none || o.mode == Mode::training, "memory --recompute ",
+               recompute_name(o.recompute),
+               ": rebuilds activations for backward; use --mode training");
   RecomputeSummary s;
   if (o.memory_budget > 0) apply_memory_budget(o, s);
   const MemoryReport r = memory_report_for(o, &s);

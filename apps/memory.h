@@ -48,11 +48,12 @@ struct RecomputeSummary {
   std::string none;     // why there is no recompute entry
   std::vector<BlockRun> checkpointed;
   int chain_blocks = 0;
-  double forward_flops = 0;               // of the stored network's forward
-  double recompute_flops = 0;             // forward flops paid again in backward
-  size_t budget_bytes = 0;                // --memory-budget
-  std::optional<BudgetSchedule> budget;   // its schedule
-  std::optional<BudgetSchedule> minimum;  // the lowest planned peak found (with a budget)
+  double forward_flops = 0;                // of the stored network's forward
+  double recompute_flops = 0;              // forward flops paid again in backward
+  size_t budget_bytes = 0;                 // --memory-budget
+  std::optional<BudgetSchedule> budget;    // its schedule
+  std::optional<BudgetSchedule> minimum;   // the lowest planned peak found (with a budget)
+  std::optional<RebuildSummary> rebuilds;  // --recompute: the ops rebuilt in backward
 };
 // Fits options.memory_budget: sets options.checkpoint_runs and the summary's budget and
 // minimum. Throws when no schedule fits (naming the minimum) or the options cannot have one.

@@ -77,14 +77,20 @@ void apply_memory_budget(MemoryOptions& o, RecomputeSummary& s) {
   o.checkpoint_runs = s.budget->schedule.checkpointed;
 }
 
-void describe_recompute(const MemoryOptions& o, bool applied, RecomputeSummary& s) {
+namespace {
+
+// What recompute_config applies, or why nothing.
+void describe_config(const MemoryOptions& o, bool applied, RecomputeSummary& s) {
   const ModelSpec& spec = find_model(o.model);
   s.chain_blocks = spec.chain_blocks;
   if (!applied) {
     s.none = spec.chain_blocks > 0
                  ? "none chosen: --segments N or --memory-budget BYTES checkpoint runs of " +
-                       spec.name + "'s chain of " + std::to_string(spec.chain_blocks) + " blocks"
-                 : spec.name + " has no reversible units and no chain of blocks to checkpoint";
+                       spec.name + "'s chain of " + std::to_string(spec.chain_blocks) +
+                       " blocks, or --recompute cheap rebuilds op outputs"
+                 : spec.name +
+                       " has no reversible units and no chain of blocks to checkpoint; "
+                       "--recompute cheap rebuilds op outputs";
     return;
   }
   if (spec.reversible) {
@@ -96,12 +102,31 @@ void describe_recompute(const MemoryOptions& o, bool applied, RecomputeSummary& 
                                   : std::to_string(o.segments) + " checkpoint segments";
 }
 
+}  // namespace
+
+void describe_recompute(const MemoryOptions& o, bool applied, RecomputeSummary& s) {
+  describe_config(o, applied, s);
+  if (!s.rebuilds) return;
+  const std::string ops = "op outputs rebuilt in backward (--recompute " +
+                          std::string(recompute_name(o.recompute)) + ": " +
+                          std::to_string(s.rebuilds->ops) + " ops, " + s.rebuilds->text() + ")";
+  s.applies = applied ? s.applies + " + " + ops : ops;
+}
+
 ordered_json recompute_json(const MemoryReport& r, const RecomputeSummary& s) {
   ordered_json j{{"applies", s.applies},
                  {"arena_reduction_percent", percent_less(r.planned.arena, r.recompute->arena)},
                  {"total_reduction_percent", percent_less(r.planned.total, r.recompute->total)},
                  {"forward_flops", s.forward_flops},
                  {"recompute_flops", s.recompute_flops}};
+  if (s.rebuilds) {
+    ordered_json by_name = ordered_json::object();
+    for (const auto& [name, n] : s.rebuilds->by_name) by_name[name] = n;
+    j["rebuilt_ops"] = s.rebuilds->ops;
+    j["rebuilt_by_op"] = by_name;
+    j["rebuild_flops"] = s.rebuilds->flops;
+    j["rebuild_bytes"] = s.rebuilds->bytes;
+  }
   if (s.chain_blocks > 0) {
     j["chain_blocks"] = s.chain_blocks;
     j["checkpointed"] = runs_json(s.checkpointed);

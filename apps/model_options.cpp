@@ -12,6 +12,20 @@
 
 namespace frugal {
 
+void add_recompute_option(CLI::App* c, Recompute* r) {
+  c->add_option_function<std::string>(
+       "--recompute",
+       [r](const std::string& s) {
+         *r = s == "cheap" ? Recompute::cheap : s == "all" ? Recompute::all : Recompute::none;
+       },
+       "Planned training: op outputs dropped after forward and rebuilt in backward, with the "
+       "same bits: none; cheap (BatchNorm, activations, adds, pools, concat where rebuilding "
+       "lowers the planned arena and no other value lives longer); all (every op that can be, "
+       "whatever it costs)")
+      ->check(CLI::IsMember({"none", "cheap", "all"}))
+      ->default_str(recompute_name(*r));
+}
+
 void add_model_options(CLI::App* c, const std::shared_ptr<ModelChoice>& o,
                        const ModelOptionSet& which) {
   std::vector<std::string> names;
@@ -63,6 +77,7 @@ void add_model_options(CLI::App* c, const std::shared_ptr<ModelChoice>& o,
         ->capture_default_str();
     add_bytes_option(c, "--memory-budget", &o->memory_budget, which.budget_help);
   }
+  add_recompute_option(c, &o->recompute);
 }
 
 }  // namespace frugal

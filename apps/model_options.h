@@ -12,6 +12,7 @@
 #include "core/backend.h"
 #include "core/dtype.h"
 #include "core/roles.h"
+#include "memory/layout.h"
 
 namespace frugal {
 
@@ -29,6 +30,8 @@ struct ModelChoice {
   size_t workspace_limit = std::numeric_limits<size_t>::max();
   // Training: the optimizer fused into backward (its state: SGD's momentum, AdamW's moments).
   OptimizerKind optimizer = OptimizerKind::sgd;
+  // Planned training: op outputs dropped after forward and rebuilt in backward.
+  Recompute recompute = Recompute::none;
 };
 
 // Which of the options a command takes, and their help where it differs between commands.
@@ -47,6 +50,9 @@ struct ModelOptionSet {
       "Training: checkpoint the runs of blocks with the least recompute whose planned arena "
       "fits this many bytes (K, M, G: powers of 1024; e.g. 200M, 1.5G)";
 };
+
+// Adds `--recompute none|cheap|all` writing into `*r`.
+void add_recompute_option(CLI::App* c, Recompute* r);
 
 // Adds the options to `c`; they write into `*o` as they are parsed (--memory-budget through
 // parse_bytes, so a bad size is an error naming it).

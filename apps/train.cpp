@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/commands.h"
+#include "apps/model_options.h"
 #include "apps/options.h"
 #include "apps/progress.h"
 #include "core/backend.h"
@@ -273,6 +274,7 @@ Action add_train_command(CLI::App& app) {
       train, "--workspace-limit", &c->train.workspace_limit,
       "The most scratch one convolution pass may take for a faster algorithm (cuDNN's "
       "workspace; K, M, G: powers of 1024); default: what the planned arena has room for");
+  add_recompute_option(train, &t.recompute);
   train
       ->add_option("--image-size", t.image_size,
                    "Image folders and ImageNet-size networks: the side of the square input "

@@ -55,4 +55,12 @@ Roles in_place_mask_roles(Mode mode, int64_t n, bool saves_mask) {
   return r;
 }
 
+void rebuild_by_forward(Roles& r, Mode mode, std::vector<int> reads, double read_bytes,
+                        const TensorMeta& out, double flops_per_element) {
+  if (mode != Mode::training) return;
+  const double n = static_cast<double>(out.shape.numel());
+  set_rebuildable(r, std::move(reads), n * flops_per_element,
+                  read_bytes + static_cast<double>(out.bytes()));
+}
+
 }  // namespace frugal

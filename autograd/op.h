@@ -69,6 +69,12 @@ class Op {
   // Ops with state updated in forward (BatchNorm running stats) say so: recomputation must
   // not apply that update twice.
   virtual bool updates_state() const { return false; }
+  // Ops whose roles say `rebuildable`: writes the outputs again in backward, with the same
+  // bits as forward wrote them, from the inputs in Roles::rebuild_reads_inputs (the others are
+  // null) and the saved tensors. The context is forward's, with update_state() false and the
+  // step's seed. By default the forward itself, which must then rewrite its saved tensors
+  // with the bits they hold.
+  virtual void rebuild(const OpContext& ctx) { forward(ctx); }
   // Ops whose backward can read either a compact saved encoding (a 1-bit mask) or their own
   // full output say so; the planner picks the output where another op's backward keeps it
   // alive anyway, and the encoding where that lets the output die early.
@@ -84,5 +90,10 @@ class Op {
 // and, in training, dx may take dy's; backward reads a 1-bit mask saved in forward (saved(0),
 // mask_bytes(n) u8 bytes) or, with `saves_mask` false, the op's own output y.
 Roles in_place_mask_roles(Mode mode, int64_t n, bool saves_mask = true);
+
+// In training, marks r rebuildable by forward from inputs `reads` (Roles::rebuildable): an
+// elementwise or gathering op reading `read_bytes`, writing `out`, `flops` per output element.
+void rebuild_by_forward(Roles& r, Mode mode, std::vector<int> reads, double read_bytes,
+                        const TensorMeta& out, double flops_per_element);
 
 }  // namespace frugal

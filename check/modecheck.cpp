@@ -18,7 +18,8 @@ namespace {
 using Named = std::vector<std::pair<std::string, Tensor>>;
 
 // train_two_steps, each result named for error messages.
-Named train_named(const Net& net, MemoryMode memory, const Shape& input) {
+Named train_named(const Net& net, MemoryMode memory, const Shape& input,
+                  Recompute recompute = Recompute::none) {
   ParamStore store(3);
   Tape tape(store, DType::f32);
   const int64_t n = input[0];
@@ -30,7 +31,8 @@ Named train_named(const Net& net, MemoryMode memory, const Shape& input) {
                .poison = true,
                .seed = 2,
                .keep = {loss},
-               .optimizer = OptimizerConfig{.lr = 0.1, .momentum = 0.9}});
+               .optimizer = OptimizerConfig{.lr = 0.1, .momentum = 0.9},
+               .recompute = recompute});
   Named out;
   for (int s = 0; s < 2; ++s) {
     ex.set_input(x, random_tensor(input, 10 + s, -1, 1, DType::f32));
@@ -62,6 +64,28 @@ int64_t first_non_finite(const Tensor& t) {
   return -1;
 }
 
+// Throws naming the first result of `planned` that differs bitwise from `base`, or that is not
+// finite in either.
+void compare_named(const Named& base, const Named& planned, const char* what) {
+  FRUGAL_CHECK(base.size() == planned.size(), what, " vs baseline: ", planned.size(), " results ",
+               what, ", ", base.size(), " in baseline");
+  for (size_t i = 0; i < base.size(); ++i) {
+    const auto& [name, b] = base[i];
+    const Tensor& p = planned[i].second;
+    FRUGAL_CHECK(b.meta() == p.meta(), what, " vs baseline: ", name, " is ", p.shape(), " ",
+                 dtype_name(p.dtype()), " ", what, ", ", b.shape(), " ", dtype_name(b.dtype()),
+                 " in baseline");
+    const int64_t diff = first_difference(b, p);
+    FRUGAL_CHECK(diff < 0, what, " vs baseline: ", name, " ", b.shape(),
+                 " differs first at element ", diff, ": baseline ", element_as_double(b, diff),
+                 ", ", what, " ", element_as_double(p, diff));
+    const int64_t bad = first_non_finite(b);
+    FRUGAL_CHECK(bad < 0, what, " vs baseline: ", name, " element ", bad,
+                 " is not finite in both modes (", element_as_double(b, bad),
+                 "): a read of poisoned bytes?");
+  }
+}
+
 }  // namespace
 
 std::vector<Tensor> train_two_steps(const Net& net, MemoryMode memory, const Shape& input) {
@@ -72,24 +96,13 @@ std::vector<Tensor> train_two_steps(const Net& net, MemoryMode memory, const Sha
 
 void check_planned_equals_baseline(const Net& net, const Shape& input) {
   const Named base = train_named(net, MemoryMode::baseline, input);
-  const Named planned = train_named(net, MemoryMode::planned, input);
-  FRUGAL_CHECK(base.size() == planned.size(), "planned vs baseline: ", planned.size(),
-               " results planned, ", base.size(), " in baseline");
-  for (size_t i = 0; i < base.size(); ++i) {
-    const auto& [name, b] = base[i];
-    const Tensor& p = planned[i].second;
-    FRUGAL_CHECK(b.meta() == p.meta(), "planned vs baseline: ", name, " is ", p.shape(), " ",
-                 dtype_name(p.dtype()), " planned, ", b.shape(), " ", dtype_name(b.dtype()),
-                 " in baseline");
-    const int64_t diff = first_difference(b, p);
-    FRUGAL_CHECK(diff < 0, "planned vs baseline: ", name, " ", b.shape(),
-                 " differs first at element ", diff, ": baseline ", element_as_double(b, diff),
-                 ", planned ", element_as_double(p, diff));
-    const int64_t bad = first_non_finite(b);
-    FRUGAL_CHECK(bad < 0, "planned vs baseline: ", name, " element ", bad,
-                 " is not finite in both modes (", element_as_double(b, bad),
-                 "): a read of poisoned bytes?");
-  }
+  compare_named(base, train_named(net, MemoryMode::planned, input), "planned");
+  // Every op that can be rebuilt in backward rebuilt, whatever it costs, and the ones the
+  // planner chooses: the same bits.
+  compare_named(base, train_named(net, MemoryMode::planned, input, Recompute::all),
+                "planned with every rebuildable op rebuilt");
+  compare_named(base, train_named(net, MemoryMode::planned, input, Recompute::cheap),
+                "planned with the cheap rebuilds");
 }
 
 }  // namespace frugal::testing

@@ -1,6 +1,7 @@
 // Planned against baseline: a few SGD steps of a small network in both memory modes, which
 // must give the same bits. What the planner does with an op's roles (in place, early death,
-// masks instead of outputs, fused updates) may change memory, never results.
+// masks instead of outputs, fused updates, outputs rebuilt in backward) may change memory,
+// never results.
 #pragma once
 
 #include <functional>
@@ -21,8 +22,11 @@ using Net = std::function<Value(Value)>;
 std::vector<Tensor> train_two_steps(const Net& net, MemoryMode memory,
                                     const Shape& input = {4, 4, 6, 6});
 
-// Runs train_two_steps in baseline and in planned mode and throws frugal::Error naming the
-// first result (loss, d x or parameter) that differs bitwise, or that is not finite in either.
+// Runs train_two_steps in baseline mode, in planned mode, and in planned mode with every
+// rebuildable op's outputs rebuilt in backward (Recompute::all) and with the cheap ones
+// (Recompute::cheap), and throws frugal::Error
+// naming the first result (loss, d x or parameter) that differs bitwise from baseline, or
+// that is not finite in either.
 void check_planned_equals_baseline(const Net& net, const Shape& input = {4, 4, 6, 6});
 
 }  // namespace frugal::testing

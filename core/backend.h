@@ -133,6 +133,10 @@ class Backend {
   virtual void batchnorm_forward_infer(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                        const Tensor& running_mean, const Tensor& running_var,
                                        double eps, Tensor& y) = 0;
+  // y = (x - mean) (inv_std gamma) + beta from statistics a training forward saved: the bits
+  // batchnorm_forward_train wrote (a rebuild in backward). y may be x.
+  virtual void batchnorm_normalize(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                   const Tensor& mean, const Tensor& inv_std, Tensor& y) = 0;
   // dgamma, dbeta overwritten; dx may be undefined (input needs no gradient)
   virtual void batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
                                   const Tensor& mean, const Tensor& inv_std, Tensor& dx,

@@ -47,6 +47,18 @@ struct Roles {
   // backward but writes them back, so they may die after forward; later backward readers of
   // that value read the rebuilt copy.
   std::vector<int> rebuilds_inputs;
+  // Op-level recomputation (training): the op's outputs can be dropped after forward and
+  // rebuilt in backward, just before their first backward reader, by Op::rebuild from the
+  // inputs listed here (and the op's saved tensors, which it may rewrite with the same bits).
+  // A rebuild never updates state (BatchNorm's running statistics) and replays randomness.
+  bool rebuildable = false;
+  std::vector<int> rebuild_reads_inputs;
+  double rebuild_flops = 0;  // what one rebuild costs: arithmetic, and bytes read and written
+  double rebuild_bytes = 0;
 };
+
+// Marks r rebuildable from inputs `reads`, one rebuild costing `flops` arithmetic operations
+// and moving `bytes_moved` bytes (read and written).
+void set_rebuildable(Roles& r, std::vector<int> reads, double flops, double bytes_moved);
 
 }  // namespace frugal

@@ -184,6 +184,21 @@ void CudaBackend::batchnorm_forward_infer(const Tensor& x, const Tensor& gamma, 
            y.device_data<double>(), n);
 }
 
+void CudaBackend::batchnorm_normalize(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                      const Tensor& mean, const Tensor& inv_std, Tensor& y) {
+  const ChannelDims d =
+      check_batchnorm("batch_norm", x, y, {&gamma, &beta, &mean, &inv_std}, device());
+  const int64_t n = x.numel();
+  if (x.dtype() == DType::f32)
+    launch(n, batchnorm_normalize_kernel<float>, d, x.device_data<float>(),
+           gamma.device_data<float>(), beta.device_data<float>(), mean.device_data<float>(),
+           inv_std.device_data<float>(), y.device_data<float>(), n);
+  else
+    launch(n, batchnorm_normalize_kernel<double>, d, x.device_data<double>(),
+           gamma.device_data<double>(), beta.device_data<double>(), mean.device_data<double>(),
+           inv_std.device_data<double>(), y.device_data<double>(), n);
+}
+
 void CudaBackend::batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
                                      const Tensor& mean, const Tensor& inv_std, Tensor& dx,
                                      Tensor& dgamma, Tensor& dbeta) {

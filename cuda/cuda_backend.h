@@ -72,6 +72,8 @@ class CudaBackend final : public Backend {
   void batchnorm_forward_infer(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                const Tensor& running_mean, const Tensor& running_var, double eps,
                                Tensor& y) override;
+  void batchnorm_normalize(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                           const Tensor& mean, const Tensor& inv_std, Tensor& y) override;
   void batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
                           const Tensor& mean, const Tensor& inv_std, Tensor& dx, Tensor& dgamma,
                           Tensor& dbeta) override;

@@ -13,9 +13,13 @@ std::vector<TensorMeta> ActivationOp::infer(std::span<const TensorMeta> in) {
 }
 
 Roles ActivationOp::roles(Mode mode, const Backend&) const {
-  if (activation_backward_reads_output(a_))
-    return in_place_mask_roles(mode, x_.shape.numel(), /*saves_mask=*/false);
+  if (activation_backward_reads_output(a_)) {
+    Roles r = in_place_mask_roles(mode, x_.shape.numel(), /*saves_mask=*/false);
+    rebuild_by_forward(r, mode, {0}, static_cast<double>(x_.bytes()), x_, 8);
+    return r;
+  }
   Roles r;
+  rebuild_by_forward(r, mode, {0}, static_cast<double>(x_.bytes()), x_, 8);
   if (mode == Mode::training) {
     r.backward_reads_inputs = {0};
     r.grad_aliases = {{.output = 0, .input = 0}};  // dx may take dy's bytes

@@ -9,6 +9,7 @@ std::vector<TensorMeta> AddOp::infer(std::span<const TensorMeta> in) {
                dtype_name(in[0].dtype), " and b ", in[1].shape, " ", dtype_name(in[1].dtype));
   FRUGAL_CHECK(in[0].dtype == DType::f32 || in[0].dtype == DType::f64,
                "add: inputs must be f32 or f64, got ", dtype_name(in[0].dtype));
+  y_ = in[0];
   return {in[0]};
 }
 
@@ -16,6 +17,7 @@ Roles AddOp::roles(Mode mode, const Backend&) const {
   Roles r;
   r.aliases = {{.output = 0, .input = 0}, {.output = 0, .input = 1}};
   if (mode == Mode::training) r.grad_aliases = {{.output = 0, .input = 0}};
+  rebuild_by_forward(r, mode, {0, 1}, 2.0 * static_cast<double>(y_.bytes()), y_, 1);
   return r;
 }
 

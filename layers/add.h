@@ -15,6 +15,9 @@ class AddOp final : public Op {
   Roles roles(Mode mode, const Backend& backend) const override;
   void forward(const OpContext& ctx) override;
   void backward(const OpContext& ctx) override;
+
+ private:
+  TensorMeta y_;
 };
 
 // y = a + b, elementwise; throws naming both shapes unless they (and the dtypes) match.

@@ -6,11 +6,16 @@ namespace frugal {
 
 std::vector<TensorMeta> AvgPool2dOp::infer(std::span<const TensorMeta> in) {
   g_ = pool2d_geometry("avg_pool2d", in, options_);
+  x_dtype_ = in[0].dtype;
   return {{Shape{g_.N, g_.C, g_.P, g_.Q}, in[0].dtype}};
 }
 
-Roles AvgPool2dOp::roles(Mode, const Backend&) const {
-  return {};
+Roles AvgPool2dOp::roles(Mode mode, const Backend&) const {
+  Roles r;
+  const TensorMeta y{Shape{g_.N, g_.C, g_.P, g_.Q}, x_dtype_};
+  const double x_bytes = static_cast<double>(g_.N * g_.C * g_.H * g_.W * dtype_size(x_dtype_));
+  rebuild_by_forward(r, mode, {0}, x_bytes, y, static_cast<double>(g_.kernel_h * g_.kernel_w));
+  return r;
 }
 
 // y = sum of the window / its area (padding included)

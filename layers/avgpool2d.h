@@ -21,6 +21,7 @@ class AvgPool2dOp final : public Op {
  private:
   Pool2dOptions options_;
   Pool2dGeometry g_;
+  DType x_dtype_ = DType::f32;
 };
 
 // y (N,C,P,Q) = window means of x (N,C,H,W); the divisor counts padding up to the padded

@@ -29,6 +29,9 @@ Roles BatchNormOp::roles(Mode mode, const Backend&) const {
     r.saved = {channel, channel};  // mean, inv_std
     r.backward_reads_inputs = {0, 1};
     r.grad_aliases = {{.output = 0, .input = 0}};  // dx is written after the sums over dy
+    // Rebuilt from x, gamma, beta and the saved statistics: one pass, no state update.
+    set_rebuildable(r, {0, 1, 2}, 3.0 * static_cast<double>(x_.shape.numel()),
+                    2.0 * static_cast<double>(x_.bytes()));
   } else {
     r.aliases = {{.output = 0, .input = 0}};
   }
@@ -49,6 +52,12 @@ void BatchNormOp::forward(const OpContext& ctx) {
     b.batchnorm_forward_infer(ctx.input(0), ctx.input(1), ctx.input(2), ctx.input(3), ctx.input(4),
                               options_.eps, ctx.output(0));
   }
+}
+
+// The output again from the statistics forward saved: the same bits, running stats untouched.
+void BatchNormOp::rebuild(const OpContext& ctx) {
+  ctx.backend().batchnorm_normalize(ctx.input(0), ctx.input(1), ctx.input(2), ctx.saved(0),
+                                    ctx.saved(1), ctx.output(0));
 }
 
 // dx = gamma inv_std / M (M dy - sum dy - x^ sum dy x^), dgamma = sum dy x^, dbeta = sum dy

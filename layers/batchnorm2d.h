@@ -30,6 +30,7 @@ class BatchNormOp final : public Op {
   void forward(const OpContext& ctx) override;
   void backward(const OpContext& ctx) override;
   bool updates_state() const override { return true; }
+  void rebuild(const OpContext& ctx) override;
 
  private:
   BatchNormOptions options_;

@@ -16,6 +16,7 @@ std::vector<TensorMeta> BinaryOp::infer(std::span<const TensorMeta> in) {
   } catch (const Error& e) {
     throw Error(detail::concat(op, ": ", e.what()));
   }
+  y_ = {out, in[0].dtype};
   a_full_ = in[0].shape.numel() == out.numel();
   b_full_ = in[1].shape.numel() == out.numel();
   return {{out, in[0].dtype}};
@@ -29,6 +30,7 @@ Roles BinaryOp::roles(Mode mode, const Backend&) const {
   if (a_full_) r.aliases.push_back({.output = 0, .input = 0});
   if (b_full_) r.aliases.push_back({.output = 0, .input = 1});
   if (mode != Mode::training) return r;
+  rebuild_by_forward(r, mode, {0, 1}, 2.0 * static_cast<double>(y_.bytes()), y_, 1);
   if (binary_backward_reads_inputs(kind_)) r.backward_reads_inputs = {0, 1};
   if (a_full_)
     r.grad_aliases = {{.output = 0, .input = 0}};

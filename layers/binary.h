@@ -27,6 +27,7 @@ class BinaryOp final : public Op {
  private:
   BinaryKind kind_;
   Broadcast g_;
+  TensorMeta y_;
   bool a_full_ = true, b_full_ = true;  // the operand has the output's shape
 };
 

@@ -22,11 +22,16 @@ std::vector<TensorMeta> ConcatOp::infer(std::span<const TensorMeta> in) {
     y[1] += s[1];
   }
   xs_.assign(in.begin(), in.end());
-  return {{y, in[0].dtype}};
+  y_ = {y, in[0].dtype};
+  return {y_};
 }
 
-Roles ConcatOp::roles(Mode, const Backend&) const {
-  return {};
+Roles ConcatOp::roles(Mode mode, const Backend&) const {
+  Roles r;
+  std::vector<int> all(xs_.size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
+  rebuild_by_forward(r, mode, std::move(all), static_cast<double>(y_.bytes()), y_, 0);
+  return r;
 }
 
 // y[:, offset_i : offset_i + Ci] = x_i

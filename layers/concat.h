@@ -20,6 +20,7 @@ class ConcatOp final : public Op {
 
  private:
   std::vector<TensorMeta> xs_;
+  TensorMeta y_;
 };
 
 // y = [x0, x1, ...] along dim 1. At least one input; all of rank 2 or all of rank 4, with

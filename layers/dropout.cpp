@@ -15,7 +15,10 @@ std::vector<TensorMeta> DropoutOp::infer(std::span<const TensorMeta> in) {
 
 // In place always allowed; in training, backward reads only the mask of kept elements.
 Roles DropoutOp::roles(Mode mode, const Backend&) const {
-  return in_place_mask_roles(mode, x_.shape.numel());
+  // A rebuild draws the same mask again: randomness is a function of (seed, step, op).
+  Roles r = in_place_mask_roles(mode, x_.shape.numel());
+  rebuild_by_forward(r, mode, {0}, static_cast<double>(x_.bytes()), x_, 2);
+  return r;
 }
 
 // Training: y = x * keep / (1 - p) and the mask keep. Inference: y = x (a no-op in place).

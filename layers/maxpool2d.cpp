@@ -6,6 +6,7 @@ namespace frugal {
 
 std::vector<TensorMeta> MaxPool2dOp::infer(std::span<const TensorMeta> in) {
   g_ = pool2d_geometry("max_pool2d", in, options_);
+  x_dtype_ = in[0].dtype;
   FRUGAL_CHECK(g_.kernel_h * g_.kernel_w <= 256, "max_pool2d: kernel ", g_.kernel_h, "x",
                g_.kernel_w, " has more than 256 positions, too many for its u8 argmax index (x ",
                in[0].shape, ")");
@@ -15,6 +16,9 @@ std::vector<TensorMeta> MaxPool2dOp::infer(std::span<const TensorMeta> in) {
 Roles MaxPool2dOp::roles(Mode mode, const Backend&) const {
   Roles r;
   if (mode == Mode::training) r.saved = {{Shape{g_.N, g_.C, g_.P, g_.Q}, DType::u8}};
+  const TensorMeta y{Shape{g_.N, g_.C, g_.P, g_.Q}, x_dtype_};
+  const double x_bytes = static_cast<double>(g_.N * g_.C * g_.H * g_.W * dtype_size(x_dtype_));
+  rebuild_by_forward(r, mode, {0}, x_bytes, y, static_cast<double>(g_.kernel_h * g_.kernel_w));
   return r;
 }
 

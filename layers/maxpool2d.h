@@ -21,6 +21,7 @@ class MaxPool2dOp final : public Op {
  private:
   Pool2dOptions options_;
   Pool2dGeometry g_;
+  DType x_dtype_ = DType::f32;
 };
 
 // y (N,C,P,Q) = max over windows of x (N,C,H,W); P,Q as PyTorch's MaxPool2d (floor or ceil).

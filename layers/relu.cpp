@@ -13,7 +13,9 @@ std::vector<TensorMeta> ReluOp::infer(std::span<const TensorMeta> in) {
 
 // In place always allowed; in training, backward reads y or the mask, never x.
 Roles ReluOp::roles(Mode mode, const Backend&) const {
-  return in_place_mask_roles(mode, x_.shape.numel(), saves == Saves::mask);
+  Roles r = in_place_mask_roles(mode, x_.shape.numel(), saves == Saves::mask);
+  rebuild_by_forward(r, mode, {0}, static_cast<double>(x_.bytes()), x_, 1);
+  return r;
 }
 
 // y = max(x, 0); in training also the mask x > 0 when backward reads the mask.

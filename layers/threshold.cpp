@@ -13,7 +13,9 @@ std::vector<TensorMeta> ThresholdOp::infer(std::span<const TensorMeta> in) {
 
 // In place always allowed; in training, backward reads only the mask x > th.
 Roles ThresholdOp::roles(Mode mode, const Backend&) const {
-  return in_place_mask_roles(mode, x_.shape.numel());
+  Roles r = in_place_mask_roles(mode, x_.shape.numel());
+  rebuild_by_forward(r, mode, {0}, static_cast<double>(x_.bytes()), x_, 1);
+  return r;
 }
 
 // y = x > th ? x : value; in training also the mask x > th.

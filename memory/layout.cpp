@@ -3,11 +3,24 @@
 
 #include "core/error.h"
 #include "memory/encodings.h"
+#include "memory/rebuild.h"
 
 namespace frugal {
 
 const char* memory_mode_name(MemoryMode m) {
   return m == MemoryMode::planned ? "planned" : "baseline";
+}
+
+const char* recompute_name(Recompute r) {
+  switch (r) {
+    case Recompute::none:
+      return "none";
+    case Recompute::cheap:
+      return "cheap";
+    case Recompute::all:
+      return "all";
+  }
+  return "?";
 }
 
 namespace {
@@ -20,6 +33,7 @@ LivenessOptions liveness_options(MemoryMode memory, const LayoutOptions& o) {
   l.fuse_optimizer = planned;
   l.optimizer = o.optimizer;
   l.keep_param_grads = o.keep_param_grads || !planned;
+  if (planned) l.rebuild = o.rebuild;
   return l;
 }
 
@@ -83,12 +97,19 @@ size_t Layout::rounded_bytes(int i) const {
 
 Layout plan_layout(Step& step, MemoryMode memory, const LayoutOptions& options) {
   FRUGAL_CHECK(options.alignment > 0, "memory layout: alignment must be positive");
-  const LivenessOptions lo = liveness_options(memory, options);
+  LivenessOptions lo = liveness_options(memory, options);
   if (!options.encodings_as_recorded) {
     if (memory == MemoryMode::planned)
       choose_encodings(step, lo.keep);
     else
       use_full_encodings(step);
+  }
+  if (memory == MemoryMode::planned && step.mode == Mode::training &&
+      options.recompute != Recompute::none) {
+    const std::vector<int> chosen = options.recompute == Recompute::all
+                                        ? rebuildable_ops(step)
+                                        : choose_rebuilds(step, lo, options.alignment);
+    lo.rebuild.insert(lo.rebuild.end(), chosen.begin(), chosen.end());
   }
   Layout l;
   l.memory = memory;

@@ -25,6 +25,13 @@ constexpr int kMemoryCategories = 4;  // outputs .. param_grads
 MemoryCategory memory_category(const Buffer& b);
 const char* memory_category_name(MemoryCategory c);  // "outputs", "gradInputs", ...
 
+// Which op outputs planned training drops after forward and rebuilds in backward
+// (Roles::rebuildable; baseline never does): none; `cheap`, the rebuildable ops whose rebuild
+// lowers the planned arena (memory/rebuild.h); `all`, every rebuildable op (tests: the
+// rebuilds must give the same bits whatever they cost).
+enum class Recompute { none, cheap, all };
+const char* recompute_name(Recompute r);
+
 struct LayoutOptions {
   bool optimizer = false;         // training: an optimizer step runs (ExecutorOptions::optimizer)
   bool keep_param_grads = false;  // every parameter gradient lives to the end (tests)
@@ -37,6 +44,8 @@ struct LayoutOptions {
   // The most scratch any one op pass may be given where it has a choice (cuDNN's workspace);
   // run/plan.h's memory_layout chooses within it (memory/workspace.h).
   size_t workspace_limit = std::numeric_limits<size_t>::max();
+  Recompute recompute = Recompute::none;
+  std::vector<int> rebuild = {};  // ops to rebuild besides those `recompute` chooses
 };
 
 struct Layout {

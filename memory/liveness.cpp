@@ -57,13 +57,22 @@ class Analysis {
     L_.value_buffer.assign(nv, -1);
     L_.rebuilt_buffer.assign(nv, -1);
     L_.rebuild_step.assign(nv, -1);
+    L_.rebuilt_from.assign(nv, -1);
+    L_.op_rebuild_step.assign(nops, -1);
+    L_.rebuilds_at.assign(static_cast<size_t>(L_.steps), {});
+    L_.rebuild_scratch.assign(nops, -1);
+    rebuilt_reads_.assign(nv, 0);
+    L_.first_backward_read.assign(nv, -1);
     L_.grad_buffer.assign(nv, -1);
     L_.update_step.assign(nv, -1);
     L_.saved_buffers.assign(nops, {});
     L_.fwd_scratch.assign(nops, -1);
     L_.bwd_scratch.assign(nops, -1);
     L_.grad_temp_buffers.assign(nops, {});
-    if (training()) find_gradient_flow();
+    if (training()) {
+      find_gradient_flow();
+      find_op_rebuilds();
+    }
     add_values();
     add_op_buffers();
     if (training()) add_gradients();
@@ -125,28 +134,44 @@ class Analysis {
         b.label = step_.ops[static_cast<size_t>(k)].name + " " + std::to_string(k) + " out" +
                   (node.output_index ? std::to_string(node.output_index) : "");
       }
-      // Forward readers, and backward readers through the roles; backward reads after a
-      // rebuild go to the rebuilt copy instead.
-      const int rebuild = rebuild_step(static_cast<int>(v));
+      // Forward readers, and backward readers through the roles (and rebuilds of later ops
+      // that read it); reads from `from` on go to the rebuilt copy instead: after a reversible
+      // block's backward writes it, or from the step before which the producer is rebuilt.
+      const int op_rebuild = node.kind == StepValueKind::op_output
+                                 ? L_.op_rebuild_step[static_cast<size_t>(node.producer)]
+                                 : -1;
+      const int block_rebuild = rebuild_step(static_cast<int>(v));
+      const int rebuild = op_rebuild >= 0 ? op_rebuild : block_rebuild;
+      const int from = op_rebuild >= 0 ? op_rebuild : block_rebuild + 1;
       int rebuilt_last = rebuild;
       auto read_at = [&](int step) {
-        if (rebuild >= 0 && step > rebuild)
+        if (rebuild >= 0 && step >= from) {
           rebuilt_last = std::max(rebuilt_last, step);
-        else
+          ++rebuilt_reads_[v];
+        } else {
           b.last = std::max(b.last, step);
+        }
       };
       for (int c : node.consumers) {
         b.last = std::max(b.last, c);
         const StepOp& cn = step_.ops[static_cast<size_t>(c)];
-        for (size_t i = 0; i < cn.inputs.size(); ++i)
-          if (cn.inputs[i] == static_cast<int>(v) && reads_in_backward(c, static_cast<int>(i)))
+        const int c_rebuild = L_.op_rebuild_step[static_cast<size_t>(c)];
+        for (size_t i = 0; i < cn.inputs.size(); ++i) {
+          if (cn.inputs[i] != static_cast<int>(v)) continue;
+          if (reads_in_backward(c, static_cast<int>(i))) {
             read_at(L_.backward_step(c));
+            first_read(static_cast<int>(v), L_.backward_step(c));
+          }
+          if (c_rebuild >= 0 && rebuild_reads(c, static_cast<int>(i))) read_at(c_rebuild);
+        }
       }
       if (node.kind == StepValueKind::op_output) {
         const int k = node.producer;
         if (training() && runs_backward_[static_cast<size_t>(k)] &&
-            contains(L_.roles[static_cast<size_t>(k)].backward_reads_outputs, node.output_index))
+            contains(L_.roles[static_cast<size_t>(k)].backward_reads_outputs, node.output_index)) {
           read_at(L_.backward_step(k));
+          first_read(static_cast<int>(v), L_.backward_step(k));
+        }
       }
       if (kept(static_cast<int>(v))) b.last = final_step();
       L_.value_buffer[v] = add(b);
@@ -158,6 +183,7 @@ class Analysis {
         r.label = b.label + " (rebuilt)";
         L_.rebuilt_buffer[v] = add(std::move(r));
         L_.rebuild_step[v] = rebuild;
+        L_.rebuilt_from[v] = from;
       }
     }
   }
@@ -176,6 +202,54 @@ class Analysis {
     return step;
   }
 
+  void first_read(int v, int step) {
+    int& f = L_.first_backward_read[static_cast<size_t>(v)];
+    f = f < 0 ? step : std::min(f, step);
+  }
+
+  bool rebuild_reads(int op, int slot) const {
+    return contains(L_.roles[static_cast<size_t>(op)].rebuild_reads_inputs, slot);
+  }
+
+  // The step before whose backward each op of options.rebuild is rebuilt: the first backward
+  // step that reads one of its outputs, directly or through the rebuild of a later op (ops
+  // are visited latest first, so those steps are known). Ops with nothing to rebuild for, a
+  // kept output or an output a reversible block rebuilds are left out.
+  void find_op_rebuilds() {
+    std::vector<bool> wanted(step_.ops.size(), false);
+    for (int k : opt_.rebuild)
+      if (k >= 0 && static_cast<size_t>(k) < wanted.size()) wanted[static_cast<size_t>(k)] = true;
+    for (int p = L_.ops - 1; p >= 0; --p) {
+      const size_t pi = static_cast<size_t>(p);
+      if (!wanted[pi] || !L_.roles[pi].rebuildable) continue;
+      const StepOp& node = step_.ops[pi];
+      int s = -1;
+      auto need = [&](int step) { s = s < 0 ? step : std::min(s, step); };
+      bool excluded = false;
+      for (int v : node.outputs) {
+        if (kept(v) || rebuild_step(v) >= 0) excluded = true;
+        for (int c : step_.value(v).consumers) {
+          const StepOp& cn = step_.ops[static_cast<size_t>(c)];
+          for (size_t i = 0; i < cn.inputs.size(); ++i) {
+            if (cn.inputs[i] != v) continue;
+            if (reads_in_backward(c, static_cast<int>(i))) need(L_.backward_step(c));
+            const int c_rebuild = L_.op_rebuild_step[static_cast<size_t>(c)];
+            if (c_rebuild >= 0 && rebuild_reads(c, static_cast<int>(i))) need(c_rebuild);
+          }
+        }
+        if (runs_backward_[pi] &&
+            contains(L_.roles[pi].backward_reads_outputs, step_.value(v).output_index))
+          need(L_.backward_step(p));
+      }
+      if (excluded || s < 0) continue;
+      L_.op_rebuild_step[pi] = s;
+    }
+    for (int p = 0; p < L_.ops; ++p)
+      if (L_.op_rebuild_step[static_cast<size_t>(p)] >= 0)
+        L_.rebuilds_at[static_cast<size_t>(L_.op_rebuild_step[static_cast<size_t>(p)])].push_back(
+            p);
+  }
+
   void add_op_buffers() {
     const auto& ops = step_.ops;
     for (size_t k = 0; k < ops.size(); ++k) {
@@ -189,6 +263,7 @@ class Analysis {
         b.index = static_cast<int>(s);
         b.first = ki;
         b.last = backward ? L_.backward_step(ki) : ki;
+        b.last = std::max(b.last, L_.op_rebuild_step[k]);  // a rebuild rewrites it
         b.label = name + " saved" + std::to_string(s);
         L_.saved_buffers[k].push_back(add(std::move(b)));
       }
@@ -199,6 +274,14 @@ class Analysis {
         b.first = b.last = ki;
         b.label = name + " scratch";
         L_.fwd_scratch[k] = add(std::move(b));
+      }
+      if (L_.op_rebuild_step[k] >= 0 && r.forward_scratch > 0) {
+        Buffer b = make(BufferKind::fwd_scratch, Role::scratch, {});
+        b.meta = {Shape{static_cast<int64_t>(r.forward_scratch)}, DType::u8};
+        b.op = ki;
+        b.first = b.last = L_.op_rebuild_step[k];
+        b.label = name + " rebuild scratch";
+        L_.rebuild_scratch[k] = add(std::move(b));
       }
       if (backward && r.backward_scratch > 0) {
         Buffer b = make(BufferKind::bwd_scratch, Role::scratch, {});
@@ -285,6 +368,25 @@ class Analysis {
       }
     }
     if (!training()) return;
+    // A rebuilt output may take the bytes of a rebuilt input read by nothing else.
+    for (int q = 0; q < L_.ops; ++q) {
+      const size_t qi = static_cast<size_t>(q);
+      if (L_.op_rebuild_step[qi] < 0) continue;
+      for (const Alias& a : L_.roles[qi].aliases) {
+        const int u = ops[qi].inputs[static_cast<size_t>(a.input)];
+        const int in = L_.rebuilt_buffer[static_cast<size_t>(u)];
+        const int out = L_.rebuilt_buffer[static_cast<size_t>(ops[qi].outputs[a.output])];
+        if (in < 0 || out < 0 ||
+            L_.rebuild_step[static_cast<size_t>(u)] != L_.op_rebuild_step[qi] ||
+            rebuilt_reads_[static_cast<size_t>(u)] != 1 || !rebuild_reads(q, a.input))
+          continue;
+        Buffer& bi = L_.buffers[static_cast<size_t>(in)];
+        Buffer& bo = L_.buffers[static_cast<size_t>(out)];
+        if (taken[static_cast<size_t>(in)] || bi.bytes != bo.bytes || bo.alias_of >= 0) continue;
+        bo.alias_of = L_.alias_root(in);
+        taken[static_cast<size_t>(in)] = true;
+      }
+    }
     for (auto [k, i] : first_slot_) {
       const StepOp& node = ops[static_cast<size_t>(k)];
       for (const Alias& a : L_.roles[static_cast<size_t>(k)].grad_aliases) {
@@ -310,6 +412,7 @@ class Analysis {
   std::vector<std::vector<bool>> needs_grad_;
   std::vector<bool> runs_backward_;
   std::vector<std::pair<int, int>> first_slot_;  // (op, slot) writing a gradient directly
+  std::vector<int> rebuilt_reads_;               // value id -> reads of its rebuilt copy
 };
 
 }  // namespace

@@ -22,7 +22,8 @@ enum class BufferKind {
   bwd_scratch,  // backward scratch of one op
   grad,         // gradient of a value (params: Role::param_grad)
   grad_temp,    // a second contribution to a gradient, summed into it at once
-  rebuilt,      // a value rebuilt in backward (reversible block input) for later readers
+  rebuilt,      // a value rebuilt in backward for later readers (a reversible block's input,
+                // or the output of an op rebuilt before its first backward reader)
 };
 const char* buffer_kind_name(BufferKind k);
 
@@ -32,7 +33,7 @@ struct Buffer {
   TensorMeta meta;
   size_t bytes = 0;
   int value = -1;           // value id (input, value, grad)
-  int op = -1;              // op index (saved, scratch, grad_temp)
+  int op = -1;              // op index (saved, scratch, grad_temp; a rebuild's scratch)
   int index = 0;            // saved slot, or input slot for grad_temp
   int first = 0, last = 0;  // inclusive timeline steps
   int alias_of = -1;        // takes the bytes of this buffer (set only when aliasing is enabled)
@@ -45,6 +46,10 @@ struct LivenessOptions {
   bool optimizer = false;         // an optimizer step runs (param grads live until it)
   bool keep_param_grads = false;  // param grads live to the end of the step
   std::vector<int> keep;          // value ids whose buffers (and grads) live to the end
+  // Training: ops whose outputs die after their last forward reader and are rebuilt in
+  // backward (Roles::rebuildable), just before their first backward reader. Ops that are not
+  // rebuildable, have a kept output or whose outputs no backward reads are left out.
+  std::vector<int> rebuild;
 };
 
 struct Liveness {
@@ -52,10 +57,17 @@ struct Liveness {
   int ops = 0;    // n
   int steps = 0;  // timeline length: n (inference) or 2n + 1 (training)
   std::vector<Buffer> buffers;
-  std::vector<int> value_buffer;    // value id -> buffer, -1 for params
-  std::vector<int> grad_buffer;     // value id -> gradient buffer, -1 if none
-  std::vector<int> rebuilt_buffer;  // value id -> rebuilt copy, -1 if none
-  std::vector<int> rebuild_step;    // value id -> step its rebuild is written, -1 if none
+  std::vector<int> value_buffer;     // value id -> buffer, -1 for params
+  std::vector<int> grad_buffer;      // value id -> gradient buffer, -1 if none
+  std::vector<int> rebuilt_buffer;   // value id -> rebuilt copy, -1 if none
+  std::vector<int> rebuild_step;     // value id -> step its rebuild is written, -1 if none
+  std::vector<int> rebuilt_from;     // value id -> first step that reads the rebuilt copy
+  std::vector<int> op_rebuild_step;  // op -> step before whose backward it is rebuilt, or -1
+  std::vector<std::vector<int>> rebuilds_at;  // step -> ops rebuilt there, in tape order
+  std::vector<int> rebuild_scratch;           // op -> its rebuild's scratch buffer or -1
+  // value id -> the first backward step that reads it (a consumer's backward or its
+  // producer's), -1 if none: where a rebuild of it would be needed at the latest.
+  std::vector<int> first_backward_read;
   std::vector<std::vector<int>> saved_buffers;      // op -> buffers
   std::vector<int> fwd_scratch, bwd_scratch;        // op -> buffer or -1
   std::vector<std::vector<int>> grad_temp_buffers;  // op -> per input slot, buffer or -1
@@ -67,7 +79,7 @@ struct Liveness {
   // The buffer that holds value v when read at `step` (its rebuilt copy after a rebuild).
   int value_at(int v, int step) const {
     const size_t i = static_cast<size_t>(v);
-    return rebuilt_buffer[i] >= 0 && step > rebuild_step[i] ? rebuilt_buffer[i] : value_buffer[i];
+    return rebuilt_buffer[i] >= 0 && step >= rebuilt_from[i] ? rebuilt_buffer[i] : value_buffer[i];
   }
   int final_step() const { return steps - 1; }
   // The buffer whose bytes buffer b takes: the root of its alias chain (b when unaliased).

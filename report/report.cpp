@@ -116,7 +116,8 @@ LayoutOptions report_layout_options(Mode mode, const ReportOptions& options) {
   return {.optimizer = mode == Mode::training && options.optimizer,
           .keep = options.keep,
           .alignment = options.alignment,
-          .workspace_limit = options.workspace_limit};
+          .workspace_limit = options.workspace_limit,
+          .recompute = options.recompute};
 }
 
 MemoryReport memory_report(Tape& tape, Mode mode, const Backend& backend,
@@ -176,6 +177,34 @@ ModeMemory planned_memory(Tape& tape, Mode mode, const Backend& backend,
   m.lower_bound = layout.plan.lower_bound;
   m.total = layout.plan.arena_bytes + params.weights;
   return m;
+}
+
+RebuildSummary rebuild_summary(const Tape& tape, const Layout& layout) {
+  RebuildSummary s;
+  const Liveness& L = layout.live;
+  for (int k = 0; k < L.ops; ++k) {
+    if (L.op_rebuild_step[static_cast<size_t>(k)] < 0) continue;
+    const Roles& r = L.roles[static_cast<size_t>(k)];
+    ++s.ops;
+    s.rebuilt.push_back(k);
+    s.flops += r.rebuild_flops;
+    s.bytes += r.rebuild_bytes;
+    const std::string name = tape.ops()[static_cast<size_t>(k)].op->name();
+    auto it = std::find_if(s.by_name.begin(), s.by_name.end(),
+                           [&](const auto& e) { return e.first == name; });
+    if (it == s.by_name.end())
+      s.by_name.emplace_back(name, 1);
+    else
+      ++it->second;
+  }
+  return s;
+}
+
+std::string RebuildSummary::text() const {
+  std::string t;
+  for (const auto& [name, n] : by_name)
+    t += (t.empty() ? "" : ", ") + std::to_string(n) + " " + name;
+  return t.empty() ? "none" : t;
 }
 
 }  // namespace frugal

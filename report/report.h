@@ -50,6 +50,7 @@ struct ReportOptions {
   size_t alignment = 0;        // 0: the backend's allocator's (64 bytes on the CPU, 256 on CUDA)
   std::vector<int> keep = {};  // value ids read after the step (the loss), as the executor's
   size_t workspace_limit = std::numeric_limits<size_t>::max();  // as ExecutorOptions
+  Recompute recompute = Recompute::none;                        // as ExecutorOptions
 };
 
 // The layout options memory_report plans with: an optimizer step in training, the kept values
@@ -67,6 +68,17 @@ MemoryReport memory_report(Tape& tape, Mode mode, const Backend& backend,
 // The planned mode alone: compact encodings, aliases, fused optimizer, one arena.
 ModeMemory planned_memory(Tape& tape, Mode mode, const Backend& backend,
                           const ReportOptions& options = {});
+
+// What a layout rebuilds in backward (Recompute): how many ops of each kind, in tape order of
+// first appearance, and what the rebuilds cost in all.
+struct RebuildSummary {
+  int ops = 0;
+  std::vector<std::pair<std::string, int>> by_name;  // ("batch_norm", 36), ...
+  std::vector<int> rebuilt;                          // op indices
+  double flops = 0, bytes = 0;                       // Roles::rebuild_flops, rebuild_bytes
+  std::string text() const;                          // "36 batch_norm, 36 relu, 2 add"
+};
+RebuildSummary rebuild_summary(const Tape& tape, const Layout& layout);
 
 // Peak live bytes per category of a liveness with the given offsets' alias groups once.
 CategoryBytes peak_by_category(const Liveness& live);

@@ -21,6 +21,7 @@ LayoutOptions layout_options(const ExecutorOptions& o, size_t alignment, bool in
   l.encodings_as_recorded = o.encodings_as_recorded;
   l.inputs_in_arena = inputs_in_arena;
   l.workspace_limit = o.workspace_limit;
+  l.recompute = o.recompute;
   return l;
 }
 }  // namespace
@@ -44,6 +45,11 @@ Executor::Executor(Tape& tape, Backend& backend, ExecutorOptions options, Alloca
                ", the backend runs on ", backend_.device().str());
   for (const Value& v : opt_.keep)
     FRUGAL_CHECK(v.valid() && &v.tape() == &tape_, "executor: a kept value is not on this tape");
+  FRUGAL_CHECK(opt_.recompute == Recompute::none ||
+                   (opt_.memory == MemoryMode::planned && opt_.mode == Mode::training),
+               "executor: recompute '", recompute_name(opt_.recompute),
+               "' rebuilds activations for backward in planned memory; this step is ",
+               mode_name(opt_.mode), " in ", memory_mode_name(opt_.memory), " memory");
   layout_ = memory_layout(tape_, opt_.mode, opt_.memory, backend_,
                           layout_options(opt_, alloc_.alignment(), opt_.arena.defined()));
   bind();
@@ -99,9 +105,12 @@ void Executor::bind() {
   for (size_t v = 0; v < tape_.values().size(); ++v)
     if (const Parameter* p = tape_.values()[v].param) param_values_[v] = p->value;
   for (const OpNode& node : tape_.ops()) names_.push_back(node.op->name());
+  rebuild_ctx_.resize(static_cast<size_t>(layout_.live.ops));
   for (int k = 0; k < layout_.live.ops; ++k) {
-    forward_ctx_.push_back(context(k, false));
-    if (opt_.mode == Mode::training) backward_ctx_.push_back(context(k, true));
+    forward_ctx_.push_back(context(k, Pass::forward));
+    if (opt_.mode == Mode::training) backward_ctx_.push_back(context(k, Pass::backward));
+    if (layout_.live.op_rebuild_step[static_cast<size_t>(k)] >= 0)
+      rebuild_ctx_[static_cast<size_t>(k)] = context(k, Pass::rebuild);
   }
   starts_at_.assign(static_cast<size_t>(layout_.live.steps), {});
   for (size_t i = 0; i < bufs.size(); ++i)
@@ -155,15 +164,18 @@ void Executor::start_lifetime(int step) {
   for (int b : starts_at_[static_cast<size_t>(step)]) poison(buffers_[static_cast<size_t>(b)]);
 }
 
-OpContext Executor::context(int k, bool backward) {
+OpContext Executor::context(int k, Pass pass) {
   const OpNode& node = tape_.ops()[static_cast<size_t>(k)];
   const Roles& r = layout_.live.roles[static_cast<size_t>(k)];
+  const bool backward = pass == Pass::backward, rebuild = pass == Pass::rebuild;
   OpContext c;
   c.op_name = names_[static_cast<size_t>(k)].c_str();
   c.backward_pass = backward;
   c.backend_ = &backend_;
   c.mode_ = opt_.mode;
-  const int step = backward ? layout_.live.backward_step(k) : k;
+  const int step = backward  ? layout_.live.backward_step(k)
+                   : rebuild ? layout_.live.op_rebuild_step[static_cast<size_t>(k)]
+                             : k;
   auto tensor_of = [&](int v) -> Tensor* {
     if (tape_.value(v).kind == ValueKind::param) return &param_values_[static_cast<size_t>(v)];
     return &buffers_[static_cast<size_t>(layout_.live.value_at(v, step))];
@@ -171,21 +183,24 @@ OpContext Executor::context(int k, bool backward) {
   auto buffer = [&](int b) -> Tensor* {
     return b >= 0 ? &buffers_[static_cast<size_t>(b)] : nullptr;
   };
+  auto declared = [](const std::vector<int>& slots, size_t i) {
+    return std::find(slots.begin(), slots.end(), static_cast<int>(i)) != slots.end();
+  };
   for (size_t i = 0; i < node.inputs.size(); ++i) {
-    bool visible =
-        !backward || std::find(r.backward_reads_inputs.begin(), r.backward_reads_inputs.end(),
-                               static_cast<int>(i)) != r.backward_reads_inputs.end();
+    const bool visible = backward  ? declared(r.backward_reads_inputs, i)
+                         : rebuild ? declared(r.rebuild_reads_inputs, i)
+                                   : true;
     c.inputs.push_back(visible ? tensor_of(node.inputs[i]) : nullptr);
   }
   for (size_t j = 0; j < node.outputs.size(); ++j) {
-    bool visible =
-        !backward || std::find(r.backward_reads_outputs.begin(), r.backward_reads_outputs.end(),
-                               static_cast<int>(j)) != r.backward_reads_outputs.end();
+    const bool visible = !backward || declared(r.backward_reads_outputs, j);
+    // A rebuild writes the rebuilt copies (tensor_of at the rebuild step).
     c.outputs.push_back(visible ? tensor_of(node.outputs[j]) : nullptr);
   }
   for (int b : layout_.live.saved_buffers[static_cast<size_t>(k)]) c.saved_.push_back(buffer(b));
-  c.scratch_ = buffer(backward ? layout_.live.bwd_scratch[static_cast<size_t>(k)]
-                               : layout_.live.fwd_scratch[static_cast<size_t>(k)]);
+  c.scratch_ = buffer(backward  ? layout_.live.bwd_scratch[static_cast<size_t>(k)]
+                      : rebuild ? layout_.live.rebuild_scratch[static_cast<size_t>(k)]
+                                : layout_.live.fwd_scratch[static_cast<size_t>(k)]);
   if (backward) {
     for (size_t i = 0; i < node.inputs.size(); ++i) {
       const bool rebuilds = std::find(r.rebuilds_inputs.begin(), r.rebuilds_inputs.end(),
@@ -262,6 +277,12 @@ void Executor::backward(std::span<const std::pair<Value, Tensor>> seeds) {
         else
           backend_.copy_to_device(t, g);  // a seed from the host
       }
+    }
+    for (int k : layout_.live.rebuilds_at[static_cast<size_t>(s)]) {
+      OpContext& c = rebuild_ctx_[static_cast<size_t>(k)];
+      c.seed_ = step_seed();
+      c.update_state_ = false;
+      tape_.ops()[static_cast<size_t>(k)].op->rebuild(c);
     }
     run_backward_step(2 * n - 1 - s);
   }

@@ -45,6 +45,9 @@ struct ExecutorOptions {
   // The most scratch one op pass may take where more buys speed (cuDNN's workspace): within it,
   // each pass gets the fastest choice the planned arena has room for (memory/workspace.h).
   size_t workspace_limit = std::numeric_limits<size_t>::max();
+  // Planned training: which ops' outputs die after forward and are rebuilt in backward
+  // (memory/layout.h's Recompute), with results bitwise equal to not rebuilding them.
+  Recompute recompute = Recompute::none;
 };
 
 class Executor {
@@ -113,7 +116,8 @@ class Executor {
   std::string non_finite(const Tensor& t);
   void poison(Tensor& t);
   uint64_t step_seed() const;
-  OpContext context(int op_index, bool backward);
+  enum class Pass { forward, backward, rebuild };
+  OpContext context(int op_index, Pass pass);
 
   Tape& tape_;
   Backend& backend_;
@@ -126,7 +130,8 @@ class Executor {
   std::vector<std::shared_ptr<Storage>> owned_;  // storage held by this executor
   std::vector<std::string> names_;               // op names (contexts point into them)
   std::vector<OpContext> forward_ctx_, backward_ctx_;
-  Tensor one_;  // d loss / d loss
+  std::vector<OpContext> rebuild_ctx_;  // op -> its rebuild's context (ops rebuilt in backward)
+  Tensor one_;                          // d loss / d loss
   size_t held_bytes_ = 0, arena_bytes_ = 0;
   uint64_t step_ = 0;
   bool forward_done_ = false;

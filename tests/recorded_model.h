@@ -46,10 +46,11 @@ inline Recorded record_model(const std::string& name, const ModelConfig& config 
 }
 
 // `steps` SGD steps (momentum 0.9) of model `name` at batch 2 on seeded random images, in the
-// given memory mode (planned runs with poisoned buffers) and config: each step's loss and logits,
-// then every parameter and running statistic.
+// given memory mode (planned runs with poisoned buffers), config and op-level recomputation:
+// each step's loss and logits, then every parameter and running statistic.
 inline std::vector<Tensor> train_model(const std::string& name, MemoryMode memory, int steps,
-                                       const ModelConfig& config = {}) {
+                                       const ModelConfig& config = {},
+                                       Recompute recompute = Recompute::none) {
   ParamStore store(7);
   Tape tape(store, DType::f32);
   const ModelSpec& spec = find_model(name);
@@ -63,7 +64,8 @@ inline std::vector<Tensor> train_model(const std::string& name, MemoryMode memor
                .poison = memory == MemoryMode::planned,
                .seed = 3,
                .keep = {loss, logits},
-               .optimizer = OptimizerConfig{.lr = 0.1, .momentum = 0.9}});
+               .optimizer = OptimizerConfig{.lr = 0.1, .momentum = 0.9},
+               .recompute = recompute});
   std::vector<Tensor> out;
   for (int step = 0; step < steps; ++step) {
     ex.set_input(x, random_tensor(shape, 10 + step, -1, 1, DType::f32));

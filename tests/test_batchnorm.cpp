@@ -1,6 +1,7 @@
 // BatchNorm2d: gradient checks (input, gamma, beta; (N,C,H,W) and (N,C)), training vs
 // inference outputs and the running-statistics update against hand-computed values, roles,
-// in-place inference equal to out-of-place bitwise, determinism and error messages.
+// in-place inference equal to out-of-place bitwise, the rebuild from saved statistics equal to
+// the training forward bitwise, determinism and error messages.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -199,6 +200,33 @@ TEST_CASE("batch_norm inference in place equals out of place bitwise") {
     return out;
   };
   CHECK(bitwise_equal(run(MemoryMode::baseline), run(MemoryMode::planned)));
+}
+
+TEST_CASE("batch_norm rebuilt from saved statistics gives the training forward's bits") {
+  for (DType t : {DType::f32, DType::f64}) {
+    for (Shape shape : {Shape{3, 4, 5, 6}, Shape{7, 4}}) {
+      const Tensor x = random_tensor(shape, 1, -3, 3, t);
+      const Tensor gamma = random_tensor({4}, 2, 0.5, 2, t), beta = random_tensor({4}, 3, -1, 1, t);
+      Tensor rm = random_tensor({4}, 4, -1, 1, t), rv = random_tensor({4}, 5, 0.1, 2, t);
+      Tensor y = Tensor::empty(shape, t), mean = Tensor::empty({4}, t);
+      Tensor inv_std = Tensor::empty({4}, t), rebuilt = Tensor::empty(shape, t);
+      Tensor inplace = Tensor::empty(shape, t);
+      cpu_backend().batchnorm_forward_train(x, gamma, beta, rm, rv, 0.1, 1e-5, y, mean, inv_std);
+      cpu_backend().batchnorm_normalize(x, gamma, beta, mean, inv_std, rebuilt);
+      CHECK(bitwise_equal(y, rebuilt));
+      copy_bytes(x, inplace);
+      cpu_backend().batchnorm_normalize(inplace, gamma, beta, mean, inv_std, inplace);
+      CHECK(bitwise_equal(y, inplace));
+    }
+  }
+  // The op's roles: rebuildable from x, gamma and beta (the saved statistics too).
+  ParamStore store;
+  Tape tape(store);
+  batch_norm(tape.input("x", {2, 5, 4, 3}, DType::f32, true));
+  const Roles r = tape.ops()[0].op->roles(Mode::training, cpu_backend());
+  CHECK(r.rebuildable);
+  CHECK(r.rebuild_reads_inputs == std::vector<int>{0, 1, 2});
+  CHECK(!tape.ops()[0].op->roles(Mode::inference, cpu_backend()).rebuildable);
 }
 
 TEST_CASE("batch_norm kernels give the same bits with one thread and with all") {

@@ -144,6 +144,14 @@ TEST_CASE("sim device: AdamW steps of ResNet-20 equal the CPU's bitwise, baselin
   }
 }
 
+TEST_CASE("sim device: ResNet-20 with every rebuildable op rebuilt equals the CPU's baseline") {
+  const Shape shape{2, 3, 32, 32};
+  check_all_bitwise(
+      train_on(cpu_backend(), bundled("resnet20"), shape, 10, MemoryMode::baseline, 2),
+      train_on(sim_backend(), bundled("resnet20"), shape, 10, MemoryMode::planned, 2,
+               OptimizerKind::sgd, Recompute::all));
+}
+
 TEST_CASE(
     "sim device: leaky_relu, affine coupling and fixed-point reversible blocks equal the CPU's") {
   const Shape shape{2, 4, 6, 6};

@@ -42,6 +42,9 @@ Schedule parse_schedule(const std::string& s) {
 }
 
 void check_train_options(const TrainOptions& o) {
+  FRUGAL_CHECK(o.recompute == Recompute::none || o.memory == MemoryMode::planned,
+               "train: --recompute ", recompute_name(o.recompute),
+               " rebuilds activations in planned memory; use --memory planned");
   FRUGAL_CHECK(o.epochs >= 1 && o.batch >= 1 && o.eval_batch >= 1 && o.steps >= 0 && o.warmup >= 0,
                "train: epochs, batch and eval batch must be positive, steps and warm-up not "
                "negative");
@@ -121,7 +124,8 @@ Trainer::Trainer(const TrainOptions& o, const Dataset& train, const Dataset& tes
                                                    .keep = {logits_, loss_, labels_},
                                                    .optimizer = optimizer_config(o, o.lr, 1),
                                                    .check_finite = o.check_finite,
-                                                   .workspace_limit = o.workspace_limit});
+                                                   .workspace_limit = o.workspace_limit,
+                                                   .recompute = o.recompute});
   steps_per_epoch_ = train.size() / o.batch;  // the last partial batch is dropped
   if (o.steps > 0) steps_per_epoch_ = std::min(steps_per_epoch_, o.steps);
 }

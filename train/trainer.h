@@ -54,6 +54,8 @@ struct TrainOptions {
   // The most scratch one convolution pass may take for a faster algorithm (cuDNN's workspace;
   // ExecutorOptions::workspace_limit).
   size_t workspace_limit = std::numeric_limits<size_t>::max();
+  // Planned memory: op outputs rebuilt in backward (ExecutorOptions::recompute), same bits.
+  Recompute recompute = Recompute::none;
 };
 
 // The most CPU threads a run may ask for; more is surely a typo (the command caps requests

@@ -18,6 +18,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TORCH_FLAGS = {
     "resnet110-budget-ckpt4": ["--segments", "4"],
     "resnet110-budget-ckpt10": ["--segments", "10"],
+    "resnet110-rebuild": [],  # PyTorch's plain eager step
 }
 # The torchvision models at ImageNet size (--set torchvision): PyTorch runs the torchvision
 # module, frugal its training-mode ONNX export (export_torchvision.py), one step's warm-up and
@@ -32,6 +33,8 @@ CASES = [
     ("alexnet", "alexnet", 64, "training", "f32", ["--no-dropout"], 2, 1),
     ("revnet38", "revnet38", 64, "training", "f32", [], 2, 1),
     ("revnet110", "revnet110", 64, "training", "f32", [], 2, 1),
+    # Issue 16: op outputs rebuilt in backward (BatchNorm, ReLU, adds; no convolution).
+    ("resnet110-rebuild", "resnet110", 64, "training", "f32", ["--recompute", "cheap"], 3, 1),
     ("resnet110-ckpt4", "resnet110", 64, "training", "f32", ["--segments", "4"], 2, 1),
     ("resnet110-ckpt10", "resnet110", 64, "training", "f32", ["--segments", "10"], 2, 1),
     # frugal's budget set so that its whole peak (arena + weights, momentum and inputs, 14 MiB)

@@ -85,6 +85,15 @@ void batchnorm_forward_infer_t(const ChannelDims& d, const T* x, const T* gamma,
   }
 }
 
+// x, y (N,C,S)  gamma, beta, mean, inv_std (C): the normalization of a training forward.
+template <typename T>
+void batchnorm_normalize_t(const ChannelDims& d, const T* x, const T* gamma, const T* beta,
+                           const T* mean, const T* inv_std, T* y) {
+#pragma omp parallel for schedule(static)
+  for (int64_t c = 0; c < d.C; ++c)
+    normalize_channel(d, c, x, mean[c], inv_std[c], gamma[c], beta[c], y);
+}
+
 // x, dy, dx (N,C,S)  gamma, mean, inv_std, dgamma, dbeta (C); with x^ = (x - mean) inv_std
 // and M = N*S values per channel (y = gamma x^ + beta, mean and var from the batch):
 //   dbeta = sum dy,  dgamma = sum dy x^,
@@ -148,6 +157,18 @@ void CpuBackend::batchnorm_forward_infer(const Tensor& x, const Tensor& gamma, c
     batchnorm_forward_infer_t(d, x.data<double>(), gamma.data<double>(), beta.data<double>(),
                               running_mean.data<double>(), running_var.data<double>(), eps,
                               y.data<double>());
+}
+
+void CpuBackend::batchnorm_normalize(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                     const Tensor& mean, const Tensor& inv_std, Tensor& y) {
+  const ChannelDims d =
+      check_batchnorm("batch_norm", x, y, {&gamma, &beta, &mean, &inv_std}, device());
+  if (x.dtype() == DType::f32)
+    batchnorm_normalize_t(d, x.data<float>(), gamma.data<float>(), beta.data<float>(),
+                          mean.data<float>(), inv_std.data<float>(), y.data<float>());
+  else
+    batchnorm_normalize_t(d, x.data<double>(), gamma.data<double>(), beta.data<double>(),
+                          mean.data<double>(), inv_std.data<double>(), y.data<double>());
 }
 
 void CpuBackend::batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,

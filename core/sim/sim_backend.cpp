@@ -170,6 +170,12 @@ void SimBackend::batchnorm_forward_infer(const Tensor& x, const Tensor& gamma, c
                                view(running_var), eps, view(y));
 }
 
+void SimBackend::batchnorm_normalize(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                     const Tensor& mean, const Tensor& inv_std, Tensor& y) {
+  Views view(alloc_, "batchnorm_normalize");
+  cpu_.batchnorm_normalize(view(x), view(gamma), view(beta), view(mean), view(inv_std), view(y));
+}
+
 void SimBackend::batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
                                     const Tensor& mean, const Tensor& inv_std, Tensor& dx,
                                     Tensor& dgamma, Tensor& dbeta) {

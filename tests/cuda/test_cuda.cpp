@@ -371,6 +371,10 @@ TEST_CASE("cuda batch norm: training, inference, backward, in place") {
       check_close(dbeta, "batch_norm dbeta");
       CHECK(bitwise_equal(download(dgamma.gpu), download(dgamma2.gpu)));  // dx undefined
       CHECK(bitwise_equal(download(dbeta.gpu), download(dbeta2.gpu)));
+      // A rebuild in backward, from the saved statistics, gives the training forward's bits.
+      Pair rebuilt = empty_pair(xs, t);
+      gpu().batchnorm_normalize(x.gpu, gamma.gpu, beta.gpu, mean.gpu, inv_std.gpu, rebuilt.gpu);
+      CHECK(bitwise_equal(download(rebuilt.gpu), download(y.gpu)));
 
       // In place (y is x) gives the out-of-place bits; running stats restart from the same values.
       Pair xi = upload(x.cpu), rm2 = upload(rm.cpu), rv2 = upload(rv.cpu);

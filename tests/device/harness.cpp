@@ -43,7 +43,8 @@ std::vector<Tensor> state_of(ParamStore& store) {
 }
 
 std::vector<Tensor> train_on(Backend& be, const Network& net, Shape shape, int64_t classes,
-                             MemoryMode memory, int steps, OptimizerKind optimizer) {
+                             MemoryMode memory, int steps, OptimizerKind optimizer,
+                             Recompute recompute) {
   ParamStore store(7, be);
   Tape tape(store, DType::f32);
   Value x = tape.input("images", shape, DType::f32, true);
@@ -56,7 +57,8 @@ std::vector<Tensor> train_on(Backend& be, const Network& net, Shape shape, int64
                .seed = 3,
                .keep = {loss, logits},
                .keep_param_grads = true,
-               .optimizer = OptimizerConfig{.lr = 0.05, .momentum = 0.9}});
+               .optimizer = OptimizerConfig{.lr = 0.05, .momentum = 0.9},
+               .recompute = recompute});
   std::vector<Tensor> out;
   for (int step = 0; step < steps; ++step) {
     if (optimizer == OptimizerKind::adamw)

@@ -29,12 +29,13 @@ void check_all_bitwise(const std::vector<Tensor>& a, const std::vector<Tensor>& 
 std::vector<Tensor> state_of(ParamStore& store);
 
 // `steps` SGD steps (momentum 0.9; or AdamW, weight decay 0.01) of `net` over (N,C,H,W)
-// images on `be`, planned runs poisoned: each step's loss, logits and d images, every
-// parameter gradient, then every parameter, running statistic and optimizer state buffer, all
-// as host copies.
+// images on `be`, planned runs poisoned (and rebuilding outputs as `recompute` says): each
+// step's loss, logits and d images, every parameter gradient, then every parameter, running
+// statistic and optimizer state buffer, all as host copies.
 std::vector<Tensor> train_on(Backend& be, const Network& net, Shape shape, int64_t classes,
                              MemoryMode memory, int steps,
-                             OptimizerKind optimizer = OptimizerKind::sgd);
+                             OptimizerKind optimizer = OptimizerKind::sgd,
+                             Recompute recompute = Recompute::none);
 
 // The bits of the losses of the trainer's next `steps` steps.
 std::vector<uint32_t> loss_bits(Trainer& t, int steps);
