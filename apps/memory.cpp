@@ -340,6 +340,47 @@ void print_workspaces(const MemoryOptions& o) {
                    : (", limit " + bytes_text(o.workspace_limit)).c_str());
 }
 
+// --ops: per op of the planned layout (with the rebuilds --recompute chose), what becomes of
+// its first output between forward and backward, and the bytes it holds meanwhile.
+void print_ops(const MemoryOptions& o) {
+  FRUGAL_CHECK(o.mode == Mode::training,
+               "memory --ops: what an op keeps for backward; use --mode "
+               "training");
+  RecordedModel rec{ParamStore::shapes_only(), nullptr, {}, {}, {}};
+  record_model(rec, o);
+  const Layout layout = recorded_layout(rec, o, MemoryMode::planned);
+  const Liveness& L = layout.live;
+  std::FILE* out = o.json ? stderr : stdout;
+  std::fprintf(out, "%5s  %-22s %-40s %10s\n", "op", "name", "its output for backward", "MiB kept");
+  int kept = 0, compact = 0, rebuilt = 0;
+  for (int k = 0; k < L.ops; ++k) {
+    const OpNode& node = rec.tape->ops()[static_cast<size_t>(k)];
+    const int v = node.outputs[0];
+    const Buffer& b = L.buffers[static_cast<size_t>(L.value_buffer[static_cast<size_t>(v)])];
+    const int at = L.op_rebuild_step[static_cast<size_t>(k)];
+    std::string what;
+    double held = 0;
+    if (at >= 0) {
+      what = "rebuilt at step " + std::to_string(at);
+      ++rebuilt;
+    } else if (b.last >= L.ops) {
+      what = "kept";
+      held = static_cast<double>(b.bytes);
+      ++kept;
+    } else if (node.op->has_compact_encoding() && node.op->compact_encoding()) {
+      what = "compact (1-bit mask)";
+      ++compact;
+    } else {
+      what = "not read in backward";
+    }
+    std::fprintf(out, "%5d  %-22s %-40s %10.2f\n", k, node.op->name().c_str(), what.c_str(),
+                 held / (1024.0 * 1024.0));
+  }
+  std::fprintf(out, "ops: %d kept, %d compact, %d rebuilt, %d others; planned arena %.2f MiB\n",
+               kept, compact, rebuilt, L.ops - kept - compact - rebuilt,
+               mib(layout.plan.arena_bytes));
+}
+
 }  // namespace
 
 void run_memory(const MemoryOptions& options) {
@@ -358,6 +399,7 @@ void run_memory(const MemoryOptions& options) {
   else
     print_table(o, r, &s);
   print_workspaces(o);
+  if (o.ops) print_ops(o);
   write_pictures(o);
   if (o.run) run_and_compare(o, r);
 }
@@ -377,6 +419,10 @@ Action add_memory_command(CLI::App& app) {
   add_model_options(c, o);
   c->add_flag("--json", o->json, "Print one JSON object (byte counts)");
   c->add_flag("--run", o->run, "Also run one real step: measured bytes must equal planned bytes");
+  c->add_flag("--ops", o->ops,
+              "Training: one row per op saying what the planned step (with --recompute, its "
+              "rebuilds) does with its output for backward: kept, compact (a 1-bit mask), "
+              "rebuilt (the step it is rebuilt at) or not read");
   c->add_flag("--workspaces", o->workspaces,
               "List each convolution pass's algorithm and workspace where the device has a "
               "choice (CUDA: cuDNN's), beside the fastest within the limit");

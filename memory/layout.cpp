@@ -34,6 +34,7 @@ LivenessOptions liveness_options(MemoryMode memory, const LayoutOptions& o) {
   l.optimizer = o.optimizer;
   l.keep_param_grads = o.keep_param_grads || !planned;
   if (planned) l.rebuild = o.rebuild;
+  l.forward_only = o.forward_only;
   return l;
 }
 
@@ -104,7 +105,7 @@ Layout plan_layout(Step& step, MemoryMode memory, const LayoutOptions& options) 
     else
       use_full_encodings(step);
   }
-  if (memory == MemoryMode::planned && step.mode == Mode::training &&
+  if (memory == MemoryMode::planned && step.mode == Mode::training && !options.forward_only &&
       options.recompute != Recompute::none) {
     const std::vector<int> chosen = options.recompute == Recompute::all
                                         ? rebuildable_ops(step)

@@ -46,6 +46,7 @@ struct LayoutOptions {
   size_t workspace_limit = std::numeric_limits<size_t>::max();
   Recompute recompute = Recompute::none;
   std::vector<int> rebuild = {};  // ops to rebuild besides those `recompute` chooses
+  bool forward_only = false;      // training forward without backward (LivenessOptions)
 };
 
 struct Layout {

@@ -69,13 +69,18 @@ class Analysis {
     L_.fwd_scratch.assign(nops, -1);
     L_.bwd_scratch.assign(nops, -1);
     L_.grad_temp_buffers.assign(nops, {});
-    if (training()) {
+    if (training() && opt_.forward_only) {
+      needs_grad_.assign(nops, {});
+      runs_backward_.assign(nops, false);
+      for (size_t k = 0; k < nops; ++k)
+        L_.grad_temp_buffers[k].assign(step_.ops[k].inputs.size(), -1);
+    } else if (training()) {
       find_gradient_flow();
       find_op_rebuilds();
     }
     add_values();
     add_op_buffers();
-    if (training()) add_gradients();
+    if (training() && !opt_.forward_only) add_gradients();
     if (opt_.aliases) choose_aliases();
     return std::move(L_);
   }

@@ -50,6 +50,9 @@ struct LivenessOptions {
   // backward (Roles::rebuildable), just before their first backward reader. Ops that are not
   // rebuildable, have a kept output or whose outputs no backward reads are left out.
   std::vector<int> rebuild;
+  // Training kernels without a backward (the forward of a sub-graph whose backward runs on
+  // another plan): no gradients, and nothing lives past its last forward reader for backward.
+  bool forward_only = false;
 };
 
 struct Liveness {

@@ -7,6 +7,7 @@
 #include "layers/nll_loss.h"
 #include "layers/softmax_cross_entropy.h"
 #include "models/alexnet.h"
+#include "models/densenet.h"
 #include "models/googlenet.h"
 #include "models/onnx.h"
 #include "models/resnet_cifar.h"
@@ -73,6 +74,14 @@ std::vector<ModelSpec> make_specs() {
                    [](Value x, const ModelConfig& c) { return resnet_imagenet(x, 18, c); }});
   specs.push_back({"resnet50", "ResNet-50 for ImageNet, bottlenecks", kImageNet, 1000, false,
                    [](Value x, const ModelConfig& c) { return resnet_imagenet(x, 50, c); }});
+  specs.push_back({"densenet121", "DenseNet-BC-121 for ImageNet, growth 32 (torchvision's)",
+                   kImageNet, 1000, false,
+                   [](Value x, const ModelConfig& c) { return densenet121(x, c); }});
+  for (int depth : {40, 100, 160})
+    specs.push_back(
+        {"densenet" + std::to_string(depth),
+         "DenseNet-BC (L=" + std::to_string(depth) + ", k=12) for CIFAR-10", kCifar, 10, false,
+         [depth](Value x, const ModelConfig& c) { return densenet_cifar(x, depth, 12, c); }});
   return specs;
 }
 

@@ -30,7 +30,7 @@ struct ModelSpec {
 
 // All bundled networks, in a fixed order: small-cnn, alexnet, vgg-a, vgg16, vgg19,
 // googlenet, resnet20, resnet32, resnet56, resnet110, revnet38, revnet110, revnet164, resnet1001,
-// resnet18, resnet50.
+// resnet18, resnet50, densenet121, densenet40, densenet100, densenet160.
 const std::vector<ModelSpec>& model_specs();
 
 // The network called `name`, or for "onnx:FILE" the model in that ONNX file (models/onnx.h);

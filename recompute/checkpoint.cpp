@@ -14,7 +14,7 @@ std::vector<TensorMeta> CheckpointOp::infer(std::span<const TensorMeta> in) {
 
 Roles CheckpointOp::roles(Mode mode, const Backend& backend) const {
   Roles r;
-  r.forward_scratch = body_->arena_bytes(mode, backend);
+  r.forward_scratch = body_->arena_bytes(mode, backend, /*forward_only=*/true);
   if (mode == Mode::training) {
     r.backward_reads_inputs = {0};
     r.backward_scratch = body_->arena_bytes(mode, backend);
@@ -24,7 +24,7 @@ Roles CheckpointOp::roles(Mode mode, const Backend& backend) const {
 
 void CheckpointOp::forward(const OpContext& ctx) {
   Backend& be = ctx.backend();
-  Executor& ex = body_->executor(ctx.mode(), be, ctx.scratch());
+  Executor& ex = body_->executor(ctx.mode(), be, ctx.scratch(), /*forward_only=*/true);
   ex.set_step_seed(ctx.seed());
   ex.set_update_state(ctx.update_state());
   be.copy(ctx.input(0), ex.input(body_->input()));

@@ -75,7 +75,7 @@ Roles InvertibleOp::roles(Mode mode, const Backend& backend) const {
   Roles r;
   if (fw_->output().meta() == fw_->input().meta())
     r.aliases = {{.output = 0, .input = 0}};  // x is copied into the forward's arena first
-  r.forward_scratch = fw_->arena_bytes(mode, backend);
+  r.forward_scratch = fw_->arena_bytes(mode, backend, /*forward_only=*/true);
   if (mode == Mode::training) {
     r.backward_reads_outputs = {0};
     r.rebuilds_inputs = {0};
@@ -88,7 +88,7 @@ Roles InvertibleOp::roles(Mode mode, const Backend& backend) const {
 
 void InvertibleOp::forward(const OpContext& ctx) {
   Backend& be = ctx.backend();
-  Executor& F = fw_->executor(ctx.mode(), be, ctx.scratch());
+  Executor& F = fw_->executor(ctx.mode(), be, ctx.scratch(), /*forward_only=*/true);
   F.set_step_seed(ctx.seed());
   F.set_update_state(ctx.update_state());
   be.copy(ctx.input(0), F.input(fw_->input()));

@@ -63,24 +63,23 @@ std::vector<TensorMeta> CouplingOp::infer(std::span<const TensorMeta> in) {
   return {x_};
 }
 
-CouplingOp::Layout CouplingOp::layout(Mode mode, const Backend& backend) const {
+CouplingOp::Layout CouplingOp::layout(Mode mode, const Backend& backend, bool forward_only) const {
   Layout l;
-  l.f = F_->arena_bytes(mode, backend);
-  l.g = G_->arena_bytes(mode, backend);
+  l.f = F_->arena_bytes(mode, backend, forward_only);
+  l.g = G_->arena_bytes(mode, backend, forward_only);
   l.half = half_.bytes();
   l.df = f_factor_ == 1 ? 0 : f_out_.bytes();
   return l;
 }
 
 Roles CouplingOp::roles(Mode mode, const Backend& backend) const {
-  const Layout l = layout(mode, backend);
   Roles r;
   r.aliases = {{.output = 0, .input = 0}};
-  r.forward_scratch = l.offset(3);
+  r.forward_scratch = layout(mode, backend, /*forward_only=*/true).offset(3);
   if (mode == Mode::training) {
     r.backward_reads_outputs = {0};
     r.rebuilds_inputs = {0};
-    r.backward_scratch = l.offset(6);
+    r.backward_scratch = layout(mode, backend).offset(6);
   }
   return r;
 }
@@ -89,10 +88,10 @@ Roles CouplingOp::roles(Mode mode, const Backend& backend) const {
 // x2 waits in T2 while G overwrites F's arena.
 void CouplingOp::forward(const OpContext& ctx) {
   Backend& be = ctx.backend();
-  const Layout l = layout(ctx.mode(), be);
+  const Layout l = layout(ctx.mode(), be, /*forward_only=*/true);
   const Tensor& s = ctx.scratch();
-  Executor& F = F_->executor(ctx.mode(), be, scratch_region(s, l.offset(0), l.f));
-  Executor& G = G_->executor(ctx.mode(), be, scratch_region(s, l.offset(0), l.g));
+  Executor& F = F_->executor(ctx.mode(), be, scratch_region(s, l.offset(0), l.f), true);
+  Executor& G = G_->executor(ctx.mode(), be, scratch_region(s, l.offset(0), l.g), true);
   Tensor T1 = scratch_region(s, l.offset(1), half_), T2 = scratch_region(s, l.offset(2), half_);
   for (Executor* e : {&F, &G}) {
     e->set_step_seed(ctx.seed());

@@ -53,7 +53,9 @@ class CouplingOp : public Op {
 
  private:
   struct Layout;
-  Layout layout(Mode mode, const Backend& backend) const;
+  // The scratch of a pass: F's and G's arenas planned for `mode` (training forward only:
+  // `forward_only`) and the halves beside them.
+  Layout layout(Mode mode, const Backend& backend, bool forward_only = false) const;
 
   ParamStore& store_;
   DType dtype_;

@@ -7,13 +7,18 @@
 namespace frugal {
 
 namespace {
-ExecutorOptions options(Mode mode, Value out) {
+ExecutorOptions options(Mode mode, Value out, bool forward_only) {
   ExecutorOptions o;
   o.mode = mode;
+  o.forward_only = forward_only && mode == Mode::training;
   o.memory = MemoryMode::planned;
   o.keep = {out};
   o.keep_param_grads = true;
   return o;
+}
+// Inference, training forward only, training: one plan (and one executor per arena) each.
+int plan_key(Mode mode, bool forward_only) {
+  return mode == Mode::inference ? 0 : forward_only ? 1 : 2;
 }
 }  // namespace
 
@@ -47,17 +52,18 @@ std::vector<Parameter*> SubGraph::parameters() const {
   return ps;
 }
 
-size_t SubGraph::arena_bytes(Mode mode, const Backend& backend) const {
-  size_t& bytes = arena_bytes_[{&backend, static_cast<int>(mode)}];
+size_t SubGraph::arena_bytes(Mode mode, const Backend& backend, bool forward_only) const {
+  size_t& bytes = arena_bytes_[{&backend, plan_key(mode, forward_only)}];
   if (bytes == 0)
-    bytes = Executor::planned_bytes(*tape_, const_cast<Backend&>(backend), options(mode, out_));
+    bytes = Executor::planned_bytes(*tape_, const_cast<Backend&>(backend),
+                                    options(mode, out_, forward_only));
   return bytes;
 }
 
-Executor& SubGraph::executor(Mode mode, Backend& backend, const Tensor& arena) {
-  auto& ex = executors_[{arena.storage().get(), arena.offset(), static_cast<int>(mode)}];
+Executor& SubGraph::executor(Mode mode, Backend& backend, const Tensor& arena, bool forward_only) {
+  auto& ex = executors_[{arena.storage().get(), arena.offset(), plan_key(mode, forward_only)}];
   if (!ex) {
-    ExecutorOptions o = options(mode, out_);
+    ExecutorOptions o = options(mode, out_, forward_only);
     o.arena = arena;
     ex = std::make_unique<Executor>(*tape_, backend, std::move(o));
   }

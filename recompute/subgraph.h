@@ -32,10 +32,11 @@ class SubGraph {
   Tape& tape() const { return *tape_; }
   // Trainable parameters, each once, in recording order.
   std::vector<Parameter*> parameters() const;
-  // Bytes of a planned arena for this mode (inputs included), cached per backend and mode.
-  size_t arena_bytes(Mode mode, const Backend& backend) const;
-  // The executor planned into `arena` (created on first use for this memory and mode).
-  Executor& executor(Mode mode, Backend& backend, const Tensor& arena);
+  // Bytes of a planned arena for this mode (inputs included), cached per backend and mode;
+  // `forward_only`: a training forward with no backward after it (ExecutorOptions).
+  size_t arena_bytes(Mode mode, const Backend& backend, bool forward_only = false) const;
+  // The executor planned into `arena` (created on first use for this memory and plan).
+  Executor& executor(Mode mode, Backend& backend, const Tensor& arena, bool forward_only = false);
   // Adds (or, when `first`, copies) d parameter into `dw`; returns false if this sub-graph
   // does not use the parameter.
   bool param_grad(Executor& ex, const Parameter* p, Backend& backend, Tensor& dw, bool first) const;

@@ -40,6 +40,7 @@ LiveBytes live_bytes(const Layout& layout) {
   LiveBytes lb;
   lb.steps = layout.live.steps;
   for (auto& c : lb.bytes) c.assign(static_cast<size_t>(lb.steps), 0);
+  lb.rebuilt.assign(static_cast<size_t>(lb.steps), 0);
   // The plan's blocks: each alias group of requests once, as its root (whose buffer gives the
   // category), over the union of its members' lifetimes, as large as its largest member.
   std::vector<int> buffer_of(req.size());
@@ -69,6 +70,8 @@ LiveBytes live_bytes(const Layout& layout) {
     auto& d = delta[static_cast<size_t>(c) - 1];
     d[static_cast<size_t>(first[i])] += static_cast<long long>(bytes[i]);
     d[static_cast<size_t>(last[i]) + 1] -= static_cast<long long>(bytes[i]);
+    if (b.kind == BufferKind::rebuilt)
+      for (int s = first[i]; s <= last[i]; ++s) lb.rebuilt[static_cast<size_t>(s)] += bytes[i];
   }
   for (size_t c = 0; c < delta.size(); ++c) {
     long long live = 0;
@@ -127,6 +130,22 @@ std::string timeline_svg(const Layout& layout, const std::string& title, int wid
          d + format(" Z\" fill=\"%s\" stroke=\"none\"/>\n", kFill[c]);
     for (int t = 0; t < lb.steps; ++t)
       below[static_cast<size_t>(t)] += series[static_cast<size_t>(t)];
+  }
+
+  // The rebuilt outputs: outlined over the bottom of the outputs' area.
+  const bool rebuilds =
+      std::any_of(lb.rebuilt.begin(), lb.rebuilt.end(), [](size_t b) { return b > 0; });
+  if (rebuilds) {
+    std::string d = format("M%.1f %.1f", X(0), Y(0));
+    for (int t = 0; t < lb.steps; ++t) {
+      const double y = Y(static_cast<double>(lb.rebuilt[static_cast<size_t>(t)]));
+      d += format(" L%.1f %.1f L%.1f %.1f", X(t), y, X(t + 1), y);
+    }
+    s += "<path id=\"rebuilt\" d=\"" + d +
+         format(
+             " L%.1f %.1f Z\" fill=\"white\" fill-opacity=\"0.45\" stroke=\"#222222\" "
+             "stroke-width=\"1\"/>\n",
+             X(lb.steps), Y(0));
   }
 
   // Axes and the forward / backward / end marks.
@@ -195,6 +214,14 @@ std::string timeline_svg(const Layout& layout, const std::string& title, int wid
       lx, ly + 6, lx + 12, ly + 6);
   s += format("<text x=\"%.1f\" y=\"%.1f\">lower bound %.2f MiB</text>\n", lx + 18, ly + 10,
               bound / kMiB);
+  if (rebuilds) {
+    ly += 20;
+    s += format(
+        "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" fill=\"white\" "
+        "stroke=\"#222222\"/>\n",
+        lx, ly);
+    s += format("<text x=\"%.1f\" y=\"%.1f\">rebuilt in backward</text>\n", lx + 18, ly + 10);
+  }
   s += "</svg>\n";
   return s;
 }

@@ -19,6 +19,7 @@ namespace frugal {
 struct LiveBytes {
   int steps = 0;
   std::array<std::vector<size_t>, kMemoryCategories> bytes;  // [category - 1][step]
+  std::vector<size_t> rebuilt;  // [step]: of the outputs, the copies rebuilt in backward
   size_t total(int step) const;
   size_t peak() const;
 };
@@ -26,6 +27,7 @@ LiveBytes live_bytes(const Layout& layout);
 
 // An SVG (width x height pixels) of live bytes over the step, stacked by category, with
 // horizontal lines for the arena size (id "arena") and the lower bound (id "lower-bound"),
+// the outputs rebuilt in backward outlined at the bottom (id "rebuilt", where there are any),
 // the forward/backward boundary, axes in MiB and a legend. Deterministic.
 std::string timeline_svg(const Layout& layout, const std::string& title, int width = 960,
                          int height = 480);

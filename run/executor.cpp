@@ -22,6 +22,7 @@ LayoutOptions layout_options(const ExecutorOptions& o, size_t alignment, bool in
   l.inputs_in_arena = inputs_in_arena;
   l.workspace_limit = o.workspace_limit;
   l.recompute = o.recompute;
+  l.forward_only = o.forward_only;
   return l;
 }
 }  // namespace
@@ -108,7 +109,8 @@ void Executor::bind() {
   rebuild_ctx_.resize(static_cast<size_t>(layout_.live.ops));
   for (int k = 0; k < layout_.live.ops; ++k) {
     forward_ctx_.push_back(context(k, Pass::forward));
-    if (opt_.mode == Mode::training) backward_ctx_.push_back(context(k, Pass::backward));
+    if (opt_.mode == Mode::training && !opt_.forward_only)
+      backward_ctx_.push_back(context(k, Pass::backward));
     if (layout_.live.op_rebuild_step[static_cast<size_t>(k)] >= 0)
       rebuild_ctx_[static_cast<size_t>(k)] = context(k, Pass::rebuild);
   }
@@ -254,6 +256,7 @@ void Executor::backward(Value loss) {
 
 void Executor::backward(std::span<const std::pair<Value, Tensor>> seeds) {
   FRUGAL_CHECK(opt_.mode == Mode::training, "executor: backward in inference mode");
+  FRUGAL_CHECK(!opt_.forward_only, "executor: backward on a forward-only executor");
   FRUGAL_CHECK(forward_done_, "executor: backward before forward");
   const int n = layout_.live.ops;
   for (int s = n; s < 2 * n; ++s) {

@@ -48,6 +48,10 @@ struct ExecutorOptions {
   // Planned training: which ops' outputs die after forward and are rebuilt in backward
   // (memory/layout.h's Recompute), with results bitwise equal to not rebuilding them.
   Recompute recompute = Recompute::none;
+  // Training mode without backward: the forward of a sub-graph whose backward runs on another
+  // executor (checkpoint segments, reversible blocks) needs training kernels (batch
+  // statistics, dropout) but no gradient buffers, and no tensor kept for a backward.
+  bool forward_only = false;
 };
 
 class Executor {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "check/gradcheck.h"
+#include "models/densenet.h"
 #include "models/registry.h"
 #include "models/resnet_cifar.h"
 #include "models/resnet_imagenet.h"
@@ -31,7 +32,7 @@ TEST_CASE("registry lists the bundled networks by name") {
       names ==
       "small-cnn alexnet vgg-a vgg16 vgg19 googlenet resnet20 resnet32 resnet56 resnet110 revnet38 "
       "revnet110 revnet164 "
-      "resnet1001 resnet18 resnet50 ");
+      "resnet1001 resnet18 resnet50 densenet121 densenet40 densenet100 densenet160 ");
   CHECK(find_model("small-cnn").input == Shape{1, 28, 28});
   CHECK(find_model("resnet56").input == Shape{3, 32, 32});
   CHECK(find_model("googlenet").input == Shape{3, 224, 224});
@@ -151,6 +152,27 @@ TEST_CASE("model resnet50") {
   CHECK(r.params == 25557032);
   CHECK(r.output == Shape{2, 1000});
   CHECK(r.count("conv2d") == 53);
+}
+
+TEST_CASE("model densenet121 and the CIFAR DenseNet-BCs") {
+  Recorded r = record_model("densenet121", {}, /*shapes_only=*/true);
+  CHECK(r.params == 7978856);  // torchvision's densenet121
+  CHECK(r.output == Shape{2, 1000});
+  CHECK(r.count("conv2d") == 120);
+  CHECK(r.count("concat") == 54 + 4);  // every layer but each block's first, and each block
+  CHECK(r.has_param("block2/layer3/conv1.weight"));
+  CHECK(r.has_param("transition1/bn.weight"));
+  CHECK(!r.has_param("block1/layer0/conv2.bias"));
+  Recorded c = record_model("densenet100", {}, true);
+  CHECK(c.params == 769162);  // DenseNet-BC (L=100, k=12), as the paper's 0.8M
+  CHECK(c.output == Shape{2, 10});
+  CHECK(record("densenet40").count("conv2d") == 1 + 3 * 6 * 2 + 2);
+  ParamStore store;
+  Tape tape(store);
+  CHECK_THROWS_WITH_AS(densenet_cifar(tape.input("x", {1, 3, 32, 32}, DType::f32), 50, 12),
+                       "densenet: DenseNet-BC depth 50 is not 6n + 4 with n >= 1 (40, 100, 160, "
+                       "...)",
+                       Error);
 }
 
 TEST_CASE("model_loss matches the output kind") {

@@ -14,6 +14,13 @@ TV_HEADING = "## frugal vs PyTorch: torchvision models through ONNX"
 # Issue 17, training at batch 32: allocator peak <= 0.8x PyTorch's (DenseNet-121 0.6x), step
 # <= 1.0x on ResNet-50 and MobileNetV2, 1.2x on the rest; inference peaks <= 1x.
 TV_PEAK_TARGETS = {"tv-densenet121": 0.6}
+RC_HEADING = "## frugal --recompute cheap vs PyTorch: torchvision models through ONNX"
+# Issue 16, DenseNet-121 b32 training: peak <= 0.5x torchvision's densenet121() and <= its
+# memory_efficient=True, with a shorter step than the latter. The other rows: issue 17's 0.8x.
+RC_PEAK_TARGETS = {"tv-densenet121-rebuild": 0.5, "tv-densenet121-rebuild-vs-efficient": 1.0,
+                   "densenet121-rebuild": 0.5, "densenet121-rebuild-vs-efficient": 1.0}
+RC_STEP_TARGETS = {"tv-densenet121-rebuild-vs-efficient": 1.0,
+                   "densenet121-rebuild-vs-efficient": 1.0}
 TV_STEP_TARGETS = {"tv-resnet50": 1.0, "tv-mobilenet_v2": 1.0}
 MIB = float(1 << 20)
 
@@ -58,6 +65,21 @@ TV_NOTE = (
     "others (count in brackets). Each case ran frugal and PyTorch alternately, process by "
     "process. frugal: `frugal bench --memory planned --onnx FILE`. PyTorch: "
     "`zero_grad(set_to_none=True)`.")
+
+
+RC_NOTE = (
+    "frugal: `frugal bench --memory planned --recompute cheap --onnx FILE`: BatchNorm, "
+    "activations, adds, pools and concats rebuilt in backward where the planner finds that "
+    "lowers the arena, no convolution rebuilt; results bitwise equal to the step without "
+    "rebuilds. PyTorch: its plain step, except the row against torchvision's "
+    "`densenet121(memory_efficient=True)`.")
+LABELS.update({
+    "tv-densenet121-rebuild-vs-efficient":
+        "tv-densenet121, --recompute cheap (PyTorch: memory_efficient=True)",
+    "densenet121-rebuild": "densenet121 (bundled), --recompute cheap (PyTorch: torchvision's)",
+    "densenet121-rebuild-vs-efficient":
+        "densenet121 (bundled), --recompute cheap (PyTorch: memory_efficient=True)",
+})
 
 
 def aggregate(lines):
@@ -144,6 +166,8 @@ def section(cases, notes, o, loads):
         target = PEAK_TARGETS.get(model, 1.0) if (batch, mode) == ("b64", "training") else 1.0
         if o.set == "torchvision":
             target = TV_PEAK_TARGETS.get(model, 0.8) if mode == "training" else 1.0
+        if o.set == "recompute":
+            target = RC_PEAK_TARGETS.get(model, 0.8)
         rows.append(
             f"| {LABELS.get(model, model)} | {batch[1:]} | {mode} {dtype} | {f['peak']:.1f} | "
             f"{t['peak']:.1f} | **{peak_r:.2f}** | {f['rss']:.0f} | {t['rss']:.0f} | {rss_r:.2f} | "
@@ -154,6 +178,8 @@ def section(cases, notes, o, loads):
         step_target = STEP_TARGETS.get(key)
         if o.set == "torchvision" and mode == "training":
             step_target = TV_STEP_TARGETS.get(model, 1.2)
+        if o.set == "recompute":
+            step_target = RC_STEP_TARGETS.get(model)
         if step_target:
             s = step_target
             goals.append((f"step time, {key}", f"≤ {s:g}×", step_r, verdict(step_r, s)))
@@ -181,7 +207,8 @@ def section(cases, notes, o, loads):
            f"load average before each run was {min(loads):.1f}–{max(loads):.1f} on 2 cores; it "
            "counts this pass's own previous process, whose two threads hold it near 2 for a "
            "minute after. Memory figures do not depend on load.", "",
-           *([TV_NOTE, ""] if o.set == "torchvision" else [
+           *([TV_NOTE, ""] if o.set == "torchvision" else [TV_NOTE, RC_NOTE, ""]
+             if o.set == "recompute" else [
            "Both sides: 2 threads, random data, training = forward, NLL (log-softmax nets) or "
            "softmax cross-entropy (ResNet), backward, SGD lr 0.01 momentum 0.9; the first step "
            "of each process is a warm-up and the step time is the median of the others (count in "
@@ -245,9 +272,9 @@ def main():
     p.add_argument("--frugal", default="", help="the frugal program, to estimate goal cases "
                    "that were not run")
     p.add_argument("--print-only", action="store_true")
-    p.add_argument("--set", choices=["bundled", "torchvision"], default="bundled")
+    p.add_argument("--set", choices=["bundled", "torchvision", "recompute"], default="bundled")
     o = p.parse_args()
-    o.heading = TV_HEADING if o.set == "torchvision" else HEADING
+    o.heading = {"torchvision": TV_HEADING, "recompute": RC_HEADING}.get(o.set, HEADING)
     lines = [json.loads(ln) for ln in open(o.results) if ln.strip()]
     cases, notes = aggregate(lines)
     loads = [r["load_before"] for r in lines if "load_before" in r] or [0.0]

@@ -16,6 +16,7 @@ FRUGAL_PARAMS = {
     "googlenet": 19_124_528,
     "revnet38": 573_994,
     "revnet110": 1_854_890,
+    "densenet121": 7_978_856,
 }
 
 
@@ -202,6 +203,16 @@ TORCHVISION = ["mobilenet_v2", "efficientnet_b0", "resnet18", "resnet50", "squee
 for _name in TORCHVISION:
     NETS["tv-" + _name] = (lambda d, bn, seg, n=_name: torchvision_model(n), (3, 224, 224), 1000,
                            False)
+# frugal's bundled densenet121 is torchvision's layout: the two compared directly, and with
+# torchvision's memory-efficient variant.
+NETS["densenet121"] = (lambda d, bn, seg: torchvision_model("densenet121"), (3, 224, 224), 1000,
+                       False)
+# DenseNet-121 as torchvision's memory-efficient variant: each dense layer's concat, BN, ReLU
+# and 1x1 convolution checkpointed (torch.utils.checkpoint), rebuilt in backward.
+NETS["tv-densenet121-efficient"] = (
+    lambda d, bn, seg: __import__("torchvision").models.densenet121(num_classes=1000,
+                                                                    memory_efficient=True),
+    (3, 224, 224), 1000, False)
 
 
 def build(name, dropout=True, batch_norm=True, segments=0):

@@ -28,6 +28,22 @@ TORCHVISION_CASES = [(f"tv-{n}", f"tv-{n}", 32, "training", "f32", [], 3, 1)
                                "resnet50", "densenet121")]
 TORCHVISION_CASES += [(f"tv-{n}", f"tv-{n}", b, "inference", "f32", [], 3, 1)
                       for n in ("mobilenet_v2", "resnet50") for b in (1, 32)]
+# Issue 16, op-level recomputation on the torchvision models (--set recompute): frugal with
+# --recompute cheap against PyTorch's plain step, and DenseNet-121 also against torchvision's
+# densenet121(memory_efficient=True), which checkpoints each dense layer's concat-BN-ReLU-conv.
+REBUILD = ["--recompute", "cheap"]
+RECOMPUTE_CASES = [(f"tv-{n}-rebuild", f"tv-{n}", 32, "training", "f32", REBUILD, 3, 1)
+                   for n in ("densenet121", "resnet50", "mobilenet_v2", "resnet18",
+                             "efficientnet_b0", "squeezenet1_1")]
+RECOMPUTE_CASES.insert(1, ("tv-densenet121-rebuild-vs-efficient", "tv-densenet121", 32,
+                           "training", "f32", REBUILD, 3, 1))
+# frugal's bundled DenseNet-121 with --recompute cheap (--set recompute too).
+RECOMPUTE_CASES += [("densenet121-rebuild", "densenet121", 32, "training", "f32", REBUILD, 3, 1),
+                    ("densenet121-rebuild-vs-efficient", "densenet121", 32, "training", "f32",
+                     REBUILD, 3, 1)]
+# PyTorch's side of a case where it runs another module than frugal's model name says.
+TORCH_MODEL = {"tv-densenet121-rebuild-vs-efficient": "tv-densenet121-efficient",
+               "densenet121-rebuild-vs-efficient": "tv-densenet121-efficient"}
 CASES = [
     ("resnet110", "resnet110", 64, "training", "f32", [], 3, 1),
     ("alexnet", "alexnet", 64, "training", "f32", ["--no-dropout"], 2, 1),
@@ -82,12 +98,13 @@ def main():
     p.add_argument("--only", default="",
                    help="comma-separated labels ('vgg-a') or cases ('vgg-a b1 inference f64')")
     p.add_argument("--timeout", type=int, default=900, help="seconds per process")
-    p.add_argument("--set", choices=["bundled", "torchvision"], default="bundled",
-                   help="the bundled networks, or torchvision's through ONNX")
+    p.add_argument("--set", choices=["bundled", "torchvision", "recompute"], default="bundled",
+                   help="the bundled networks, torchvision's through ONNX, or those with "
+                   "--recompute cheap")
     o = p.parse_args()
 
     only = set(filter(None, o.only.split(",")))
-    cases = TORCHVISION_CASES if o.set == "torchvision" else CASES
+    cases = {"torchvision": TORCHVISION_CASES, "recompute": RECOMPUTE_CASES}.get(o.set, CASES)
     onnx_dir = os.path.join(os.path.dirname(os.path.abspath(o.out)), "peers-onnx")
     start = time.time()
     with open(o.out, "w") as out:
@@ -115,8 +132,10 @@ def main():
                 frugal = [o.frugal, "bench", "--memory", "planned", "--onnx", onnx, *common[2:]]
             torch = [o.python, os.path.join(HERE, "measure_torch.py"), *common,
                      "--source", o.torch_source]
-            if label in TORCH_FLAGS:  # PyTorch's side of a budget case: checkpoint_sequential
-                torch = [*torch[:-2 - len(flags)], *TORCH_FLAGS[label], *torch[-2:]]
+            if label in TORCH_FLAGS or flags == REBUILD:  # PyTorch's side: its own flags
+                torch = [*torch[:-2 - len(flags)], *TORCH_FLAGS.get(label, []), *torch[-2:]]
+            if label in TORCH_MODEL:
+                torch[torch.index("--model") + 1] = TORCH_MODEL[label]
             for r in range(rounds):
                 for name, cmd in (("frugal", frugal), ("pytorch", torch)):
                     with open("/proc/loadavg") as f:

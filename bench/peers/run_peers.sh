@@ -5,6 +5,7 @@
 # writes the "frugal vs PyTorch" section of docs/BENCHMARKS.md. PyTorch is never a dependency
 # of the library. Usage: bench/peers/run_peers.sh [--only resnet110,alexnet] [--budget-minutes N]
 #   bench/peers/run_peers.sh --set torchvision   # torchvision's models through ONNX (issue 17)
+#   bench/peers/run_peers.sh --set recompute     # the same with --recompute cheap (issue 16)
 #   FRUGAL_BUILD=build-peers bench/peers/run_peers.sh   # another build directory
 set -euo pipefail
 
@@ -64,6 +65,7 @@ say "$memcnn"
 "$py" bench/peers/pytorch_nets.py  # parameter counts equal frugal's, or stop here
 results="$build/peers-results.jsonl"
 [[ " $* " == *" --set torchvision "* ]] && results="$build/peers-results-torchvision.jsonl"
+[[ " $* " == *" --set recompute "* ]] && results="$build/peers-results-recompute.jsonl"
 "$py" bench/peers/run_cases.py --frugal "$frugal" --python "$py" --torch-source "$source" \
   --out "$results" "$@"
 cmdline="bench/peers/run_peers.sh"
@@ -73,6 +75,7 @@ commit="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 git diff --quiet HEAD 2>/dev/null || commit="$commit + uncommitted changes"
 set_args=()
 [[ " $* " == *" --set torchvision "* ]] && set_args=(--set torchvision)
+[[ " $* " == *" --set recompute "* ]] && set_args=(--set recompute)
 "$py" bench/peers/make_table.py "$results" --doc docs/BENCHMARKS.md "${set_args[@]}" \
   --command "$cmdline" --torch-source "$source" --memcnn "$memcnn" \
   --commit "$commit" --frugal "$frugal"

@@ -1,0 +1,99 @@
+// DenseNets, recorded layer by layer in scopes "block<b>/layer<l>" and "transition<t>".
+#include "models/densenet.h"
+
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "layers/avgpool2d.h"
+#include "layers/batchnorm2d.h"
+#include "layers/concat.h"
+#include "layers/conv2d.h"
+#include "layers/flatten.h"
+#include "layers/linear.h"
+#include "layers/maxpool2d.h"
+#include "layers/relu.h"
+
+namespace frugal {
+namespace {
+
+// BN, ReLU, convolution without bias.
+Value bn_relu_conv(Value x, const std::string& n, Conv2dOptions o) {
+  o.bias = false;
+  o.name = "conv" + n;
+  return conv2d(relu(batch_norm(x, {.name = "bn" + n})), o);
+}
+
+Value concat_all(const std::vector<Value>& maps) {
+  return maps.size() == 1 ? maps[0] : concat(maps);
+}
+
+// `layers` dense layers of growth k over x; returns the concatenation of x and every new map.
+Value dense_block(Value x, int layers, int64_t k) {
+  Tape& t = x.tape();
+  std::vector<Value> maps{x};
+  for (int l = 0; l < layers; ++l) {
+    Tape::Scope scope(t, "layer" + std::to_string(l));
+    Value y = bn_relu_conv(concat_all(maps), "1", {.out = 4 * k, .kernel = 1});
+    maps.push_back(bn_relu_conv(y, "2", {.out = k, .kernel = 3, .pad = 1}));
+  }
+  return concat_all(maps);
+}
+
+// BN, ReLU, 1x1 conv to half the channels, 2x2 average pool.
+Value transition(Value x) {
+  x = bn_relu_conv(x, "", {.out = x.shape()[1] / 2, .kernel = 1});
+  return avg_pool2d(x, {.kernel = 2, .stride = 2});
+}
+
+// BN, ReLU, global average pool, linear.
+Value head(Value x, int64_t classes) {
+  Tape::Scope scope(x.tape(), "head");
+  x = relu(batch_norm(x, {.name = "bn"}));
+  x = flatten(avg_pool2d(x, {.kernel = x.shape()[2], .stride = 1}));
+  return linear(x, {.out = classes, .name = "linear"});
+}
+
+// The blocks with transitions between them.
+Value blocks(Value x, const std::vector<int>& layers, int64_t k) {
+  Tape& t = x.tape();
+  for (size_t b = 0; b < layers.size(); ++b) {
+    {
+      Tape::Scope scope(t, "block" + std::to_string(b + 1));
+      x = dense_block(x, layers[b], k);
+    }
+    if (b + 1 == layers.size()) break;
+    Tape::Scope scope(t, "transition" + std::to_string(b + 1));
+    x = transition(x);
+  }
+  return x;
+}
+
+}  // namespace
+
+Value densenet121(Value images, const ModelConfig& config) {
+  Value x;
+  {
+    Tape::Scope scope(images.tape(), "stem");
+    x = conv2d(images,
+               {.out = 64, .kernel = 7, .stride = 2, .pad = 3, .bias = false, .name = "conv"});
+    x = relu(batch_norm(x, {.name = "bn"}));
+    x = max_pool2d(x, {.kernel = 3, .stride = 2, .pad = 1});
+  }
+  return head(blocks(x, {6, 12, 24, 16}, 32), classes_or(config, 1000));
+}
+
+Value densenet_cifar(Value images, int depth, int64_t growth, const ModelConfig& config) {
+  FRUGAL_CHECK(depth >= 10 && (depth - 4) % 6 == 0, "densenet: DenseNet-BC depth ", depth,
+               " is not 6n + 4 with n >= 1 (40, 100, 160, ...)");
+  FRUGAL_CHECK(growth >= 1, "densenet: growth ", growth, " must be positive");
+  const int n = (depth - 4) / 6;
+  Value x;
+  {
+    Tape::Scope scope(images.tape(), "stem");
+    x = conv2d(images, {.out = 2 * growth, .kernel = 3, .pad = 1, .bias = false, .name = "conv"});
+  }
+  return head(blocks(x, {n, n, n}, growth), classes_or(config, 10));
+}
+
+}  // namespace frugal
