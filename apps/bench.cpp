@@ -122,7 +122,11 @@ BenchResult run_bench(const BenchOptions& o) {
                .keep = {out},
                .optimizer = optimizer,
                .workspace_limit = o.workspace_limit,
-               .recompute = o.recompute});
+               .recompute = o.recompute,
+               .rebuild_budget = o.rebuild_budget});
+  if (o.rebuild_budget > 0)
+    std::fprintf(stderr, "memory budget %s: op outputs rebuilt in backward, planned arena %s\n",
+                 bytes_text(o.rebuild_budget).c_str(), bytes_text(ex.arena_bytes()).c_str());
   Tensor x = Tensor::empty(ex.input(images).shape(), o.dtype);
   Tensor y = Tensor::empty({o.batch}, DType::i32);
   fill_random(x, training ? &y : nullptr, spec.classes);
@@ -276,9 +280,11 @@ Action add_bench_command(CLI::App& app) {
                     {.mode_help = "training (an optimizer step fused into backward) or inference",
                      .segments_help = "CIFAR ResNets: checkpoint the blocks in this many "
                                       "segments, as PyTorch's checkpoint_sequential (0: none)",
-                     .budget_help = "CIFAR ResNets, training: checkpoint the runs of blocks with "
-                                    "the least recompute whose planned arena fits this many "
-                                    "bytes (K, M, G: powers of 1024)"});
+                     .budget_help = "Training: the planned arena fits this many bytes (K, M, G: "
+                                    "powers of 1024): the CIFAR ResNets checkpoint the runs of "
+                                    "blocks with the least recompute; other networks rebuild op "
+                                    "outputs in backward (convolutions where nothing cheaper "
+                                    "fits)"});
   c->add_option("--steps", o->steps, "Steps to run; the first is a warm-up")
       ->check(whole_number(1, std::numeric_limits<int>::max()))
       ->capture_default_str();
@@ -313,6 +319,11 @@ Action add_bench_command(CLI::App& app) {
       FRUGAL_CHECK(o->mode == Mode::training && o->memory == MemoryMode::planned,
                    "bench --memory-budget: bounds the planned arena of a training step; use "
                    "--mode training --memory planned");
+    }
+    if (o->memory_budget > 0 && find_model(o->model).chain_blocks == 0) {
+      // No chain of blocks to checkpoint: op outputs rebuilt until the arena fits.
+      o->rebuild_budget = o->memory_budget;
+    } else if (o->memory_budget > 0) {
       TrainingStep step{.model = o->model, .batch = o->batch, .dtype = o->dtype};
       step.config = {.dropout = o->dropout, .batch_norm = o->batch_norm};
       step.backend = &backend_named(o->device);

@@ -39,7 +39,8 @@ Layout recorded_layout(RecordedModel& r, const MemoryOptions& o, MemoryMode m) {
   const ReportOptions ro{.optimizer_kind = o.optimizer,
                          .keep = {r.out.id()},
                          .workspace_limit = o.workspace_limit,
-                         .recompute = o.recompute};
+                         .recompute = o.recompute,
+                         .rebuild_budget = o.rebuild_budget};
   return memory_layout(*r.tape, o.mode, m, backend_named(o.device),
                        report_layout_options(o.mode, ro));
 }
@@ -154,7 +155,7 @@ void random_batch(const ModelSpec& spec, Tensor& x, Tensor& labels) {
 }
 
 StepRun run_step(const MemoryOptions& o, const ModelConfig& config, MemoryMode m,
-                 Recompute rebuild = Recompute::none) {
+                 Recompute rebuild = Recompute::none, size_t rebuild_budget = 0) {
   const ModelSpec& spec = find_model(o.model);
   Backend& be = backend_named(o.device);
   const bool cuda = be.device().kind == DeviceKind::cuda;
@@ -176,7 +177,8 @@ StepRun run_step(const MemoryOptions& o, const ModelConfig& config, MemoryMode m
                .keep = {rec.out},
                .optimizer = optimizer,
                .workspace_limit = o.workspace_limit,
-               .recompute = rebuild});
+               .recompute = rebuild,
+               .rebuild_budget = rebuild_budget});
   run.held = alloc.current_bytes() - before;
   if (cuda) run.driver_made = cuda_memory_info().used();
   Tensor x = Tensor::empty(ex.input(rec.images).shape(), o.dtype);
@@ -236,8 +238,8 @@ void run_and_compare(const MemoryOptions& o, const MemoryReport& r) {
   FRUGAL_CHECK(same, "memory --run: planned and baseline results differ");
   if (!r.recompute) return;
   const std::optional<ModelConfig> config = recompute_config(o);
-  const StepRun recompute =
-      run_step(o, config ? *config : stored_config(o), MemoryMode::planned, o.recompute);
+  const StepRun recompute = run_step(o, config ? *config : stored_config(o), MemoryMode::planned,
+                                     o.recompute, o.rebuild_budget);
   check_planned_run("recompute", recompute, r.recompute->arena);
   const bool equal = bitwise_equal(recompute.out, baseline.out);
   std::printf("run: recompute and baseline %s are %s\n", what,
@@ -254,13 +256,15 @@ MemoryReport memory_report_for(const MemoryOptions& o, RecomputeSummary* summary
   MemoryReport r = memory_report(*rec.tape, o.mode, be,
                                  {.keep = {rec.out.id()}, .workspace_limit = o.workspace_limit});
   const std::optional<ModelConfig> config = recompute_config(o);
-  const bool rebuilds = o.mode == Mode::training && o.recompute != Recompute::none;
+  const bool rebuilds =
+      o.mode == Mode::training && (o.recompute != Recompute::none || o.rebuild_budget > 0);
   if (config || rebuilds) {
     RecordedModel again{ParamStore::shapes_only(), nullptr, {}, {}, {}};
     record_model(again, o, config ? *config : stored_config(o));
     const ReportOptions ro{.keep = {again.out.id()},
                            .workspace_limit = o.workspace_limit,
-                           .recompute = rebuilds ? o.recompute : Recompute::none};
+                           .recompute = rebuilds ? o.recompute : Recompute::none,
+                           .rebuild_budget = o.rebuild_budget};
     r.recompute = planned_memory(*again.tape, o.mode, be, ro);
     if (summary) {
       summary->forward_flops = forward_flops(*rec.tape);
@@ -389,7 +393,15 @@ void run_memory(const MemoryOptions& options) {
                recompute_name(o.recompute),
                ": rebuilds activations for backward; use --mode training");
   RecomputeSummary s;
-  if (o.memory_budget > 0) apply_memory_budget(o, s);
+  if (o.memory_budget > 0 && find_model(o.model).chain_blocks == 0) {
+    // No chain of blocks to checkpoint: op outputs rebuilt until the arena fits.
+    FRUGAL_CHECK(o.mode == Mode::training,
+                 "memory --memory-budget: rebuilding saves memory for "
+                 "backward; use --mode training");
+    o.rebuild_budget = o.memory_budget;
+  } else if (o.memory_budget > 0) {
+    apply_memory_budget(o, s);
+  }
   const MemoryReport r = memory_report_for(o, &s);
   FRUGAL_CHECK(!s.budget || (r.recompute && r.recompute->arena == s.budget->planned_peak),
                "memory --memory-budget: the report plans ", r.recompute ? r.recompute->arena : 0,

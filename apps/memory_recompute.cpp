@@ -107,8 +107,10 @@ void describe_config(const MemoryOptions& o, bool applied, RecomputeSummary& s) 
 void describe_recompute(const MemoryOptions& o, bool applied, RecomputeSummary& s) {
   describe_config(o, applied, s);
   if (!s.rebuilds) return;
-  const std::string ops = "op outputs rebuilt in backward (--recompute " +
-                          std::string(recompute_name(o.recompute)) + ": " +
+  const std::string why = o.rebuild_budget > 0
+                              ? "--memory-budget " + bytes_text(o.rebuild_budget)
+                              : "--recompute " + std::string(recompute_name(o.recompute));
+  const std::string ops = "op outputs rebuilt in backward (" + why + ": " +
                           std::to_string(s.rebuilds->ops) + " ops, " + s.rebuilds->text() + ")";
   s.applies = applied ? s.applies + " + " + ops : ops;
 }

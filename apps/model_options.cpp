@@ -20,7 +20,7 @@ void add_recompute_option(CLI::App* c, Recompute* r) {
        },
        "Planned training: op outputs dropped after forward and rebuilt in backward, with the "
        "same bits: none; cheap (BatchNorm, activations, adds, pools, concat where rebuilding "
-       "lowers the planned arena and no other value lives longer); all (every op that can be, "
+       "lowers the planned arena; no convolution); all (every op that can be, convolutions too, "
        "whatever it costs)")
       ->check(CLI::IsMember({"none", "cheap", "all"}))
       ->default_str(recompute_name(*r));

@@ -32,6 +32,9 @@ struct ModelChoice {
   OptimizerKind optimizer = OptimizerKind::sgd;
   // Planned training: op outputs dropped after forward and rebuilt in backward.
   Recompute recompute = Recompute::none;
+  // Set by the commands from --memory-budget on a network without a chain of blocks: rebuild
+  // op outputs (convolutions too, where nothing cheaper fits) until the arena fits.
+  size_t rebuild_budget = 0;
 };
 
 // Which of the options a command takes, and their help where it differs between commands.
@@ -47,8 +50,9 @@ struct ModelOptionSet {
       "CIFAR ResNets: checkpoint the chain of blocks in this many segments, as PyTorch's "
       "checkpoint_sequential (runs of blocks/N, all but the last checkpointed)";
   std::string budget_help =
-      "Training: checkpoint the runs of blocks with the least recompute whose planned arena "
-      "fits this many bytes (K, M, G: powers of 1024; e.g. 200M, 1.5G)";
+      "Training: the planned arena fits this many bytes (K, M, G: powers of 1024; e.g. 200M, "
+      "1.5G): the CIFAR ResNets checkpoint the runs of blocks with the least recompute; other "
+      "networks rebuild op outputs in backward (convolutions where nothing cheaper fits)";
 };
 
 // Adds `--recompute none|cheap|all` writing into `*r`.

@@ -64,13 +64,19 @@ std::vector<std::string> all_model_names() {
 size_t fit_budget(const TrainCommand& c, int64_t classes, TrainOptions& o) {
   FRUGAL_CHECK(o.memory == MemoryMode::planned,
                "train --memory-budget: the budget bounds the planned arena; use --memory planned");
+  const ModelSpec& spec = find_model(o.model);
+  if (spec.chain_blocks == 0) {  // no chain to checkpoint: op outputs rebuilt until it fits
+    o.rebuild_budget = c.memory_budget;
+    std::printf("memory budget %s: op outputs rebuilt in backward until the arena fits\n",
+                bytes_text(c.memory_budget).c_str());
+    return 0;
+  }
   TrainingStep step{.model = o.model, .batch = o.batch, .keep_logits = true};
   step.config.classes = classes;
   step.backend = &backend_named(o.device);
   step.workspace_limit = o.workspace_limit;
   const BudgetSchedule b = fit_step_budget(step, c.memory_budget);
   o.checkpoint_runs = b.schedule.checkpointed;
-  const ModelSpec& spec = find_model(o.model);
   std::printf(
       "memory budget %s: checkpointing blocks %s of %d, planned arena %s (%s with "
       "every activation stored)\n",
@@ -293,8 +299,9 @@ Action add_train_command(CLI::App& app) {
                   "Image folders: leave out badly named files and replace files that fail to "
                   "decode, counting them, instead of stopping with an error");
   add_bytes_option(train, "--memory-budget", &c->memory_budget,
-                   "CIFAR ResNets: checkpoint the runs of blocks with the least recompute whose "
-                   "planned arena fits this many bytes (K, M, G: powers of 1024; e.g. 200M)");
+                   "Fit the planned arena into this many bytes (K, M, G: powers of 1024; e.g. "
+                   "200M): the CIFAR ResNets checkpoint runs of blocks with the least recompute, "
+                   "other networks rebuild op outputs in backward");
   auto float_coupling = std::make_shared<bool>(false);
   train->add_flag("--float-coupling", *float_coupling,
                   "RevNets: memcnn's floating-point coupling, whose rebuilt activations are "

@@ -52,6 +52,9 @@ struct Roles {
   // inputs listed here (and the op's saved tensors, which it may rewrite with the same bits).
   // A rebuild never updates state (BatchNorm's running statistics) and replays randomness.
   bool rebuildable = false;
+  // Rebuilt only under a memory budget that cannot be met otherwise (convolutions, linear
+  // layers: a rebuild costs a real share of the step), never by Recompute::cheap.
+  bool rebuild_expensive = false;
   std::vector<int> rebuild_reads_inputs;
   double rebuild_flops = 0;  // what one rebuild costs: arithmetic, and bytes read and written
   double rebuild_bytes = 0;

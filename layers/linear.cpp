@@ -18,6 +18,7 @@ std::vector<TensorMeta> LinearOp::infer(std::span<const TensorMeta> in) {
   FRUGAL_CHECK(in[1].dtype == in[0].dtype, "linear: input is ", dtype_name(in[0].dtype),
                " but the weight is ", dtype_name(in[1].dtype));
   bias_ = in.size() == 3;
+  dims_ = {x[0], x[1], w[0], static_cast<int64_t>(dtype_size(in[0].dtype))};
   if (bias_)
     FRUGAL_CHECK(in[2].shape == Shape{w[0]} && in[2].dtype == in[0].dtype, "linear: bias ",
                  in[2].shape, " ", dtype_name(in[2].dtype), " for weight ", w, " ",
@@ -27,7 +28,16 @@ std::vector<TensorMeta> LinearOp::infer(std::span<const TensorMeta> in) {
 
 Roles LinearOp::roles(Mode mode, const Backend&) const {
   Roles r;
-  if (mode == Mode::training) r.backward_reads_inputs = {0, 1};
+  if (mode == Mode::training) {
+    r.backward_reads_inputs = {0, 1};
+    // Rebuilt by forward under a memory budget: 2 flops per multiply-add.
+    const auto [n, i, o, elem] = dims_;
+    std::vector<int> reads{0, 1};
+    if (bias_) reads.push_back(2);
+    set_rebuildable(r, std::move(reads), 2.0 * static_cast<double>(n * i * o),
+                    static_cast<double>(elem * (n * i + i * o + n * o)));
+    r.rebuild_expensive = true;
+  }
   return r;
 }
 

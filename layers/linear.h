@@ -28,6 +28,9 @@ class LinearOp final : public Op {
 
  private:
   bool bias_ = false;
+  struct Dims {
+    int64_t n = 0, in = 0, out = 0, elem = 0;  // batch, features in and out, element bytes
+  } dims_;
 };
 
 // y = linear(x) with parameters "<name>.weight" (O,I) and "<name>.bias" (O), both uniform in

@@ -108,9 +108,20 @@ Layout plan_layout(Step& step, MemoryMode memory, const LayoutOptions& options) 
   if (memory == MemoryMode::planned && step.mode == Mode::training && !options.forward_only &&
       options.recompute != Recompute::none) {
     const std::vector<int> chosen = options.recompute == Recompute::all
-                                        ? rebuildable_ops(step)
+                                        ? rebuildable_ops(step, /*expensive=*/true)
                                         : choose_rebuilds(step, lo, options.alignment);
     lo.rebuild.insert(lo.rebuild.end(), chosen.begin(), chosen.end());
+  }
+  if (memory == MemoryMode::planned && step.mode == Mode::training && !options.forward_only &&
+      options.rebuild_budget > 0) {
+    const RebuildFit fit = fit_rebuilds(step, lo, options.alignment, options.rebuild_budget);
+    auto mib = [](size_t b) {
+      return detail::concat(static_cast<double>(b) / (1 << 20), " MiB (", b, " bytes)");
+    };
+    FRUGAL_CHECK(fit.fits, "memory budget ", mib(options.rebuild_budget),
+                 " is below the smallest planned arena found, ", mib(fit.arena), ", rebuilding ",
+                 fit.rebuild.size(), " op outputs (convolutions included)");
+    lo.rebuild.insert(lo.rebuild.end(), fit.rebuild.begin(), fit.rebuild.end());
   }
   Layout l;
   l.memory = memory;

@@ -27,8 +27,9 @@ const char* memory_category_name(MemoryCategory c);  // "outputs", "gradInputs",
 
 // Which op outputs planned training drops after forward and rebuilds in backward
 // (Roles::rebuildable; baseline never does): none; `cheap`, the rebuildable ops whose rebuild
-// lowers the planned arena (memory/rebuild.h); `all`, every rebuildable op (tests: the
-// rebuilds must give the same bits whatever they cost).
+// lowers the planned arena (memory/rebuild.h), convolutions and linear layers never; `all`,
+// every rebuildable op, those too (tests: the rebuilds must give the same bits whatever they
+// cost).
 enum class Recompute { none, cheap, all };
 const char* recompute_name(Recompute r);
 
@@ -47,6 +48,10 @@ struct LayoutOptions {
   Recompute recompute = Recompute::none;
   std::vector<int> rebuild = {};  // ops to rebuild besides those `recompute` chooses
   bool forward_only = false;      // training forward without backward (LivenessOptions)
+  // Planned training: > 0 rebuilds op outputs until the arena fits this many bytes
+  // (memory/rebuild.h's fit_rebuilds; convolutions only when nothing cheaper fits), or throws
+  // naming the smallest arena found.
+  size_t rebuild_budget = 0;
 };
 
 struct Layout {

@@ -2,15 +2,19 @@
 #include "memory/rebuild.h"
 
 #include <algorithm>
+#include <limits>
 
+#include "core/error.h"
 #include "memory/planner.h"
 
 namespace frugal {
 
-std::vector<int> rebuildable_ops(const Step& step) {
+std::vector<int> rebuildable_ops(const Step& step, bool expensive) {
   std::vector<int> ops;
-  for (size_t k = 0; k < step.ops.size(); ++k)
-    if (step.ops[k].roles.rebuildable) ops.push_back(static_cast<int>(k));
+  for (size_t k = 0; k < step.ops.size(); ++k) {
+    const Roles& r = step.ops[k].roles;
+    if (r.rebuildable && (expensive || !r.rebuild_expensive)) ops.push_back(static_cast<int>(k));
+  }
   return ops;
 }
 
@@ -152,6 +156,205 @@ std::vector<int> choose_rebuilds(const Step& step, const LivenessOptions& option
     }
   }
   return best;
+}
+
+namespace {
+
+// Peak live bytes over the steps of a liveness (each alias group once, rounded), and its step.
+std::pair<size_t, int> peak_live(const Liveness& L, size_t alignment) {
+  std::vector<long long> delta(static_cast<size_t>(L.steps) + 1, 0);
+  std::vector<int> first(L.buffers.size()), last(L.buffers.size());
+  std::vector<size_t> bytes(L.buffers.size(), 0);
+  for (size_t i = 0; i < L.buffers.size(); ++i) {
+    first[i] = L.buffers[i].first;
+    last[i] = L.buffers[i].last;
+  }
+  for (size_t i = 0; i < L.buffers.size(); ++i) {
+    const Buffer& b = L.buffers[i];
+    if (b.kind == BufferKind::input) continue;
+    const size_t r = static_cast<size_t>(L.alias_root(static_cast<int>(i)));
+    first[r] = std::min(first[r], b.first);
+    last[r] = std::max(last[r], b.last);
+    bytes[r] = std::max(bytes[r], (b.bytes + alignment - 1) / alignment * alignment);
+  }
+  for (size_t i = 0; i < L.buffers.size(); ++i) {
+    if (L.buffers[i].kind == BufferKind::input ||
+        L.alias_root(static_cast<int>(i)) != static_cast<int>(i))
+      continue;
+    delta[static_cast<size_t>(first[i])] += static_cast<long long>(bytes[i]);
+    delta[static_cast<size_t>(last[i]) + 1] -= static_cast<long long>(bytes[i]);
+  }
+  long long live = 0, best = -1;
+  int at = 0;
+  for (int s = 0; s < L.steps; ++s) {
+    live += delta[static_cast<size_t>(s)];
+    if (live > best) best = live, at = s;
+  }
+  return {static_cast<size_t>(std::max(best, 0LL)), at};
+}
+
+}  // namespace
+
+std::vector<int> cut_values(const Step& step) {
+  // Between op p and p + 1, the op outputs produced at or before p that an op after p reads:
+  // a difference array over the gaps of each value's [producer, last forward reader).
+  const int n = static_cast<int>(step.ops.size());
+  std::vector<int> crossing(static_cast<size_t>(n) + 1, 0), last_reader(step.values.size(), -1);
+  for (size_t v = 0; v < step.values.size(); ++v) {
+    const StepValue& u = step.values[v];
+    if (u.kind != StepValueKind::op_output) continue;
+    for (int c : u.consumers) last_reader[v] = std::max(last_reader[v], c);
+    if (last_reader[v] > u.producer) {
+      ++crossing[static_cast<size_t>(u.producer)];
+      --crossing[static_cast<size_t>(last_reader[v])];
+    }
+  }
+  std::vector<int> cuts;
+  int live = 0;
+  for (int p = 0; p + 1 < n; ++p) {
+    live += crossing[static_cast<size_t>(p)];
+    if (live != 1) continue;
+    for (int v : step.ops[static_cast<size_t>(p)].outputs)
+      if (last_reader[static_cast<size_t>(v)] > p &&
+          step.ops[static_cast<size_t>(p)].roles.rebuildable)
+        cuts.push_back(v);
+  }
+  return cuts;
+}
+
+RebuildFit fit_rebuilds(const Step& step, const LivenessOptions& options, size_t alignment,
+                        size_t budget) {
+  RebuildFit fit;
+  FRUGAL_CHECK(step.mode == Mode::training, "memory budget: rebuilds bound a training step");
+  auto with = [&](const std::vector<int>& set) {
+    LivenessOptions o = options;
+    o.rebuild.insert(o.rebuild.end(), set.begin(), set.end());
+    return o;
+  };
+  std::vector<int> set = choose_rebuilds(step, options, alignment);
+  fit.plans = 3;
+  size_t arena = planned_arena_bytes(step, with(set), alignment);
+  fit.rebuild = set;
+  fit.arena = arena;
+  if (arena <= budget) {
+    fit.fits = true;
+    return fit;
+  }
+  std::vector<bool> in(step.ops.size(), false);
+  for (int k : set) in[static_cast<size_t>(k)] = true;
+  std::vector<bool> useless(step.ops.size(), false);
+  const std::vector<int> candidates = rebuildable_ops(step, true);
+  Liveness L = analyze(step, with(set));
+  auto [peak, at] = peak_live(L, alignment);
+  for (int round = 0; round < 4 * static_cast<int>(step.ops.size()); ++round) {
+    // Candidates live at the peak step, by bytes freed there per flop.
+    std::vector<std::pair<double, int>> order;
+    for (int p : candidates) {
+      if (in[static_cast<size_t>(p)] || useless[static_cast<size_t>(p)]) continue;
+      size_t held = 0;
+      for (int v : step.ops[static_cast<size_t>(p)].outputs) {
+        const Buffer& b = L.buffers[static_cast<size_t>(L.value_buffer[static_cast<size_t>(v)])];
+        if (b.first <= at && at <= b.last) held += b.bytes;
+      }
+      if (held == 0) continue;
+      const double flops = step.ops[static_cast<size_t>(p)].roles.rebuild_flops;
+      order.emplace_back(static_cast<double>(held) / (flops + 1.0), p);
+    }
+    std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first > b.first : a.second < b.second;
+    });
+    bool accepted = false;
+    for (size_t c = 0; c < order.size() && c < 8 && !accepted; ++c) {
+      const int p = order[c].second;
+      std::vector<int> trial = set;
+      trial.push_back(p);
+      // The cheap producers only this rebuild reads come with it.
+      for (int slot : step.ops[static_cast<size_t>(p)].roles.rebuild_reads_inputs) {
+        const StepValue& u =
+            step.value(step.ops[static_cast<size_t>(p)].inputs[static_cast<size_t>(slot)]);
+        if (u.kind == StepValueKind::op_output && !in[static_cast<size_t>(u.producer)] &&
+            step.ops[static_cast<size_t>(u.producer)].roles.rebuildable &&
+            !step.ops[static_cast<size_t>(u.producer)].roles.rebuild_expensive)
+          trial.push_back(u.producer);
+      }
+      std::sort(trial.begin(), trial.end());
+      trial.erase(std::unique(trial.begin(), trial.end()), trial.end());
+      Liveness T = analyze(step, with(trial));
+      ++fit.plans;
+      const auto [tpeak, tat] = peak_live(T, alignment);
+      if (tpeak >= peak) {
+        useless[static_cast<size_t>(p)] = true;
+        continue;
+      }
+      accepted = true;
+      set = std::move(trial);
+      for (int k : set) in[static_cast<size_t>(k)] = true;
+      L = std::move(T);
+      peak = tpeak;
+      at = tat;
+    }
+    if (!accepted) break;
+    if (peak > budget) continue;
+    arena = planned_arena_bytes(step, with(set), alignment);
+    ++fit.plans;
+    if (arena < fit.arena) {
+      fit.arena = arena;
+      fit.rebuild = set;
+    }
+    if (arena <= budget) {
+      fit.fits = true;
+      return fit;
+    }
+  }
+  arena = planned_arena_bytes(step, with(set), alignment);
+  ++fit.plans;
+  if (arena < fit.arena) {
+    fit.arena = arena;
+    fit.rebuild = set;
+  }
+  if (arena <= budget) {
+    fit.fits = true;
+    return fit;
+  }
+  // Segments: keep every m-th cut value (one that alone carries forward everything before
+  // it) and rebuild every other output, convolutions included, from the cut before it: a
+  // run's forward once more at the start of its backward, as checkpoint segments, on any graph.
+  const std::vector<int> cuts = cut_values(step);
+  const std::vector<int> all = rebuildable_ops(step, true);
+  std::vector<int> lowest;  // the schedule with the lowest peak live bytes, if none fits
+  size_t lowest_peak = std::numeric_limits<size_t>::max();
+  for (int m = 2; m <= static_cast<int>(cuts.size()); ++m) {
+    std::vector<bool> keep(step.ops.size(), false);
+    for (size_t c = static_cast<size_t>(m) - 1; c < cuts.size(); c += static_cast<size_t>(m))
+      keep[static_cast<size_t>(step.value(cuts[c]).producer)] = true;
+    std::vector<int> trial;
+    for (int p : all)
+      if (!keep[static_cast<size_t>(p)]) trial.push_back(p);
+    ++fit.plans;
+    const size_t trial_peak = peak_live(analyze(step, with(trial)), alignment).first;
+    if (trial_peak < lowest_peak) {
+      lowest_peak = trial_peak;
+      lowest = trial;
+    }
+    if (trial_peak > budget) continue;
+    arena = planned_arena_bytes(step, with(trial), alignment);
+    ++fit.plans;
+    if (arena < fit.arena) {
+      fit.arena = arena;
+      fit.rebuild = trial;
+    }
+    if (arena <= budget) break;
+  }
+  if (fit.arena > budget && !lowest.empty()) {
+    arena = planned_arena_bytes(step, with(lowest), alignment);
+    ++fit.plans;
+    if (arena < fit.arena) {
+      fit.arena = arena;
+      fit.rebuild = lowest;
+    }
+  }
+  fit.fits = fit.arena <= budget;
+  return fit;
 }
 
 }  // namespace frugal

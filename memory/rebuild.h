@@ -11,8 +11,9 @@
 
 namespace frugal {
 
-// Every op whose roles say it can be rebuilt, in tape order.
-std::vector<int> rebuildable_ops(const Step& step);
+// Every op whose roles say it can be rebuilt, in tape order; convolutions and linear layers
+// (Roles::rebuild_expensive) only with `expensive`.
+std::vector<int> rebuildable_ops(const Step& step, bool expensive = false);
 
 // The rebuilds a planned training step makes when asked for the cheap ones: of three
 // candidates, the one the real planner (plan_arena) places in the smallest arena, the one
@@ -30,6 +31,27 @@ std::vector<int> free_rebuilds(const Step& step, const LivenessOptions& options)
 
 std::vector<int> choose_rebuilds(const Step& step, const LivenessOptions& options,
                                  size_t alignment);
+
+// Rebuilds that fit a planned training step into `budget` bytes of arena, adding the least
+// rebuild work it can: the cheap choice first; then, while the arena is above the budget, the
+// rebuild (with the cheap producers only it reads) that lowers the step's peak live bytes
+// most per flop, among the outputs live at the peak, convolutions and linear layers
+// included; each accepted set is placed by the real planner until one fits. Where that
+// stalls, segments: every m-th cut value kept (m = 2, 3, ...), every other output rebuilt.
+// `fits` false: none found; `arena` is then the smallest arena found.
+struct RebuildFit {
+  std::vector<int> rebuild;
+  size_t arena = 0;
+  bool fits = false;
+  int plans = 0;  // liveness analyses and plans made
+};
+RebuildFit fit_rebuilds(const Step& step, const LivenessOptions& options, size_t alignment,
+                        size_t budget);
+
+// The op outputs (of rebuildable ops) that alone carry the forward past their producer:
+// nothing produced before them is read after them. A ResNet's block outputs, GoogLeNet's
+// inception outputs. In tape order.
+std::vector<int> cut_values(const Step& step);
 
 // The arena that analyze + plan_arena give `step` with `options` (a test and search helper).
 size_t planned_arena_bytes(const Step& step, const LivenessOptions& options, size_t alignment);

@@ -117,7 +117,8 @@ LayoutOptions report_layout_options(Mode mode, const ReportOptions& options) {
           .keep = options.keep,
           .alignment = options.alignment,
           .workspace_limit = options.workspace_limit,
-          .recompute = options.recompute};
+          .recompute = options.recompute,
+          .rebuild_budget = options.rebuild_budget};
 }
 
 MemoryReport memory_report(Tape& tape, Mode mode, const Backend& backend,

@@ -51,6 +51,7 @@ struct ReportOptions {
   std::vector<int> keep = {};  // value ids read after the step (the loss), as the executor's
   size_t workspace_limit = std::numeric_limits<size_t>::max();  // as ExecutorOptions
   Recompute recompute = Recompute::none;                        // as ExecutorOptions
+  size_t rebuild_budget = 0;                                    // as ExecutorOptions
 };
 
 // The layout options memory_report plans with: an optimizer step in training, the kept values

@@ -23,6 +23,7 @@ LayoutOptions layout_options(const ExecutorOptions& o, size_t alignment, bool in
   l.workspace_limit = o.workspace_limit;
   l.recompute = o.recompute;
   l.forward_only = o.forward_only;
+  l.rebuild_budget = o.rebuild_budget;
   return l;
 }
 }  // namespace

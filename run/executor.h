@@ -52,6 +52,9 @@ struct ExecutorOptions {
   // executor (checkpoint segments, reversible blocks) needs training kernels (batch
   // statistics, dropout) but no gradient buffers, and no tensor kept for a backward.
   bool forward_only = false;
+  // Planned training: rebuild op outputs until the arena fits this many bytes (LayoutOptions::
+  // rebuild_budget; convolutions too where nothing cheaper fits); 0: no budget.
+  size_t rebuild_budget = 0;
 };
 
 class Executor {

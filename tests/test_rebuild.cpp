@@ -1,5 +1,6 @@
 // Op-level recomputation: outputs dropped after forward and rebuilt in backward, just before
-// their first backward reader. Lifetimes on a small chain, and bitwise equality with the step
+// their first backward reader. Lifetimes on a small chain, the cheap choice, memory budgets
+// (convolutions rebuilt), cut values, forward-only plans, and bitwise equality with the step
 // that keeps everything on every bundled network, on random DAGs and with dropout.
 #include <doctest/doctest.h>
 
@@ -10,8 +11,11 @@
 #include "layers/concat.h"
 #include "layers/conv2d.h"
 #include "layers/dropout.h"
+#include "layers/flatten.h"
+#include "layers/linear.h"
 #include "layers/maxpool2d.h"
 #include "layers/relu.h"
+#include "layers/softmax_cross_entropy.h"
 #include "memory/rebuild.h"
 #include "recorded_model.h"
 #include "run/plan.h"
@@ -191,4 +195,106 @@ TEST_CASE("rebuild: every bundled network at batch 2 gives the same bits with re
       }
     }
   }
+}
+
+TEST_CASE("rebuild: cut values of a residual chain are its block outputs") {
+  ParamStore store = ParamStore::shapes_only();
+  Tape tape(store, DType::f32);
+  Value x = tape.input("x", {2, 3, 8, 8}, DType::f32);
+  conv2d(residual_blocks(x, 3), {.out = 4, .kernel = 1});
+  const Step step = lower_step(tape, Mode::training, cpu_backend());
+  const std::vector<int> cuts = cut_values(step);
+  std::vector<int> block_outputs;  // the stem's relu and each block's last relu
+  for (int r : {0, 2, 4, 6})
+    block_outputs.push_back(tape.ops()[op_index(tape, "relu", r)].outputs[0]);
+  for (int v : block_outputs) CHECK(std::count(cuts.begin(), cuts.end(), v) == 1);
+  // Inside a block two values cross (the block input and the branch), so nothing there is a cut.
+  CHECK(std::count(cuts.begin(), cuts.end(), tape.ops()[op_index(tape, "relu", 1)].outputs[0]) ==
+        0);
+}
+
+TEST_CASE("rebuild: a memory budget rebuilds convolutions when it must, with the same bits") {
+  const Net net = [](Value x) { return residual_blocks(x, 4); };
+  const Shape input{8, 4, 16, 16};
+  // The arenas of the two-step training check's tape, planned without and with a budget.
+  auto arena = [&](size_t budget, Recompute r) {
+    ParamStore store = ParamStore::shapes_only();
+    Tape tape(store, DType::f32);
+    Value x = tape.input("x", input, DType::f32, true);
+    Value labels = tape.input("labels", {input[0]}, DType::i32);
+    Value loss = softmax_cross_entropy(linear(flatten(net(x)), {.out = 5}), labels);
+    LayoutOptions o{
+        .optimizer = true, .keep = {loss.id()}, .recompute = r, .rebuild_budget = budget};
+    const Layout L = memory_layout(tape, Mode::training, MemoryMode::planned, cpu_backend(), o);
+    int convs = 0;
+    for (size_t k = 0; k < tape.ops().size(); ++k)
+      convs += L.live.op_rebuild_step[k] >= 0 && tape.ops()[k].op->name() == "conv2d";
+    return std::pair<size_t, int>{L.plan.arena_bytes, convs};
+  };
+  const auto [cheap, cheap_convs] = arena(0, Recompute::cheap);
+  CHECK(cheap_convs == 0);  // the cheap choice never rebuilds a convolution
+  const size_t budget = cheap * 3 / 4;
+  const auto [fitted, convs] = arena(budget, Recompute::none);
+  MESSAGE("cheap rebuilds: ", cheap, " bytes; budget ", budget, ": ", fitted, " bytes, ", convs,
+          " convolutions rebuilt");
+  CHECK(fitted <= budget);
+  CHECK(convs > 0);
+  // An impossible budget names the smallest arena found.
+  CHECK_THROWS_WITH_AS(arena(1024, Recompute::none),
+                       doctest::Contains("is below the smallest planned arena found"), Error);
+  // Training under the budget gives the baseline's bits.
+  const std::vector<Tensor> base = train_two_steps(net, MemoryMode::baseline, input);
+  ParamStore store(3);
+  Tape tape(store, DType::f32);
+  Value x = tape.input("x", input, DType::f32, true);
+  Value labels = tape.input("labels", {input[0]}, DType::i32);
+  Value loss = softmax_cross_entropy(linear(flatten(net(x)), {.out = 5}), labels);
+  Executor ex(tape, cpu_backend(),
+              {.memory = MemoryMode::planned,
+               .poison = true,
+               .seed = 2,
+               .keep = {loss},
+               .optimizer = OptimizerConfig{.lr = 0.1, .momentum = 0.9},
+               .rebuild_budget = budget});
+  CHECK(ex.arena_bytes() <= budget);
+  std::vector<Tensor> out;
+  for (int s = 0; s < 2; ++s) {
+    ex.set_input(x, random_tensor(input, 10 + s, -1, 1, DType::f32));
+    ex.set_input(labels, random_labels(input[0], 5, 20 + s));
+    ex.forward();
+    out.push_back(clone(ex.value(loss)));
+    ex.backward(loss);
+    out.push_back(clone(ex.grad(x)));
+  }
+  for (Parameter* p : store.all()) out.push_back(clone(p->value));
+  REQUIRE(out.size() == base.size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    CAPTURE(i);
+    CHECK(bitwise_equal(out[i], base[i]));
+  }
+}
+
+TEST_CASE("rebuild: forward-only training plans give forward's bits in less memory") {
+  ParamStore store(2);
+  Tape tape(store, DType::f32);
+  Value x = tape.input("x", {4, 3, 8, 8}, DType::f32, true);
+  Value y = dropout(residual_blocks(x, 2), 0.25);
+  auto run = [&](bool forward_only) {
+    Executor ex(tape, cpu_backend(),
+                {.memory = MemoryMode::planned,
+                 .poison = true,
+                 .seed = 5,
+                 .keep = {y},
+                 .forward_only = forward_only});
+    ex.set_input(x, random_tensor({4, 3, 8, 8}, 1, -1, 1, DType::f32));
+    ex.forward();
+    if (forward_only)
+      CHECK_THROWS_WITH_AS(ex.backward(std::span<const std::pair<Value, Tensor>>()),
+                           "executor: backward on a forward-only executor", Error);
+    return std::pair<Tensor, size_t>{clone(ex.value(y)), ex.arena_bytes()};
+  };
+  const auto [full, full_bytes] = run(false);
+  const auto [fwd, fwd_bytes] = run(true);
+  CHECK(bitwise_equal(full, fwd));
+  CHECK(fwd_bytes < full_bytes);
 }

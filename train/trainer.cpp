@@ -125,7 +125,8 @@ Trainer::Trainer(const TrainOptions& o, const Dataset& train, const Dataset& tes
                                                    .optimizer = optimizer_config(o, o.lr, 1),
                                                    .check_finite = o.check_finite,
                                                    .workspace_limit = o.workspace_limit,
-                                                   .recompute = o.recompute});
+                                                   .recompute = o.recompute,
+                                                   .rebuild_budget = o.rebuild_budget});
   steps_per_epoch_ = train.size() / o.batch;  // the last partial batch is dropped
   if (o.steps > 0) steps_per_epoch_ = std::min(steps_per_epoch_, o.steps);
 }

@@ -56,6 +56,9 @@ struct TrainOptions {
   size_t workspace_limit = std::numeric_limits<size_t>::max();
   // Planned memory: op outputs rebuilt in backward (ExecutorOptions::recompute), same bits.
   Recompute recompute = Recompute::none;
+  // Planned memory: rebuild op outputs until the arena fits these bytes (ExecutorOptions::
+  // rebuild_budget; the command sets it from --memory-budget on networks without a chain).
+  size_t rebuild_budget = 0;
 };
 
 // The most CPU threads a run may ask for; more is surely a typo (the command caps requests
