@@ -324,6 +324,9 @@ Action add_bench_command(CLI::App& app) {
       // No chain of blocks to checkpoint: op outputs rebuilt until the arena fits.
       o->rebuild_budget = o->memory_budget;
     } else if (o->memory_budget > 0) {
+      FRUGAL_CHECK(o->recompute == Recompute::none, "bench --memory-budget: on ", o->model,
+                   " it chooses checkpoint runs, which do not combine with --recompute yet; "
+                   "give one or the other");
       TrainingStep step{.model = o->model, .batch = o->batch, .dtype = o->dtype};
       step.config = {.dropout = o->dropout, .batch_norm = o->batch_norm};
       step.backend = &backend_named(o->device);

@@ -65,6 +65,9 @@ void apply_memory_budget(MemoryOptions& o, RecomputeSummary& s) {
                "memory --memory-budget: checkpointing saves memory for backward; use --mode "
                "training");
   FRUGAL_CHECK(o.segments == 0, "memory: give --segments or --memory-budget, not both");
+  FRUGAL_CHECK(o.recompute == Recompute::none, "memory --memory-budget: on ", o.model,
+               " it chooses checkpoint runs, which do not combine with --recompute yet; give "
+               "one or the other");
   const TrainingStep step{.model = o.model,
                           .batch = o.batch,
                           .dtype = o.dtype,
