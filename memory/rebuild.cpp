@@ -231,15 +231,21 @@ RebuildFit fit_rebuilds(const Step& step, const LivenessOptions& options, size_t
     o.rebuild.insert(o.rebuild.end(), set.begin(), set.end());
     return o;
   };
+  fit.arena = std::numeric_limits<size_t>::max();
+  // Plans `trial`; keeps it as the fit if its arena is the smallest so far; true once it fits.
+  auto consider = [&](const std::vector<int>& trial) {
+    const size_t arena = planned_arena_bytes(step, with(trial), alignment);
+    ++fit.plans;
+    if (arena < fit.arena) {
+      fit.arena = arena;
+      fit.rebuild = trial;
+    }
+    fit.fits = fit.arena <= budget;
+    return fit.fits;
+  };
   std::vector<int> set = choose_rebuilds(step, options, alignment);
   fit.plans = 3;
-  size_t arena = planned_arena_bytes(step, with(set), alignment);
-  fit.rebuild = set;
-  fit.arena = arena;
-  if (arena <= budget) {
-    fit.fits = true;
-    return fit;
-  }
+  if (consider(set)) return fit;
   std::vector<bool> in(step.ops.size(), false);
   for (int k : set) in[static_cast<size_t>(k)] = true;
   std::vector<bool> useless(step.ops.size(), false);
@@ -294,28 +300,9 @@ RebuildFit fit_rebuilds(const Step& step, const LivenessOptions& options, size_t
       at = tat;
     }
     if (!accepted) break;
-    if (peak > budget) continue;
-    arena = planned_arena_bytes(step, with(set), alignment);
-    ++fit.plans;
-    if (arena < fit.arena) {
-      fit.arena = arena;
-      fit.rebuild = set;
-    }
-    if (arena <= budget) {
-      fit.fits = true;
-      return fit;
-    }
+    if (peak <= budget && consider(set)) return fit;
   }
-  arena = planned_arena_bytes(step, with(set), alignment);
-  ++fit.plans;
-  if (arena < fit.arena) {
-    fit.arena = arena;
-    fit.rebuild = set;
-  }
-  if (arena <= budget) {
-    fit.fits = true;
-    return fit;
-  }
+  if (consider(set)) return fit;
   // Segments: keep every m-th cut value (one that alone carries forward everything before
   // it) and rebuild every other output, convolutions included, from the cut before it: a
   // run's forward once more at the start of its backward, as checkpoint segments, on any graph.
@@ -336,24 +323,9 @@ RebuildFit fit_rebuilds(const Step& step, const LivenessOptions& options, size_t
       lowest_peak = trial_peak;
       lowest = trial;
     }
-    if (trial_peak > budget) continue;
-    arena = planned_arena_bytes(step, with(trial), alignment);
-    ++fit.plans;
-    if (arena < fit.arena) {
-      fit.arena = arena;
-      fit.rebuild = trial;
-    }
-    if (arena <= budget) break;
+    if (trial_peak <= budget && consider(trial)) return fit;
   }
-  if (fit.arena > budget && !lowest.empty()) {
-    arena = planned_arena_bytes(step, with(lowest), alignment);
-    ++fit.plans;
-    if (arena < fit.arena) {
-      fit.arena = arena;
-      fit.rebuild = lowest;
-    }
-  }
-  fit.fits = fit.arena <= budget;
+  if (!lowest.empty()) consider(lowest);
   return fit;
 }
 
