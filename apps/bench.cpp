@@ -111,7 +111,8 @@ BenchResult run_bench(const BenchOptions& o) {
                                            {.dropout = o.dropout,
                                             .batch_norm = o.batch_norm,
                                             .segments = o.segments,
-                                            .checkpoint_runs = o.runs});
+                                            .checkpoint_runs = o.runs,
+                                            .checkpoint_rebuilds = o.recompute});
   const Value images = step.images, labels = step.labels, out = step.out();
   const bool training = o.mode == Mode::training;
   std::optional<OptimizerConfig> optimizer;
@@ -324,11 +325,10 @@ Action add_bench_command(CLI::App& app) {
       // No chain of blocks to checkpoint: op outputs rebuilt until the arena fits.
       o->rebuild_budget = o->memory_budget;
     } else if (o->memory_budget > 0) {
-      FRUGAL_CHECK(o->recompute == Recompute::none, "bench --memory-budget: on ", o->model,
-                   " it chooses checkpoint runs, which do not combine with --recompute yet; "
-                   "give one or the other");
       TrainingStep step{.model = o->model, .batch = o->batch, .dtype = o->dtype};
-      step.config = {.dropout = o->dropout, .batch_norm = o->batch_norm};
+      step.config = {
+          .dropout = o->dropout, .batch_norm = o->batch_norm, .checkpoint_rebuilds = o->recompute};
+      step.recompute = o->recompute;
       step.backend = &backend_named(o->device);
       step.workspace_limit = o->workspace_limit;
       const BudgetSchedule b = fit_step_budget(step, o->memory_budget);

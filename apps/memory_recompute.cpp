@@ -57,6 +57,7 @@ std::optional<ModelConfig> recompute_config(const MemoryOptions& o) {
     return std::nullopt;
   c.segments = o.segments;
   c.checkpoint_runs = o.checkpoint_runs;
+  c.checkpoint_rebuilds = o.recompute;
   return c;
 }
 
@@ -65,15 +66,15 @@ void apply_memory_budget(MemoryOptions& o, RecomputeSummary& s) {
                "memory --memory-budget: checkpointing saves memory for backward; use --mode "
                "training");
   FRUGAL_CHECK(o.segments == 0, "memory: give --segments or --memory-budget, not both");
-  FRUGAL_CHECK(o.recompute == Recompute::none, "memory --memory-budget: on ", o.model,
-               " it chooses checkpoint runs, which do not combine with --recompute yet; give "
-               "one or the other");
+  ModelConfig config = stored_config(o);
+  config.checkpoint_rebuilds = o.recompute;
   const TrainingStep step{.model = o.model,
                           .batch = o.batch,
                           .dtype = o.dtype,
-                          .config = stored_config(o),
+                          .config = config,
                           .backend = &backend_named(o.device),
-                          .workspace_limit = o.workspace_limit};
+                          .workspace_limit = o.workspace_limit,
+                          .recompute = o.recompute};
   s.budget_bytes = o.memory_budget;
   s.budget = fit_step_budget(step, o.memory_budget);
   s.minimum = minimum_step_memory(step);

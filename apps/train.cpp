@@ -71,11 +71,10 @@ size_t fit_budget(const TrainCommand& c, int64_t classes, TrainOptions& o) {
                 bytes_text(c.memory_budget).c_str());
     return 0;
   }
-  FRUGAL_CHECK(o.recompute == Recompute::none, "train --memory-budget: on ", o.model,
-               " it chooses checkpoint runs, which do not combine with --recompute yet; give "
-               "one or the other");
   TrainingStep step{.model = o.model, .batch = o.batch, .keep_logits = true};
   step.config.classes = classes;
+  step.config.checkpoint_rebuilds = o.recompute;
+  step.recompute = o.recompute;
   step.backend = &backend_named(o.device);
   step.workspace_limit = o.workspace_limit;
   const BudgetSchedule b = fit_step_budget(step, c.memory_budget);

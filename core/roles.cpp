@@ -7,6 +7,18 @@ const char* mode_name(Mode m) {
   return m == Mode::training ? "training" : "inference";
 }
 
+const char* recompute_name(Recompute r) {
+  switch (r) {
+    case Recompute::none:
+      return "none";
+    case Recompute::cheap:
+      return "cheap";
+    case Recompute::all:
+      return "all";
+  }
+  return "?";
+}
+
 void set_rebuildable(Roles& r, std::vector<int> reads, double flops, double bytes_moved) {
   r.rebuildable = true;
   r.rebuild_reads_inputs = std::move(reads);

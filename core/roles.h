@@ -60,6 +60,14 @@ struct Roles {
   double rebuild_bytes = 0;
 };
 
+// Which op outputs planned training drops after forward and rebuilds in backward
+// (Roles::rebuildable; baseline never does): none; `cheap`, the rebuildable ops whose rebuild
+// lowers the planned arena (memory/rebuild.h), convolutions and linear layers never; `all`,
+// every rebuildable op, those too (tests: the rebuilds must give the same bits whatever they
+// cost).
+enum class Recompute { none, cheap, all };
+const char* recompute_name(Recompute r);
+
 // Marks r rebuildable from inputs `reads`, one rebuild costing `flops` arithmetic operations
 // and moving `bytes_moved` bytes (read and written).
 void set_rebuildable(Roles& r, std::vector<int> reads, double flops, double bytes_moved);

@@ -11,18 +11,6 @@ const char* memory_mode_name(MemoryMode m) {
   return m == MemoryMode::planned ? "planned" : "baseline";
 }
 
-const char* recompute_name(Recompute r) {
-  switch (r) {
-    case Recompute::none:
-      return "none";
-    case Recompute::cheap:
-      return "cheap";
-    case Recompute::all:
-      return "all";
-  }
-  return "?";
-}
-
 namespace {
 
 LivenessOptions liveness_options(MemoryMode memory, const LayoutOptions& o) {

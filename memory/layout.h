@@ -25,14 +25,6 @@ constexpr int kMemoryCategories = 4;  // outputs .. param_grads
 MemoryCategory memory_category(const Buffer& b);
 const char* memory_category_name(MemoryCategory c);  // "outputs", "gradInputs", ...
 
-// Which op outputs planned training drops after forward and rebuilds in backward
-// (Roles::rebuildable; baseline never does): none; `cheap`, the rebuildable ops whose rebuild
-// lowers the planned arena (memory/rebuild.h), convolutions and linear layers never; `all`,
-// every rebuildable op, those too (tests: the rebuilds must give the same bits whatever they
-// cost).
-enum class Recompute { none, cheap, all };
-const char* recompute_name(Recompute r);
-
 struct LayoutOptions {
   bool optimizer = false;         // training: an optimizer step runs (ExecutorOptions::optimizer)
   bool keep_param_grads = false;  // every parameter gradient lives to the end (tests)

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/roles.h"
 #include "recompute/budget.h"
 
 namespace frugal {
@@ -25,6 +26,9 @@ struct ModelConfig {
   // (sorted, disjoint; the other blocks store their activations). Used instead of `segments`
   // when not empty: a memory budget's schedule (recompute/budget.h).
   std::vector<BlockRun> checkpoint_runs = {};
+  // CIFAR ResNets: the checkpoint runs' backward plans rebuild op outputs as this says
+  // (`--recompute` with `--segments` or `--memory-budget`); the same bits, less scratch.
+  Recompute checkpoint_rebuilds = Recompute::none;
   // RevNets: reversible units, rebuilt in backward; false: their stored-activation twins.
   bool reversible = true;
   // RevNets: > 0: the units couple on a fixed-point grid with this many range bits

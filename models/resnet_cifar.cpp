@@ -87,7 +87,8 @@ Value stages(Value x, const std::array<int64_t, 3>& widths, int n,
   int done = 0;
   for (const BlockRun& r : checkpointed_runs(config, total)) {
     x = run(x, done, r.begin);
-    x = checkpoint(x, [&run, r](Value v) { return run(v, r.begin, r.end); });
+    x = checkpoint(
+        x, [&run, r](Value v) { return run(v, r.begin, r.end); }, config.checkpoint_rebuilds);
     done = r.end;
   }
   return run(x, done, total);

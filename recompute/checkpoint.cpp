@@ -49,6 +49,10 @@ void CheckpointOp::backward(const OpContext& ctx) {
 }
 
 Value checkpoint(Value x, const SubNet& segment, std::source_location where) {
+  return checkpoint(x, segment, Recompute::none, where);
+}
+
+Value checkpoint(Value x, const SubNet& segment, Recompute rebuilds, std::source_location where) {
   Tape& tape = x.tape();
   std::unique_ptr<SubGraph> body;
   try {
@@ -56,6 +60,7 @@ Value checkpoint(Value x, const SubNet& segment, std::source_location where) {
   } catch (const Error& e) {
     throw error_at(where, e);
   }
+  body->set_recompute(rebuilds);
   auto op = std::make_unique<CheckpointOp>(std::move(body));
   std::vector<Value> inputs{x};
   for (Parameter* p : op->parameters()) inputs.push_back(tape.param(*p));

@@ -33,5 +33,9 @@ class CheckpointOp final : public Op {
 // inline, so a model can switch segments on and off over the same parameter store.
 Value checkpoint(Value x, const SubNet& segment,
                  std::source_location where = std::source_location::current());
+// The same, the segment's backward plan rebuilding op outputs as `rebuilds` says (the same
+// bits, less scratch in backward).
+Value checkpoint(Value x, const SubNet& segment, Recompute rebuilds,
+                 std::source_location where = std::source_location::current());
 
 }  // namespace frugal

@@ -7,10 +7,11 @@
 namespace frugal {
 
 namespace {
-ExecutorOptions options(Mode mode, Value out, bool forward_only) {
+ExecutorOptions options(Mode mode, Value out, bool forward_only, Recompute recompute) {
   ExecutorOptions o;
   o.mode = mode;
   o.forward_only = forward_only && mode == Mode::training;
+  if (mode == Mode::training && !o.forward_only) o.recompute = recompute;
   o.memory = MemoryMode::planned;
   o.keep = {out};
   o.keep_param_grads = true;
@@ -56,14 +57,14 @@ size_t SubGraph::arena_bytes(Mode mode, const Backend& backend, bool forward_onl
   size_t& bytes = arena_bytes_[{&backend, plan_key(mode, forward_only)}];
   if (bytes == 0)
     bytes = Executor::planned_bytes(*tape_, const_cast<Backend&>(backend),
-                                    options(mode, out_, forward_only));
+                                    options(mode, out_, forward_only, recompute_));
   return bytes;
 }
 
 Executor& SubGraph::executor(Mode mode, Backend& backend, const Tensor& arena, bool forward_only) {
   auto& ex = executors_[{arena.storage().get(), arena.offset(), plan_key(mode, forward_only)}];
   if (!ex) {
-    ExecutorOptions o = options(mode, out_, forward_only);
+    ExecutorOptions o = options(mode, out_, forward_only, recompute_);
     o.arena = arena;
     ex = std::make_unique<Executor>(*tape_, backend, std::move(o));
   }

@@ -37,6 +37,8 @@ class SubGraph {
   size_t arena_bytes(Mode mode, const Backend& backend, bool forward_only = false) const;
   // The executor planned into `arena` (created on first use for this memory and plan).
   Executor& executor(Mode mode, Backend& backend, const Tensor& arena, bool forward_only = false);
+  // Op outputs the training (backward) plan rebuilds (memory/layout.h); set before planning.
+  void set_recompute(Recompute r) { recompute_ = r; }
   // Adds (or, when `first`, copies) d parameter into `dw`; returns false if this sub-graph
   // does not use the parameter.
   bool param_grad(Executor& ex, const Parameter* p, Backend& backend, Tensor& dw, bool first) const;
@@ -44,6 +46,7 @@ class SubGraph {
  private:
   std::unique_ptr<Tape> tape_;
   Value in_, out_;
+  Recompute recompute_ = Recompute::none;
   mutable std::map<std::pair<const Backend*, int>, size_t> arena_bytes_;
   // By the arena's storage, offset and mode (a device address is never read on the host).
   std::map<std::tuple<const Storage*, size_t, int>, std::unique_ptr<Executor>> executors_;

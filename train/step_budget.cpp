@@ -97,7 +97,8 @@ size_t planned_step_peak(const TrainingStep& step) {
                        {.optimizer = true,
                         .keep = r.keep,
                         .alignment = be.allocator().alignment(),
-                        .workspace_limit = step.workspace_limit})
+                        .workspace_limit = step.workspace_limit,
+                        .recompute = step.recompute})
       .plan.arena_bytes;
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "autograd/tape.h"
+#include "memory/layout.h"
 #include "models/model_config.h"
 #include "recompute/budget.h"
 
@@ -26,6 +27,10 @@ struct TrainingStep {
   const Backend* backend = nullptr;
   // The most scratch one convolution pass may take (ExecutorOptions::workspace_limit).
   size_t workspace_limit = std::numeric_limits<size_t>::max();
+  // Op outputs rebuilt in backward around the checkpoint runs (ExecutorOptions::recompute):
+  // the step is planned with them; the blocks' memory model stays without them and the fit's
+  // correction against the real plan closes the gap.
+  Recompute recompute = Recompute::none;
 };
 
 // The planned arena of the step recorded with step.config (step.backend, nothing allocated):

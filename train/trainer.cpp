@@ -112,6 +112,7 @@ Trainer::Trainer(const TrainOptions& o, const Dataset& train, const Dataset& tes
   const ModelStep step = record_model_step(tape_, model_, o.batch, Mode::training,
                                            ModelConfig{.classes = train.classes,
                                                        .checkpoint_runs = o.checkpoint_runs,
+                                                       .checkpoint_rebuilds = o.recompute,
                                                        .fixed_point_range = o.fixed_point_range});
   images_ = step.images;
   labels_ = step.labels;
