@@ -59,6 +59,12 @@ struct RecomputeSummary {
 // Fits options.memory_budget: sets options.checkpoint_runs and the summary's budget and
 // minimum. Throws when no schedule fits (naming the minimum) or the options cannot have one.
 void apply_memory_budget(MemoryOptions& options, RecomputeSummary& summary);
+// The scratch chosen for passes with choices (cuDNN's algorithms): a summary line, and with
+// --workspaces one row per pass. Nothing where no op offers a choice (the CPU).
+void print_workspaces(const MemoryOptions& options);
+// --ops: one row per op of the planned layout (with the rebuilds --recompute chose): its first
+// output kept for backward, compact (a 1-bit mask), rebuilt at a step, or not read. Training.
+void print_ops(const MemoryOptions& options);
 // Fills the summary's description: what recompute_config applies (`applied`), or why nothing.
 void describe_recompute(const MemoryOptions& options, bool applied, RecomputeSummary& summary);
 
