@@ -169,6 +169,19 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       r.conv_window(n, o);
       o.inputs = {activation_input(n), param(n, 1, true)};
       if (n.input_size() > 2 && !n.input(2).empty()) o.inputs.push_back(param(n, 2, true));
+    } else if (op == "ConvTranspose") {
+      o.kind = Kind::conv_transpose;
+      r.conv_window(n, o);
+      if (!r.get_ints(n, "output_shape").empty())
+        r.fail(n, "output_shape is not imported (export with pads and output_padding)");
+      std::vector<int64_t> op_pad = r.get_ints(n, "output_padding");
+      if (op_pad.empty()) op_pad = {0, 0};
+      if (op_pad.size() != 2 || op_pad[0] < 0 || op_pad[1] < 0 || op_pad[0] >= o.conv.stride_h ||
+          op_pad[1] >= o.conv.stride_w)
+        r.fail(n, "output_padding must be two values, each below its stride");
+      o.output_padding_h = op_pad[0], o.output_padding_w = op_pad[1];
+      o.inputs = {activation_input(n), param(n, 1, true)};
+      if (n.input_size() > 2 && !n.input(2).empty()) o.inputs.push_back(param(n, 2, true));
     } else if (op == "BatchNormalization") {
       // An export in training mode (torch.onnx.TrainingMode.TRAINING) keeps BatchNorm with its
       // running statistics as extra outputs, which frugal updates in place: no node may read

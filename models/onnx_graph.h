@@ -17,6 +17,7 @@ namespace frugal {
 // The frugal op a node becomes.
 enum class OnnxKind {
   conv,
+  conv_transpose,
   batch_norm,
   gemm,
   max_pool,
@@ -40,6 +41,7 @@ struct OnnxNode {
   int64_t kernel = 1, stride = 1, pad = 0;  // pools
   Conv2dParams conv{};                      // Conv, and its kernel_shape (0 where absent)
   int64_t kernel_h = 0, kernel_w = 0;
+  int64_t output_padding_h = 0, output_padding_w = 0;  // ConvTranspose
   bool ceil = false, count_include_pad = true;
   double eps = 1e-5, momentum = 0.1, alpha = 0;
   Activation activation = Activation::sigmoid;

@@ -12,6 +12,7 @@
 #include "layers/binary.h"
 #include "layers/concat.h"
 #include "layers/conv2d.h"
+#include "layers/conv_transpose2d.h"
 #include "layers/dropout.h"
 #include "layers/flatten.h"
 #include "layers/leaky_relu.h"
@@ -51,6 +52,16 @@ Value record_onnx(const OnnxModel& model, Value images) {
               w.rank() != 4 || n.kernel_h == 0 || (w[2] == n.kernel_h && w[3] == n.kernel_w),
               "kernel_shape ", n.kernel_h, "x", n.kernel_w, " but the weight is ", w);
           y = tape.record(std::make_unique<Conv2dOp>(n.conv), in, where)[0];
+          break;
+        }
+        case Kind::conv_transpose: {
+          const Shape& w = in[1].shape();
+          FRUGAL_CHECK(
+              w.rank() != 4 || n.kernel_h == 0 || (w[2] == n.kernel_h && w[3] == n.kernel_w),
+              "kernel_shape ", n.kernel_h, "x", n.kernel_w, " but the weight is ", w);
+          y = tape.record(std::make_unique<ConvTranspose2dOp>(n.conv, n.output_padding_h,
+                                                              n.output_padding_w),
+                          in, where)[0];
           break;
         }
         case Kind::batch_norm:

@@ -201,6 +201,35 @@ def train_net():
     return model("train_net", n, i, [2, 6, 6], 3, opset=15)
 
 
+def unet_net():
+    """A U-Net in small: a strided Conv down, ConvTranspose up twice (kernel 2 stride 2; kernel
+    3 stride 2 pads 1 and output_padding 1), the skip joined by Concat on channels; opset 13.
+    (ONNX's reference evaluator has no grouped ConvTranspose; the gradient tests cover groups.)"""
+    n, i = [], []
+    i += [weight("enc.weight", 4, 2, 3, 3), weight("enc.bias", 4)]
+    n.append(helper.make_node("Conv", ["x", "enc.weight", "enc.bias"], ["e"], name="enc",
+                              kernel_shape=[3, 3], pads=[1, 1, 1, 1]))
+    n.append(helper.make_node("Relu", ["e"], ["e1"], name="enc_relu"))
+    i += [weight("down.weight", 6, 4, 3, 3), weight("down.bias", 6)]
+    n.append(helper.make_node("Conv", ["e1", "down.weight", "down.bias"], ["d"], name="down",
+                              kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]))
+    n.append(helper.make_node("Relu", ["d"], ["d1"], name="down_relu"))
+    i += [weight("up.weight", 6, 4, 2, 2), weight("up.bias", 4)]
+    n.append(helper.make_node("ConvTranspose", ["d1", "up.weight", "up.bias"], ["u"], name="up",
+                              kernel_shape=[2, 2], strides=[2, 2]))
+    n.append(helper.make_node("Concat", ["u", "e1"], ["cat"], name="skip", axis=1))
+    i += [weight("up2.weight", 8, 3, 3, 3)]
+    n.append(helper.make_node("ConvTranspose", ["cat", "up2.weight"], ["u2"], name="up2",
+                              kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1],
+                              output_padding=[1, 1]))
+    n.append(helper.make_node("GlobalAveragePool", ["u2"], ["gap"], name="gap"))
+    n.append(helper.make_node("Flatten", ["gap"], ["flat"], name="flatten", axis=1))
+    i += [weight("fc.weight", 3, 3), weight("fc.bias", 3)]
+    n.append(helper.make_node("Gemm", ["flat", "fc.weight", "fc.bias"], ["y"], name="fc",
+                              transB=1))
+    return model("unet_net", n, i, [2, 8, 8], 3, opset=13)
+
+
 def write(m, out):
     name = m.graph.name
     if name == "train_net":
@@ -223,6 +252,7 @@ def main(out):
         write(m, out)
     write(mobile_net(), out)
     write(train_net(), out)
+    write(unet_net(), out)
 
 
 def torchvision_models(out, only=()):

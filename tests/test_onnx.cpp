@@ -98,7 +98,7 @@ onnx::AttributeProto* attribute(onnx::NodeProto* n, const std::string& name) {
 }  // namespace
 
 TEST_CASE("onnx: imported models give ONNX's reference outputs") {
-  for (const char* name : {"residual_net", "reshape_net", "mobile_net"}) {
+  for (const char* name : {"residual_net", "reshape_net", "mobile_net", "unet_net"}) {
     CAPTURE(name);
     const OnnxModel m = load_onnx((onnx_data() / (std::string(name) + ".onnx")).string());
     const std::vector<float> io = read_floats(onnx_data() / (std::string(name) + ".io"));
@@ -122,7 +122,7 @@ TEST_CASE("onnx: imported models give ONNX's reference outputs") {
 }
 
 TEST_CASE("onnx: training an imported model is bitwise equal planned and baseline") {
-  for (const char* name : {"residual_net", "reshape_net", "mobile_net", "train_net"}) {
+  for (const char* name : {"residual_net", "reshape_net", "mobile_net", "train_net", "unet_net"}) {
     CAPTURE(name);
     const OnnxModel m = load_onnx((onnx_data() / (std::string(name) + ".onnx")).string());
     const std::vector<Tensor> base = onnx_train(m, MemoryMode::baseline);
@@ -252,6 +252,26 @@ TEST_CASE("onnx: bad files, unsupported ops and attributes are errors naming wha
     k->set_ints(0, int64_t{1} << 40);
     k->set_ints(1, int64_t{1} << 40);
     CHECK(error_for(m) == "m.onnx: node 'conv' (Conv): kernel_shape must be two values in 1..4096");
+  }
+  {  // ConvTranspose: an output_shape and an output padding at the stride are refused.
+    onnx::ModelProto m;
+    std::ifstream in(onnx_data() / "unet_net.onnx", std::ios::binary);
+    REQUIRE(m.ParseFromIstream(&in));
+    onnx::ModelProto shaped = m, padded = m;
+    for (auto& n : *shaped.mutable_graph()->mutable_node())
+      if (n.name() == "up") {
+        auto* a = attribute(&n, "output_shape");
+        a->set_type(onnx::AttributeProto::INTS);
+        for (int v : {8, 8}) a->add_ints(v);
+      }
+    CHECK(error_for(shaped) ==
+          "m.onnx: node 'up' (ConvTranspose): output_shape is not imported (export with pads and "
+          "output_padding)");
+    for (auto& n : *padded.mutable_graph()->mutable_node())
+      if (n.name() == "up2") attribute(&n, "output_padding")->set_ints(0, 2);
+    CHECK(error_for(padded) ==
+          "m.onnx: node 'up2' (ConvTranspose): output_padding must be two values, each below its "
+          "stride");
   }
   {
     onnx::ModelProto m = tiny();
