@@ -124,6 +124,13 @@ class Backend {
   virtual void avgpool2d_forward(const Pool2dGeometry& g, const Tensor& x, Tensor& y) = 0;
   virtual void avgpool2d_backward(const Pool2dGeometry& g, const Tensor& dy, Tensor& dx) = 0;
 
+  // --- nearest upsampling by whole factors (g: input H, W; output P = H kernel_h, Q = W
+  // kernel_w) ---------------------------------------------------------------------------------
+  // y[n,c,p,q] = x[n,c,p / kernel_h, q / kernel_w]
+  virtual void upsample_nearest_forward(const Pool2dGeometry& g, const Tensor& x, Tensor& y) = 0;
+  // dx[n,c,h,w] = the sum of dy's kernel_h x kernel_w block, row by row: a fixed order
+  virtual void upsample_nearest_backward(const Pool2dGeometry& g, const Tensor& dy, Tensor& dx) = 0;
+
   // --- batch norm (x (N,C,H,W) or (N,C); per-channel tensors (C)) -----------------------------
   // Batch statistics; writes mean, inv_std = 1/sqrt(var_biased + eps), and updates running
   // stats with the unbiased variance: r = (1 - momentum) r + momentum * stat.

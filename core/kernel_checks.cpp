@@ -171,6 +171,15 @@ void check_pool(const char* op, const Pool2dGeometry& g, const Tensor& x, const 
   check_device(op, {&x, &y}, device);
 }
 
+void check_upsample(const char* op, const Pool2dGeometry& g, const Tensor& x, const Tensor& y,
+                    const Device& device) {
+  FRUGAL_CHECK(
+      g.kernel_h >= 1 && g.kernel_w >= 1 && g.P == g.H * g.kernel_h && g.Q == g.W * g.kernel_w, op,
+      ": factors ", g.kernel_h, "x", g.kernel_w, " must be >= 1 and give ", g.P, "x", g.Q, " from ",
+      g.H, "x", g.W);
+  check_pool(op, g, x, y, device);
+}
+
 namespace {
 // t (per-channel: gamma, beta, statistics and their gradients) is (C) in x's dtype.
 void check_channel(const char* op, const Tensor& t, const Tensor& x, int64_t C,

@@ -66,6 +66,9 @@ void check_conv_bias(const char* op, const char* name, const Conv2dGeometry& g, 
 // x (N,C,H,W) and y (N,C,P,Q) (or their gradients), one float dtype.
 void check_pool(const char* op, const Pool2dGeometry& g, const Tensor& x, const Tensor& y,
                 const Device& device);
+// Nearest upsampling: as check_pool, with P = H kernel_h and Q = W kernel_w, both factors >= 1.
+void check_upsample(const char* op, const Pool2dGeometry& g, const Tensor& x, const Tensor& y,
+                    const Device& device);
 // Max pooling forward: as check_pool; every window holds an input element; index, if defined,
 // u8 like y, and the window fits a u8.
 void check_maxpool_forward(const Pool2dGeometry& g, const Tensor& x, const Tensor& y,

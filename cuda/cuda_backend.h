@@ -66,6 +66,8 @@ class CudaBackend final : public Backend {
   void avgpool2d_forward(const Pool2dGeometry& g, const Tensor& x, Tensor& y) override;
   void avgpool2d_backward(const Pool2dGeometry& g, const Tensor& dy, Tensor& dx) override;
 
+  void upsample_nearest_forward(const Pool2dGeometry& g, const Tensor& x, Tensor& y) override;
+  void upsample_nearest_backward(const Pool2dGeometry& g, const Tensor& dy, Tensor& dx) override;
   void batchnorm_forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                Tensor& running_mean, Tensor& running_var, double momentum,
                                double eps, Tensor& y, Tensor& mean, Tensor& inv_std) override;

@@ -119,6 +119,29 @@ __global__ void avgpool2d_backward_kernel(Pool2dGeometry g, const T* dy, T* dx, 
   dx[i] = sum;
 }
 
+// x (N,C,H,W)  y (N,C,H kh,W kw); one thread per element of y.
+template <typename T>
+__global__ void upsample_nearest_forward_kernel(Pool2dGeometry g, const T* x, T* y, int64_t n) {
+  const int64_t i = thread_index();
+  if (i >= n) return;
+  const int64_t q = i % g.Q, p = i / g.Q % g.P, nc = i / (g.P * g.Q);
+  y[i] = x[(nc * g.H + p / g.kernel_h) * g.W + q / g.kernel_w];
+}
+
+// dy (N,C,H kh,W kw)  dx (N,C,H,W); one thread per element of dx, its block summed row by row
+// as the CPU's loop does.
+template <typename T>
+__global__ void upsample_nearest_backward_kernel(Pool2dGeometry g, const T* dy, T* dx, int64_t n) {
+  const int64_t i = thread_index();
+  if (i >= n) return;
+  const int64_t w = i % g.W, h = i / g.W % g.H, nc = i / (g.H * g.W);
+  T sum = 0;
+  for (int64_t a = 0; a < g.kernel_h; ++a)
+    for (int64_t b = 0; b < g.kernel_w; ++b)
+      sum += dy[(nc * g.P + h * g.kernel_h + a) * g.Q + w * g.kernel_w + b];
+  dx[i] = sum;
+}
+
 }  // namespace
 
 void CudaBackend::maxpool2d_forward(const Pool2dGeometry& g, const Tensor& x, Tensor& y,
@@ -166,6 +189,28 @@ void CudaBackend::avgpool2d_backward(const Pool2dGeometry& g, const Tensor& dy, 
            n);
   else
     launch(n, avgpool2d_backward_kernel<double>, g, dy.device_data<double>(),
+           dx.device_data<double>(), n);
+}
+
+void CudaBackend::upsample_nearest_forward(const Pool2dGeometry& g, const Tensor& x, Tensor& y) {
+  check_upsample("upsample_nearest2d", g, x, y, device());
+  const int64_t n = y.numel();
+  if (x.dtype() == DType::f32)
+    launch(n, upsample_nearest_forward_kernel<float>, g, x.device_data<float>(),
+           y.device_data<float>(), n);
+  else
+    launch(n, upsample_nearest_forward_kernel<double>, g, x.device_data<double>(),
+           y.device_data<double>(), n);
+}
+
+void CudaBackend::upsample_nearest_backward(const Pool2dGeometry& g, const Tensor& dy, Tensor& dx) {
+  check_upsample("upsample_nearest2d backward", g, dx, dy, device());
+  const int64_t n = dx.numel();
+  if (dy.dtype() == DType::f32)
+    launch(n, upsample_nearest_backward_kernel<float>, g, dy.device_data<float>(),
+           dx.device_data<float>(), n);
+  else
+    launch(n, upsample_nearest_backward_kernel<double>, g, dy.device_data<double>(),
            dx.device_data<double>(), n);
 }
 

@@ -182,6 +182,45 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       o.output_padding_h = op_pad[0], o.output_padding_w = op_pad[1];
       o.inputs = {activation_input(n), param(n, 1, true)};
       if (n.input_size() > 2 && !n.input(2).empty()) o.inputs.push_back(param(n, 2, true));
+    } else if (op == "Resize") {
+      // Nearest by whole factors, as nn.Upsample(scale_factor=k, mode="nearest") exports it
+      // (asymmetric with floor); half-pixel centres pick the same pixels at whole factors.
+      o.kind = Kind::upsample_nearest;
+      const std::string mode = r.get_string(n, "mode", "nearest");
+      const std::string ctm = r.get_string(n, "coordinate_transformation_mode", "half_pixel");
+      const std::string nearest = r.get_string(n, "nearest_mode", "round_prefer_floor");
+      if (mode != "nearest") r.fail(n, "mode " + mode + " is not imported (only nearest)");
+      const bool asymmetric = ctm == "asymmetric" && nearest == "floor";
+      const bool half_pixel = (ctm == "half_pixel" || ctm == "pytorch_half_pixel") &&
+                              (nearest == "round_prefer_floor" || nearest == "round_prefer_ceil");
+      if (!asymmetric && !half_pixel)
+        r.fail(n, "coordinate_transformation_mode " + ctm + " with nearest_mode " + nearest +
+                      " is not imported (asymmetric with floor, or half_pixel)");
+      auto input = [&](int i) {
+        return i < n.input_size() && !n.input(i).empty() ? canon(n.input(i)) : std::string();
+      };
+      if (const std::string s = input(2); !s.empty()) {
+        const Tensor* t = nullptr;
+        if (auto it = float_constants.find(s); it != float_constants.end()) t = &it->second;
+        if (auto it = graph->initializers.find(s); it != graph->initializers.end()) t = &it->second;
+        if (t != nullptr && t->numel() == 0) t = nullptr;  // an empty scales: sizes instead
+        if (t != nullptr) {
+          const float* v = t->data<float>();
+          if (t->numel() != 4 || v[0] != 1 || v[1] != 1 || !(v[2] >= 1 && v[2] <= 4096) ||
+              !(v[3] >= 1 && v[3] <= 4096) || v[2] != std::floor(v[2]) || v[3] != std::floor(v[3]))
+            r.fail(n, "scales must be a constant (1, 1, s_h, s_w) of whole numbers in 1..4096");
+          o.scale_h = static_cast<int64_t>(v[2]), o.scale_w = static_cast<int64_t>(v[3]);
+        }
+      }
+      if (o.scale_h == 0) {
+        const std::string s = input(3);
+        auto it = int_constants.find(s);
+        if (s.empty() || it == int_constants.end() || it->second.size() != 4 || it->second[2] < 1 ||
+            it->second[3] < 1)
+          r.fail(n, "needs constant scales or sizes (N, C, H, W)");
+        o.size_h = it->second[2], o.size_w = it->second[3];
+      }
+      o.inputs = {activation_input(n)};
     } else if (op == "BatchNormalization") {
       // An export in training mode (torch.onnx.TrainingMode.TRAINING) keeps BatchNorm with its
       // running statistics as extra outputs, which frugal updates in place: no node may read

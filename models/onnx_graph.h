@@ -18,6 +18,7 @@ namespace frugal {
 enum class OnnxKind {
   conv,
   conv_transpose,
+  upsample_nearest,  // Resize in nearest mode by whole factors
   batch_norm,
   gemm,
   max_pool,
@@ -42,6 +43,8 @@ struct OnnxNode {
   Conv2dParams conv{};                      // Conv, and its kernel_shape (0 where absent)
   int64_t kernel_h = 0, kernel_w = 0;
   int64_t output_padding_h = 0, output_padding_w = 0;  // ConvTranspose
+  int64_t scale_h = 0, scale_w = 0;                    // Resize by scales, or 0 with its sizes:
+  int64_t size_h = 0, size_w = 0;  // the output's H and W (whole multiples of the input's)
   bool ceil = false, count_include_pad = true;
   double eps = 1e-5, momentum = 0.1, alpha = 0;
   Activation activation = Activation::sigmoid;

@@ -19,6 +19,7 @@
 #include "layers/linear.h"
 #include "layers/maxpool2d.h"
 #include "layers/relu.h"
+#include "layers/upsample2d.h"
 #include "models/onnx.h"
 #include "models/onnx_graph.h"
 
@@ -59,9 +60,20 @@ Value record_onnx(const OnnxModel& model, Value images) {
           FRUGAL_CHECK(
               w.rank() != 4 || n.kernel_h == 0 || (w[2] == n.kernel_h && w[3] == n.kernel_w),
               "kernel_shape ", n.kernel_h, "x", n.kernel_w, " but the weight is ", w);
-          y = tape.record(std::make_unique<ConvTranspose2dOp>(n.conv, n.output_padding_h,
-                                                              n.output_padding_w),
-                          in, where)[0];
+          y = tape.record(
+              std::make_unique<ConvTranspose2dOp>(n.conv, n.output_padding_h, n.output_padding_w),
+              in, where)[0];
+          break;
+        }
+        case Kind::upsample_nearest: {
+          int64_t sh = n.scale_h, sw = n.scale_w;
+          if (sh == 0) {
+            const Shape& x = in[0].shape();
+            FRUGAL_CHECK(x.rank() == 4 && n.size_h % x[2] == 0 && n.size_w % x[3] == 0, "sizes ",
+                         n.size_h, "x", n.size_w, " are not whole multiples of the input ", x);
+            sh = n.size_h / x[2], sw = n.size_w / x[3];
+          }
+          y = tape.record(std::make_unique<UpsampleNearestOp>(sh, sw), in, where)[0];
           break;
         }
         case Kind::batch_norm:

@@ -203,8 +203,10 @@ def train_net():
 
 def unet_net():
     """A U-Net in small: a strided Conv down, ConvTranspose up twice (kernel 2 stride 2; kernel
-    3 stride 2 pads 1 and output_padding 1), the skip joined by Concat on channels; opset 13.
-    (ONNX's reference evaluator has no grouped ConvTranspose; the gradient tests cover groups.)"""
+    3 stride 2 pads 1 and output_padding 1) beside a nearest Resize by scales (asymmetric,
+    floor: nn.Upsample's export), the skips joined by Concat on channels, and a nearest Resize
+    by sizes (half_pixel) before the pool; opset 13. (ONNX's reference evaluator has no grouped
+    ConvTranspose; the gradient tests cover groups.)"""
     n, i = [], []
     i += [weight("enc.weight", 4, 2, 3, 3), weight("enc.bias", 4)]
     n.append(helper.make_node("Conv", ["x", "enc.weight", "enc.bias"], ["e"], name="enc",
@@ -217,12 +219,21 @@ def unet_net():
     i += [weight("up.weight", 6, 4, 2, 2), weight("up.bias", 4)]
     n.append(helper.make_node("ConvTranspose", ["d1", "up.weight", "up.bias"], ["u"], name="up",
                               kernel_shape=[2, 2], strides=[2, 2]))
-    n.append(helper.make_node("Concat", ["u", "e1"], ["cat"], name="skip", axis=1))
-    i += [weight("up2.weight", 8, 3, 3, 3)]
+    i += [numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")]
+    n.append(helper.make_node("Resize", ["d1", "", "scales"], ["r"], name="resize",
+                              mode="nearest", coordinate_transformation_mode="asymmetric",
+                              nearest_mode="floor"))
+    n.append(helper.make_node("Concat", ["u", "e1", "r"], ["cat"], name="skip", axis=1))
+    i += [weight("up2.weight", 14, 3, 3, 3)]
     n.append(helper.make_node("ConvTranspose", ["cat", "up2.weight"], ["u2"], name="up2",
                               kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1],
                               output_padding=[1, 1]))
-    n.append(helper.make_node("GlobalAveragePool", ["u2"], ["gap"], name="gap"))
+    n.append(helper.make_node("Constant", [], ["sizes"], name="sizes",
+                              value=numpy_helper.from_array(np.array([2, 3, 32, 32], np.int64))))
+    n.append(helper.make_node("Resize", ["u2", "", "", "sizes"], ["u3"], name="resize_sizes",
+                              mode="nearest"))
+    n.append(helper.make_node("Relu", ["u3"], ["u4"], name="up_relu"))
+    n.append(helper.make_node("GlobalAveragePool", ["u4"], ["gap"], name="gap"))
     n.append(helper.make_node("Flatten", ["gap"], ["flat"], name="flatten", axis=1))
     i += [weight("fc.weight", 3, 3), weight("fc.bias", 3)]
     n.append(helper.make_node("Gemm", ["flat", "fc.weight", "fc.bias"], ["y"], name="fc",

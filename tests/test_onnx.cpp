@@ -272,6 +272,25 @@ TEST_CASE("onnx: bad files, unsupported ops and attributes are errors naming wha
     CHECK(error_for(padded) ==
           "m.onnx: node 'up2' (ConvTranspose): output_padding must be two values, each below its "
           "stride");
+    // Resize: bilinear, a fractional scale, and asymmetric rounding are refused.
+    onnx::ModelProto linear = m, fraction = m, rounded = m;
+    for (auto& n : *linear.mutable_graph()->mutable_node())
+      if (n.name() == "resize") attribute(&n, "mode")->set_s("linear");
+    CHECK(error_for(linear) ==
+          "m.onnx: node 'resize' (Resize): mode linear is not imported (only nearest)");
+    for (auto& t : *fraction.mutable_graph()->mutable_initializer())
+      if (t.name() == "scales") {
+        t.clear_raw_data();
+        for (float v : {1.0f, 1.0f, 2.0f, 1.5f}) t.add_float_data(v);
+      }
+    CHECK(error_for(fraction) ==
+          "m.onnx: node 'resize' (Resize): scales must be a constant (1, "
+          "1, s_h, s_w) of whole numbers in 1..4096");
+    for (auto& n : *rounded.mutable_graph()->mutable_node())
+      if (n.name() == "resize") attribute(&n, "nearest_mode")->set_s("round_prefer_ceil");
+    CHECK(error_for(rounded) ==
+          "m.onnx: node 'resize' (Resize): coordinate_transformation_mode asymmetric with "
+          "nearest_mode round_prefer_ceil is not imported (asymmetric with floor, or half_pixel)");
   }
   {
     onnx::ModelProto m = tiny();

@@ -110,7 +110,48 @@ void avgpool2d_backward_t(const Pool2dGeometry& g, const T* dy, T* dx) {
   }
 }
 
+// x (N,C,H,W)  y (N,C,H kh,W kw): each input element copied into its block.
+template <typename T>
+void upsample_nearest_forward_t(const Pool2dGeometry& g, const T* x, T* y) {
+#pragma omp parallel for schedule(static)
+  for (int64_t nc = 0; nc < g.N * g.C; ++nc)
+    for (int64_t p = 0; p < g.P; ++p)
+      for (int64_t q = 0; q < g.Q; ++q)
+        y[(nc * g.P + p) * g.Q + q] = x[(nc * g.H + p / g.kernel_h) * g.W + q / g.kernel_w];
+}
+
+// dy (N,C,H kh,W kw)  dx (N,C,H,W): each block summed row by row.
+template <typename T>
+void upsample_nearest_backward_t(const Pool2dGeometry& g, const T* dy, T* dx) {
+#pragma omp parallel for schedule(static)
+  for (int64_t nc = 0; nc < g.N * g.C; ++nc)
+    for (int64_t h = 0; h < g.H; ++h)
+      for (int64_t w = 0; w < g.W; ++w) {
+        T sum = 0;
+        for (int64_t a = 0; a < g.kernel_h; ++a)
+          for (int64_t b = 0; b < g.kernel_w; ++b)
+            sum += dy[(nc * g.P + h * g.kernel_h + a) * g.Q + w * g.kernel_w + b];
+        dx[(nc * g.H + h) * g.W + w] = sum;
+      }
+}
+
 }  // namespace
+
+void CpuBackend::upsample_nearest_forward(const Pool2dGeometry& g, const Tensor& x, Tensor& y) {
+  check_upsample("upsample_nearest2d", g, x, y, device());
+  if (x.dtype() == DType::f32)
+    upsample_nearest_forward_t(g, x.data<float>(), y.data<float>());
+  else
+    upsample_nearest_forward_t(g, x.data<double>(), y.data<double>());
+}
+
+void CpuBackend::upsample_nearest_backward(const Pool2dGeometry& g, const Tensor& dy, Tensor& dx) {
+  check_upsample("upsample_nearest2d backward", g, dx, dy, device());
+  if (dy.dtype() == DType::f32)
+    upsample_nearest_backward_t(g, dy.data<float>(), dx.data<float>());
+  else
+    upsample_nearest_backward_t(g, dy.data<double>(), dx.data<double>());
+}
 
 void CpuBackend::maxpool2d_forward(const Pool2dGeometry& g, const Tensor& x, Tensor& y,
                                    Tensor& index) {

@@ -153,6 +153,16 @@ void SimBackend::avgpool2d_backward(const Pool2dGeometry& g, const Tensor& dy, T
   cpu_.avgpool2d_backward(g, view(dy), view(dx));
 }
 
+void SimBackend::upsample_nearest_forward(const Pool2dGeometry& g, const Tensor& x, Tensor& y) {
+  Views view(alloc_, "upsample_nearest_forward");
+  cpu_.upsample_nearest_forward(g, view(x), view(y));
+}
+
+void SimBackend::upsample_nearest_backward(const Pool2dGeometry& g, const Tensor& dy, Tensor& dx) {
+  Views view(alloc_, "upsample_nearest_backward");
+  cpu_.upsample_nearest_backward(g, view(dy), view(dx));
+}
+
 void SimBackend::batchnorm_forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                          Tensor& running_mean, Tensor& running_var, double momentum,
                                          double eps, Tensor& y, Tensor& mean, Tensor& inv_std) {

@@ -279,7 +279,7 @@ TEST_CASE("cuda conv2d: forward, backward data and filter, deterministic") {
     }
 }
 
-TEST_CASE("cuda pooling: max (exact indices) and average") {
+TEST_CASE("cuda pooling: max (exact indices), average, nearest upsampling") {
   // floor mode with padding; ceil mode (P = 5: the last window is clipped); a 2x2 stride-2.
   const Pool2dGeometry geometries[] = {{.N = 2,
                                         .C = 3,
@@ -337,6 +337,19 @@ TEST_CASE("cuda pooling: max (exact indices) and average") {
         check_equal(ay, "avg_pool2d y");
         check_equal(adx, "avg_pool2d dx");
       }
+  // Nearest upsampling, 2x3: copies, and each block summed in the CPU's order.
+  const Pool2dGeometry up{
+      .N = 2, .C = 3, .H = 5, .W = 4, .P = 10, .Q = 12, .kernel_h = 2, .kernel_w = 3};
+  for (DType t : kFloats) {
+    Pair x = random_pair({2, 3, 5, 4}, t, 32), dy = random_pair({2, 3, 10, 12}, t, 33);
+    Pair y = empty_pair({2, 3, 10, 12}, t), dx = empty_pair({2, 3, 5, 4}, t);
+    on_both([&](Backend& be, auto side) {
+      be.upsample_nearest_forward(up, side(x), side(y));
+      be.upsample_nearest_backward(up, side(dy), side(dx));
+    });
+    check_equal(y, "upsample_nearest2d y");
+    check_equal(dx, "upsample_nearest2d dx");
+  }
 }
 
 TEST_CASE("cuda batch norm: training, inference, backward, in place") {
