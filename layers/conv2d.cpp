@@ -59,18 +59,21 @@ Roles Conv2dOp::roles(Mode mode, const Backend& backend) const {
     r.backward_reads_inputs = {0, 1};
     r.backward_scratch = backend.conv2d_backward_scratch(g_, dtype_);
     r.backward_choices = backend.conv2d_scratch_choices(g_, dtype_, true);
-    // Rebuilt by forward under a memory budget: 2 flops per multiply-add.
-    const double macs = static_cast<double>(g_.N * g_.K * g_.P * g_.Q) *
-                        static_cast<double>(g_.C / g_.groups * g_.R * g_.S);
-    const double elem = static_cast<double>(dtype_size(dtype_));
-    std::vector<int> reads{0, 1};
-    if (bias_) reads.push_back(2);
-    set_rebuildable(r, std::move(reads), 2 * macs,
-                    elem * static_cast<double>(g_.N * (g_.C * g_.H * g_.W + g_.K * g_.P * g_.Q) +
-                                               g_.K * g_.C / g_.groups * g_.R * g_.S));
-    r.rebuild_expensive = true;
+    set_conv_rebuildable(r, g_, dtype_, bias_);
   }
   return r;
+}
+
+void set_conv_rebuildable(Roles& r, const Conv2dGeometry& g, DType t, bool bias) {
+  const double macs =
+      static_cast<double>(g.N * g.K * g.P * g.Q) * static_cast<double>(g.C / g.groups * g.R * g.S);
+  const double elem = static_cast<double>(dtype_size(t));
+  std::vector<int> reads{0, 1};
+  if (bias) reads.push_back(2);
+  set_rebuildable(r, std::move(reads), 2 * macs,
+                  elem * static_cast<double>(g.N * (g.C * g.H * g.W + g.K * g.P * g.Q) +
+                                             g.K * g.C / g.groups * g.R * g.S));
+  r.rebuild_expensive = true;
 }
 
 namespace {

@@ -37,6 +37,11 @@ struct Conv2dParams {
   }
 };
 
+// Marks r rebuildable by forward under a memory budget (Roles::rebuild_expensive): from x, w
+// (and b), at 2 flops per multiply-add of the convolution g. conv2d and conv_transpose2d (whose
+// g is the convolution it is the adjoint of) share it.
+void set_conv_rebuildable(Roles& r, const Conv2dGeometry& g, DType t, bool bias);
+
 // Inputs {x (N,C,H,W), w (K,C/groups,R,S)} and optionally b (K); output y (N,K,P,Q). To use
 // weights of your own (shared, tied), record it with them:
 // tape.record(std::make_unique<Conv2dOp>(stride, pad), {x, w, b}, where) (docs/NEW_LAYER.md,

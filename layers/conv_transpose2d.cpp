@@ -64,16 +64,7 @@ Roles ConvTranspose2dOp::roles(Mode mode, const Backend& backend) const {
     r.backward_reads_inputs = {0, 1};
     r.backward_scratch = std::max(backend.conv2d_forward_scratch(g_, dtype_),
                                   backend.conv2d_backward_scratch(g_, dtype_));
-    // Rebuilt by forward under a memory budget: 2 flops per multiply-add.
-    const double macs = static_cast<double>(g_.N * g_.K * g_.P * g_.Q) *
-                        static_cast<double>(g_.C / g_.groups * g_.R * g_.S);
-    const double elem = static_cast<double>(dtype_size(dtype_));
-    std::vector<int> reads{0, 1};
-    if (bias_) reads.push_back(2);
-    set_rebuildable(r, std::move(reads), 2 * macs,
-                    elem * static_cast<double>(g_.N * (g_.C * g_.H * g_.W + g_.K * g_.P * g_.Q) +
-                                               g_.K * g_.C / g_.groups * g_.R * g_.S));
-    r.rebuild_expensive = true;
+    set_conv_rebuildable(r, g_, dtype_, bias_);
   }
   return r;
 }
