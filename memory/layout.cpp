@@ -84,6 +84,51 @@ size_t Layout::rounded_bytes(int i) const {
   return round_up(live.buffers.at(static_cast<size_t>(i)).bytes, plan.alignment);
 }
 
+std::vector<PlanBuffer> arena_requests(const Liveness& live, bool inputs_in_arena,
+                                       std::vector<int>& request) {
+  // Requests are numbered first: an alias may name a later buffer (a gradient alias: d input
+  // takes d output's bytes).
+  auto placed = [&](const Buffer& b) { return b.kind != BufferKind::input || inputs_in_arena; };
+  request.assign(live.buffers.size(), -1);
+  int count = 0;
+  for (size_t i = 0; i < live.buffers.size(); ++i)
+    if (placed(live.buffers[i])) request[i] = count++;
+  std::vector<PlanBuffer> requests;
+  for (size_t i = 0; i < live.buffers.size(); ++i) {
+    const Buffer& b = live.buffers[i];
+    if (!placed(b)) continue;
+    const int alias = b.alias_of >= 0 ? request[static_cast<size_t>(b.alias_of)] : -1;
+    requests.push_back({.bytes = b.bytes, .first = b.first, .last = b.last, .alias_of = alias});
+  }
+  return requests;
+}
+
+std::vector<size_t> live_curve(std::span<const PlanBuffer> req, int steps, size_t alignment) {
+  std::vector<int> root(req.size());
+  for (size_t i = 0; i < req.size(); ++i) root[i] = alias_root(req, static_cast<int>(i));
+  std::vector<size_t> bytes(req.size(), 0);
+  std::vector<int> first(req.size(), steps), last(req.size(), -1);
+  for (size_t i = 0; i < req.size(); ++i) {
+    const size_t r = static_cast<size_t>(root[i]);
+    bytes[r] = std::max(bytes[r], round_up(req[i].bytes, alignment));
+    first[r] = std::min(first[r], req[i].first);
+    last[r] = std::max(last[r], req[i].last);
+  }
+  std::vector<long long> delta(static_cast<size_t>(steps) + 2, 0);
+  for (size_t r = 0; r < req.size(); ++r)
+    if (last[r] >= 0) {
+      delta[static_cast<size_t>(first[r])] += static_cast<long long>(bytes[r]);
+      delta[static_cast<size_t>(last[r]) + 1] -= static_cast<long long>(bytes[r]);
+    }
+  std::vector<size_t> live(static_cast<size_t>(steps) + 1, 0);
+  long long cur = 0;
+  for (size_t t = 0; t < live.size(); ++t) {
+    cur += delta[t];
+    live[t] = static_cast<size_t>(cur);
+  }
+  return live;
+}
+
 Layout plan_layout(Step& step, MemoryMode memory, const LayoutOptions& options) {
   FRUGAL_CHECK(options.alignment > 0, "memory layout: alignment must be positive");
   LivenessOptions lo = liveness_options(memory, options);
@@ -114,21 +159,7 @@ Layout plan_layout(Step& step, MemoryMode memory, const LayoutOptions& options) 
   Layout l;
   l.memory = memory;
   l.live = analyze(step, lo);
-  l.request.assign(l.live.buffers.size(), -1);
-  // Requests are numbered first: an alias may name a later buffer (a gradient alias: d input
-  // takes d output's bytes).
-  auto placed = [&](const Buffer& b) {
-    return b.kind != BufferKind::input || options.inputs_in_arena;
-  };
-  int count = 0;
-  for (size_t i = 0; i < l.live.buffers.size(); ++i)
-    if (placed(l.live.buffers[i])) l.request[i] = count++;
-  for (size_t i = 0; i < l.live.buffers.size(); ++i) {
-    const Buffer& b = l.live.buffers[i];
-    if (!placed(b)) continue;
-    const int alias = b.alias_of >= 0 ? l.request[static_cast<size_t>(b.alias_of)] : -1;
-    l.requests.push_back({.bytes = b.bytes, .first = b.first, .last = b.last, .alias_of = alias});
-  }
+  l.requests = arena_requests(l.live, options.inputs_in_arena, l.request);
   l.plan = memory == MemoryMode::planned ? plan_arena(l.requests, options.alignment)
                                          : side_by_side(l.requests, options.alignment);
   return l;

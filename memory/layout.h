@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <limits>
+#include <span>
 #include <vector>
 
 #include "memory/liveness.h"
@@ -63,6 +64,16 @@ struct Layout {
   // Bytes of buffer i rounded up to the alignment (what it occupies in the layout).
   size_t rounded_bytes(int i) const;
 };
+
+// The planner's requests for a liveness: one per buffer in the arena (inputs only with
+// `inputs_in_arena`), in buffer order, aliases as request indices; request[i] is buffer i's
+// request or -1.
+std::vector<PlanBuffer> arena_requests(const Liveness& live, bool inputs_in_arena,
+                                       std::vector<int>& request);
+// Live rounded bytes at each timeline step (steps + 1 entries), each alias group once (its
+// largest member over the union of its members' lifetimes): the curve whose maximum is the
+// plan's lower bound.
+std::vector<size_t> live_curve(std::span<const PlanBuffer> requests, int steps, size_t alignment);
 
 // Chooses the saved encodings for the memory mode (planned: compact where that lets a tensor
 // die; baseline: full outputs, as Torch's modules) into `step`, analyzes liveness and places

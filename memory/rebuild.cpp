@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "memory/layout.h"
 #include "memory/planner.h"
 
 namespace frugal {
@@ -19,22 +20,8 @@ std::vector<int> rebuildable_ops(const Step& step, bool expensive) {
 }
 
 size_t planned_arena_bytes(const Step& step, const LivenessOptions& options, size_t alignment) {
-  const Liveness L = analyze(step, options);
-  std::vector<PlanBuffer> requests;
-  std::vector<int> request(L.buffers.size(), -1);
-  for (size_t i = 0; i < L.buffers.size(); ++i)
-    if (L.buffers[i].kind != BufferKind::input)
-      request[i] = static_cast<int>(requests.size()), requests.push_back({});
-  for (size_t i = 0; i < L.buffers.size(); ++i) {
-    if (request[i] < 0) continue;
-    const Buffer& b = L.buffers[i];
-    requests[static_cast<size_t>(request[i])] = {
-        .bytes = b.bytes,
-        .first = b.first,
-        .last = b.last,
-        .alias_of = b.alias_of >= 0 ? request[static_cast<size_t>(b.alias_of)] : -1};
-  }
-  return plan_arena(requests, alignment).arena_bytes;
+  std::vector<int> request;
+  return plan_arena(arena_requests(analyze(step, options), false, request), alignment).arena_bytes;
 }
 
 namespace {
@@ -160,37 +147,13 @@ std::vector<int> choose_rebuilds(const Step& step, const LivenessOptions& option
 
 namespace {
 
-// Peak live bytes over the steps of a liveness (each alias group once, rounded), and its step.
+// Peak live bytes over the steps of a liveness (the plan's lower bound), and its step.
 std::pair<size_t, int> peak_live(const Liveness& L, size_t alignment) {
-  std::vector<long long> delta(static_cast<size_t>(L.steps) + 1, 0);
-  std::vector<int> first(L.buffers.size()), last(L.buffers.size());
-  std::vector<size_t> bytes(L.buffers.size(), 0);
-  for (size_t i = 0; i < L.buffers.size(); ++i) {
-    first[i] = L.buffers[i].first;
-    last[i] = L.buffers[i].last;
-  }
-  for (size_t i = 0; i < L.buffers.size(); ++i) {
-    const Buffer& b = L.buffers[i];
-    if (b.kind == BufferKind::input) continue;
-    const size_t r = static_cast<size_t>(L.alias_root(static_cast<int>(i)));
-    first[r] = std::min(first[r], b.first);
-    last[r] = std::max(last[r], b.last);
-    bytes[r] = std::max(bytes[r], (b.bytes + alignment - 1) / alignment * alignment);
-  }
-  for (size_t i = 0; i < L.buffers.size(); ++i) {
-    if (L.buffers[i].kind == BufferKind::input ||
-        L.alias_root(static_cast<int>(i)) != static_cast<int>(i))
-      continue;
-    delta[static_cast<size_t>(first[i])] += static_cast<long long>(bytes[i]);
-    delta[static_cast<size_t>(last[i]) + 1] -= static_cast<long long>(bytes[i]);
-  }
-  long long live = 0, best = -1;
-  int at = 0;
-  for (int s = 0; s < L.steps; ++s) {
-    live += delta[static_cast<size_t>(s)];
-    if (live > best) best = live, at = s;
-  }
-  return {static_cast<size_t>(std::max(best, 0LL)), at};
+  std::vector<int> request;
+  const std::vector<size_t> live =
+      live_curve(arena_requests(L, false, request), L.steps, alignment);
+  const auto peak = std::max_element(live.begin(), live.end());
+  return {*peak, static_cast<int>(peak - live.begin())};
 }
 
 }  // namespace

@@ -36,35 +36,6 @@ Layout plan_copy(const Step& step, const LayoutOptions& options) {
   return plan_layout(copy, MemoryMode::planned, options);
 }
 
-// Live rounded bytes at each step of the layout, each alias group once (its largest member, over
-// the union of its members' lifetimes): the curve whose maximum is the plan's lower bound.
-std::vector<size_t> live_curve(const Layout& l) {
-  const std::vector<PlanBuffer>& req = l.requests;
-  std::vector<int> root(req.size());
-  for (size_t i = 0; i < req.size(); ++i) root[i] = alias_root(req, static_cast<int>(i));
-  std::vector<size_t> bytes(req.size(), 0);
-  std::vector<int> first(req.size(), l.live.steps), last(req.size(), -1);
-  for (size_t i = 0; i < req.size(); ++i) {
-    const size_t r = static_cast<size_t>(root[i]);
-    bytes[r] = std::max(bytes[r], round_up(req[i].bytes, l.plan.alignment));
-    first[r] = std::min(first[r], req[i].first);
-    last[r] = std::max(last[r], req[i].last);
-  }
-  std::vector<long long> delta(static_cast<size_t>(l.live.steps) + 2, 0);
-  for (size_t r = 0; r < req.size(); ++r)
-    if (last[r] >= 0) {
-      delta[static_cast<size_t>(first[r])] += static_cast<long long>(bytes[r]);
-      delta[static_cast<size_t>(last[r]) + 1] -= static_cast<long long>(bytes[r]);
-    }
-  std::vector<size_t> live(static_cast<size_t>(l.live.steps) + 1, 0);
-  long long cur = 0;
-  for (size_t t = 0; t < live.size(); ++t) {
-    cur += delta[t];
-    live[t] = static_cast<size_t>(cur);
-  }
-  return live;
-}
-
 // The timeline step at which a pass's scratch lives (docs/ARCHITECTURE.md, "Liveness"): op k's
 // forward at k, its backward at 2n - 1 - k.
 int scratch_step(const Layout& l, const Pass& p) {
@@ -107,7 +78,7 @@ WorkspacePlan choose_workspaces(Step& step, const LayoutOptions& options, size_t
   set_scratch(step, passes);
   const Layout least = plan_copy(step, options);
   out.arena_least = least.plan.arena_bytes;
-  std::vector<size_t> live = live_curve(least);
+  std::vector<size_t> live = live_curve(least.requests, least.live.steps, least.plan.alignment);
 
   // Upgrades, the most time saved first; each takes the fastest choice whose extra bytes fit
   // under the least plan's arena at its step.
