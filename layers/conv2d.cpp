@@ -13,12 +13,7 @@ std::vector<TensorMeta> Conv2dOp::infer(std::span<const TensorMeta> in) {
   FRUGAL_CHECK(x.rank() == 4 && w.rank() == 4,
                "conv2d: expects x (N,C,H,W) and w (K,C,R,S), got x ", x, ", w ", w);
   const Conv2dParams& p = p_;
-  FRUGAL_CHECK(p.stride_h >= 1 && p.stride_w >= 1 && p.dilation_h >= 1 && p.dilation_w >= 1 &&
-                   p.groups >= 1 && p.pad_top >= 0 && p.pad_left >= 0 && p.pad_bottom >= 0 &&
-                   p.pad_right >= 0,
-               "conv2d: stride ", p.stride_h, "x", p.stride_w, ", dilation ", p.dilation_h, "x",
-               p.dilation_w, " and groups ", p.groups, " must be >= 1, pads ", p.pad_top, ",",
-               p.pad_left, ",", p.pad_bottom, ",", p.pad_right, " >= 0");
+  check_conv_params("conv2d", p);
   FRUGAL_CHECK(x[1] % p.groups == 0 && w[0] % p.groups == 0, "conv2d: ", p.groups,
                " groups do not divide the ", x[1], " input and ", w[0], " output channels (x ", x,
                ", w ", w, ")");
@@ -62,6 +57,15 @@ Roles Conv2dOp::roles(Mode mode, const Backend& backend) const {
     set_conv_rebuildable(r, g_, dtype_, bias_);
   }
   return r;
+}
+
+void check_conv_params(const char* op, const Conv2dParams& p) {
+  FRUGAL_CHECK(p.stride_h >= 1 && p.stride_w >= 1 && p.dilation_h >= 1 && p.dilation_w >= 1 &&
+                   p.groups >= 1 && p.pad_top >= 0 && p.pad_left >= 0 && p.pad_bottom >= 0 &&
+                   p.pad_right >= 0,
+               op, ": stride ", p.stride_h, "x", p.stride_w, ", dilation ", p.dilation_h, "x",
+               p.dilation_w, " and groups ", p.groups, " must be >= 1, pads ", p.pad_top, ",",
+               p.pad_left, ",", p.pad_bottom, ",", p.pad_right, " >= 0");
 }
 
 void set_conv_rebuildable(Roles& r, const Conv2dGeometry& g, DType t, bool bias) {

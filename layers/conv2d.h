@@ -37,6 +37,9 @@ struct Conv2dParams {
   }
 };
 
+// Throws, naming `op`, unless strides, dilations and groups are >= 1 and pads >= 0.
+void check_conv_params(const char* op, const Conv2dParams& p);
+
 // Marks r rebuildable by forward under a memory budget (Roles::rebuild_expensive): from x, w
 // (and b), at 2 flops per multiply-add of the convolution g. conv2d and conv_transpose2d (whose
 // g is the convolution it is the adjoint of) share it.

@@ -14,12 +14,7 @@ std::vector<TensorMeta> ConvTranspose2dOp::infer(std::span<const TensorMeta> in)
                "conv_transpose2d: expects x (N,C,H,W) and w (C,K/groups,R,S), got x ", x, ", w ",
                w);
   const Conv2dParams& p = p_;
-  FRUGAL_CHECK(p.stride_h >= 1 && p.stride_w >= 1 && p.dilation_h >= 1 && p.dilation_w >= 1 &&
-                   p.groups >= 1 && p.pad_top >= 0 && p.pad_left >= 0 && p.pad_bottom >= 0 &&
-                   p.pad_right >= 0,
-               "conv_transpose2d: stride ", p.stride_h, "x", p.stride_w, ", dilation ",
-               p.dilation_h, "x", p.dilation_w, " and groups ", p.groups, " must be >= 1, pads ",
-               p.pad_top, ",", p.pad_left, ",", p.pad_bottom, ",", p.pad_right, " >= 0");
+  check_conv_params("conv_transpose2d", p);
   FRUGAL_CHECK(output_padding_h_ >= 0 && output_padding_w_ >= 0 && output_padding_h_ < p.stride_h &&
                    output_padding_w_ < p.stride_w,
                "conv_transpose2d: output padding ", output_padding_h_, "x", output_padding_w_,
