@@ -62,10 +62,6 @@ struct BenchResult {
   size_t driver_start = 0, driver_peak = 0;
 };
 
-double mib(size_t bytes) {
-  return static_cast<double>(bytes) / (1024.0 * 1024.0);
-}
-
 // The process's peak resident set so far (ru_maxrss is in KiB on Linux).
 size_t peak_rss_bytes() {
   rusage u{};
@@ -251,10 +247,10 @@ void print_result(const BenchOptions& o, const BenchResult& r) {
   std::printf(
       "allocator peak %.2f MiB: params %.2f + optimizer state %.2f + executor %.2f (arena %.2f "
       "+ inputs %.2f)\n",
-      mib(r.allocator_peak), mib(r.params), mib(r.optimizer_state), mib(r.executor), mib(r.arena),
-      mib(r.inputs));
+      to_mib(r.allocator_peak), to_mib(r.params), to_mib(r.optimizer_state), to_mib(r.executor),
+      to_mib(r.arena), to_mib(r.inputs));
   std::printf("process peak RSS %.2f MiB (%.2f MiB before the model was recorded)\n",
-              mib(r.rss_peak), mib(r.rss_start));
+              to_mib(r.rss_peak), to_mib(r.rss_start));
   if (!o.data.empty()) {
     double total = 0;
     for (double t : r.step_s) total += t;
@@ -267,7 +263,7 @@ void print_result(const BenchOptions& o, const BenchResult& r) {
     std::printf(
         "device memory in use (driver, cudaMemGetInfo): peak %.2f MiB, %.2f MiB above the %.2f "
         "MiB before the model was recorded\n",
-        mib(r.driver_peak), mib(r.driver_peak - r.driver_start), mib(r.driver_start));
+        to_mib(r.driver_peak), to_mib(r.driver_peak - r.driver_start), to_mib(r.driver_start));
 }
 
 }  // namespace

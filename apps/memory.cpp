@@ -1,5 +1,6 @@
 // `frugal memory`: reports from report/report.h for the bundled networks.
 #include "apps/memory.h"
+#include "apps/options.h"
 #include "run/plan.h"
 
 #include "apps/commands.h"
@@ -47,10 +48,6 @@ Layout recorded_layout(RecordedModel& r, const MemoryOptions& o, MemoryMode m) {
 
 namespace {
 
-double mib(size_t bytes) {
-  return static_cast<double>(bytes) / (1024.0 * 1024.0);
-}
-
 // Relative saving of `on` against `off`, in percent.
 double saving(size_t off, size_t on) {
   return off == 0 ? 0.0 : 100.0 * (1.0 - static_cast<double>(on) / static_cast<double>(off));
@@ -97,9 +94,9 @@ ordered_json memory_report_json(const MemoryOptions& o, const MemoryReport& r,
 namespace {
 
 void print_row(const char* name, const ModeMemory& m) {
-  std::printf("%-10s %10.2f %10.2f %11.2f %10.2f %10.2f %10.2f\n", name, mib(m.total),
-              mib(m.bytes.outputs), mib(m.bytes.grad_inputs), mib(m.bytes.buffers),
-              mib(m.bytes.params), mib(m.bytes.optimizer_state));
+  std::printf("%-10s %10.2f %10.2f %11.2f %10.2f %10.2f %10.2f\n", name, to_mib(m.total),
+              to_mib(m.bytes.outputs), to_mib(m.bytes.grad_inputs), to_mib(m.bytes.buffers),
+              to_mib(m.bytes.params), to_mib(m.bytes.optimizer_state));
 }
 
 void print_table(const MemoryOptions& o, const MemoryReport& r, const RecomputeSummary* s) {
@@ -122,8 +119,8 @@ void print_table(const MemoryOptions& o, const MemoryReport& r, const RecomputeS
                                     1.0)
                          : 0.0;
   std::printf("planned arena %.2f MiB, liveness lower bound %.2f MiB (arena %.2f%% above)\n",
-              mib(r.planned.arena), mib(r.planned.lower_bound), gap);
-  std::printf("eager: caching allocator reserves %.2f MiB at peak\n", mib(r.eager.arena));
+              to_mib(r.planned.arena), to_mib(r.planned.lower_bound), gap);
+  std::printf("eager: caching allocator reserves %.2f MiB at peak\n", to_mib(r.eager.arena));
   std::printf(
       "(categories peak at different times in eager and planned; optimizer state is "
       "not in the totals)\n");
@@ -217,7 +214,7 @@ void check_planned_run(const char* name, const StepRun& run, size_t arena) {
     std::printf(
         "run: %s, the driver's used device memory: +%.2f MiB as the executor was made (it "
         "allocated %.2f MiB), +%.2f MiB more over two steps (cuDNN, cuBLAS and optimizer state)\n",
-        name, mib_signed(run.driver_made, run.driver_before), mib(run.held),
+        name, mib_signed(run.driver_made, run.driver_before), to_mib(run.held),
         mib_signed(run.driver_after, run.driver_made));
   FRUGAL_CHECK(run.held == arena + run.inputs && run.second_step_peak == 0, "memory --run: ", name,
                " measured ", run.held, " bytes and ", run.second_step_peak,

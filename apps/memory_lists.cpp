@@ -5,15 +5,10 @@
 #include <string>
 
 #include "apps/memory.h"
+#include "apps/options.h"
 #include "run/plan.h"
 
 namespace frugal {
-
-namespace {
-double mib(size_t bytes) {
-  return static_cast<double>(bytes) / (1024.0 * 1024.0);
-}
-}  // namespace
 
 // --ops: per op of the planned layout (with the rebuilds --recompute chose), what becomes of
 // its first output between forward and backward, and the bytes it holds meanwhile.
@@ -52,7 +47,7 @@ void print_ops(const MemoryOptions& o) {
   }
   std::fprintf(out, "ops: %d kept, %d compact, %d rebuilt, %d others; planned arena %.2f MiB\n",
                kept, compact, rebuilt, L.ops - kept - compact - rebuilt,
-               mib(layout.plan.arena_bytes));
+               to_mib(layout.plan.arena_bytes));
 }
 
 // The scratch chosen for passes with choices (cuDNN's algorithms on CUDA): a summary line, and
@@ -70,9 +65,9 @@ void print_workspaces(const MemoryOptions& o) {
     for (const ScratchPick& p : w.picks) {
       const std::string label = "op " + std::to_string(p.op) + " " + p.op_name;
       std::fprintf(out, "%-22s %-8s %-42s %9.2f %9.3f   %-42s %9.2f %9.3f\n", label.c_str(),
-                   p.backward ? "backward" : "forward", p.chosen.name.c_str(), mib(p.chosen.bytes),
-                   p.chosen.seconds * 1e3, p.fastest.name.c_str(), mib(p.fastest.bytes),
-                   p.fastest.seconds * 1e3);
+                   p.backward ? "backward" : "forward", p.chosen.name.c_str(),
+                   to_mib(p.chosen.bytes), p.chosen.seconds * 1e3, p.fastest.name.c_str(),
+                   to_mib(p.fastest.bytes), p.fastest.seconds * 1e3);
     }
   }
   size_t at_fastest = 0;
@@ -83,7 +78,7 @@ void print_workspaces(const MemoryOptions& o) {
                "workspace; planned arena %.2f MiB (%.2f MiB with the least)%s\n",
                w.picks.size(), at_fastest, w.seconds_chosen * 1e3, w.seconds_fastest * 1e3,
                w.seconds_chosen > 0 ? 100.0 * w.seconds_fastest / w.seconds_chosen : 100.0,
-               w.seconds_least * 1e3, mib(w.arena), mib(w.arena_least),
+               w.seconds_least * 1e3, to_mib(w.arena), to_mib(w.arena_least),
                o.workspace_limit == std::numeric_limits<size_t>::max()
                    ? ""
                    : (", limit " + bytes_text(o.workspace_limit)).c_str());

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "apps/memory.h"
+#include "apps/options.h"
 #include "core/error.h"
 #include "models/registry.h"
 #include "train/step_budget.h"
@@ -13,10 +14,6 @@ namespace frugal {
 using nlohmann::ordered_json;
 
 namespace {
-
-double mib(size_t bytes) {
-  return static_cast<double>(bytes) / (1024.0 * 1024.0);
-}
 
 double percent_less(size_t before, size_t after) {
   return before == 0 ? 0.0
@@ -160,7 +157,7 @@ void print_recompute(const MemoryOptions& o, const MemoryReport& r, const Recomp
   const ModeMemory& c = *r.recompute;
   std::printf(
       "recompute: %s; arena %.2f MiB vs planned %.2f MiB, %.1f%% less (total %.1f%% less)\n",
-      s.applies.c_str(), mib(c.arena), mib(p.arena), percent_less(p.arena, c.arena),
+      s.applies.c_str(), to_mib(c.arena), to_mib(p.arena), percent_less(p.arena, c.arena),
       percent_less(p.total, c.total));
   if (s.chain_blocks > 0 && s.checkpointed.empty())
     std::printf("recompute: no block checkpointed of the %d\n", s.chain_blocks);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -22,5 +23,10 @@ CLI::Option* add_bytes_option(CLI::App* app, const std::string& name, size_t* ta
 // `threads`, or the machine's core count with a warning on stderr when `threads` is more
 // (more threads than cores only slows a step and grows its scratch). 0 stays 0: all cores.
 int capped_threads(int threads);
+
+// Bytes in MiB, for the commands' tables.
+inline double to_mib(size_t bytes) {
+  return static_cast<double>(bytes) / (1024.0 * 1024.0);
+}
 
 }  // namespace frugal
