@@ -262,14 +262,13 @@ MemoryReport memory_report_for(const MemoryOptions& o, RecomputeSummary* summary
                            .workspace_limit = o.workspace_limit,
                            .recompute = rebuilds ? o.recompute : Recompute::none,
                            .rebuild_budget = o.rebuild_budget};
-    r.recompute = planned_memory(*again.tape, o.mode, be, ro);
+    Layout layout;
+    r.recompute = planned_memory(*again.tape, o.mode, be, ro, &layout);
     if (summary) {
       summary->forward_flops = forward_flops(*rec.tape);
       summary->recompute_flops = summary->forward_flops - forward_flops(*again.tape);
       if (rebuilds) {
-        summary->rebuilds =
-            rebuild_summary(*again.tape, memory_layout(*again.tape, o.mode, MemoryMode::planned, be,
-                                                       report_layout_options(o.mode, ro)));
+        summary->rebuilds = rebuild_summary(*again.tape, layout);
         summary->recompute_flops += summary->rebuilds->flops;
       }
     }

@@ -165,10 +165,12 @@ MemoryReport memory_report(Tape& tape, Mode mode, const Backend& backend,
 }
 
 ModeMemory planned_memory(Tape& tape, Mode mode, const Backend& backend,
-                          const ReportOptions& options) {
+                          const ReportOptions& options, Layout* planned) {
   const ParamTotals params = param_totals(tape);
   const bool optimizer = mode == Mode::training && options.optimizer;
-  const Layout layout =
+  Layout local;
+  Layout& layout = planned ? *planned : local;
+  layout =
       memory_layout(tape, mode, MemoryMode::planned, backend, report_layout_options(mode, options));
   ModeMemory m;
   m.bytes = peak_by_category(layout.live);

@@ -66,9 +66,10 @@ LayoutOptions report_layout_options(Mode mode, const ReportOptions& options);
 MemoryReport memory_report(Tape& tape, Mode mode, const Backend& backend,
                            const ReportOptions& options = {});
 
-// The planned mode alone: compact encodings, aliases, fused optimizer, one arena.
+// The planned mode alone: compact encodings, aliases, fused optimizer, one arena (and the
+// layout behind the figures into *planned, when given).
 ModeMemory planned_memory(Tape& tape, Mode mode, const Backend& backend,
-                          const ReportOptions& options = {});
+                          const ReportOptions& options = {}, Layout* planned = nullptr);
 
 // What a layout rebuilds in backward (Recompute): how many ops of each kind, in tape order of
 // first appearance, and what the rebuilds cost in all.
