@@ -23,6 +23,8 @@ LivenessOptions liveness_options(MemoryMode memory, const LayoutOptions& o) {
   l.keep_param_grads = o.keep_param_grads || !planned;
   if (planned) l.rebuild = o.rebuild;
   l.forward_only = o.forward_only;
+  l.grad_bucket_bytes = o.grad_bucket_bytes;
+  l.bucket_alignment = o.alignment;
   return l;
 }
 
@@ -55,6 +57,8 @@ MemoryCategory memory_category(const Buffer& b) {
     case BufferKind::grad:
     case BufferKind::grad_temp:
       return b.role == Role::param_grad ? MemoryCategory::param_grads : MemoryCategory::grad_inputs;
+    case BufferKind::grad_bucket:
+      return MemoryCategory::param_grads;
   }
   return MemoryCategory::none;
 }
@@ -76,6 +80,11 @@ const char* memory_category_name(MemoryCategory c) {
 }
 
 long long Layout::offset(int i) const {
+  const Buffer& b = live.buffers.at(static_cast<size_t>(i));
+  if (b.view_of >= 0) {
+    const long long owner = offset(b.view_of);
+    return owner < 0 ? -1 : owner + static_cast<long long>(b.view_offset);
+  }
   const int r = request.at(static_cast<size_t>(i));
   return r < 0 ? -1 : static_cast<long long>(plan.offsets[static_cast<size_t>(r)]);
 }
@@ -88,7 +97,9 @@ std::vector<PlanBuffer> arena_requests(const Liveness& live, bool inputs_in_aren
                                        std::vector<int>& request) {
   // Requests are numbered first: an alias may name a later buffer (a gradient alias: d input
   // takes d output's bytes).
-  auto placed = [&](const Buffer& b) { return b.kind != BufferKind::input || inputs_in_arena; };
+  auto placed = [&](const Buffer& b) {
+    return b.view_of < 0 && (b.kind != BufferKind::input || inputs_in_arena);
+  };
   request.assign(live.buffers.size(), -1);
   int count = 0;
   for (size_t i = 0; i < live.buffers.size(); ++i)

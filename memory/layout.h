@@ -45,6 +45,9 @@ struct LayoutOptions {
   // (memory/rebuild.h's fit_rebuilds; convolutions only when nothing cheaper fits), or throws
   // naming the smallest arena found.
   size_t rebuild_budget = 0;
+  // Data-parallel training: parameter gradients in buckets of about this many bytes
+  // (LivenessOptions::grad_bucket_bytes); 0: none.
+  size_t grad_bucket_bytes = 0;
 };
 
 struct Layout {

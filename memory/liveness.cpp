@@ -25,6 +25,8 @@ const char* buffer_kind_name(BufferKind k) {
       return "grad (second contribution)";
     case BufferKind::rebuilt:
       return "rebuilt value";
+    case BufferKind::grad_bucket:
+      return "grad bucket";
   }
   return "?";
 }
@@ -350,6 +352,67 @@ class Analysis {
       if (kept(static_cast<int>(v))) g.last = final_step();
       L_.grad_buffer[v] = add(std::move(g));
       if (first_writer_op[v] < 0) L_.unwritten_grads.push_back(L_.grad_buffer[v]);
+    }
+    if (opt_.grad_bucket_bytes > 0) add_buckets(min_consumer);
+  }
+
+  // Data-parallel buckets: parameter gradients in the order they become final (the backward of
+  // their earliest consumer), packed into buckets of about grad_bucket_bytes.
+  void add_buckets(const std::vector<int>& min_consumer) {
+    const auto& values = step_.values;
+    std::vector<int> params;
+    for (size_t v = 0; v < values.size(); ++v)
+      if (values[v].kind == StepValueKind::param && L_.grad_buffer[v] >= 0)
+        params.push_back(static_cast<int>(v));
+    auto ready = [&](int v) { return L_.backward_step(min_consumer[static_cast<size_t>(v)]); };
+    std::stable_sort(params.begin(), params.end(),
+                     [&](int a, int b) { return ready(a) < ready(b); });
+    const size_t align = std::max<size_t>(opt_.bucket_alignment, 1);
+    auto aligned = [&](size_t b) { return (b + align - 1) / align * align; };
+    L_.bucket_of.assign(values.size(), -1);
+    size_t bytes = 0;
+    for (int v : params) {
+      const Buffer& g = L_.buffers[static_cast<size_t>(L_.grad_buffer[static_cast<size_t>(v)])];
+      const bool start =
+          L_.buckets.empty() || bytes + g.bytes > opt_.grad_bucket_bytes ||
+          L_.buffers[static_cast<size_t>(L_.buckets.back().buffer)].meta.dtype != g.meta.dtype;
+      if (start) {
+        Buffer b = make(BufferKind::grad_bucket, Role::param_grad, g.meta);
+        b.first = g.first;
+        b.last = g.last;
+        b.label = "grad bucket " + std::to_string(L_.buckets.size());
+        GradBucket fresh;
+        fresh.buffer = add(std::move(b));
+        L_.buckets.push_back(std::move(fresh));
+        bytes = 0;
+      }
+      GradBucket& k = L_.buckets.back();
+      Buffer& b = L_.buffers[static_cast<size_t>(k.buffer)];
+      Buffer& m = L_.buffers[static_cast<size_t>(L_.grad_buffer[static_cast<size_t>(v)])];
+      m.view_of = k.buffer;
+      m.view_offset = bytes;
+      bytes = aligned(bytes + m.bytes);
+      b.bytes = bytes;
+      b.first = std::min(b.first, m.first);
+      k.params.push_back(v);
+      k.ready_step = ready(v);
+      L_.bucket_of[static_cast<size_t>(v)] = static_cast<int>(L_.buckets.size()) - 1;
+    }
+    const bool fused = opt_.optimizer && opt_.fuse_optimizer && !opt_.keep_param_grads;
+    for (size_t i = 0; i < L_.buckets.size(); ++i) {
+      GradBucket& k = L_.buckets[i];
+      Buffer& b = L_.buffers[static_cast<size_t>(k.buffer)];
+      b.meta = TensorMeta{Shape({static_cast<int64_t>(b.bytes / dtype_size(b.meta.dtype))}),
+                          b.meta.dtype};
+      k.wait_step =
+          fused && i + 1 < L_.buckets.size() ? L_.buckets[i + 1].ready_step : final_step();
+      b.last = k.wait_step;
+      for (int v : k.params) {
+        Buffer& m = L_.buffers[static_cast<size_t>(L_.grad_buffer[static_cast<size_t>(v)])];
+        if (!kept(v)) m.last = k.wait_step;
+        b.last = std::max(b.last, m.last);
+        if (opt_.optimizer) L_.update_step[static_cast<size_t>(v)] = k.wait_step;
+      }
     }
   }
 

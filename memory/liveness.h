@@ -24,6 +24,8 @@ enum class BufferKind {
   grad_temp,    // a second contribution to a gradient, summed into it at once
   rebuilt,      // a value rebuilt in backward for later readers (a reversible block's input,
                 // or the output of an op rebuilt before its first backward reader)
+  grad_bucket,  // data-parallel training: parameter gradients reduced together across ranks;
+                // its members are views into it (Buffer::view_of)
 };
 const char* buffer_kind_name(BufferKind k);
 
@@ -37,7 +39,11 @@ struct Buffer {
   int index = 0;            // saved slot, or input slot for grad_temp
   int first = 0, last = 0;  // inclusive timeline steps
   int alias_of = -1;        // takes the bytes of this buffer (set only when aliasing is enabled)
-  std::string label;        // "conv2d3 out", for reports and pictures
+  // A view: this buffer's bytes are those of buffer view_of (a gradient bucket) from byte
+  // view_offset on. Views are not placed themselves; their owner is.
+  int view_of = -1;
+  size_t view_offset = 0;
+  std::string label;  // "conv2d3 out", for reports and pictures
 };
 
 struct LivenessOptions {
@@ -53,6 +59,22 @@ struct LivenessOptions {
   // Training kernels without a backward (the forward of a sub-graph whose backward runs on
   // another plan): no gradients, and nothing lives past its last forward reader for backward.
   bool forward_only = false;
+  // Data-parallel training: > 0 gathers parameter gradients into buckets of about this many
+  // bytes (at least one gradient each; one dtype each), in the order their gradients become
+  // final, each member at an offset that is a multiple of bucket_alignment. A bucket is
+  // reduced across ranks once its last member is final (its ready step) and the updates of its
+  // members run once that reduction is done: at the next bucket's ready step with a fused
+  // optimizer (one bucket reducing while backward goes on), else at the final step.
+  size_t grad_bucket_bytes = 0;
+  size_t bucket_alignment = 64;
+};
+
+// Parameter gradients reduced together (LivenessOptions::grad_bucket_bytes).
+struct GradBucket {
+  int buffer = -1;          // the BufferKind::grad_bucket buffer
+  std::vector<int> params;  // param value ids, in the order they become final
+  int ready_step = 0;       // the reduction starts after this step's backward
+  int wait_step = 0;        // and is complete, with the members updated, after this one's
 };
 
 struct Liveness {
@@ -77,6 +99,8 @@ struct Liveness {
   std::vector<Roles> roles;                         // op -> its roles in this mode
   std::vector<int> unwritten_grads;  // gradient buffers no backward writes: seeded or zeroed
   std::vector<int> update_step;      // param value id -> step of its optimizer update, else -1
+  std::vector<GradBucket> buckets;   // data-parallel training only
+  std::vector<int> bucket_of;        // param value id -> its bucket, or -1
 
   int backward_step(int op) const { return 2 * ops - 1 - op; }
   // The buffer that holds value v when read at `step` (its rebuilt copy after a rebuild).

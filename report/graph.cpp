@@ -85,6 +85,7 @@ const char* node_style(BufferKind k) {
       return "shape=note, style=filled";
     case BufferKind::grad:
     case BufferKind::grad_temp:
+    case BufferKind::grad_bucket:
       return "shape=box, style=\"filled,dashed\"";
   }
   return "shape=box";

@@ -84,7 +84,7 @@ CategoryBytes peak_by_category(const Liveness& live) {
   }
   std::vector<long long> pg(steps + 1, 0);
   for (const Buffer& b : live.buffers)
-    if (b.role == Role::param_grad && b.alias_of < 0) {
+    if (b.role == Role::param_grad && b.alias_of < 0 && b.view_of < 0) {
       pg[static_cast<size_t>(b.first)] += static_cast<long long>(b.bytes);
       pg[static_cast<size_t>(b.last) + 1] -= static_cast<long long>(b.bytes);
     }
@@ -148,7 +148,7 @@ MemoryReport memory_report(Tape& tape, Mode mode, const Backend& backend,
   const Liveness& eager_live = base;
   std::vector<EagerEvent> events;
   for (const Buffer& b : eager_live.buffers)
-    if (b.kind != BufferKind::input) {
+    if (b.kind != BufferKind::input && b.view_of < 0) {
       // Weight gradients stay allocated between steps (set_to_none=False, the old default).
       int last = b.role == Role::param_grad ? eager_live.final_step() : b.last;
       events.push_back({b.bytes, b.first, last});

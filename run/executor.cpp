@@ -2,6 +2,7 @@
 #include "run/executor.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 
@@ -24,7 +25,16 @@ LayoutOptions layout_options(const ExecutorOptions& o, size_t alignment, bool in
   l.recompute = o.recompute;
   l.forward_only = o.forward_only;
   l.rebuild_budget = o.rebuild_budget;
+  l.grad_bucket_bytes = o.comm ? o.grad_bucket_bytes : 0;
   return l;
+}
+
+// An eighth of the trainable parameters' bytes, within [64 KiB, 25 MiB] (PyTorch DDP's cap).
+size_t auto_bucket_bytes(const Tape& tape) {
+  size_t total = 0;
+  for (const ValueNode& v : tape.values())
+    if (v.param && v.param->trainable) total += v.param->value.bytes();
+  return std::clamp<size_t>(total / 8, size_t{64} << 10, size_t{25} << 20);
 }
 }  // namespace
 
@@ -52,12 +62,28 @@ Executor::Executor(Tape& tape, Backend& backend, ExecutorOptions options, Alloca
                "executor: recompute '", recompute_name(opt_.recompute),
                "' rebuilds activations for backward in planned memory; this step is ",
                mode_name(opt_.mode), " in ", memory_mode_name(opt_.memory), " memory");
+  if (opt_.comm) {
+    FRUGAL_CHECK(opt_.mode == Mode::training && !opt_.forward_only,
+                 "executor: a communicator sums gradients; this step has none");
+    if (opt_.grad_bucket_bytes == 0) opt_.grad_bucket_bytes = auto_bucket_bytes(tape_);
+    grad_scale_ = 1.0 / opt_.comm->size();
+  }
   layout_ = memory_layout(tape_, opt_.mode, opt_.memory, backend_,
                           layout_options(opt_, alloc_.alignment(), opt_.arena.defined()));
   bind();
 }
 
-Executor::~Executor() = default;
+Executor::~Executor() {
+  wait_buckets();
+}
+
+// Reductions still in flight (a step that threw) must finish before their memory goes.
+void Executor::wait_buckets() noexcept {
+  for (CommHandle& h : bucket_work_) try {
+      h.wait();
+    } catch (const std::exception&) {
+    }
+}
 
 size_t Executor::planned_bytes(Tape& tape, Backend& backend, const ExecutorOptions& options,
                                size_t alignment) {
@@ -74,6 +100,7 @@ void Executor::bind() {
   buffers_.resize(bufs.size());
   for (size_t i = 0; i < bufs.size(); ++i) {
     const Buffer& b = bufs[i];
+    if (b.view_of >= 0) continue;  // bound below, into its owner
     if (!planned || layout_.request[i] < 0) {
       auto s = std::make_shared<Storage>(alloc_, b.bytes, b.role);
       held_bytes_ += b.bytes;
@@ -103,6 +130,13 @@ void Executor::bind() {
                            b.meta.shape, b.meta.dtype);
     }
   }
+  for (size_t i = 0; i < bufs.size(); ++i)
+    if (bufs[i].view_of >= 0) {
+      const Tensor& owner = buffers_[static_cast<size_t>(bufs[i].view_of)];
+      buffers_[i] = Tensor(owner.storage(), owner.offset() + bufs[i].view_offset,
+                           bufs[i].meta.shape, bufs[i].meta.dtype);
+    }
+  bucket_work_.resize(layout_.live.buckets.size());
   param_values_.resize(tape_.values().size());
   for (size_t v = 0; v < tape_.values().size(); ++v)
     if (const Parameter* p = tape_.values()[v].param) param_values_[v] = p->value;
@@ -117,7 +151,7 @@ void Executor::bind() {
   }
   starts_at_.assign(static_cast<size_t>(layout_.live.steps), {});
   for (size_t i = 0; i < bufs.size(); ++i)
-    if (bufs[i].kind != BufferKind::input && bufs[i].alias_of < 0)
+    if (bufs[i].kind != BufferKind::input && bufs[i].alias_of < 0 && bufs[i].view_of < 0)
       starts_at_[static_cast<size_t>(bufs[i].first)].push_back(static_cast<int>(i));
 }
 
@@ -289,10 +323,12 @@ void Executor::backward(std::span<const std::pair<Value, Tensor>> seeds) {
       tape_.ops()[static_cast<size_t>(k)].op->rebuild(c);
     }
     run_backward_step(2 * n - 1 - s);
+    sync_buckets(s);
   }
   start_lifetime(layout_.live.final_step());
+  sync_buckets(layout_.live.final_step());
   for (size_t v = 0; v < layout_.live.update_step.size(); ++v)
-    if (layout_.live.update_step[v] == layout_.live.final_step())
+    if (layout_.live.update_step[v] == layout_.live.final_step() && !bucketed(static_cast<int>(v)))
       optimizer_update(static_cast<int>(v));
   forward_done_ = false;
   ++step_;
@@ -320,7 +356,27 @@ void Executor::run_backward_step(int k) {
     const int v = node.inputs[i];
     const bool repeated =
         std::find(node.inputs.begin(), node.inputs.begin() + i, v) != node.inputs.begin() + i;
-    if (!repeated && layout_.live.update_step[static_cast<size_t>(v)] == step) optimizer_update(v);
+    if (!repeated && layout_.live.update_step[static_cast<size_t>(v)] == step && !bucketed(v))
+      optimizer_update(v);
+  }
+}
+
+// Data-parallel: starts the reductions of the buckets whose last gradient became final at
+// `step`, then finishes those due at it and updates their parameters (in bucket order).
+void Executor::sync_buckets(int step) {
+  const auto& buckets = layout_.live.buckets;
+  for (size_t b = 0; b < buckets.size(); ++b)
+    if (buckets[b].ready_step == step)
+      bucket_work_[b] =
+          opt_.comm->allreduce_sum(buffers_[static_cast<size_t>(buckets[b].buffer)], grad_scale_);
+  for (size_t b = 0; b < buckets.size(); ++b) {
+    if (buckets[b].wait_step != step) continue;
+    const auto start = std::chrono::steady_clock::now();
+    bucket_work_[b].wait();
+    comm_wait_seconds_ +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    for (int v : buckets[b].params)
+      if (layout_.live.update_step[static_cast<size_t>(v)] == step) optimizer_update(v);
   }
 }
 

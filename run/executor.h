@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "autograd/tape.h"
+#include "core/communicator.h"
 #include "core/error.h"
 #include "memory/layout.h"
 
@@ -55,6 +56,15 @@ struct ExecutorOptions {
   // Planned training: rebuild op outputs until the arena fits this many bytes (LayoutOptions::
   // rebuild_budget; convolutions too where nothing cheaper fits); 0: no budget.
   size_t rebuild_budget = 0;
+  // Data-parallel training: each parameter gradient is summed over this communicator's ranks
+  // (every rank's scaled by grad_scale first: set_grad_scale, 1/size by default) before its
+  // update. The gradients live in buckets (planned buffers; each gradient a view into one)
+  // whose reduction starts as soon as their last gradient is final and overlaps the rest of
+  // backward; the updates of a bucket's parameters run once its reduction is done. Null: one
+  // process. Every rank must record the same model.
+  Communicator* comm = nullptr;
+  // Bytes per gradient bucket; 0: an eighth of the parameters' bytes within [64 KiB, 25 MiB].
+  size_t grad_bucket_bytes = 0;
 };
 
 class Executor {
@@ -112,12 +122,23 @@ class Executor {
   // Bytes held by this executor (arena or per-buffer storage), excluding parameters.
   size_t memory_bytes() const { return held_bytes_; }
   size_t arena_bytes() const { return arena_bytes_; }
+  // Data-parallel training: the factor this rank's gradients take before the sum over ranks
+  // (b_r / B for a global batch B of which this rank holds b_r samples).
+  void set_grad_scale(double scale) { grad_scale_ = scale; }
+  // Seconds backward spent waiting for gradient reductions, summed over steps.
+  double comm_wait_seconds() const { return comm_wait_seconds_; }
 
  private:
   void bind();
   void start_lifetime(int step);
   void run_backward_step(int op_index);
   void optimizer_update(int value_id);
+  void sync_buckets(int step);
+  bool bucketed(int value_id) const {
+    const auto& of = layout_.live.bucket_of;
+    return static_cast<size_t>(value_id) < of.size() && of[static_cast<size_t>(value_id)] >= 0;
+  }
+  void wait_buckets() noexcept;
   void check_finite_before_forward();
   void check_finite_after(int op_index, bool backward);
   std::string non_finite(const Tensor& t);
@@ -137,8 +158,10 @@ class Executor {
   std::vector<std::shared_ptr<Storage>> owned_;  // storage held by this executor
   std::vector<std::string> names_;               // op names (contexts point into them)
   std::vector<OpContext> forward_ctx_, backward_ctx_;
-  std::vector<OpContext> rebuild_ctx_;  // op -> its rebuild's context (ops rebuilt in backward)
-  Tensor one_;                          // d loss / d loss
+  std::vector<OpContext> rebuild_ctx_;   // op -> its rebuild's context (ops rebuilt in backward)
+  std::vector<CommHandle> bucket_work_;  // bucket -> its reduction in flight
+  double grad_scale_ = 1.0, comm_wait_seconds_ = 0;
+  Tensor one_;  // d loss / d loss
   size_t held_bytes_ = 0, arena_bytes_ = 0;
   uint64_t step_ = 0;
   bool forward_done_ = false;

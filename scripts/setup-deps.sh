@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(cmake g++ make pkg-config libeigen3-dev doctest-dev libcli11-dev nlohmann-json3-dev
   zlib1g-dev libturbojpeg0-dev libpng-dev libonnx-dev libprotobuf-dev dataset-fashion-mnist graphviz
-  librsvg2-bin)
+  librsvg2-bin libopenmpi-dev openmpi-bin)
 
 missing=()
 for p in "${packages[@]}"; do

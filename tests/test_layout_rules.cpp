@@ -92,8 +92,18 @@ TEST_CASE("layout rule: models record, they never plan") {
 
 TEST_CASE("layout rule: nothing in the library includes apps/") {
   for (const char* folder : {"core", "autograd", "layers", "memory", "run", "recompute", "report",
-                             "check", "models", "data", "train", "cuda"})
+                             "check", "models", "data", "train", "cuda", "dist"})
     check_no_include(folder, {"apps/"});
+}
+
+TEST_CASE("layout rule: MPI only in its communicator, and no public header includes it") {
+  for (const char* folder : {"core", "autograd", "layers", "memory", "run", "recompute", "report",
+                             "check", "models", "data", "train", "cuda", "dist", "apps"})
+    for (const Source& s : sources(folder)) {
+      INFO(s.path, " includes mpi.h");
+      CHECK((s.text.find("#include <mpi.h>") == std::string::npos || s.path == "dist/mpi.cpp"));
+    }
+  check_no_include("dist", {"run/", "layers/", "models/", "memory/", "train/"});
 }
 
 TEST_CASE("layout rule: no code cites ../shared") {

@@ -1,0 +1,139 @@
+// The MPI communicator and data-parallel training on several ranks: run by CTest under
+// `mpirun --oversubscribe -np N` (N = 2 and 3, loopback). Every rank runs every case in the
+// same order; each checks its own results, so a failure names the rank's output.
+//
+// - Collectives: sums, chunks, gathers and broadcasts against values computed here.
+// - N ranks with a global batch B give the weights of one process with batch B after 5 steps
+//   (SGD and AdamW, B divisible by N and not), within 1e-5 relative; every rank holds the same
+//   bits; a second run gives the same bits (fixed buckets, fixed reduction order); planned ==
+//   baseline bitwise.
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <memory>
+
+#include "dist/communicators.h"
+#include "tests/dist_net.h"
+
+using namespace frugal;
+using namespace frugal::testing;
+
+namespace {
+
+Communicator* world = nullptr;
+
+Tensor ramp(int64_t n, DType t, double a, double b) {
+  Tensor x = Tensor::empty({n}, t);
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = a * double(i) + b;
+    if (t == DType::f32)
+      x.data<float>()[i] = static_cast<float>(v);
+    else
+      x.data<double>()[i] = v;
+  }
+  return x;
+}
+
+// Rank q's contribution: (q + 1) * i + 0.5 * q, exact in f32 for these sizes.
+double contribution(int q, int64_t i) {
+  return double(q + 1) * double(i) + 0.5 * q;
+}
+
+}  // namespace
+
+TEST_CASE("mpi: allreduce, reduce-scatter, all-gather, broadcast and barrier") {
+  Communicator& c = *world;
+  const int N = c.size(), r = c.rank();
+  for (DType t : {DType::f32, DType::f64})
+    for (int64_t n : {int64_t{1}, int64_t{2}, int64_t{7}, int64_t{1000}, int64_t{0}}) {
+      CAPTURE(n);
+      Tensor x = ramp(n, t, r + 1, 0.5 * r), y = ramp(n, t, 2 * (r + 1), r);
+      CommHandle hx = c.allreduce_sum(x), hy = c.allreduce_sum(y, 0.5);  // two in flight
+      hx.wait();
+      hy.wait();
+      for (int64_t i = 0; i < n; ++i) {
+        double want = 0;
+        for (int q = 0; q < N; ++q) want += contribution(q, i);
+        CHECK(element_as_double(x, i) == want);
+        CHECK(element_as_double(y, i) == want);  // 0.5 * (2 (q+1) i + q)
+      }
+      const Tensor in = ramp(n, t, r + 1, 0.5 * r);
+      const ChunkRange mine = chunk_of(n, N, r);
+      Tensor part = Tensor::empty({mine.size()}, t);
+      c.reduce_scatter_sum(in, part).wait();
+      for (int64_t i = 0; i < mine.size(); ++i) {
+        double want = 0;
+        for (int q = 0; q < N; ++q) want += contribution(q, mine.begin + i);
+        CHECK(element_as_double(part, i) == want);
+      }
+      Tensor all = Tensor::empty({n}, t);
+      const Tensor own = ramp(mine.size(), t, 0, r);  // rank r's chunk holds r
+      c.all_gather(own, all).wait();
+      for (int q = 0; q < N; ++q) {
+        const ChunkRange cq = chunk_of(n, N, q);
+        for (int64_t i = cq.begin; i < cq.end; ++i) CHECK(element_as_double(all, i) == q);
+      }
+      Tensor b = ramp(n, t, 1, 100 * r);
+      c.broadcast(b, N - 1).wait();
+      for (int64_t i = 0; i < n; ++i) CHECK(element_as_double(b, i) == double(i) + 100 * (N - 1));
+    }
+  c.barrier().wait();
+  Tensor labels = Tensor::empty({3}, DType::i32);
+  CHECK_THROWS_WITH(c.allreduce_sum(labels), doctest::Contains("sums f32 or f64, got i32"));
+  CHECK_THROWS_WITH(c.broadcast(labels, N), doctest::Contains("is not in 0.."));
+}
+
+TEST_CASE("mpi: N ranks train to the weights of one process with the global batch") {
+  Communicator& c = *world;
+  for (OptimizerKind kind : {OptimizerKind::sgd, OptimizerKind::adamw})
+    for (int64_t batch : {int64_t{12}, int64_t{7}}) {
+      CAPTURE(std::string(optimizer_name(kind)));
+      CAPTURE(batch);
+      const DistRun one = dist_run(nullptr, batch, kind, MemoryMode::planned);
+      const DistRun many = dist_run(&c, batch, kind, MemoryMode::planned);
+      CHECK(many.bucket_count >= 1);
+      CHECK(many.views);
+      CHECK(many.arena_over_bound <= 1.01);
+      CHECK(relative_difference(many.weights, one.weights) <= 1e-5);
+      // Every rank holds rank 0's bits.
+      for (const Tensor& w : many.weights) {
+        Tensor root = clone(w);
+        c.broadcast(root, 0).wait();
+        CHECK(bitwise_equal(root, w));
+      }
+    }
+}
+
+TEST_CASE("mpi: a fixed rank count gives the same bits every run, planned or baseline") {
+  Communicator& c = *world;
+  for (size_t bucket : {size_t{0}, size_t{1}}) {  // the default buckets, and one per gradient
+    CAPTURE(bucket);
+    const DistRun a =
+        dist_run(&c, 10, OptimizerKind::adamw, MemoryMode::planned, DType::f32, 5, bucket);
+    const DistRun b =
+        dist_run(&c, 10, OptimizerKind::adamw, MemoryMode::planned, DType::f32, 5, bucket);
+    const DistRun base =
+        dist_run(&c, 10, OptimizerKind::adamw, MemoryMode::baseline, DType::f32, 5, bucket);
+    CHECK(same_bits(a.weights, b.weights));
+    CHECK(same_bits(a.moments, b.moments));
+    CHECK(same_bits(a.weights, base.weights));
+    CHECK(same_bits(a.moments, base.moments));
+  }
+}
+
+TEST_CASE("mpi: double precision matches one process within 1e-12") {
+  Communicator& c = *world;
+  const DistRun one = dist_run(nullptr, 9, OptimizerKind::sgd, MemoryMode::planned, DType::f64);
+  const DistRun many = dist_run(&c, 9, OptimizerKind::sgd, MemoryMode::planned, DType::f64);
+  CHECK(relative_difference(many.weights, one.weights) <= 1e-12);
+}
+
+int main(int argc, char** argv) {
+  std::unique_ptr<Communicator> comm = mpi_communicator({.timeout_seconds = 60});
+  world = comm.get();
+  doctest::Context context(argc, argv);
+  const int failed = context.run();
+  std::printf("rank %d of %d: %s\n", comm->rank(), comm->size(), failed ? "FAILED" : "passed");
+  return failed;
+}

@@ -1,0 +1,108 @@
+// A small network without BatchNorm and a few data-parallel steps of it, shared by the
+// one-process bucket tests (test_dist.cpp) and the several-rank MPI tests (dist/): rank r of
+// `comm` takes its slice chunk_of(B, ranks, r) of each global batch of B samples.
+#pragma once
+
+#include <cstring>
+#include <vector>
+
+#include "check/gradcheck.h"
+#include "core/communicator.h"
+#include "core/cpu/cpu_backend.h"
+#include "layers/conv2d.h"
+#include "layers/flatten.h"
+#include "layers/linear.h"
+#include "layers/maxpool2d.h"
+#include "layers/relu.h"
+#include "layers/softmax_cross_entropy.h"
+#include "run/executor.h"
+
+namespace frugal::testing {
+
+struct DistRun {
+  std::vector<Tensor> weights, moments;  // every parameter (and its first moment) after the steps
+  size_t bucket_count = 0;
+  bool views = true;            // every parameter gradient a view into a bucket
+  double arena_over_bound = 0;  // planned arena / liveness lower bound
+};
+
+inline Tensor rows(const Tensor& t, int64_t begin, int64_t end) {
+  Shape s = t.shape();
+  const int64_t per = s.numel() / s[0];
+  s[0] = end - begin;
+  Tensor out = Tensor::empty(s, t.dtype());
+  std::memcpy(out.raw(), static_cast<const char*>(t.raw()) + begin * per * dtype_size(t.dtype()),
+              out.bytes());
+  return out;
+}
+
+// `steps` training steps on global batches of `batch` samples; comm null: one process with the
+// whole batch.
+inline DistRun dist_run(Communicator* comm, int64_t batch, OptimizerKind kind, MemoryMode memory,
+                        DType dtype = DType::f32, int steps = 5, size_t bucket_bytes = 0) {
+  const int ranks = comm ? comm->size() : 1, rank = comm ? comm->rank() : 0;
+  const ChunkRange mine = chunk_of(batch, ranks, rank);
+  ParamStore store(7);
+  Tape tape(store, dtype);
+  Value x = tape.input("x", {mine.size(), 3, 8, 8}, dtype);
+  Value labels = tape.input("labels", {mine.size()}, DType::i32);
+  Value h = max_pool2d(relu(conv2d(x, {.out = 6, .kernel = 3, .pad = 1})), {.kernel = 2});
+  h = relu(conv2d(h, {.out = 8, .kernel = 3, .pad = 1}));
+  Value logits = linear(relu(linear(flatten(h), {.out = 16})), {.out = 5});
+  Value loss = softmax_cross_entropy(logits, labels);
+  OptimizerConfig opt{.lr = 0.05, .momentum = 0.9, .weight_decay = 1e-3, .kind = kind};
+  if (kind == OptimizerKind::adamw) opt.lr = 0.01;
+  Executor ex(tape, cpu_backend(),
+              {.mode = Mode::training,
+               .memory = memory,
+               .seed = 3,
+               .keep = {loss},
+               .optimizer = opt,
+               .comm = comm,
+               .grad_bucket_bytes = bucket_bytes});
+  ex.set_grad_scale(double(mine.size()) / double(batch));
+  for (int s = 0; s < steps; ++s) {
+    opt.step = s + 1;
+    ex.set_optimizer(opt);
+    const Tensor images = random_tensor({batch, 3, 8, 8}, 100 + s, -1, 1, dtype);
+    const Tensor classes = random_labels(batch, 5, 200 + s);
+    ex.set_input(x, rows(images, mine.begin, mine.end));
+    ex.set_input(labels, rows(classes, mine.begin, mine.end));
+    ex.forward();
+    ex.backward(loss);
+  }
+  DistRun r;
+  for (Parameter* p : store.all()) {
+    r.weights.push_back(clone(p->value));
+    r.moments.push_back(clone(p->momentum));
+  }
+  const Liveness& live = ex.liveness();
+  r.bucket_count = live.buckets.size();
+  for (size_t v = 0; v < tape.values().size(); ++v)
+    if (tape.values()[v].kind == ValueKind::param && live.grad_buffer[v] >= 0)
+      r.views = r.views && live.buffers[static_cast<size_t>(live.grad_buffer[v])].view_of >= 0;
+  r.arena_over_bound = double(ex.layout().plan.arena_bytes) /
+                       double(std::max<size_t>(ex.layout().plan.lower_bound, 1));
+  return r;
+}
+
+// The largest |a - b| over the largest |b|, across every tensor of two runs' weights.
+inline double relative_difference(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i)
+    for (int64_t j = 0; j < a[i].numel(); ++j) {
+      const double x = element_as_double(a[i], j), y = element_as_double(b[i], j);
+      diff = std::max(diff, std::abs(x - y));
+      scale = std::max(scale, std::abs(y));
+    }
+  return a.size() == b.size() ? diff / std::max(scale, 1e-30) : 1e30;
+}
+
+inline bool same_bits(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!bitwise_equal(a[i], b[i])) return false;
+  return true;
+}
+
+}  // namespace frugal::testing
