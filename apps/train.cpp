@@ -17,6 +17,7 @@
 #include "core/backend.h"
 #include "data/image_folder.h"
 #include "data/safetensors.h"
+#include "dist/communicators.h"
 #include "models/onnx.h"
 #include "recompute/budget.h"
 #include "train/step_budget.h"
@@ -87,10 +88,10 @@ size_t fit_budget(const TrainCommand& c, int64_t classes, TrainOptions& o) {
   return b.planned_peak;
 }
 
-}  // namespace
-
-void run_train(const TrainCommand& c) {
+void train_ranks(const TrainCommand& c, Communicator* comm) {
   TrainOptions o = c.train;
+  o.comm = comm;
+  const bool leader = !comm || comm->rank() == 0;
   // Everything a typo can break is checked before any data is read or step is run.
   check_train_options(o);
   if (!c.save.empty()) check_writable(c.save);
@@ -106,6 +107,8 @@ void run_train(const TrainCommand& c) {
       load_train_data(o.data, model_at_size(model, o.image_size), synthetic, o.seed, folder);
   for (const std::string& why : data.skipped) std::printf("skipped %s\n", why.c_str());
   const size_t budget_arena = c.memory_budget > 0 ? fit_budget(c, data.train.classes, o) : 0;
+  FRUGAL_CHECK(!comm || o.device == "cpu", "train: several ranks run on the MPI communicator, ",
+               "which reads host memory; --device ", o.device, " needs NCCL (not built)");
   Trainer t(o, data.train, data.test);
   if (o.model.starts_with(kOnnxModelPrefix))  // start from the exported weights
     load_onnx_weights(t.params(), onnx_model(o.model.substr(kOnnxModelPrefix.size())));
@@ -120,7 +123,7 @@ void run_train(const TrainCommand& c) {
   const Shape s = data.train.sample_shape();
   std::printf(
       "frugal train: %s, %zu parameters, %s %lld train / %lld test images %s %s %s, batch %lld, "
-      "%lld steps/epoch, %slr %g %s (warm-up %lld), augment %s, memory %s%s, threads %d\n",
+      "%lld steps/epoch, %slr %g %s (warm-up %lld), augment %s, memory %s%s, threads %d%s\n",
       model.name.c_str(), t.params().count_elements(true), data.train.name.c_str(),
       (long long)data.train.size(), (long long)data.test.size(), image_size(s).c_str(),
       data.train.resize ? "resized to" : "->", image_size(t.model().input).c_str(),
@@ -128,7 +131,11 @@ void run_train(const TrainCommand& c) {
       o.optimizer == OptimizerKind::adamw ? "adamw " : "", o.lr, schedule_name(o.schedule),
       (long long)o.warmup, o.augment ? "on" : "off", memory_mode_name(o.memory),
       o.device == "cpu" ? "" : (", device " + t.backend().device().str()).c_str(),
-      t.backend().threads());
+      t.backend().threads(),
+      comm ? detail::concat(" per rank, ", comm->size(), " ranks (", t.local_batch(),
+                            " samples of each batch on rank 0)")
+                 .c_str()
+           : "");
   std::fflush(stdout);
 
   std::ofstream log;
@@ -152,7 +159,7 @@ void run_train(const TrainCommand& c) {
                       double(e.correct) / double(e.steps * o.batch), t.lr());
     } while (t.step_in_epoch() != 0);
     const double train_s = progress.epoch_seconds();
-    const double accuracy = t.evaluate();
+    const double accuracy = leader ? t.evaluate() : 0.0;  // rank 0 evaluates
     const double total_s = progress.epoch_seconds();
     const EpochTotals& e = t.totals();
     const double loss = e.loss_sum / double(e.steps);
@@ -199,9 +206,31 @@ void run_train(const TrainCommand& c) {
       }
       log << j.dump() << '\n' << std::flush;
     }
-    if (!c.save.empty()) t.save(c.save);
+    if (!c.save.empty() && leader) t.save(c.save);
   }
   if (!c.save.empty()) std::printf("saved %s\n", c.save.c_str());
+  if (comm && comm->rank() == 0)
+    std::printf("waited for gradient reductions: %.2f s of backward on rank 0\n",
+                t.executor().comm_wait_seconds());
+}
+
+}  // namespace
+
+void run_train(const TrainCommand& c) {
+  if (!launched_by_mpi()) return train_ranks(c, nullptr);
+  std::unique_ptr<Communicator> comm = mpi_communicator({.timeout_seconds = c.comm_timeout});
+  if (comm->rank() != 0)  // rank 0 speaks for the job; the others only report their errors
+    FRUGAL_CHECK(std::freopen("/dev/null", "w", stdout) != nullptr,
+                 "train: cannot silence stdout on rank ", comm->rank());
+  try {
+    train_ranks(c, comm->size() > 1 ? comm.get() : nullptr);
+  } catch (const std::exception& e) {
+    // Said here: the communicator ends the job when it is destroyed during an exception.
+    std::fflush(stdout);
+    std::fprintf(stderr, "error: rank %d: %s\n", comm->rank(), e.what());
+    std::fflush(stderr);
+    throw;
+  }
 }
 
 Action add_train_command(CLI::App& app) {
@@ -328,6 +357,15 @@ Action add_train_command(CLI::App& app) {
   train->add_option("--eval-batch", t.eval_batch, "Test batch size")
       ->check(whole_number(1))
       ->capture_default_str();
+  train
+      ->add_option("--comm-timeout", c->comm_timeout,
+                   "Several ranks (mpirun): seconds without a heartbeat after which a rank is "
+                   "taken for dead and the job ends with an error naming it")
+      ->check(CLI::Range(0.5, 86400.0))
+      ->capture_default_str();
+  add_bytes_option(train, "--bucket-size", &c->train.bucket_bytes,
+                   "Several ranks: bytes of parameter gradients reduced together (K, M, G: "
+                   "powers of 1024); default: an eighth of the parameters, 64K to 25M");
   train->add_option("--log", c->log, "Append one JSON line per epoch to this file");
   train->add_option("--save", c->save,
                     "Write a checkpoint (.safetensors) after every epoch; its folder is checked "

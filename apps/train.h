@@ -18,10 +18,14 @@ struct TrainCommand {
   int64_t print_every = 0;   // without a TTY: a line every N steps; 0: ten per epoch
   size_t memory_budget = 0;  // bytes for the step's planned arena: checkpoint runs (0: none)
   FolderOptions folder;      // image folders: workers and skip_bad (image_size is in train)
+  // Several ranks (started by mpirun): a rank not heard from for this long is dead.
+  double comm_timeout = 60;
 };
 
 // Runs the training `c` describes, printing to stdout. Throws frugal::Error on bad data,
-// options or checkpoint files.
+// options or checkpoint files. Started by mpirun as several ranks, it trains data-parallel:
+// rank 0 alone prints, logs, evaluates and writes checkpoints; an error on any rank is printed
+// by that rank ("error: rank r: ...") and ends the job.
 void run_train(const TrainCommand& c);
 
 struct EvalCommand {

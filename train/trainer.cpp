@@ -17,6 +17,7 @@
 
 #include "core/backend.h"
 #include "core/error.h"
+#include "core/rng.h"
 #include "models/step.h"
 #include "train/evaluate.h"
 #include "train/weights.h"
@@ -93,6 +94,13 @@ double learning_rate(const TrainOptions& o, int64_t t, int64_t T) {
   return lr;
 }
 
+namespace {
+// Dropout's seed on rank r: rank 0 keeps the run's own (one rank trains as without MPI).
+uint64_t rank_seed(uint64_t seed, int rank) {
+  return rank == 0 ? seed : random_bits(seed, 0x7a4b, static_cast<uint64_t>(rank));
+}
+}  // namespace
+
 Trainer::Trainer(const TrainOptions& o, const Dataset& train, const Dataset& test)
     : options_(o),
       model_(model_at_size(find_model(o.model), o.image_size)),
@@ -108,8 +116,11 @@ Trainer::Trainer(const TrainOptions& o, const Dataset& train, const Dataset& tes
   check_train_options(o);
   FRUGAL_CHECK(o.batch <= train.size(), "train: batch ", o.batch, " exceeds the ", train.size(),
                " training images");
+  mine_ = chunk_of(o.batch, ranks(), rank());
+  FRUGAL_CHECK(mine_.size() >= 1, "train: a global batch of ", o.batch, " over ", ranks(),
+               " ranks leaves rank ", rank(), " no sample; use --batch ", ranks(), " or more");
   set_cpu_threads(o.threads);
-  const ModelStep step = record_model_step(tape_, model_, o.batch, Mode::training,
+  const ModelStep step = record_model_step(tape_, model_, mine_.size(), Mode::training,
                                            ModelConfig{.classes = train.classes,
                                                        .checkpoint_runs = o.checkpoint_runs,
                                                        .checkpoint_rebuilds = o.recompute,
@@ -121,18 +132,47 @@ Trainer::Trainer(const TrainOptions& o, const Dataset& train, const Dataset& tes
   ex_ = std::make_unique<Executor>(tape_, backend_,
                                    ExecutorOptions{.mode = Mode::training,
                                                    .memory = o.memory,
-                                                   .seed = o.seed,
+                                                   .seed = rank_seed(o.seed, rank()),
                                                    .keep = {logits_, loss_, labels_},
                                                    .optimizer = optimizer_config(o, o.lr, 1),
                                                    .check_finite = o.check_finite,
                                                    .workspace_limit = o.workspace_limit,
                                                    .recompute = o.recompute,
-                                                   .rebuild_budget = o.rebuild_budget});
+                                                   .rebuild_budget = o.rebuild_budget,
+                                                   .comm = o.comm,
+                                                   .grad_bucket_bytes = o.bucket_bytes});
+  ex_->set_grad_scale(double(mine_.size()) / double(o.batch));
+  if (o.comm) check_same_setup();
   steps_per_epoch_ = train.size() / o.batch;  // the last partial batch is dropped
   if (o.steps > 0) steps_per_epoch_ = std::min(steps_per_epoch_, o.steps);
 }
 
 Trainer::~Trainer() = default;
+
+// Data parallel: every rank must train the same model with the same options; a fingerprint
+// of both, gathered from every rank, names the ranks whose differ from rank 0's.
+void Trainer::check_same_setup() {
+  std::string setup = detail::concat(
+      options_.model, ' ', options_.batch, ' ', options_.epochs, ' ', options_.steps, ' ',
+      options_.lr, ' ', options_.momentum, ' ', options_.weight_decay, ' ',
+      optimizer_name(options_.optimizer), ' ', options_.beta1, ' ', options_.beta2, ' ',
+      options_.eps, ' ', schedule_name(options_.schedule), ' ', options_.warmup, ' ',
+      options_.augment, ' ', options_.seed, ' ', memory_mode_name(options_.memory), ' ',
+      recompute_name(options_.recompute), ' ', options_.bucket_bytes, ' ', train_.size(), ' ',
+      train_.classes, ' ', options_.image_size);
+  for (Parameter* p : params_.all()) setup += detail::concat(' ', p->name, p->meta.shape);
+  uint64_t h = 1469598103934665603ull;  // FNV-1a, 53 bits kept: exact in a double
+  for (unsigned char ch : setup) h = (h ^ ch) * 1099511628211ull;
+  Tensor mine = Tensor::empty({1}, DType::f64), all = Tensor::empty({ranks()}, DType::f64);
+  mine.data<double>()[0] = static_cast<double>(h >> 11);
+  options_.comm->all_gather(mine, all).wait();
+  std::string differ;
+  for (int r = 1; r < ranks(); ++r)
+    if (all.data<double>()[r] != all.data<double>()[0]) differ += " " + std::to_string(r);
+  FRUGAL_CHECK(differ.empty(), "train: the model or options of rank(s)", differ,
+               " differ from rank 0's; every rank must be started with the same command (rank ",
+               rank(), ": ", setup.substr(0, 200), ")");
+}
 
 StepResult Trainer::step() {
   FRUGAL_CHECK(!done(), "train: all ", total_steps(), " steps are done");
@@ -143,7 +183,7 @@ StepResult Trainer::step() {
   if (step_in_epoch() == 0) totals_ = {};
   ex_->set_optimizer(optimizer_config(options_, lr(), step_ + 1));
   ex_->set_step(static_cast<uint64_t>(step_));
-  const Tensor& labels = batches_.copy(backend_, step_in_epoch() * options_.batch,
+  const Tensor& labels = batches_.copy(backend_, step_in_epoch() * options_.batch + mine_.begin,
                                        ex_->input(images_), ex_->input(labels_));
   ex_->forward();
   StepResult r;
@@ -155,6 +195,14 @@ StepResult Trainer::step() {
   r.correct =
       count_correct(to_host(backend_, ex_->value(logits_), host_logits_), labels, train_.classes);
   ex_->backward(loss_);
+  if (options_.comm) {  // the global batch's loss (a mean of the ranks' means) and accuracy
+    if (!totals_sum_.defined()) totals_sum_ = Tensor::empty({2}, DType::f64);
+    totals_sum_.data<double>()[0] = double(r.loss) * double(mine_.size()) / double(options_.batch);
+    totals_sum_.data<double>()[1] = double(r.correct);
+    options_.comm->allreduce_sum(totals_sum_).wait();
+    r.loss = static_cast<float>(totals_sum_.data<double>()[0]);
+    r.correct = static_cast<int64_t>(totals_sum_.data<double>()[1]);
+  }
   totals_.loss_sum += r.loss;
   totals_.correct += r.correct;
   ++totals_.steps;

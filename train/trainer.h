@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/communicator.h"
 #include "data/batcher.h"
 #include "data/idx.h"
 #include "models/registry.h"
@@ -59,6 +60,14 @@ struct TrainOptions {
   // Planned memory: rebuild op outputs until the arena fits these bytes (ExecutorOptions::
   // rebuild_budget; the command sets it from --memory-budget on networks without a chain).
   size_t rebuild_budget = 0;
+  // Data-parallel training over this communicator's ranks (null: one process). Every rank
+  // builds the same Trainer; rank r takes samples chunk_of(batch, ranks, r) of each global
+  // batch of `batch` (the same shuffled order everywhere; an uneven split gives the first
+  // batch % ranks ranks one sample more), and gradients are averaged over the global batch.
+  // Loss and accuracy are the global batch's. BatchNorm's statistics are each rank's own.
+  Communicator* comm = nullptr;
+  // Data parallel: bytes per gradient bucket (ExecutorOptions::grad_bucket_bytes; 0: auto).
+  size_t bucket_bytes = 0;
 };
 
 // The most CPU threads a run may ask for; more is surely a typo (the command caps requests
@@ -121,6 +130,9 @@ class Trainer {
   ParamStore& params() { return params_; }
   Backend& backend() const { return backend_; }
   const Executor& executor() const { return *ex_; }
+  int rank() const { return options_.comm ? options_.comm->rank() : 0; }
+  int ranks() const { return options_.comm ? options_.comm->size() : 1; }
+  int64_t local_batch() const { return mine_.size(); }
   size_t eval_memory_bytes() const;
   // Image folders: seconds the steps waited for decoded batches, and files replaced.
   double data_wait_seconds() const { return batches_.data_wait_seconds(); }
@@ -128,6 +140,8 @@ class Trainer {
   size_t data_bytes() const { return batches_.data_bytes(); }  // batches decoded ahead
 
  private:
+  void check_same_setup();
+
   TrainOptions options_;
   ModelSpec model_;  // at options.image_size
   const Dataset& train_;
@@ -143,6 +157,8 @@ class Trainer {
   int64_t steps_per_epoch_ = 0, step_ = 0;
   EpochTotals totals_;
   Tensor host_loss_, host_logits_;  // host copies where the backend's device is not the host
+  ChunkRange mine_;                 // this rank's samples of each global batch
+  Tensor totals_sum_;               // data parallel: (loss share, correct) summed over ranks
 };
 
 }  // namespace frugal
