@@ -23,6 +23,7 @@
 #include "cuda/cuda_entry.h"
 #include "data/batcher.h"
 #include "data/image_folder.h"
+#include "dist/communicators.h"
 #include "models/registry.h"
 #include "models/step.h"
 #include "recompute/budget.h"
@@ -56,6 +57,11 @@ struct BenchResult {
   size_t params = 0, optimizer_state = 0, inputs = 0, arena = 0, executor = 0;
   size_t allocator_peak = 0;  // over the measured steps
   size_t rss_start = 0, rss_peak = 0;
+  // Several ranks (mpirun): this rank's samples of each batch, and per measured step the
+  // seconds of backward and of those spent waiting for gradient reductions.
+  int ranks = 1;
+  int64_t local_batch = 0;
+  std::vector<double> backward_s, comm_wait_s;
   // CUDA: the driver's used device memory before the model was recorded and at its peak
   // reading (after each step), cuDNN's and cuBLAS's own allocations and the context included.
   bool driver = false;
@@ -89,7 +95,7 @@ void fill_random(Tensor& x, Tensor* labels, int64_t classes) {
     labels->data<int32_t>()[i] = static_cast<int32_t>(rng.below(static_cast<uint64_t>(classes)));
 }
 
-BenchResult run_bench(const BenchOptions& o) {
+BenchResult run_bench(const BenchOptions& o, Communicator* comm) {
   const ModelSpec spec = model_at_size(find_model(o.model), o.folder.image_size);
   FRUGAL_CHECK(o.batch > 0 && o.steps > 0, "bench: batch and steps must be positive, got batch ",
                o.batch, ", steps ", o.steps);
@@ -98,12 +104,18 @@ BenchResult run_bench(const BenchOptions& o) {
   Backend& be = backend_named(o.device);
   Allocator& alloc = be.allocator();
   BenchResult r;
+  r.ranks = comm ? comm->size() : 1;
+  r.local_batch = chunk_of(o.batch, r.ranks, comm ? comm->rank() : 0).size();
+  FRUGAL_CHECK(r.local_batch >= 1, "bench: a batch of ", o.batch, " over ", r.ranks,
+               " ranks leaves a rank no sample");
+  FRUGAL_CHECK(!comm || (o.mode == Mode::training && o.data.empty() && o.device == "cpu"),
+               "bench on several ranks: training steps on random data on the CPU only");
   r.driver = be.device().kind == DeviceKind::cuda;
   if (r.driver) r.driver_start = r.driver_peak = cuda_memory_info().used();
   r.rss_start = peak_rss_bytes();
   ParamStore params(1, be);
   Tape tape(params, o.dtype);
-  const ModelStep step = record_model_step(tape, spec, o.batch, o.mode,
+  const ModelStep step = record_model_step(tape, spec, r.local_batch, o.mode,
                                            {.dropout = o.dropout,
                                             .batch_norm = o.batch_norm,
                                             .segments = o.segments,
@@ -120,12 +132,14 @@ BenchResult run_bench(const BenchOptions& o) {
                .optimizer = optimizer,
                .workspace_limit = o.workspace_limit,
                .recompute = o.recompute,
-               .rebuild_budget = o.rebuild_budget});
+               .rebuild_budget = o.rebuild_budget,
+               .comm = comm});
+  ex.set_grad_scale(double(r.local_batch) / double(o.batch));
   if (o.rebuild_budget > 0)
     std::fprintf(stderr, "memory budget %s: op outputs rebuilt in backward, planned arena %s\n",
                  bytes_text(o.rebuild_budget).c_str(), bytes_text(ex.arena_bytes()).c_str());
   Tensor x = Tensor::empty(ex.input(images).shape(), o.dtype);
-  Tensor y = Tensor::empty({o.batch}, DType::i32);
+  Tensor y = Tensor::empty({r.local_batch}, DType::i32);
   fill_random(x, training ? &y : nullptr, spec.classes);
   ex.set_input(images, x);
   if (training) ex.set_input(labels, y);
@@ -153,11 +167,17 @@ BenchResult run_bench(const BenchOptions& o) {
     if (batches) batches->copy(be, s * o.batch, ex.input(images), training ? ex.input(labels) : y);
     if (batches && s > 0) r.wait_s += batches->data_wait_seconds() - waited_before;
     ex.forward();
+    const auto backward_start = std::chrono::steady_clock::now();
+    const double waited = ex.comm_wait_seconds();
     if (training) ex.backward(out);
     be.synchronize();
-    const double t =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (s > 0 || o.steps == 1) r.step_s.push_back(t);
+    const auto end = std::chrono::steady_clock::now();
+    const double t = std::chrono::duration<double>(end - start).count();
+    if (s > 0 || o.steps == 1) {
+      r.step_s.push_back(t);
+      r.backward_s.push_back(std::chrono::duration<double>(end - backward_start).count());
+      r.comm_wait_s.push_back(ex.comm_wait_seconds() - waited);
+    }
     if (r.driver) r.driver_peak = std::max(r.driver_peak, cuda_memory_info().used());
   }
   r.median_s = median(r.step_s);
@@ -223,7 +243,14 @@ void print_result(const BenchOptions& o, const BenchResult& r) {
                              {"arena_bytes", r.arena},
                              {"executor_bytes", r.executor},
                              {"rss_start_bytes", r.rss_start},
-                             {"rss_peak_bytes", r.rss_peak}};
+                             {"rss_peak_bytes", r.rss_peak},
+                             {"ranks", r.ranks},
+                             {"images_per_s", double(o.batch) / r.median_s}};
+    if (r.ranks > 1) {
+      j["local_batch"] = r.local_batch;
+      j["backward_s"] = r.backward_s;
+      j["comm_wait_s"] = r.comm_wait_s;
+    }
     if (!o.data.empty()) {
       j["data"] = o.data;
       j["workers"] = r.workers;
@@ -244,6 +271,18 @@ void print_result(const BenchOptions& o, const BenchResult& r) {
               cpu_direct_conv() ? "" : ", convolutions through im2col");
   std::printf("step time: median %.4f s over %zu step(s)%s\n", r.median_s, r.step_s.size(),
               o.steps == 1 ? " (the only step, warm-up included)" : " after one warm-up");
+  if (r.ranks > 1) {
+    double backward = 0, waited = 0;
+    for (size_t i = 0; i < r.backward_s.size(); ++i) {
+      backward += r.backward_s[i];
+      waited += r.comm_wait_s[i];
+    }
+    std::printf(
+        "%d ranks, %lld samples each on rank 0: %.0f images/s; backward waited %.1f%% of its "
+        "time for gradient reductions on rank 0\n",
+        r.ranks, static_cast<long long>(r.local_batch), double(o.batch) / r.median_s,
+        backward > 0 ? 100.0 * waited / backward : 0.0);
+  }
   std::printf(
       "allocator peak %.2f MiB: params %.2f + optimizer state %.2f + executor %.2f (arena %.2f "
       "+ inputs %.2f)\n",
@@ -334,7 +373,11 @@ Action add_bench_command(CLI::App& app) {
                    bytes_text(b.planned_peak).c_str());
     }
     if (o->decode_only) return run_decode_only(*o);
-    print_result(*o, run_bench(*o));
+    if (!launched_by_mpi()) return print_result(*o, run_bench(*o, nullptr));
+    // mpirun -np N frugal bench: data-parallel steps, batch split over the ranks; rank 0 reports.
+    std::unique_ptr<Communicator> comm = mpi_communicator();
+    const BenchResult r = run_bench(*o, comm->size() > 1 ? comm.get() : nullptr);
+    if (comm->rank() == 0) print_result(*o, r);
   };
 }
 

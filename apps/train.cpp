@@ -206,7 +206,7 @@ void train_ranks(const TrainCommand& c, Communicator* comm) {
       }
       log << j.dump() << '\n' << std::flush;
     }
-    if (!c.save.empty() && leader) t.save(c.save);
+    if (!c.save.empty()) t.save(c.save);  // every rank: ZeRO gathers state; rank 0 writes
   }
   if (!c.save.empty()) std::printf("saved %s\n", c.save.c_str());
   if (comm && comm->rank() == 0)
@@ -362,6 +362,13 @@ Action add_train_command(CLI::App& app) {
                    "Several ranks (mpirun): seconds without a heartbeat after which a rank is "
                    "taken for dead and the job ends with an error naming it")
       ->check(CLI::Range(0.5, 86400.0))
+      ->capture_default_str();
+  train
+      ->add_option("--zero", t.zero,
+                   "Several ranks: ZeRO stage. 0: every rank holds all optimizer state; 1: each "
+                   "holds and updates its chunk of it, parameters gathered after; 2: and each "
+                   "receives only its chunk of the summed gradients (same bits at every stage)")
+      ->check(CLI::Range(0, 2))
       ->capture_default_str();
   add_bytes_option(train, "--bucket-size", &c->train.bucket_bytes,
                    "Several ranks: bytes of parameter gradients reduced together (K, M, G: "

@@ -66,10 +66,13 @@ class Communicator {
   // x := sum over ranks of (prescale * x), in place, f32 or f64 (prescale is applied in x's
   // precision before the sum: 1/N for a mean, b_r/B for a batch split unevenly).
   virtual CommHandle allreduce_sum(Tensor& x, double prescale = 1.0) = 0;
-  // y := this rank's chunk (chunk_of(x.numel(), size(), rank())) of the sum over ranks of x;
-  // y has that chunk's element count.
-  virtual CommHandle reduce_scatter_sum(const Tensor& x, Tensor& y) = 0;
-  // y := every rank's x, in rank order, where rank r's x is chunk_of(y.numel(), size(), r).
+  // y := this rank's chunk (chunk_of(x.numel(), size(), rank())) of the sum over ranks of
+  // (prescale * x); y has that chunk's element count and may be that chunk of x itself. x is
+  // scratch: its contents afterwards are unspecified. Each chunk is summed in the order
+  // allreduce_sum sums it, so the two give the same bits.
+  virtual CommHandle reduce_scatter_sum(Tensor& x, Tensor& y, double prescale = 1.0) = 0;
+  // y := every rank's x, in rank order, where rank r's x is chunk_of(y.numel(), size(), r);
+  // x may be rank r's chunk of y itself.
   virtual CommHandle all_gather(const Tensor& x, Tensor& y) = 0;
   // x := root's x, on every rank (any dtype).
   virtual CommHandle broadcast(Tensor& x, int root) = 0;

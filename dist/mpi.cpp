@@ -1,7 +1,7 @@
 // The MPI communicator. One thread of its own initialises MPI and alone calls it
 // (MPI_THREAD_FUNNELED): callers queue collectives and wait on handles while that thread runs
 // them in order with point-to-point messages, sums on the host in an order fixed by the group
-// (a ring allreduce; direct reduce-scatter, all-gather, broadcast and barrier) and, busy or
+// (rings for allreduce, reduce-scatter and all-gather; direct broadcast and barrier) and, busy or
 // idle, sends every peer a heartbeat five times a second. A peer silent for longer than the
 // timeout fails every pending and later collective with an error naming it; destroying a
 // communicator that failed, or during an exception, aborts the job (mpirun then stops every
@@ -139,10 +139,10 @@ class MpiCommunicator : public Communicator {
     check_reducible(x, "allreduce");
     return submit(job_of(Kind::allreduce, x, {}, prescale));
   }
-  CommHandle reduce_scatter_sum(const Tensor& x, Tensor& y) override {
+  CommHandle reduce_scatter_sum(Tensor& x, Tensor& y, double prescale) override {
     check_reducible(x, "reduce_scatter");
     check_same_kind(x, y, chunk_of(x.numel(), size_, rank_).size(), "reduce_scatter");
-    return submit(job_of(Kind::reduce_scatter, x, y));
+    return submit(job_of(Kind::reduce_scatter, x, y, prescale));
   }
   CommHandle all_gather(const Tensor& x, Tensor& y) override {
     check_same_kind(y, x, chunk_of(y.numel(), size_, rank_).size(), "all_gather");
@@ -224,12 +224,12 @@ class MpiCommunicator : public Communicator {
         if (!have) continue;
         ++seq_;
         execute(job);
-        if (job.work) job.work->finish("");
+        finish(job, "");
       } catch (const Failed& f) {
         fail(f.why, job);
         break;
       } catch (const std::exception& e) {
-        if (job.work) job.work->finish(e.what());
+        finish(job, e.what());
         if (shut) break;
       }
     }
@@ -256,6 +256,14 @@ class MpiCommunicator : public Communicator {
     MPI_Finalize();
   }
 
+  // Drops the job's tensors, then tells its caller: the caller's references outlive this
+  // thread's, so memory is never released here (allocators are not shared across threads).
+  static void finish(Job& job, const std::string& error) {
+    std::shared_ptr<MpiWork> work = std::move(job.work);
+    job = Job{};
+    if (work) work->finish(error);
+  }
+
   // Fails this job, every queued one and every later submission with `why`, said once on
   // stderr as well (the job is aborted when the communicator is destroyed).
   void fail(const std::string& why, Job& job) {
@@ -266,9 +274,8 @@ class MpiCommunicator : public Communicator {
       failure_ = why;
       queued.swap(queue_);
     }
-    if (job.work) job.work->finish(why);
-    for (Job& j : queued)
-      if (j.work) j.work->finish(why);
+    finish(job, why);
+    for (Job& j : queued) finish(j, why);
   }
 
   void post_beat_receive(int p) {
@@ -336,74 +343,73 @@ class MpiCommunicator : public Communicator {
     MPI_Irecv(p, byte_count(bytes, current_), MPI_BYTE, from, tag(), data_, &reqs.back());
   }
 
+  // Ring reduce-scatter in place: afterwards x's chunk r (chunk_of) holds the sum over ranks
+  // of chunk r, summed from rank r + 1 around the ring to rank r: a fixed order.
+  void ring_reduce_scatter(Tensor& x) {
+    const int N = size_, r = rank_;
+    if (N == 1) return;
+    char* p = static_cast<char*>(x.raw());
+    const DType t = x.dtype();
+    const size_t es = dtype_size(t);
+    const int64_t n = x.numel();
+    const int next = (r + 1) % N, prev = (r + N - 1) % N;
+    scratch_.resize(static_cast<size_t>(chunk_of(n, N, N - 1).size() + 1) * es);
+    std::vector<MPI_Request> reqs;
+    for (int s = 0; s + 1 < N; ++s) {
+      const int out = ((r - s - 1) % N + N) % N, in = ((r - s - 2) % N + N) % N;
+      const ChunkRange co = chunk_of(n, N, out), ci = chunk_of(n, N, in);
+      receive(scratch_.data(), static_cast<size_t>(ci.size()) * es, prev, reqs);
+      send(p + static_cast<size_t>(co.begin) * es, static_cast<size_t>(co.size()) * es, next, reqs);
+      complete(reqs);
+      add_elements(p + static_cast<size_t>(ci.begin) * es, scratch_.data(), t, ci.size());
+    }
+  }
+
+  // Ring all-gather in place: x's chunk r is this rank's; afterwards every chunk is its rank's.
+  void ring_all_gather(Tensor& x) {
+    const int N = size_, r = rank_;
+    if (N == 1) return;
+    char* p = static_cast<char*>(x.raw());
+    const size_t es = dtype_size(x.dtype());
+    const int64_t n = x.numel();
+    const int next = (r + 1) % N, prev = (r + N - 1) % N;
+    std::vector<MPI_Request> reqs;
+    for (int s = 0; s + 1 < N; ++s) {
+      const int out = ((r - s) % N + N) % N, in = ((r - s - 1) % N + N) % N;
+      const ChunkRange co = chunk_of(n, N, out), ci = chunk_of(n, N, in);
+      receive(p + static_cast<size_t>(ci.begin) * es, static_cast<size_t>(ci.size()) * es, prev,
+              reqs);
+      send(p + static_cast<size_t>(co.begin) * es, static_cast<size_t>(co.size()) * es, next, reqs);
+      complete(reqs);
+    }
+  }
+
   void execute(Job& j) {
     current_ = j.what;
     std::vector<MPI_Request> reqs;
     const int N = size_, r = rank_;
     switch (j.kind) {
-      case Kind::allreduce: {
-        // Ring: reduce-scatter then all-gather, chunk c summed from rank c onwards.
-        char* x = static_cast<char*>(j.x.raw());
-        const DType t = j.x.dtype();
-        const size_t es = dtype_size(t);
-        const int64_t n = j.x.numel();
-        scale_elements(x, t, n, j.prescale);
-        if (N == 1) break;
-        const int next = (r + 1) % N, prev = (r + N - 1) % N;
-        scratch_.resize(static_cast<size_t>(chunk_of(n, N, N - 1).size() + 1) * es);
-        auto at = [&](int c) { return x + static_cast<size_t>(chunk_of(n, N, c).begin) * es; };
-        auto bytes = [&](int c) { return static_cast<size_t>(chunk_of(n, N, c).size()) * es; };
-        for (int s = 0; s + 1 < N; ++s) {
-          const int out = ((r - s) % N + N) % N, in = ((r - s - 1) % N + N) % N;
-          receive(scratch_.data(), bytes(in), prev, reqs);
-          send(at(out), bytes(out), next, reqs);
-          complete(reqs);
-          add_elements(at(in), scratch_.data(), t, chunk_of(n, N, in).size());
-        }
-        for (int s = 0; s + 1 < N; ++s) {
-          const int out = ((r + 1 - s) % N + N) % N, in = ((r - s) % N + N) % N;
-          receive(at(in), bytes(in), prev, reqs);
-          send(at(out), bytes(out), next, reqs);
-          complete(reqs);
-        }
+      case Kind::allreduce:
+        scale_elements(j.x.raw(), j.x.dtype(), j.x.numel(), j.prescale);
+        ring_reduce_scatter(j.x);
+        ring_all_gather(j.x);
         break;
-      }
       case Kind::reduce_scatter: {
-        const char* x = static_cast<const char*>(j.x.raw());
-        const DType t = j.x.dtype();
-        const size_t es = dtype_size(t);
-        const int64_t n = j.x.numel();
-        const ChunkRange mine = chunk_of(n, N, r);
-        const size_t bytes = static_cast<size_t>(mine.size()) * es;
-        scratch_.resize(bytes * static_cast<size_t>(N) + 1);
-        for (int q = 0; q < N; ++q) {
-          if (q == r) continue;
-          receive(scratch_.data() + bytes * static_cast<size_t>(q), bytes, q, reqs);
-          const ChunkRange c = chunk_of(n, N, q);
-          send(x + static_cast<size_t>(c.begin) * es, static_cast<size_t>(c.size()) * es, q, reqs);
-        }
-        std::memcpy(scratch_.data() + bytes * static_cast<size_t>(r),
-                    x + static_cast<size_t>(mine.begin) * es, bytes);
-        complete(reqs);
-        char* y = static_cast<char*>(j.y.raw());
-        std::memcpy(y, scratch_.data(), bytes);  // rank 0's part, then the others in rank order
-        for (int q = 1; q < N; ++q)
-          add_elements(y, scratch_.data() + bytes * static_cast<size_t>(q), t, mine.size());
+        scale_elements(j.x.raw(), j.x.dtype(), j.x.numel(), j.prescale);
+        ring_reduce_scatter(j.x);
+        const ChunkRange mine = chunk_of(j.x.numel(), N, r);
+        const size_t es = dtype_size(j.x.dtype());
+        std::memmove(j.y.raw(),
+                     static_cast<char*>(j.x.raw()) + static_cast<size_t>(mine.begin) * es,
+                     static_cast<size_t>(mine.size()) * es);
         break;
       }
       case Kind::all_gather: {
-        char* y = static_cast<char*>(j.y.raw());
+        const ChunkRange mine = chunk_of(j.y.numel(), N, r);
         const size_t es = dtype_size(j.y.dtype());
-        const int64_t n = j.y.numel();
-        for (int q = 0; q < N; ++q) {
-          if (q == r) continue;
-          const ChunkRange c = chunk_of(n, N, q);
-          receive(y + static_cast<size_t>(c.begin) * es, static_cast<size_t>(c.size()) * es, q,
-                  reqs);
-          send(j.x.raw(), j.x.bytes(), q, reqs);
-        }
-        std::memcpy(y + static_cast<size_t>(chunk_of(n, N, r).begin) * es, j.x.raw(), j.x.bytes());
-        complete(reqs);
+        std::memmove(static_cast<char*>(j.y.raw()) + static_cast<size_t>(mine.begin) * es,
+                     j.x.raw(), j.x.bytes());
+        ring_all_gather(j.y);
         break;
       }
       case Kind::broadcast:

@@ -31,15 +31,16 @@ class SelfCommunicator : public Communicator {
     scale_elements(x.raw(), x.dtype(), x.numel(), prescale);
     return done();
   }
-  CommHandle reduce_scatter_sum(const Tensor& x, Tensor& y) override {
+  CommHandle reduce_scatter_sum(Tensor& x, Tensor& y, double prescale) override {
     check_reducible(x, "reduce_scatter");
     check_same_kind(x, y, x.numel(), "reduce_scatter");
-    std::memcpy(y.raw(), x.raw(), x.bytes());
+    scale_elements(x.raw(), x.dtype(), x.numel(), prescale);
+    std::memmove(y.raw(), x.raw(), x.bytes());
     return done();
   }
   CommHandle all_gather(const Tensor& x, Tensor& y) override {
     check_same_kind(x, y, x.numel(), "all_gather");
-    std::memcpy(y.raw(), x.raw(), x.bytes());
+    std::memmove(y.raw(), x.raw(), x.bytes());
     return done();
   }
   CommHandle broadcast(Tensor& x, int root) override {

@@ -29,6 +29,12 @@ LayoutOptions layout_options(const ExecutorOptions& o, size_t alignment, bool in
   return l;
 }
 
+// Elements [begin, end) of t's storage from t's first element, as a 1-D tensor.
+Tensor flat_part(const Tensor& t, int64_t begin, int64_t end) {
+  return Tensor(t.storage(), t.offset() + static_cast<size_t>(begin) * dtype_size(t.dtype()),
+                {end - begin}, t.dtype());
+}
+
 // An eighth of the trainable parameters' bytes, within [64 KiB, 25 MiB] (PyTorch DDP's cap).
 size_t auto_bucket_bytes(const Tape& tape) {
   size_t total = 0;
@@ -62,10 +68,14 @@ Executor::Executor(Tape& tape, Backend& backend, ExecutorOptions options, Alloca
                "executor: recompute '", recompute_name(opt_.recompute),
                "' rebuilds activations for backward in planned memory; this step is ",
                mode_name(opt_.mode), " in ", memory_mode_name(opt_.memory), " memory");
+  FRUGAL_CHECK(opt_.zero == 0 || opt_.comm, "executor: ZeRO stage ", opt_.zero,
+               " shards optimizer state over ranks; it needs a communicator");
   if (opt_.comm) {
     FRUGAL_CHECK(opt_.mode == Mode::training && !opt_.forward_only,
                  "executor: a communicator sums gradients; this step has none");
     if (opt_.grad_bucket_bytes == 0) opt_.grad_bucket_bytes = auto_bucket_bytes(tape_);
+    FRUGAL_CHECK(opt_.zero >= 0 && opt_.zero <= 2, "executor: ZeRO stage ", opt_.zero,
+                 " is not 0, 1 or 2");
     grad_scale_ = 1.0 / opt_.comm->size();
   }
   layout_ = memory_layout(tape_, opt_.mode, opt_.memory, backend_,
@@ -137,6 +147,8 @@ void Executor::bind() {
                            bufs[i].meta.shape, bufs[i].meta.dtype);
     }
   bucket_work_.resize(layout_.live.buckets.size());
+  shard_m_.resize(layout_.live.buckets.size());
+  shard_v_.resize(layout_.live.buckets.size());
   param_values_.resize(tape_.values().size());
   for (size_t v = 0; v < tape_.values().size(); ++v)
     if (const Parameter* p = tape_.values()[v].param) param_values_[v] = p->value;
@@ -365,19 +377,154 @@ void Executor::run_backward_step(int k) {
 // `step`, then finishes those due at it and updates their parameters (in bucket order).
 void Executor::sync_buckets(int step) {
   const auto& buckets = layout_.live.buckets;
-  for (size_t b = 0; b < buckets.size(); ++b)
-    if (buckets[b].ready_step == step)
-      bucket_work_[b] =
-          opt_.comm->allreduce_sum(buffers_[static_cast<size_t>(buckets[b].buffer)], grad_scale_);
+  for (size_t b = 0; b < buckets.size(); ++b) {
+    if (buckets[b].ready_step != step) continue;
+    Tensor& grads = buffers_[static_cast<size_t>(buckets[b].buffer)];
+    if (opt_.zero >= 2) {
+      const ChunkRange mine = chunk_of(grads.numel(), opt_.comm->size(), opt_.comm->rank());
+      Tensor part = bucket_part(b, mine.begin, mine.end);
+      bucket_work_[b] = opt_.comm->reduce_scatter_sum(grads, part, grad_scale_);
+    } else {
+      bucket_work_[b] = opt_.comm->allreduce_sum(grads, grad_scale_);
+    }
+  }
   for (size_t b = 0; b < buckets.size(); ++b) {
     if (buckets[b].wait_step != step) continue;
     const auto start = std::chrono::steady_clock::now();
     bucket_work_[b].wait();
     comm_wait_seconds_ +=
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (opt_.zero >= 1 && opt_.optimizer) {
+      sharded_update(b);
+      continue;
+    }
     for (int v : buckets[b].params)
       if (layout_.live.update_step[static_cast<size_t>(v)] == step) optimizer_update(v);
   }
+}
+
+// Elements [begin, end) of bucket b's buffer, as a 1-D tensor.
+Tensor Executor::bucket_part(size_t b, int64_t begin, int64_t end) {
+  const Tensor& t = buffers_[static_cast<size_t>(layout_.live.buckets[b].buffer)];
+  return flat_part(t, begin, end);
+}
+
+// Parameter v's first element in its bucket.
+int64_t Executor::bucket_offset(int v) const {
+  const Buffer& g =
+      layout_.live.buffers[static_cast<size_t>(layout_.live.grad_buffer[static_cast<size_t>(v)])];
+  return static_cast<int64_t>(g.view_offset / dtype_size(g.meta.dtype));
+}
+
+// ZeRO: this rank updates the parameter elements in its chunk of bucket b with its chunk of
+// the optimizer state, writes them into that chunk of the bucket, gathers every rank's chunk
+// and copies the parameters back out.
+void Executor::sharded_update(size_t b) {
+  const GradBucket& bucket = layout_.live.buckets[b];
+  Tensor& grads = buffers_[static_cast<size_t>(bucket.buffer)];
+  const ChunkRange mine = chunk_of(grads.numel(), opt_.comm->size(), opt_.comm->rank());
+  const OptimizerConfig& c = *opt_.optimizer;
+  const bool adamw = c.kind == OptimizerKind::adamw;
+  // This rank's elements of parameter v: [lo, hi) in bucket coordinates (empty if none).
+  auto overlap = [&](int v) {
+    const int64_t o = bucket_offset(v);
+    const int64_t n = tape_.values()[static_cast<size_t>(v)].param->value.numel();
+    return std::pair<int64_t, int64_t>{std::max(o, mine.begin), std::min(o + n, mine.end)};
+  };
+  if (!shard_m_[b].defined()) {  // the first update, or resumed: from the parameters' state
+    for (Tensor* t : {&shard_m_[b], &shard_v_[b]}) {
+      if (t == &shard_v_[b] && !adamw) continue;
+      *t = Tensor::empty({mine.size()}, grads.dtype(), Role::optimizer_state, alloc_);
+      backend_.fill(*t, 0.0);
+    }
+    for (int v : bucket.params) {
+      Parameter* p = tape_.values()[static_cast<size_t>(v)].param;
+      const auto [lo, hi] = overlap(v);
+      const int64_t o = bucket_offset(v);
+      if (lo < hi && p->momentum.defined()) {
+        Tensor m = flat_part(shard_m_[b], lo - mine.begin, hi - mine.begin);
+        backend_.copy(flat_part(p->momentum, lo - o, hi - o), m);
+      }
+      if (lo < hi && adamw && p->second_moment.defined()) {
+        Tensor sv = flat_part(shard_v_[b], lo - mine.begin, hi - mine.begin);
+        backend_.copy(flat_part(p->second_moment, lo - o, hi - o), sv);
+      }
+      p->momentum = Tensor();  // the state lives in the ranks' chunks from now on
+      p->second_moment = Tensor();
+    }
+  }
+  for (int v : bucket.params) {
+    const auto [lo, hi] = overlap(v);
+    if (lo >= hi) continue;
+    const int64_t o = bucket_offset(v);
+    Tensor w = flat_part(tape_.values()[static_cast<size_t>(v)].param->value, lo - o, hi - o);
+    const Tensor g = flat_part(grads, lo, hi);
+    Tensor m = flat_part(shard_m_[b], lo - mine.begin, hi - mine.begin);
+    if (adamw) {
+      Tensor sv = flat_part(shard_v_[b], lo - mine.begin, hi - mine.begin);
+      backend_.adamw_step(w, g, m, sv, c);
+    } else {
+      backend_.sgd_step(w, g, m, c);
+    }
+    Tensor into = bucket_part(b, lo, hi);
+    backend_.copy(w, into);
+  }
+  const Tensor part = bucket_part(b, mine.begin, mine.end);
+  opt_.comm->all_gather(part, grads).wait();
+  for (int v : bucket.params) {
+    Tensor& w = tape_.values()[static_cast<size_t>(v)].param->value;
+    const int64_t o = bucket_offset(v);
+    Tensor whole = flat_part(w, 0, w.numel());
+    backend_.copy(bucket_part(b, o, o + w.numel()), whole);
+  }
+}
+
+void Executor::gather_optimizer_state() {
+  if (opt_.zero < 1 || !opt_.comm) return;
+  const auto& buckets = layout_.live.buckets;
+  for (size_t b = 0; b < buckets.size(); ++b) {
+    if (!shard_m_[b].defined()) continue;  // no update yet: nothing to gather
+    const Tensor& grads = buffers_[static_cast<size_t>(buckets[b].buffer)];
+    const ChunkRange mine = chunk_of(grads.numel(), opt_.comm->size(), opt_.comm->rank());
+    for (int which = 0; which < 2; ++which) {
+      const Tensor& shard = which == 0 ? shard_m_[b] : shard_v_[b];
+      if (!shard.defined()) continue;
+      Tensor whole = Tensor::empty({grads.numel()}, grads.dtype(), Role::optimizer_state, alloc_);
+      Tensor part = flat_part(whole, mine.begin, mine.end);
+      backend_.copy(shard, part);
+      opt_.comm->all_gather(part, whole).wait();
+      for (int v : buckets[b].params) {
+        Parameter* p = tape_.values()[static_cast<size_t>(v)].param;
+        Tensor& state = which == 0 ? p->momentum : p->second_moment;
+        state = Tensor::empty(p->value.shape(), p->value.dtype(), Role::optimizer_state, alloc_);
+        const int64_t o = bucket_offset(v);
+        Tensor into = flat_part(state, 0, state.numel());
+        backend_.copy(flat_part(whole, o, o + state.numel()), into);
+      }
+    }
+  }
+}
+
+void Executor::release_gathered_state() {
+  if (opt_.zero < 1 || !opt_.comm) return;
+  for (const GradBucket& b : layout_.live.buckets)
+    for (int v : b.params) {
+      Parameter* p = tape_.values()[static_cast<size_t>(v)].param;
+      p->momentum = Tensor();
+      p->second_moment = Tensor();
+    }
+}
+
+size_t Executor::optimizer_state_bytes() const {
+  size_t bytes = 0;
+  for (const std::vector<Tensor>* shards : {&shard_m_, &shard_v_})
+    for (const Tensor& s : *shards)
+      if (s.defined()) bytes += s.bytes();
+  for (const ValueNode& v : tape_.values())
+    if (v.param)
+      for (const Tensor* s : {&v.param->momentum, &v.param->second_moment})
+        if (s->defined()) bytes += s->bytes();
+  return bytes;
 }
 
 void Executor::optimizer_update(int v) {
@@ -387,8 +534,7 @@ void Executor::optimizer_update(int v) {
   const bool adamw = c.kind == OptimizerKind::adamw;
   auto state = [&](Tensor& t) {
     if (t.defined()) return;
-    t = Tensor::empty(p->value.shape(), p->value.dtype(), Role::optimizer_state,
-                      backend_.allocator());
+    t = Tensor::empty(p->value.shape(), p->value.dtype(), Role::optimizer_state, alloc_);
     backend_.fill(t, 0.0);
   };
   state(p->momentum);

@@ -65,6 +65,12 @@ struct ExecutorOptions {
   Communicator* comm = nullptr;
   // Bytes per gradient bucket; 0: an eighth of the parameters' bytes within [64 KiB, 25 MiB].
   size_t grad_bucket_bytes = 0;
+  // Data parallel, ZeRO: 0 every rank updates every parameter; 1 each rank holds the optimizer
+  // state of, and updates, only its chunk of each bucket (chunk_of over the bucket's elements),
+  // then the updated parameters are gathered from every rank; 2 as 1 with the gradients
+  // reduce-scattered (each rank receives only its chunk's sum) instead of all-reduced. The
+  // weights are the same bits at every level.
+  int zero = 0;
 };
 
 class Executor {
@@ -127,6 +133,13 @@ class Executor {
   void set_grad_scale(double scale) { grad_scale_ = scale; }
   // Seconds backward spent waiting for gradient reductions, summed over steps.
   double comm_wait_seconds() const { return comm_wait_seconds_; }
+  // ZeRO: gathers every rank's optimizer-state chunks into the parameters' own state tensors
+  // (Parameter::momentum, second_moment), for a checkpoint; a collective, so every rank calls
+  // it. release_gathered_state() frees those copies again. Without ZeRO both do nothing.
+  void gather_optimizer_state();
+  void release_gathered_state();
+  // Bytes of optimizer state this executor's updates hold (whole, or this rank's chunks).
+  size_t optimizer_state_bytes() const;
 
  private:
   void bind();
@@ -134,6 +147,9 @@ class Executor {
   void run_backward_step(int op_index);
   void optimizer_update(int value_id);
   void sync_buckets(int step);
+  void sharded_update(size_t bucket);
+  Tensor bucket_part(size_t bucket, int64_t begin, int64_t end);
+  int64_t bucket_offset(int value_id) const;
   bool bucketed(int value_id) const {
     const auto& of = layout_.live.bucket_of;
     return static_cast<size_t>(value_id) < of.size() && of[static_cast<size_t>(value_id)] >= 0;
@@ -158,8 +174,9 @@ class Executor {
   std::vector<std::shared_ptr<Storage>> owned_;  // storage held by this executor
   std::vector<std::string> names_;               // op names (contexts point into them)
   std::vector<OpContext> forward_ctx_, backward_ctx_;
-  std::vector<OpContext> rebuild_ctx_;   // op -> its rebuild's context (ops rebuilt in backward)
-  std::vector<CommHandle> bucket_work_;  // bucket -> its reduction in flight
+  std::vector<OpContext> rebuild_ctx_;     // op -> its rebuild's context (ops rebuilt in backward)
+  std::vector<CommHandle> bucket_work_;    // bucket -> its reduction in flight
+  std::vector<Tensor> shard_m_, shard_v_;  // ZeRO: bucket -> this rank's chunk of the state
   double grad_scale_ = 1.0, comm_wait_seconds_ = 0;
   Tensor one_;  // d loss / d loss
   size_t held_bytes_ = 0, arena_bytes_ = 0;

@@ -24,6 +24,8 @@ struct DistRun {
   size_t bucket_count = 0;
   bool views = true;            // every parameter gradient a view into a bucket
   double arena_over_bound = 0;  // planned arena / liveness lower bound
+  size_t state_bytes = 0;       // the executor's allocator: optimizer state at the end
+  size_t grad_bytes = 0;        // the most parameter-gradient bytes live at once (the plan)
 };
 
 inline Tensor rows(const Tensor& t, int64_t begin, int64_t end) {
@@ -39,7 +41,8 @@ inline Tensor rows(const Tensor& t, int64_t begin, int64_t end) {
 // `steps` training steps on global batches of `batch` samples; comm null: one process with the
 // whole batch.
 inline DistRun dist_run(Communicator* comm, int64_t batch, OptimizerKind kind, MemoryMode memory,
-                        DType dtype = DType::f32, int steps = 5, size_t bucket_bytes = 0) {
+                        DType dtype = DType::f32, int steps = 5, size_t bucket_bytes = 0,
+                        int zero = 0) {
   const int ranks = comm ? comm->size() : 1, rank = comm ? comm->rank() : 0;
   const ChunkRange mine = chunk_of(batch, ranks, rank);
   ParamStore store(7);
@@ -52,6 +55,7 @@ inline DistRun dist_run(Communicator* comm, int64_t batch, OptimizerKind kind, M
   Value loss = softmax_cross_entropy(logits, labels);
   OptimizerConfig opt{.lr = 0.05, .momentum = 0.9, .weight_decay = 1e-3, .kind = kind};
   if (kind == OptimizerKind::adamw) opt.lr = 0.01;
+  CpuAllocator alloc;
   Executor ex(tape, cpu_backend(),
               {.mode = Mode::training,
                .memory = memory,
@@ -59,7 +63,9 @@ inline DistRun dist_run(Communicator* comm, int64_t batch, OptimizerKind kind, M
                .keep = {loss},
                .optimizer = opt,
                .comm = comm,
-               .grad_bucket_bytes = bucket_bytes});
+               .grad_bucket_bytes = bucket_bytes,
+               .zero = zero},
+              alloc);
   ex.set_grad_scale(double(mine.size()) / double(batch));
   for (int s = 0; s < steps; ++s) {
     opt.step = s + 1;
@@ -72,11 +78,23 @@ inline DistRun dist_run(Communicator* comm, int64_t batch, OptimizerKind kind, M
     ex.backward(loss);
   }
   DistRun r;
+  r.state_bytes = alloc.stats(Role::optimizer_state).current;
+  ex.gather_optimizer_state();  // ZeRO: every rank's chunks of the state, for comparing
   for (Parameter* p : store.all()) {
     r.weights.push_back(clone(p->value));
     r.moments.push_back(clone(p->momentum));
   }
+  ex.release_gathered_state();
   const Liveness& live = ex.liveness();
+  std::vector<long long> delta(static_cast<size_t>(live.steps) + 1, 0);
+  for (const Buffer& b : live.buffers)
+    if (b.role == Role::param_grad && b.view_of < 0) {
+      delta[static_cast<size_t>(b.first)] += static_cast<long long>(b.bytes);
+      delta[static_cast<size_t>(b.last) + 1] -= static_cast<long long>(b.bytes);
+    }
+  long long live_bytes = 0;
+  for (long long d : delta)
+    r.grad_bytes = std::max(r.grad_bytes, static_cast<size_t>(live_bytes += d));
   r.bucket_count = live.buckets.size();
   for (size_t v = 0; v < tape.values().size(); ++v)
     if (tape.values()[v].kind == ValueKind::param && live.grad_buffer[v] >= 0)

@@ -62,6 +62,8 @@ void check_train_options(const TrainOptions& o) {
                ") must lie in [0, 1)");
   FRUGAL_CHECK(std::isfinite(o.eps) && o.eps > 0, "train: AdamW's eps (--eps) ", o.eps,
                " must be a finite number above 0");
+  FRUGAL_CHECK(o.zero >= 0 && o.zero <= 2, "train: ZeRO stage (--zero) ", o.zero,
+               " is not 0, 1 or 2");
   FRUGAL_CHECK(o.threads >= 0 && o.threads <= kMaxThreads, "train: threads (--threads) ", o.threads,
                " must lie in 0..", kMaxThreads, " (0: all cores)");
 }
@@ -140,7 +142,8 @@ Trainer::Trainer(const TrainOptions& o, const Dataset& train, const Dataset& tes
                                                    .recompute = o.recompute,
                                                    .rebuild_budget = o.rebuild_budget,
                                                    .comm = o.comm,
-                                                   .grad_bucket_bytes = o.bucket_bytes});
+                                                   .grad_bucket_bytes = o.bucket_bytes,
+                                                   .zero = o.comm ? o.zero : 0});
   ex_->set_grad_scale(double(mine_.size()) / double(o.batch));
   if (o.comm) check_same_setup();
   steps_per_epoch_ = train.size() / o.batch;  // the last partial batch is dropped
@@ -158,8 +161,8 @@ void Trainer::check_same_setup() {
       optimizer_name(options_.optimizer), ' ', options_.beta1, ' ', options_.beta2, ' ',
       options_.eps, ' ', schedule_name(options_.schedule), ' ', options_.warmup, ' ',
       options_.augment, ' ', options_.seed, ' ', memory_mode_name(options_.memory), ' ',
-      recompute_name(options_.recompute), ' ', options_.bucket_bytes, ' ', train_.size(), ' ',
-      train_.classes, ' ', options_.image_size);
+      recompute_name(options_.recompute), ' ', options_.bucket_bytes, ' ', options_.zero, ' ',
+      train_.size(), ' ', train_.classes, ' ', options_.image_size);
   for (Parameter* p : params_.all()) setup += detail::concat(' ', p->name, p->meta.shape);
   uint64_t h = 1469598103934665603ull;  // FNV-1a, 53 bits kept: exact in a double
   for (unsigned char ch : setup) h = (h ^ ch) * 1099511628211ull;
@@ -239,7 +242,9 @@ void Trainer::save(const std::string& path) {
     metadata["classes"] = nlohmann::json(train_.class_names).dump();
   if (options_.image_size > 0) metadata["image_size"] = std::to_string(options_.image_size);
   if (train_.resize) metadata["resize"] = "true";
-  save_safetensors(path, weights_tensors(params_, true, std::move(metadata)));
+  ex_->gather_optimizer_state();  // ZeRO: every rank's chunks (a collective)
+  if (rank() == 0) save_safetensors(path, weights_tensors(params_, true, std::move(metadata)));
+  ex_->release_gathered_state();
 }
 
 void Trainer::resume(const std::string& path) {

@@ -68,6 +68,9 @@ struct TrainOptions {
   Communicator* comm = nullptr;
   // Data parallel: bytes per gradient bucket (ExecutorOptions::grad_bucket_bytes; 0: auto).
   size_t bucket_bytes = 0;
+  // Data parallel: ZeRO stage 0, 1 (optimizer state sharded) or 2 (and gradients
+  // reduce-scattered); ExecutorOptions::zero. Checkpoints hold the whole state at any stage.
+  int zero = 0;
 };
 
 // The most CPU threads a run may ask for; more is surely a typo (the command caps requests
@@ -112,6 +115,7 @@ class Trainer {
   double evaluate();
 
   // Writes weights, running statistics, momentum buffers and counters to a safetensors file.
+  // Data parallel: every rank calls it (ZeRO's state chunks are gathered); rank 0 writes.
   void save(const std::string& path);
   // Restores what save() wrote; the next step() continues exactly where the saved run stopped.
   void resume(const std::string& path);

@@ -58,7 +58,7 @@ TEST_CASE("mpi: allreduce, reduce-scatter, all-gather, broadcast and barrier") {
         CHECK(element_as_double(x, i) == want);
         CHECK(element_as_double(y, i) == want);  // 0.5 * (2 (q+1) i + q)
       }
-      const Tensor in = ramp(n, t, r + 1, 0.5 * r);
+      Tensor in = ramp(n, t, r + 1, 0.5 * r);
       const ChunkRange mine = chunk_of(n, N, r);
       Tensor part = Tensor::empty({mine.size()}, t);
       c.reduce_scatter_sum(in, part).wait();
@@ -78,6 +78,22 @@ TEST_CASE("mpi: allreduce, reduce-scatter, all-gather, broadcast and barrier") {
       c.broadcast(b, N - 1).wait();
       for (int64_t i = 0; i < n; ++i) CHECK(element_as_double(b, i) == double(i) + 100 * (N - 1));
     }
+  // Inexact sums: reduce-scatter gives allreduce's bits for this rank's chunk, in place too,
+  // and an in-place all-gather puts the rest back.
+  for (DType t : {DType::f32, DType::f64}) {
+    const int64_t n = 1001;
+    const Tensor x = random_tensor({n}, 50 + static_cast<uint64_t>(r), -1, 1, t);
+    Tensor full = clone(x), scattered = clone(x);
+    c.allreduce_sum(full, 1.0 / 3).wait();
+    const ChunkRange mine = chunk_of(n, N, r);
+    const size_t es = dtype_size(t);
+    Tensor part(scattered.storage(), static_cast<size_t>(mine.begin) * es, {mine.size()}, t);
+    c.reduce_scatter_sum(scattered, part, 1.0 / 3).wait();
+    for (int64_t i = 0; i < mine.size(); ++i)
+      CHECK(element_as_double(part, i) == element_as_double(full, mine.begin + i));
+    c.all_gather(part, scattered).wait();
+    CHECK(bitwise_equal(scattered, full));
+  }
   c.barrier().wait();
   Tensor labels = Tensor::empty({3}, DType::i32);
   CHECK_THROWS_WITH(c.allreduce_sum(labels), doctest::Contains("sums f32 or f64, got i32"));
@@ -120,6 +136,26 @@ TEST_CASE("mpi: a fixed rank count gives the same bits every run, planned or bas
     CHECK(same_bits(a.weights, base.weights));
     CHECK(same_bits(a.moments, base.moments));
   }
+}
+
+TEST_CASE("mpi: ZeRO 1 and 2 give stage 0's bits, with 1/N of the optimizer state per rank") {
+  Communicator& c = *world;
+  const int N = c.size();
+  for (OptimizerKind kind : {OptimizerKind::sgd, OptimizerKind::adamw})
+    for (MemoryMode memory : {MemoryMode::planned, MemoryMode::baseline}) {
+      CAPTURE(std::string(optimizer_name(kind)));
+      CAPTURE(std::string(memory_mode_name(memory)));
+      const size_t bucket = 1024;  // several buckets
+      const DistRun zero0 = dist_run(&c, 11, kind, memory, DType::f32, 5, bucket, 0);
+      for (int zero : {1, 2}) {
+        CAPTURE(zero);
+        const DistRun z = dist_run(&c, 11, kind, memory, DType::f32, 5, bucket, zero);
+        CHECK(same_bits(z.weights, zero0.weights));
+        CHECK(same_bits(z.moments, zero0.moments));  // gathered from the ranks' chunks
+        CHECK(z.state_bytes <= zero0.state_bytes / N + zero0.state_bytes / 20 + 64);
+        CHECK(z.grad_bytes == zero0.grad_bytes);  // sharding adds no gradient memory
+      }
+    }
 }
 
 TEST_CASE("mpi: double precision matches one process within 1e-12") {
