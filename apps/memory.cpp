@@ -323,10 +323,14 @@ void run_memory(const MemoryOptions& options) {
   FRUGAL_CHECK(!s.budget || (r.recompute && r.recompute->arena == s.budget->planned_peak),
                "memory --memory-budget: the report plans ", r.recompute ? r.recompute->arena : 0,
                " bytes where the budget's schedule planned ", s.budget->planned_peak);
-  if (o.json)
-    std::printf("%s\n", memory_report_json(o, r, &s).dump(2).c_str());
-  else
+  if (o.json) {
+    ordered_json j = memory_report_json(o, r, &s);
+    if (o.ranks > 1) j["per_rank"] = print_ranks(o, false);
+    std::printf("%s\n", j.dump(2).c_str());
+  } else {
     print_table(o, r, &s);
+    if (o.ranks > 1) print_ranks(o, true);
+  }
   print_workspaces(o);
   if (o.ops) print_ops(o);
   write_pictures(o);
@@ -360,6 +364,16 @@ Action add_memory_command(CLI::App& app) {
   c->add_option(
       "--trace", o->trace,
       "Write the planned layout as Chrome trace events (JSON, for Perfetto) to this file");
+  c->add_option("--ranks", o->ranks,
+                "Training over this many data-parallel ranks: also report one rank's memory "
+                "(its slice of --batch, gradient buckets, optimizer state whole or sharded)")
+      ->check(whole_number(1, 1 << 20));
+  c->add_option("--zero", o->zero,
+                "With --ranks: ZeRO stage (0, 1 or 2: optimizer state sharded over the ranks "
+                "from 1 on)")
+      ->check(CLI::Range(0, 2));
+  add_bytes_option(c, "--bucket-size", &o->bucket_bytes,
+                   "With --ranks: bytes of gradients per bucket (default: the executor's)");
   c->add_flag("--list", *list, "List the bundled networks");
   c->add_flag("--optnet-tables", *tables,
               "optnet's three published conditions, frugal beside optnet (with --json: an array)");

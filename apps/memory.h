@@ -33,7 +33,14 @@ struct MemoryOptions : ModelChoice {
   std::string timeline = {};  // write the planned layout's live bytes over the step here (SVG)
   std::string trace = {};     // write the planned layout as Chrome trace events here (JSON)
   std::vector<BlockRun> checkpoint_runs = {};  // the runs the budget chose (run_memory sets it)
+  int ranks = 1;                               // data parallel: report one rank's memory (--ranks)
+  int zero = 0;                                // and its ZeRO stage (--zero)
+  size_t bucket_bytes = 0;                     // gradient bucket size (0: the executor's default)
 };
+
+// --ranks N: one rank's memory of a data-parallel training step beside one process's (printed
+// when `print`), as JSON.
+nlohmann::ordered_json print_ranks(const MemoryOptions& options, bool print);
 
 // The network with every activation stored: the planned mode's tape (RevNets: the stored
 // twins of the reversible units).

@@ -1,6 +1,8 @@
 // Liveness analysis: buffers and their lifetimes from a step description and its ops' roles.
 #include "memory/liveness.h"
 
+#include "core/communicator.h"
+
 #include <algorithm>
 
 #include "core/error.h"
@@ -487,6 +489,16 @@ class Analysis {
 
 Liveness analyze(const Step& step, const LivenessOptions& options) {
   return Analysis(step, options).run();
+}
+
+size_t bucket_chunk_bytes(const Liveness& live, int ranks, int rank) {
+  size_t bytes = 0;
+  for (const GradBucket& b : live.buckets) {
+    const Buffer& buffer = live.buffers[static_cast<size_t>(b.buffer)];
+    bytes += static_cast<size_t>(chunk_of(buffer.meta.shape.numel(), ranks, rank).size()) *
+             dtype_size(buffer.meta.dtype);
+  }
+  return bytes;
 }
 
 }  // namespace frugal

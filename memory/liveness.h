@@ -115,4 +115,8 @@ struct Liveness {
 
 Liveness analyze(const Step& step, const LivenessOptions& options);
 
+// Data parallel, ZeRO: the bytes of rank `rank`'s chunks (chunk_of over each bucket's
+// elements, core/communicator.h) of one optimizer-state tensor per bucket.
+size_t bucket_chunk_bytes(const Liveness& live, int ranks, int rank);
+
 }  // namespace frugal

@@ -35,14 +35,14 @@ Tensor flat_part(const Tensor& t, int64_t begin, int64_t end) {
                 {end - begin}, t.dtype());
 }
 
-// An eighth of the trainable parameters' bytes, within [64 KiB, 25 MiB] (PyTorch DDP's cap).
-size_t auto_bucket_bytes(const Tape& tape) {
+}  // namespace
+
+size_t default_grad_bucket_bytes(const Tape& tape) {
   size_t total = 0;
   for (const ValueNode& v : tape.values())
-    if (v.param && v.param->trainable) total += v.param->value.bytes();
+    if (v.param && v.param->trainable) total += v.param->meta.bytes();
   return std::clamp<size_t>(total / 8, size_t{64} << 10, size_t{25} << 20);
 }
-}  // namespace
 
 Executor::Executor(Tape& tape, Backend& backend, ExecutorOptions options)
     : Executor(tape, backend, std::move(options), backend.allocator()) {}
@@ -73,7 +73,7 @@ Executor::Executor(Tape& tape, Backend& backend, ExecutorOptions options, Alloca
   if (opt_.comm) {
     FRUGAL_CHECK(opt_.mode == Mode::training && !opt_.forward_only,
                  "executor: a communicator sums gradients; this step has none");
-    if (opt_.grad_bucket_bytes == 0) opt_.grad_bucket_bytes = auto_bucket_bytes(tape_);
+    if (opt_.grad_bucket_bytes == 0) opt_.grad_bucket_bytes = default_grad_bucket_bytes(tape_);
     FRUGAL_CHECK(opt_.zero >= 0 && opt_.zero <= 2, "executor: ZeRO stage ", opt_.zero,
                  " is not 0, 1 or 2");
     grad_scale_ = 1.0 / opt_.comm->size();

@@ -73,6 +73,10 @@ struct ExecutorOptions {
   int zero = 0;
 };
 
+// The gradient bucket size an executor with a communicator uses when none is given: an eighth
+// of the tape's trainable parameter bytes, within [64 KiB, 25 MiB] (PyTorch DDP's cap).
+size_t default_grad_bucket_bytes(const Tape& tape);
+
 class Executor {
  public:
   // Binds memory from the backend's allocator, or from `alloc`, which must be memory of the

@@ -26,6 +26,7 @@ struct DistRun {
   double arena_over_bound = 0;  // planned arena / liveness lower bound
   size_t state_bytes = 0;       // the executor's allocator: optimizer state at the end
   size_t grad_bytes = 0;        // the most parameter-gradient bytes live at once (the plan)
+  size_t reported_state = 0;    // what `frugal memory --ranks --zero` reports for this rank
 };
 
 inline Tensor rows(const Tensor& t, int64_t begin, int64_t end) {
@@ -86,6 +87,10 @@ inline DistRun dist_run(Communicator* comm, int64_t batch, OptimizerKind kind, M
   }
   ex.release_gathered_state();
   const Liveness& live = ex.liveness();
+  size_t trainable = 0;
+  for (Parameter* p : store.all()) trainable += p->trainable ? p->value.bytes() : 0;
+  r.reported_state = (kind == OptimizerKind::adamw ? 2 : 1) *
+                     (zero > 0 ? bucket_chunk_bytes(live, ranks, rank) : trainable);
   std::vector<long long> delta(static_cast<size_t>(live.steps) + 1, 0);
   for (const Buffer& b : live.buffers)
     if (b.role == Role::param_grad && b.view_of < 0) {

@@ -147,6 +147,7 @@ TEST_CASE("mpi: ZeRO 1 and 2 give stage 0's bits, with 1/N of the optimizer stat
       CAPTURE(std::string(memory_mode_name(memory)));
       const size_t bucket = 1024;  // several buckets
       const DistRun zero0 = dist_run(&c, 11, kind, memory, DType::f32, 5, bucket, 0);
+      CHECK(zero0.state_bytes == zero0.reported_state);
       for (int zero : {1, 2}) {
         CAPTURE(zero);
         const DistRun z = dist_run(&c, 11, kind, memory, DType::f32, 5, bucket, zero);
@@ -154,6 +155,7 @@ TEST_CASE("mpi: ZeRO 1 and 2 give stage 0's bits, with 1/N of the optimizer stat
         CHECK(same_bits(z.moments, zero0.moments));  // gathered from the ranks' chunks
         CHECK(z.state_bytes <= zero0.state_bytes / N + zero0.state_bytes / 20 + 64);
         CHECK(z.grad_bytes == zero0.grad_bytes);  // sharding adds no gradient memory
+        CHECK(z.state_bytes == z.reported_state);  // the allocator's bytes are the report's
       }
     }
 }
