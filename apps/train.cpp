@@ -370,6 +370,9 @@ Action add_train_command(CLI::App& app) {
                    "receives only its chunk of the summed gradients (same bits at every stage)")
       ->check(CLI::Range(0, 2))
       ->capture_default_str();
+  train->add_flag("--sync-bn", t.sync_bn,
+                  "Several ranks: batch norm's statistics over the global batch (sums "
+                  "all-reduced in forward and backward) instead of each rank's slice");
   add_bytes_option(train, "--bucket-size", &c->train.bucket_bytes,
                    "Several ranks: bytes of parameter gradients reduced together (K, M, G: "
                    "powers of 1024); default: an eighth of the parameters, 64K to 25M");

@@ -16,6 +16,8 @@ namespace frugal {
 
 // What an op's forward or backward sees. Accessing a buffer the op did not declare for
 // backward throws at once, naming the op.
+class Communicator;
+
 class OpContext {
  public:
   Backend& backend() const { return *backend_; }
@@ -26,6 +28,11 @@ class OpContext {
   // False while a forward is recomputed: state (BatchNorm running statistics) must not be
   // updated a second time in one step.
   bool update_state() const { return update_state_; }
+  // Data parallel with synchronized batch norm (ExecutorOptions::sync_batch_norm): the ranks
+  // whose statistics are shared, else null, and the weight of this rank's loss in the global
+  // one (its share of the batch).
+  Communicator* sync_comm() const { return sync_comm_; }
+  double sync_scale() const { return sync_scale_ ? *sync_scale_ : 1.0; }
 
   const Tensor& input(int i) const;
   Tensor& output(int j) const;
@@ -46,6 +53,8 @@ class OpContext {
   Mode mode_ = Mode::training;
   uint64_t seed_ = 0;
   bool update_state_ = true;
+  Communicator* sync_comm_ = nullptr;
+  const double* sync_scale_ = nullptr;
   std::vector<Tensor*> inputs, outputs, saved_, grad_outputs, grad_inputs, rebuilt;
   Tensor* scratch_ = nullptr;
 

@@ -34,6 +34,22 @@ Tensor to_host(Backend& be, const Tensor& t) {
   return to_host(be, t, staging);
 }
 
+// Synchronized batch norm: only devices that run several ranks implement it.
+void Backend::batchnorm_sums(const Tensor&, const Tensor&, const Tensor&, const Tensor&, Tensor&) {
+  throw Error("batchnorm_sums: synchronized batch norm (--sync-bn) does not run on " +
+              device().str());
+}
+void Backend::batchnorm_sync_stats(const Tensor&, const Tensor&, double, double, double, Tensor&,
+                                   Tensor&, Tensor&, Tensor&) {
+  throw Error("batchnorm_sync_stats: synchronized batch norm (--sync-bn) does not run on " +
+              device().str());
+}
+void Backend::batchnorm_backward_data(const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                                      const Tensor&, const Tensor&, double, double, Tensor&) {
+  throw Error("batchnorm_backward_data: synchronized batch norm (--sync-bn) does not run on " +
+              device().str());
+}
+
 Tensor clone_to_host(Backend& be, const Tensor& t) {
   Tensor copy = Tensor::empty(t.shape(), t.dtype(), t.storage()->role());
   if (t.device().is_host())

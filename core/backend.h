@@ -149,6 +149,26 @@ class Backend {
                                   const Tensor& mean, const Tensor& inv_std, Tensor& dx,
                                   Tensor& dgamma, Tensor& dbeta) = 0;
 
+  // Batch norm synchronized over ranks (data parallel, --sync-bn): the local sums, and what is
+  // computed from the ranks' sums. sums are f64, per channel, in a fixed order as above:
+  // with mean undefined, sums (C) = sum x; with mean, sums (C) = sum (x - mean)^2; with mean,
+  // inv_std and dy, sums (2C) = [sum dy, sum dy x^] with x^ = (x - mean) inv_std. Devices
+  // without these kernels throw naming themselves.
+  virtual void batchnorm_sums(const Tensor& x, const Tensor& mean, const Tensor& inv_std,
+                              const Tensor& dy, Tensor& sums);
+  // From all ranks' sums over M values: with sq undefined, mean = sum / M; otherwise
+  // inv_std = 1/sqrt(sq/M + eps) and the running statistics updated from mean and sq/M
+  // (unbiased: sq/(M-1)) with `momentum`.
+  virtual void batchnorm_sync_stats(const Tensor& sum, const Tensor& sq, double M, double momentum,
+                                    double eps, Tensor& running_mean, Tensor& running_var,
+                                    Tensor& mean, Tensor& inv_std);
+  // dx = gamma inv_std / M (M dy - (sums[0] + x^ sums[1]) / scale), sums (2C) the ranks'
+  // [sum dy, sum dy x^] each weighted by its rank's scale (this rank's dy weighs `scale` in
+  // the loss). dx may alias dy.
+  virtual void batchnorm_backward_data(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                       const Tensor& mean, const Tensor& inv_std,
+                                       const Tensor& sums, double M, double scale, Tensor& dx);
+
   // --- pointwise ----------------------------------------------------------------------------
   // Bit masks are u8 tensors of ceil(numel/8) bytes, bit i%8 of byte i/8, set where x > 0.
   // NaN propagates forward as in PyTorch (x is kept unless x <= threshold); its mask bit is

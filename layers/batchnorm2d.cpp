@@ -2,6 +2,8 @@
 // saved mean and 1/std, never y; inference forward is elementwise, so y may take x's bytes.
 #include "layers/batchnorm2d.h"
 
+#include "core/communicator.h"
+
 namespace frugal {
 
 std::vector<TensorMeta> BatchNormOp::infer(std::span<const TensorMeta> in) {
@@ -43,7 +45,9 @@ Roles BatchNormOp::roles(Mode mode, const Backend&) const {
 // Inference: running statistics normalize; elementwise, identical bits in place.
 void BatchNormOp::forward(const OpContext& ctx) {
   Backend& b = ctx.backend();
-  if (ctx.training()) {
+  if (ctx.training() && ctx.sync_comm()) {
+    forward_synchronized(ctx);
+  } else if (ctx.training()) {
     Tensor running_mean = ctx.input(3), running_var = ctx.input(4);  // views, updated in place
     b.batchnorm_forward_train(ctx.input(0), ctx.input(1), ctx.input(2), running_mean, running_var,
                               ctx.update_state() ? options_.momentum : 0.0, options_.eps,
@@ -67,8 +71,54 @@ void BatchNormOp::backward(const OpContext& ctx) {
   Tensor& dx = ctx.needs_grad_input(0) ? ctx.grad_input(0) : none;
   Tensor& dgamma = ctx.needs_grad_input(1) ? ctx.grad_input(1) : none;
   Tensor& dbeta = ctx.needs_grad_input(2) ? ctx.grad_input(2) : none;
+  // Synchronized: this rank's sums for the parameters, the ranks' sums for dx (below).
   ctx.backend().batchnorm_backward(ctx.input(0), ctx.grad_output(0), ctx.input(1), ctx.saved(0),
-                                   ctx.saved(1), dx, dgamma, dbeta);
+                                   ctx.saved(1), ctx.sync_comm() ? none : dx, dgamma, dbeta);
+  if (ctx.sync_comm() && dx.defined()) backward_synchronized(ctx, dx);
+}
+
+namespace {
+Tensor part(const Tensor& t, int64_t begin, int64_t n) {
+  return Tensor(t.storage(), t.offset() + static_cast<size_t>(begin) * sizeof(double), {n},
+                DType::f64);
+}
+}  // namespace
+
+// Statistics over every rank's batch: the ranks' sums of x and counts, the mean, then the
+// ranks' sums of squared deviations from it, each all-reduced (the same bits on every rank).
+void BatchNormOp::forward_synchronized(const OpContext& ctx) {
+  Backend& b = ctx.backend();
+  Communicator& comm = *ctx.sync_comm();
+  const int64_t C = x_.shape[1];
+  if (!sums_.defined() || sums_.device() != b.device())
+    sums_ = Tensor::empty({2 * C + 1}, DType::f64, Role::scratch, b.allocator());
+  Tensor sum = part(sums_, 0, C), count = part(sums_, C, 1), sq = part(sums_, C + 1, C);
+  const Tensor& x = ctx.input(0);
+  Tensor none;
+  b.batchnorm_sums(x, none, none, none, sum);
+  b.fill(count, static_cast<double>(x.numel() / C));
+  Tensor head = part(sums_, 0, C + 1);
+  comm.allreduce_sum(head).wait();
+  global_count_ = to_host(b, count, host_count_).data<double>()[0];
+  Tensor running_mean = ctx.input(3), running_var = ctx.input(4);
+  b.batchnorm_sync_stats(sum, none, global_count_, 0, options_.eps, running_mean, running_var,
+                         ctx.saved(0), ctx.saved(1));
+  b.batchnorm_sums(x, ctx.saved(0), none, none, sq);
+  comm.allreduce_sum(sq).wait();
+  b.batchnorm_sync_stats(sum, sq, global_count_, ctx.update_state() ? options_.momentum : 0.0,
+                         options_.eps, running_mean, running_var, ctx.saved(0), ctx.saved(1));
+  b.batchnorm_normalize(x, ctx.input(1), ctx.input(2), ctx.saved(0), ctx.saved(1), ctx.output(0));
+}
+
+// dx from the ranks' sums of dy and dy x^, each weighted by its rank's share of the loss.
+void BatchNormOp::backward_synchronized(const OpContext& ctx, Tensor& dx) {
+  Backend& b = ctx.backend();
+  const int64_t C = x_.shape[1];
+  Tensor sums = part(sums_, 1, 2 * C);  // after the count: not needed again this step
+  b.batchnorm_sums(ctx.input(0), ctx.saved(0), ctx.saved(1), ctx.grad_output(0), sums);
+  ctx.sync_comm()->allreduce_sum(sums, ctx.sync_scale()).wait();
+  b.batchnorm_backward_data(ctx.input(0), ctx.grad_output(0), ctx.input(1), ctx.saved(0),
+                            ctx.saved(1), sums, global_count_, ctx.sync_scale(), dx);
 }
 
 Value batch_norm(Value x, const BatchNormOptions& o, std::source_location where) {

@@ -33,8 +33,16 @@ class BatchNormOp final : public Op {
   void rebuild(const OpContext& ctx) override;
 
  private:
+  void forward_synchronized(const OpContext& ctx);
+  void backward_synchronized(const OpContext& ctx, Tensor& dx);
+
   BatchNormOptions options_;
   TensorMeta x_;
+  // Synchronized batch norm: the sums exchanged with the other ranks ([sum x (C), count,
+  // sum of squares or backward sums (2C)], f64, made on first use), and the values per
+  // channel over all ranks.
+  Tensor sums_, host_count_;
+  double global_count_ = 0;
 };
 
 // y = gamma (x - mean) / sqrt(var + eps) + beta per channel, x (N,C,H,W) or (N,C). Creates

@@ -70,6 +70,9 @@ Executor::Executor(Tape& tape, Backend& backend, ExecutorOptions options, Alloca
                mode_name(opt_.mode), " in ", memory_mode_name(opt_.memory), " memory");
   FRUGAL_CHECK(opt_.zero == 0 || opt_.comm, "executor: ZeRO stage ", opt_.zero,
                " shards optimizer state over ranks; it needs a communicator");
+  FRUGAL_CHECK(!opt_.sync_batch_norm || opt_.comm,
+               "executor: synchronized batch norm shares statistics over ranks; it needs a "
+               "communicator");
   if (opt_.comm) {
     FRUGAL_CHECK(opt_.mode == Mode::training && !opt_.forward_only,
                  "executor: a communicator sums gradients; this step has none");
@@ -222,6 +225,8 @@ OpContext Executor::context(int k, Pass pass) {
   c.backward_pass = backward;
   c.backend_ = &backend_;
   c.mode_ = opt_.mode;
+  c.sync_comm_ = opt_.sync_batch_norm ? opt_.comm : nullptr;
+  c.sync_scale_ = &grad_scale_;
   const int step = backward  ? layout_.live.backward_step(k)
                    : rebuild ? layout_.live.op_rebuild_step[static_cast<size_t>(k)]
                              : k;

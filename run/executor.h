@@ -71,6 +71,9 @@ struct ExecutorOptions {
   // reduce-scattered (each rank receives only its chunk's sum) instead of all-reduced. The
   // weights are the same bits at every level.
   int zero = 0;
+  // Data parallel: batch norm's statistics over every rank's batch (all-reduced sums in
+  // forward and backward) instead of each rank's own.
+  bool sync_batch_norm = false;
 };
 
 // The gradient bucket size an executor with a communicator uses when none is given: an eighth

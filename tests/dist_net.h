@@ -15,6 +15,8 @@
 #include "layers/maxpool2d.h"
 #include "layers/relu.h"
 #include "layers/softmax_cross_entropy.h"
+#include "models/registry.h"
+#include "models/step.h"
 #include "run/executor.h"
 
 namespace frugal::testing {
@@ -107,6 +109,48 @@ inline DistRun dist_run(Communicator* comm, int64_t batch, OptimizerKind kind, M
   r.arena_over_bound = double(ex.layout().plan.arena_bytes) /
                        double(std::max<size_t>(ex.layout().plan.lower_bound, 1));
   return r;
+}
+
+// ResNet-20 (BatchNorm) for `steps` steps on global batches of `batch` 32x32 images; with
+// `sync`, batch norm's statistics span the ranks. Returns every parameter and running
+// statistic; with `names`, their names too.
+inline std::vector<Tensor> resnet_run(Communicator* comm, int64_t batch, OptimizerKind kind,
+                                      bool sync, DType dtype = DType::f32, int steps = 5,
+                                      std::vector<std::string>* names = nullptr) {
+  const int ranks = comm ? comm->size() : 1, rank = comm ? comm->rank() : 0;
+  const ChunkRange mine = chunk_of(batch, ranks, rank);
+  ParamStore store(11);
+  Tape tape(store, dtype);
+  const ModelStep step = record_model_step(tape, find_model("resnet20"), mine.size(),
+                                           Mode::training, ModelConfig{.classes = 10});
+  // Small steps: ResNet-20 on random data at batch 8 amplifies rounding (f32 and f64 runs of
+  // one process part by 1% within 5 steps at lr 0.05).
+  OptimizerConfig opt{.lr = 0.002, .momentum = 0.9, .weight_decay = 1e-4, .kind = kind};
+  if (kind == OptimizerKind::adamw) opt.lr = 2e-4;
+  Executor ex(tape, cpu_backend(),
+              {.mode = Mode::training,
+               .memory = MemoryMode::planned,
+               .keep = {step.loss},
+               .optimizer = opt,
+               .comm = comm,
+               .sync_batch_norm = sync});
+  ex.set_grad_scale(double(mine.size()) / double(batch));
+  for (int s = 0; s < steps; ++s) {
+    opt.step = s + 1;
+    ex.set_optimizer(opt);
+    const Tensor images = random_tensor({batch, 3, 32, 32}, 300 + s, -1, 1, dtype);
+    const Tensor classes = random_labels(batch, 10, 400 + s);
+    ex.set_input(step.images, rows(images, mine.begin, mine.end));
+    ex.set_input(step.labels, rows(classes, mine.begin, mine.end));
+    ex.forward();
+    ex.backward(step.loss);
+  }
+  std::vector<Tensor> out;
+  for (Parameter* p : store.all()) {
+    out.push_back(clone(p->value));
+    if (names) names->push_back(p->name);
+  }
+  return out;
 }
 
 // The largest |a - b| over the largest |b|, across every tensor of two runs' weights.

@@ -28,3 +28,22 @@ TEST_CASE("dist: gradient buckets are planned buffers, and one rank changes no b
         CHECK(same_bits(one.moments, plain.moments));
       }
 }
+
+TEST_CASE("dist: synchronized batch norm over one rank is batch norm") {
+  // Its own kernels (local sums, statistics from the ranks' sums, dx from the ranks' sums)
+  // over a group of one give, in f64, the bits of the batch norm whose gradient is checked
+  // against finite differences (test_batchnorm.cpp); in f32 they round the mean before the
+  // squared deviations, so they differ within rounding (and so they did run).
+  std::unique_ptr<Communicator> self = self_communicator();
+  for (OptimizerKind kind : {OptimizerKind::sgd, OptimizerKind::adamw}) {
+    CAPTURE(std::string(optimizer_name(kind)));
+    CHECK(same_bits(resnet_run(self.get(), 4, kind, true, DType::f64, 3),
+                    resnet_run(nullptr, 4, kind, false, DType::f64, 3)));
+  }
+  const std::vector<Tensor> plain =
+      resnet_run(nullptr, 4, OptimizerKind::sgd, false, DType::f32, 1);
+  const std::vector<Tensor> synced =
+      resnet_run(self.get(), 4, OptimizerKind::sgd, true, DType::f32, 1);
+  CHECK(!same_bits(synced, plain));
+  CHECK(relative_difference(synced, plain) <= 1e-6);
+}

@@ -119,6 +119,10 @@ Trainer::Trainer(const TrainOptions& o, const Dataset& train, const Dataset& tes
   FRUGAL_CHECK(o.batch <= train.size(), "train: batch ", o.batch, " exceeds the ", train.size(),
                " training images");
   mine_ = chunk_of(o.batch, ranks(), rank());
+  FRUGAL_CHECK(!o.sync_bn || (o.checkpoint_runs.empty() && !model_.name.starts_with("revnet")),
+               "train --sync-bn: batch norm inside checkpointed or reversible blocks runs on "
+               "a sub-graph's own executor, which does not synchronize yet; train ",
+               model_.name, " without --sync-bn or --memory-budget");
   FRUGAL_CHECK(mine_.size() >= 1, "train: a global batch of ", o.batch, " over ", ranks(),
                " ranks leaves rank ", rank(), " no sample; use --batch ", ranks(), " or more");
   set_cpu_threads(o.threads);
@@ -143,7 +147,8 @@ Trainer::Trainer(const TrainOptions& o, const Dataset& train, const Dataset& tes
                                                    .rebuild_budget = o.rebuild_budget,
                                                    .comm = o.comm,
                                                    .grad_bucket_bytes = o.bucket_bytes,
-                                                   .zero = o.comm ? o.zero : 0});
+                                                   .zero = o.comm ? o.zero : 0,
+                                                   .sync_batch_norm = o.comm && o.sync_bn});
   ex_->set_grad_scale(double(mine_.size()) / double(o.batch));
   if (o.comm) check_same_setup();
   steps_per_epoch_ = train.size() / o.batch;  // the last partial batch is dropped

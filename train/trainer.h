@@ -71,6 +71,9 @@ struct TrainOptions {
   // Data parallel: ZeRO stage 0, 1 (optimizer state sharded) or 2 (and gradients
   // reduce-scattered); ExecutorOptions::zero. Checkpoints hold the whole state at any stage.
   int zero = 0;
+  // Data parallel: batch norm's statistics over the global batch (ExecutorOptions::
+  // sync_batch_norm) instead of each rank's slice. Not with checkpointed or reversible blocks.
+  bool sync_bn = false;
 };
 
 // The most CPU threads a run may ask for; more is surely a typo (the command caps requests

@@ -4,6 +4,7 @@
 // the compiler can vectorize it and results are the same bits every run.
 #include <array>
 #include <cmath>
+#include <vector>
 
 #include "core/cpu/cpu_backend.h"
 #include "core/kernel_checks.h"
@@ -122,6 +123,64 @@ void batchnorm_backward_t(const ChannelDims& d, const T* x, const T* dy, const T
   }
 }
 
+// Synchronized batch norm: local per-channel sums (see Backend::batchnorm_sums).
+template <typename T>
+void batchnorm_sums_t(const ChannelDims& d, const T* x, const T* mean, const T* inv_std,
+                      const T* dy, double* sums) {
+#pragma omp parallel for schedule(static)
+  for (int64_t c = 0; c < d.C; ++c) {
+    if (!mean) {
+      sums[c] = channel_sums<1>(d, c, [&](int64_t i) { return std::array<double, 1>{x[i]}; })[0];
+    } else if (!dy) {
+      const double mu = mean[c];
+      sums[c] = channel_sums<1>(d, c, [&](int64_t i) {
+        const double e = x[i] - mu;
+        return std::array<double, 1>{e * e};
+      })[0];
+    } else {
+      const double mu = mean[c], inv = inv_std[c];
+      const auto [sum_dy, sum_dy_xhat] = channel_sums<2>(d, c, [&](int64_t i) {
+        return std::array<double, 2>{double(dy[i]), dy[i] * ((x[i] - mu) * inv)};
+      });
+      sums[c] = sum_dy;
+      sums[d.C + c] = sum_dy_xhat;
+    }
+  }
+}
+
+template <typename T>
+void batchnorm_sync_stats_t(int64_t C, const double* sum, const double* sq, double M,
+                            double momentum, double eps, T* rm, T* rv, T* mean, T* inv_std) {
+  for (int64_t c = 0; c < C; ++c) {
+    if (!sq) {
+      mean[c] = static_cast<T>(sum[c] / M);
+      continue;
+    }
+    const double var = sq[c] / M;
+    inv_std[c] = static_cast<T>(1.0 / std::sqrt(var + eps));
+    rm[c] = static_cast<T>((1 - momentum) * rm[c] + momentum * double(mean[c]));
+    rv[c] = static_cast<T>((1 - momentum) * rv[c] + momentum * var * M / (M - 1));
+  }
+}
+
+template <typename T>
+void batchnorm_backward_data_t(const ChannelDims& d, const T* x, const T* dy, const T* gamma,
+                               const T* mean, const T* inv_std, const double* sums, double M,
+                               double scale, T* dx) {
+#pragma omp parallel for schedule(static)
+  for (int64_t c = 0; c < d.C; ++c) {
+    const double mu = mean[c], inv = inv_std[c];
+    const double sum_dy = sums[c] / scale, sum_dy_xhat = sums[d.C + c] / scale;
+    const double k = gamma[c] * inv / M;
+    for (int64_t n = 0; n < d.N; ++n)
+      for (int64_t s = 0; s < d.S; ++s) {
+        const int64_t i = (n * d.C + c) * d.S + s;
+        const double xhat = (x[i] - mu) * inv;
+        dx[i] = static_cast<T>(k * (M * dy[i] - sum_dy - xhat * sum_dy_xhat));
+      }
+  }
+}
+
 template <typename T>
 T* ptr(const Tensor& t) {
   return t.defined() ? t.data<T>() : nullptr;
@@ -184,6 +243,73 @@ void CpuBackend::batchnorm_backward(const Tensor& x, const Tensor& dy, const Ten
     batchnorm_backward_t(d, x.data<double>(), dy.data<double>(), gamma.data<double>(),
                          mean.data<double>(), inv_std.data<double>(), ptr<double>(dx),
                          ptr<double>(dgamma), ptr<double>(dbeta));
+}
+
+// sums f64: (C) from x, or (2C) from x and dy.
+void CpuBackend::batchnorm_sums(const Tensor& x, const Tensor& mean, const Tensor& inv_std,
+                                const Tensor& dy, Tensor& sums) {
+  const char* op = "batchnorm_sums";
+  std::vector<const Tensor*> per_channel;
+  for (const Tensor* t : {&mean, &inv_std})
+    if (t->defined()) per_channel.push_back(t);
+  FRUGAL_CHECK(!dy.defined() || (mean.defined() && inv_std.defined()), op,
+               ": dy needs mean and inv_std");
+  const ChannelDims d = check_batchnorm(op, x, dy.defined() ? dy : x, {}, device());
+  for (const Tensor* t : per_channel)
+    FRUGAL_CHECK(t->shape() == Shape{d.C} && t->dtype() == x.dtype(), op, ": per-channel ",
+                 t->shape(), " ", dtype_name(t->dtype()), " for x ", x.shape());
+  const int64_t K = dy.defined() ? 2 : 1;
+  FRUGAL_CHECK(sums.dtype() == DType::f64 && sums.numel() == K * d.C, op, ": sums ", sums.shape(),
+               " ", dtype_name(sums.dtype()), ", expected ", K * d.C, " f64");
+  if (x.dtype() == DType::f32)
+    batchnorm_sums_t(d, x.data<float>(), ptr<float>(mean), ptr<float>(inv_std), ptr<float>(dy),
+                     sums.data<double>());
+  else
+    batchnorm_sums_t(d, x.data<double>(), ptr<double>(mean), ptr<double>(inv_std), ptr<double>(dy),
+                     sums.data<double>());
+}
+
+void CpuBackend::batchnorm_sync_stats(const Tensor& sum, const Tensor& sq, double M,
+                                      double momentum, double eps, Tensor& running_mean,
+                                      Tensor& running_var, Tensor& mean, Tensor& inv_std) {
+  const char* op = "batchnorm_sync_stats";
+  const int64_t C = mean.numel();
+  FRUGAL_CHECK(M >= 2, op, ": ", M, " values per channel over all ranks; at least 2 are needed");
+  for (const Tensor* t : {&sum, &sq})
+    FRUGAL_CHECK(!t->defined() || (t->dtype() == DType::f64 && t->numel() == C), op, ": sums ",
+                 t->shape(), ", expected ", C, " f64");
+  for (const Tensor* t : {&running_mean, &running_var, &inv_std})
+    FRUGAL_CHECK(t->meta() == mean.meta(), op, ": per-channel tensors differ: ", t->shape(), " ",
+                 dtype_name(t->dtype()), " and ", mean.shape(), " ", dtype_name(mean.dtype()));
+  check_device(op, {&sum, &sq, &running_mean, &running_var, &mean, &inv_std}, device());
+  if (mean.dtype() == DType::f32)
+    batchnorm_sync_stats_t(C, sum.data<double>(), ptr<double>(sq), M, momentum, eps,
+                           running_mean.data<float>(), running_var.data<float>(),
+                           mean.data<float>(), inv_std.data<float>());
+  else
+    batchnorm_sync_stats_t(C, sum.data<double>(), ptr<double>(sq), M, momentum, eps,
+                           running_mean.data<double>(), running_var.data<double>(),
+                           mean.data<double>(), inv_std.data<double>());
+}
+
+void CpuBackend::batchnorm_backward_data(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                         const Tensor& mean, const Tensor& inv_std,
+                                         const Tensor& sums, double M, double scale, Tensor& dx) {
+  const char* op = "batchnorm_backward_data";
+  Tensor none;
+  const ChannelDims d =
+      check_batchnorm_backward(x, dy, gamma, mean, inv_std, dx, none, none, device());
+  FRUGAL_CHECK(sums.dtype() == DType::f64 && sums.numel() == 2 * d.C, op, ": sums ", sums.shape(),
+               ", expected ", 2 * d.C, " f64");
+  FRUGAL_CHECK(M >= 1 && scale > 0, op, ": M ", M, " and scale ", scale, " must be positive");
+  if (x.dtype() == DType::f32)
+    batchnorm_backward_data_t(d, x.data<float>(), dy.data<float>(), gamma.data<float>(),
+                              mean.data<float>(), inv_std.data<float>(), sums.data<double>(), M,
+                              scale, dx.data<float>());
+  else
+    batchnorm_backward_data_t(d, x.data<double>(), dy.data<double>(), gamma.data<double>(),
+                              mean.data<double>(), inv_std.data<double>(), sums.data<double>(), M,
+                              scale, dx.data<double>());
 }
 
 }  // namespace frugal

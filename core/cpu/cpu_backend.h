@@ -56,6 +56,14 @@ class CpuBackend final : public Backend {
   void batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
                           const Tensor& mean, const Tensor& inv_std, Tensor& dx, Tensor& dgamma,
                           Tensor& dbeta) override;
+  void batchnorm_sums(const Tensor& x, const Tensor& mean, const Tensor& inv_std, const Tensor& dy,
+                      Tensor& sums) override;
+  void batchnorm_sync_stats(const Tensor& sum, const Tensor& sq, double M, double momentum,
+                            double eps, Tensor& running_mean, Tensor& running_var, Tensor& mean,
+                            Tensor& inv_std) override;
+  void batchnorm_backward_data(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                               const Tensor& mean, const Tensor& inv_std, const Tensor& sums,
+                               double M, double scale, Tensor& dx) override;
 
   void relu_forward(const Tensor& x, Tensor& y, Tensor& mask) override;
   void relu_backward_mask(const Tensor& dy, const Tensor& mask, Tensor& dx) override;

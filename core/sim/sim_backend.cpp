@@ -194,6 +194,28 @@ void SimBackend::batchnorm_backward(const Tensor& x, const Tensor& dy, const Ten
                           view(dgamma), view(dbeta));
 }
 
+void SimBackend::batchnorm_sums(const Tensor& x, const Tensor& mean, const Tensor& inv_std,
+                                const Tensor& dy, Tensor& sums) {
+  Views view(alloc_, "batchnorm_sums");
+  cpu_.batchnorm_sums(view(x), view(mean), view(inv_std), view(dy), view(sums));
+}
+
+void SimBackend::batchnorm_sync_stats(const Tensor& sum, const Tensor& sq, double M,
+                                      double momentum, double eps, Tensor& running_mean,
+                                      Tensor& running_var, Tensor& mean, Tensor& inv_std) {
+  Views view(alloc_, "batchnorm_sync_stats");
+  cpu_.batchnorm_sync_stats(view(sum), view(sq), M, momentum, eps, view(running_mean),
+                            view(running_var), view(mean), view(inv_std));
+}
+
+void SimBackend::batchnorm_backward_data(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                         const Tensor& mean, const Tensor& inv_std,
+                                         const Tensor& sums, double M, double scale, Tensor& dx) {
+  Views view(alloc_, "batchnorm_backward_data");
+  cpu_.batchnorm_backward_data(view(x), view(dy), view(gamma), view(mean), view(inv_std),
+                               view(sums), M, scale, view(dx));
+}
+
 void SimBackend::relu_forward(const Tensor& x, Tensor& y, Tensor& mask) {
   Views view(alloc_, "relu_forward");
   cpu_.relu_forward(view(x), view(y), view(mask));
