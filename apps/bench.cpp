@@ -47,6 +47,8 @@ struct BenchOptions : ModelChoice {
   std::string data;
   FolderOptions folder;      // image_size, workers
   bool decode_only = false;  // with data: time the decode pipeline alone, no network
+  int zero = 0;              // several ranks: ZeRO stage (ExecutorOptions::zero)
+  bool sync_bn = false;      // several ranks: synchronized batch norm
 };
 
 struct BenchResult {
@@ -133,7 +135,9 @@ BenchResult run_bench(const BenchOptions& o, Communicator* comm) {
                .workspace_limit = o.workspace_limit,
                .recompute = o.recompute,
                .rebuild_budget = o.rebuild_budget,
-               .comm = comm});
+               .comm = comm,
+               .zero = comm ? o.zero : 0,
+               .sync_batch_norm = comm && o.sync_bn});
   ex.set_grad_scale(double(r.local_batch) / double(o.batch));
   if (o.rebuild_budget > 0)
     std::fprintf(stderr, "memory budget %s: op outputs rebuilt in backward, planned arena %s\n",
@@ -220,6 +224,7 @@ void run_decode_only(const BenchOptions& o) {
 }
 
 void print_result(const BenchOptions& o, const BenchResult& r) {
+  const bool training = o.mode == Mode::training;
   if (o.json) {
     nlohmann::ordered_json j{{"framework", "frugal"},
                              {"model", o.model},
@@ -245,10 +250,11 @@ void print_result(const BenchOptions& o, const BenchResult& r) {
                              {"rss_start_bytes", r.rss_start},
                              {"rss_peak_bytes", r.rss_peak},
                              {"ranks", r.ranks},
+                             {"zero", o.zero},
                              {"images_per_s", double(o.batch) / r.median_s}};
+    if (training) j["backward_s"] = r.backward_s;
     if (r.ranks > 1) {
       j["local_batch"] = r.local_batch;
-      j["backward_s"] = r.backward_s;
       j["comm_wait_s"] = r.comm_wait_s;
     }
     if (!o.data.empty()) {
@@ -342,6 +348,11 @@ Action add_bench_command(CLI::App& app) {
       ->check(whole_number(0, 4096));
   c->add_option("--workers", o->folder.workers, "Image folders: decode threads (0: the cores)")
       ->check(whole_number(0, 1024));
+  c->add_option("--zero", o->zero,
+                "Under mpirun: ZeRO stage (1: optimizer state sharded over the ranks; 2: and "
+                "gradients reduce-scattered)")
+      ->check(CLI::Range(0, 2));
+  c->add_flag("--sync-bn", o->sync_bn, "Under mpirun: batch norm statistics over every rank");
   c->add_flag("--decode-only", o->decode_only,
               "With --data: time the decode pipeline alone (images per second), no network");
   return [o, memory] {

@@ -16,17 +16,17 @@ namespace {
 
 struct RankMemory {
   int64_t batch = 0;
-  size_t arena = 0, params = 0, state = 0, grads = 0;
+  size_t arena = 0, bound = 0, params = 0, state = 0, grads = 0;
   size_t buckets = 0, bucket_bytes = 0;
   size_t total() const { return arena + params + state; }
 };
 
-// Rank 0's memory (its slice is never smaller than another rank's), or with ranks == 1 one
-// process without buckets.
+// The memory of the last rank, whose slice of the batch and chunks of the buckets are the
+// largest (ceil, where others may have floor), or with ranks == 1 one process without buckets.
 RankMemory rank_memory(const MemoryOptions& options, int ranks, int zero) {
   MemoryOptions o = options;
   RankMemory m;
-  m.batch = o.batch = chunk_of(options.batch, ranks, 0).size();
+  m.batch = o.batch = chunk_of(options.batch, ranks, ranks - 1).size();
   FRUGAL_CHECK(o.batch >= 1, "memory --ranks: a batch of ", options.batch, " over ", ranks,
                " ranks leaves a rank no sample");
   RecordedModel r;
@@ -42,6 +42,7 @@ RankMemory rank_memory(const MemoryOptions& options, int ranks, int zero) {
   const Layout layout =
       memory_layout(*r.tape, Mode::training, MemoryMode::planned, backend_named(o.device), lo);
   m.arena = layout.plan.arena_bytes;
+  m.bound = layout.plan.lower_bound;
   m.buckets = layout.live.buckets.size();
   m.bucket_bytes = lo.grad_bucket_bytes;
   size_t trainable = 0;
@@ -51,7 +52,7 @@ RankMemory rank_memory(const MemoryOptions& options, int ranks, int zero) {
       if (v.param->trainable) trainable += v.param->meta.bytes();
     }
   const size_t tensors = o.optimizer == OptimizerKind::adamw ? 2 : 1;
-  m.state = tensors * (zero > 0 ? bucket_chunk_bytes(layout.live, ranks, 0) : trainable);
+  m.state = tensors * (zero > 0 ? bucket_chunk_bytes(layout.live, ranks, ranks - 1) : trainable);
   std::vector<long long> delta(static_cast<size_t>(layout.live.steps) + 1, 0);
   for (const Buffer& b : layout.live.buffers)
     if (b.role == Role::param_grad && b.view_of < 0 && b.alias_of < 0) {
@@ -74,9 +75,10 @@ nlohmann::ordered_json print_ranks(const MemoryOptions& o, bool print) {
   const RankMemory rank = rank_memory(o, o.ranks, o.zero);
   if (print) {
     std::printf(
-        "\nper rank, %d ranks, ZeRO %d, %s: rank 0 holds %lld of each batch of %lld (MiB)\n",
-        o.ranks, o.zero, optimizer_name(o.optimizer), static_cast<long long>(rank.batch),
-        static_cast<long long>(o.batch));
+        "\nper rank, %d ranks, ZeRO %d, %s: rank %d holds %lld of each batch of %lld, no rank more "
+        "(MiB)\n",
+        o.ranks, o.zero, optimizer_name(o.optimizer), o.ranks - 1,
+        static_cast<long long>(rank.batch), static_cast<long long>(o.batch));
     std::printf("%-28s %12s %12s\n", "", "one process", "per rank");
     auto row = [](const char* name, size_t a, size_t b) {
       std::printf("%-28s %12.2f %12.2f\n", name, to_mib(a), to_mib(b));
@@ -87,14 +89,16 @@ nlohmann::ordered_json print_ranks(const MemoryOptions& o, bool print) {
     row("optimizer state", one.state, rank.state);
     row("total", one.total(), rank.total());
     std::printf(
-        "gradient buckets: %zu of about %s, each reduced as soon as its last gradient is "
-        "final\n",
-        rank.buckets, bytes_text(rank.bucket_bytes).c_str());
+        "gradient buckets: %zu of about %s, each reduced as soon as its last gradient is final; "
+        "arena %.2f%% above its liveness lower bound\n",
+        rank.buckets, bytes_text(rank.bucket_bytes).c_str(),
+        100.0 * (double(rank.arena) / double(std::max<size_t>(rank.bound, 1)) - 1.0));
   }
   return {{"ranks", o.ranks},
           {"zero", o.zero},
           {"rank_batch", rank.batch},
           {"arena", rank.arena},
+          {"lower_bound", rank.bound},
           {"gradients_peak", rank.grads},
           {"params", rank.params},
           {"optimizer_state", rank.state},

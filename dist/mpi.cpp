@@ -327,7 +327,7 @@ class MpiCommunicator : public Communicator {
       if (spins < 64)
         std::this_thread::yield();
       else
-        std::this_thread::sleep_for(std::chrono::microseconds(spins < 1024 ? 20 : 200));
+        std::this_thread::sleep_for(std::chrono::microseconds(spins < 4096 ? 10 : 50));
     }
     reqs.clear();
   }

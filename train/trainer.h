@@ -62,8 +62,9 @@ struct TrainOptions {
   size_t rebuild_budget = 0;
   // Data-parallel training over this communicator's ranks (null: one process). Every rank
   // builds the same Trainer; rank r takes samples chunk_of(batch, ranks, r) of each global
-  // batch of `batch` (the same shuffled order everywhere; an uneven split gives the first
-  // batch % ranks ranks one sample more), and gradients are averaged over the global batch.
+  // batch of `batch` (the same shuffled order everywhere; an uneven split gives some ranks
+  // one sample more, the last among them), and gradients are averaged over the global batch
+  // (each rank's weighted by its share).
   // Loss and accuracy are the global batch's. BatchNorm's statistics are each rank's own.
   Communicator* comm = nullptr;
   // Data parallel: bytes per gradient bucket (ExecutorOptions::grad_bucket_bytes; 0: auto).
