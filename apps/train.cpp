@@ -6,6 +6,7 @@
 #include <sys/resource.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -15,6 +16,7 @@
 #include "apps/options.h"
 #include "apps/progress.h"
 #include "core/backend.h"
+#include "cuda/cuda_entry.h"
 #include "data/image_folder.h"
 #include "data/safetensors.h"
 #include "dist/communicators.h"
@@ -107,8 +109,16 @@ void train_ranks(const TrainCommand& c, Communicator* comm) {
       load_train_data(o.data, model_at_size(model, o.image_size), synthetic, o.seed, folder);
   for (const std::string& why : data.skipped) std::printf("skipped %s\n", why.c_str());
   const size_t budget_arena = c.memory_budget > 0 ? fit_budget(c, data.train.classes, o) : 0;
-  FRUGAL_CHECK(!comm || o.device == "cpu", "train: several ranks run on the MPI communicator, ",
-               "which reads host memory; --device ", o.device, " needs NCCL (not built)");
+  FRUGAL_CHECK(!comm || o.device != "sim", "train: several ranks need host memory (MPI) or GPU ",
+               "memory (NCCL); the simulated device has neither");
+  // On GPUs the gradients go through NCCL, bootstrapped by MPI, which keeps the host-side
+  // collectives (the start-up check, the loss) and the heartbeats.
+  std::unique_ptr<Communicator> nccl;
+  if (comm && o.device == "cuda") {
+    nccl = nccl_communicator(*comm);
+    o.host_comm = comm;
+    o.comm = nccl.get();
+  }
   Trainer t(o, data.train, data.test);
   if (o.model.starts_with(kOnnxModelPrefix))  // start from the exported weights
     load_onnx_weights(t.params(), onnx_model(o.model.substr(kOnnxModelPrefix.size())));
@@ -218,6 +228,10 @@ void train_ranks(const TrainCommand& c, Communicator* comm) {
 
 void run_train(const TrainCommand& c) {
   if (!launched_by_mpi()) return train_ranks(c, nullptr);
+  if (c.train.device == "cuda") {  // one GPU per rank on each host, before CUDA starts
+    const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+    cuda_select_device(local ? std::atoi(local) : 0);
+  }
   std::unique_ptr<Communicator> comm = mpi_communicator({.timeout_seconds = c.comm_timeout});
   if (comm->rank() != 0)  // rank 0 speaks for the job; the others only report their errors
     FRUGAL_CHECK(std::freopen("/dev/null", "w", stdout) != nullptr,

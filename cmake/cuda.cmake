@@ -82,15 +82,27 @@ endif()
 message(STATUS "frugal: CUDA ${CUDAToolkit_VERSION} (${CMAKE_CUDA_COMPILER}), cuDNN "
   "${frugal_cudnn_version} (${FRUGAL_CUDNN_LIBRARY}), architectures ${CMAKE_CUDA_ARCHITECTURES}")
 
+# --- NCCL (several GPUs), shipped with the toolkit ---------------------------------------------------
+get_filename_component(frugal_cuda_prefix "${CUDAToolkit_BIN_DIR}" DIRECTORY)
+find_path(FRUGAL_NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} "${frugal_cuda_prefix}"
+  PATH_SUFFIXES include)
+find_library(FRUGAL_NCCL_LIBRARY nccl HINTS "${CUDAToolkit_LIBRARY_DIR}" "${frugal_cuda_prefix}"
+  PATH_SUFFIXES lib64 lib)
+if(NOT FRUGAL_NCCL_INCLUDE_DIR OR NOT FRUGAL_NCCL_LIBRARY)
+  frugal_cuda_fail("NCCL (nccl.h and libnccl) was not found beside the CUDA toolkit or in the "
+    "system paths. Install NCCL or point CMAKE_PREFIX_PATH at it.")
+endif()
+message(STATUS "frugal: NCCL ${FRUGAL_NCCL_LIBRARY}")
+
 # --- the backend ------------------------------------------------------------------------------------
 # Listed, not globbed: a CPU-only fallback for the entry points may live beside them.
 set(FRUGAL_CUDA_SOURCES activation.cu affine.cu batchnorm.cu channel.cu check.cpp conv2d.cu cuda_allocator.cpp
   cuda_backend.cpp cuda_entry.cpp cudnn_handles.cpp fixed_point.cu leaky_relu.cu
-  linear.cu loss.cu memory.cu pointwise.cu pool.cu relu.cu binary.cu)
+  linear.cu loss.cu memory.cu pointwise.cu pool.cu relu.cu binary.cu nccl_communicator.cpp)
 list(TRANSFORM FRUGAL_CUDA_SOURCES PREPEND ${PROJECT_SOURCE_DIR}/cuda/)
 add_library(frugal_cuda OBJECT ${FRUGAL_CUDA_SOURCES})
 target_include_directories(frugal_cuda PRIVATE ${PROJECT_SOURCE_DIR} ${FRUGAL_CUDNN_INCLUDE_DIR}
-  ${CUDAToolkit_INCLUDE_DIRS})
+  ${FRUGAL_NCCL_INCLUDE_DIR} ${CUDAToolkit_INCLUDE_DIRS})
 target_compile_options(frugal_cuda PRIVATE $<$<COMPILE_LANGUAGE:CXX>:${FRUGAL_WARNINGS}>
   $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra>)
 set_target_properties(frugal_cuda PROPERTIES POSITION_INDEPENDENT_CODE ON
@@ -102,4 +114,4 @@ target_sources(frugal PRIVATE $<TARGET_OBJECTS:frugal_cuda>)
 # frugal was created before CUDA was enabled, so it did not pick up the default architectures.
 set_target_properties(frugal PROPERTIES CUDA_ARCHITECTURES "${CMAKE_CUDA_ARCHITECTURES}")
 target_link_libraries(frugal PRIVATE ${CUDA_cudart_LIBRARY} ${CUDA_cublas_LIBRARY}
-  ${FRUGAL_CUDNN_LIBRARY})
+  ${FRUGAL_CUDNN_LIBRARY} ${FRUGAL_NCCL_LIBRARY})

@@ -3,8 +3,11 @@
 // to report that CUDA was not built.
 #pragma once
 
+#include <memory>
+
 #include "core/allocator.h"
 #include "core/backend.h"
+#include "core/communicator.h"
 
 namespace frugal {
 
@@ -23,5 +26,12 @@ struct CudaMemoryInfo {
   size_t used() const { return total - free; }
 };
 CudaMemoryInfo cuda_memory_info();
+
+// Several ranks on GPUs: NCCL between the ranks of `bootstrap` (an MPI communicator, which
+// carries NCCL's unique id from rank 0), one GPU per rank, the current device
+// (cuda_select_device first). Throws as cuda_backend() does where CUDA was not built.
+std::unique_ptr<Communicator> nccl_communicator(Communicator& bootstrap);
+// Makes device local_rank % (devices on this host) current, before the backend is first used.
+void cuda_select_device(int local_rank);
 
 }  // namespace frugal

@@ -21,4 +21,13 @@ CudaMemoryInfo cuda_memory_info() {
   throw Error("CUDA was not built (configure with -DFRUGAL_CUDA=ON)");
 }
 
+std::unique_ptr<Communicator> nccl_communicator(Communicator&) {
+  throw Error(
+      "NCCL was not built: it comes with the CUDA backend (configure with -DFRUGAL_CUDA=ON)");
+}
+
+void cuda_select_device(int) {
+  throw Error("CUDA was not built (configure with -DFRUGAL_CUDA=ON)");
+}
+
 }  // namespace frugal

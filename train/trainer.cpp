@@ -173,7 +173,7 @@ void Trainer::check_same_setup() {
   for (unsigned char ch : setup) h = (h ^ ch) * 1099511628211ull;
   Tensor mine = Tensor::empty({1}, DType::f64), all = Tensor::empty({ranks()}, DType::f64);
   mine.data<double>()[0] = static_cast<double>(h >> 11);
-  options_.comm->all_gather(mine, all).wait();
+  host_comm().all_gather(mine, all).wait();
   std::string differ;
   for (int r = 1; r < ranks(); ++r)
     if (all.data<double>()[r] != all.data<double>()[0]) differ += " " + std::to_string(r);
@@ -207,7 +207,7 @@ StepResult Trainer::step() {
     if (!totals_sum_.defined()) totals_sum_ = Tensor::empty({2}, DType::f64);
     totals_sum_.data<double>()[0] = double(r.loss) * double(mine_.size()) / double(options_.batch);
     totals_sum_.data<double>()[1] = double(r.correct);
-    options_.comm->allreduce_sum(totals_sum_).wait();
+    host_comm().allreduce_sum(totals_sum_).wait();
     r.loss = static_cast<float>(totals_sum_.data<double>()[0]);
     r.correct = static_cast<int64_t>(totals_sum_.data<double>()[1]);
   }

@@ -67,6 +67,9 @@ struct TrainOptions {
   // (each rank's weighted by its share).
   // Loss and accuracy are the global batch's. BatchNorm's statistics are each rank's own.
   Communicator* comm = nullptr;
+  // Collectives of host memory (the start-up check, the loss) where `comm` reads device
+  // memory (NCCL): the MPI communicator that bootstrapped it. Null: comm.
+  Communicator* host_comm = nullptr;
   // Data parallel: bytes per gradient bucket (ExecutorOptions::grad_bucket_bytes; 0: auto).
   size_t bucket_bytes = 0;
   // Data parallel: ZeRO stage 0, 1 (optimizer state sharded) or 2 (and gradients
@@ -149,6 +152,9 @@ class Trainer {
 
  private:
   void check_same_setup();
+  Communicator& host_comm() const {
+    return options_.host_comm ? *options_.host_comm : *options_.comm;
+  }
 
   TrainOptions options_;
   ModelSpec model_;  // at options.image_size
