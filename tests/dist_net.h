@@ -41,6 +41,27 @@ inline Tensor rows(const Tensor& t, int64_t begin, int64_t end) {
   return out;
 }
 
+// `steps` steps on random global batches of `batch` (images like `images`' samples, labels
+// below `classes`, seeded from `seed`), this rank's slice `mine` of each, its gradients
+// weighted by its share of the batch.
+inline void train_steps(Executor& ex, OptimizerConfig opt, ChunkRange mine, int64_t batch,
+                        int steps, Value images, Value labels, Value loss, int64_t classes,
+                        uint64_t seed) {
+  ex.set_grad_scale(double(mine.size()) / double(batch));
+  Shape shape = images.shape();
+  shape[0] = batch;
+  for (int s = 0; s < steps; ++s) {
+    opt.step = s + 1;
+    ex.set_optimizer(opt);
+    const Tensor x = random_tensor(shape, seed + static_cast<uint64_t>(s), -1, 1, images.dtype());
+    const Tensor y = random_labels(batch, classes, seed + 100 + static_cast<uint64_t>(s));
+    ex.set_input(images, rows(x, mine.begin, mine.end));
+    ex.set_input(labels, rows(y, mine.begin, mine.end));
+    ex.forward();
+    ex.backward(loss);
+  }
+}
+
 // `steps` training steps on global batches of `batch` samples; comm null: one process with the
 // whole batch.
 inline DistRun dist_run(Communicator* comm, int64_t batch, OptimizerKind kind, MemoryMode memory,
@@ -69,17 +90,7 @@ inline DistRun dist_run(Communicator* comm, int64_t batch, OptimizerKind kind, M
                .grad_bucket_bytes = bucket_bytes,
                .zero = zero},
               alloc);
-  ex.set_grad_scale(double(mine.size()) / double(batch));
-  for (int s = 0; s < steps; ++s) {
-    opt.step = s + 1;
-    ex.set_optimizer(opt);
-    const Tensor images = random_tensor({batch, 3, 8, 8}, 100 + s, -1, 1, dtype);
-    const Tensor classes = random_labels(batch, 5, 200 + s);
-    ex.set_input(x, rows(images, mine.begin, mine.end));
-    ex.set_input(labels, rows(classes, mine.begin, mine.end));
-    ex.forward();
-    ex.backward(loss);
-  }
+  train_steps(ex, opt, mine, batch, steps, x, labels, loss, 5, 100);
   DistRun r;
   r.state_bytes = alloc.stats(Role::optimizer_state).current;
   ex.gather_optimizer_state();  // ZeRO: every rank's chunks of the state, for comparing
@@ -134,17 +145,7 @@ inline std::vector<Tensor> resnet_run(Communicator* comm, int64_t batch, Optimiz
                .optimizer = opt,
                .comm = comm,
                .sync_batch_norm = sync});
-  ex.set_grad_scale(double(mine.size()) / double(batch));
-  for (int s = 0; s < steps; ++s) {
-    opt.step = s + 1;
-    ex.set_optimizer(opt);
-    const Tensor images = random_tensor({batch, 3, 32, 32}, 300 + s, -1, 1, dtype);
-    const Tensor classes = random_labels(batch, 10, 400 + s);
-    ex.set_input(step.images, rows(images, mine.begin, mine.end));
-    ex.set_input(step.labels, rows(classes, mine.begin, mine.end));
-    ex.forward();
-    ex.backward(step.loss);
-  }
+  train_steps(ex, opt, mine, batch, steps, step.images, step.labels, step.loss, 10, 300);
   std::vector<Tensor> out;
   for (Parameter* p : store.all()) {
     out.push_back(clone(p->value));

@@ -95,6 +95,20 @@ void batchnorm_normalize_t(const ChannelDims& d, const T* x, const T* gamma, con
     normalize_channel(d, c, x, mean[c], inv_std[c], gamma[c], beta[c], y);
 }
 
+// dx = gamma inv_std / M (M dy - sum dy - x^ sum dy x^) over channel c, element by element
+// after the sums, so dx may alias dy.
+template <typename T>
+void channel_dx(const ChannelDims& d, int64_t c, const T* x, const T* dy, double mu, double inv,
+                double gamma, double M, double sum_dy, double sum_dy_xhat, T* dx) {
+  const double k = gamma * inv / M;
+  for (int64_t n = 0; n < d.N; ++n)
+    for (int64_t s = 0; s < d.S; ++s) {
+      const int64_t i = (n * d.C + c) * d.S + s;
+      const double xhat = (x[i] - mu) * inv;
+      dx[i] = static_cast<T>(k * (M * dy[i] - sum_dy - xhat * sum_dy_xhat));
+    }
+}
+
 // x, dy, dx (N,C,S)  gamma, mean, inv_std, dgamma, dbeta (C); with x^ = (x - mean) inv_std
 // and M = N*S values per channel (y = gamma x^ + beta, mean and var from the batch):
 //   dbeta = sum dy,  dgamma = sum dy x^,
@@ -112,14 +126,7 @@ void batchnorm_backward_t(const ChannelDims& d, const T* x, const T* dy, const T
     });
     if (dgamma) dgamma[c] = static_cast<T>(sum_dy_xhat);
     if (dbeta) dbeta[c] = static_cast<T>(sum_dy);
-    if (!dx) continue;
-    const double k = gamma[c] * inv / M;
-    for (int64_t n = 0; n < d.N; ++n)
-      for (int64_t s = 0; s < d.S; ++s) {
-        const int64_t i = (n * d.C + c) * d.S + s;
-        const double xhat = (x[i] - mu) * inv;
-        dx[i] = static_cast<T>(k * (M * dy[i] - sum_dy - xhat * sum_dy_xhat));
-      }
+    if (dx) channel_dx(d, c, x, dy, mu, inv, gamma[c], M, sum_dy, sum_dy_xhat, dx);
   }
 }
 
@@ -170,14 +177,7 @@ void batchnorm_backward_data_t(const ChannelDims& d, const T* x, const T* dy, co
 #pragma omp parallel for schedule(static)
   for (int64_t c = 0; c < d.C; ++c) {
     const double mu = mean[c], inv = inv_std[c];
-    const double sum_dy = sums[c] / scale, sum_dy_xhat = sums[d.C + c] / scale;
-    const double k = gamma[c] * inv / M;
-    for (int64_t n = 0; n < d.N; ++n)
-      for (int64_t s = 0; s < d.S; ++s) {
-        const int64_t i = (n * d.C + c) * d.S + s;
-        const double xhat = (x[i] - mu) * inv;
-        dx[i] = static_cast<T>(k * (M * dy[i] - sum_dy - xhat * sum_dy_xhat));
-      }
+    channel_dx(d, c, x, dy, mu, inv, gamma[c], M, sums[c] / scale, sums[d.C + c] / scale, dx);
   }
 }
 

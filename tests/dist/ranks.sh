@@ -29,6 +29,23 @@ rank_pid() {
   return 1
 }
 
+# Waits up to 60 s for job $1 to end; fails naming $2 if it does not. Sets `rc` and `waited`.
+wait_for_end() {
+  local job="$1" what="$2" start
+  start=$(date +%s)
+  waited=0
+  while kill -0 "$job" 2>/dev/null && ((waited < 60)); do
+    sleep 0.5
+    waited=$(($(date +%s) - start))
+  done
+  if kill -0 "$job" 2>/dev/null; then
+    kill -KILL "$job"
+    fail "the job still ran 60 s after $what"
+  fi
+  wait "$job"
+  rc=$?
+}
+
 train=(train --model small-cnn --data synthetic --batch 24 --steps 40 --threads 1
   --print-every 1000 --comm-timeout 4)
 
@@ -48,19 +65,8 @@ for _ in $(seq 600); do [[ -f "$ckpt" ]] && break; sleep 0.1; done
 [[ -f "$ckpt" ]] || fail "no checkpoint after 60 s: $(tail -5 "$work/stop.log")"
 victim=$(rank_pid 1) || fail "rank 1's process not found"
 kill -STOP "$victim"
-stopped=$(date +%s)
-waited=0
-while kill -0 "$job" 2>/dev/null && ((waited < 60)); do
-  sleep 1
-  waited=$(($(date +%s) - stopped))
-done
+wait_for_end "$job" "rank 1 stopped"
 kill -KILL "$victim" 2>/dev/null
-if kill -0 "$job" 2>/dev/null; then
-  kill -KILL "$job"
-  fail "the job still ran 60 s after rank 1 stopped"
-fi
-wait "$job"
-rc=$?
 tail -4 "$work/stop.log"
 echo "ended ${waited} s after rank 1 stopped (timeout 4 s), exit $rc"
 [[ $rc -ne 0 ]] || fail "exit 0 after a rank stopped"
@@ -84,16 +90,9 @@ job=$!
 for _ in $(seq 600); do grep -q "epoch 1/400  loss" "$work/kill.log" && break; sleep 0.1; done
 victim=$(rank_pid 2) || fail "rank 2's process not found"
 kill -KILL "$victim"
-killed=$(date +%s)
-while kill -0 "$job" 2>/dev/null && (($(date +%s) - killed < 60)); do sleep 0.5; done
-if kill -0 "$job" 2>/dev/null; then
-  kill -KILL "$job"
-  fail "the job still ran 60 s after rank 2 was killed"
-fi
-wait "$job"
-rc=$?
+wait_for_end "$job" "rank 2 was killed"
 tail -4 "$work/kill.log"
-echo "ended $(($(date +%s) - killed)) s after rank 2 was killed, exit $rc"
+echo "ended ${waited} s after rank 2 was killed, exit $rc"
 [[ $rc -ne 0 ]] || fail "exit 0 after a rank was killed"
 grep -Eq "rank 2 (with PID|has not been heard)" "$work/kill.log" || fail "nothing names rank 2"
 echo "PASS"
