@@ -38,7 +38,8 @@ RankMemory rank_memory(const MemoryOptions& options, int ranks, int zero) {
                          .rebuild_budget = o.rebuild_budget};
   LayoutOptions lo = report_layout_options(Mode::training, ro);
   if (ranks > 1)
-    lo.grad_bucket_bytes = o.bucket_bytes > 0 ? o.bucket_bytes : default_grad_bucket_bytes(*r.tape);
+    lo.grad_bucket_bytes =
+        o.bucket_bytes > 0 ? o.bucket_bytes : default_grad_bucket_bytes(*r.tape, zero);
   const Layout layout =
       memory_layout(*r.tape, Mode::training, MemoryMode::planned, backend_named(o.device), lo);
   m.arena = layout.plan.arena_bytes;

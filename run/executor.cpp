@@ -37,11 +37,11 @@ Tensor flat_part(const Tensor& t, int64_t begin, int64_t end) {
 
 }  // namespace
 
-size_t default_grad_bucket_bytes(const Tape& tape) {
+size_t default_grad_bucket_bytes(const Tape& tape, int zero) {
   size_t total = 0;
   for (const ValueNode& v : tape.values())
     if (v.param && v.param->trainable) total += v.param->meta.bytes();
-  return std::clamp<size_t>(total / 8, size_t{64} << 10, size_t{25} << 20);
+  return std::clamp<size_t>(total / (zero > 0 ? 32 : 8), size_t{64} << 10, size_t{25} << 20);
 }
 
 Executor::Executor(Tape& tape, Backend& backend, ExecutorOptions options)
@@ -76,7 +76,8 @@ Executor::Executor(Tape& tape, Backend& backend, ExecutorOptions options, Alloca
   if (opt_.comm) {
     FRUGAL_CHECK(opt_.mode == Mode::training && !opt_.forward_only,
                  "executor: a communicator sums gradients; this step has none");
-    if (opt_.grad_bucket_bytes == 0) opt_.grad_bucket_bytes = default_grad_bucket_bytes(tape_);
+    if (opt_.grad_bucket_bytes == 0)
+      opt_.grad_bucket_bytes = default_grad_bucket_bytes(tape_, opt_.zero);
     FRUGAL_CHECK(opt_.zero >= 0 && opt_.zero <= 2, "executor: ZeRO stage ", opt_.zero,
                  " is not 0, 1 or 2");
     grad_scale_ = 1.0 / opt_.comm->size();

@@ -63,7 +63,7 @@ struct ExecutorOptions {
   // backward; the updates of a bucket's parameters run once its reduction is done. Null: one
   // process. Every rank must record the same model.
   Communicator* comm = nullptr;
-  // Bytes per gradient bucket; 0: an eighth of the parameters' bytes within [64 KiB, 25 MiB].
+  // Bytes per gradient bucket; 0: default_grad_bucket_bytes(tape, zero).
   size_t grad_bucket_bytes = 0;
   // Data parallel, ZeRO: 0 every rank updates every parameter; 1 each rank holds the optimizer
   // state of, and updates, only its chunk of each bucket (chunk_of over the bucket's elements),
@@ -77,8 +77,10 @@ struct ExecutorOptions {
 };
 
 // The gradient bucket size an executor with a communicator uses when none is given: an eighth
-// of the tape's trainable parameter bytes, within [64 KiB, 25 MiB] (PyTorch DDP's cap).
-size_t default_grad_bucket_bytes(const Tape& tape);
+// of the tape's trainable parameter bytes (ZeRO 1 and 2: a 32nd, since a rank's gradients,
+// at most two buckets, then weigh against 1/N of the optimizer state), within
+// [64 KiB, 25 MiB] (PyTorch DDP's cap).
+size_t default_grad_bucket_bytes(const Tape& tape, int zero = 0);
 
 class Executor {
  public:

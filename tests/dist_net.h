@@ -62,6 +62,39 @@ inline void train_steps(Executor& ex, OptimizerConfig opt, ChunkRange mine, int6
   }
 }
 
+// What a data-parallel run left: weights, first moments (gathered from the ranks' chunks), the
+// allocator's optimizer-state bytes and the report's, the plan's gradient peak and buckets.
+inline void describe(Executor& ex, const Tape& tape, ParamStore& store, const Allocator& alloc,
+                     OptimizerKind kind, int zero, int ranks, int rank, DistRun& r) {
+  r.state_bytes = alloc.stats(Role::optimizer_state).current;
+  ex.gather_optimizer_state();  // ZeRO: every rank's chunks of the state, for comparing
+  for (Parameter* p : store.all()) {
+    r.weights.push_back(clone(p->value));
+    r.moments.push_back(p->momentum.defined() ? clone(p->momentum) : Tensor());  // stats: none
+  }
+  ex.release_gathered_state();
+  const Liveness& live = ex.liveness();
+  size_t trainable = 0;
+  for (Parameter* p : store.all()) trainable += p->trainable ? p->value.bytes() : 0;
+  r.reported_state = (kind == OptimizerKind::adamw ? 2 : 1) *
+                     (zero > 0 ? bucket_chunk_bytes(live, ranks, rank) : trainable);
+  std::vector<long long> delta(static_cast<size_t>(live.steps) + 1, 0);
+  for (const Buffer& b : live.buffers)
+    if (b.role == Role::param_grad && b.view_of < 0) {
+      delta[static_cast<size_t>(b.first)] += static_cast<long long>(b.bytes);
+      delta[static_cast<size_t>(b.last) + 1] -= static_cast<long long>(b.bytes);
+    }
+  long long live_bytes = 0;
+  for (long long d : delta)
+    r.grad_bytes = std::max(r.grad_bytes, static_cast<size_t>(live_bytes += d));
+  r.bucket_count = live.buckets.size();
+  for (size_t v = 0; v < tape.values().size(); ++v)
+    if (tape.values()[v].kind == ValueKind::param && live.grad_buffer[v] >= 0)
+      r.views = r.views && live.buffers[static_cast<size_t>(live.grad_buffer[v])].view_of >= 0;
+  r.arena_over_bound = double(ex.layout().plan.arena_bytes) /
+                       double(std::max<size_t>(ex.layout().plan.lower_bound, 1));
+}
+
 // `steps` training steps on global batches of `batch` samples; comm null: one process with the
 // whole batch.
 inline DistRun dist_run(Communicator* comm, int64_t batch, OptimizerKind kind, MemoryMode memory,
@@ -92,42 +125,16 @@ inline DistRun dist_run(Communicator* comm, int64_t batch, OptimizerKind kind, M
               alloc);
   train_steps(ex, opt, mine, batch, steps, x, labels, loss, 5, 100);
   DistRun r;
-  r.state_bytes = alloc.stats(Role::optimizer_state).current;
-  ex.gather_optimizer_state();  // ZeRO: every rank's chunks of the state, for comparing
-  for (Parameter* p : store.all()) {
-    r.weights.push_back(clone(p->value));
-    r.moments.push_back(clone(p->momentum));
-  }
-  ex.release_gathered_state();
-  const Liveness& live = ex.liveness();
-  size_t trainable = 0;
-  for (Parameter* p : store.all()) trainable += p->trainable ? p->value.bytes() : 0;
-  r.reported_state = (kind == OptimizerKind::adamw ? 2 : 1) *
-                     (zero > 0 ? bucket_chunk_bytes(live, ranks, rank) : trainable);
-  std::vector<long long> delta(static_cast<size_t>(live.steps) + 1, 0);
-  for (const Buffer& b : live.buffers)
-    if (b.role == Role::param_grad && b.view_of < 0) {
-      delta[static_cast<size_t>(b.first)] += static_cast<long long>(b.bytes);
-      delta[static_cast<size_t>(b.last) + 1] -= static_cast<long long>(b.bytes);
-    }
-  long long live_bytes = 0;
-  for (long long d : delta)
-    r.grad_bytes = std::max(r.grad_bytes, static_cast<size_t>(live_bytes += d));
-  r.bucket_count = live.buckets.size();
-  for (size_t v = 0; v < tape.values().size(); ++v)
-    if (tape.values()[v].kind == ValueKind::param && live.grad_buffer[v] >= 0)
-      r.views = r.views && live.buffers[static_cast<size_t>(live.grad_buffer[v])].view_of >= 0;
-  r.arena_over_bound = double(ex.layout().plan.arena_bytes) /
-                       double(std::max<size_t>(ex.layout().plan.lower_bound, 1));
+  describe(ex, tape, store, alloc, kind, zero, ranks, rank, r);
   return r;
 }
 
 // ResNet-20 (BatchNorm) for `steps` steps on global batches of `batch` 32x32 images; with
-// `sync`, batch norm's statistics span the ranks. Returns every parameter and running
-// statistic; with `names`, their names too.
+// `sync`, batch norm's statistics span the ranks; `zero` the ZeRO stage. Returns every
+// parameter and running statistic; with `info`, the rest of describe()'s account too.
 inline std::vector<Tensor> resnet_run(Communicator* comm, int64_t batch, OptimizerKind kind,
                                       bool sync, DType dtype = DType::f32, int steps = 5,
-                                      std::vector<std::string>* names = nullptr) {
+                                      int zero = 0, DistRun* info = nullptr) {
   const int ranks = comm ? comm->size() : 1, rank = comm ? comm->rank() : 0;
   const ChunkRange mine = chunk_of(batch, ranks, rank);
   ParamStore store(11);
@@ -138,19 +145,20 @@ inline std::vector<Tensor> resnet_run(Communicator* comm, int64_t batch, Optimiz
   // one process part by 1% within 5 steps at lr 0.05).
   OptimizerConfig opt{.lr = 0.002, .momentum = 0.9, .weight_decay = 1e-4, .kind = kind};
   if (kind == OptimizerKind::adamw) opt.lr = 2e-4;
+  CpuAllocator alloc;
   Executor ex(tape, cpu_backend(),
               {.mode = Mode::training,
                .memory = MemoryMode::planned,
                .keep = {step.loss},
                .optimizer = opt,
                .comm = comm,
-               .sync_batch_norm = sync});
+               .zero = zero,
+               .sync_batch_norm = sync},
+              alloc);
   train_steps(ex, opt, mine, batch, steps, step.images, step.labels, step.loss, 10, 300);
+  if (info) describe(ex, tape, store, alloc, kind, zero, ranks, rank, *info);
   std::vector<Tensor> out;
-  for (Parameter* p : store.all()) {
-    out.push_back(clone(p->value));
-    if (names) names->push_back(p->name);
-  }
+  for (Parameter* p : store.all()) out.push_back(clone(p->value));
   return out;
 }
 
@@ -168,8 +176,10 @@ inline double relative_difference(const std::vector<Tensor>& a, const std::vecto
 
 inline bool same_bits(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
   if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (!bitwise_equal(a[i], b[i])) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].defined() != b[i].defined()) return false;
+    if (a[i].defined() && !bitwise_equal(a[i], b[i])) return false;
+  }
   return true;
 }
 
