@@ -47,6 +47,7 @@ struct BenchOptions : ModelChoice {
   std::string data;
   FolderOptions folder;      // image_size, workers
   bool decode_only = false;  // with data: time the decode pipeline alone, no network
+  int ranks = 0;             // > 1 outside mpirun: run again under mpirun with this many
   int zero = 0;              // several ranks: ZeRO stage (ExecutorOptions::zero)
   bool sync_bn = false;      // several ranks: synchronized batch norm
 };
@@ -348,6 +349,10 @@ Action add_bench_command(CLI::App& app) {
       ->check(whole_number(0, 4096));
   c->add_option("--workers", o->folder.workers, "Image folders: decode threads (0: the cores)")
       ->check(whole_number(0, 1024));
+  c->add_option("--ranks", o->ranks,
+                "Run data parallel on this many ranks of this machine: the same command again "
+                "under mpirun --oversubscribe -np N (inside mpirun, the ranks are mpirun's)")
+      ->check(whole_number(1, 4096));
   c->add_option("--zero", o->zero,
                 "Under mpirun: ZeRO stage (1: optimizer state sharded over the ranks; 2: and "
                 "gradients reduce-scattered)")
@@ -384,6 +389,7 @@ Action add_bench_command(CLI::App& app) {
                    bytes_text(b.planned_peak).c_str());
     }
     if (o->decode_only) return run_decode_only(*o);
+    if (o->ranks > 1 && !launched_by_mpi()) relaunch_under_mpirun(o->ranks);
     if (!launched_by_mpi()) return print_result(*o, run_bench(*o, nullptr));
     // mpirun -np N frugal bench: data-parallel steps, batch split over the ranks; rank 0 reports.
     std::unique_ptr<Communicator> comm = mpi_communicator();

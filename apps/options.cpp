@@ -1,5 +1,12 @@
-// Numeric option checks shared by `frugal train` and `frugal eval`.
+// Numeric option checks shared by the commands, and --ranks' relaunch under mpirun.
 #include "apps/options.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <vector>
 
 #include "core/error.h"
 #include "recompute/budget.h"
@@ -28,6 +35,34 @@ CLI::Validator whole_number(int64_t min, int64_t max) {
         return "";
       },
       "INT " + range, "whole_number");
+}
+
+void relaunch_under_mpirun(int ranks) {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::vector<std::string> args;
+  for (std::string a; std::getline(in, a, '\0');) args.push_back(a);
+  FRUGAL_CHECK(!args.empty(), "--ranks: cannot read this command line from /proc/self/cmdline");
+  std::vector<std::string> command{"mpirun", "--oversubscribe", "-np", std::to_string(ranks),
+                                   "/proc/self/exe"};
+  char self[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  FRUGAL_CHECK(n > 0, "--ranks: cannot find this program (/proc/self/exe)");
+  command.back() = std::string(self, static_cast<size_t>(n));
+  for (size_t i = 1; i < args.size(); ++i) {
+    if (args[i] == "--ranks") {
+      ++i;  // and its value
+      continue;
+    }
+    if (args[i].rfind("--ranks=", 0) == 0) continue;
+    command.push_back(args[i]);
+  }
+  std::vector<char*> argv;
+  for (std::string& a : command) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::fflush(stdout);
+  ::execvp("mpirun", argv.data());
+  throw Error(std::string("--ranks: cannot start mpirun (") + std::strerror(errno) +
+              "); install Debian's openmpi-bin, or start the ranks yourself with mpirun -np N");
 }
 
 int capped_threads(int threads) {

@@ -24,6 +24,11 @@ CLI::Option* add_bytes_option(CLI::App* app, const std::string& name, size_t* ta
 // (more threads than cores only slows a step and grows its scratch). 0 stays 0: all cores.
 int capped_threads(int threads);
 
+// `frugal CMD --ranks N ...` outside mpirun: runs this very command line again under
+// `mpirun --oversubscribe -np N` on this machine, without --ranks, and does not return
+// (throws when mpirun cannot be started).
+[[noreturn]] void relaunch_under_mpirun(int ranks);
+
 // Bytes in MiB, for the commands' tables.
 inline double to_mib(size_t bytes) {
   return static_cast<double>(bytes) / (1024.0 * 1024.0);
