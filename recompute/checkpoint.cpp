@@ -24,7 +24,7 @@ Roles CheckpointOp::roles(Mode mode, const Backend& backend) const {
 
 void CheckpointOp::forward(const OpContext& ctx) {
   Backend& be = ctx.backend();
-  Executor& ex = body_->executor(ctx.mode(), be, ctx.scratch(), /*forward_only=*/true);
+  Executor& ex = body_->executor(ctx.mode(), be, ctx.scratch(), /*forward_only=*/true, &ctx);
   ex.set_step_seed(ctx.seed());
   ex.set_update_state(ctx.update_state());
   be.copy(ctx.input(0), ex.input(body_->input()));
@@ -35,7 +35,7 @@ void CheckpointOp::forward(const OpContext& ctx) {
 // The segment's forward again (state frozen), then its backward from dy.
 void CheckpointOp::backward(const OpContext& ctx) {
   Backend& be = ctx.backend();
-  Executor& ex = body_->executor(Mode::training, be, ctx.scratch());
+  Executor& ex = body_->executor(Mode::training, be, ctx.scratch(), false, &ctx);
   ex.set_step_seed(ctx.seed());
   ex.set_update_state(false);
   be.copy(ctx.input(0), ex.input(body_->input()));

@@ -88,7 +88,7 @@ Roles InvertibleOp::roles(Mode mode, const Backend& backend) const {
 
 void InvertibleOp::forward(const OpContext& ctx) {
   Backend& be = ctx.backend();
-  Executor& F = fw_->executor(ctx.mode(), be, ctx.scratch(), /*forward_only=*/true);
+  Executor& F = fw_->executor(ctx.mode(), be, ctx.scratch(), /*forward_only=*/true, &ctx);
   F.set_step_seed(ctx.seed());
   F.set_update_state(ctx.update_state());
   be.copy(ctx.input(0), F.input(fw_->input()));
@@ -104,10 +104,11 @@ void InvertibleOp::backward(const OpContext& ctx) {
   const Tensor& s = ctx.scratch();
   const size_t at = round_up(fw_->input().meta().bytes(), kAlign);
   Tensor x = scratch_region(s, 0, fw_->input().meta());
-  Executor& I = inv_->executor(Mode::training, be,
-                               scratch_region(s, at, inv_->arena_bytes(Mode::training, be)));
-  Executor& F = fw_->executor(Mode::training, be,
-                              scratch_region(s, at, fw_->arena_bytes(Mode::training, be)));
+  Executor& I =
+      inv_->executor(Mode::training, be,
+                     scratch_region(s, at, inv_->arena_bytes(Mode::training, be)), false, &ctx);
+  Executor& F = fw_->executor(
+      Mode::training, be, scratch_region(s, at, fw_->arena_bytes(Mode::training, be)), false, &ctx);
   for (Executor* e : {&F, &I}) {
     e->set_step_seed(ctx.seed());
     e->set_update_state(false);

@@ -90,8 +90,8 @@ void CouplingOp::forward(const OpContext& ctx) {
   Backend& be = ctx.backend();
   const Layout l = layout(ctx.mode(), be, /*forward_only=*/true);
   const Tensor& s = ctx.scratch();
-  Executor& F = F_->executor(ctx.mode(), be, scratch_region(s, l.offset(0), l.f), true);
-  Executor& G = G_->executor(ctx.mode(), be, scratch_region(s, l.offset(0), l.g), true);
+  Executor& F = F_->executor(ctx.mode(), be, scratch_region(s, l.offset(0), l.f), true, &ctx);
+  Executor& G = G_->executor(ctx.mode(), be, scratch_region(s, l.offset(0), l.g), true, &ctx);
   Tensor T1 = scratch_region(s, l.offset(1), half_), T2 = scratch_region(s, l.offset(2), half_);
   for (Executor* e : {&F, &G}) {
     e->set_step_seed(ctx.seed());
@@ -116,8 +116,8 @@ void CouplingOp::backward(const OpContext& ctx) {
   Backend& be = ctx.backend();
   const Layout l = layout(Mode::training, be);
   const Tensor& s = ctx.scratch();
-  Executor& F = F_->executor(Mode::training, be, scratch_region(s, l.offset(0), l.f));
-  Executor& G = G_->executor(Mode::training, be, scratch_region(s, l.offset(0), l.g));
+  Executor& F = F_->executor(Mode::training, be, scratch_region(s, l.offset(0), l.f), false, &ctx);
+  Executor& G = G_->executor(Mode::training, be, scratch_region(s, l.offset(0), l.g), false, &ctx);
   Tensor T1 = scratch_region(s, l.offset(1), half_), T2 = scratch_region(s, l.offset(2), half_);
   Tensor D1 = scratch_region(s, l.offset(3), half_), D2 = scratch_region(s, l.offset(4), half_);
   Tensor DF = l.df > 0 ? scratch_region(s, l.offset(5), f_out_) : Tensor();

@@ -61,11 +61,16 @@ size_t SubGraph::arena_bytes(Mode mode, const Backend& backend, bool forward_onl
   return bytes;
 }
 
-Executor& SubGraph::executor(Mode mode, Backend& backend, const Tensor& arena, bool forward_only) {
+Executor& SubGraph::executor(Mode mode, Backend& backend, const Tensor& arena, bool forward_only,
+                             const OpContext* outer) {
   auto& ex = executors_[{arena.storage().get(), arena.offset(), plan_key(mode, forward_only)}];
   if (!ex) {
     ExecutorOptions o = options(mode, out_, forward_only, recompute_);
     o.arena = arena;
+    if (outer) {
+      o.sync_bn_comm = outer->sync_comm_;
+      o.sync_bn_scale = outer->sync_scale_;
+    }
     ex = std::make_unique<Executor>(*tape_, backend, std::move(o));
   }
   return *ex;

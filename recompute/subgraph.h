@@ -35,8 +35,11 @@ class SubGraph {
   // Bytes of a planned arena for this mode (inputs included), cached per backend and mode;
   // `forward_only`: a training forward with no backward after it (ExecutorOptions).
   size_t arena_bytes(Mode mode, const Backend& backend, bool forward_only = false) const;
-  // The executor planned into `arena` (created on first use for this memory and plan).
-  Executor& executor(Mode mode, Backend& backend, const Tensor& arena, bool forward_only = false);
+  // The executor planned into `arena` (created on first use for this memory and plan); with
+  // `outer`, the context of the op that runs it, whose synchronized batch norm (data parallel,
+  // OpContext::sync_comm) the sub-graph's batch norms share.
+  Executor& executor(Mode mode, Backend& backend, const Tensor& arena, bool forward_only = false,
+                     const OpContext* outer = nullptr);
   // Op outputs the training (backward) plan rebuilds (memory/layout.h); set before planning.
   void set_recompute(Recompute r) { recompute_ = r; }
   // Adds (or, when `first`, copies) d parameter into `dw`; returns false if this sub-graph

@@ -226,8 +226,8 @@ OpContext Executor::context(int k, Pass pass) {
   c.backward_pass = backward;
   c.backend_ = &backend_;
   c.mode_ = opt_.mode;
-  c.sync_comm_ = opt_.sync_batch_norm ? opt_.comm : nullptr;
-  c.sync_scale_ = &grad_scale_;
+  c.sync_comm_ = opt_.sync_batch_norm ? opt_.comm : opt_.sync_bn_comm;
+  c.sync_scale_ = opt_.sync_batch_norm ? &grad_scale_ : opt_.sync_bn_scale;
   const int step = backward  ? layout_.live.backward_step(k)
                    : rebuild ? layout_.live.op_rebuild_step[static_cast<size_t>(k)]
                              : k;

@@ -74,6 +74,10 @@ struct ExecutorOptions {
   // Data parallel: batch norm's statistics over every rank's batch (all-reduced sums in
   // forward and backward) instead of each rank's own.
   bool sync_batch_norm = false;
+  // The same for an executor that reduces no gradients (a sub-graph run by an op of a
+  // data-parallel step): the ranks batch norm shares statistics with, and this rank's share.
+  Communicator* sync_bn_comm = nullptr;
+  const double* sync_bn_scale = nullptr;
 };
 
 // The gradient bucket size an executor with a communicator uses when none is given: an eighth

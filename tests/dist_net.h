@@ -17,6 +17,7 @@
 #include "layers/softmax_cross_entropy.h"
 #include "models/registry.h"
 #include "models/step.h"
+#include "recompute/budget.h"
 #include "run/executor.h"
 
 namespace frugal::testing {
@@ -129,18 +130,22 @@ inline DistRun dist_run(Communicator* comm, int64_t batch, OptimizerKind kind, M
   return r;
 }
 
-// ResNet-20 (BatchNorm) for `steps` steps on global batches of `batch` 32x32 images; with
+// ResNet-20 (BatchNorm; or `model`, with `checkpoint_runs`) for `steps` steps on global
+// batches of `batch` 32x32 images; with
 // `sync`, batch norm's statistics span the ranks; `zero` the ZeRO stage. Returns every
 // parameter and running statistic; with `info`, the rest of describe()'s account too.
 inline std::vector<Tensor> resnet_run(Communicator* comm, int64_t batch, OptimizerKind kind,
                                       bool sync, DType dtype = DType::f32, int steps = 5,
-                                      int zero = 0, DistRun* info = nullptr) {
+                                      int zero = 0, DistRun* info = nullptr,
+                                      const std::string& model = "resnet20",
+                                      std::vector<BlockRun> checkpoint_runs = {}) {
   const int ranks = comm ? comm->size() : 1, rank = comm ? comm->rank() : 0;
   const ChunkRange mine = chunk_of(batch, ranks, rank);
   ParamStore store(11);
   Tape tape(store, dtype);
-  const ModelStep step = record_model_step(tape, find_model("resnet20"), mine.size(),
-                                           Mode::training, ModelConfig{.classes = 10});
+  const ModelStep step =
+      record_model_step(tape, find_model(model), mine.size(), Mode::training,
+                        ModelConfig{.classes = 10, .checkpoint_runs = checkpoint_runs});
   // Small steps: ResNet-20 on random data at batch 8 amplifies rounding (f32 and f64 runs of
   // one process part by 1% within 5 steps at lr 0.05).
   OptimizerConfig opt{.lr = 0.002, .momentum = 0.9, .weight_decay = 1e-4, .kind = kind};

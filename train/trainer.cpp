@@ -119,10 +119,6 @@ Trainer::Trainer(const TrainOptions& o, const Dataset& train, const Dataset& tes
   FRUGAL_CHECK(o.batch <= train.size(), "train: batch ", o.batch, " exceeds the ", train.size(),
                " training images");
   mine_ = chunk_of(o.batch, ranks(), rank());
-  FRUGAL_CHECK(!o.sync_bn || (o.checkpoint_runs.empty() && !model_.name.starts_with("revnet")),
-               "train --sync-bn: batch norm inside checkpointed or reversible blocks runs on "
-               "a sub-graph's own executor, which does not synchronize yet; train ",
-               model_.name, " without --sync-bn or --memory-budget");
   FRUGAL_CHECK(mine_.size() >= 1, "train: a global batch of ", o.batch, " over ", ranks(),
                " ranks leaves rank ", rank(), " no sample; use --batch ", ranks(), " or more");
   set_cpu_threads(o.threads);

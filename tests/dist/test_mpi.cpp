@@ -185,6 +185,22 @@ TEST_CASE("mpi: ResNet-20 with synchronized batch norm trains as one process") {
   CHECK(relative_difference(many, one) <= 1e-4);
 }
 
+TEST_CASE("mpi: synchronized batch norm inside checkpointed and reversible blocks") {
+  // Their sub-graphs' batch norms share the ranks' statistics too (f64, 2 steps).
+  Communicator& c = *world;
+  const int64_t batch = 6;
+  for (const char* model : {"resnet20", "revnet38"}) {
+    CAPTURE(std::string(model));
+    std::vector<BlockRun> runs;
+    if (std::string(model) == "resnet20") runs = {{.begin = 1, .end = 4}, {.begin = 5, .end = 8}};
+    const std::vector<Tensor> one = resnet_run(nullptr, batch, OptimizerKind::sgd, false,
+                                               DType::f64, 2, 0, nullptr, model, runs);
+    const std::vector<Tensor> many =
+        resnet_run(&c, batch, OptimizerKind::sgd, true, DType::f64, 2, 0, nullptr, model, runs);
+    CHECK(relative_difference(many, one) <= 1e-10);
+  }
+}
+
 TEST_CASE("mpi: ZeRO 2 with AdamW: state and gradients per rank within 1/N + 5% of stage 0's") {
   // ResNet-20, default buckets: the optimizer state measured by the allocator, the gradients
   // at their planned peak (at most two buckets), against stage 0 with its own default buckets.
