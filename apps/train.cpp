@@ -149,7 +149,7 @@ void train_ranks(const TrainCommand& c, Communicator* comm) {
   std::fflush(stdout);
 
   std::ofstream log;
-  if (!c.log.empty()) {
+  if (!c.log.empty() && leader) {  // several ranks: rank 0 writes the log
     log.open(c.log, c.resume.empty() ? std::ios::trunc : std::ios::app);
     FRUGAL_CHECK(log.good(), c.log, ": cannot open the log for writing");
   }

@@ -94,5 +94,11 @@ wait_for_end "$job" "rank 2 was killed"
 tail -4 "$work/kill.log"
 echo "ended ${waited} s after rank 2 was killed, exit $rc"
 [[ $rc -ne 0 ]] || fail "exit 0 after a rank was killed"
+# Rank 0 alone writes the log: one line per epoch, epochs counted from 1 without repeats.
+python3 - "$work/kill.jsonl" <<'PY' || fail "the log of 3 ranks is not one line per epoch"
+import json, sys
+epochs = [json.loads(line)["epoch"] for line in open(sys.argv[1])]
+assert epochs and epochs == list(range(1, len(epochs) + 1)), epochs
+PY
 grep -Eq "rank 2 (with PID|has not been heard)" "$work/kill.log" || fail "nothing names rank 2"
 echo "PASS"
