@@ -47,6 +47,7 @@ std::optional<ModelConfig> recompute_config(const MemoryOptions& o) {
   ModelConfig c = stored_config(o);
   if (spec.reversible) {
     c.reversible = true;
+    c.checkpoint_rebuilds = o.recompute;  // F's and G's backward plans rebuild too
     return c;
   }
   if (spec.chain_blocks == 0 ||

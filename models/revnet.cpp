@@ -75,8 +75,9 @@ Value downsampling_unit(Value x, int64_t K, int64_t B, int64_t stride, bool firs
 // set): a reversible block, or its stored twin recorded under the scopes the block gives F and
 // G ("reversible<k>/F"), so both have the same parameters.
 Value reversible_unit(Value x, const HalfNet& half, bool reversible,
-                      const std::optional<FixedPoint>& grid) {
-  if (reversible) return reversible_block(x, half, half, {.fixed_point = grid});
+                      const std::optional<FixedPoint>& grid, Recompute rebuilds) {
+  if (reversible)
+    return reversible_block(x, half, half, {.fixed_point = grid, .rebuilds = rebuilds});
   Tape& t = x.tape();
   const int64_t c = x.shape()[1];
   Tape::Scope scope(t, t.unique_name("reversible"));
@@ -104,7 +105,7 @@ Value revnet(Value images, int depth, const ModelConfig& config, bool reversible
   // output would otherwise stay for its BN's backward; recomputing it costs little); the
   // downsampling units too when config.checkpoint_downsampling.
   auto checkpointed = [&](Value x, const SubNet& unit, bool on) {
-    return reversible && on ? checkpoint(x, unit) : unit(x);
+    return reversible && on ? checkpoint(x, unit, config.checkpoint_rebuilds) : unit(x);
   };
   Value x = checkpointed(
       images,
@@ -138,7 +139,7 @@ Value revnet(Value images, int depth, const ModelConfig& config, bool reversible
         };
         if (grid && !on_grid) x = fixed_point(x, *grid);
         on_grid = true;
-        x = reversible_unit(x, half, reversible, grid);
+        x = reversible_unit(x, half, reversible, grid, config.checkpoint_rebuilds);
       }
       first = false;
     }

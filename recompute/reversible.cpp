@@ -55,6 +55,8 @@ std::vector<TensorMeta> CouplingOp::infer(std::span<const TensorMeta> in) {
   };
   F_ = record(f_, "F", f_out_);
   G_ = record(g_, "G", half_);
+  F_->set_recompute(rebuilds_);
+  G_->set_recompute(rebuilds_);
   params_ = F_->parameters();
   for (Parameter* p : G_->parameters())
     if (std::find(params_.begin(), params_.end(), p) == params_.end()) params_.push_back(p);
@@ -220,11 +222,11 @@ Value reversible_block(Value x, HalfNet F, HalfNet G, ReversibleOptions options,
   Tape& tape = x.tape();
   if (options.fixed_point)  // a bad range or dtype fails here, at the model's line
     fixed_point_frac_bits(*options.fixed_point, tape.dtype(), "reversible");
-  return record_coupling(x,
-                         std::make_unique<ReversibleOp>(tape.params(), tape.dtype(),
-                                                        coupling_scope(tape, "reversible"),
-                                                        std::move(F), std::move(G), options),
-                         where);
+  auto op = std::make_unique<ReversibleOp>(tape.params(), tape.dtype(),
+                                           coupling_scope(tape, "reversible"), std::move(F),
+                                           std::move(G), options);
+  op->set_rebuilds(options.rebuilds);
+  return record_coupling(x, std::move(op), where);
 }
 
 }  // namespace frugal

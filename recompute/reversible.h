@@ -38,6 +38,9 @@ class CouplingOp : public Op {
   const std::vector<Parameter*>& parameters() const { return params_; }
   // "<name> '<scope>'": how errors name this block.
   std::string who() const { return name() + " '" + scope_ + "'"; }
+  // Op outputs F's and G's backward plans rebuild (SubGraph::set_recompute); set before the
+  // op is recorded.
+  void set_rebuilds(Recompute r) { rebuilds_ = r; }
 
  protected:
   // y1 = couple(x1, f) with f = F(x2), in place: x1y1 holds x1 and receives y1.
@@ -58,6 +61,7 @@ class CouplingOp : public Op {
   Layout layout(Mode mode, const Backend& backend, bool forward_only = false) const;
 
   ParamStore& store_;
+  Recompute rebuilds_ = Recompute::none;
   DType dtype_;
   std::string scope_;
   HalfNet f_, g_;
@@ -76,6 +80,9 @@ struct ReversibleOptions {
   // bitwise. The block's input must lie on the grid: fixed_point(x) before a chain's first
   // block; an input off the grid or a sum outside its range throws, naming the block.
   std::optional<FixedPoint> fixed_point;
+  // Op outputs of F and G that their backward plans rebuild instead of keeping (the step's
+  // --recompute; memory/layout.h), with the same bits.
+  Recompute rebuilds = Recompute::none;
 };
 
 // Additive coupling: y1 = x1 + F(x2), rebuilt as x1 = y1 - F(x2).
