@@ -47,6 +47,9 @@ struct Roles {
   // backward but writes them back, so they may die after forward; later backward readers of
   // that value read the rebuilt copy.
   std::vector<int> rebuilds_inputs;
+  // The rebuilt copy of input i may take output j's bytes (the op reads all of output j before
+  // it writes input i), where nothing reads output j after this backward.
+  std::vector<Alias> rebuild_aliases;
   // Op-level recomputation (training): the op's outputs can be dropped after forward and
   // rebuilt in backward, just before their first backward reader, by Op::rebuild from the
   // inputs listed here (and the op's saved tensors, which it may rewrite with the same bits).

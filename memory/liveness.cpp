@@ -457,6 +457,25 @@ class Analysis {
         taken[static_cast<size_t>(in)] = true;
       }
     }
+    // A reversible block's rebuilt input in place of its output, which dies at its backward.
+    for (int k = 0; k < L_.ops; ++k) {
+      const size_t ki = static_cast<size_t>(k);
+      const int step = L_.backward_step(k);
+      for (const Alias& a : L_.roles[ki].rebuild_aliases) {
+        const int x = ops[ki].inputs[static_cast<size_t>(a.input)];
+        const int r = L_.rebuilt_buffer[static_cast<size_t>(x)];
+        if (r < 0 || L_.rebuild_step[static_cast<size_t>(x)] != step) continue;
+        const int y = L_.value_at(ops[ki].outputs[static_cast<size_t>(a.output)], step);
+        if (y < 0) continue;
+        Buffer& by = L_.buffers[static_cast<size_t>(y)];
+        Buffer& br = L_.buffers[static_cast<size_t>(r)];
+        if (taken[static_cast<size_t>(y)] || by.last != step || by.bytes != br.bytes ||
+            br.alias_of >= 0)
+          continue;
+        br.alias_of = L_.alias_root(y);
+        taken[static_cast<size_t>(y)] = true;
+      }
+    }
     for (auto [k, i] : first_slot_) {
       const StepOp& node = ops[static_cast<size_t>(k)];
       for (const Alias& a : L_.roles[static_cast<size_t>(k)].grad_aliases) {

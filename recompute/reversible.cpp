@@ -81,6 +81,10 @@ Roles CouplingOp::roles(Mode mode, const Backend& backend) const {
   if (mode == Mode::training) {
     r.backward_reads_outputs = {0};
     r.rebuilds_inputs = {0};
+    // y and dy are copied into halves before x and dx are written: x may take y's bytes, and
+    // dx dy's.
+    r.rebuild_aliases = {{.output = 0, .input = 0}};
+    r.grad_aliases = {{.output = 0, .input = 0}};
     r.backward_scratch = layout(mode, backend).offset(6);
   }
   return r;
