@@ -138,7 +138,7 @@ BenchResult run_bench(const BenchOptions& o, Communicator* comm) {
                .rebuild_budget = o.rebuild_budget,
                .comm = comm,
                .zero = comm ? o.zero : 0,
-               .sync_batch_norm = comm && o.sync_bn});
+               .sync_bn_comm = o.sync_bn ? comm : nullptr});
   ex.set_grad_scale(double(r.local_batch) / double(o.batch));
   if (o.rebuild_budget > 0)
     std::fprintf(stderr, "memory budget %s: op outputs rebuilt in backward, planned arena %s\n",
@@ -225,7 +225,6 @@ void run_decode_only(const BenchOptions& o) {
 }
 
 void print_result(const BenchOptions& o, const BenchResult& r) {
-  const bool training = o.mode == Mode::training;
   if (o.json) {
     nlohmann::ordered_json j{{"framework", "frugal"},
                              {"model", o.model},
@@ -253,7 +252,7 @@ void print_result(const BenchOptions& o, const BenchResult& r) {
                              {"ranks", r.ranks},
                              {"zero", o.zero},
                              {"images_per_s", double(o.batch) / r.median_s}};
-    if (training) j["backward_s"] = r.backward_s;
+    if (o.mode == Mode::training) j["backward_s"] = r.backward_s;
     if (r.ranks > 1) {
       j["local_batch"] = r.local_batch;
       j["comm_wait_s"] = r.comm_wait_s;

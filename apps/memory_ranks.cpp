@@ -54,14 +54,7 @@ RankMemory rank_memory(const MemoryOptions& options, int ranks, int zero) {
     }
   const size_t tensors = o.optimizer == OptimizerKind::adamw ? 2 : 1;
   m.state = tensors * (zero > 0 ? bucket_chunk_bytes(layout.live, ranks, ranks - 1) : trainable);
-  std::vector<long long> delta(static_cast<size_t>(layout.live.steps) + 1, 0);
-  for (const Buffer& b : layout.live.buffers)
-    if (b.role == Role::param_grad && b.view_of < 0 && b.alias_of < 0) {
-      delta[static_cast<size_t>(b.first)] += static_cast<long long>(b.bytes);
-      delta[static_cast<size_t>(b.last) + 1] -= static_cast<long long>(b.bytes);
-    }
-  long long live = 0;
-  for (long long d : delta) m.grads = std::max(m.grads, static_cast<size_t>(live += d));
+  m.grads = param_grad_peak(layout.live);
   return m;
 }
 

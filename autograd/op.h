@@ -28,7 +28,7 @@ class OpContext {
   // False while a forward is recomputed: state (BatchNorm running statistics) must not be
   // updated a second time in one step.
   bool update_state() const { return update_state_; }
-  // Data parallel with synchronized batch norm (ExecutorOptions::sync_batch_norm): the ranks
+  // Data parallel with synchronized batch norm (ExecutorOptions::sync_bn_comm): the ranks
   // whose statistics are shared, else null, and the weight of this rank's loss in the global
   // one (its share of the batch).
   Communicator* sync_comm() const { return sync_comm_; }

@@ -56,8 +56,7 @@ int main(int argc, char** argv) {
     std::sort(small.begin(), small.end());
     const double steps = 2.0 * (N - 1);
     const double alpha = small[small.size() / 2] / steps;
-    const double beta =
-        std::max(medians.back() - steps * alpha, 0.0) * N / (steps * sizes.back());
+    const double beta = std::max(medians.back() - steps * alpha, 0.0) * N / (steps * sizes.back());
     std::printf("fit: alpha %.2f us per message, beta %.4f ns per byte (%.2f GB/s per link)\n",
                 1e6 * alpha, 1e9 * beta, 1.0 / beta / 1e9);
   }

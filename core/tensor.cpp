@@ -57,6 +57,13 @@ Tensor Tensor::reshape(Shape s) const {
   return Tensor(storage_, offset_, std::move(s), meta_.dtype);
 }
 
+Tensor Tensor::elements(int64_t begin, int64_t count) const {
+  FRUGAL_CHECK(begin >= 0 && count >= 0 && begin + count <= numel(), "elements: [", begin, ", ",
+               begin + count, ") is not within the ", numel(), " elements of ", meta_.shape);
+  return Tensor(storage_, offset_ + static_cast<size_t>(begin) * dtype_size(meta_.dtype),
+                Shape{count}, meta_.dtype);
+}
+
 double element_as_double(const Tensor& t, int64_t i) {
   switch (t.dtype()) {
     case DType::f32:

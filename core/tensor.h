@@ -63,6 +63,8 @@ class Tensor {
   }
   // Same bytes, another shape with the same element count.
   Tensor reshape(Shape s) const;
+  // Elements [begin, begin + count) in row-major order, as a 1-D view of the same bytes.
+  Tensor elements(int64_t begin, int64_t count) const;
 
  private:
   [[noreturn]] void throw_not_host() const;

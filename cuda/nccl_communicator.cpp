@@ -53,10 +53,6 @@ void check_device_memory(const Tensor& t, const char* what) {
                "memory; this tensor lives on ", t.device().str());
 }
 
-char* bytes_at(const Tensor& t, int64_t element) {
-  return static_cast<char*>(t.device_raw()) + static_cast<size_t>(element) * dtype_size(t.dtype());
-}
-
 class NcclCommunicator : public Communicator {
  public:
   explicit NcclCommunicator(Communicator& bootstrap)
@@ -107,10 +103,10 @@ class NcclCommunicator : public Communicator {
     check_nccl(ncclGroupStart(), "ncclGroupStart");
     for (int r = 0; r < size_; ++r) {
       const ChunkRange c = chunk_of(x.numel(), size_, r);
-      check_nccl(
-          ncclReduce(bytes_at(x, c.begin), r == rank_ ? y.device_raw() : bytes_at(x, c.begin),
-                     static_cast<size_t>(c.size()), t, op.op, r, comm_, stream_),
-          "ncclReduce");
+      void* part = x.elements(c.begin, c.size()).device_raw();
+      check_nccl(ncclReduce(part, r == rank_ ? y.device_raw() : part,
+                            static_cast<size_t>(c.size()), t, op.op, r, comm_, stream_),
+                 "ncclReduce");
     }
     check_nccl(ncclGroupEnd(), "ncclGroupEnd");
     return finish();
@@ -127,8 +123,9 @@ class NcclCommunicator : public Communicator {
     for (int r = 0; r < size_; ++r) {
       const ChunkRange c = chunk_of(y.numel(), size_, r);
       const size_t bytes = static_cast<size_t>(c.size()) * dtype_size(y.dtype());
-      check_nccl(ncclBroadcast(r == rank_ ? x.device_raw() : bytes_at(y, c.begin),
-                               bytes_at(y, c.begin), bytes, ncclUint8, r, comm_, stream_),
+      void* part = y.elements(c.begin, c.size()).device_raw();
+      check_nccl(ncclBroadcast(r == rank_ ? x.device_raw() : part, part, bytes, ncclUint8, r, comm_,
+                               stream_),
                  "ncclBroadcast");
     }
     check_nccl(ncclGroupEnd(), "ncclGroupEnd");

@@ -5,7 +5,8 @@
 // idle, sends every peer a heartbeat five times a second. A peer silent for longer than the
 // timeout fails every pending and later collective with an error naming it; destroying a
 // communicator that failed, or during an exception, aborts the job (mpirun then stops every
-// rank), so no rank waits forever on a dead or stopped one.
+// rank), so no rank waits forever on a dead or stopped one. Over 400 lines on purpose: one
+// class, whose thread alone owns MPI, the queue, the heartbeats and the collectives' state.
 #include <mpi.h>
 
 #include <algorithm>

@@ -77,13 +77,6 @@ void BatchNormOp::backward(const OpContext& ctx) {
   if (ctx.sync_comm() && dx.defined()) backward_synchronized(ctx, dx);
 }
 
-namespace {
-Tensor part(const Tensor& t, int64_t begin, int64_t n) {
-  return Tensor(t.storage(), t.offset() + static_cast<size_t>(begin) * sizeof(double), {n},
-                DType::f64);
-}
-}  // namespace
-
 // Statistics over every rank's batch: the ranks' sums of x and counts, the mean, then the
 // ranks' sums of squared deviations from it, each all-reduced (the same bits on every rank).
 void BatchNormOp::forward_synchronized(const OpContext& ctx) {
@@ -92,12 +85,12 @@ void BatchNormOp::forward_synchronized(const OpContext& ctx) {
   const int64_t C = x_.shape[1];
   if (!sums_.defined() || sums_.device() != b.device())
     sums_ = Tensor::empty({2 * C + 1}, DType::f64, Role::scratch, b.allocator());
-  Tensor sum = part(sums_, 0, C), count = part(sums_, C, 1), sq = part(sums_, C + 1, C);
+  Tensor sum = sums_.elements(0, C), count = sums_.elements(C, 1), sq = sums_.elements(C + 1, C);
   const Tensor& x = ctx.input(0);
   Tensor none;
   b.batchnorm_sums(x, none, none, none, sum);
   b.fill(count, static_cast<double>(x.numel() / C));
-  Tensor head = part(sums_, 0, C + 1);
+  Tensor head = sums_.elements(0, C + 1);
   comm.allreduce_sum(head).wait();
   global_count_ = to_host(b, count, host_count_).data<double>()[0];
   Tensor running_mean = ctx.input(3), running_var = ctx.input(4);
@@ -114,7 +107,7 @@ void BatchNormOp::forward_synchronized(const OpContext& ctx) {
 void BatchNormOp::backward_synchronized(const OpContext& ctx, Tensor& dx) {
   Backend& b = ctx.backend();
   const int64_t C = x_.shape[1];
-  Tensor sums = part(sums_, 1, 2 * C);  // after the count: not needed again this step
+  Tensor sums = sums_.elements(1, 2 * C);  // after the count: not needed again this step
   b.batchnorm_sums(ctx.input(0), ctx.saved(0), ctx.saved(1), ctx.grad_output(0), sums);
   ctx.sync_comm()->allreduce_sum(sums, ctx.sync_scale()).wait();
   b.batchnorm_backward_data(ctx.input(0), ctx.grad_output(0), ctx.input(1), ctx.saved(0),

@@ -1,11 +1,13 @@
 // Liveness analysis: buffers and their lifetimes from a step description and its ops' roles.
+// Over 400 lines on purpose: one Analysis whose passes (values, rebuilds, saved and scratch,
+// gradients, aliases) read and extend the same state; the data-parallel buckets, which only
+// read the result, live in grad_buckets.cpp.
 #include "memory/liveness.h"
-
-#include "core/communicator.h"
 
 #include <algorithm>
 
 #include "core/error.h"
+#include "memory/grad_buckets.h"
 
 namespace frugal {
 
@@ -355,66 +357,11 @@ class Analysis {
       L_.grad_buffer[v] = add(std::move(g));
       if (first_writer_op[v] < 0) L_.unwritten_grads.push_back(L_.grad_buffer[v]);
     }
-    if (opt_.grad_bucket_bytes > 0) add_buckets(min_consumer);
-  }
-
-  // Data-parallel buckets: parameter gradients in the order they become final (the backward of
-  // their earliest consumer), packed into buckets of about grad_bucket_bytes.
-  void add_buckets(const std::vector<int>& min_consumer) {
-    const auto& values = step_.values;
-    std::vector<int> params;
-    for (size_t v = 0; v < values.size(); ++v)
-      if (values[v].kind == StepValueKind::param && L_.grad_buffer[v] >= 0)
-        params.push_back(static_cast<int>(v));
-    auto ready = [&](int v) { return L_.backward_step(min_consumer[static_cast<size_t>(v)]); };
-    std::stable_sort(params.begin(), params.end(),
-                     [&](int a, int b) { return ready(a) < ready(b); });
-    const size_t align = std::max<size_t>(opt_.bucket_alignment, 1);
-    auto aligned = [&](size_t b) { return (b + align - 1) / align * align; };
-    L_.bucket_of.assign(values.size(), -1);
-    size_t bytes = 0;
-    for (int v : params) {
-      const Buffer& g = L_.buffers[static_cast<size_t>(L_.grad_buffer[static_cast<size_t>(v)])];
-      const bool start =
-          L_.buckets.empty() || bytes + g.bytes > opt_.grad_bucket_bytes ||
-          L_.buffers[static_cast<size_t>(L_.buckets.back().buffer)].meta.dtype != g.meta.dtype;
-      if (start) {
-        Buffer b = make(BufferKind::grad_bucket, Role::param_grad, g.meta);
-        b.first = g.first;
-        b.last = g.last;
-        b.label = "grad bucket " + std::to_string(L_.buckets.size());
-        GradBucket fresh;
-        fresh.buffer = add(std::move(b));
-        L_.buckets.push_back(std::move(fresh));
-        bytes = 0;
-      }
-      GradBucket& k = L_.buckets.back();
-      Buffer& b = L_.buffers[static_cast<size_t>(k.buffer)];
-      Buffer& m = L_.buffers[static_cast<size_t>(L_.grad_buffer[static_cast<size_t>(v)])];
-      m.view_of = k.buffer;
-      m.view_offset = bytes;
-      bytes = aligned(bytes + m.bytes);
-      b.bytes = bytes;
-      b.first = std::min(b.first, m.first);
-      k.params.push_back(v);
-      k.ready_step = ready(v);
-      L_.bucket_of[static_cast<size_t>(v)] = static_cast<int>(L_.buckets.size()) - 1;
-    }
-    const bool fused = opt_.optimizer && opt_.fuse_optimizer && !opt_.keep_param_grads;
-    for (size_t i = 0; i < L_.buckets.size(); ++i) {
-      GradBucket& k = L_.buckets[i];
-      Buffer& b = L_.buffers[static_cast<size_t>(k.buffer)];
-      b.meta = TensorMeta{Shape({static_cast<int64_t>(b.bytes / dtype_size(b.meta.dtype))}),
-                          b.meta.dtype};
-      k.wait_step =
-          fused && i + 1 < L_.buckets.size() ? L_.buckets[i + 1].ready_step : final_step();
-      b.last = k.wait_step;
-      for (int v : k.params) {
-        Buffer& m = L_.buffers[static_cast<size_t>(L_.grad_buffer[static_cast<size_t>(v)])];
-        if (!kept(v)) m.last = k.wait_step;
-        b.last = std::max(b.last, m.last);
-        if (opt_.optimizer) L_.update_step[static_cast<size_t>(v)] = k.wait_step;
-      }
+    if (opt_.grad_bucket_bytes > 0) {
+      std::vector<int> ready(values.size(), -1);  // where each gradient becomes final
+      for (size_t v = 0; v < values.size(); ++v)
+        if (min_consumer[v] >= 0) ready[v] = L_.backward_step(min_consumer[v]);
+      add_grad_buckets(step_, opt_, ready, L_);
     }
   }
 
@@ -508,16 +455,6 @@ class Analysis {
 
 Liveness analyze(const Step& step, const LivenessOptions& options) {
   return Analysis(step, options).run();
-}
-
-size_t bucket_chunk_bytes(const Liveness& live, int ranks, int rank) {
-  size_t bytes = 0;
-  for (const GradBucket& b : live.buckets) {
-    const Buffer& buffer = live.buffers[static_cast<size_t>(b.buffer)];
-    bytes += static_cast<size_t>(chunk_of(buffer.meta.shape.numel(), ranks, rank).size()) *
-             dtype_size(buffer.meta.dtype);
-  }
-  return bytes;
 }
 
 }  // namespace frugal

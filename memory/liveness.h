@@ -118,5 +118,7 @@ Liveness analyze(const Step& step, const LivenessOptions& options);
 // Data parallel, ZeRO: the bytes of rank `rank`'s chunks (chunk_of over each bucket's
 // elements, core/communicator.h) of one optimizer-state tensor per bucket.
 size_t bucket_chunk_bytes(const Liveness& live, int ranks, int rank);
+// The most parameter-gradient bytes live at once (buckets, or the gradients themselves).
+size_t param_grad_peak(const Liveness& live);
 
 }  // namespace frugal

@@ -2,7 +2,6 @@
 #include "run/executor.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <limits>
 
@@ -29,20 +28,7 @@ LayoutOptions layout_options(const ExecutorOptions& o, size_t alignment, bool in
   return l;
 }
 
-// Elements [begin, end) of t's storage from t's first element, as a 1-D tensor.
-Tensor flat_part(const Tensor& t, int64_t begin, int64_t end) {
-  return Tensor(t.storage(), t.offset() + static_cast<size_t>(begin) * dtype_size(t.dtype()),
-                {end - begin}, t.dtype());
-}
-
 }  // namespace
-
-size_t default_grad_bucket_bytes(const Tape& tape, int zero) {
-  size_t total = 0;
-  for (const ValueNode& v : tape.values())
-    if (v.param && v.param->trainable) total += v.param->meta.bytes();
-  return std::clamp<size_t>(total / (zero > 0 ? 32 : 8), size_t{64} << 10, size_t{25} << 20);
-}
 
 Executor::Executor(Tape& tape, Backend& backend, ExecutorOptions options)
     : Executor(tape, backend, std::move(options), backend.allocator()) {}
@@ -70,9 +56,6 @@ Executor::Executor(Tape& tape, Backend& backend, ExecutorOptions options, Alloca
                mode_name(opt_.mode), " in ", memory_mode_name(opt_.memory), " memory");
   FRUGAL_CHECK(opt_.zero == 0 || opt_.comm, "executor: ZeRO stage ", opt_.zero,
                " shards optimizer state over ranks; it needs a communicator");
-  FRUGAL_CHECK(!opt_.sync_batch_norm || opt_.comm,
-               "executor: synchronized batch norm shares statistics over ranks; it needs a "
-               "communicator");
   if (opt_.comm) {
     FRUGAL_CHECK(opt_.mode == Mode::training && !opt_.forward_only,
                  "executor: a communicator sums gradients; this step has none");
@@ -89,14 +72,6 @@ Executor::Executor(Tape& tape, Backend& backend, ExecutorOptions options, Alloca
 
 Executor::~Executor() {
   wait_buckets();
-}
-
-// Reductions still in flight (a step that threw) must finish before their memory goes.
-void Executor::wait_buckets() noexcept {
-  for (CommHandle& h : bucket_work_) try {
-      h.wait();
-    } catch (const std::exception&) {
-    }
 }
 
 size_t Executor::planned_bytes(Tape& tape, Backend& backend, const ExecutorOptions& options,
@@ -226,8 +201,8 @@ OpContext Executor::context(int k, Pass pass) {
   c.backward_pass = backward;
   c.backend_ = &backend_;
   c.mode_ = opt_.mode;
-  c.sync_comm_ = opt_.sync_batch_norm ? opt_.comm : opt_.sync_bn_comm;
-  c.sync_scale_ = opt_.sync_batch_norm ? &grad_scale_ : opt_.sync_bn_scale;
+  c.sync_comm_ = opt_.sync_bn_comm;
+  c.sync_scale_ = opt_.sync_bn_scale ? opt_.sync_bn_scale : &grad_scale_;
   const int step = backward  ? layout_.live.backward_step(k)
                    : rebuild ? layout_.live.op_rebuild_step[static_cast<size_t>(k)]
                              : k;
@@ -379,160 +354,6 @@ void Executor::run_backward_step(int k) {
   }
 }
 
-// Data-parallel: starts the reductions of the buckets whose last gradient became final at
-// `step`, then finishes those due at it and updates their parameters (in bucket order).
-void Executor::sync_buckets(int step) {
-  const auto& buckets = layout_.live.buckets;
-  for (size_t b = 0; b < buckets.size(); ++b) {
-    if (buckets[b].ready_step != step) continue;
-    Tensor& grads = buffers_[static_cast<size_t>(buckets[b].buffer)];
-    if (opt_.zero >= 2) {
-      const ChunkRange mine = chunk_of(grads.numel(), opt_.comm->size(), opt_.comm->rank());
-      Tensor part = bucket_part(b, mine.begin, mine.end);
-      bucket_work_[b] = opt_.comm->reduce_scatter_sum(grads, part, grad_scale_);
-    } else {
-      bucket_work_[b] = opt_.comm->allreduce_sum(grads, grad_scale_);
-    }
-  }
-  for (size_t b = 0; b < buckets.size(); ++b) {
-    if (buckets[b].wait_step != step) continue;
-    const auto start = std::chrono::steady_clock::now();
-    bucket_work_[b].wait();
-    comm_wait_seconds_ +=
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (opt_.zero >= 1 && opt_.optimizer) {
-      sharded_update(b);
-      continue;
-    }
-    for (int v : buckets[b].params)
-      if (layout_.live.update_step[static_cast<size_t>(v)] == step) optimizer_update(v);
-  }
-}
-
-// Elements [begin, end) of bucket b's buffer, as a 1-D tensor.
-Tensor Executor::bucket_part(size_t b, int64_t begin, int64_t end) {
-  const Tensor& t = buffers_[static_cast<size_t>(layout_.live.buckets[b].buffer)];
-  return flat_part(t, begin, end);
-}
-
-// Parameter v's first element in its bucket.
-int64_t Executor::bucket_offset(int v) const {
-  const Buffer& g =
-      layout_.live.buffers[static_cast<size_t>(layout_.live.grad_buffer[static_cast<size_t>(v)])];
-  return static_cast<int64_t>(g.view_offset / dtype_size(g.meta.dtype));
-}
-
-// ZeRO: this rank updates the parameter elements in its chunk of bucket b with its chunk of
-// the optimizer state, writes them into that chunk of the bucket, gathers every rank's chunk
-// and copies the parameters back out.
-void Executor::sharded_update(size_t b) {
-  const GradBucket& bucket = layout_.live.buckets[b];
-  Tensor& grads = buffers_[static_cast<size_t>(bucket.buffer)];
-  const ChunkRange mine = chunk_of(grads.numel(), opt_.comm->size(), opt_.comm->rank());
-  const OptimizerConfig& c = *opt_.optimizer;
-  const bool adamw = c.kind == OptimizerKind::adamw;
-  // This rank's elements of parameter v: [lo, hi) in bucket coordinates (empty if none).
-  auto overlap = [&](int v) {
-    const int64_t o = bucket_offset(v);
-    const int64_t n = tape_.values()[static_cast<size_t>(v)].param->value.numel();
-    return std::pair<int64_t, int64_t>{std::max(o, mine.begin), std::min(o + n, mine.end)};
-  };
-  if (!shard_m_[b].defined()) {  // the first update, or resumed: from the parameters' state
-    for (Tensor* t : {&shard_m_[b], &shard_v_[b]}) {
-      if (t == &shard_v_[b] && !adamw) continue;
-      *t = Tensor::empty({mine.size()}, grads.dtype(), Role::optimizer_state, alloc_);
-      backend_.fill(*t, 0.0);
-    }
-    for (int v : bucket.params) {
-      Parameter* p = tape_.values()[static_cast<size_t>(v)].param;
-      const auto [lo, hi] = overlap(v);
-      const int64_t o = bucket_offset(v);
-      if (lo < hi && p->momentum.defined()) {
-        Tensor m = flat_part(shard_m_[b], lo - mine.begin, hi - mine.begin);
-        backend_.copy(flat_part(p->momentum, lo - o, hi - o), m);
-      }
-      if (lo < hi && adamw && p->second_moment.defined()) {
-        Tensor sv = flat_part(shard_v_[b], lo - mine.begin, hi - mine.begin);
-        backend_.copy(flat_part(p->second_moment, lo - o, hi - o), sv);
-      }
-      p->momentum = Tensor();  // the state lives in the ranks' chunks from now on
-      p->second_moment = Tensor();
-    }
-  }
-  for (int v : bucket.params) {
-    const auto [lo, hi] = overlap(v);
-    if (lo >= hi) continue;
-    const int64_t o = bucket_offset(v);
-    Tensor w = flat_part(tape_.values()[static_cast<size_t>(v)].param->value, lo - o, hi - o);
-    const Tensor g = flat_part(grads, lo, hi);
-    Tensor m = flat_part(shard_m_[b], lo - mine.begin, hi - mine.begin);
-    if (adamw) {
-      Tensor sv = flat_part(shard_v_[b], lo - mine.begin, hi - mine.begin);
-      backend_.adamw_step(w, g, m, sv, c);
-    } else {
-      backend_.sgd_step(w, g, m, c);
-    }
-    Tensor into = bucket_part(b, lo, hi);
-    backend_.copy(w, into);
-  }
-  const Tensor part = bucket_part(b, mine.begin, mine.end);
-  opt_.comm->all_gather(part, grads).wait();
-  for (int v : bucket.params) {
-    Tensor& w = tape_.values()[static_cast<size_t>(v)].param->value;
-    const int64_t o = bucket_offset(v);
-    Tensor whole = flat_part(w, 0, w.numel());
-    backend_.copy(bucket_part(b, o, o + w.numel()), whole);
-  }
-}
-
-void Executor::gather_optimizer_state() {
-  if (opt_.zero < 1 || !opt_.comm) return;
-  const auto& buckets = layout_.live.buckets;
-  for (size_t b = 0; b < buckets.size(); ++b) {
-    if (!shard_m_[b].defined()) continue;  // no update yet: nothing to gather
-    const Tensor& grads = buffers_[static_cast<size_t>(buckets[b].buffer)];
-    const ChunkRange mine = chunk_of(grads.numel(), opt_.comm->size(), opt_.comm->rank());
-    for (int which = 0; which < 2; ++which) {
-      const Tensor& shard = which == 0 ? shard_m_[b] : shard_v_[b];
-      if (!shard.defined()) continue;
-      Tensor whole = Tensor::empty({grads.numel()}, grads.dtype(), Role::optimizer_state, alloc_);
-      Tensor part = flat_part(whole, mine.begin, mine.end);
-      backend_.copy(shard, part);
-      opt_.comm->all_gather(part, whole).wait();
-      for (int v : buckets[b].params) {
-        Parameter* p = tape_.values()[static_cast<size_t>(v)].param;
-        Tensor& state = which == 0 ? p->momentum : p->second_moment;
-        state = Tensor::empty(p->value.shape(), p->value.dtype(), Role::optimizer_state, alloc_);
-        const int64_t o = bucket_offset(v);
-        Tensor into = flat_part(state, 0, state.numel());
-        backend_.copy(flat_part(whole, o, o + state.numel()), into);
-      }
-    }
-  }
-}
-
-void Executor::release_gathered_state() {
-  if (opt_.zero < 1 || !opt_.comm) return;
-  for (const GradBucket& b : layout_.live.buckets)
-    for (int v : b.params) {
-      Parameter* p = tape_.values()[static_cast<size_t>(v)].param;
-      p->momentum = Tensor();
-      p->second_moment = Tensor();
-    }
-}
-
-size_t Executor::optimizer_state_bytes() const {
-  size_t bytes = 0;
-  for (const std::vector<Tensor>* shards : {&shard_m_, &shard_v_})
-    for (const Tensor& s : *shards)
-      if (s.defined()) bytes += s.bytes();
-  for (const ValueNode& v : tape_.values())
-    if (v.param)
-      for (const Tensor* s : {&v.param->momentum, &v.param->second_moment})
-        if (s->defined()) bytes += s->bytes();
-  return bytes;
-}
-
 void Executor::optimizer_update(int v) {
   if (!opt_.optimizer) return;
   Parameter* p = tape_.values()[static_cast<size_t>(v)].param;
@@ -556,62 +377,6 @@ void Executor::optimizer_update(int v) {
   FRUGAL_CHECK(bad.empty(), "check_finite: the ", adamw ? "AdamW" : "SGD", " update (lr ", c.lr,
                ") of parameter '", p->name, "' wrote ", bad, ", the first NaN or inf of step ",
                step_ + 1);
-}
-
-// "nan at element 7 [0, 1, 3] of [2, 2, 4]" for t's first NaN or +-inf, "" when t is finite.
-// The element is read through the backend (one element copied to the host).
-std::string Executor::non_finite(const Tensor& t) {
-  const int64_t i = backend_.first_non_finite(t);
-  if (i < 0) return "";
-  const size_t size = dtype_size(t.dtype());
-  Tensor one = Tensor::empty({1}, t.dtype());
-  backend_.copy_to_host(
-      Tensor(t.storage(), t.offset() + static_cast<size_t>(i) * size, {1}, t.dtype()), one);
-  const Shape& s = t.shape();
-  std::vector<int64_t> at(static_cast<size_t>(s.rank()));
-  for (int64_t r = s.rank() - 1, rest = i; r >= 0; --r) {
-    at[static_cast<size_t>(r)] = rest % s[static_cast<int>(r)];
-    rest /= s[static_cast<int>(r)];
-  }
-  const double x = element_as_double(one, 0);
-  const char* value = std::isnan(x) ? "nan" : x > 0 ? "inf" : "-inf";  // a NaN's sign is noise
-  return detail::concat(value, " at element ", i, " ", Shape(at), " of ", s);
-}
-
-void Executor::check_finite_before_forward() {
-  for (size_t v = 0; v < tape_.values().size(); ++v) {
-    const ValueNode& node = tape_.values()[v];
-    if (node.kind == ValueKind::op_output ||
-        (node.kind == ValueKind::input && layout_.live.value_buffer[v] < 0))
-      continue;
-    const std::string bad = non_finite(value(Value(&tape_, static_cast<int>(v))));
-    FRUGAL_CHECK(bad.empty(),
-                 "check_finite: ", node.kind == ValueKind::param ? "parameter '" : "input '",
-                 node.name, "' holds ", bad, " before forward (step ", step_ + 1, ")");
-  }
-}
-
-// Op k's outputs and saved tensors after its forward, or the input gradients it wrote in its
-// backward (a second contribution to a gradient is checked before it is added).
-void Executor::check_finite_after(int k, bool backward) {
-  const OpNode& node = tape_.ops()[static_cast<size_t>(k)];
-  const OpContext& c = (backward ? backward_ctx_ : forward_ctx_)[static_cast<size_t>(k)];
-  auto check = [&](const Tensor* t, const char* slot, size_t j, int v) {
-    if (t == nullptr) return;
-    const std::string bad = non_finite(*t);
-    if (bad.empty()) return;
-    throw Error(detail::concat("check_finite: op ", k, " '", names_[static_cast<size_t>(k)], "' (",
-                               node.where, ") ", backward ? "backward" : "forward", " wrote ", bad,
-                               " to ", slot, j, v >= 0 ? " ('" + tape_.value(v).name + "')" : "",
-                               ", the first NaN or inf of step ", step_ + 1));
-  };
-  if (backward) {
-    for (size_t i = 0; i < c.grad_inputs.size(); ++i)
-      check(c.grad_inputs[i], "d input ", i, node.inputs[i]);
-    return;
-  }
-  for (size_t j = 0; j < c.outputs.size(); ++j) check(c.outputs[j], "output ", j, node.outputs[j]);
-  for (size_t j = 0; j < c.saved_.size(); ++j) check(c.saved_[j], "saved tensor ", j, -1);
 }
 
 }  // namespace frugal

@@ -71,11 +71,10 @@ struct ExecutorOptions {
   // reduce-scattered (each rank receives only its chunk's sum) instead of all-reduced. The
   // weights are the same bits at every level.
   int zero = 0;
-  // Data parallel: batch norm's statistics over every rank's batch (all-reduced sums in
-  // forward and backward) instead of each rank's own.
-  bool sync_batch_norm = false;
-  // The same for an executor that reduces no gradients (a sub-graph run by an op of a
-  // data-parallel step): the ranks batch norm shares statistics with, and this rank's share.
+  // Data parallel: the ranks batch norm shares its statistics with (all-reduced sums in
+  // forward and backward; usually `comm`), else each rank's own; and this rank's share of the
+  // loss, read at each step (null: this executor's set_grad_scale; a sub-graph run by an op of
+  // a data-parallel step passes its outer executor's).
   Communicator* sync_bn_comm = nullptr;
   const double* sync_bn_scale = nullptr;
 };
@@ -161,7 +160,6 @@ class Executor {
   void optimizer_update(int value_id);
   void sync_buckets(int step);
   void sharded_update(size_t bucket);
-  Tensor bucket_part(size_t bucket, int64_t begin, int64_t end);
   int64_t bucket_offset(int value_id) const;
   bool bucketed(int value_id) const {
     const auto& of = layout_.live.bucket_of;

@@ -79,15 +79,7 @@ inline void describe(Executor& ex, const Tape& tape, ParamStore& store, const Al
   for (Parameter* p : store.all()) trainable += p->trainable ? p->value.bytes() : 0;
   r.reported_state = (kind == OptimizerKind::adamw ? 2 : 1) *
                      (zero > 0 ? bucket_chunk_bytes(live, ranks, rank) : trainable);
-  std::vector<long long> delta(static_cast<size_t>(live.steps) + 1, 0);
-  for (const Buffer& b : live.buffers)
-    if (b.role == Role::param_grad && b.view_of < 0) {
-      delta[static_cast<size_t>(b.first)] += static_cast<long long>(b.bytes);
-      delta[static_cast<size_t>(b.last) + 1] -= static_cast<long long>(b.bytes);
-    }
-  long long live_bytes = 0;
-  for (long long d : delta)
-    r.grad_bytes = std::max(r.grad_bytes, static_cast<size_t>(live_bytes += d));
+  r.grad_bytes = param_grad_peak(live);
   r.bucket_count = live.buckets.size();
   for (size_t v = 0; v < tape.values().size(); ++v)
     if (tape.values()[v].kind == ValueKind::param && live.grad_buffer[v] >= 0)
@@ -158,7 +150,7 @@ inline std::vector<Tensor> resnet_run(Communicator* comm, int64_t batch, Optimiz
                .optimizer = opt,
                .comm = comm,
                .zero = zero,
-               .sync_batch_norm = sync},
+               .sync_bn_comm = sync ? comm : nullptr},
               alloc);
   train_steps(ex, opt, mine, batch, steps, step.images, step.labels, step.loss, 10, 300);
   if (info) describe(ex, tape, store, alloc, kind, zero, ranks, rank, *info);

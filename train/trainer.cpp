@@ -144,7 +144,7 @@ Trainer::Trainer(const TrainOptions& o, const Dataset& train, const Dataset& tes
                                                    .comm = o.comm,
                                                    .grad_bucket_bytes = o.bucket_bytes,
                                                    .zero = o.comm ? o.zero : 0,
-                                                   .sync_batch_norm = o.comm && o.sync_bn});
+                                                   .sync_bn_comm = o.sync_bn ? o.comm : nullptr});
   ex_->set_grad_scale(double(mine_.size()) / double(o.batch));
   if (o.comm) check_same_setup();
   steps_per_epoch_ = train.size() / o.batch;  // the last partial batch is dropped

@@ -76,7 +76,7 @@ struct TrainOptions {
   // reduce-scattered); ExecutorOptions::zero. Checkpoints hold the whole state at any stage.
   int zero = 0;
   // Data parallel: batch norm's statistics over the global batch (ExecutorOptions::
-  // sync_batch_norm) instead of each rank's slice, inside checkpointed and reversible blocks
+  // sync_bn_comm) instead of each rank's slice, inside checkpointed and reversible blocks
   // too.
   bool sync_bn = false;
 };

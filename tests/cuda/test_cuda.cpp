@@ -17,7 +17,6 @@
 #include "core/backend.h"
 #include "core/rng.h"
 #include "cuda/cuda_entry.h"
-#include "dist/communicators.h"
 
 using namespace frugal;
 
@@ -669,33 +668,6 @@ TEST_CASE("cuda losses: log-softmax, nll, softmax cross-entropy") {
       check_close(ce, "softmax_cross_entropy loss");
       check_close(dce, "softmax_cross_entropy dx");
     }
-}
-
-TEST_CASE("nccl communicator: a group of one, on device memory") {
-  // One GPU: NCCL's collectives over one rank are the identity (and allreduce's prescale);
-  // several GPUs need several ranks (mpirun) and were not tried.
-  std::unique_ptr<Communicator> self = self_communicator();
-  std::unique_ptr<Communicator> nccl = nccl_communicator(*self);
-  CHECK(nccl->size() == 1);
-  for (DType t : kFloats) {
-    Pair x = random_pair({1001}, t, 5);
-    nccl->allreduce_sum(x.gpu, 0.5).wait();
-    const Tensor got = download(x.gpu);
-    for (int64_t i = 0; i < 1001; ++i)
-      CHECK(element_as_double(got, i) == 0.5 * element_as_double(x.cpu, i));
-    Pair y = random_pair({1001}, t, 6);
-    Pair part = empty_pair({1001}, t);
-    nccl->reduce_scatter_sum(y.gpu, part.gpu, 1.0).wait();
-    CHECK(bitwise_equal(download(part.gpu), y.cpu));
-    Pair all = empty_pair({1001}, t);
-    nccl->all_gather(y.gpu, all.gpu).wait();
-    CHECK(bitwise_equal(download(all.gpu), y.cpu));
-    nccl->broadcast(y.gpu, 0).wait();
-    CHECK(bitwise_equal(download(y.gpu), y.cpu));
-  }
-  nccl->barrier().wait();
-  Tensor host = Tensor::zeros({4}, DType::f32);
-  CHECK_THROWS_WITH(nccl->allreduce_sum(host), doctest::Contains("reads GPU memory"));
 }
 
 TEST_CASE("cuda errors name the op and the shapes") {
