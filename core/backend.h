@@ -11,6 +11,7 @@
 
 #include "core/activation.h"
 #include "core/broadcast.h"
+#include "core/copy_box.h"
 #include "core/device.h"
 #include "core/roles.h"
 #include "core/tensor.h"
@@ -197,6 +198,10 @@ class Backend {
   virtual void concat_forward(std::span<const Tensor> xs, Tensor& y) = 0;
   virtual void concat_backward(const Tensor& dy, std::span<Tensor> dxs) = 0;
 
+  // The copy g describes (core/copy_box.h), element by element, from x into y (one dtype, any;
+  // y not overlapping x): transposes, slices, splits, pads, concats on any axis.
+  virtual void strided_copy(const CopyBox& g, const Tensor& x, Tensor& y) = 0;
+
   // --- broadcast arithmetic (core/broadcast.h) ------------------------------------------------
   // y = a op b over g: y holds g.numel() elements, a and b are read through g's strides. y may
   // alias an operand with as many elements.
@@ -247,6 +252,12 @@ class Backend {
   virtual void affine_backward(const Tensor& y, const Tensor& h, const Tensor& dy, double clamp,
                                double min_scale, bool inverse, Tensor& dx, Tensor& dh, Tensor& x,
                                const std::string& who) = 0;
+
+  // --- softmax over one axis of x (any rank >= 1): y = exp(x - max) / sum exp(x - max) along
+  // `axis`, sums in f64; y may alias x. Backward from y: dx = y (dy - sum_axis dy y); dx may
+  // alias dy.
+  virtual void softmax_forward(const Tensor& x, int axis, Tensor& y) = 0;
+  virtual void softmax_backward(const Tensor& y, const Tensor& dy, int axis, Tensor& dx) = 0;
 
   // --- losses (x (N,C), labels (N) i32, loss (1)) ----------------------------------------------
   virtual void log_softmax_forward(const Tensor& x, Tensor& y) = 0;

@@ -370,4 +370,45 @@ void check_concat_forward(std::span<const Tensor> xs, const Tensor& y, const Dev
   for (const Tensor& x : xs) FRUGAL_CHECK(x.defined(), "concat: an input is undefined");
 }
 
+void check_strided_copy(const CopyBox& g, const Tensor& x, const Tensor& y, const Device& device) {
+  check_defined("strided_copy", "x", x);
+  check_defined("strided_copy", "y", y);
+  check_device("strided_copy", {&x, &y}, device);
+  FRUGAL_CHECK(x.dtype() == y.dtype(), "strided_copy: x is ", dtype_name(x.dtype()), ", y is ",
+               dtype_name(y.dtype()));
+  FRUGAL_CHECK(g.rank >= 1 && g.rank <= CopyBox::kMaxRank, "strided_copy: ", g.str(), " has rank ",
+               g.rank);
+  const auto xa = reinterpret_cast<uintptr_t>(x.device_raw());
+  const auto ya = reinterpret_cast<uintptr_t>(y.device_raw());
+  FRUGAL_CHECK(xa + x.bytes() <= ya || ya + y.bytes() <= xa || x.numel() == 0 || y.numel() == 0,
+               "strided_copy: y overlaps x");
+  int64_t x_last = g.x_offset, y_last = g.y_offset;
+  bool ok = g.x_offset >= 0 && g.y_offset >= 0;
+  for (int k = 0; k < g.rank; ++k) {
+    const auto u = static_cast<size_t>(k);
+    ok = ok && g.size[u] >= 0 && g.x_stride[u] >= 0 && g.y_stride[u] >= 0;
+    x_last += (g.size[u] - 1) * g.x_stride[u];
+    y_last += (g.size[u] - 1) * g.y_stride[u];
+  }
+  FRUGAL_CHECK(ok && (g.numel() == 0 || (x_last < x.numel() && y_last < y.numel())),
+               "strided_copy: ", g.str(), " does not fit x ", x.shape(), " and y ", y.shape());
+}
+
+AxisDims check_softmax(const char* op, const Tensor& x, const Tensor& y, const Tensor& dy, int axis,
+                       const Device& device) {
+  check_defined(op, "x", x);
+  check_defined(op, "y", y);
+  FRUGAL_CHECK(is_float(x) && axis >= 0 && axis < x.shape().rank(), op, ": x ", x.shape(), " ",
+               dtype_name(x.dtype()), " with axis ", axis, ", expected f32/f64 and an axis of x");
+  FRUGAL_CHECK(x.meta() == y.meta() && (!dy.defined() || dy.meta() == x.meta()), op, ": x ",
+               x.shape(), " ", dtype_name(x.dtype()), " and ", y.shape(), " ",
+               dtype_name(y.dtype()), dy.defined() ? " and dy " + dy.shape().str() : std::string(),
+               " must match");
+  check_device(op, {&x, &y, &dy}, device);
+  AxisDims d{1, x.shape()[axis], 1};
+  for (int k = 0; k < axis; ++k) d.outer *= x.shape()[k];
+  for (int k = axis + 1; k < x.shape().rank(); ++k) d.inner *= x.shape()[k];
+  return d;
+}
+
 }  // namespace frugal

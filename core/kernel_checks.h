@@ -30,6 +30,15 @@ void check_defined(const char* op, const char* what, const Tensor& t);
 // Dropout's probability p lies in [0, 1).
 void check_dropout_p(double p);
 
+// x and y: defined, one dtype, the box inside both (every index it reaches), y not x's memory.
+void check_strided_copy(const CopyBox& g, const Tensor& x, const Tensor& y, const Device& device);
+// Softmax: x and y (and dy) one shape and float dtype, axis inside the rank; returns the sizes
+// before, along and after the axis.
+struct AxisDims {
+  int64_t outer, C, inner;
+};
+AxisDims check_softmax(const char* op, const Tensor& x, const Tensor& y, const Tensor& dy, int axis,
+                       const Device& device);
 // a, b, y: one shape and float dtype (y may be a or b).
 void check_add(const Tensor& a, const Tensor& b, const Tensor& y, const Device& device);
 void check_subtract(const Tensor& a, const Tensor& b, const Tensor& y, const Device& device);

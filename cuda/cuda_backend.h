@@ -91,6 +91,7 @@ class CudaBackend final : public Backend {
   void add(const Tensor& a, const Tensor& b, Tensor& y) override;
   void concat_forward(std::span<const Tensor> xs, Tensor& y) override;
   void concat_backward(const Tensor& dy, std::span<Tensor> dxs) override;
+  void strided_copy(const CopyBox& g, const Tensor& x, Tensor& y) override;
 
   void activation_forward(Activation a, const Tensor& x, Tensor& y) override;
   void binary_forward(BinaryKind k, const Broadcast& g, const Tensor& a, const Tensor& b,
@@ -116,6 +117,8 @@ class CudaBackend final : public Backend {
                        const std::string& who) override;
 
   // Labels are validated on the device first; a bad one throws (one host synchronization).
+  void softmax_forward(const Tensor& x, int axis, Tensor& y) override;
+  void softmax_backward(const Tensor& y, const Tensor& dy, int axis, Tensor& dx) override;
   void log_softmax_forward(const Tensor& x, Tensor& y) override;
   void log_softmax_backward(const Tensor& dy, const Tensor& y, Tensor& dx) override;
   void nll_forward(const Tensor& logp, const Tensor& labels, Tensor& loss) override;

@@ -1,29 +1,43 @@
 // Concat forward and backward, with its roles.
 #include "layers/concat.h"
 
+#include "core/copy_box.h"
+
 namespace frugal {
 
 std::vector<TensorMeta> ConcatOp::infer(std::span<const TensorMeta> in) {
   FRUGAL_CHECK(!in.empty(), "concat: expects at least 1 input, got 0");
   const Shape& s0 = in[0].shape;
-  FRUGAL_CHECK(s0.rank() == 2 || s0.rank() == 4, "concat: input 0 ", s0,
-               " must be (N,C) or (N,C,H,W)");
+  FRUGAL_CHECK(s0.rank() >= 2 && s0.rank() <= CopyBox::kMaxRank && axis_ >= 1 && axis_ < s0.rank(),
+               "concat: axis ", axis_, " of input 0 ", s0,
+               " (ranks 2 to 6, axes 1 to rank-1: the batch axis is not joined)");
   FRUGAL_CHECK(in[0].dtype == DType::f32 || in[0].dtype == DType::f64,
                "concat: inputs must be f32 or f64, got ", dtype_name(in[0].dtype));
+  const int a = static_cast<int>(axis_);
   Shape y = s0;
   for (size_t i = 1; i < in.size(); ++i) {
     const Shape& s = in[i].shape;
-    const bool fits = s.rank() == s0.rank() && s[0] == s0[0] &&
-                      (s.rank() == 2 || (s[2] == s0[2] && s[3] == s0[3]));
+    bool fits = s.rank() == s0.rank();
+    for (int k = 0; fits && k < s.rank(); ++k) fits = k == a || s[k] == s0[k];
     FRUGAL_CHECK(fits, "concat: input ", i, " ", s, " does not match input 0 ", s0,
-                 " (all but dim 1 must be equal)");
+                 " (all but dim ", a, " must be equal)");
     FRUGAL_CHECK(in[i].dtype == in[0].dtype, "concat: input ", i, " is ", dtype_name(in[i].dtype),
                  ", input 0 is ", dtype_name(in[0].dtype));
-    y[1] += s[1];
+    y[a] += s[a];
   }
   xs_.assign(in.begin(), in.end());
   y_ = {y, in[0].dtype};
   return {y_};
+}
+
+bool ConcatOp::channels() const {
+  return axis_ == 1 && (y_.shape.rank() == 2 || y_.shape.rank() == 4);
+}
+
+std::vector<int64_t> ConcatOp::shift(size_t i) const {
+  std::vector<int64_t> s(static_cast<size_t>(y_.shape.rank()), 0);
+  for (size_t j = 0; j < i; ++j) s[static_cast<size_t>(axis_)] -= xs_[j].shape[int(axis_)];
+  return s;
 }
 
 Roles ConcatOp::roles(Mode mode, const Backend&) const {
@@ -34,8 +48,14 @@ Roles ConcatOp::roles(Mode mode, const Backend&) const {
   return r;
 }
 
-// y[:, offset_i : offset_i + Ci] = x_i
+// y[:, offset_i : offset_i + Ci] = x_i (along the axis)
 void ConcatOp::forward(const OpContext& ctx) {
+  if (!channels()) {
+    for (size_t i = 0; i < xs_.size(); ++i)
+      ctx.backend().strided_copy(shifted_box(xs_[i].shape, y_.shape, shift(i)),
+                                 ctx.input(static_cast<int>(i)), ctx.output(0));
+    return;
+  }
   std::vector<Tensor> xs;
   for (size_t i = 0; i < xs_.size(); ++i) xs.push_back(ctx.input(static_cast<int>(i)));
   ctx.backend().concat_forward(xs, ctx.output(0));
@@ -44,6 +64,17 @@ void ConcatOp::forward(const OpContext& ctx) {
 // dx_i = dy[:, offset_i : offset_i + Ci]; inputs needing no gradient pass a shaped, undefined
 // tensor so the kernel still knows their offset.
 void ConcatOp::backward(const OpContext& ctx) {
+  if (!channels()) {
+    for (size_t i = 0; i < xs_.size(); ++i) {
+      const int k = static_cast<int>(i);
+      if (!ctx.needs_grad_input(k)) continue;
+      std::vector<int64_t> back = shift(i);
+      for (int64_t& v : back) v = -v;
+      ctx.backend().strided_copy(shifted_box(y_.shape, xs_[i].shape, back), ctx.grad_output(0),
+                                 ctx.grad_input(k));
+    }
+    return;
+  }
   std::vector<Tensor> dxs;
   for (size_t i = 0; i < xs_.size(); ++i) {
     const int k = static_cast<int>(i);
@@ -54,9 +85,13 @@ void ConcatOp::backward(const OpContext& ctx) {
 }
 
 Value concat(std::vector<Value> xs, std::source_location where) {
+  return concat(std::move(xs), 1, where);
+}
+
+Value concat(std::vector<Value> xs, int64_t axis, std::source_location where) {
   FRUGAL_CHECK(!xs.empty(), source_line(where), ": concat: expects at least 1 input, got 0");
   Tape& tape = xs[0].tape();
-  return tape.record(std::make_unique<ConcatOp>(), std::move(xs), where)[0];
+  return tape.record(std::make_unique<ConcatOp>(axis), std::move(xs), where)[0];
 }
 
 }  // namespace frugal

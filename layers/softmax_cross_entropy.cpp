@@ -2,6 +2,8 @@
 #include "layers/softmax_cross_entropy.h"
 
 #include "layers/nll_loss.h"
+#include "layers/reshape.h"
+#include "layers/transpose.h"
 
 namespace frugal {
 
@@ -30,6 +32,17 @@ void SoftmaxCrossEntropyOp::backward(const OpContext& ctx) {
 Value softmax_cross_entropy(Value logits, Value labels, std::source_location where) {
   return logits.tape().record(std::make_unique<SoftmaxCrossEntropyOp>(), {logits, labels},
                               where)[0];
+}
+
+Value pixel_cross_entropy(Value logits, Value labels, std::source_location where) {
+  const Shape& x = logits.shape();
+  const Shape& l = labels.shape();
+  FRUGAL_CHECK(x.rank() == 4 && l.rank() == 3 && l[0] == x[0] && l[1] == x[2] && l[2] == x[3],
+               source_line(where), ": pixel_cross_entropy: logits ", x, " and labels ", l,
+               ", expected (N,K,H,W) and (N,H,W)");
+  const int64_t pixels = x[0] * x[2] * x[3];
+  Value rows = reshape(transpose(logits, {0, 2, 3, 1}, where), Shape{pixels, x[1]}, where);
+  return softmax_cross_entropy(rows, reshape(labels, Shape{pixels}, where), where);
 }
 
 }  // namespace frugal

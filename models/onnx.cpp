@@ -6,6 +6,7 @@
 #include "models/onnx.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <map>
 #include <set>
@@ -43,8 +44,9 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
   const onnx::GraphProto& g = m.graph();
   OnnxReader r{path};
   auto graph = std::make_shared<OnnxGraph>();
-  std::map<std::string, std::vector<int64_t>> int_constants;
+  std::map<std::string, std::vector<int64_t>>& int_constants = graph->int_constants;
   std::map<std::string, Tensor> float_constants;
+  std::set<std::string> int_values;  // integer values computed while recording
   for (const onnx::TensorProto& t : g.initializer()) {
     std::vector<int64_t> ints;
     Tensor v = r.tensor(t, &ints);
@@ -94,7 +96,8 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
     if (i >= n.input_size() || n.input(i).empty())
       r.fail(n, "input " + std::to_string(i) + " is missing");
     const std::string name = canon(n.input(i));
-    if (!defined.count(name) && !int_constants.count(name) && !float_constants.count(name))
+    if (!defined.count(name) && !int_constants.count(name) && !float_constants.count(name) &&
+        !int_values.count(name))
       r.fail(n, "input '" + n.input(i) +
                     "' is not produced before this node (graph not in topological order?)");
     return name;
@@ -126,11 +129,28 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
     if (t.shape().rank() == 0) t = t.reshape(Shape{1});
     return name;
   };
+  auto is_int = [&](const std::string& name) {
+    return int_constants.count(name) > 0 || int_values.count(name) > 0;
+  };
   auto activation_input = [&](const onnx::NodeProto& n) -> std::string {
     const std::string x = need(n, 0);
-    if (graph->initializers.count(x))
+    if (graph->initializers.count(x) || float_constants.count(x))
       r.fail(n, "input 0 is a constant; frugal imports ops over activations");
+    if (is_int(x))
+      r.fail(n, "input 0 is an integer (shape) value; frugal imports this op over activations");
     return x;
+  };
+  // An integer operand (a shape, indices, pads): a constant or a value computed from shapes.
+  auto int_input = [&](const onnx::NodeProto& n, int i) -> std::string {
+    const std::string name = need(n, i);
+    if (!is_int(name))
+      r.fail(n, "input " + std::to_string(i) + " ('" + name +
+                    "') must be an int64 constant or "
+                    "shape value");
+    return name;
+  };
+  auto optional_int_input = [&](const onnx::NodeProto& n, int i) -> std::string {
+    return i < n.input_size() && !n.input(i).empty() ? int_input(n, i) : std::string();
   };
   auto scalar = [&](const onnx::NodeProto& n, int i, double fallback) -> double {
     if (i >= n.input_size() || n.input(i).empty()) return fallback;
@@ -268,14 +288,66 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       if (r.get_int(n, "axis", 1) != 1) r.fail(n, "only axis 1 is imported");
       o.inputs = {activation_input(n)};
     } else if (op == "Reshape") {
-      o.kind = Kind::flatten;
-      const std::string s = need(n, 1);
-      auto it = int_constants.find(s);
-      if (it == int_constants.end() || it->second.size() != 2 || it->second[1] == 0 ||
-          it->second[1] < -1)
-        r.fail(n, "only a constant shape (N, F) or (N, -1) is imported (a flatten)");
-      o.flatten_features = it->second[1];
+      // A constant target is written at the export's batch size: its first entry stands for the
+      // batch, whatever the batch is when recording. A computed one is exact.
+      o.kind = Kind::reshape;
       o.inputs = {activation_input(n)};
+      o.int_inputs = {int_input(n, 1)};
+      o.allow_zero = r.get_int(n, "allowzero", 0) != 0;
+    } else if (op == "Transpose") {
+      o.kind = Kind::transpose;
+      o.ints = r.get_ints(n, "perm");
+      o.inputs = {activation_input(n)};
+    } else if (op == "Softmax") {
+      o.kind = Kind::softmax;
+      o.legacy = opset < 13;
+      o.axis = r.get_int(n, "axis", o.legacy ? 1 : -1);
+      o.inputs = {activation_input(n)};
+    } else if (op == "Split") {
+      o.kind = Kind::split;
+      o.axis = r.get_int(n, "axis", 0);
+      for (int i = 0; i < n.output_size(); ++i) {
+        if (n.output(i).empty()) r.fail(n, "output " + std::to_string(i) + " has no name");
+        o.outputs.push_back(n.output(i));
+      }
+      o.ints = r.get_ints(n, "split");  // opsets 11 and 12
+      if (const std::string sizes = optional_int_input(n, 1); !sizes.empty())
+        o.int_inputs = {sizes};
+      o.inputs = {activation_input(n)};
+    } else if (op == "Slice") {
+      o.kind = is_int(need(n, 0)) ? Kind::int_slice : Kind::slice;
+      if (o.kind == Kind::int_slice)
+        o.int_inputs = {int_input(n, 0)};
+      else
+        o.inputs = {activation_input(n)};
+      for (int i = 1; i < 5; ++i) {
+        const std::string v = i < 3 ? int_input(n, i) : optional_int_input(n, i);
+        if (v.empty()) break;
+        o.int_inputs.push_back(v);
+      }
+    } else if (op == "Shape") {
+      o.kind = Kind::shape_of;
+      o.ints = {r.get_int(n, "start", 0), r.get_int(n, "end", INT64_MAX)};
+      o.inputs = {activation_input(n)};
+    } else if (op == "Gather") {
+      if (!is_int(need(n, 0)))
+        r.fail(n, "only a Gather from an integer shape value is imported (not over activations)");
+      if (r.get_int(n, "axis", 0) != 0) r.fail(n, "only axis 0 is imported");
+      o.kind = Kind::int_gather;
+      o.int_inputs = {int_input(n, 0), int_input(n, 1)};
+    } else if ((op == "Unsqueeze" || op == "Squeeze" || op == "Cast") && is_int(need(n, 0))) {
+      if (op == "Cast" && r.get_int(n, "to", 0) != onnx::TensorProto::INT64 &&
+          r.get_int(n, "to", 0) != onnx::TensorProto::INT32)
+        r.fail(n, "a Cast of an integer shape value to a non-integer type is not imported");
+      o.kind = Kind::int_identity;
+      o.int_inputs = {int_input(n, 0)};
+    } else if ((op == "Add" || op == "Sub" || op == "Mul" || op == "Div") && is_int(need(n, 0))) {
+      o.kind = Kind::int_binary;
+      o.binary = op == "Add"   ? BinaryKind::add
+                 : op == "Sub" ? BinaryKind::sub
+                 : op == "Mul" ? BinaryKind::mul
+                               : BinaryKind::div;
+      o.int_inputs = {int_input(n, 0), int_input(n, 1)};
     } else if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
       o.kind = Kind::binary;
       o.binary = op == "Add"   ? BinaryKind::add
@@ -286,9 +358,15 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       if (graph->initializers.count(o.inputs[0]) && graph->initializers.count(o.inputs[1]))
         r.fail(n, "both inputs are constants (fold them before exporting)");
     } else if (op == "Concat") {
-      o.kind = Kind::concat;
-      if (r.get_int(n, "axis", 0) != 1) r.fail(n, "only axis 1 (channels) is imported");
-      for (int i = 0; i < n.input_size(); ++i) o.inputs.push_back(need(n, i));
+      o.axis = r.get_int(n, "axis", 0);
+      if (n.input_size() >= 1 && is_int(need(n, 0))) {
+        if (o.axis != 0) r.fail(n, "integer values are joined on axis 0 only");
+        o.kind = Kind::int_concat;
+        for (int i = 0; i < n.input_size(); ++i) o.int_inputs.push_back(int_input(n, i));
+      } else {
+        o.kind = Kind::concat;
+        for (int i = 0; i < n.input_size(); ++i) o.inputs.push_back(need(n, i));
+      }
     } else if (op == "Relu") {
       o.kind = Kind::relu;
       o.inputs = {activation_input(n)};
@@ -319,7 +397,8 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       o.inputs = {activation_input(n)};
     } else if (op == "Dropout" || op == "Identity") {
       const std::string x = need(n, 0);
-      if (graph->initializers.count(x) || int_constants.count(x) || float_constants.count(x)) {
+      if (graph->initializers.count(x) || int_constants.count(x) || float_constants.count(x) ||
+          int_values.count(x)) {
         alias[o.output] = x;  // another name for a weight or constant
         continue;
       }
@@ -338,22 +417,24 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
         }
       }
     } else if (op == "Pad") {
-      // PyTorch writes a Pad of zeros before some pools (DenseNet's transitions): folded.
-      const auto pads = int_constants.find(need(n, 1));
-      if (r.get_string(n, "mode", "constant") != "constant" || pads == int_constants.end() ||
-          std::any_of(pads->second.begin(), pads->second.end(), [](int64_t p) { return p != 0; }))
-        r.fail(n, "only a Pad of zeros on every side is imported yet (folded)");
-      o.kind = Kind::identity;
+      const std::string mode = r.get_string(n, "mode", "constant");
+      if (mode != "constant") r.fail(n, "mode " + mode + " is not imported (only constant)");
+      o.kind = Kind::pad;
+      o.pad_value = scalar(n, 2, 0.0);
+      if (n.input_size() > 3 && !n.input(3).empty()) r.fail(n, "the axes input is not imported");
+      o.int_inputs = {int_input(n, 1)};
       o.inputs = {activation_input(n)};
     } else {
       r.fail(n,
-             "op not imported yet; frugal imports Conv, BatchNormalization, Gemm, MaxPool, "
-             "AveragePool, GlobalAveragePool, ReduceMean, Flatten, Reshape, Add, Sub, Mul, Div, "
-             "Concat, "
-             "Relu, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish, Clip, Dropout, Identity, "
-             "Constant, Pad (of zeros)");
+             "op not imported yet; frugal imports Conv, ConvTranspose, BatchNormalization, Gemm, "
+             "MaxPool, AveragePool, GlobalAveragePool, ReduceMean, Flatten, Reshape, Transpose, "
+             "Split, Slice, Pad, Concat, Softmax, Resize, Add, Sub, Mul, Div, Relu, LeakyRelu, "
+             "Sigmoid, Tanh, HardSigmoid, HardSwish, Clip, Dropout, Identity, Constant, and "
+             "Shape, Gather, Unsqueeze, Squeeze, Cast over integer shape values");
     }
-    defined.insert(o.output);
+    const bool integer = o.kind >= Kind::shape_of;
+    if (o.outputs.empty()) o.outputs = {o.output};
+    for (const std::string& out : o.outputs) (integer ? int_values : defined).insert(out);
     graph->nodes.push_back(std::move(o));
   }
   graph->output = canon(graph->output);

@@ -31,7 +31,22 @@ enum class OnnxKind {
   leaky_relu,
   activation,
   identity,
-  dropout,  // a training-mode export's Dropout; alpha holds the ratio
+  dropout,    // a training-mode export's Dropout; alpha holds the ratio
+  transpose,  // ints: perm (empty: reversed)
+  reshape,    // int_inputs[0]: the target shape
+  slice,      // int_inputs: starts, ends[, axes[, steps]]
+  split,      // outputs; int_inputs[0] (or ints): sizes, else equal parts
+  pad,        // int_inputs[0]: pads (begins, then ends); pad_value
+  softmax,    // axis; legacy: opset < 13's flattening form
+  // Integer shape arithmetic (torch.onnx.export's dynamic batch: Shape -> Gather -> Unsqueeze
+  // -> Concat -> Reshape), evaluated while recording, when every shape is known. Values are
+  // flat int64 vectors (a scalar is one element).
+  shape_of,      // inputs[0]: an activation; ints: {start, end} of its shape
+  int_gather,    // int_inputs: data, indices
+  int_slice,     // int_inputs: data, starts, ends[, axes]
+  int_concat,    // int_inputs: the parts
+  int_identity,  // Unsqueeze, Squeeze, Cast of an integer value: int_inputs[0]
+  int_binary,    // int_inputs: a, b (binary: Add, Sub, Mul, Div truncating)
 };
 
 struct OnnxNode {
@@ -49,8 +64,15 @@ struct OnnxNode {
   double eps = 1e-5, momentum = 0.1, alpha = 0;
   Activation activation = Activation::sigmoid;
   BinaryKind binary = BinaryKind::add;
-  int64_t flatten_features = -1;  // Reshape to (N, F): F, or -1
-  bool squeeze = false;           // a ReduceMean without keepdims: the pool flattened
+  int64_t flatten_features = -1;        // Reshape to (N, F): F, or -1
+  bool squeeze = false;                 // a ReduceMean without keepdims: the pool flattened
+  std::vector<int64_t> ints;            // transpose's perm, split's sizes, shape_of's range
+  std::vector<std::string> int_inputs;  // integer operands, read while recording
+  std::vector<std::string> outputs;     // split: every output (`output` is the first)
+  int64_t axis = 1;                     // concat, split, softmax (negative: from the end)
+  double pad_value = 0;
+  bool legacy = false;      // softmax of opset < 13
+  bool allow_zero = false;  // reshape's allowzero
 };
 
 struct OnnxGraph {
@@ -59,6 +81,7 @@ struct OnnxGraph {
   std::map<std::string, TensorMeta> metas;     // every initializer's shape and dtype
   bool weights_dropped = false;                // load_onnx(path, keep_weights = false)
   std::map<std::string, bool> params;          // initializer -> trainable, for those ops read
+  std::map<std::string, std::vector<int64_t>> int_constants;  // int64 initializers, Constants
   std::string input, output;
 };
 

@@ -1,8 +1,10 @@
 // ONNX import, recording: a checked graph (models/onnx_graph.h) onto a tape, the file's weights
 // into the store, and the registry entry per file.
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <sstream>
 
 #include "core/error.h"
 #include "layers/activation.h"
@@ -18,7 +20,13 @@
 #include "layers/leaky_relu.h"
 #include "layers/linear.h"
 #include "layers/maxpool2d.h"
+#include "layers/pad.h"
 #include "layers/relu.h"
+#include "layers/reshape.h"
+#include "layers/slice.h"
+#include "layers/softmax.h"
+#include "layers/split.h"
+#include "layers/transpose.h"
 #include "layers/upsample2d.h"
 #include "models/onnx.h"
 #include "models/onnx_graph.h"
@@ -27,10 +35,135 @@ namespace frugal {
 
 using Kind = OnnxKind;
 
+namespace {
+
+using Ints = std::vector<int64_t>;
+
+std::string str(const Ints& v) {
+  std::ostringstream os;
+  os << "(";
+  for (size_t i = 0; i < v.size(); ++i) os << (i ? "," : "") << v[i];
+  os << ")";
+  return os.str();
+}
+
+// An axis of a rank-`rank` value, negative counting from the end.
+int64_t axis_of(int64_t axis, int rank) {
+  FRUGAL_CHECK(axis >= -rank && axis < rank, "axis ", axis, " is outside a rank-", rank, " value");
+  return axis < 0 ? axis + rank : axis;
+}
+
+// ONNX's Slice bounds on an extent `dim`: negative from the end, clamped into [0, dim].
+std::pair<int64_t, int64_t> slice_range(int64_t start, int64_t end, int64_t dim) {
+  auto clamp = [&](int64_t v) {
+    if (v < 0) v = v < -dim ? 0 : v + dim;
+    return std::min(v, dim);
+  };
+  return {clamp(start), clamp(end)};
+}
+
+// Integer shape arithmetic, evaluated now that every shape is known.
+Ints eval_int(const OnnxNode& n, const std::map<std::string, Ints>& ints,
+              const std::map<std::string, Value>& env) {
+  auto in = [&](size_t i) -> const Ints& { return ints.at(n.int_inputs.at(i)); };
+  switch (n.kind) {
+    case Kind::shape_of: {
+      const Ints& d = env.at(n.inputs[0]).shape().dims();
+      const auto rank = static_cast<int64_t>(d.size());
+      const auto [b, e] = slice_range(n.ints[0], n.ints[1], rank);
+      return b < e ? Ints(d.begin() + b, d.begin() + e) : Ints{};
+    }
+    case Kind::int_gather: {
+      Ints out;
+      const auto size = static_cast<int64_t>(in(0).size());
+      for (int64_t i : in(1)) {
+        FRUGAL_CHECK(i >= -size && i < size, "index ", i, " outside ", str(in(0)));
+        out.push_back(in(0)[static_cast<size_t>(i < 0 ? i + size : i)]);
+      }
+      return out;
+    }
+    case Kind::int_slice: {
+      FRUGAL_CHECK(in(1).size() == 1 && in(2).size() == 1 &&
+                       (n.int_inputs.size() < 4 || in(3) == Ints{0} || in(3) == Ints{-1}) &&
+                       (n.int_inputs.size() < 5 || in(4) == Ints{1}),
+                   "only a slice of one axis with step 1 is imported on integer values");
+      const auto [b, e] = slice_range(in(1)[0], in(2)[0], static_cast<int64_t>(in(0).size()));
+      return b < e ? Ints(in(0).begin() + b, in(0).begin() + e) : Ints{};
+    }
+    case Kind::int_concat: {
+      Ints out;
+      for (size_t i = 0; i < n.int_inputs.size(); ++i)
+        out.insert(out.end(), in(i).begin(), in(i).end());
+      return out;
+    }
+    case Kind::int_identity:
+      return in(0);
+    case Kind::int_binary: {
+      const Ints &a = in(0), &b = in(1);
+      FRUGAL_CHECK(a.size() == b.size() || a.size() == 1 || b.size() == 1, "operands ", str(a),
+                   " and ", str(b), " do not broadcast");
+      Ints out(std::max(a.size(), b.size()));
+      for (size_t i = 0; i < out.size(); ++i) {
+        const int64_t x = a[a.size() == 1 ? 0 : i], y = b[b.size() == 1 ? 0 : i];
+        switch (n.binary) {
+          case BinaryKind::add:
+            out[i] = x + y;
+            break;
+          case BinaryKind::sub:
+            out[i] = x - y;
+            break;
+          case BinaryKind::mul:
+            out[i] = x * y;
+            break;
+          case BinaryKind::div:
+            FRUGAL_CHECK(y != 0, "integer division by zero");
+            out[i] = x / y;
+            break;
+        }
+      }
+      return out;
+    }
+    default:
+      throw Error("not an integer op");
+  }
+}
+
+// Slice of an activation: one SliceOp per axis that is cut (the batch axis only whole).
+Value record_slice(const OnnxNode& n, const std::map<std::string, Ints>& ints, Value x) {
+  auto in = [&](size_t i) -> const Ints& { return ints.at(n.int_inputs.at(i)); };
+  const Ints &starts = in(0), &ends = in(1);
+  const int rank = x.shape().rank();
+  Ints axes;
+  if (n.int_inputs.size() > 2) {
+    axes = in(2);
+  } else {
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  }
+  FRUGAL_CHECK(starts.size() == ends.size() && axes.size() == starts.size(), "starts ", str(starts),
+               ", ends ", str(ends), " and axes ", str(axes), " differ in length");
+  if (n.int_inputs.size() > 3)
+    for (int64_t step : in(3))
+      FRUGAL_CHECK(step == 1, "steps ", str(in(3)), ": only step 1 is imported");
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const int64_t a = axis_of(axes[i], rank);
+    const int64_t dim = x.shape()[static_cast<int>(a)];
+    const auto [b, e] = slice_range(starts[i], ends[i], dim);
+    if (b == 0 && e == dim) continue;
+    FRUGAL_CHECK(a != 0, "slicing the batch axis is not imported");
+    FRUGAL_CHECK(b < e, "slice [", starts[i], ", ", ends[i], ") of axis ", a, " of ", x.shape(),
+                 " is empty");
+    x = slice(x, a, b, e);
+  }
+  return x;
+}
+
+}  // namespace
+
 Value record_onnx(const OnnxModel& model, Value images) {
   const OnnxGraph& g = *model.graph;
   Tape& tape = images.tape();
   std::map<std::string, Value> env{{g.input, images}};
+  std::map<std::string, Ints> ints = g.int_constants;
   auto value = [&](const std::string& name) -> Value {
     if (auto it = env.find(name); it != env.end()) return it->second;
     auto p = g.params.find(name);
@@ -42,10 +175,14 @@ Value record_onnx(const OnnxModel& model, Value images) {
   };
   for (const OnnxNode& n : g.nodes) {
     std::vector<Value> in;
-    for (const std::string& s : n.inputs) in.push_back(value(s));
     const auto where = std::source_location::current();
     Value y;
     try {
+      for (const std::string& s : n.inputs) in.push_back(value(s));
+      if (n.kind >= Kind::shape_of) {
+        ints[n.output] = eval_int(n, ints, env);
+        continue;
+      }
       switch (n.kind) {
         case Kind::conv: {
           const Shape& w = in[1].shape();
@@ -114,9 +251,6 @@ Value record_onnx(const OnnxModel& model, Value images) {
                   ? add(in[0], in[1])
                   : binary(n.binary, in[0], in[1]);
           break;
-        case Kind::concat:
-          y = concat(in);
-          break;
         case Kind::relu:
           y = relu(in[0]);
           break;
@@ -132,6 +266,71 @@ Value record_onnx(const OnnxModel& model, Value images) {
         case Kind::identity:
           y = in[0];
           break;
+        case Kind::transpose: {
+          Ints perm = n.ints;
+          if (perm.empty())
+            for (int k = in[0].shape().rank() - 1; k >= 0; --k) perm.push_back(k);
+          y = transpose(in[0], perm);
+          break;
+        }
+        case Kind::reshape: {
+          Ints target = ints.at(n.int_inputs[0]);
+          // A constant target holds the export's batch first: it stands for the batch.
+          if (g.int_constants.count(n.int_inputs[0]) && !target.empty() && target[0] > 0)
+            target[0] = in[0].shape()[0];
+          const Shape to = resolve_reshape(in[0].shape(), target, n.allow_zero);
+          FRUGAL_CHECK(to.rank() >= 1 && to[0] == in[0].shape()[0], "reshape of ", in[0].shape(),
+                       " to ", to, " moves the batch axis; frugal imports reshapes that keep it");
+          y = to == in[0].shape() ? in[0] : reshape(in[0], to);
+          break;
+        }
+        case Kind::softmax: {
+          const int rank = in[0].shape().rank();
+          const int64_t a = axis_of(n.axis, rank);
+          FRUGAL_CHECK(!n.legacy || a == rank - 1 || rank == 2, "opset < 13 Softmax over axis ", a,
+                       " of ", in[0].shape(),
+                       " flattens the axes after it; only the last axis is imported");
+          y = softmax(in[0], a);
+          break;
+        }
+        case Kind::concat:
+          y = in.size() == 1 ? in[0] : concat(in, axis_of(n.axis, in[0].shape().rank()));
+          break;
+        case Kind::slice:
+          y = record_slice(n, ints, in[0]);
+          break;
+        case Kind::pad: {
+          const Ints& pads = ints.at(n.int_inputs[0]);
+          const int rank = in[0].shape().rank();
+          FRUGAL_CHECK(static_cast<int>(pads.size()) == 2 * rank, "pads ", str(pads), " for ",
+                       in[0].shape(), ": expected ", 2 * rank, " values");
+          PadOptions o{.before = Ints(pads.begin(), pads.begin() + rank),
+                       .after = Ints(pads.begin() + rank, pads.end()),
+                       .value = n.pad_value};
+          const bool none = std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; });
+          y = none ? in[0] : pad(in[0], o);
+          break;
+        }
+        case Kind::split: {
+          const int rank = in[0].shape().rank();
+          const int64_t a = axis_of(n.axis, rank);
+          const int64_t dim = in[0].shape()[static_cast<int>(a)];
+          Ints sizes = n.int_inputs.empty() ? n.ints : ints.at(n.int_inputs[0]);
+          const auto parts = static_cast<int64_t>(n.outputs.size());
+          if (sizes.empty()) {
+            FRUGAL_CHECK(dim % parts == 0, "axis ", a, " of ", in[0].shape(),
+                         " does not split into ", parts, " equal parts");
+            sizes.assign(static_cast<size_t>(parts), dim / parts);
+          }
+          FRUGAL_CHECK(static_cast<int64_t>(sizes.size()) == parts, str(sizes), " sizes for ",
+                       parts, " outputs");
+          const std::vector<Value> ys = split(in[0], a, sizes);
+          for (size_t i = 1; i < ys.size(); ++i) env[n.outputs[i]] = ys[i];
+          y = ys[0];
+          break;
+        }
+        default:
+          throw Error("unexpected op kind");
       }
     } catch (const Error& e) {
       throw Error(model.path + ": node '" + n.name + "' (" + n.op_type + "): " + e.what());

@@ -241,6 +241,75 @@ def unet_net():
     return model("unet_net", n, i, [2, 8, 8], 3, opset=13)
 
 
+def shuffle_net():
+    """ShuffleNet's moves with a dynamic batch, as torch.onnx.export writes them: the channel
+    shuffle's target shape computed from Shape, Gather, Div, Cast, Unsqueeze and Concat, a 5-D
+    Reshape and Transpose; Split with sizes; Slice with ends taken from a shape and a negative
+    start; an asymmetric constant Pad of 0.25; Concat along the height; Softmax over the
+    channels; opset 15."""
+    n, i = [], []
+
+    def const(name, values):
+        n.append(helper.make_node("Constant", [], [name], name=name,
+                                  value=numpy_helper.from_array(np.array(values, np.int64))))
+
+    i += [weight("c1.weight", 8, 2, 3, 3), weight("c1.bias", 8)]
+    n.append(helper.make_node("Conv", ["x", "c1.weight", "c1.bias"], ["a"], name="c1",
+                              kernel_shape=[3, 3], pads=[1, 1, 1, 1]))
+    n.append(helper.make_node("Relu", ["a"], ["a1"], name="relu1"))
+    # channel shuffle: (N, 2, C/2, H, W) -> swap -> (N, C, H, W), shapes from Shape
+    n.append(helper.make_node("Shape", ["a1"], ["s"], name="shape"))
+    for k in range(4):
+        const(f"k{k}", k)
+        n.append(helper.make_node("Gather", ["s", f"k{k}"], [f"g{k}"], name=f"gather{k}", axis=0))
+    const("two", 2)
+    n.append(helper.make_node("Div", ["g1", "two"], ["half"], name="div"))
+    n.append(helper.make_node("Cast", ["half"], ["half64"], name="cast", to=TensorProto.INT64))
+    const("ax0", [0])
+    for k, v in (("n", "g0"), ("c", "half64"), ("h", "g2"), ("w", "g3")):
+        n.append(helper.make_node("Unsqueeze", [v, "ax0"], [f"u{k}"], name=f"unsq_{k}"))
+    const("groups", [2])
+    const("minus1", [-1])
+    n.append(helper.make_node("Concat", ["un", "groups", "uc", "uh", "uw"], ["shape5"],
+                              name="shape5", axis=0))
+    n.append(helper.make_node("Reshape", ["a1", "shape5"], ["r5"], name="view5"))
+    n.append(helper.make_node("Transpose", ["r5"], ["t5"], name="swap", perm=[0, 2, 1, 3, 4]))
+    n.append(helper.make_node("Concat", ["un", "minus1", "uh", "uw"], ["shape4"], name="shape4",
+                              axis=0))
+    n.append(helper.make_node("Reshape", ["t5", "shape4"], ["sh"], name="view4"))
+    # split into 3 + 5 channels; slice the first part's rows [1, H) with H from the shape,
+    # and the second part's last two columns
+    const("sizes", [3, 5])
+    n.append(helper.make_node("Split", ["sh", "sizes"], ["p0", "p1"], name="split", axis=1))
+    n.append(helper.make_node("Shape", ["p0"], ["s0"], name="shape_p0"))
+    const("k2b", [2])
+    n.append(helper.make_node("Gather", ["s0", "k2b"], ["hend"], name="gather_h", axis=0))
+    const("one", [1])
+    n.append(helper.make_node("Slice", ["p0", "one", "hend", "k2b"], ["q0"], name="slice_rows"))
+    const("neg2", [-2])
+    const("big", [1000])
+    const("ax3", [3])
+    n.append(helper.make_node("Slice", ["p1", "neg2", "big", "ax3"], ["q1"], name="slice_cols"))
+    # pad q0 (N,3,H-1,W) to (N,3,H,W+1) with 0.25; q1 (N,5,H,2) cropped/padded to (N,5,H,W+1)
+    const("pads0", [0, 0, 1, 0, 0, 0, 0, 1])
+    i += [numpy_helper.from_array(np.array(0.25, np.float32), "quarter")]
+    n.append(helper.make_node("Pad", ["q0", "pads0", "quarter"], ["v0"], name="pad0"))
+    const("pads1", [0, 0, 0, 0, 0, 0, 0, 7])
+    n.append(helper.make_node("Pad", ["q1", "pads1"], ["v1"], name="pad1"))
+    n.append(helper.make_node("Concat", ["v0", "v1"], ["cat"], name="cat_channels", axis=1))
+    const("zero", [0])
+    const("ax2", [2])
+    n.append(helper.make_node("Slice", ["cat", "zero", "one", "ax2"], ["top"], name="top_row"))
+    n.append(helper.make_node("Concat", ["cat", "top"], ["tall"], name="cat_rows", axis=-2))
+    n.append(helper.make_node("Softmax", ["tall"], ["sm"], name="softmax", axis=1))
+    n.append(helper.make_node("GlobalAveragePool", ["sm"], ["gap"], name="gap"))
+    n.append(helper.make_node("Flatten", ["gap"], ["flat"], name="flatten", axis=1))
+    i += [weight("fc.weight", 4, 8), weight("fc.bias", 4)]
+    n.append(helper.make_node("Gemm", ["flat", "fc.weight", "fc.bias"], ["y"], name="fc",
+                              transB=1))
+    return model("shuffle_net", n, i, [2, 8, 8], 4, opset=15)
+
+
 def write(m, out):
     name = m.graph.name
     if name == "train_net":
@@ -264,6 +333,7 @@ def main(out):
     write(mobile_net(), out)
     write(train_net(), out)
     write(unet_net(), out)
+    write(shuffle_net(), out)
 
 
 def torchvision_models(out, only=()):
@@ -283,7 +353,8 @@ def torchvision_models(out, only=()):
              ("vgg11_bn", torchvision.models.vgg11_bn, 224, 17, False),
              ("mobilenet_v2", torchvision.models.mobilenet_v2, 64, 13, True),
              ("efficientnet_b0", torchvision.models.efficientnet_b0, 64, 13, True),
-             ("densenet121", torchvision.models.densenet121, 64, 13, True)]
+             ("densenet121", torchvision.models.densenet121, 64, 13, True),
+             ("shufflenet_v2_x1_0", torchvision.models.shufflenet_v2_x1_0, 64, 15, True)]
     for name, make, side, opset, calibrate in cases:
         if only and name not in only:
             continue

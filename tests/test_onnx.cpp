@@ -98,7 +98,8 @@ onnx::AttributeProto* attribute(onnx::NodeProto* n, const std::string& name) {
 }  // namespace
 
 TEST_CASE("onnx: imported models give ONNX's reference outputs") {
-  for (const char* name : {"residual_net", "reshape_net", "mobile_net", "unet_net"}) {
+  for (const char* name :
+       {"residual_net", "reshape_net", "mobile_net", "unet_net", "shuffle_net"}) {
     CAPTURE(name);
     const OnnxModel m = load_onnx((onnx_data() / (std::string(name) + ".onnx")).string());
     const std::vector<float> io = read_floats(onnx_data() / (std::string(name) + ".io"));
@@ -122,7 +123,8 @@ TEST_CASE("onnx: imported models give ONNX's reference outputs") {
 }
 
 TEST_CASE("onnx: training an imported model is bitwise equal planned and baseline") {
-  for (const char* name : {"residual_net", "reshape_net", "mobile_net", "train_net", "unet_net"}) {
+  for (const char* name :
+       {"residual_net", "reshape_net", "mobile_net", "train_net", "unet_net", "shuffle_net"}) {
     CAPTURE(name);
     const OnnxModel m = load_onnx((onnx_data() / (std::string(name) + ".onnx")).string());
     const std::vector<Tensor> base = onnx_train(m, MemoryMode::baseline);
@@ -224,8 +226,8 @@ TEST_CASE("onnx: bad files, unsupported ops and attributes are errors naming wha
   }
   {
     onnx::ModelProto m = tiny();
-    m.mutable_graph()->mutable_node(0)->set_op_type("Softmax");
-    CHECK(error_for(m).starts_with("m.onnx: node 'conv' (Softmax): op not imported yet;"));
+    m.mutable_graph()->mutable_node(0)->set_op_type("Einsum");
+    CHECK(error_for(m).starts_with("m.onnx: node 'conv' (Einsum): op not imported yet;"));
   }
   {
     onnx::ModelProto m = tiny();
@@ -291,6 +293,39 @@ TEST_CASE("onnx: bad files, unsupported ops and attributes are errors naming wha
     CHECK(error_for(rounded) ==
           "m.onnx: node 'resize' (Resize): coordinate_transformation_mode asymmetric with "
           "nearest_mode round_prefer_ceil is not imported (asymmetric with floor, or half_pixel)");
+  }
+  {  // The data movement of shuffle_net: what is not imported names the node and the reason.
+    onnx::ModelProto m;
+    std::ifstream in(onnx_data() / "shuffle_net.onnx", std::ios::binary);
+    REQUIRE(m.ParseFromIstream(&in));
+    onnx::ModelProto reflect = m, gather = m, stepped = m, batch = m, legacy = m;
+    for (auto& n : *reflect.mutable_graph()->mutable_node())
+      if (n.name() == "pad0") {
+        attribute(&n, "mode")->set_type(onnx::AttributeProto::STRING);
+        attribute(&n, "mode")->set_s("reflect");
+      }
+    CHECK(error_for(reflect) ==
+          "m.onnx: node 'pad0' (Pad): mode reflect is not imported (only constant)");
+    for (auto& n : *gather.mutable_graph()->mutable_node())
+      if (n.name() == "gather0") n.set_input(0, "a1");
+    CHECK(error_for(gather) ==
+          "m.onnx: node 'gather0' (Gather): only a Gather from an integer shape value is "
+          "imported (not over activations)");
+    for (auto& n : *stepped.mutable_graph()->mutable_node())
+      if (n.name() == "slice_cols") n.add_input("groups");  // steps (2)
+    CHECK(error_for(stepped) ==
+          "m.onnx: node 'slice_cols' (Slice): steps (2): only step 1 is imported");
+    for (auto& n : *batch.mutable_graph()->mutable_node())
+      if (n.name() == "shape4") n.set_input(0, "minus1"), n.set_input(1, "un");  // (-1, N, H, W)
+    CHECK(
+        error_for(batch).starts_with("m.onnx: node 'view4' (Reshape): reshape of [1,4,2,8,8] "
+                                     "to [8,1,8,8] moves the batch axis"));
+    legacy.mutable_opset_import(0)->set_version(12);
+    for (auto& n : *legacy.mutable_graph()->mutable_node())
+      if (n.name() == "split") n.mutable_input()->RemoveLast();  // sizes: equal halves below
+    CHECK(error_for(legacy) ==
+          "m.onnx: node 'softmax' (Softmax): opset < 13 Softmax over axis 1 of [1,8,9,9] "
+          "flattens the axes after it; only the last axis is imported");
   }
   {
     onnx::ModelProto m = tiny();

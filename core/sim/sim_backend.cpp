@@ -268,6 +268,21 @@ void SimBackend::concat_backward(const Tensor& dy, std::span<Tensor> dxs) {
   cpu_.concat_backward(view(dy), view.span(dxs));
 }
 
+void SimBackend::strided_copy(const CopyBox& g, const Tensor& x, Tensor& y) {
+  Views view(alloc_, "strided_copy");
+  cpu_.strided_copy(g, view(x), view(y));
+}
+
+void SimBackend::softmax_forward(const Tensor& x, int axis, Tensor& y) {
+  Views view(alloc_, "softmax_forward");
+  cpu_.softmax_forward(view(x), axis, view(y));
+}
+
+void SimBackend::softmax_backward(const Tensor& y, const Tensor& dy, int axis, Tensor& dx) {
+  Views view(alloc_, "softmax_backward");
+  cpu_.softmax_backward(view(y), view(dy), axis, view(dx));
+}
+
 void SimBackend::leaky_relu_forward(const Tensor& x, double slope, Tensor& y, Tensor& mask) {
   Views view(alloc_, "leaky_relu_forward");
   cpu_.leaky_relu_forward(view(x), slope, view(y), view(mask));

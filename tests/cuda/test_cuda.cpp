@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "core/copy_box.h"
 #include "core/rng.h"
 #include "cuda/cuda_entry.h"
 
@@ -642,6 +643,36 @@ TEST_CASE("cuda concat: forward and backward, undefined parts skipped") {
     check_equal(da, "concat dx 0");
     check_equal(dc, "concat dx 2");
     check_equal({a.cpu, da.gpu}, "concat round trip");
+  }
+}
+
+TEST_CASE("cuda strided copy and softmax: transposes, slices, pads; softmax on any axis") {
+  for (DType t : kFloats) {
+    Pair x = random_pair({2, 3, 4, 5}, t, 63, -3, 3);
+    const std::vector<int64_t> perm{0, 2, 3, 1};
+    Pair y = empty_pair(permuted_shape(x.cpu.shape(), perm), t);
+    on_both([&](Backend& be, auto side) {
+      be.strided_copy(permute_box(x.cpu.shape(), perm), side(x), side(y));
+    });
+    check_equal(y, "transpose");
+    Pair p = empty_pair({2, 3, 7, 4}, t);
+    on_both([&](Backend& be, auto side) {
+      be.fill(side(p), 0.5);
+      be.strided_copy(
+          shifted_box(Shape{2, 3, 4, 5}, Shape{2, 3, 7, 4}, std::vector<int64_t>{0, 0, -2, 1}),
+          side(x), side(p));
+    });
+    check_equal(p, "pad and crop");
+    for (int axis : {1, 3}) {
+      Pair s = empty_pair(x.cpu.shape(), t), dy = random_pair(x.cpu.shape(), t, 64);
+      Pair dx = empty_pair(x.cpu.shape(), t);
+      on_both([&](Backend& be, auto side) {
+        be.softmax_forward(side(x), axis, side(s));
+        be.softmax_backward(side(s), side(dy), axis, side(dx));
+      });
+      check_close(s, "softmax y");
+      check_close(dx, "softmax dx");
+    }
   }
 }
 

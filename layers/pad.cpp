@@ -1,0 +1,72 @@
+// Pad forward and backward, with its roles.
+#include "layers/pad.h"
+
+#include <cmath>
+
+#include "core/copy_box.h"
+
+namespace frugal {
+
+std::vector<TensorMeta> PadOp::infer(std::span<const TensorMeta> in) {
+  FRUGAL_CHECK(in.size() == 1, "pad: expects 1 input, got ", in.size());
+  FRUGAL_CHECK(in[0].dtype == DType::f32 || in[0].dtype == DType::f64,
+               "pad: input must be f32 or f64, got ", dtype_name(in[0].dtype));
+  const Shape& s = in[0].shape;
+  FRUGAL_CHECK(s.rank() >= 1 && s.rank() <= CopyBox::kMaxRank &&
+                   static_cast<int>(o_.before.size()) == s.rank() &&
+                   static_cast<int>(o_.after.size()) == s.rank(),
+               "pad: ", o_.before.size(), " and ", o_.after.size(), " amounts for x ", s,
+               " (one per axis before and after, ranks 1 to 6)");
+  FRUGAL_CHECK(std::isfinite(o_.value), "pad: the value ", o_.value, " is not finite");
+  FRUGAL_CHECK(o_.before[0] == 0 && o_.after[0] == 0, "pad: the batch axis of x ", s,
+               " is not padded");
+  y_ = in[0];
+  for (int k = 0; k < s.rank(); ++k) {
+    const auto u = static_cast<size_t>(k);
+    const int64_t n = s[k] + o_.before[u] + o_.after[u];
+    FRUGAL_CHECK(o_.before[u] >= -s[k] && o_.after[u] >= -s[k] && n >= 1 &&
+                     std::abs(o_.before[u]) <= (int64_t{1} << 30) &&
+                     std::abs(o_.after[u]) <= (int64_t{1} << 30),
+                 "pad: axis ", k, " of x ", s, " padded by ", o_.before[u], " and ", o_.after[u],
+                 " leaves ", n, " (must be >= 1)");
+    y_.shape[k] = n;
+  }
+  x_ = in[0];
+  return {y_};
+}
+
+std::vector<int64_t> PadOp::shift() const {
+  std::vector<int64_t> s = o_.before;
+  for (int64_t& v : s) v = -v;
+  return s;
+}
+
+Roles PadOp::roles(Mode mode, const Backend&) const {
+  Roles r;
+  rebuild_by_forward(r, mode, {0}, static_cast<double>(x_.bytes()), y_, 0);
+  return r;
+}
+
+// y = value everywhere, then x where it lands.
+void PadOp::forward(const OpContext& ctx) {
+  Tensor& y = ctx.output(0);
+  ctx.backend().fill(y, o_.value);
+  ctx.backend().strided_copy(shifted_box(x_.shape, y_.shape, shift()), ctx.input(0), y);
+}
+
+// dx = dy where x landed; 0 where x was cropped away.
+void PadOp::backward(const OpContext& ctx) {
+  if (!ctx.needs_grad_input(0)) return;
+  Tensor& dx = ctx.grad_input(0);
+  bool crops = false;
+  for (size_t k = 0; k < o_.before.size(); ++k)
+    crops = crops || o_.before[k] < 0 || o_.after[k] < 0;
+  if (crops) ctx.backend().fill(dx, 0.0);
+  ctx.backend().strided_copy(shifted_box(y_.shape, x_.shape, o_.before), ctx.grad_output(0), dx);
+}
+
+Value pad(Value x, PadOptions o, std::source_location where) {
+  return x.tape().record(std::make_unique<PadOp>(std::move(o)), {x}, where)[0];
+}
+
+}  // namespace frugal
