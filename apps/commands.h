@@ -18,5 +18,6 @@ Action add_bench_command(CLI::App& app);
 Action add_export_command(CLI::App& app);
 Action add_predict_command(CLI::App& app);
 Action add_plot_command(CLI::App& app);
+Action add_segment_command(CLI::App& app);
 
 }  // namespace frugal

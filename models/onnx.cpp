@@ -44,7 +44,7 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
   const onnx::GraphProto& g = m.graph();
   OnnxReader r{path};
   auto graph = std::make_shared<OnnxGraph>();
-  std::map<std::string, std::vector<int64_t>>& int_constants = graph->int_constants;
+  std::map<std::string, IntTensor>& int_constants = graph->int_constants;
   std::map<std::string, Tensor> float_constants;
   std::set<std::string> int_values;  // integer values computed while recording
   for (const onnx::TensorProto& t : g.initializer()) {
@@ -53,7 +53,7 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
     if (v.defined())
       graph->initializers[t.name()] = v;
     else
-      int_constants[t.name()] = ints;
+      int_constants[t.name()] = IntTensor{{t.dims().begin(), t.dims().end()}, ints};
   }
   // The image input: the one graph input that is not an initializer.
   OnnxModel model;
@@ -149,6 +149,11 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
                     "shape value");
     return name;
   };
+  auto activation_input_at = [&](const onnx::NodeProto& n, int i) -> std::string {
+    const std::string x = need(n, i);
+    if (is_int(x)) r.fail(n, "input " + std::to_string(i) + " is an integer (shape) value");
+    return x;
+  };
   auto optional_int_input = [&](const onnx::NodeProto& n, int i) -> std::string {
     return i < n.input_size() && !n.input(i).empty() ? int_input(n, i) : std::string();
   };
@@ -181,7 +186,7 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       if (t.defined())
         float_constants[o.output] = t;
       else
-        int_constants[o.output] = ints;
+        int_constants[o.output] = IntTensor{{v->t().dims().begin(), v->t().dims().end()}, ints};
       continue;  // folded: read by the nodes that take constants
     }
     if (op == "Conv") {
@@ -235,10 +240,10 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       if (o.scale_h == 0) {
         const std::string s = input(3);
         auto it = int_constants.find(s);
-        if (s.empty() || it == int_constants.end() || it->second.size() != 4 || it->second[2] < 1 ||
-            it->second[3] < 1)
+        if (s.empty() || it == int_constants.end() || it->second.values.size() != 4 ||
+            it->second.values[2] < 1 || it->second.values[3] < 1)
           r.fail(n, "needs constant scales or sizes (N, C, H, W)");
-        o.size_h = it->second[2], o.size_w = it->second[3];
+        o.size_h = it->second.values[2], o.size_w = it->second.values[3];
       }
       o.inputs = {activation_input(n)};
     } else if (op == "BatchNormalization") {
@@ -287,14 +292,14 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       o.kind = Kind::flatten;
       if (r.get_int(n, "axis", 1) != 1) r.fail(n, "only axis 1 is imported");
       o.inputs = {activation_input(n)};
-    } else if (op == "Reshape") {
+    } else if (op == "Reshape" && !is_int(need(n, 0))) {
       // A constant target is written at the export's batch size: its first entry stands for the
       // batch, whatever the batch is when recording. A computed one is exact.
       o.kind = Kind::reshape;
       o.inputs = {activation_input(n)};
       o.int_inputs = {int_input(n, 1)};
       o.allow_zero = r.get_int(n, "allowzero", 0) != 0;
-    } else if (op == "Transpose") {
+    } else if (op == "Transpose" && !is_int(need(n, 0))) {
       o.kind = Kind::transpose;
       o.ints = r.get_ints(n, "perm");
       o.inputs = {activation_input(n)};
@@ -314,40 +319,85 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       if (const std::string sizes = optional_int_input(n, 1); !sizes.empty())
         o.int_inputs = {sizes};
       o.inputs = {activation_input(n)};
-    } else if (op == "Slice") {
-      o.kind = is_int(need(n, 0)) ? Kind::int_slice : Kind::slice;
-      if (o.kind == Kind::int_slice)
-        o.int_inputs = {int_input(n, 0)};
-      else
-        o.inputs = {activation_input(n)};
+    } else if (op == "Slice" && !is_int(need(n, 0))) {
+      o.kind = Kind::slice;
+      o.inputs = {activation_input(n)};
       for (int i = 1; i < 5; ++i) {
         const std::string v = i < 3 ? int_input(n, i) : optional_int_input(n, i);
         if (v.empty()) break;
         o.int_inputs.push_back(v);
       }
-    } else if (op == "Shape") {
-      o.kind = Kind::shape_of;
-      o.ints = {r.get_int(n, "start", 0), r.get_int(n, "end", INT64_MAX)};
-      o.inputs = {activation_input(n)};
+    } else if (op == "Shape" || op == "ConstantOfShape" ||
+               ((op == "Gather" || op == "Unsqueeze" || op == "Squeeze" || op == "Cast" ||
+                 op == "Concat" || op == "Add" || op == "Sub" || op == "Mul" || op == "Div" ||
+                 op == "Reshape" || op == "Slice" || op == "Transpose") &&
+                is_int(need(n, 0)))) {
+      // Integer shape arithmetic: evaluated while recording (models/onnx_ints.h).
+      o.kind = Kind::integer;
+      IntNode& k = o.int_node;
+      auto all_ints = [&](int from) {
+        for (int i = from; i < n.input_size(); ++i)
+          if (!n.input(i).empty()) k.ints.push_back(int_input(n, i));
+      };
+      if (op == "Shape") {
+        k.op = IntOp::shape_of;
+        k.attrs = {r.get_int(n, "start", 0), r.get_int(n, "end", INT64_MAX)};
+        if (is_int(need(n, 0)))
+          k.ints = {int_input(n, 0)};
+        else
+          o.inputs = {activation_input(n)};
+      } else if (op == "ConstantOfShape") {
+        k.op = IntOp::constant_of_shape;
+        k.ints = {int_input(n, 0)};
+        int64_t value = 0;
+        if (const onnx::AttributeProto* v = r.attr(n, "value")) {
+          std::vector<int64_t> ints;
+          if (v->type() != onnx::AttributeProto::TENSOR || r.tensor(v->t(), &ints).defined() ||
+              ints.size() != 1)
+            r.fail(n, "only an int64 value is imported (shape arithmetic)");
+          value = ints[0];
+        }
+        k.attrs = {value};
+      } else if (op == "Gather") {
+        k.op = IntOp::gather;
+        k.attrs = {r.get_int(n, "axis", 0)};
+        all_ints(0);
+      } else if (op == "Unsqueeze" || op == "Squeeze") {
+        k.op = op == "Unsqueeze" ? IntOp::unsqueeze : IntOp::squeeze;
+        k.attrs = r.get_ints(n, "axes");
+        all_ints(0);
+      } else if (op == "Cast") {
+        const int64_t to = r.get_int(n, "to", 0);
+        if (to != onnx::TensorProto::INT64 && to != onnx::TensorProto::INT32)
+          r.fail(n, "a Cast of an integer shape value to a non-integer type is not imported");
+        k.op = IntOp::cast;
+        k.ints = {int_input(n, 0)};
+      } else if (op == "Concat") {
+        k.op = IntOp::concat;
+        k.attrs = {r.get_int(n, "axis", 0)};
+        all_ints(0);
+      } else if (op == "Reshape") {
+        k.op = IntOp::reshape;
+        k.attrs = {r.get_int(n, "allowzero", 0)};
+        k.ints = {int_input(n, 0), int_input(n, 1)};
+      } else if (op == "Slice") {
+        k.op = IntOp::slice;
+        k.ints = {int_input(n, 0), int_input(n, 1), int_input(n, 2)};
+        all_ints(3);
+      } else if (op == "Transpose") {
+        k.op = IntOp::transpose;
+        k.attrs = r.get_ints(n, "perm");
+        k.ints = {int_input(n, 0)};
+      } else {
+        k.op = IntOp::binary;
+        k.binary = op == "Add"   ? BinaryKind::add
+                   : op == "Sub" ? BinaryKind::sub
+                   : op == "Mul" ? BinaryKind::mul
+                                 : BinaryKind::div;
+        k.ints = {int_input(n, 0), int_input(n, 1)};
+      }
     } else if (op == "Gather") {
-      if (!is_int(need(n, 0)))
-        r.fail(n, "only a Gather from an integer shape value is imported (not over activations)");
-      if (r.get_int(n, "axis", 0) != 0) r.fail(n, "only axis 0 is imported");
-      o.kind = Kind::int_gather;
-      o.int_inputs = {int_input(n, 0), int_input(n, 1)};
-    } else if ((op == "Unsqueeze" || op == "Squeeze" || op == "Cast") && is_int(need(n, 0))) {
-      if (op == "Cast" && r.get_int(n, "to", 0) != onnx::TensorProto::INT64 &&
-          r.get_int(n, "to", 0) != onnx::TensorProto::INT32)
-        r.fail(n, "a Cast of an integer shape value to a non-integer type is not imported");
-      o.kind = Kind::int_identity;
-      o.int_inputs = {int_input(n, 0)};
-    } else if ((op == "Add" || op == "Sub" || op == "Mul" || op == "Div") && is_int(need(n, 0))) {
-      o.kind = Kind::int_binary;
-      o.binary = op == "Add"   ? BinaryKind::add
-                 : op == "Sub" ? BinaryKind::sub
-                 : op == "Mul" ? BinaryKind::mul
-                               : BinaryKind::div;
-      o.int_inputs = {int_input(n, 0), int_input(n, 1)};
+      r.fail(n, "only a Gather from an integer shape value is imported (not over activations)");
     } else if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
       o.kind = Kind::binary;
       o.binary = op == "Add"   ? BinaryKind::add
@@ -357,16 +407,24 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       o.inputs = {operand(n, 0), operand(n, 1)};
       if (graph->initializers.count(o.inputs[0]) && graph->initializers.count(o.inputs[1]))
         r.fail(n, "both inputs are constants (fold them before exporting)");
-    } else if (op == "Concat") {
-      o.axis = r.get_int(n, "axis", 0);
-      if (n.input_size() >= 1 && is_int(need(n, 0))) {
-        if (o.axis != 0) r.fail(n, "integer values are joined on axis 0 only");
-        o.kind = Kind::int_concat;
-        for (int i = 0; i < n.input_size(); ++i) o.int_inputs.push_back(int_input(n, i));
-      } else {
-        o.kind = Kind::concat;
-        for (int i = 0; i < n.input_size(); ++i) o.inputs.push_back(need(n, i));
+    } else if (op == "Concat" && n.input_size() >= 1 &&
+               std::all_of(n.input().begin(), n.input().end(),
+                           [&](const std::string& i) { return float_constants.count(canon(i)); })) {
+      // Float constants joined (nn.Upsample's scales, written as (1, 1) and (s, s)): folded.
+      std::vector<float> v;
+      for (const std::string& i : n.input()) {
+        const Tensor& t = float_constants.at(canon(i));
+        if (t.shape().rank() > 1) r.fail(n, "only 1-D float constants are joined");
+        v.insert(v.end(), t.data<float>(), t.data<float>() + t.numel());
       }
+      Tensor joined = Tensor::empty({static_cast<int64_t>(v.size())}, DType::f32);
+      std::copy(v.begin(), v.end(), joined.data<float>());
+      float_constants[o.output] = joined;
+      continue;
+    } else if (op == "Concat") {
+      o.kind = Kind::concat;
+      o.axis = r.get_int(n, "axis", 0);
+      for (int i = 0; i < n.input_size(); ++i) o.inputs.push_back(activation_input_at(n, i));
     } else if (op == "Relu") {
       o.kind = Kind::relu;
       o.inputs = {activation_input(n)};
@@ -408,9 +466,9 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       // (its mask output must go unread); in eval mode, or opset 11's attribute form, it folds.
       if (op == "Dropout" && n.input_size() > 2 && !n.input(2).empty()) {
         const auto mode = int_constants.find(need(n, 2));
-        if (mode == int_constants.end() || mode->second.size() != 1)
+        if (mode == int_constants.end() || mode->second.values.size() != 1)
           r.fail(n, "training_mode must be a constant boolean");
-        if (mode->second[0] != 0) {
+        if (mode->second.values[0] != 0) {
           o.kind = Kind::dropout;
           o.alpha = scalar(n, 1, 0.5);
           if (!(o.alpha >= 0 && o.alpha < 1)) r.fail(n, "ratio must be in [0, 1)");
@@ -432,7 +490,7 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
              "Sigmoid, Tanh, HardSigmoid, HardSwish, Clip, Dropout, Identity, Constant, and "
              "Shape, Gather, Unsqueeze, Squeeze, Cast over integer shape values");
     }
-    const bool integer = o.kind >= Kind::shape_of;
+    const bool integer = o.kind == Kind::integer;
     if (o.outputs.empty()) o.outputs = {o.output};
     for (const std::string& out : o.outputs) (integer ? int_values : defined).insert(out);
     graph->nodes.push_back(std::move(o));
@@ -453,9 +511,12 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
   Value x =
       tape.input("images", Shape({1, model.input[0], model.input[1], model.input[2]}), DType::f32);
   const Value y = record_onnx(model, x);
-  FRUGAL_CHECK(y.shape().rank() == 2, path, ": the output '", graph->output, "' is ", y.shape(),
-               "; frugal imports classifiers whose output is (N, classes)");
+  FRUGAL_CHECK(y.shape().rank() == 2 || y.shape().rank() == 4, path, ": the output '",
+               graph->output, "' is ", y.shape(),
+               "; frugal imports classifiers whose output is (N, classes) and segmentation "
+               "models whose output is (N, classes, H, W)");
   model.classes = y.shape()[1];
+  if (y.shape().rank() == 4) model.label_shape = Shape{y.shape()[2], y.shape()[3]};
   return model;
 }
 

@@ -27,7 +27,8 @@ struct OnnxGraph;  // the checked nodes and initializers (models/onnx.cpp)
 struct OnnxModel {
   std::string path;
   Shape input;          // one sample (C, H, W)
-  int64_t classes = 0;  // the output's features (N, classes)
+  int64_t classes = 0;  // the output's features (N, classes), or its channels (N, classes, H, W)
+  Shape label_shape;    // segmentation models (output (N, classes, H, W)): (H, W); else empty
   std::shared_ptr<const OnnxGraph> graph;
 };
 

@@ -11,6 +11,7 @@
 #include "core/broadcast.h"
 #include "core/tensor.h"
 #include "layers/conv2d.h"
+#include "models/onnx_ints.h"
 
 namespace frugal {
 
@@ -38,15 +39,10 @@ enum class OnnxKind {
   split,      // outputs; int_inputs[0] (or ints): sizes, else equal parts
   pad,        // int_inputs[0]: pads (begins, then ends); pad_value
   softmax,    // axis; legacy: opset < 13's flattening form
-  // Integer shape arithmetic (torch.onnx.export's dynamic batch: Shape -> Gather -> Unsqueeze
-  // -> Concat -> Reshape), evaluated while recording, when every shape is known. Values are
-  // flat int64 vectors (a scalar is one element).
-  shape_of,      // inputs[0]: an activation; ints: {start, end} of its shape
-  int_gather,    // int_inputs: data, indices
-  int_slice,     // int_inputs: data, starts, ends[, axes]
-  int_concat,    // int_inputs: the parts
-  int_identity,  // Unsqueeze, Squeeze, Cast of an integer value: int_inputs[0]
-  int_binary,    // int_inputs: a, b (binary: Add, Sub, Mul, Div truncating)
+  // Integer shape arithmetic (models/onnx_ints.h: torch.onnx.export's dynamic batch, F.pad),
+  // evaluated while recording, when every shape is known: int_node (inputs: the activation a
+  // Shape reads).
+  integer,
 };
 
 struct OnnxNode {
@@ -66,8 +62,9 @@ struct OnnxNode {
   BinaryKind binary = BinaryKind::add;
   int64_t flatten_features = -1;        // Reshape to (N, F): F, or -1
   bool squeeze = false;                 // a ReduceMean without keepdims: the pool flattened
-  std::vector<int64_t> ints;            // transpose's perm, split's sizes, shape_of's range
+  std::vector<int64_t> ints;            // transpose's perm, split's sizes (opsets < 13)
   std::vector<std::string> int_inputs;  // integer operands, read while recording
+  IntNode int_node;                     // kind integer
   std::vector<std::string> outputs;     // split: every output (`output` is the first)
   int64_t axis = 1;                     // concat, split, softmax (negative: from the end)
   double pad_value = 0;
@@ -77,11 +74,11 @@ struct OnnxNode {
 
 struct OnnxGraph {
   std::vector<OnnxNode> nodes;
-  std::map<std::string, Tensor> initializers;  // f32, host (weights gone if weights_dropped)
-  std::map<std::string, TensorMeta> metas;     // every initializer's shape and dtype
-  bool weights_dropped = false;                // load_onnx(path, keep_weights = false)
-  std::map<std::string, bool> params;          // initializer -> trainable, for those ops read
-  std::map<std::string, std::vector<int64_t>> int_constants;  // int64 initializers, Constants
+  std::map<std::string, Tensor> initializers;      // f32, host (weights gone if weights_dropped)
+  std::map<std::string, TensorMeta> metas;         // every initializer's shape and dtype
+  bool weights_dropped = false;                    // load_onnx(path, keep_weights = false)
+  std::map<std::string, bool> params;              // initializer -> trainable, for those ops read
+  std::map<std::string, IntTensor> int_constants;  // int64 initializers and Constants
   std::string input, output;
 };
 

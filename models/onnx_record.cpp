@@ -62,75 +62,9 @@ std::pair<int64_t, int64_t> slice_range(int64_t start, int64_t end, int64_t dim)
   return {clamp(start), clamp(end)};
 }
 
-// Integer shape arithmetic, evaluated now that every shape is known.
-Ints eval_int(const OnnxNode& n, const std::map<std::string, Ints>& ints,
-              const std::map<std::string, Value>& env) {
-  auto in = [&](size_t i) -> const Ints& { return ints.at(n.int_inputs.at(i)); };
-  switch (n.kind) {
-    case Kind::shape_of: {
-      const Ints& d = env.at(n.inputs[0]).shape().dims();
-      const auto rank = static_cast<int64_t>(d.size());
-      const auto [b, e] = slice_range(n.ints[0], n.ints[1], rank);
-      return b < e ? Ints(d.begin() + b, d.begin() + e) : Ints{};
-    }
-    case Kind::int_gather: {
-      Ints out;
-      const auto size = static_cast<int64_t>(in(0).size());
-      for (int64_t i : in(1)) {
-        FRUGAL_CHECK(i >= -size && i < size, "index ", i, " outside ", str(in(0)));
-        out.push_back(in(0)[static_cast<size_t>(i < 0 ? i + size : i)]);
-      }
-      return out;
-    }
-    case Kind::int_slice: {
-      FRUGAL_CHECK(in(1).size() == 1 && in(2).size() == 1 &&
-                       (n.int_inputs.size() < 4 || in(3) == Ints{0} || in(3) == Ints{-1}) &&
-                       (n.int_inputs.size() < 5 || in(4) == Ints{1}),
-                   "only a slice of one axis with step 1 is imported on integer values");
-      const auto [b, e] = slice_range(in(1)[0], in(2)[0], static_cast<int64_t>(in(0).size()));
-      return b < e ? Ints(in(0).begin() + b, in(0).begin() + e) : Ints{};
-    }
-    case Kind::int_concat: {
-      Ints out;
-      for (size_t i = 0; i < n.int_inputs.size(); ++i)
-        out.insert(out.end(), in(i).begin(), in(i).end());
-      return out;
-    }
-    case Kind::int_identity:
-      return in(0);
-    case Kind::int_binary: {
-      const Ints &a = in(0), &b = in(1);
-      FRUGAL_CHECK(a.size() == b.size() || a.size() == 1 || b.size() == 1, "operands ", str(a),
-                   " and ", str(b), " do not broadcast");
-      Ints out(std::max(a.size(), b.size()));
-      for (size_t i = 0; i < out.size(); ++i) {
-        const int64_t x = a[a.size() == 1 ? 0 : i], y = b[b.size() == 1 ? 0 : i];
-        switch (n.binary) {
-          case BinaryKind::add:
-            out[i] = x + y;
-            break;
-          case BinaryKind::sub:
-            out[i] = x - y;
-            break;
-          case BinaryKind::mul:
-            out[i] = x * y;
-            break;
-          case BinaryKind::div:
-            FRUGAL_CHECK(y != 0, "integer division by zero");
-            out[i] = x / y;
-            break;
-        }
-      }
-      return out;
-    }
-    default:
-      throw Error("not an integer op");
-  }
-}
-
 // Slice of an activation: one SliceOp per axis that is cut (the batch axis only whole).
-Value record_slice(const OnnxNode& n, const std::map<std::string, Ints>& ints, Value x) {
-  auto in = [&](size_t i) -> const Ints& { return ints.at(n.int_inputs.at(i)); };
+Value record_slice(const OnnxNode& n, const std::map<std::string, IntTensor>& ints, Value x) {
+  auto in = [&](size_t i) -> const Ints& { return ints.at(n.int_inputs.at(i)).values; };
   const Ints &starts = in(0), &ends = in(1);
   const int rank = x.shape().rank();
   Ints axes;
@@ -163,7 +97,7 @@ Value record_onnx(const OnnxModel& model, Value images) {
   const OnnxGraph& g = *model.graph;
   Tape& tape = images.tape();
   std::map<std::string, Value> env{{g.input, images}};
-  std::map<std::string, Ints> ints = g.int_constants;
+  std::map<std::string, IntTensor> ints = g.int_constants;
   auto value = [&](const std::string& name) -> Value {
     if (auto it = env.find(name); it != env.end()) return it->second;
     auto p = g.params.find(name);
@@ -179,8 +113,9 @@ Value record_onnx(const OnnxModel& model, Value images) {
     Value y;
     try {
       for (const std::string& s : n.inputs) in.push_back(value(s));
-      if (n.kind >= Kind::shape_of) {
-        ints[n.output] = eval_int(n, ints, env);
+      if (n.kind == Kind::integer) {
+        ints[n.output] =
+            eval_int_node(n.int_node, ints, in.empty() ? nullptr : &in[0].shape().dims());
         continue;
       }
       switch (n.kind) {
@@ -274,7 +209,7 @@ Value record_onnx(const OnnxModel& model, Value images) {
           break;
         }
         case Kind::reshape: {
-          Ints target = ints.at(n.int_inputs[0]);
+          Ints target = ints.at(n.int_inputs[0]).values;
           // A constant target holds the export's batch first: it stands for the batch.
           if (g.int_constants.count(n.int_inputs[0]) && !target.empty() && target[0] > 0)
             target[0] = in[0].shape()[0];
@@ -300,7 +235,7 @@ Value record_onnx(const OnnxModel& model, Value images) {
           y = record_slice(n, ints, in[0]);
           break;
         case Kind::pad: {
-          const Ints& pads = ints.at(n.int_inputs[0]);
+          const Ints& pads = ints.at(n.int_inputs[0]).values;
           const int rank = in[0].shape().rank();
           FRUGAL_CHECK(static_cast<int>(pads.size()) == 2 * rank, "pads ", str(pads), " for ",
                        in[0].shape(), ": expected ", 2 * rank, " values");
@@ -315,7 +250,7 @@ Value record_onnx(const OnnxModel& model, Value images) {
           const int rank = in[0].shape().rank();
           const int64_t a = axis_of(n.axis, rank);
           const int64_t dim = in[0].shape()[static_cast<int>(a)];
-          Ints sizes = n.int_inputs.empty() ? n.ints : ints.at(n.int_inputs[0]);
+          Ints sizes = n.int_inputs.empty() ? n.ints : ints.at(n.int_inputs[0]).values;
           const auto parts = static_cast<int64_t>(n.outputs.size());
           if (sizes.empty()) {
             FRUGAL_CHECK(dim % parts == 0, "axis ", a, " of ", in[0].shape(),
@@ -367,15 +302,16 @@ Cached& cached(const std::string& path) {
   std::unique_ptr<Cached>& c = by_path[path];
   if (!c) {
     auto model = std::make_shared<const OnnxModel>(load_onnx(path, false));
-    c = std::make_unique<Cached>(
-        Cached{model, ModelSpec{.name = path,
-                                .description = "ONNX model " + path,
-                                .input = model->input,
-                                .classes = model->classes,
-                                .log_softmax_output = false,
-                                .build = [model](Value images, const ModelConfig&) {
-                                  return record_onnx(*model, images);
-                                }}});
+    c = std::make_unique<Cached>(Cached{
+        model,
+        ModelSpec{.name = path,
+                  .description = "ONNX model " + path,
+                  .input = model->input,
+                  .classes = model->classes,
+                  .log_softmax_output = false,
+                  .build = [model](Value images,
+                                   const ModelConfig&) { return record_onnx(*model, images); },
+                  .label_shape = model->label_shape}});
   }
   return *c;
 }

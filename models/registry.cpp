@@ -104,6 +104,7 @@ const ModelSpec& find_model(const std::string& name) {
 }
 
 Value model_loss(const ModelSpec& spec, Value output, Value labels) {
+  if (spec.label_shape.rank() > 0) return pixel_cross_entropy(output, labels);
   return spec.log_softmax_output ? nll_loss(output, labels) : softmax_cross_entropy(output, labels);
 }
 

@@ -26,6 +26,9 @@ struct ModelSpec {
   int chain_blocks = 0;
   // Built of reversible units unless ModelConfig::reversible is false (RevNets).
   bool reversible = false;
+  // Segmentation models (ONNX imports whose output is (N, classes, H, W)): the labels' shape
+  // per image, (H, W), scored per pixel (pixel_cross_entropy). Empty: one label per image.
+  Shape label_shape = {};
 };
 
 // All bundled networks, in a fixed order: small-cnn, alexnet, vgg-a, vgg16, vgg19,

@@ -16,13 +16,24 @@ python3-torch and python3-torchvision (run it with /usr/bin/python3):
 
     /usr/bin/python3 scripts/onnx_fixtures.py --torchvision build/onnx-models [NAME ...]
 
-(NAMEs: only those of the list below.)
+With --segmentation DIR [--small] it writes a U-Net for `frugal segment` (DIR/unet.onnx; with
+--small the test fixture unet_seg.onnx), exported by PyTorch (Debian's python3-torch):
+
+    /usr/bin/python3 scripts/onnx_fixtures.py --segmentation build/onnx-models
+
+With --torchvision-training DIR it writes training-mode exports with PyTorch's parameter
+gradients of one step (<name>.pgrad and <name>.pgrad.txt, see torchvision_training) for the
+test "onnx: torchvision training exports ... parameter gradients" (FRUGAL_ONNX_TRAINING=DIR):
+
+    /usr/bin/python3 scripts/onnx_fixtures.py --torchvision-training build/onnx-training [NAME ...]
+
+(NAMEs: only those of the lists below.)
 """
 import sys
 
 import numpy as np
 
-if "--torchvision" not in sys.argv:
+if not {"--torchvision", "--torchvision-training", "--segmentation"} & set(sys.argv):
     import onnx
     from onnx import TensorProto, helper, numpy_helper
     from onnx.reference import ReferenceEvaluator
@@ -392,8 +403,137 @@ def torchvision_models(out, only=()):
         print(f"{out}/{name}.onnx: input {tuple(x.shape)}, output {tuple(y.shape)}, opset {opset}")
 
 
+def torchvision_training(out, only=()):
+    """Training-mode exports (BatchNorm on batch statistics, as frugal trains) with PyTorch's
+    parameter gradients of one step beside each: <name>.onnx, <name>.pgrad (the f32 input
+    (4, 3, S, S), the i32 labels (4), then each parameter's gradient of the mean cross-entropy,
+    computed in float64 and stored as f32, in the order of <name>.pgrad.txt, one "name count"
+    line each). Dropout and stochastic depth are set to 0 so the step is deterministic."""
+    import copy
+    import warnings
+
+    import torch
+    import torchvision
+
+    cases = [("resnet18", torchvision.models.resnet18, 64),
+             ("mobilenet_v2", torchvision.models.mobilenet_v2, 64),
+             ("shufflenet_v2_x1_0", torchvision.models.shufflenet_v2_x1_0, 64),
+             ("squeezenet1_1", torchvision.models.squeezenet1_1, 96),
+             ("efficientnet_b0", torchvision.models.efficientnet_b0, 64),
+             ("densenet121", torchvision.models.densenet121, 64)]
+    for name, make, side in cases:
+        if only and name not in only:
+            continue
+        torch.manual_seed(0)
+        net = make(num_classes=10)
+        for m in net.modules():
+            if isinstance(m, torch.nn.Dropout) or type(m).__name__ == "StochasticDepth":
+                m.p = 0.0
+        net.train()
+        x = torch.rand(4, 3, side, side) * 2 - 1
+        labels = torch.randint(0, 10, (4,))
+        path = f"{out}/{name}.onnx"
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(copy.deepcopy(net), x, path + ".tmp", opset_version=15,
+                              training=torch.onnx.TrainingMode.TRAINING,
+                              do_constant_folding=False, input_names=["x"], output_names=["y"],
+                              dynamic_axes={"x": {0: "N"}, "y": {0: "N"}})
+        import os
+        os.replace(path + ".tmp", path)
+        net64 = copy.deepcopy(net).double()
+        loss = torch.nn.functional.cross_entropy(net64(x.double()), labels)
+        loss.backward()
+        params = sorted((n, p) for n, p in net64.named_parameters() if p.grad is not None)
+        with open(f"{out}/{name}.pgrad", "wb") as f:
+            f.write(x.numpy().astype("<f4").tobytes())
+            f.write(labels.numpy().astype("<i4").tobytes())
+            for _, p in params:
+                f.write(p.grad.numpy().astype("<f4").tobytes())
+        with open(f"{out}/{name}.pgrad.txt", "w") as f:
+            for n, p in params:
+                f.write(f"{n} {p.numel()}\n")
+        print(f"{path}: training-mode export, {len(params)} parameter gradients")
+
+
+def unet_segmentation(out, base=16, side=32, name="unet"):
+    """A U-Net as PyTorch users write it (two 3x3 convolutions with BatchNorm and ReLU per
+    level, max-pool down, a transposed convolution up, a nearest upsampling and 1x1 convolution
+    up, the upsampled map padded to its skip's size with F.pad, skips joined by torch.cat), for
+    `frugal segment`'s shapes task: 3 x side x side images, 4 classes per pixel. Exported in
+    training mode (BatchNorm on batch statistics) with a dynamic batch, opset 15."""
+    import os
+    import warnings
+
+    import torch
+    from torch import nn
+    from torch.nn import functional as F
+
+    def block(i, o):
+        return nn.Sequential(nn.Conv2d(i, o, 3, padding=1, bias=False), nn.BatchNorm2d(o),
+                             nn.ReLU(inplace=True), nn.Conv2d(o, o, 3, padding=1, bias=False),
+                             nn.BatchNorm2d(o), nn.ReLU(inplace=True))
+
+    def fit(x, skip):  # pad x to skip's size (0 here, computed from shapes as usual)
+        dy, dx = skip.size(2) - x.size(2), skip.size(3) - x.size(3)
+        return F.pad(x, [dx // 2, dx - dx // 2, dy // 2, dy - dy // 2])
+
+    class UNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.enc1, self.enc2, self.enc3 = block(3, base), block(base, 2 * base), \
+                block(2 * base, 4 * base)
+            self.pool = nn.MaxPool2d(2)
+            self.up2 = nn.ConvTranspose2d(4 * base, 2 * base, 2, stride=2)
+            self.dec2 = block(4 * base, 2 * base)
+            self.up1 = nn.Sequential(nn.Upsample(scale_factor=2, mode="nearest"),
+                                     nn.Conv2d(2 * base, base, 1))
+            self.dec1 = block(2 * base, base)
+            self.head = nn.Conv2d(base, 4, 1)
+
+        def forward(self, x):
+            e1 = self.enc1(x)
+            e2 = self.enc2(self.pool(e1))
+            e3 = self.enc3(self.pool(e2))
+            d2 = self.dec2(torch.cat([fit(self.up2(e3), e2), e2], 1))
+            d1 = self.dec1(torch.cat([fit(self.up1(d2), e1), e1], 1))
+            return self.head(d1)
+
+    torch.manual_seed(0)
+    net = UNet().train()
+    path = f"{out}/{name}.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(net, torch.rand(2, 3, side, side), path + ".tmp", opset_version=15,
+                          training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
+                          input_names=["x"], output_names=["y"],
+                          dynamic_axes={"x": {0: "N"}, "y": {0: "N"}})
+    os.replace(path + ".tmp", path)
+    # The eval-mode output (BatchNorm on its running statistics, as frugal's inference runs an
+    # export's BatchNorm) of two random images, as the .io files of the other fixtures.
+    x = torch.rand(2, 3, side, side) * 2 - 1
+    with torch.no_grad():
+        y = net.eval()(x)
+    with open(f"{out}/{name}.io", "wb") as f:
+        f.write(x.numpy().astype("<f4").tobytes())
+        f.write(y.numpy().astype("<f4").tobytes())
+    params = sum(p.numel() for p in net.parameters())
+    print(f"{path}: U-Net, {params} parameters, input (N, 3, {side}, {side}), output (N, 4, "
+          f"{side}, {side})")
+
+
 if __name__ == "__main__":
+    if len(sys.argv) > 2 and sys.argv[1] == "--segmentation":
+        # The U-Net of docs/TRAINING.md's segmentation run, and a small one for the tests
+        # (tests/data/onnx/unet_seg.onnx: 4 base channels, 16 x 16 images).
+        if len(sys.argv) > 3 and sys.argv[3] == "--small":
+            unet_segmentation(sys.argv[2], base=4, side=16, name="unet_seg")
+        else:
+            unet_segmentation(sys.argv[2])
+        sys.exit(0)
     if len(sys.argv) > 2 and sys.argv[1] == "--torchvision":
         torchvision_models(sys.argv[2], sys.argv[3:])
+    elif len(sys.argv) > 2 and sys.argv[1] == "--torchvision-training":
+        torchvision_training(sys.argv[2], sys.argv[3:])
     else:
         main(sys.argv[1] if len(sys.argv) > 1 else "tests/data/onnx")

@@ -41,8 +41,14 @@ std::vector<Tensor> onnx_train(const OnnxModel& m, MemoryMode memory) {
   Tape tape(store);
   const Shape shape({4, m.input[0], m.input[1], m.input[2]});
   Value x = tape.input("x", shape, DType::f32, true);
-  Value labels = tape.input("labels", {4}, DType::i32);
-  Value loss = softmax_cross_entropy(record_onnx(m, x), labels);
+  // Segmentation models (output (N, K, H, W)) take a label per pixel and the per-pixel loss.
+  std::vector<int64_t> label_dims{4};
+  for (int64_t d : m.label_shape.dims()) label_dims.push_back(d);
+  const Shape label_shape(label_dims);
+  Value labels = tape.input("labels", label_shape, DType::i32);
+  Value y = record_onnx(m, x);
+  Value loss =
+      m.label_shape.rank() > 0 ? pixel_cross_entropy(y, labels) : softmax_cross_entropy(y, labels);
   load_onnx_weights(store, m);
   Executor ex(tape, cpu_backend(),
               {.memory = memory,
@@ -53,7 +59,8 @@ std::vector<Tensor> onnx_train(const OnnxModel& m, MemoryMode memory) {
   std::vector<Tensor> out;
   for (int step = 0; step < 2; ++step) {
     ex.set_input(x, random_tensor(shape, 5 + step, -1, 1, DType::f32));
-    ex.set_input(labels, random_labels(4, m.classes, 9 + step));
+    ex.set_input(labels,
+                 random_labels(label_shape.numel(), m.classes, 9 + step).reshape(label_shape));
     ex.forward();
     out.push_back(clone(ex.value(loss)));
     ex.backward(loss);

@@ -98,13 +98,16 @@ onnx::AttributeProto* attribute(onnx::NodeProto* n, const std::string& name) {
 }  // namespace
 
 TEST_CASE("onnx: imported models give ONNX's reference outputs") {
+  // unet_seg: PyTorch's own eval-mode output (scripts/onnx_fixtures.py --segmentation --small),
+  // a U-Net whose F.pad to the skip's size exports as shape arithmetic (ConstantOfShape, integer
+  // Reshape, Slice with step -1, Transpose) and whose output is per pixel.
   for (const char* name :
-       {"residual_net", "reshape_net", "mobile_net", "unet_net", "shuffle_net"}) {
+       {"residual_net", "reshape_net", "mobile_net", "unet_net", "shuffle_net", "unet_seg"}) {
     CAPTURE(name);
     const OnnxModel m = load_onnx((onnx_data() / (std::string(name) + ".onnx")).string());
     const std::vector<float> io = read_floats(onnx_data() / (std::string(name) + ".io"));
     const int64_t in = 2 * m.input.numel();
-    REQUIRE(static_cast<int64_t>(io.size()) == in + 2 * m.classes);
+    REQUIRE(static_cast<int64_t>(io.size()) == in + 2 * m.classes * m.label_shape.numel());
     const std::vector<float> x(io.begin(), io.begin() + in), want(io.begin() + in, io.end());
     const std::vector<float> got = onnx_forward(m, x);
     REQUIRE(got.size() == want.size());
@@ -120,11 +123,15 @@ TEST_CASE("onnx: imported models give ONNX's reference outputs") {
   const OnnxModel r = load_onnx((onnx_data() / "residual_net.onnx").string());
   CHECK(r.input == Shape({3, 8, 8}));
   CHECK(r.classes == 5);
+  CHECK(r.label_shape.rank() == 0);
+  const OnnxModel u = load_onnx((onnx_data() / "unet_seg.onnx").string());
+  CHECK(u.classes == 4);
+  CHECK(u.label_shape == Shape({16, 16}));
 }
 
 TEST_CASE("onnx: training an imported model is bitwise equal planned and baseline") {
-  for (const char* name :
-       {"residual_net", "reshape_net", "mobile_net", "train_net", "unet_net", "shuffle_net"}) {
+  for (const char* name : {"residual_net", "reshape_net", "mobile_net", "train_net", "unet_net",
+                           "shuffle_net", "unet_seg"}) {
     CAPTURE(name);
     const OnnxModel m = load_onnx((onnx_data() / (std::string(name) + ".onnx")).string());
     const std::vector<Tensor> base = onnx_train(m, MemoryMode::baseline);

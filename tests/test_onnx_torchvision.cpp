@@ -7,9 +7,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
+#include "layers/softmax_cross_entropy.h"
 #include "models/onnx.h"
 #include "models/onnx_graph.h"
 #include "run/executor.h"
@@ -121,5 +123,92 @@ TEST_CASE(
       else
         CHECK(close);
     }
+  }
+}
+
+// Not in the default run's data: scripts/onnx_fixtures.py --torchvision-training DIR writes
+// training-mode exports with PyTorch's parameter gradients of one step (float64, stored as f32),
+// and FRUGAL_ONNX_TRAINING=DIR points here. frugal's step (f32, BatchNorm on batch statistics
+// as in PyTorch's train mode) must give every parameter's gradient within 1e-4 of that
+// tensor's largest.
+TEST_CASE(
+    "onnx: torchvision training exports give PyTorch's parameter gradients "
+    "(FRUGAL_ONNX_TRAINING)") {
+  const char* env = std::getenv("FRUGAL_ONNX_TRAINING");
+  if (env == nullptr) {
+    MESSAGE("FRUGAL_ONNX_TRAINING is not set: no parameter gradients compared");
+    return;
+  }
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(env))
+    if (e.path().extension() == ".onnx") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  REQUIRE(!files.empty());
+  for (const fs::path& f : files) {
+    CAPTURE(f.string());
+    const OnnxModel m = load_onnx(f.string());
+    fs::path names_file = f;
+    names_file.replace_extension(".pgrad.txt");
+    std::ifstream names_in(names_file);
+    REQUIRE(names_in.good());
+    std::vector<std::pair<std::string, int64_t>> names;
+    for (std::string name; names_in >> name;) {
+      int64_t count = 0;
+      names_in >> count;
+      names.emplace_back(name, count);
+    }
+    fs::path blob = f;
+    blob.replace_extension(".pgrad");
+    const std::vector<float> data = read_floats(blob);  // x, labels (i32 bits), gradients
+    const int64_t in = 4 * m.input.numel();
+    int64_t total = in + 4;
+    for (const auto& [name, count] : names) total += count;
+    REQUIRE(static_cast<int64_t>(data.size()) == total);
+
+    ParamStore store(1);
+    Tape tape(store);
+    Value x = tape.input("x", Shape({4, m.input[0], m.input[1], m.input[2]}), DType::f32);
+    Value labels = tape.input("labels", {4}, DType::i32);
+    Value loss = softmax_cross_entropy(record_onnx(m, x), labels);
+    load_onnx_weights(store, m);
+    Executor ex(tape, cpu_backend(), {.memory = MemoryMode::baseline, .keep = {loss}});
+    Tensor xt = Tensor::empty(x.shape(), DType::f32), lt = Tensor::empty({4}, DType::i32);
+    std::memcpy(xt.raw(), data.data(), xt.bytes());
+    std::memcpy(lt.raw(), data.data() + in, lt.bytes());
+    ex.set_input(x, xt);
+    ex.set_input(labels, lt);
+    ex.forward();
+    ex.backward(loss);
+    // A gradient that vanishes in exact arithmetic (a BatchNorm's shift or scale that a later
+    // BatchNorm normalizes away: ShuffleNet's depthwise branches) is rounding noise on both
+    // sides: each tensor is compared against its own largest value, or a hundredth of the
+    // model's largest gradient where its own is smaller.
+    const float* want = data.data() + in + 4;
+    double model_scale = 0;
+    for (int64_t i = 0; i < total - in - 4; ++i)
+      model_scale = std::max(model_scale, static_cast<double>(std::abs(want[i])));
+    double worst = 0;
+    std::string worst_name;
+    int vanishing = 0;
+    for (const auto& [name, count] : names) {
+      CAPTURE(name);
+      Parameter* p = store.find(name);
+      REQUIRE(p != nullptr);  // the export keeps PyTorch's parameter names
+      REQUIRE(p->value.numel() == count);
+      const float* got = ex.grad(tape.param(*p)).data<float>();
+      double err = 0, scale = 0;
+      for (int64_t i = 0; i < count; ++i) {
+        err = std::max(err, static_cast<double>(std::abs(got[i] - want[i])));
+        scale = std::max(scale, static_cast<double>(std::abs(want[i])));
+      }
+      vanishing += scale < 1e-2 * model_scale;
+      const double rel = err / std::max(scale, 1e-2 * model_scale);
+      if (rel > worst) worst = rel, worst_name = name;
+      CHECK(rel <= 1e-4);
+      want += count;
+    }
+    MESSAGE(f.filename().string(), ": ", names.size(), " parameter gradients (", vanishing,
+            " below 1% of the largest); the worst differs by ", worst, " of its scale (",
+            worst_name, ")");
   }
 }

@@ -42,6 +42,8 @@ Evaluator::Evaluator(ParamStore& params, const ModelSpec& model, const Dataset& 
                [build = model.build, c = with_classes(config, data.classes)](
                    Tape&, std::span<const Value> in) { return build(in[0], c); },
                {.mode = Mode::inference, .memory = memory, .workspace_limit = workspace_limit}) {
+  FRUGAL_CHECK(model.label_shape.rank() == 0, model.name,
+               " is a segmentation model; its accuracy is measured by `frugal segment`");
   FRUGAL_CHECK(batch >= 1 && data.size() >= 1, "evaluate: batch ", batch, " over ", data.size(),
                " samples: both must be positive");
   labels_ = Tensor::empty({batch_}, DType::i32);

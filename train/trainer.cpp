@@ -116,6 +116,9 @@ Trainer::Trainer(const TrainOptions& o, const Dataset& train, const Dataset& tes
                               .seed = o.seed,
                               .augment = {.crop_pad = o.augment ? 4 : 0, .flip = o.augment}}) {
   check_train_options(o);
+  FRUGAL_CHECK(model_.label_shape.rank() == 0, o.model,
+               " is a segmentation model (its output is (N, classes, H, W)); `frugal train` "
+               "trains classifiers: train it with `frugal segment --onnx FILE`");
   FRUGAL_CHECK(o.batch <= train.size(), "train: batch ", o.batch, " exceeds the ", train.size(),
                " training images");
   mine_ = chunk_of(o.batch, ranks(), rank());

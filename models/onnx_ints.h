@@ -1,0 +1,50 @@
+// The integer tensors of an ONNX graph's shape arithmetic: what torch.onnx.export writes where
+// a model reads sizes (x.size(0) with a dynamic batch, F.pad to a skip's size): Shape, Gather,
+// Unsqueeze, Squeeze, Concat, Add/Sub/Mul/Div, Cast, ConstantOfShape, Reshape, Slice and
+// Transpose over int64 tensors. They are evaluated while recording, when every activation's
+// shape is known, and feed the ops that take shapes (Reshape, Slice, Pad, Split).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/broadcast.h"
+
+namespace frugal {
+
+struct IntTensor {
+  std::vector<int64_t> dims;    // empty: a scalar
+  std::vector<int64_t> values;  // row-major
+  std::string str() const;      // "(1,2,3)" or "[2,2](...)"
+};
+
+// An integer op of the graph, as read from its node.
+enum class IntOp {
+  shape_of,           // of an activation (inputs) or an integer tensor (ints[0]); attrs: start, end
+  gather,             // ints: data, indices; attrs: {axis}
+  unsqueeze,          // ints: x[, axes]; attrs: axes (opsets < 13)
+  squeeze,            // ints: x[, axes]; attrs: axes
+  concat,             // ints: parts; attrs: {axis}
+  binary,             // ints: a, b
+  cast,               // ints: x
+  constant_of_shape,  // ints: shape; attrs: {value}
+  reshape,            // ints: x, shape; attrs: {allowzero}
+  slice,              // ints: x, starts, ends[, axes[, steps]]
+  transpose,          // ints: x; attrs: perm
+};
+
+struct IntNode {
+  IntOp op = IntOp::cast;
+  BinaryKind binary = BinaryKind::add;
+  std::vector<std::string> ints = {};  // integer operands
+  std::vector<int64_t> attrs = {};
+};
+
+// Evaluates `n` over the integer tensors `env`; `shape` is the activation's shape for shape_of
+// of an activation. Throws naming what does not fit (the caller adds the node).
+IntTensor eval_int_node(const IntNode& n, const std::map<std::string, IntTensor>& env,
+                        const std::vector<int64_t>* shape);
+
+}  // namespace frugal

@@ -1,0 +1,105 @@
+// The segmentation pieces: the synthetic shapes task (deterministic, every class drawn, labels
+// where the shapes are), mean IoU by hand, and the integer shape arithmetic that ONNX exports
+// of U-Nets and ShuffleNets compute their pads and reshapes with.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "data/shapes.h"
+#include "models/onnx_ints.h"
+
+using namespace frugal;
+
+TEST_CASE("shapes: the task is a function of its seed, with every class drawn") {
+  const SegmentationSet a = shapes_dataset(16, 3, 32, 5), b = shapes_dataset(16, 3, 32, 5);
+  const SegmentationSet c = shapes_dataset(16, 3, 32, 6);
+  CHECK(a.images.shape() == Shape({16, 3, 32, 32}));
+  CHECK(a.labels.shape() == Shape({16, 32, 32}));
+  CHECK(std::memcmp(a.images.raw(), b.images.raw(), a.images.bytes()) == 0);
+  CHECK(std::memcmp(a.labels.raw(), b.labels.raw(), a.labels.bytes()) == 0);
+  CHECK(std::memcmp(a.labels.raw(), c.labels.raw(), a.labels.bytes()) != 0);
+  int64_t count[kShapeClasses] = {};
+  for (int64_t i = 0; i < a.labels.numel(); ++i) {
+    const int32_t l = a.labels.data<int32_t>()[i];
+    REQUIRE(l >= 0);
+    REQUIRE(l < kShapeClasses);
+    ++count[l];
+  }
+  for (int64_t k = 0; k < kShapeClasses; ++k) CHECK(count[k] > 0);
+  CHECK(count[0] > a.labels.numel() / 3);  // mostly background
+  CHECK_THROWS_WITH_AS(shapes_dataset(4, 3, 4, 1),
+                       doctest::Contains("shapes: 4 images of 3 x 4 x 4 (need N >= 1, 1..64 "
+                                         "channels, sides 8..4096)"),
+                       Error);
+}
+
+TEST_CASE("shapes: mean IoU by hand") {
+  // One 1x4 image, 2 classes: labels 0 0 1 1, predictions 0 1 1 1.
+  Tensor logits = Tensor::empty({1, 2, 1, 4}, DType::f32);
+  const float l[] = {1, 0, 0, 0, /* class 1 */ 0, 1, 1, 1};
+  std::memcpy(logits.raw(), l, sizeof l);
+  Tensor labels = Tensor::empty({1, 1, 4}, DType::i32);
+  const int32_t y[] = {0, 0, 1, 1};
+  std::memcpy(labels.raw(), y, sizeof y);
+  IouMeter m(2);
+  m.add(logits, labels, 1);
+  const std::vector<double> iou = m.per_class();
+  CHECK(iou[0] == doctest::Approx(0.5));        // 1 of {0, 1}
+  CHECK(iou[1] == doctest::Approx(2.0 / 3.0));  // {2, 3} of {1, 2, 3}
+  CHECK(m.mean() == doctest::Approx((0.5 + 2.0 / 3.0) / 2));
+  CHECK(m.pixel_accuracy() == doctest::Approx(0.75));
+  IouMeter three(3);  // a class neither labelled nor predicted does not count
+  three.add(Tensor::empty({1, 3, 1, 4}, DType::f32), labels, 0);
+  CHECK(std::isnan(three.per_class()[2]));
+  CHECK_THROWS_WITH_AS(m.add(logits, Tensor::empty({1, 4}, DType::i32), 1),
+                       doctest::Contains("iou: logits [1,2,1,4] and labels [1,4]"), Error);
+}
+
+TEST_CASE("onnx integer arithmetic: what F.pad and a dynamic-batch view export") {
+  std::map<std::string, IntTensor> env;
+  env["s"] = {{4}, {2, 8, 16, 16}};
+  env["two"] = {{}, {2}};
+  env["i"] = {{}, {1}};
+  auto run = [&](IntNode n, const std::vector<int64_t>* shape = nullptr) {
+    return eval_int_node(n, env, shape);
+  };
+  const std::vector<int64_t> act{2, 8, 5, 7};
+  CHECK(run({.op = IntOp::shape_of, .attrs = {2, INT64_MAX}}, &act).values ==
+        std::vector<int64_t>{5, 7});
+  CHECK(run({.op = IntOp::shape_of, .attrs = {-1, INT64_MAX}}, &act).values ==
+        std::vector<int64_t>{7});
+  const IntTensor g = run({.op = IntOp::gather, .ints = {"s", "i"}, .attrs = {0}});
+  CHECK(g.dims.empty());
+  CHECK(g.values == std::vector<int64_t>{8});
+  env["g"] = g;
+  const IntTensor u = run({.op = IntOp::unsqueeze, .ints = {"g"}, .attrs = {0}});
+  CHECK(u.dims == std::vector<int64_t>{1});
+  CHECK(run({.op = IntOp::binary, .binary = BinaryKind::div, .ints = {"g", "two"}}).values ==
+        std::vector<int64_t>{4});
+  // F.pad's pads: (l, r, t, b) and zeros for N and C, reshaped (-1, 2), rows reversed,
+  // transposed and flattened: ONNX's (N_b, C_b, H_b, W_b, N_e, C_e, H_e, W_e).
+  env["torch_pads"] = {{4}, {1, 2, 3, 4}};
+  env["four"] = {{1}, {4}};
+  env["zeros"] = run({.op = IntOp::constant_of_shape, .ints = {"four"}, .attrs = {0}});
+  env["all"] = run({.op = IntOp::concat, .ints = {"torch_pads", "zeros"}, .attrs = {0}});
+  env["pairs_shape"] = {{2}, {-1, 2}};
+  env["pairs"] = run({.op = IntOp::reshape, .ints = {"all", "pairs_shape"}, .attrs = {0}});
+  CHECK(env["pairs"].dims == std::vector<int64_t>{4, 2});
+  env["m1"] = {{1}, {-1}};
+  env["far"] = {{1}, {-INT64_MAX}};
+  env["zero"] = {{1}, {0}};
+  env["rev"] = run({.op = IntOp::slice, .ints = {"pairs", "m1", "far", "zero", "m1"}});
+  CHECK(env["rev"].values == std::vector<int64_t>{0, 0, 0, 0, 3, 4, 1, 2});
+  env["t"] = run({.op = IntOp::transpose, .ints = {"rev"}, .attrs = {1, 0}});
+  env["flat_shape"] = {{1}, {-1}};
+  CHECK(run({.op = IntOp::reshape, .ints = {"t", "flat_shape"}, .attrs = {0}}).values ==
+        std::vector<int64_t>{0, 0, 3, 1, 0, 0, 4, 2});
+  env["huge"] = {{}, {INT64_MAX}};
+  CHECK_THROWS_WITH_AS(
+      run({.op = IntOp::binary, .binary = BinaryKind::mul, .ints = {"huge", "two"}}),
+      doctest::Contains("overflows"), Error);
+  env["big"] = {{2}, {1 << 20, 1 << 20}};
+  CHECK_THROWS_WITH_AS(run({.op = IntOp::constant_of_shape, .ints = {"big"}, .attrs = {0}}),
+                       doctest::Contains("is too large"), Error);
+}
