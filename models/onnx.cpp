@@ -64,9 +64,11 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
                  "'; frugal imports models with one image input");
     graph->input = v.name();
     const auto& shape = v.type().tensor_type().shape();
-    FRUGAL_CHECK(
-        v.type().tensor_type().elem_type() == onnx::TensorProto::FLOAT && shape.dim_size() == 4,
-        path, ": input '", v.name(), "' must be float (N, C, H, W)");
+    const int elem = v.type().tensor_type().elem_type();
+    FRUGAL_CHECK((elem == onnx::TensorProto::FLOAT || elem == onnx::TensorProto::DOUBLE) &&
+                     shape.dim_size() == 4,
+                 path, ": input '", v.name(), "' must be float or double (N, C, H, W)");
+    model.dtype = elem == onnx::TensorProto::DOUBLE ? DType::f64 : DType::f32;
     std::vector<int64_t> chw;
     for (int i = 1; i < 4; ++i) {
       const auto& d = shape.dim(i);
@@ -79,6 +81,10 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
     model.input = Shape(chw);
   }
   FRUGAL_CHECK(!graph->input.empty(), path, ": the graph has no image input");
+  for (const auto& [name, t] : graph->initializers)
+    FRUGAL_CHECK(t.dtype() == model.dtype, path, ": tensor '", name, "' is ", dtype_name(t.dtype()),
+                 " and the input '", graph->input, "' ", dtype_name(model.dtype),
+                 "; frugal imports models of one float type");
   FRUGAL_CHECK(g.output_size() == 1, path, ": ", g.output_size(),
                " outputs; frugal imports models with one");
   graph->output = g.output(0).name();
@@ -165,7 +171,7 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
     if (auto it = graph->initializers.find(name); it != graph->initializers.end()) t = &it->second;
     if (t == nullptr || t->numel() != 1)
       r.fail(n, "input " + std::to_string(i) + " must be a constant scalar");
-    return t->data<float>()[0];
+    return element_as_double(*t, 0);
   };
 
   for (const onnx::NodeProto& n : g.node()) {
@@ -230,7 +236,9 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
         if (auto it = graph->initializers.find(s); it != graph->initializers.end()) t = &it->second;
         if (t != nullptr && t->numel() == 0) t = nullptr;  // an empty scales: sizes instead
         if (t != nullptr) {
-          const float* v = t->data<float>();
+          double v[4] = {};
+          for (int64_t k = 0; k < std::min<int64_t>(4, t->numel()); ++k)
+            v[k] = element_as_double(*t, k);
           if (t->numel() != 4 || v[0] != 1 || v[1] != 1 || !(v[2] >= 1 && v[2] <= 4096) ||
               !(v[3] >= 1 && v[3] <= 4096) || v[2] != std::floor(v[2]) || v[3] != std::floor(v[3]))
             r.fail(n, "scales must be a constant (1, 1, s_h, s_w) of whole numbers in 1..4096");
@@ -411,14 +419,21 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
                std::all_of(n.input().begin(), n.input().end(),
                            [&](const std::string& i) { return float_constants.count(canon(i)); })) {
       // Float constants joined (nn.Upsample's scales, written as (1, 1) and (s, s)): folded.
-      std::vector<float> v;
+      std::vector<double> v;
+      const DType dtype = float_constants.at(canon(n.input(0))).dtype();
       for (const std::string& i : n.input()) {
         const Tensor& t = float_constants.at(canon(i));
-        if (t.shape().rank() > 1) r.fail(n, "only 1-D float constants are joined");
-        v.insert(v.end(), t.data<float>(), t.data<float>() + t.numel());
+        if (t.shape().rank() > 1 || t.dtype() != dtype)
+          r.fail(n, "only 1-D float constants of one type are joined");
+        for (int64_t k = 0; k < t.numel(); ++k) v.push_back(element_as_double(t, k));
       }
-      Tensor joined = Tensor::empty({static_cast<int64_t>(v.size())}, DType::f32);
-      std::copy(v.begin(), v.end(), joined.data<float>());
+      Tensor joined = Tensor::empty({static_cast<int64_t>(v.size())}, dtype);
+      for (size_t k = 0; k < v.size(); ++k) {
+        if (dtype == DType::f64)
+          joined.data<double>()[k] = v[k];
+        else
+          joined.data<float>()[k] = static_cast<float>(v[k]);
+      }
       float_constants[o.output] = joined;
       continue;
     } else if (op == "Concat") {
@@ -507,9 +522,9 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
   model.graph = graph;
   // A batch-1 recording on a shapes-only store: shape errors now, and the class count.
   ParamStore shapes = ParamStore::shapes_only();
-  Tape tape(shapes);
+  Tape tape(shapes, model.dtype);
   Value x =
-      tape.input("images", Shape({1, model.input[0], model.input[1], model.input[2]}), DType::f32);
+      tape.input("images", Shape({1, model.input[0], model.input[1], model.input[2]}), model.dtype);
   const Value y = record_onnx(model, x);
   FRUGAL_CHECK(y.shape().rank() == 2 || y.shape().rank() == 4, path, ": the output '",
                graph->output, "' is ", y.shape(),

@@ -29,6 +29,7 @@ struct OnnxModel {
   Shape input;          // one sample (C, H, W)
   int64_t classes = 0;  // the output's features (N, classes), or its channels (N, classes, H, W)
   Shape label_shape;    // segmentation models (output (N, classes, H, W)): (H, W); else empty
+  DType dtype = DType::f32;  // the input's and weights' type: f64 for an export of model.double()
   std::shared_ptr<const OnnxGraph> graph;
 };
 

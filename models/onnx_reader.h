@@ -131,7 +131,7 @@ struct OnnxReader {
       fail(n, "auto_pad " + auto_pad + " is not imported (export with explicit pads)");
   }
 
-  // TensorProto -> host tensor: FLOAT as f32, INT64 as i64 values in `ints`.
+  // TensorProto -> host tensor: FLOAT as f32, DOUBLE as f64, INT64 as i64 values in `ints`.
   Tensor tensor(const onnx::TensorProto& t, std::vector<int64_t>* ints) const {
     int64_t count = 1;
     std::vector<int64_t> dims;
@@ -142,20 +142,29 @@ struct OnnxReader {
       dims.push_back(d);
     }
     const std::string& raw = t.raw_data();
-    if (t.data_type() == onnx::TensorProto::FLOAT) {
-      // What the file holds is checked before anything is allocated for it.
+    if (t.data_type() == onnx::TensorProto::FLOAT || t.data_type() == onnx::TensorProto::DOUBLE) {
+      // float32 or float64 (an export of model.double()). What the file holds is checked
+      // before anything is allocated for it.
+      const bool f64 = t.data_type() == onnx::TensorProto::DOUBLE;
+      const int64_t size = f64 ? 8 : 4;
+      const int64_t listed = f64 ? t.double_data_size() : t.float_data_size();
       if (!raw.empty())
-        FRUGAL_CHECK(static_cast<int64_t>(raw.size()) == count * 4, path, ": tensor '", t.name(),
-                     "' holds ", raw.size(), " bytes of data for ", count, " floats");
+        FRUGAL_CHECK(static_cast<int64_t>(raw.size()) == count * size, path, ": tensor '", t.name(),
+                     "' holds ", raw.size(), " bytes of data for ", count,
+                     f64 ? " doubles" : " floats");
       else
-        FRUGAL_CHECK(t.float_data_size() == count, path, ": tensor '", t.name(), "' holds ",
-                     t.float_data_size(), " floats for ", count, " elements");
-      Tensor out = Tensor::empty(Shape(dims), DType::f32);
+        FRUGAL_CHECK(listed == count, path, ": tensor '", t.name(), "' holds ", listed,
+                     f64 ? " doubles" : " floats", " for ", count, " elements");
+      Tensor out = Tensor::empty(Shape(dims), f64 ? DType::f64 : DType::f32);
       if (!raw.empty() && count > 0)
         std::memcpy(out.raw(), raw.data(), raw.size());
       else
-        for (int64_t i = 0; i < count; ++i)
-          out.data<float>()[i] = t.float_data(static_cast<int>(i));
+        for (int64_t i = 0; i < count; ++i) {
+          if (f64)
+            out.data<double>()[i] = t.double_data(static_cast<int>(i));
+          else
+            out.data<float>()[i] = t.float_data(static_cast<int>(i));
+        }
       return out;
     }
     if (t.data_type() == onnx::TensorProto::INT64 && ints) {
@@ -188,7 +197,7 @@ struct OnnxReader {
     }
     throw Error(path + ": tensor '" + t.name() + "' has data type " +
                 std::to_string(t.data_type()) +
-                "; frugal imports float32 weights (and int64 shapes, booleans)");
+                "; frugal imports float32 and float64 weights (and int64 shapes, booleans)");
   }
 };
 

@@ -283,9 +283,21 @@ void load_onnx_weights(ParamStore& store, const OnnxModel& model) {
     FRUGAL_CHECK(p != nullptr, model.path, ": weight '", name,
                  "' is not in the store (record the model first)");
     const Tensor& t = model.graph->initializers.at(name);
-    FRUGAL_CHECK(p->value.meta() == t.meta(), model.path, ": weight '", name, "' is ", t.shape(),
+    FRUGAL_CHECK(p->value.shape() == t.shape(), model.path, ": weight '", name, "' is ", t.shape(),
                  ", the store's ", p->value.shape());
-    store.backend().copy_to_device(t, p->value);
+    if (p->value.dtype() == t.dtype()) {
+      store.backend().copy_to_device(t, p->value);
+      continue;
+    }
+    // A float64 export recorded in float32 or the other way: each weight rounded or widened.
+    Tensor converted = Tensor::empty(t.shape(), p->value.dtype());
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      if (converted.dtype() == DType::f64)
+        converted.data<double>()[i] = element_as_double(t, i);
+      else
+        converted.data<float>()[i] = static_cast<float>(element_as_double(t, i));
+    }
+    store.backend().copy_to_device(converted, p->value);
   }
 }
 

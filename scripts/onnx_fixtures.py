@@ -21,6 +21,10 @@ With --segmentation DIR [--small] it writes a U-Net for `frugal segment` (DIR/un
 
     /usr/bin/python3 scripts/onnx_fixtures.py --segmentation build/onnx-models
 
+With --f64 DIR it writes double_net.onnx, a float64 export, with PyTorch's float64 output:
+
+    /usr/bin/python3 scripts/onnx_fixtures.py --f64 tests/data/onnx
+
 With --torchvision-training DIR it writes training-mode exports with PyTorch's parameter
 gradients of one step (<name>.pgrad and <name>.pgrad.txt, see torchvision_training) for the
 test "onnx: torchvision training exports ... parameter gradients" (FRUGAL_ONNX_TRAINING=DIR):
@@ -33,7 +37,7 @@ import sys
 
 import numpy as np
 
-if not {"--torchvision", "--torchvision-training", "--segmentation"} & set(sys.argv):
+if not {"--torchvision", "--torchvision-training", "--segmentation", "--f64"} & set(sys.argv):
     import onnx
     from onnx import TensorProto, helper, numpy_helper
     from onnx.reference import ReferenceEvaluator
@@ -403,6 +407,59 @@ def torchvision_models(out, only=()):
         print(f"{out}/{name}.onnx: input {tuple(x.shape)}, output {tuple(y.shape)}, opset {opset}")
 
 
+def double_net(out):
+    """A small network exported by PyTorch in float64 (model.double()): a grouped convolution,
+    BatchNorm in eval mode with non-trivial statistics, ReLU6, a channel shuffle (view,
+    transpose, view with a dynamic batch), chunk, F.pad with a value, SiLU, max pooling, a
+    transposed convolution, softmax and a linear head; tests/data/onnx/double_net.onnx and its
+    PyTorch output in float64 (double_net.io: input (2, 4, 12, 12), then output (2, 5)), for
+    the test that frugal's float64 forward is within 1e-10 of it."""
+    import os
+    import warnings
+
+    import torch
+    from torch import nn
+    from torch.nn import functional as F
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(4, 8, 3, padding=1, groups=2)
+            self.bn = nn.BatchNorm2d(8)
+            self.up = nn.ConvTranspose2d(8, 6, 2, stride=2)
+            self.fc = nn.Linear(6, 5)
+
+        def forward(self, x):
+            x = F.relu6(self.bn(self.conv(x)))
+            n, c, h, w = x.size()
+            x = x.view(n, 2, c // 2, h, w).transpose(1, 2).contiguous().view(n, c, h, w)
+            a, b = x.chunk(2, dim=1)
+            b = F.pad(F.silu(b), [1, 0, 0, 1], value=0.5)[:, :, :h, 1:]
+            x = F.max_pool2d(torch.cat([b, a], 1), 2)
+            x = torch.softmax(self.up(x), dim=1)
+            return self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1))
+
+    torch.manual_seed(0)
+    net = Net()
+    with torch.no_grad():
+        net.bn.running_mean.uniform_(-0.5, 0.5)
+        net.bn.running_var.uniform_(0.5, 1.5)
+    net = net.double().eval()
+    x = torch.rand(2, 4, 12, 12, dtype=torch.float64) * 2 - 1
+    with torch.no_grad():
+        y = net(x)
+    path = f"{out}/double_net.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(net, x, path + ".tmp", opset_version=15, input_names=["x"],
+                          output_names=["y"], dynamic_axes={"x": {0: "N"}, "y": {0: "N"}})
+    os.replace(path + ".tmp", path)
+    with open(f"{out}/double_net.io", "wb") as f:
+        f.write(x.numpy().astype("<f8").tobytes())
+        f.write(y.numpy().astype("<f8").tobytes())
+    print(f"{path}: float64, input {tuple(x.shape)}, output {tuple(y.shape)}")
+
+
 def torchvision_training(out, only=()):
     """Training-mode exports (BatchNorm on batch statistics, as frugal trains) with PyTorch's
     parameter gradients of one step beside each: <name>.onnx, <name>.pgrad (the f32 input
@@ -523,6 +580,9 @@ def unet_segmentation(out, base=16, side=32, name="unet"):
 
 
 if __name__ == "__main__":
+    if len(sys.argv) > 2 and sys.argv[1] == "--f64":
+        double_net(sys.argv[2])
+        sys.exit(0)
     if len(sys.argv) > 2 and sys.argv[1] == "--segmentation":
         # The U-Net of docs/TRAINING.md's segmentation run, and a small one for the tests
         # (tests/data/onnx/unet_seg.onnx: 4 base channels, 16 x 16 images).

@@ -129,6 +129,53 @@ TEST_CASE("onnx: imported models give ONNX's reference outputs") {
   CHECK(u.label_shape == Shape({16, 16}));
 }
 
+TEST_CASE("onnx: a float64 export gives PyTorch's float64 output within 1e-10") {
+  // scripts/onnx_fixtures.py --f64: model.double() exported by PyTorch, its output in f64.
+  const std::string path = (onnx_data() / "double_net.onnx").string();
+  const OnnxModel m = load_onnx(path);
+  CHECK(m.dtype == DType::f64);
+  std::ifstream in(onnx_data() / "double_net.io", std::ios::binary);
+  std::vector<double> io((2 * m.input.numel() + 2 * m.classes));
+  in.read(reinterpret_cast<char*>(io.data()), static_cast<std::streamsize>(io.size() * 8));
+  REQUIRE(in.gcount() == static_cast<std::streamsize>(io.size() * 8));
+  for (DType t : {DType::f64, DType::f32}) {  // recorded in f64, and rounded to f32
+    ParamStore store(1);
+    Tape tape(store, t);
+    Value x = tape.input("x", Shape({2, m.input[0], m.input[1], m.input[2]}), t);
+    Value y = record_onnx(m, x);
+    load_onnx_weights(store, m);
+    Executor ex(tape, cpu_backend(), {.mode = Mode::inference, .keep = {y}});
+    Tensor xt = Tensor::empty(x.shape(), t);
+    for (int64_t i = 0; i < xt.numel(); ++i) {
+      if (t == DType::f64)
+        xt.data<double>()[i] = io[static_cast<size_t>(i)];
+      else
+        xt.data<float>()[i] = static_cast<float>(io[static_cast<size_t>(i)]);
+    }
+    ex.set_input(x, xt);
+    ex.forward();
+    double worst = 0, scale = 0;
+    for (int64_t i = 0; i < 2 * m.classes; ++i) {
+      const double want = io[static_cast<size_t>(2 * m.input.numel() + i)];
+      worst = std::max(worst, std::abs(element_as_double(ex.value(y), i) - want));
+      scale = std::max(scale, std::abs(want));
+    }
+    MESSAGE(std::string(dtype_name(t)), ": largest difference ", worst, " of outputs up to ",
+            scale);
+    CHECK(scale > 0.01);
+    CHECK(worst <= (t == DType::f64 ? 1e-10 : 1e-4) * scale);
+  }
+  // An initializer of the other float type than the input is refused by name.
+  onnx::ModelProto mixed;
+  std::ifstream file(path, std::ios::binary);
+  REQUIRE(mixed.ParseFromIstream(&file));
+  mixed.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
+      onnx::TensorProto::FLOAT);
+  CHECK(error_for(mixed).starts_with("m.onnx: tensor '"));
+  CHECK(error_for(mixed).ends_with(
+      "is f64 and the input 'x' f32; frugal imports models of one float type"));
+}
+
 TEST_CASE("onnx: training an imported model is bitwise equal planned and baseline") {
   for (const char* name : {"residual_net", "reshape_net", "mobile_net", "train_net", "unet_net",
                            "shuffle_net", "unet_seg"}) {

@@ -128,9 +128,9 @@ TEST_CASE(
 
 // Not in the default run's data: scripts/onnx_fixtures.py --torchvision-training DIR writes
 // training-mode exports with PyTorch's parameter gradients of one step (float64, stored as f32),
-// and FRUGAL_ONNX_TRAINING=DIR points here. frugal's step (f32, BatchNorm on batch statistics
-// as in PyTorch's train mode) must give every parameter's gradient within 1e-4 of that
-// tensor's largest.
+// and FRUGAL_ONNX_TRAINING=DIR points here. frugal's step (BatchNorm on batch statistics as in
+// PyTorch's train mode) must give every parameter's gradient within 1e-4 of that tensor's
+// largest in f32, 1e-6 in f64.
 TEST_CASE(
     "onnx: torchvision training exports give PyTorch's parameter gradients "
     "(FRUGAL_ONNX_TRAINING)") {
@@ -165,50 +165,71 @@ TEST_CASE(
     for (const auto& [name, count] : names) total += count;
     REQUIRE(static_cast<int64_t>(data.size()) == total);
 
-    ParamStore store(1);
-    Tape tape(store);
-    Value x = tape.input("x", Shape({4, m.input[0], m.input[1], m.input[2]}), DType::f32);
-    Value labels = tape.input("labels", {4}, DType::i32);
-    Value loss = softmax_cross_entropy(record_onnx(m, x), labels);
-    load_onnx_weights(store, m);
-    Executor ex(tape, cpu_backend(), {.memory = MemoryMode::baseline, .keep = {loss}});
-    Tensor xt = Tensor::empty(x.shape(), DType::f32), lt = Tensor::empty({4}, DType::i32);
-    std::memcpy(xt.raw(), data.data(), xt.bytes());
-    std::memcpy(lt.raw(), data.data() + in, lt.bytes());
-    ex.set_input(x, xt);
-    ex.set_input(labels, lt);
-    ex.forward();
-    ex.backward(loss);
-    // A gradient that vanishes in exact arithmetic (a BatchNorm's shift or scale that a later
-    // BatchNorm normalizes away: ShuffleNet's depthwise branches) is rounding noise on both
-    // sides: each tensor is compared against its own largest value, or a hundredth of the
-    // model's largest gradient where its own is smaller.
-    const float* want = data.data() + in + 4;
-    double model_scale = 0;
-    for (int64_t i = 0; i < total - in - 4; ++i)
-      model_scale = std::max(model_scale, static_cast<double>(std::abs(want[i])));
-    double worst = 0;
-    std::string worst_name;
-    int vanishing = 0;
-    for (const auto& [name, count] : names) {
-      CAPTURE(name);
-      Parameter* p = store.find(name);
-      REQUIRE(p != nullptr);  // the export keeps PyTorch's parameter names
-      REQUIRE(p->value.numel() == count);
-      const float* got = ex.grad(tape.param(*p)).data<float>();
-      double err = 0, scale = 0;
-      for (int64_t i = 0; i < count; ++i) {
-        err = std::max(err, static_cast<double>(std::abs(got[i] - want[i])));
-        scale = std::max(scale, static_cast<double>(std::abs(want[i])));
+    // Recorded in f64 with the weights widened (required within 1e-6 of each tensor's scale: the
+    // reference is stored rounded to f32), and in f32 (within 1e-4 reported, not required: a
+    // ReLU input within f32 rounding of its kink takes the other side than in f64, and its
+    // channel's gradient moves by that element's whole upstream gradient. On MobileNetV2 one
+    // BatchNorm output, +2.07e-6 in f32 and -6.8e-7 in f64, moves one channel's shift gradient
+    // by 1.3e-3 and every earlier layer's by up to 4.5% of its scale; PyTorch's own f32 step
+    // crosses none there.)
+    for (DType t : {DType::f32, DType::f64}) {
+      CAPTURE(std::string(dtype_name(t)));
+      const double tolerance = t == DType::f32 ? 1e-4 : 1e-6;
+      ParamStore store(1);
+      Tape tape(store, t);
+      Value x = tape.input("x", Shape({4, m.input[0], m.input[1], m.input[2]}), t);
+      Value labels = tape.input("labels", {4}, DType::i32);
+      Value loss = softmax_cross_entropy(record_onnx(m, x), labels);
+      load_onnx_weights(store, m);
+      Executor ex(tape, cpu_backend(), {.memory = MemoryMode::baseline, .keep = {loss}});
+      Tensor xt = Tensor::empty(x.shape(), t), lt = Tensor::empty({4}, DType::i32);
+      for (int64_t i = 0; i < xt.numel(); ++i) {
+        if (t == DType::f64)
+          xt.data<double>()[i] = data[static_cast<size_t>(i)];
+        else
+          xt.data<float>()[i] = data[static_cast<size_t>(i)];
       }
-      vanishing += scale < 1e-2 * model_scale;
-      const double rel = err / std::max(scale, 1e-2 * model_scale);
-      if (rel > worst) worst = rel, worst_name = name;
-      CHECK(rel <= 1e-4);
-      want += count;
+      std::memcpy(lt.raw(), data.data() + in, lt.bytes());
+      ex.set_input(x, xt);
+      ex.set_input(labels, lt);
+      ex.forward();
+      ex.backward(loss);
+      // A gradient that vanishes in exact arithmetic (a BatchNorm's shift or scale that a later
+      // BatchNorm normalizes away: ShuffleNet's depthwise branches) is rounding noise on both
+      // sides: each tensor is compared against its own largest value, or a hundredth of the
+      // model's largest gradient where its own is smaller.
+      const float* want = data.data() + in + 4;
+      double model_scale = 0;
+      for (int64_t i = 0; i < total - in - 4; ++i)
+        model_scale = std::max(model_scale, static_cast<double>(std::abs(want[i])));
+      double worst = 0;
+      std::string worst_name;
+      int vanishing = 0, over = 0;
+      for (const auto& [name, count] : names) {
+        CAPTURE(name);
+        Parameter* p = store.find(name);
+        REQUIRE(p != nullptr);  // the export keeps PyTorch's parameter names
+        REQUIRE(p->value.numel() == count);
+        const Tensor& got = ex.grad(tape.param(*p));
+        double err = 0, scale = 0;
+        for (int64_t i = 0; i < count; ++i) {
+          err = std::max(err, std::abs(element_as_double(got, i) - want[i]));
+          scale = std::max(scale, static_cast<double>(std::abs(want[i])));
+        }
+        vanishing += scale < 1e-2 * model_scale;
+        const double rel = err / std::max(scale, 1e-2 * model_scale);
+        if (rel > worst) worst = rel, worst_name = name;
+        if (t == DType::f64)
+          CHECK(rel <= tolerance);
+        else
+          WARN(rel <= tolerance);  // see above: a kink crossed in f32 rounding is reported
+        over += rel > tolerance;
+        want += count;
+      }
+      MESSAGE(f.filename().string(), " in ", std::string(dtype_name(t)), ": ", names.size(),
+              " parameter gradients (", vanishing,
+              " below 1% of the largest); the worst differs by ", worst, " of its scale (",
+              worst_name, "); ", over, " beyond ", tolerance);
     }
-    MESSAGE(f.filename().string(), ": ", names.size(), " parameter gradients (", vanishing,
-            " below 1% of the largest); the worst differs by ", worst, " of its scale (",
-            worst_name, ")");
   }
 }
