@@ -144,7 +144,8 @@ BenchResult run_bench(const BenchOptions& o, Communicator* comm) {
     std::fprintf(stderr, "memory budget %s: op outputs rebuilt in backward, planned arena %s\n",
                  bytes_text(o.rebuild_budget).c_str(), bytes_text(ex.arena_bytes()).c_str());
   Tensor x = Tensor::empty(ex.input(images).shape(), o.dtype);
-  Tensor y = Tensor::empty({r.local_batch}, DType::i32);
+  // One label per image, or per pixel for segmentation models (labels (N, H, W)).
+  Tensor y = Tensor::empty(training ? labels.shape() : Shape{r.local_batch}, DType::i32);
   fill_random(x, training ? &y : nullptr, spec.classes);
   ex.set_input(images, x);
   if (training) ex.set_input(labels, y);
@@ -152,6 +153,8 @@ BenchResult run_bench(const BenchOptions& o, Communicator* comm) {
   std::optional<Dataset> folder;
   std::unique_ptr<Batcher> batches;
   if (!o.data.empty()) {
+    FRUGAL_CHECK(spec.label_shape.rank() == 0, "bench --data: ", spec.name,
+                 " is a segmentation model; it runs on random images and labels (leave out --data)");
     FRUGAL_CHECK(is_image_folder(o.data), "bench --data: ", o.data,
                  " is not an image folder (train/<class>/, val/<class>/)");
     folder = load_data(o.data, spec, training, {}, 1, o.folder);

@@ -523,41 +523,13 @@ def unet_segmentation(out, base=16, side=32, name="unet"):
     import warnings
 
     import torch
-    from torch import nn
-    from torch.nn import functional as F
 
-    def block(i, o):
-        return nn.Sequential(nn.Conv2d(i, o, 3, padding=1, bias=False), nn.BatchNorm2d(o),
-                             nn.ReLU(inplace=True), nn.Conv2d(o, o, 3, padding=1, bias=False),
-                             nn.BatchNorm2d(o), nn.ReLU(inplace=True))
-
-    def fit(x, skip):  # pad x to skip's size (0 here, computed from shapes as usual)
-        dy, dx = skip.size(2) - x.size(2), skip.size(3) - x.size(3)
-        return F.pad(x, [dx // 2, dx - dx // 2, dy // 2, dy - dy // 2])
-
-    class UNet(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.enc1, self.enc2, self.enc3 = block(3, base), block(base, 2 * base), \
-                block(2 * base, 4 * base)
-            self.pool = nn.MaxPool2d(2)
-            self.up2 = nn.ConvTranspose2d(4 * base, 2 * base, 2, stride=2)
-            self.dec2 = block(4 * base, 2 * base)
-            self.up1 = nn.Sequential(nn.Upsample(scale_factor=2, mode="nearest"),
-                                     nn.Conv2d(2 * base, base, 1))
-            self.dec1 = block(2 * base, base)
-            self.head = nn.Conv2d(base, 4, 1)
-
-        def forward(self, x):
-            e1 = self.enc1(x)
-            e2 = self.enc2(self.pool(e1))
-            e3 = self.enc3(self.pool(e2))
-            d2 = self.dec2(torch.cat([fit(self.up2(e3), e2), e2], 1))
-            d1 = self.dec1(torch.cat([fit(self.up1(d2), e1), e1], 1))
-            return self.head(d1)
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench",
+                                    "peers"))
+    from pytorch_nets import UNet  # the peers' U-Net: one definition
 
     torch.manual_seed(0)
-    net = UNet().train()
+    net = UNet(base=base).train()
     path = f"{out}/{name}.onnx"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -76,7 +76,7 @@ def main():
     training = o.mode == "training"
     model.train(training)
     x = torch.randn(o.batch, *shape, dtype=dtype)
-    labels = torch.randint(0, classes, (o.batch,))
+    labels = torch.randint(0, classes, (o.batch, *pytorch_nets.LABEL_SHAPE.get(o.model, ())))
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9) if training else None
     loss_fn = F.nll_loss if log_probs else F.cross_entropy
 
@@ -160,7 +160,8 @@ def measure_cuda(o):
     training = o.mode == "training"
     model.train(training)
     x = torch.randn(o.batch, *shape, dtype=dtype, device=dev)
-    labels = torch.randint(0, classes, (o.batch,), device=dev)
+    labels = torch.randint(0, classes, (o.batch, *pytorch_nets.LABEL_SHAPE.get(o.model, ())),
+                           device=dev)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9) if training else None
     loss_fn = F.nll_loss if log_probs else F.cross_entropy
 

@@ -199,7 +199,7 @@ def torchvision_model(name):
 
 
 TORCHVISION = ["mobilenet_v2", "efficientnet_b0", "resnet18", "resnet50", "squeezenet1_1",
-               "densenet121"]
+               "densenet121", "shufflenet_v2_x1_0"]
 for _name in TORCHVISION:
     NETS["tv-" + _name] = (lambda d, bn, seg, n=_name: torchvision_model(n), (3, 224, 224), 1000,
                            False)
@@ -213,6 +213,52 @@ NETS["tv-densenet121-efficient"] = (
     lambda d, bn, seg: __import__("torchvision").models.densenet121(num_classes=1000,
                                                                     memory_efficient=True),
     (3, 224, 224), 1000, False)
+
+
+class UNet(nn.Module):
+    """A U-Net as PyTorch users write it: two 3x3 convolutions with BatchNorm and ReLU per
+    level, max-pool down, a transposed convolution up, then a nearest upsampling and a 1x1
+    convolution up, each upsampled map padded to its skip's size with F.pad (shape arithmetic in
+    the export), skips joined by torch.cat, a 1x1 head over `classes`. Also the model of
+    `frugal segment`'s documented run (scripts/onnx_fixtures.py --segmentation)."""
+
+    def __init__(self, base=16, classes=4, channels=3):
+        super().__init__()
+
+        def block(i, o):
+            return nn.Sequential(nn.Conv2d(i, o, 3, padding=1, bias=False), nn.BatchNorm2d(o),
+                                 nn.ReLU(inplace=True), nn.Conv2d(o, o, 3, padding=1, bias=False),
+                                 nn.BatchNorm2d(o), nn.ReLU(inplace=True))
+
+        self.enc1, self.enc2 = block(channels, base), block(base, 2 * base)
+        self.enc3 = block(2 * base, 4 * base)
+        self.pool = nn.MaxPool2d(2)
+        self.up2 = nn.ConvTranspose2d(4 * base, 2 * base, 2, stride=2)
+        self.dec2 = block(4 * base, 2 * base)
+        self.up1 = nn.Sequential(nn.Upsample(scale_factor=2, mode="nearest"),
+                                 nn.Conv2d(2 * base, base, 1))
+        self.dec1 = block(2 * base, base)
+        self.head = nn.Conv2d(base, classes, 1)
+
+    @staticmethod
+    def fit(x, skip):  # pad x to skip's size (0 here, computed from shapes as usual)
+        dy, dx = skip.size(2) - x.size(2), skip.size(3) - x.size(3)
+        return nn.functional.pad(x, [dx // 2, dx - dx // 2, dy // 2, dy - dy // 2])
+
+    def forward(self, x):
+        e1 = self.enc1(x)
+        e2 = self.enc2(self.pool(e1))
+        e3 = self.enc3(self.pool(e2))
+        d2 = self.dec2(torch.cat([self.fit(self.up2(e3), e2), e2], 1))
+        d1 = self.dec1(torch.cat([self.fit(self.up1(d2), e1), e1], 1))
+        return self.head(d1)
+
+
+# A segmentation peer (issue 17): the U-Net above at 3 x 128 x 128, 32 base channels, 4 classes
+# per pixel (labels (N, H, W), the per-pixel cross-entropy), through a training-mode export.
+NETS["tv-unet"] = (lambda d, bn, seg: UNet(base=32), (3, 128, 128), 4, False)
+# Segmentation models: each sample's labels (H, W).
+LABEL_SHAPE = {"tv-unet": (128, 128)}
 
 
 def build(name, dropout=True, batch_norm=True, segments=0):

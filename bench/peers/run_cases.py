@@ -24,10 +24,11 @@ TORCH_FLAGS = {
 # module, frugal its training-mode ONNX export (export_torchvision.py), one step's warm-up and
 # two timed, batch 32 as issue 17 asks.
 TORCHVISION_CASES = [(f"tv-{n}", f"tv-{n}", 32, "training", "f32", [], 3, 1)
-                     for n in ("squeezenet1_1", "mobilenet_v2", "resnet18", "efficientnet_b0",
-                               "resnet50", "densenet121")]
+                     for n in ("squeezenet1_1", "mobilenet_v2", "shufflenet_v2_x1_0", "unet",
+                               "resnet18", "efficientnet_b0", "resnet50", "densenet121")]
 TORCHVISION_CASES += [(f"tv-{n}", f"tv-{n}", b, "inference", "f32", [], 3, 1)
-                      for n in ("mobilenet_v2", "resnet50") for b in (1, 32)]
+                      for n in ("mobilenet_v2", "shufflenet_v2_x1_0", "unet", "resnet50")
+                      for b in (1, 32)]
 # Issue 16, op-level recomputation on the torchvision models (--set recompute): frugal with
 # --recompute cheap against PyTorch's plain step, and DenseNet-121 also against torchvision's
 # densenet121(memory_efficient=True), which checkpoints each dense layer's concat-BN-ReLU-conv.
