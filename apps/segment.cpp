@@ -99,10 +99,10 @@ void run_segment(const SegmentOptions& o) {
   const int64_t total = steps * t.epochs;
   std::printf(
       "%s: %lld train / %lld test images %s, %lld classes; batch %lld, %lld steps per "
-      "epoch; training step arena %.1f MiB (%s)\n",
+      "epoch; the training step holds %.1f MiB (%s, parameters aside)\n",
       o.onnx.c_str(), static_cast<long long>(o.train_size), static_cast<long long>(o.test_size),
       in.str().c_str(), static_cast<long long>(kShapeClasses), static_cast<long long>(t.batch),
-      static_cast<long long>(steps), to_mib(ex.arena_bytes()), memory_mode_name(t.memory));
+      static_cast<long long>(steps), to_mib(ex.memory_bytes()), memory_mode_name(t.memory));
   std::vector<int64_t> order(static_cast<size_t>(o.train_size));
   Tensor images = Tensor::empty(step.images.shape(), DType::f32);
   Tensor labels = Tensor::empty(step.labels.shape(), DType::i32);
