@@ -13,6 +13,7 @@
 #include "core/broadcast.h"
 #include "core/copy_box.h"
 #include "core/device.h"
+#include "core/resize.h"
 #include "core/roles.h"
 #include "core/tensor.h"
 
@@ -131,6 +132,12 @@ class Backend {
   virtual void upsample_nearest_forward(const Pool2dGeometry& g, const Tensor& x, Tensor& y) = 0;
   // dx[n,c,h,w] = the sum of dy's kernel_h x kernel_w block, row by row: a fixed order
   virtual void upsample_nearest_backward(const Pool2dGeometry& g, const Tensor& dy, Tensor& dx) = 0;
+
+  // --- bilinear resizing (core/resize.h): x (N,C,H,W) -> y (N,C,P,Q), each output the two by
+  // two neighbours of resize_tap weighted; backward adds each dy into those four dx, plane by
+  // plane in output order (the same bits on any thread count).
+  virtual void resize_bilinear_forward(const ResizeGeometry& g, const Tensor& x, Tensor& y) = 0;
+  virtual void resize_bilinear_backward(const ResizeGeometry& g, const Tensor& dy, Tensor& dx) = 0;
 
   // --- batch norm (x (N,C,H,W) or (N,C); per-channel tensors (C)) -----------------------------
   // Batch statistics; writes mean, inv_std = 1/sqrt(var_biased + eps), and updates running

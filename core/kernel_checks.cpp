@@ -411,4 +411,19 @@ AxisDims check_softmax(const char* op, const Tensor& x, const Tensor& y, const T
   return d;
 }
 
+void check_resize(const char* op, const ResizeGeometry& g, const Tensor& x, const Tensor& y,
+                  const Device& device) {
+  check_defined(op, "x", x);
+  check_defined(op, "y", y);
+  check_device(op, {&x, &y}, device);
+  FRUGAL_CHECK(g.N >= 0 && g.C >= 0 && g.H >= 1 && g.W >= 1 && g.P >= 1 && g.Q >= 1 &&
+                   g.scale_h > 0 && g.scale_w > 0 && std::isfinite(g.scale_h) &&
+                   std::isfinite(g.scale_w) && x.shape() == Shape({g.N, g.C, g.H, g.W}) &&
+                   y.shape() == Shape({g.N, g.C, g.P, g.Q}) && is_float(x) &&
+                   x.dtype() == y.dtype(),
+               op, ": x ", x.shape(), " ", dtype_name(x.dtype()), " and y ", y.shape(), " ",
+               dtype_name(y.dtype()), " do not fit ", g.H, "x", g.W, " -> ", g.P, "x", g.Q,
+               " (scales ", g.scale_h, ", ", g.scale_w, ")");
+}
+
 }  // namespace frugal

@@ -30,6 +30,9 @@ void check_defined(const char* op, const char* what, const Tensor& t);
 // Dropout's probability p lies in [0, 1).
 void check_dropout_p(double p);
 
+// Bilinear resizing: x (N,C,H,W) and y (N,C,P,Q) of g, one float dtype, sizes >= 1.
+void check_resize(const char* op, const ResizeGeometry& g, const Tensor& x, const Tensor& y,
+                  const Device& device);
 // x and y: defined, one dtype, the box inside both (every index it reaches), y not x's memory.
 void check_strided_copy(const CopyBox& g, const Tensor& x, const Tensor& y, const Device& device);
 // Softmax: x and y (and dy) one shape and float dtype, axis inside the rank; returns the sizes

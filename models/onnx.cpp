@@ -215,43 +215,62 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       if (n.input_size() > 2 && !n.input(2).empty()) o.inputs.push_back(param(n, 2, true));
     } else if (op == "Resize") {
       // Nearest by whole factors, as nn.Upsample(scale_factor=k, mode="nearest") exports it
-      // (asymmetric with floor); half-pixel centres pick the same pixels at whole factors.
-      o.kind = Kind::upsample_nearest;
+      // (asymmetric with floor; half-pixel centres pick the same pixels at whole factors), or
+      // bilinear to any size (interpolate(mode="bilinear"), align_corners either way).
       const std::string mode = r.get_string(n, "mode", "nearest");
       const std::string ctm = r.get_string(n, "coordinate_transformation_mode", "half_pixel");
-      const std::string nearest = r.get_string(n, "nearest_mode", "round_prefer_floor");
-      if (mode != "nearest") r.fail(n, "mode " + mode + " is not imported (only nearest)");
-      const bool asymmetric = ctm == "asymmetric" && nearest == "floor";
-      const bool half_pixel = (ctm == "half_pixel" || ctm == "pytorch_half_pixel") &&
-                              (nearest == "round_prefer_floor" || nearest == "round_prefer_ceil");
-      if (!asymmetric && !half_pixel)
-        r.fail(n, "coordinate_transformation_mode " + ctm + " with nearest_mode " + nearest +
-                      " is not imported (asymmetric with floor, or half_pixel)");
       auto input = [&](int i) {
         return i < n.input_size() && !n.input(i).empty() ? canon(n.input(i)) : std::string();
       };
+      double scales[4] = {};
       if (const std::string s = input(2); !s.empty()) {
         const Tensor* t = nullptr;
         if (auto it = float_constants.find(s); it != float_constants.end()) t = &it->second;
         if (auto it = graph->initializers.find(s); it != graph->initializers.end()) t = &it->second;
-        if (t != nullptr && t->numel() == 0) t = nullptr;  // an empty scales: sizes instead
-        if (t != nullptr) {
-          double v[4] = {};
-          for (int64_t k = 0; k < std::min<int64_t>(4, t->numel()); ++k)
-            v[k] = element_as_double(*t, k);
-          if (t->numel() != 4 || v[0] != 1 || v[1] != 1 || !(v[2] >= 1 && v[2] <= 4096) ||
-              !(v[3] >= 1 && v[3] <= 4096) || v[2] != std::floor(v[2]) || v[3] != std::floor(v[3]))
-            r.fail(n, "scales must be a constant (1, 1, s_h, s_w) of whole numbers in 1..4096");
-          o.scale_h = static_cast<int64_t>(v[2]), o.scale_w = static_cast<int64_t>(v[3]);
+        if (t == nullptr) r.fail(n, "scales must be a float constant");
+        if (t != nullptr && t->numel() > 0) {
+          if (t->numel() != 4) r.fail(n, "scales must be four values (1, 1, s_h, s_w)");
+          for (int64_t k = 0; k < 4; ++k) scales[k] = element_as_double(*t, k);
         }
       }
-      if (o.scale_h == 0) {
-        const std::string s = input(3);
-        auto it = int_constants.find(s);
-        if (s.empty() || it == int_constants.end() || it->second.values.size() != 4 ||
-            it->second.values[2] < 1 || it->second.values[3] < 1)
-          r.fail(n, "needs constant scales or sizes (N, C, H, W)");
-        o.size_h = it->second.values[2], o.size_w = it->second.values[3];
+      if (scales[2] == 0) {  // no scales: the sizes (N, C, H, W), constant or from shapes
+        if (input(3).empty()) r.fail(n, "needs constant scales or sizes (N, C, H, W)");
+        o.int_inputs = {int_input(n, 3)};
+      } else if (scales[0] != 1 || scales[1] != 1 || !(scales[2] > 0 && scales[2] <= 4096) ||
+                 !(scales[3] > 0 && scales[3] <= 4096)) {
+        r.fail(n, "scales must be (1, 1, s_h, s_w) with s_h and s_w in (0, 4096]");
+      }
+      if (mode == "nearest") {
+        o.kind = Kind::upsample_nearest;
+        const std::string nearest = r.get_string(n, "nearest_mode", "round_prefer_floor");
+        const bool asymmetric = ctm == "asymmetric" && nearest == "floor";
+        const bool half_pixel = (ctm == "half_pixel" || ctm == "pytorch_half_pixel") &&
+                                (nearest == "round_prefer_floor" || nearest == "round_prefer_ceil");
+        if (!asymmetric && !half_pixel)
+          r.fail(n, "coordinate_transformation_mode " + ctm + " with nearest_mode " + nearest +
+                        " is not imported (asymmetric with floor, or half_pixel)");
+        if (scales[2] != 0) {
+          if (scales[2] < 1 || scales[3] < 1 || scales[2] != std::floor(scales[2]) ||
+              scales[3] != std::floor(scales[3]))
+            r.fail(n, "scales must be a constant (1, 1, s_h, s_w) of whole numbers in 1..4096");
+          o.scale_h = static_cast<int64_t>(scales[2]), o.scale_w = static_cast<int64_t>(scales[3]);
+        }
+      } else if (mode == "linear") {
+        o.kind = Kind::resize_bilinear;
+        if (ctm == "half_pixel")
+          o.resize_mode = ResizeCoordinates::half_pixel;
+        else if (ctm == "pytorch_half_pixel")
+          o.resize_mode = ResizeCoordinates::pytorch_half_pixel;
+        else if (ctm == "align_corners")
+          o.resize_mode = ResizeCoordinates::align_corners;
+        else if (ctm == "asymmetric")
+          o.resize_mode = ResizeCoordinates::asymmetric;
+        else
+          r.fail(n, "coordinate_transformation_mode " + ctm + " is not imported in linear mode");
+        o.resize_scale_h = scales[2];
+        o.resize_scale_w = scales[3];
+      } else {
+        r.fail(n, "mode " + mode + " is not imported (nearest or linear)");
       }
       o.inputs = {activation_input(n)};
     } else if (op == "BatchNormalization") {

@@ -20,6 +20,7 @@ enum class OnnxKind {
   conv,
   conv_transpose,
   upsample_nearest,  // Resize in nearest mode by whole factors
+  resize_bilinear,   // Resize in linear mode
   batch_norm,
   gemm,
   max_pool,
@@ -55,7 +56,8 @@ struct OnnxNode {
   int64_t kernel_h = 0, kernel_w = 0;
   int64_t output_padding_h = 0, output_padding_w = 0;  // ConvTranspose
   int64_t scale_h = 0, scale_w = 0;                    // Resize by scales, or 0 with its sizes:
-  int64_t size_h = 0, size_w = 0;  // the output's H and W (whole multiples of the input's)
+  ResizeCoordinates resize_mode = ResizeCoordinates::half_pixel;  // Resize in linear mode
+  double resize_scale_h = 0, resize_scale_w = 0;                  // its scales, or 0: sizes
   bool ceil = false, count_include_pad = true;
   double eps = 1e-5, momentum = 0.1, alpha = 0;
   Activation activation = Activation::sigmoid;

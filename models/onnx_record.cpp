@@ -1,6 +1,7 @@
 // ONNX import, recording: a checked graph (models/onnx_graph.h) onto a tape, the file's weights
 // into the store, and the registry entry per file.
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -23,6 +24,7 @@
 #include "layers/pad.h"
 #include "layers/relu.h"
 #include "layers/reshape.h"
+#include "layers/resize_bilinear.h"
 #include "layers/slice.h"
 #include "layers/softmax.h"
 #include "layers/split.h"
@@ -137,15 +139,37 @@ Value record_onnx(const OnnxModel& model, Value images) {
               in, where)[0];
           break;
         }
-        case Kind::upsample_nearest: {
-          int64_t sh = n.scale_h, sw = n.scale_w;
-          if (sh == 0) {
-            const Shape& x = in[0].shape();
-            FRUGAL_CHECK(x.rank() == 4 && n.size_h % x[2] == 0 && n.size_w % x[3] == 0, "sizes ",
-                         n.size_h, "x", n.size_w, " are not whole multiples of the input ", x);
-            sh = n.size_h / x[2], sw = n.size_w / x[3];
+        case Kind::upsample_nearest:
+        case Kind::resize_bilinear: {
+          const Shape& x = in[0].shape();
+          FRUGAL_CHECK(x.rank() == 4, "resizes (N, C, H, W) values, got ", x);
+          int64_t out_h = 0, out_w = 0;  // from the sizes, or 0: from the scales
+          if (!n.int_inputs.empty()) {
+            const Ints& s = ints.at(n.int_inputs[0]).values;
+            // (a constant's N is the export's batch: it stands for the batch, as in Reshape)
+            FRUGAL_CHECK(s.size() == 4 && s[1] == x[1] && s[2] >= 1 && s[3] >= 1, "sizes ", str(s),
+                         " for ", x, ": expected (N, C, H, W) with C kept");
+            out_h = s[2], out_w = s[3];
           }
-          y = tape.record(std::make_unique<UpsampleNearestOp>(sh, sw), in, where)[0];
+          if (n.kind == Kind::upsample_nearest) {
+            int64_t sh = n.scale_h, sw = n.scale_w;
+            if (sh == 0) {
+              FRUGAL_CHECK(out_h % x[2] == 0 && out_w % x[3] == 0, "sizes ", out_h, "x", out_w,
+                           " are not whole multiples of the input ", x);
+              sh = out_h / x[2], sw = out_w / x[3];
+            }
+            y = tape.record(std::make_unique<UpsampleNearestOp>(sh, sw), in, where)[0];
+          } else {
+            if (out_h == 0) {  // ONNX: floor(input * scale)
+              out_h = static_cast<int64_t>(std::floor(double(x[2]) * n.resize_scale_h));
+              out_w = static_cast<int64_t>(std::floor(double(x[3]) * n.resize_scale_w));
+            }
+            y = resize_bilinear(in[0], {.height = out_h,
+                                        .width = out_w,
+                                        .mode = n.resize_mode,
+                                        .scale_h = n.resize_scale_h,
+                                        .scale_w = n.resize_scale_w});
+          }
           break;
         }
         case Kind::batch_norm:

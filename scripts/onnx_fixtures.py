@@ -21,9 +21,10 @@ With --segmentation DIR [--small] it writes a U-Net for `frugal segment` (DIR/un
 
     /usr/bin/python3 scripts/onnx_fixtures.py --segmentation build/onnx-models
 
-With --f64 DIR it writes double_net.onnx, a float64 export, with PyTorch's float64 output:
+With --pytorch DIR it writes the test models PyTorch exports, each with PyTorch's own output:
+double_net.onnx (a float64 export) and bilinear_net.onnx (bilinear resizing three ways):
 
-    /usr/bin/python3 scripts/onnx_fixtures.py --f64 tests/data/onnx
+    /usr/bin/python3 scripts/onnx_fixtures.py --pytorch tests/data/onnx
 
 With --torchvision-training DIR it writes training-mode exports with PyTorch's parameter
 gradients of one step (<name>.pgrad and <name>.pgrad.txt, see torchvision_training) for the
@@ -37,7 +38,7 @@ import sys
 
 import numpy as np
 
-if not {"--torchvision", "--torchvision-training", "--segmentation", "--f64"} & set(sys.argv):
+if not {"--torchvision", "--torchvision-training", "--segmentation", "--pytorch"} & set(sys.argv):
     import onnx
     from onnx import TensorProto, helper, numpy_helper
     from onnx.reference import ReferenceEvaluator
@@ -460,6 +461,52 @@ def double_net(out):
     print(f"{path}: float64, input {tuple(x.shape)}, output {tuple(y.shape)}")
 
 
+def bilinear_net(out):
+    """Bilinear resizing as PyTorch exports it: nn.Upsample(scale_factor=2, mode="bilinear")
+    (pytorch_half_pixel), F.interpolate to a skip's size read from its shape with
+    align_corners=True, and by a fractional factor 1.5 (half-pixel centres, output floor(7 x
+    1.5)); tests/data/onnx/bilinear_net.onnx with PyTorch's float32 output (bilinear_net.io)."""
+    import os
+    import warnings
+
+    import torch
+    from torch import nn
+    from torch.nn import functional as F
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.down = nn.Conv2d(2, 4, 3, stride=2, padding=1)
+            self.up = nn.Upsample(scale_factor=2, mode="bilinear")
+            self.mix = nn.Conv2d(6, 4, 3, padding=1)
+            self.fc = nn.Linear(4, 3)
+
+        def forward(self, x):
+            d = torch.relu(self.down(x))                            # 7 x 7
+            a = self.up(d)                                          # 14 x 14
+            b = F.interpolate(d, size=x.shape[2:], mode="bilinear", align_corners=True)
+            c = F.interpolate(x, scale_factor=1.5, mode="bilinear")  # 21 x 21
+            m = torch.relu(self.mix(torch.cat([a, b[:, :2]], 1)))
+            m = F.interpolate(m, size=c.shape[2:], mode="bilinear")
+            return self.fc((m * c[:, :1]).mean((2, 3)))
+
+    torch.manual_seed(1)
+    net = Net().eval()
+    x = torch.rand(2, 2, 14, 14) * 2 - 1
+    with torch.no_grad():
+        y = net(x)
+    path = f"{out}/bilinear_net.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(net, x, path + ".tmp", opset_version=13, input_names=["x"],
+                          output_names=["y"], dynamic_axes={"x": {0: "N"}, "y": {0: "N"}})
+    os.replace(path + ".tmp", path)
+    with open(f"{out}/bilinear_net.io", "wb") as f:
+        f.write(x.numpy().astype("<f4").tobytes())
+        f.write(y.numpy().astype("<f4").tobytes())
+    print(f"{path}: input {tuple(x.shape)}, output {tuple(y.shape)}")
+
+
 def torchvision_training(out, only=()):
     """Training-mode exports (BatchNorm on batch statistics, as frugal trains) with PyTorch's
     parameter gradients of one step beside each: <name>.onnx, <name>.pgrad (the f32 input
@@ -552,8 +599,9 @@ def unet_segmentation(out, base=16, side=32, name="unet"):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 2 and sys.argv[1] == "--f64":
+    if len(sys.argv) > 2 and sys.argv[1] == "--pytorch":
         double_net(sys.argv[2])
+        bilinear_net(sys.argv[2])
         sys.exit(0)
     if len(sys.argv) > 2 and sys.argv[1] == "--segmentation":
         # The U-Net of docs/TRAINING.md's segmentation run, and a small one for the tests

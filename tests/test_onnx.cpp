@@ -102,7 +102,8 @@ TEST_CASE("onnx: imported models give ONNX's reference outputs") {
   // a U-Net whose F.pad to the skip's size exports as shape arithmetic (ConstantOfShape, integer
   // Reshape, Slice with step -1, Transpose) and whose output is per pixel.
   for (const char* name :
-       {"residual_net", "reshape_net", "mobile_net", "unet_net", "shuffle_net", "unet_seg"}) {
+       {"residual_net", "reshape_net", "mobile_net", "unet_net", "shuffle_net", "unet_seg",
+        "bilinear_net"}) {
     CAPTURE(name);
     const OnnxModel m = load_onnx((onnx_data() / (std::string(name) + ".onnx")).string());
     const std::vector<float> io = read_floats(onnx_data() / (std::string(name) + ".io"));
@@ -328,12 +329,12 @@ TEST_CASE("onnx: bad files, unsupported ops and attributes are errors naming wha
     CHECK(error_for(padded) ==
           "m.onnx: node 'up2' (ConvTranspose): output_padding must be two values, each below its "
           "stride");
-    // Resize: bilinear, a fractional scale, and asymmetric rounding are refused.
+    // Resize: cubic, a fractional scale in nearest mode, and asymmetric rounding are refused.
     onnx::ModelProto linear = m, fraction = m, rounded = m;
     for (auto& n : *linear.mutable_graph()->mutable_node())
-      if (n.name() == "resize") attribute(&n, "mode")->set_s("linear");
+      if (n.name() == "resize") attribute(&n, "mode")->set_s("cubic");
     CHECK(error_for(linear) ==
-          "m.onnx: node 'resize' (Resize): mode linear is not imported (only nearest)");
+          "m.onnx: node 'resize' (Resize): mode cubic is not imported (nearest or linear)");
     for (auto& t : *fraction.mutable_graph()->mutable_initializer())
       if (t.name() == "scales") {
         t.clear_raw_data();

@@ -23,6 +23,7 @@
 #include "layers/pad.h"
 #include "layers/relu.h"
 #include "layers/reshape.h"
+#include "layers/resize_bilinear.h"
 #include "layers/slice.h"
 #include "layers/softmax.h"
 #include "layers/softmax_cross_entropy.h"
@@ -141,14 +142,16 @@ TEST_CASE("sim device: the activations' steps equal the CPU's bitwise") {
                       train_on(sim_backend(), net, {2, 3, 6, 6}, 5, memory, 2));
 }
 
-TEST_CASE("sim device: the data-movement ops and softmax equal the CPU's bitwise") {
+TEST_CASE(
+    "sim device: the data-movement ops, softmax and bilinear resizing equal the CPU's bitwise") {
   const Network net = [](Value x) {
     x = conv2d(x, {.out = 4, .kernel = 3, .pad = 1});
     auto parts = split(x, 1, {1, 3});
     Value t = reshape(transpose(parts[1], {0, 1, 3, 2}), Shape{2, 3, 6, 6});
     Value p = pad(slice(t, 3, 1, 5), {.before = {0, 0, 0, 1}, .after = {0, 0, 0, 1}, .value = 1});
     Value j = softmax(concat({p, parts[0]}, 1), 1);
-    return linear(flatten(concat({j, x}, 2)), {.out = 5});
+    Value r = resize_bilinear(x, {.height = 9, .width = 6, .mode = ResizeCoordinates::half_pixel});
+    return linear(flatten(concat({j, r}, 2)), {.out = 5});
   };
   for (MemoryMode memory : {MemoryMode::baseline, MemoryMode::planned})
     check_all_bitwise(train_on(cpu_backend(), net, {2, 3, 6, 6}, 5, memory, 2),

@@ -273,6 +273,16 @@ void SimBackend::strided_copy(const CopyBox& g, const Tensor& x, Tensor& y) {
   cpu_.strided_copy(g, view(x), view(y));
 }
 
+void SimBackend::resize_bilinear_forward(const ResizeGeometry& g, const Tensor& x, Tensor& y) {
+  Views view(alloc_, "resize_bilinear_forward");
+  cpu_.resize_bilinear_forward(g, view(x), view(y));
+}
+
+void SimBackend::resize_bilinear_backward(const ResizeGeometry& g, const Tensor& dy, Tensor& dx) {
+  Views view(alloc_, "resize_bilinear_backward");
+  cpu_.resize_bilinear_backward(g, view(dy), view(dx));
+}
+
 void SimBackend::softmax_forward(const Tensor& x, int axis, Tensor& y) {
   Views view(alloc_, "softmax_forward");
   cpu_.softmax_forward(view(x), axis, view(y));
