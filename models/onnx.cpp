@@ -285,12 +285,26 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       o.inputs = {activation_input(n), param(n, 1, true), param(n, 2, true), param(n, 3, false),
                   param(n, 4, false)};
     } else if (op == "Gemm") {
+      // nn.Linear's export (transB = 1: the weight is (out, in)), or a weight (in, out) as it
+      // stands (transB = 0), recorded through its transpose.
       o.kind = Kind::gemm;
       if (r.get_float(n, "alpha", 1) != 1 || r.get_float(n, "beta", 1) != 1 ||
-          r.get_int(n, "transA", 0) != 0 || r.get_int(n, "transB", 0) != 1)
-        r.fail(n, "only alpha = beta = 1, transA = 0, transB = 1 is imported (nn.Linear's export)");
+          r.get_int(n, "transA", 0) != 0)
+        r.fail(n, "only alpha = beta = 1 and transA = 0 are imported");
+      o.transpose_weight = r.get_int(n, "transB", 0) == 0;
       o.inputs = {activation_input(n), param(n, 1, true)};
       if (n.input_size() > 2 && !n.input(2).empty()) o.inputs.push_back(param(n, 2, true));
+    } else if (op == "MatMul") {
+      // x (..., K) times a weight (K, N): nn.Linear without bias on (N, T, K) inputs, x @ W.
+      o.kind = Kind::gemm;
+      o.transpose_weight = true;
+      o.matmul = true;
+      const std::string b = need(n, 1);
+      if (!graph->initializers.count(b))
+        r.fail(n, "input 1 ('" + b +
+                      "') is an activation; MatMul is imported with a weight (an initializer) "
+                      "as its second input, not between two activations");
+      o.inputs = {activation_input(n), param(n, 1, true)};
     } else if (op == "MaxPool" || op == "AveragePool") {
       o.kind = op == "MaxPool" ? Kind::max_pool : Kind::avg_pool;
       r.window(n, o);
@@ -519,6 +533,7 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
     } else {
       r.fail(n,
              "op not imported yet; frugal imports Conv, ConvTranspose, BatchNormalization, Gemm, "
+             "MatMul (by a weight), "
              "MaxPool, AveragePool, GlobalAveragePool, ReduceMean, Flatten, Reshape, Transpose, "
              "Split, Slice, Pad, Concat, Softmax, Resize, Add, Sub, Mul, Div, Relu, LeakyRelu, "
              "Sigmoid, Tanh, HardSigmoid, HardSwish, Clip, Dropout, Identity, Constant, and "

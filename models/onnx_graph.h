@@ -70,8 +70,10 @@ struct OnnxNode {
   std::vector<std::string> outputs;     // split: every output (`output` is the first)
   int64_t axis = 1;                     // concat, split, softmax (negative: from the end)
   double pad_value = 0;
-  bool legacy = false;      // softmax of opset < 13
-  bool allow_zero = false;  // reshape's allowzero
+  bool legacy = false;            // softmax of opset < 13
+  bool allow_zero = false;        // reshape's allowzero
+  bool transpose_weight = false;  // gemm: the weight is (in, out) (Gemm transB = 0, MatMul)
+  bool matmul = false;            // gemm from MatMul: x (..., K), the leading axes kept
 };
 
 struct OnnxGraph {

@@ -22,7 +22,8 @@ With --segmentation DIR [--small] it writes a U-Net for `frugal segment` (DIR/un
     /usr/bin/python3 scripts/onnx_fixtures.py --segmentation build/onnx-models
 
 With --pytorch DIR it writes the test models PyTorch exports, each with PyTorch's own output:
-double_net.onnx (a float64 export) and bilinear_net.onnx (bilinear resizing three ways):
+double_net.onnx (a float64 export), bilinear_net.onnx (bilinear resizing three ways) and
+matmul_net.onnx (MatMul by weights, on tokens and on pooled features):
 
     /usr/bin/python3 scripts/onnx_fixtures.py --pytorch tests/data/onnx
 
@@ -507,6 +508,49 @@ def bilinear_net(out):
     print(f"{path}: input {tuple(x.shape)}, output {tuple(y.shape)}")
 
 
+def matmul_net(out):
+    """Matrix products as PyTorch exports them: the feature map as tokens (flatten, transpose:
+    (N, H W, C)), nn.Linear on the tokens (MatMul by a (C, D) weight, then Add of its bias),
+    back to a feature map (transpose, reshape), pooled, and x @ W on the pooled (N, D)
+    (MatMul); tests/data/onnx/matmul_net.onnx with PyTorch's float32 output (matmul_net.io)."""
+    import os
+    import warnings
+
+    import torch
+    from torch import nn
+    from torch.nn import functional as F
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 6, 3, padding=1)
+            self.tokens = nn.Linear(6, 8)
+            self.w = nn.Parameter(torch.randn(8, 4) * 0.3)
+
+        def forward(self, x):
+            n, _, h, w = x.shape
+            t = torch.relu(self.conv(x)).flatten(2).transpose(1, 2)  # (N, H W, 6)
+            t = torch.relu(self.tokens(t))                              # (N, H W, 8)
+            m = t.transpose(1, 2).reshape(n, 8, h, w)
+            return F.adaptive_avg_pool2d(m, 1).flatten(1) @ self.w
+
+    torch.manual_seed(2)
+    net = Net().eval()
+    x = torch.rand(2, 3, 5, 5) * 2 - 1
+    with torch.no_grad():
+        y = net(x)
+    path = f"{out}/matmul_net.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(net, x, path + ".tmp", opset_version=14, input_names=["x"],
+                          output_names=["y"], dynamic_axes={"x": {0: "N"}, "y": {0: "N"}})
+    os.replace(path + ".tmp", path)
+    with open(f"{out}/matmul_net.io", "wb") as f:
+        f.write(x.numpy().astype("<f4").tobytes())
+        f.write(y.numpy().astype("<f4").tobytes())
+    print(f"{path}: input {tuple(x.shape)}, output {tuple(y.shape)}")
+
+
 def torchvision_training(out, only=()):
     """Training-mode exports (BatchNorm on batch statistics, as frugal trains) with PyTorch's
     parameter gradients of one step beside each: <name>.onnx, <name>.pgrad (the f32 input
@@ -602,6 +646,7 @@ if __name__ == "__main__":
     if len(sys.argv) > 2 and sys.argv[1] == "--pytorch":
         double_net(sys.argv[2])
         bilinear_net(sys.argv[2])
+        matmul_net(sys.argv[2])
         sys.exit(0)
     if len(sys.argv) > 2 and sys.argv[1] == "--segmentation":
         # The U-Net of docs/TRAINING.md's segmentation run, and a small one for the tests

@@ -101,9 +101,8 @@ TEST_CASE("onnx: imported models give ONNX's reference outputs") {
   // unet_seg: PyTorch's own eval-mode output (scripts/onnx_fixtures.py --segmentation --small),
   // a U-Net whose F.pad to the skip's size exports as shape arithmetic (ConstantOfShape, integer
   // Reshape, Slice with step -1, Transpose) and whose output is per pixel.
-  for (const char* name :
-       {"residual_net", "reshape_net", "mobile_net", "unet_net", "shuffle_net", "unet_seg",
-        "bilinear_net"}) {
+  for (const char* name : {"residual_net", "reshape_net", "mobile_net", "unet_net", "shuffle_net",
+                           "unet_seg", "bilinear_net", "matmul_net"}) {
     CAPTURE(name);
     const OnnxModel m = load_onnx((onnx_data() / (std::string(name) + ".onnx")).string());
     const std::vector<float> io = read_floats(onnx_data() / (std::string(name) + ".io"));
@@ -381,6 +380,19 @@ TEST_CASE("onnx: bad files, unsupported ops and attributes are errors naming wha
     CHECK(error_for(legacy) ==
           "m.onnx: node 'softmax' (Softmax): opset < 13 Softmax over axis 1 of [1,8,9,9] "
           "flattens the axes after it; only the last axis is imported");
+  }
+  {  // MatMul between two activations (attention) is not imported yet.
+    onnx::ModelProto m;
+    std::ifstream in(onnx_data() / "matmul_net.onnx", std::ios::binary);
+    REQUIRE(m.ParseFromIstream(&in));
+    for (auto& n : *m.mutable_graph()->mutable_node())
+      if (n.op_type() == "MatMul") {
+        n.set_input(1, "x");
+        CHECK(error_for(m).ends_with(
+            "(MatMul): input 1 ('x') is an activation; MatMul is imported with a weight (an "
+            "initializer) as its second input, not between two activations"));
+        break;
+      }
   }
   {
     onnx::ModelProto m = tiny();
