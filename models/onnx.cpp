@@ -437,6 +437,15 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
                                  : BinaryKind::div;
         k.ints = {int_input(n, 0), int_input(n, 1)};
       }
+    } else if (op == "Unsqueeze" || op == "Squeeze") {
+      // Of an activation: a reshape adding or dropping axes of extent 1 (the axes as in the
+      // integer op, read while recording).
+      o.kind = Kind::reshape_axes;
+      o.int_node.op = op == "Unsqueeze" ? IntOp::unsqueeze : IntOp::squeeze;
+      o.int_node.attrs = r.get_ints(n, "axes");
+      if (const std::string axes = optional_int_input(n, 1); !axes.empty())
+        o.int_node.ints = {axes};
+      o.inputs = {activation_input(n)};
     } else if (op == "Gather") {
       r.fail(n, "only a Gather from an integer shape value is imported (not over activations)");
     } else if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
@@ -537,7 +546,7 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
              "MaxPool, AveragePool, GlobalAveragePool, ReduceMean, Flatten, Reshape, Transpose, "
              "Split, Slice, Pad, Concat, Softmax, Resize, Add, Sub, Mul, Div, Relu, LeakyRelu, "
              "Sigmoid, Tanh, HardSigmoid, HardSwish, Clip, Dropout, Identity, Constant, and "
-             "Shape, Gather, Unsqueeze, Squeeze, Cast over integer shape values");
+             "Unsqueeze, Squeeze, and Shape, Gather, Cast over integer shape values");
     }
     const bool integer = o.kind == Kind::integer;
     if (o.outputs.empty()) o.outputs = {o.output};

@@ -36,6 +36,7 @@ enum class OnnxKind {
   dropout,    // a training-mode export's Dropout; alpha holds the ratio
   transpose,  // ints: perm (empty: reversed)
   reshape,    // int_inputs[0]: the target shape
+  reshape_axes,  // Unsqueeze or Squeeze of an activation: int_node (its axes)
   slice,      // int_inputs: starts, ends[, axes[, steps]]
   split,      // outputs; int_inputs[0] (or ints): sizes, else equal parts
   pad,        // int_inputs[0]: pads (begins, then ends); pad_value

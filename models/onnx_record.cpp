@@ -261,6 +261,29 @@ Value record_onnx(const OnnxModel& model, Value images) {
           y = to == in[0].shape() ? in[0] : reshape(in[0], to);
           break;
         }
+        case Kind::reshape_axes: {
+          IntNode k = n.int_node;  // the axes arithmetic over the activation's dims
+          if (k.op == IntOp::squeeze && k.ints.empty() && k.attrs.empty())
+            for (int a = 1; a < in[0].shape().rank(); ++a)  // every unit axis but the batch's
+              if (in[0].shape()[a] == 1) k.attrs.push_back(a);
+          if (k.op == IntOp::squeeze && k.ints.empty() && k.attrs.empty()) {
+            y = in[0];  // nothing to drop
+            break;
+          }
+          std::map<std::string, IntTensor> dims = ints;
+          dims["\x01x"] = IntTensor{in[0].shape().dims(), {}};
+          k.ints.insert(k.ints.begin(), "\x01x");
+          const Shape to(eval_int_node(k, dims, nullptr).dims);
+          const Ints axes = k.ints.size() < 2 ? k.attrs : ints.at(k.ints[1]).values;
+          const int64_t rank = n.int_node.op == IntOp::unsqueeze ? to.rank() : in[0].shape().rank();
+          const bool batch = std::any_of(axes.begin(), axes.end(),
+                                         [&](int64_t a) { return a == 0 || a == -rank; });
+          FRUGAL_CHECK(!batch && to.rank() >= 1 && to[0] == in[0].shape()[0], n.op_type, " of ",
+                       in[0].shape(), " to ", to,
+                       " moves the batch axis; frugal imports those that keep it");
+          y = reshape(in[0], to);
+          break;
+        }
         case Kind::softmax: {
           const int rank = in[0].shape().rank();
           const int64_t a = axis_of(n.axis, rank);

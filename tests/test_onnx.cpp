@@ -381,6 +381,40 @@ TEST_CASE("onnx: bad files, unsupported ops and attributes are errors naming wha
           "m.onnx: node 'softmax' (Softmax): opset < 13 Softmax over axis 1 of [1,8,9,9] "
           "flattens the axes after it; only the last axis is imported");
   }
+  {  // Unsqueeze and Squeeze of an activation are reshapes; of the batch axis, an error.
+    onnx::ModelProto m = tiny();
+    onnx::GraphProto* g = m.mutable_graph();
+    auto* axes = g->add_initializer();
+    axes->set_name("axes");
+    axes->set_data_type(onnx::TensorProto::INT64);
+    axes->add_dims(1);
+    axes->add_int64_data(2);
+    onnx::NodeProto u, q;
+    u.set_name("unsqueeze");
+    u.set_op_type("Unsqueeze");
+    u.add_input("c");
+    u.add_input("axes");
+    u.add_output("u");
+    q.set_name("squeeze");
+    q.set_op_type("Squeeze");
+    q.add_input("u");
+    q.add_input("axes");
+    q.add_output("s");
+    g->mutable_node(1)->set_input(0, "s");  // flatten reads the squeezed value
+    const onnx::NodeProto conv = g->node(0), flat = g->node(1), fc = g->node(2);
+    g->clear_node();
+    for (const onnx::NodeProto* n : {&conv, static_cast<const onnx::NodeProto*>(&u),
+                                     static_cast<const onnx::NodeProto*>(&q), &flat, &fc})
+      *g->add_node() = *n;
+    CHECK(error_for(m).empty());
+    const std::string bytes = m.SerializeAsString();
+    const OnnxModel model = load_onnx_bytes("m.onnx", bytes.data(), bytes.size());
+    int reshapes = 0;
+    for (const OnnxNode& n : model.graph->nodes) reshapes += n.kind == OnnxKind::reshape_axes;
+    CHECK(reshapes == 2);
+    axes->set_int64_data(0, 0);
+    CHECK(error_for(m).ends_with("moves the batch axis; frugal imports those that keep it"));
+  }
   {  // MatMul between two activations (attention) is not imported yet.
     onnx::ModelProto m;
     std::ifstream in(onnx_data() / "matmul_net.onnx", std::ios::binary);
