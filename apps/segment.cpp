@@ -73,22 +73,12 @@ void run_segment(const SegmentOptions& o) {
   Tape tape(params);
   const ModelStep step = record_model_step(tape, spec, t.batch, Mode::training);
   load_onnx_weights(params, model);
-  auto optimizer = [&](double lr, int64_t s) {
-    return OptimizerConfig{.lr = lr,
-                           .momentum = t.momentum,
-                           .weight_decay = t.weight_decay,
-                           .kind = t.optimizer,
-                           .beta1 = t.beta1,
-                           .beta2 = t.beta2,
-                           .eps = t.eps,
-                           .step = s};
-  };
   Executor ex(tape, be,
               {.mode = Mode::training,
                .memory = t.memory,
                .seed = t.seed,
                .keep = {step.loss},
-               .optimizer = optimizer(t.lr, 1),
+               .optimizer = optimizer_config(t, t.lr, 1),
                .recompute = t.recompute});
   const int64_t eval_batch = std::min(t.eval_batch, o.test_size);
   Tape eval_tape(params);
@@ -121,7 +111,7 @@ void run_segment(const SegmentOptions& o) {
                  labels);
       ex.set_input(step.images, images);
       ex.set_input(step.labels, labels);
-      ex.set_optimizer(optimizer(learning_rate(t, global, total), global + 1));
+      ex.set_optimizer(optimizer_config(t, learning_rate(t, global, total), global + 1));
       ex.forward();
       loss_sum += element_as_double(to_host(be, ex.value(step.loss)), 0);
       ex.backward(step.loss);

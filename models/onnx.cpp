@@ -20,6 +20,14 @@ namespace frugal {
 
 namespace {
 using Kind = OnnxKind;
+
+// Add, Sub, Mul or Div (on activations and on integer shape values alike).
+BinaryKind arithmetic(const std::string& op) {
+  return op == "Add"   ? BinaryKind::add
+         : op == "Sub" ? BinaryKind::sub
+         : op == "Mul" ? BinaryKind::mul
+                       : BinaryKind::div;
+}
 }  // namespace
 
 OnnxModel load_onnx(const std::string& path, bool keep_weights) {
@@ -431,10 +439,7 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
         k.ints = {int_input(n, 0)};
       } else {
         k.op = IntOp::binary;
-        k.binary = op == "Add"   ? BinaryKind::add
-                   : op == "Sub" ? BinaryKind::sub
-                   : op == "Mul" ? BinaryKind::mul
-                                 : BinaryKind::div;
+        k.binary = arithmetic(op);
         k.ints = {int_input(n, 0), int_input(n, 1)};
       }
     } else if (op == "Unsqueeze" || op == "Squeeze") {
@@ -450,10 +455,7 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       r.fail(n, "only a Gather from an integer shape value is imported (not over activations)");
     } else if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
       o.kind = Kind::binary;
-      o.binary = op == "Add"   ? BinaryKind::add
-                 : op == "Sub" ? BinaryKind::sub
-                 : op == "Mul" ? BinaryKind::mul
-                               : BinaryKind::div;
+      o.binary = arithmetic(op);
       o.inputs = {operand(n, 0), operand(n, 1)};
       if (graph->initializers.count(o.inputs[0]) && graph->initializers.count(o.inputs[1]))
         r.fail(n, "both inputs are constants (fold them before exporting)");

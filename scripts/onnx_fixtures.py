@@ -409,6 +409,29 @@ def torchvision_models(out, only=()):
         print(f"{out}/{name}.onnx: input {tuple(x.shape)}, output {tuple(y.shape)}, opset {opset}")
 
 
+def export_with_output(net, x, out, name, opset):
+    """Exports `net` (eval mode) at input x with a dynamic batch, never leaving a partial file,
+    and writes x and PyTorch's output beside it (<name>.io, in x's float type)."""
+    import os
+    import warnings
+
+    import torch
+
+    with torch.no_grad():
+        y = net(x)
+    path = f"{out}/{name}.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(net, x, path + ".tmp", opset_version=opset, input_names=["x"],
+                          output_names=["y"], dynamic_axes={"x": {0: "N"}, "y": {0: "N"}})
+    os.replace(path + ".tmp", path)
+    kind = "<f8" if x.dtype == torch.float64 else "<f4"
+    with open(f"{out}/{name}.io", "wb") as f:
+        f.write(x.numpy().astype(kind).tobytes())
+        f.write(y.numpy().astype(kind).tobytes())
+    print(f"{path}: {x.dtype}, input {tuple(x.shape)}, output {tuple(y.shape)}")
+
+
 def double_net(out):
     """A small network exported by PyTorch in float64 (model.double()): a grouped convolution,
     BatchNorm in eval mode with non-trivial statistics, ReLU6, a channel shuffle (view,
@@ -416,8 +439,6 @@ def double_net(out):
     transposed convolution, softmax and a linear head; tests/data/onnx/double_net.onnx and its
     PyTorch output in float64 (double_net.io: input (2, 4, 12, 12), then output (2, 5)), for
     the test that frugal's float64 forward is within 1e-10 of it."""
-    import os
-    import warnings
 
     import torch
     from torch import nn
@@ -448,18 +469,7 @@ def double_net(out):
         net.bn.running_var.uniform_(0.5, 1.5)
     net = net.double().eval()
     x = torch.rand(2, 4, 12, 12, dtype=torch.float64) * 2 - 1
-    with torch.no_grad():
-        y = net(x)
-    path = f"{out}/double_net.onnx"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(net, x, path + ".tmp", opset_version=15, input_names=["x"],
-                          output_names=["y"], dynamic_axes={"x": {0: "N"}, "y": {0: "N"}})
-    os.replace(path + ".tmp", path)
-    with open(f"{out}/double_net.io", "wb") as f:
-        f.write(x.numpy().astype("<f8").tobytes())
-        f.write(y.numpy().astype("<f8").tobytes())
-    print(f"{path}: float64, input {tuple(x.shape)}, output {tuple(y.shape)}")
+    export_with_output(net, x, out, "double_net", 15)
 
 
 def bilinear_net(out):
@@ -467,8 +477,6 @@ def bilinear_net(out):
     (pytorch_half_pixel), F.interpolate to a skip's size read from its shape with
     align_corners=True, and by a fractional factor 1.5 (half-pixel centres, output floor(7 x
     1.5)); tests/data/onnx/bilinear_net.onnx with PyTorch's float32 output (bilinear_net.io)."""
-    import os
-    import warnings
 
     import torch
     from torch import nn
@@ -494,18 +502,7 @@ def bilinear_net(out):
     torch.manual_seed(1)
     net = Net().eval()
     x = torch.rand(2, 2, 14, 14) * 2 - 1
-    with torch.no_grad():
-        y = net(x)
-    path = f"{out}/bilinear_net.onnx"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(net, x, path + ".tmp", opset_version=13, input_names=["x"],
-                          output_names=["y"], dynamic_axes={"x": {0: "N"}, "y": {0: "N"}})
-    os.replace(path + ".tmp", path)
-    with open(f"{out}/bilinear_net.io", "wb") as f:
-        f.write(x.numpy().astype("<f4").tobytes())
-        f.write(y.numpy().astype("<f4").tobytes())
-    print(f"{path}: input {tuple(x.shape)}, output {tuple(y.shape)}")
+    export_with_output(net, x, out, "bilinear_net", 13)
 
 
 def matmul_net(out):
@@ -513,8 +510,6 @@ def matmul_net(out):
     (N, H W, C)), nn.Linear on the tokens (MatMul by a (C, D) weight, then Add of its bias),
     back to a feature map (transpose, reshape), pooled, and x @ W on the pooled (N, D)
     (MatMul); tests/data/onnx/matmul_net.onnx with PyTorch's float32 output (matmul_net.io)."""
-    import os
-    import warnings
 
     import torch
     from torch import nn
@@ -537,18 +532,7 @@ def matmul_net(out):
     torch.manual_seed(2)
     net = Net().eval()
     x = torch.rand(2, 3, 5, 5) * 2 - 1
-    with torch.no_grad():
-        y = net(x)
-    path = f"{out}/matmul_net.onnx"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(net, x, path + ".tmp", opset_version=14, input_names=["x"],
-                          output_names=["y"], dynamic_axes={"x": {0: "N"}, "y": {0: "N"}})
-    os.replace(path + ".tmp", path)
-    with open(f"{out}/matmul_net.io", "wb") as f:
-        f.write(x.numpy().astype("<f4").tobytes())
-        f.write(y.numpy().astype("<f4").tobytes())
-    print(f"{path}: input {tuple(x.shape)}, output {tuple(y.shape)}")
+    export_with_output(net, x, out, "matmul_net", 14)
 
 
 def torchvision_training(out, only=()):

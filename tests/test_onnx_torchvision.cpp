@@ -21,20 +21,30 @@ namespace fs = std::filesystem;
 using namespace frugal;
 using namespace frugal::testing;
 
+namespace {
+// The .onnx files of the folder the environment variable `var` names, in name order; none (and
+// a message) where it is not set.
+std::vector<fs::path> exports_in(const char* var) {
+  const char* dir = std::getenv(var);
+  if (dir == nullptr) {
+    MESSAGE(std::string(var), " is not set: nothing compared");
+    return {};
+  }
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().extension() == ".onnx") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  REQUIRE(!files.empty());
+  return files;
+}
+}  // namespace
+
 // Not in the default run's data: scripts/onnx_fixtures.py --torchvision DIR exports
 // torchvision models with PyTorch's outputs, and FRUGAL_ONNX_MODELS=DIR points here.
 TEST_CASE(
     "onnx: torchvision exports give PyTorch's outputs, planned == baseline (FRUGAL_ONNX_MODELS)") {
-  const char* env = std::getenv("FRUGAL_ONNX_MODELS");
-  if (env == nullptr) {
-    MESSAGE("FRUGAL_ONNX_MODELS is not set: no torchvision exports checked");
-    return;
-  }
-  std::vector<fs::path> files;
-  for (const auto& e : fs::directory_iterator(env))
-    if (e.path().extension() == ".onnx") files.push_back(e.path());
-  std::sort(files.begin(), files.end());
-  REQUIRE(!files.empty());
+  const std::vector<fs::path> files = exports_in("FRUGAL_ONNX_MODELS");
+  if (files.empty()) return;
   for (const fs::path& f : files) {
     CAPTURE(f.string());
     const OnnxModel m = load_onnx(f.string());
@@ -134,16 +144,8 @@ TEST_CASE(
 TEST_CASE(
     "onnx: torchvision training exports give PyTorch's parameter gradients "
     "(FRUGAL_ONNX_TRAINING)") {
-  const char* env = std::getenv("FRUGAL_ONNX_TRAINING");
-  if (env == nullptr) {
-    MESSAGE("FRUGAL_ONNX_TRAINING is not set: no parameter gradients compared");
-    return;
-  }
-  std::vector<fs::path> files;
-  for (const auto& e : fs::directory_iterator(env))
-    if (e.path().extension() == ".onnx") files.push_back(e.path());
-  std::sort(files.begin(), files.end());
-  REQUIRE(!files.empty());
+  const std::vector<fs::path> files = exports_in("FRUGAL_ONNX_TRAINING");
+  if (files.empty()) return;
   for (const fs::path& f : files) {
     CAPTURE(f.string());
     const OnnxModel m = load_onnx(f.string());

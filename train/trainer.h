@@ -94,6 +94,9 @@ void check_train_options(const TrainOptions& o);
 // then constant, step (x0.1 once half and again once three quarters of the T steps are done)
 // or cosine (per step, from lr down to 0 at step T).
 double learning_rate(const TrainOptions& o, int64_t t, int64_t T);
+// The optimizer of `o` (SGD or AdamW, their hyperparameters) at learning rate lr, for the
+// step-th update (AdamW's bias correction; counted from 1).
+OptimizerConfig optimizer_config(const TrainOptions& o, double lr, int64_t step);
 
 struct StepResult {
   float loss = 0;
