@@ -1,6 +1,7 @@
 // `frugal bench`: times steps of a bundled network on random data and reports its memory as
 // the peers measure theirs: the allocator's peak bytes (parameters, momentum, arena, inputs)
-// and the process peak RSS. bench/peers/ runs it beside PyTorch.
+// and the process peak RSS. bench/peers/ runs it beside PyTorch. (Just past 400 lines: the
+// command, its several-rank relaunch and its JSON output read together.)
 #include "apps/commands.h"
 #include "apps/model_options.h"
 #include "apps/options.h"

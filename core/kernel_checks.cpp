@@ -1,4 +1,5 @@
-// The kernel contracts every backend shares, worded once; see core/kernel_checks.h.
+// The kernel contracts every backend shares, worded once; see core/kernel_checks.h. Every
+// kernel's checks in one file, by design, hence past 400 lines.
 #include "core/kernel_checks.h"
 
 #include "core/error.h"

@@ -2,7 +2,8 @@
 // turned into a plain description of the frugal op it becomes (models/onnx_graph.h; nothing of
 // protobuf outlives load_onnx), then a batch-1 recording on a shapes-only store to catch shape
 // errors and learn the class count. One function holds the table of ops, one branch each, so
-// what is imported, and how, reads in one place (models/onnx_record.cpp records it).
+// what is imported, and how, reads in one place (models/onnx_record.cpp records it); that table
+// is why this file runs past 400 lines.
 #include "models/onnx.h"
 
 #include <algorithm>

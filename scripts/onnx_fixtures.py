@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Writes the small ONNX test models of tests/test_onnx.cpp and, beside each, its expected
+"""(One builder function per test model, so this script runs past 400 lines.)
+
+Writes the small ONNX test models of tests/test_onnx.cpp and, beside each, its expected
 forward: tests/data/onnx/<name>.onnx and <name>.io (float32 input (2, C, H, W), then the
 float32 output (2, classes), little-endian). The reference outputs come from ONNX's own
 reference evaluator (onnx.reference, numpy), not from frugal. Needs `pip install onnx numpy`;

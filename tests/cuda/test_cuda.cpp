@@ -3,6 +3,8 @@
 // where the arithmetic is the same (masks, indices, copies, elementwise kernels). Outputs start
 // as NaN (all-ones bytes), so a kernel that skips an element fails. Where no CUDA device is
 // present the program prints "no CUDA device: skipped" and exits with 77 (CTest: skipped).
+// One test case per kernel family, with the shared pairs and comparisons above them: one file
+// past 400 lines rather than helpers shared across files.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 

@@ -1,0 +1,83 @@
+// Editing ONNX models in the tests (tests/test_onnx.cpp, tests/test_onnx_errors.cpp): a tiny
+// model of one Conv and a Gemm head to edit into error cases, the loader's message for a model,
+// and an attribute of a node to set. Header-only: built only where ONNX is.
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include <string>
+#include <vector>
+
+#include "check/gradcheck.h"
+#include "models/onnx.h"
+#include "tests/temp_dir.h"
+
+namespace frugal::testing {
+
+inline onnx::ModelProto tiny() {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  auto* opset = m.add_opset_import();
+  opset->set_domain("");
+  opset->set_version(13);
+  onnx::GraphProto* g = m.mutable_graph();
+  auto* in = g->add_input();
+  in->set_name("x");
+  auto* tt = in->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(onnx::TensorProto::FLOAT);
+  tt->mutable_shape()->add_dim()->set_dim_param("N");
+  for (int d : {4, 5, 5}) tt->mutable_shape()->add_dim()->set_dim_value(d);
+  auto weight = [&](const std::string& name, std::vector<int64_t> dims) {
+    onnx::TensorProto* t = g->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    int64_t n = 1;
+    for (int64_t d : dims) t->add_dims(d), n *= d;
+    for (int64_t i = 0; i < n; ++i) t->add_float_data(0.01f * static_cast<float>(i % 7));
+  };
+  weight("w", {2, 4, 3, 3});
+  weight("fc.w", {3, 18});
+  onnx::NodeProto* conv = g->add_node();
+  conv->set_name("conv");
+  conv->set_op_type("Conv");
+  conv->add_input("x");
+  conv->add_input("w");
+  conv->add_output("c");
+  auto* k = conv->add_attribute();
+  k->set_name("kernel_shape");
+  k->set_type(onnx::AttributeProto::INTS);
+  k->add_ints(3);
+  k->add_ints(3);
+  onnx::NodeProto* flat = g->add_node();
+  flat->set_name("flat");
+  flat->set_op_type("Flatten");
+  flat->add_input("c");
+  flat->add_output("f");
+  onnx::NodeProto* fc = g->add_node();
+  fc->set_name("fc");
+  fc->set_op_type("Gemm");
+  fc->add_input("f");
+  fc->add_input("fc.w");
+  fc->add_output("y");
+  auto* tb = fc->add_attribute();
+  tb->set_name("transB");
+  tb->set_type(onnx::AttributeProto::INT);
+  tb->set_i(1);
+  g->add_output()->set_name("y");
+  return m;
+}
+
+inline std::string error_for(const onnx::ModelProto& m) {
+  const std::string bytes = m.SerializeAsString();
+  return error_message([&] { load_onnx_bytes("m.onnx", bytes.data(), bytes.size()); });
+}
+
+inline onnx::AttributeProto* attribute(onnx::NodeProto* n, const std::string& name) {
+  for (auto& a : *n->mutable_attribute())
+    if (a.name() == name) return &a;
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  return a;
+}
+
+}  // namespace frugal::testing

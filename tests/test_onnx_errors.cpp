@@ -1,0 +1,256 @@
+// ONNX import's errors: bad files, unsupported ops, attributes and shapes are errors that name
+// the file, the node, its op type and what is missing, never a crash.
+#include <doctest/doctest.h>
+#include <onnx/onnx_pb.h>
+
+#include <fstream>
+#include <string>
+
+#include "models/onnx.h"
+#include "models/onnx_graph.h"
+#include "tests/onnx_edit.h"
+#include "tests/onnx_support.h"
+
+using namespace frugal;
+using namespace frugal::testing;
+
+TEST_CASE("onnx: bad files, unsupported ops and attributes are errors naming what is wrong") {
+  CHECK(error_for(tiny()).empty());
+  {  // ReduceMean over the channels: not a spatial mean.
+    onnx::ModelProto m;
+    std::ifstream in(onnx_data() / "mobile_net.onnx", std::ios::binary);
+    REQUIRE(m.ParseFromIstream(&in));
+    for (auto& n : *m.mutable_graph()->mutable_node())
+      if (n.op_type() == "ReduceMean") {
+        attribute(&n, "axes")->clear_ints();
+        attribute(&n, "axes")->add_ints(1);
+      }
+    CHECK(error_for(m) ==
+          "m.onnx: node 'mean' (ReduceMean): only the mean over axes 2 and 3 (H and W) of (N, C, "
+          "H, W) is imported");
+  }
+  {
+    onnx::ModelProto m = tiny();
+    m.mutable_graph()->mutable_node(0)->set_op_type("Einsum");
+    CHECK(error_for(m).starts_with("m.onnx: node 'conv' (Einsum): op not imported yet;"));
+  }
+  {
+    onnx::ModelProto m = tiny();
+    auto* g = attribute(m.mutable_graph()->mutable_node(0), "group");
+    g->set_type(onnx::AttributeProto::INT);
+    g->set_i(2);
+    CHECK(error_for(m).starts_with("m.onnx: node 'conv' (Conv): "));
+    CHECK(error_for(m).ends_with(
+        "conv2d: input channels 4 != weight channels 4 x 2 groups (x [1,4,5,5], w [2,4,3,3])"));
+  }
+  {
+    onnx::ModelProto m = tiny();
+    auto* p = attribute(m.mutable_graph()->mutable_node(0), "pads");
+    p->set_type(onnx::AttributeProto::INTS);
+    for (int v : {0, 0, 1, 1}) p->add_ints(v);
+    // Padding each side its own is imported: the head then sees other features.
+    CHECK(
+        error_for(m).ends_with("linear: input features 32 != weight features 18 (x [1,32], w "
+                               "[3,18])"));
+  }
+  {
+    onnx::ModelProto m = tiny();
+    auto* k = attribute(m.mutable_graph()->mutable_node(0), "kernel_shape");
+    k->set_ints(0, int64_t{1} << 40);
+    k->set_ints(1, int64_t{1} << 40);
+    CHECK(error_for(m) == "m.onnx: node 'conv' (Conv): kernel_shape must be two values in 1..4096");
+  }
+  {  // ConvTranspose: an output_shape and an output padding at the stride are refused.
+    onnx::ModelProto m;
+    std::ifstream in(onnx_data() / "unet_net.onnx", std::ios::binary);
+    REQUIRE(m.ParseFromIstream(&in));
+    onnx::ModelProto shaped = m, padded = m;
+    for (auto& n : *shaped.mutable_graph()->mutable_node())
+      if (n.name() == "up") {
+        auto* a = attribute(&n, "output_shape");
+        a->set_type(onnx::AttributeProto::INTS);
+        for (int v : {8, 8}) a->add_ints(v);
+      }
+    CHECK(error_for(shaped) ==
+          "m.onnx: node 'up' (ConvTranspose): output_shape is not imported (export with pads and "
+          "output_padding)");
+    for (auto& n : *padded.mutable_graph()->mutable_node())
+      if (n.name() == "up2") attribute(&n, "output_padding")->set_ints(0, 2);
+    CHECK(error_for(padded) ==
+          "m.onnx: node 'up2' (ConvTranspose): output_padding must be two values, each below its "
+          "stride");
+    // Resize: cubic, a fractional scale in nearest mode, and asymmetric rounding are refused.
+    onnx::ModelProto linear = m, fraction = m, rounded = m;
+    for (auto& n : *linear.mutable_graph()->mutable_node())
+      if (n.name() == "resize") attribute(&n, "mode")->set_s("cubic");
+    CHECK(error_for(linear) ==
+          "m.onnx: node 'resize' (Resize): mode cubic is not imported (nearest or linear)");
+    for (auto& t : *fraction.mutable_graph()->mutable_initializer())
+      if (t.name() == "scales") {
+        t.clear_raw_data();
+        for (float v : {1.0f, 1.0f, 2.0f, 1.5f}) t.add_float_data(v);
+      }
+    CHECK(error_for(fraction) ==
+          "m.onnx: node 'resize' (Resize): scales must be a constant (1, "
+          "1, s_h, s_w) of whole numbers in 1..4096");
+    for (auto& n : *rounded.mutable_graph()->mutable_node())
+      if (n.name() == "resize") attribute(&n, "nearest_mode")->set_s("round_prefer_ceil");
+    CHECK(error_for(rounded) ==
+          "m.onnx: node 'resize' (Resize): coordinate_transformation_mode asymmetric with "
+          "nearest_mode round_prefer_ceil is not imported (asymmetric with floor, or half_pixel)");
+  }
+  {  // The data movement of shuffle_net: what is not imported names the node and the reason.
+    onnx::ModelProto m;
+    std::ifstream in(onnx_data() / "shuffle_net.onnx", std::ios::binary);
+    REQUIRE(m.ParseFromIstream(&in));
+    onnx::ModelProto reflect = m, gather = m, stepped = m, batch = m, legacy = m;
+    for (auto& n : *reflect.mutable_graph()->mutable_node())
+      if (n.name() == "pad0") {
+        attribute(&n, "mode")->set_type(onnx::AttributeProto::STRING);
+        attribute(&n, "mode")->set_s("reflect");
+      }
+    CHECK(error_for(reflect) ==
+          "m.onnx: node 'pad0' (Pad): mode reflect is not imported (only constant)");
+    for (auto& n : *gather.mutable_graph()->mutable_node())
+      if (n.name() == "gather0") n.set_input(0, "a1");
+    CHECK(error_for(gather) ==
+          "m.onnx: node 'gather0' (Gather): only a Gather from an integer shape value is "
+          "imported (not over activations)");
+    for (auto& n : *stepped.mutable_graph()->mutable_node())
+      if (n.name() == "slice_cols") n.add_input("groups");  // steps (2)
+    CHECK(error_for(stepped) ==
+          "m.onnx: node 'slice_cols' (Slice): steps (2): only step 1 is imported");
+    for (auto& n : *batch.mutable_graph()->mutable_node())
+      if (n.name() == "shape4") n.set_input(0, "minus1"), n.set_input(1, "un");  // (-1, N, H, W)
+    CHECK(
+        error_for(batch).starts_with("m.onnx: node 'view4' (Reshape): reshape of [1,4,2,8,8] "
+                                     "to [8,1,8,8] moves the batch axis"));
+    legacy.mutable_opset_import(0)->set_version(12);
+    for (auto& n : *legacy.mutable_graph()->mutable_node())
+      if (n.name() == "split") n.mutable_input()->RemoveLast();  // sizes: equal halves below
+    CHECK(error_for(legacy) ==
+          "m.onnx: node 'softmax' (Softmax): opset < 13 Softmax over axis 1 of [1,8,9,9] "
+          "flattens the axes after it; only the last axis is imported");
+  }
+  {  // Unsqueeze and Squeeze of an activation are reshapes; of the batch axis, an error.
+    onnx::ModelProto m = tiny();
+    onnx::GraphProto* g = m.mutable_graph();
+    auto* axes = g->add_initializer();
+    axes->set_name("axes");
+    axes->set_data_type(onnx::TensorProto::INT64);
+    axes->add_dims(1);
+    axes->add_int64_data(2);
+    onnx::NodeProto u, q;
+    u.set_name("unsqueeze");
+    u.set_op_type("Unsqueeze");
+    u.add_input("c");
+    u.add_input("axes");
+    u.add_output("u");
+    q.set_name("squeeze");
+    q.set_op_type("Squeeze");
+    q.add_input("u");
+    q.add_input("axes");
+    q.add_output("s");
+    g->mutable_node(1)->set_input(0, "s");  // flatten reads the squeezed value
+    const onnx::NodeProto conv = g->node(0), flat = g->node(1), fc = g->node(2);
+    g->clear_node();
+    for (const onnx::NodeProto* n : {&conv, static_cast<const onnx::NodeProto*>(&u),
+                                     static_cast<const onnx::NodeProto*>(&q), &flat, &fc})
+      *g->add_node() = *n;
+    CHECK(error_for(m).empty());
+    const std::string bytes = m.SerializeAsString();
+    const OnnxModel model = load_onnx_bytes("m.onnx", bytes.data(), bytes.size());
+    int reshapes = 0;
+    for (const OnnxNode& n : model.graph->nodes) reshapes += n.kind == OnnxKind::reshape_axes;
+    CHECK(reshapes == 2);
+    axes->set_int64_data(0, 0);
+    CHECK(error_for(m).ends_with("moves the batch axis; frugal imports those that keep it"));
+  }
+  {  // MatMul between two activations (attention) is not imported yet.
+    onnx::ModelProto m;
+    std::ifstream in(onnx_data() / "matmul_net.onnx", std::ios::binary);
+    REQUIRE(m.ParseFromIstream(&in));
+    for (auto& n : *m.mutable_graph()->mutable_node())
+      if (n.op_type() == "MatMul") {
+        n.set_input(1, "x");
+        CHECK(error_for(m).ends_with(
+            "(MatMul): input 1 ('x') is an activation; MatMul is imported with a weight (an "
+            "initializer) as its second input, not between two activations"));
+        break;
+      }
+  }
+  {
+    onnx::ModelProto m = tiny();
+    m.mutable_opset_import(0)->set_version(9);
+    CHECK(error_for(m) ==
+          "m.onnx: opset 9 of the default domain; frugal imports opsets 11 to 17 "
+          "(torch.onnx.export's opset_version=11..17)");
+  }
+  {
+    onnx::ModelProto m = tiny();
+    auto* d = m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type();
+    d->mutable_shape()->mutable_dim(2)->set_dim_param("H");
+    CHECK(error_for(m) ==
+          "m.onnx: input 'x' dimension 2 is H; C, H and W must be fixed (only the batch may be "
+          "dynamic)");
+  }
+  {
+    onnx::ModelProto m = tiny();  // the head expects 18 features; the conv gives 2 x 3 x 3
+    m.mutable_graph()->mutable_initializer(1)->set_dims(1, 17);
+    const std::string e = error_for(m);
+    CHECK(e.find("m.onnx: tensor 'fc.w' holds 54 floats for 51 elements") == 0);
+  }
+  {
+    onnx::ModelProto m = tiny();
+    m.mutable_graph()->mutable_initializer(0)->set_dims(0, int64_t{1} << 40);
+    CHECK(error_for(m).find("m.onnx: tensor 'w' has dimension 1099511627776, too large") == 0);
+  }
+  {
+    onnx::ModelProto m = tiny();
+    m.mutable_graph()->mutable_node(2)->set_input(0, "nowhere");
+    CHECK(error_for(m) ==
+          "m.onnx: node 'fc' (Gemm): input 'nowhere' is not produced before this node (graph "
+          "not in topological order?)");
+  }
+  // Identity over a weight (PyTorch's way to give one tensor two names): one parameter.
+  {
+    onnx::ModelProto m = tiny();
+    onnx::GraphProto* g = m.mutable_graph();
+    onnx::NodeProto* id = g->add_node();
+    id->set_name("alias");
+    id->set_op_type("Identity");
+    id->add_input("w");
+    id->add_output("w2");
+    for (int i = g->node_size() - 1; i > 0; --i) g->mutable_node()->SwapElements(i, i - 1);
+    g->mutable_node(1)->set_input(1, "w2");
+    CHECK(error_for(m).empty());
+    const std::string bytes = m.SerializeAsString();
+    const OnnxModel model = load_onnx_bytes("m.onnx", bytes.data(), bytes.size());
+    ParamStore store(1);
+    Tape tape(store);
+    record_onnx(model, tape.input("x", {1, 4, 5, 5}, DType::f32));
+    CHECK(store.find("w") != nullptr);
+    CHECK(store.find("w2") == nullptr);
+  }
+  // Shape errors from recording name the node.
+  {
+    onnx::ModelProto m = tiny();
+    m.mutable_graph()->mutable_initializer(0)->set_dims(1, 3);  // 3 input channels, x has 4
+    m.mutable_graph()->mutable_initializer(0)->mutable_float_data()->Truncate(2 * 3 * 3 * 3);
+    CHECK(error_for(m).starts_with("m.onnx: node 'conv' (Conv): "));
+  }
+  // Files: missing, empty, garbage, truncated.
+  TempDir dir("frugal-onnx");
+  CHECK(error_message([&] { load_onnx(dir / "missing.onnx"); }) ==
+        dir / "missing.onnx" + ": no such file");
+  std::ofstream(dir / "empty.onnx").close();
+  CHECK(error_message([&] { load_onnx(dir / "empty.onnx"); }) ==
+        dir / "empty.onnx" + ": empty file (0 bytes), not an ONNX model");
+  const std::string good = tiny().SerializeAsString();
+  for (size_t cut : {size_t{1}, good.size() / 2, good.size() - 3}) {
+    CAPTURE(cut);
+    const std::string e = error_message([&] { load_onnx_bytes("t.onnx", good.data(), cut); });
+    CHECK_FALSE(e.empty());
+    CHECK(e.starts_with("t.onnx: "));
+  }
+}
