@@ -84,8 +84,11 @@ IntTensor slice(const IntTensor& x, const std::vector<int64_t>& starts,
   std::vector<int64_t> first(r, 0), step(r, 1), dims = x.dims;
   for (size_t i = 0; i < axes.size(); ++i) {
     const auto a = static_cast<size_t>(axis_in(axes[i], r));
-    const int64_t d = x.dims[a], s = steps[i];
-    FRUGAL_CHECK(s != 0, "slice step 0");
+    const int64_t d = x.dims[a];
+    FRUGAL_CHECK(steps[i] != 0, "slice step 0");
+    // A step beyond the extent takes one element at most: clamped so the count cannot overflow.
+    const int64_t s =
+        std::clamp<int64_t>(steps[i], -std::max<int64_t>(d, 1), std::max<int64_t>(d, 1));
     int64_t b = starts[i] < 0 ? starts[i] + d : starts[i];
     int64_t e = ends[i] < 0 ? ends[i] + d : ends[i];
     if (s > 0) {

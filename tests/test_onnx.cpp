@@ -194,20 +194,22 @@ TEST_CASE("onnx: weights keep the file's names; BatchNorm statistics are not tra
   CHECK(arithmetic.find("half")->value.data<float>()[0] == 0.5f);
 }
 
-TEST_CASE("onnx: the fuzz corpus reads or fails with an error, within capped memory") {
-  const fs::path dir = fs::path(FRUGAL_SOURCE_DIR) / "tests" / "fuzz" / "corpus" / "onnx";
-  REQUIRE(fs::is_directory(dir));
+TEST_CASE("onnx: the fuzz corpus and regressions read or fail with an error, in capped memory") {
   int files = 0;
-  for (const auto& e : fs::directory_iterator(dir)) {
-    const std::vector<unsigned char> bytes = read_bytes(e.path().string());
-    const std::string result = run_capped([&] {
-      try {
-        load_onnx_bytes("f", reinterpret_cast<const char*>(bytes.data()), bytes.size());
-      } catch (const Error&) {
-      }
-    });
-    CHECK_MESSAGE(result == "ok", e.path().string(), ": ", result);
-    ++files;
+  for (const char* kind : {"corpus", "regressions"}) {
+    const fs::path dir = fs::path(FRUGAL_SOURCE_DIR) / "tests" / "fuzz" / kind / "onnx";
+    REQUIRE(fs::is_directory(dir));
+    for (const auto& e : fs::directory_iterator(dir)) {
+      const std::vector<unsigned char> bytes = read_bytes(e.path().string());
+      const std::string result = run_capped([&] {
+        try {
+          load_onnx_bytes("f", reinterpret_cast<const char*>(bytes.data()), bytes.size());
+        } catch (const Error&) {
+        }
+      });
+      CHECK_MESSAGE(result == "ok", e.path().string(), ": ", result);
+      ++files;
+    }
   }
-  CHECK(files >= 3);
+  CHECK(files >= 4);
 }
