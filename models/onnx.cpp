@@ -485,6 +485,9 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       o.kind = Kind::concat;
       o.axis = r.get_int(n, "axis", 0);
       for (int i = 0; i < n.input_size(); ++i) o.inputs.push_back(activation_input_at(n, i));
+    } else if (op == "Erf") {
+      o.kind = Kind::erf;  // fused into GELU below, or an error there
+      o.inputs = {activation_input(n)};
     } else if (op == "Relu") {
       o.kind = Kind::relu;
       o.inputs = {activation_input(n)};
@@ -548,7 +551,8 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
              "MatMul (by a weight), "
              "MaxPool, AveragePool, GlobalAveragePool, ReduceMean, Flatten, Reshape, Transpose, "
              "Split, Slice, Pad, Concat, Softmax, Resize, Add, Sub, Mul, Div, Relu, LeakyRelu, "
-             "Sigmoid, Tanh, HardSigmoid, HardSwish, Clip, Dropout, Identity, Constant, and "
+             "Sigmoid, Tanh, HardSigmoid, HardSwish, Clip, Dropout, Identity, Constant, Erf (in "
+             "GELU), and "
              "Unsqueeze, Squeeze, and Shape, Gather, Cast over integer shape values");
     }
     const bool integer = o.kind == Kind::integer;
@@ -559,7 +563,11 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
   graph->output = canon(graph->output);
   FRUGAL_CHECK(defined.count(graph->output), path, ": the output '", graph->output,
                "' is produced by no node");
-  fuse_onnx_graph(*graph);
+  try {
+    fuse_onnx_graph(*graph);
+  } catch (const Error& e) {
+    throw Error(path + ": " + e.what());
+  }
   for (const auto& [name, t] : graph->initializers) graph->metas[name] = t.meta();
   if (!keep_weights) {
     for (const auto& [name, trainable] : graph->params) graph->initializers.erase(name);

@@ -1,14 +1,16 @@
 // Rewrites of a checked ONNX graph into frugal's fewer, larger ops (models/onnx_graph.h).
+#include <cmath>
 #include <map>
 #include <set>
 
+#include "core/error.h"
 #include "models/onnx_graph.h"
 
 namespace frugal {
 
 // x * sigmoid(x), as PyTorch exports SiLU (and EfficientNet's Swish), is one SiLU op: its
 // backward reads x alone, where the pair would keep x, sigmoid(x) and their product. Only where
-// nothing else reads the sigmoid.
+// nothing else reads the sigmoid. GELU likewise, from its five nodes.
 void fuse_onnx_graph(OnnxGraph& g) {
   std::map<std::string, int> uses{{g.output, 1}};
   std::map<std::string, const OnnxNode*> producer;
@@ -33,7 +35,56 @@ void fuse_onnx_graph(OnnxGraph& g) {
       break;
     }
   }
+  // GELU as torch.onnx.export writes it: d = x / sqrt(2); e = erf(d); a = e + 1; m = x * a;
+  // y = m * 0.5 (the operands of Add and Mul in either order), each step read once.
+  auto constant = [&](const std::string& name, double value) {
+    auto t = g.initializers.find(name);
+    auto p = g.params.find(name);
+    return t != g.initializers.end() && p != g.params.end() && !p->second &&
+           t->second.numel() == 1 && std::abs(element_as_double(t->second, 0) - value) <= 1e-6;
+  };
+  auto made_by = [&](const std::string& name, OnnxKind kind, BinaryKind b) -> const OnnxNode* {
+    auto p = producer.find(name);
+    if (p == producer.end() || p->second->kind != kind || uses[name] != 1) return nullptr;
+    if (kind == OnnxKind::binary && p->second->binary != b) return nullptr;
+    return p->second;
+  };
+  // Of a binary node's two inputs, the one that is not the constant `value` ("" if neither).
+  auto other = [&](const OnnxNode& n, double value) -> std::string {
+    if (n.inputs.size() != 2) return "";
+    if (constant(n.inputs[1], value)) return n.inputs[0];
+    if (constant(n.inputs[0], value)) return n.inputs[1];
+    return "";
+  };
+  for (OnnxNode& y : g.nodes) {
+    if (y.kind != OnnxKind::binary || y.binary != BinaryKind::mul) continue;
+    const OnnxNode* m = made_by(other(y, 0.5), OnnxKind::binary, BinaryKind::mul);
+    if (m == nullptr || m->inputs.size() != 2) continue;
+    for (int side = 0; side < 2; ++side) {
+      const std::string& x = m->inputs[static_cast<size_t>(side)];
+      const OnnxNode* a =
+          made_by(m->inputs[static_cast<size_t>(1 - side)], OnnxKind::binary, BinaryKind::add);
+      const OnnxNode* e = a ? made_by(other(*a, 1.0), OnnxKind::erf, BinaryKind::add) : nullptr;
+      const OnnxNode* d = e ? made_by(e->inputs[0], OnnxKind::binary, BinaryKind::div) : nullptr;
+      if (d == nullptr || d->inputs.size() != 2 || d->inputs[0] != x ||
+          !constant(d->inputs[1], std::sqrt(2.0)))
+        continue;
+      for (const OnnxNode* n : {m, a, e, d}) dead.insert(n->output);
+      y.kind = OnnxKind::activation;
+      y.activation = Activation::gelu;
+      y.inputs = {x};
+      break;
+    }
+  }
   std::erase_if(g.nodes, [&](const OnnxNode& n) { return dead.count(n.output) > 0; });
+  for (const OnnxNode& n : g.nodes)
+    FRUGAL_CHECK(n.kind != OnnxKind::erf, "node '", n.name,
+                 "' (Erf): Erf is imported as part of GELU only (x * 0.5 * (1 + erf(x / "
+                 "sqrt(2))), as torch.onnx.export writes nn.GELU)");
+  // Constants that only the fused patterns read are no weights of the model.
+  std::set<std::string> read{g.output};
+  for (const OnnxNode& n : g.nodes) read.insert(n.inputs.begin(), n.inputs.end());
+  std::erase_if(g.params, [&](const auto& p) { return !p.second && !read.count(p.first); });
 }
 
 }  // namespace frugal

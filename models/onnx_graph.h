@@ -37,6 +37,7 @@ enum class OnnxKind {
   transpose,  // ints: perm (empty: reversed)
   reshape,    // int_inputs[0]: the target shape
   reshape_axes,  // Unsqueeze or Squeeze of an activation: int_node (its axes)
+  erf,           // read only to be fused into GELU (fuse_onnx_graph); never recorded
   slice,      // int_inputs: starts, ends[, axes[, steps]]
   split,      // outputs; int_inputs[0] (or ints): sizes, else equal parts
   pad,        // int_inputs[0]: pads (begins, then ends); pad_value
@@ -87,7 +88,9 @@ struct OnnxGraph {
   std::string input, output;
 };
 
-// Fuses patterns into frugal's ops after checking: x * sigmoid(x) into SiLU.
+// Fuses patterns into frugal's ops after checking: x * sigmoid(x) into SiLU, and
+// x * 0.5 * (1 + erf(x / sqrt(2))) (PyTorch's nn.GELU export) into GELU; constants only those
+// patterns read leave the graph. Throws naming an Erf node outside that pattern.
 void fuse_onnx_graph(OnnxGraph& graph);
 
 }  // namespace frugal

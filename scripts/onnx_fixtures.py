@@ -509,7 +509,8 @@ def bilinear_net(out):
 
 def matmul_net(out):
     """Matrix products as PyTorch exports them: the feature map as tokens (flatten, transpose:
-    (N, H W, C)), nn.Linear on the tokens (MatMul by a (C, D) weight, then Add of its bias),
+    (N, H W, C)), nn.Linear on the tokens (MatMul by a (C, D) weight, then Add of its bias) and
+    GELU (five nodes around an Erf, fused back into one),
     back to a feature map (transpose, reshape), pooled, and x @ W on the pooled (N, D)
     (MatMul); tests/data/onnx/matmul_net.onnx with PyTorch's float32 output (matmul_net.io)."""
 
@@ -527,7 +528,7 @@ def matmul_net(out):
         def forward(self, x):
             n, _, h, w = x.shape
             t = torch.relu(self.conv(x)).flatten(2).transpose(1, 2)  # (N, H W, 6)
-            t = torch.relu(self.tokens(t))                              # (N, H W, 8)
+            t = F.gelu(self.tokens(t))                                  # (N, H W, 8)
             m = t.transpose(1, 2).reshape(n, 8, h, w)
             return F.adaptive_avg_pool2d(m, 1).flatten(1) @ self.w
 

@@ -166,6 +166,16 @@ TEST_CASE("onnx: bad files, unsupported ops and attributes are errors naming wha
     axes->set_int64_data(0, 0);
     CHECK(error_for(m).ends_with("moves the batch axis; frugal imports those that keep it"));
   }
+  {  // Erf outside GELU's pattern is refused, naming the node.
+    onnx::ModelProto m;
+    std::ifstream in(onnx_data() / "shuffle_net.onnx", std::ios::binary);
+    REQUIRE(m.ParseFromIstream(&in));
+    for (auto& n : *m.mutable_graph()->mutable_node())
+      if (n.name() == "relu1") n.set_op_type("Erf");
+    CHECK(error_for(m) ==
+          "m.onnx: node 'relu1' (Erf): Erf is imported as part of GELU only (x * 0.5 * (1 + "
+          "erf(x / sqrt(2))), as torch.onnx.export writes nn.GELU)");
+  }
   {  // MatMul between two activations (attention) is not imported yet.
     onnx::ModelProto m;
     std::ifstream in(onnx_data() / "matmul_net.onnx", std::ios::binary);
