@@ -411,7 +411,7 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       } else if (op == "Gather") {
         k.op = IntOp::gather;
         k.attrs = {r.get_int(n, "axis", 0)};
-        all_ints(0);
+        k.ints = {int_input(n, 0), int_input(n, 1)};
       } else if (op == "Unsqueeze" || op == "Squeeze") {
         k.op = op == "Unsqueeze" ? IntOp::unsqueeze : IntOp::squeeze;
         k.attrs = r.get_ints(n, "axes");
@@ -426,6 +426,7 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
         k.op = IntOp::concat;
         k.attrs = {r.get_int(n, "axis", 0)};
         all_ints(0);
+        if (k.ints.empty()) r.fail(n, "has no inputs");
       } else if (op == "Reshape") {
         k.op = IntOp::reshape;
         k.attrs = {r.get_int(n, "allowzero", 0)};

@@ -128,7 +128,13 @@ std::string IntTensor::str() const {
 
 IntTensor eval_int_node(const IntNode& n, const std::map<std::string, IntTensor>& env,
                         const std::vector<int64_t>* shape) {
-  auto in = [&](size_t i) -> const IntTensor& { return env.at(n.ints.at(i)); };
+  auto in = [&](size_t i) -> const IntTensor& {
+    FRUGAL_CHECK(i < n.ints.size(), "an integer op with ", n.ints.size(),
+                 " operands where it reads ", i + 1);
+    auto it = env.find(n.ints[i]);
+    FRUGAL_CHECK(it != env.end(), "integer operand '", n.ints[i], "' is not computed");
+    return it->second;
+  };
   switch (n.op) {
     case IntOp::shape_of: {
       const std::vector<int64_t>& d = shape ? *shape : in(0).dims;

@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <sstream>
+#include <stdexcept>
 
 #include "core/error.h"
 #include "layers/activation.h"
@@ -335,6 +336,9 @@ Value record_onnx(const OnnxModel& model, Value images) {
       }
     } catch (const Error& e) {
       throw Error(model.path + ": node '" + n.name + "' (" + n.op_type + "): " + e.what());
+    } catch (const std::out_of_range&) {  // a value the checks let through unread: still an error
+      throw Error(model.path + ": node '" + n.name + "' (" + n.op_type +
+                  "): reads a value that is not defined");
     }
     env[n.output] = y;
   }
