@@ -53,6 +53,14 @@ const char* optimizer_name(OptimizerKind k);  // "sgd", "adamw"
 // The update fused into backward: SGD with momentum, or AdamW (beta1, beta2, eps and the
 // 1-based `step` its bias correction counts; momentum unused). weight_decay is L2 added to the
 // gradient for SGD, decoupled (w *= 1 - lr wd) for AdamW, as PyTorch's two optimizers.
+// Batched matrix products (layers/matmul.h): `batch` independent products, each
+// C (M,N) = op(A) op(B) with op(A) (M,K), op(B) (K,N); A stored (M,K), or (K,M) when trans_a,
+// B stored (K,N), or (N,K) when trans_b; all row-major and packed batch after batch.
+struct MatmulGeometry {
+  int64_t batch = 1, M = 0, N = 0, K = 0;
+  bool trans_a = false, trans_b = false;
+};
+
 struct OptimizerConfig {
   double lr = 0.01, momentum = 0.0, weight_decay = 0.0;
   OptimizerKind kind = OptimizerKind::sgd;
@@ -138,6 +146,11 @@ class Backend {
   // plane in output order (the same bits on any thread count).
   virtual void resize_bilinear_forward(const ResizeGeometry& g, const Tensor& x, Tensor& y) = 0;
   virtual void resize_bilinear_backward(const ResizeGeometry& g, const Tensor& dy, Tensor& dx) = 0;
+
+  // c = op(a) op(b) for each batch of g (MatmulGeometry above); c overlaps neither operand.
+  // One batch's product has the same bits whatever the batch count or the thread count.
+  virtual void batched_matmul(const MatmulGeometry& g, const Tensor& a, const Tensor& b,
+                              Tensor& c) = 0;
 
   // --- batch norm (x (N,C,H,W) or (N,C); per-channel tensors (C)) -----------------------------
   // Batch statistics; writes mean, inv_std = 1/sqrt(var_biased + eps), and updates running

@@ -427,4 +427,19 @@ void check_resize(const char* op, const ResizeGeometry& g, const Tensor& x, cons
                " (scales ", g.scale_h, ", ", g.scale_w, ")");
 }
 
+void check_matmul(const MatmulGeometry& g, const Tensor& a, const Tensor& b, const Tensor& c,
+                  const Device& device) {
+  check_defined("batched_matmul", "a", a);
+  check_defined("batched_matmul", "b", b);
+  check_defined("batched_matmul", "c", c);
+  check_device("batched_matmul", {&a, &b, &c}, device);
+  const bool fits = g.batch >= 0 && g.M >= 0 && g.N >= 0 && g.K >= 0 && is_float(a) &&
+                    a.dtype() == b.dtype() && a.dtype() == c.dtype() &&
+                    a.numel() == g.batch * g.M * g.K && b.numel() == g.batch * g.K * g.N &&
+                    c.numel() == g.batch * g.M * g.N;
+  FRUGAL_CHECK(fits, "batched_matmul: a ", a.shape(), " b ", b.shape(), " c ", c.shape(), " ",
+               dtype_name(a.dtype()), " do not hold ", g.batch, " products of (", g.M, ",", g.K,
+               ") x (", g.K, ",", g.N, ")");
+}
+
 }  // namespace frugal

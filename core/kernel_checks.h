@@ -30,6 +30,9 @@ void check_defined(const char* op, const char* what, const Tensor& t);
 // Dropout's probability p lies in [0, 1).
 void check_dropout_p(double p);
 
+// Batched matrix products: a, b, c defined, one float dtype, each holding batch x its matrix.
+void check_matmul(const MatmulGeometry& g, const Tensor& a, const Tensor& b, const Tensor& c,
+                  const Device& device);
 // Bilinear resizing: x (N,C,H,W) and y (N,C,P,Q) of g, one float dtype, sizes >= 1.
 void check_resize(const char* op, const ResizeGeometry& g, const Tensor& x, const Tensor& y,
                   const Device& device);

@@ -304,16 +304,17 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       o.inputs = {activation_input(n), param(n, 1, true)};
       if (n.input_size() > 2 && !n.input(2).empty()) o.inputs.push_back(param(n, 2, true));
     } else if (op == "MatMul") {
-      // x (..., K) times a weight (K, N): nn.Linear without bias on (N, T, K) inputs, x @ W.
+      // x (..., K) times a weight (K, N): nn.Linear without bias on (N, T, K) inputs, x @ W; or
+      // two activations (..., M, K) and (..., K, N) with the same leading axes.
       o.kind = Kind::gemm;
       o.transpose_weight = true;
       o.matmul = true;
-      const std::string b = need(n, 1);
-      if (!graph->initializers.count(b))
-        r.fail(n, "input 1 ('" + b +
-                      "') is an activation; MatMul is imported with a weight (an initializer) "
-                      "as its second input, not between two activations");
-      o.inputs = {activation_input(n), param(n, 1, true)};
+      if (graph->initializers.count(need(n, 1))) {
+        o.inputs = {activation_input(n), param(n, 1, true)};
+      } else {  // between two activations (attention): a batched product
+        o.kind = Kind::matmul;
+        o.inputs = {activation_input(n), activation_input_at(n, 1)};
+      }
     } else if (op == "MaxPool" || op == "AveragePool") {
       o.kind = op == "MaxPool" ? Kind::max_pool : Kind::avg_pool;
       r.window(n, o);
@@ -549,7 +550,7 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
     } else {
       r.fail(n,
              "op not imported yet; frugal imports Conv, ConvTranspose, BatchNormalization, Gemm, "
-             "MatMul (by a weight), "
+             "MatMul, "
              "MaxPool, AveragePool, GlobalAveragePool, ReduceMean, Flatten, Reshape, Transpose, "
              "Split, Slice, Pad, Concat, Softmax, Resize, Add, Sub, Mul, Div, Relu, LeakyRelu, "
              "Sigmoid, Tanh, HardSigmoid, HardSwish, Clip, Dropout, Identity, Constant, Erf (in "

@@ -33,15 +33,16 @@ enum class OnnxKind {
   leaky_relu,
   activation,
   identity,
-  dropout,    // a training-mode export's Dropout; alpha holds the ratio
-  transpose,  // ints: perm (empty: reversed)
-  reshape,    // int_inputs[0]: the target shape
+  dropout,       // a training-mode export's Dropout; alpha holds the ratio
+  transpose,     // ints: perm (empty: reversed)
+  reshape,       // int_inputs[0]: the target shape
   reshape_axes,  // Unsqueeze or Squeeze of an activation: int_node (its axes)
   erf,           // read only to be fused into GELU (fuse_onnx_graph); never recorded
-  slice,      // int_inputs: starts, ends[, axes[, steps]]
-  split,      // outputs; int_inputs[0] (or ints): sizes, else equal parts
-  pad,        // int_inputs[0]: pads (begins, then ends); pad_value
-  softmax,    // axis; legacy: opset < 13's flattening form
+  matmul,        // MatMul between two activations
+  slice,         // int_inputs: starts, ends[, axes[, steps]]
+  split,         // outputs; int_inputs[0] (or ints): sizes, else equal parts
+  pad,           // int_inputs[0]: pads (begins, then ends); pad_value
+  softmax,       // axis; legacy: opset < 13's flattening form
   // Integer shape arithmetic (models/onnx_ints.h: torch.onnx.export's dynamic batch, F.pad),
   // evaluated while recording, when every shape is known: int_node (inputs: the activation a
   // Shape reads).

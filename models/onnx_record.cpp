@@ -22,6 +22,7 @@
 #include "layers/flatten.h"
 #include "layers/leaky_relu.h"
 #include "layers/linear.h"
+#include "layers/matmul.h"
 #include "layers/maxpool2d.h"
 #include "layers/pad.h"
 #include "layers/relu.h"
@@ -263,6 +264,9 @@ Value record_onnx(const OnnxModel& model, Value images) {
           y = to == in[0].shape() ? in[0] : reshape(in[0], to);
           break;
         }
+        case Kind::matmul:
+          y = matmul(in[0], in[1]);
+          break;
         case Kind::reshape_axes: {
           IntNode k = n.int_node;  // the axes arithmetic over the activation's dims
           if (k.op == IntOp::squeeze && k.ints.empty() && k.attrs.empty())

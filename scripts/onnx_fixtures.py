@@ -510,7 +510,8 @@ def bilinear_net(out):
 def matmul_net(out):
     """Matrix products as PyTorch exports them: the feature map as tokens (flatten, transpose:
     (N, H W, C)), nn.Linear on the tokens (MatMul by a (C, D) weight, then Add of its bias) and
-    GELU (five nodes around an Erf, fused back into one),
+    GELU (five nodes around an Erf, fused back into one), self-attention over the tokens
+    (MatMul between activations, Softmax),
     back to a feature map (transpose, reshape), pooled, and x @ W on the pooled (N, D)
     (MatMul); tests/data/onnx/matmul_net.onnx with PyTorch's float32 output (matmul_net.io)."""
 
@@ -529,7 +530,8 @@ def matmul_net(out):
             n, _, h, w = x.shape
             t = torch.relu(self.conv(x)).flatten(2).transpose(1, 2)  # (N, H W, 6)
             t = F.gelu(self.tokens(t))                                  # (N, H W, 8)
-            m = t.transpose(1, 2).reshape(n, 8, h, w)
+            att = torch.softmax(t @ t.transpose(1, 2) / 8 ** 0.5, dim=-1)  # (N, H W, H W)
+            m = (att @ t).transpose(1, 2).reshape(n, 8, h, w)
             return F.adaptive_avg_pool2d(m, 1).flatten(1) @ self.w
 
     torch.manual_seed(2)

@@ -176,19 +176,6 @@ TEST_CASE("onnx: bad files, unsupported ops and attributes are errors naming wha
           "m.onnx: node 'relu1' (Erf): Erf is imported as part of GELU only (x * 0.5 * (1 + "
           "erf(x / sqrt(2))), as torch.onnx.export writes nn.GELU)");
   }
-  {  // MatMul between two activations (attention) is not imported yet.
-    onnx::ModelProto m;
-    std::ifstream in(onnx_data() / "matmul_net.onnx", std::ios::binary);
-    REQUIRE(m.ParseFromIstream(&in));
-    for (auto& n : *m.mutable_graph()->mutable_node())
-      if (n.op_type() == "MatMul") {
-        n.set_input(1, "x");
-        CHECK(error_for(m).ends_with(
-            "(MatMul): input 1 ('x') is an activation; MatMul is imported with a weight (an "
-            "initializer) as its second input, not between two activations"));
-        break;
-      }
-  }
   {
     onnx::ModelProto m = tiny();
     m.mutable_opset_import(0)->set_version(9);

@@ -20,6 +20,7 @@
 #include "layers/flatten.h"
 #include "layers/leaky_relu.h"
 #include "layers/linear.h"
+#include "layers/matmul.h"
 #include "layers/pad.h"
 #include "layers/relu.h"
 #include "layers/reshape.h"
@@ -143,7 +144,7 @@ TEST_CASE("sim device: the activations' steps equal the CPU's bitwise") {
 }
 
 TEST_CASE(
-    "sim device: the data-movement ops, softmax and bilinear resizing equal the CPU's bitwise") {
+    "sim device: data movement, softmax, bilinear resizing and matmul equal the CPU's bitwise") {
   const Network net = [](Value x) {
     x = conv2d(x, {.out = 4, .kernel = 3, .pad = 1});
     auto parts = split(x, 1, {1, 3});
@@ -151,7 +152,7 @@ TEST_CASE(
     Value p = pad(slice(t, 3, 1, 5), {.before = {0, 0, 0, 1}, .after = {0, 0, 0, 1}, .value = 1});
     Value j = softmax(concat({p, parts[0]}, 1), 1);
     Value r = resize_bilinear(x, {.height = 9, .width = 6, .mode = ResizeCoordinates::half_pixel});
-    return linear(flatten(concat({j, r}, 2)), {.out = 5});
+    return linear(flatten(concat({matmul(j, j), r}, 2)), {.out = 5});
   };
   for (MemoryMode memory : {MemoryMode::baseline, MemoryMode::planned})
     check_all_bitwise(train_on(cpu_backend(), net, {2, 3, 6, 6}, 5, memory, 2),

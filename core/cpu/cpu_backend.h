@@ -78,6 +78,8 @@ class CpuBackend final : public Backend {
   void concat_forward(std::span<const Tensor> xs, Tensor& y) override;
   void concat_backward(const Tensor& dy, std::span<Tensor> dxs) override;
   void strided_copy(const CopyBox& g, const Tensor& x, Tensor& y) override;
+  void batched_matmul(const MatmulGeometry& g, const Tensor& a, const Tensor& b,
+                      Tensor& c) override;
   void resize_bilinear_forward(const ResizeGeometry& g, const Tensor& x, Tensor& y) override;
   void resize_bilinear_backward(const ResizeGeometry& g, const Tensor& dy, Tensor& dx) override;
 

@@ -284,6 +284,12 @@ void SimBackend::resize_bilinear_backward(const ResizeGeometry& g, const Tensor&
   cpu_.resize_bilinear_backward(g, view(dy), view(dx));
 }
 
+void SimBackend::batched_matmul(const MatmulGeometry& g, const Tensor& a, const Tensor& b,
+                                Tensor& c) {
+  Views view(alloc_, "batched_matmul");
+  cpu_.batched_matmul(g, view(a), view(b), view(c));
+}
+
 void SimBackend::softmax_forward(const Tensor& x, int axis, Tensor& y) {
   Views view(alloc_, "softmax_forward");
   cpu_.softmax_forward(view(x), axis, view(y));

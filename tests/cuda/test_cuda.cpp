@@ -648,7 +648,7 @@ TEST_CASE("cuda concat: forward and backward, undefined parts skipped") {
   }
 }
 
-TEST_CASE("cuda strided copy, softmax, bilinear resize: transposes, slices, pads; any axis") {
+TEST_CASE("cuda strided copy, softmax, bilinear resize, batched matmul") {
   for (DType t : kFloats) {
     Pair x = random_pair({2, 3, 4, 5}, t, 63, -3, 3);
     const std::vector<int64_t> perm{0, 2, 3, 1};
@@ -694,6 +694,14 @@ TEST_CASE("cuda strided copy, softmax, bilinear resize: transposes, slices, pads
       check_close(ry, "resize y");
       check_close(rdx, "resize dx");
     }
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        const MatmulGeometry g{.batch = 3, .M = 5, .N = 7, .K = 9, .trans_a = ta, .trans_b = tb};
+        Pair a = random_pair({3, 45}, t, 66), b = random_pair({3, 63}, t, 67);
+        Pair c = empty_pair({3, 5, 7}, t);
+        on_both([&](Backend& be, auto side) { be.batched_matmul(g, side(a), side(b), side(c)); });
+        check_close(c, "batched matmul");
+      }
   }
 }
 
