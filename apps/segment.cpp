@@ -17,11 +17,13 @@
 #include "core/backend.h"
 #include "core/error.h"
 #include "core/rng.h"
+#include "data/safetensors.h"
 #include "data/shapes.h"
 #include "models/onnx.h"
 #include "models/step.h"
 #include "run/executor.h"
 #include "train/trainer.h"
+#include "train/weights.h"
 
 namespace frugal {
 namespace {
@@ -31,6 +33,7 @@ struct SegmentOptions {
   TrainOptions train;  // epochs, batch, optimizer and schedule, seed, threads, memory
   int64_t train_size = 4000, test_size = 500;
   std::string log;
+  std::string save;  // the trained weights (safetensors), written after the last epoch
 };
 
 // Copies samples order[at .. at + rows) of `set` into the step's inputs.
@@ -64,6 +67,7 @@ void run_segment(const SegmentOptions& o) {
                "): the task needs square images and an output of the input's size");
   FRUGAL_CHECK(t.batch <= o.train_size, "segment: batch ", t.batch, " exceeds the ", o.train_size,
                " training images");
+  if (!o.save.empty()) check_writable(o.save);  // before the run a failed save would lose
   set_cpu_threads(t.threads);
   const SegmentationSet train = shapes_dataset(o.train_size, in[0], in[1], t.seed);
   const SegmentationSet test = shapes_dataset(o.test_size, in[0], in[1], t.seed + 1000003);
@@ -137,6 +141,10 @@ void run_segment(const SegmentOptions& o) {
           << ",\"pixel_acc\":" << iou.pixel_accuracy() << ",\"mean_iou\":" << iou.mean() << "}\n";
     }
   }
+  if (!o.save.empty()) {
+    save_safetensors(o.save, weights_tensors(params, false, {{"model", spec.name}}));
+    std::printf("saved %s\n", o.save.c_str());
+  }
 }
 
 }  // namespace
@@ -194,6 +202,9 @@ Action add_segment_command(CLI::App& app) {
       ->check(whole_number(0, 4096))
       ->capture_default_str();
   c->add_option("--log", o->log, "Append one JSON line per epoch to this file");
+  c->add_option("--save", o->save,
+                "Write the trained weights (safetensors, every parameter and BatchNorm statistic "
+                "under the file's names) after the last epoch; its folder is checked first");
   return [c, o, optimizer, memory] {
     if (!c->parsed()) return;
     o->train.optimizer = *optimizer == "adamw" ? OptimizerKind::adamw : OptimizerKind::sgd;
