@@ -35,7 +35,7 @@ TORCHVISION_CASES += [(f"tv-{n}", f"tv-{n}", b, "inference", "f32", [], 3, 1)
 REBUILD = ["--recompute", "cheap"]
 RECOMPUTE_CASES = [(f"tv-{n}-rebuild", f"tv-{n}", 32, "training", "f32", REBUILD, 3, 1)
                    for n in ("densenet121", "resnet50", "mobilenet_v2", "resnet18",
-                             "efficientnet_b0", "squeezenet1_1")]
+                             "efficientnet_b0", "squeezenet1_1", "shufflenet_v2_x1_0", "unet")]
 RECOMPUTE_CASES.insert(1, ("tv-densenet121-rebuild-vs-efficient", "tv-densenet121", 32,
                            "training", "f32", REBUILD, 3, 1))
 # frugal's bundled DenseNet-121 with --recompute cheap (--set recompute too).
