@@ -154,8 +154,9 @@ BenchResult run_bench(const BenchOptions& o, Communicator* comm) {
   std::optional<Dataset> folder;
   std::unique_ptr<Batcher> batches;
   if (!o.data.empty()) {
-    FRUGAL_CHECK(spec.label_shape.rank() == 0, "bench --data: ", spec.name,
-                 " is a segmentation model; it runs on random images and labels (leave out --data)");
+    FRUGAL_CHECK(
+        spec.label_shape.rank() == 0, "bench --data: ", spec.name,
+        " is a segmentation model; it runs on random images and labels (leave out --data)");
     FRUGAL_CHECK(is_image_folder(o.data), "bench --data: ", o.data,
                  " is not an image folder (train/<class>/, val/<class>/)");
     folder = load_data(o.data, spec, training, {}, 1, o.folder);

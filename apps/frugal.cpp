@@ -11,9 +11,10 @@ int main(int argc, char** argv) {
   CLI::App app{"frugal: a C++ deep-learning framework that trains in far less memory"};
   app.require_subcommand(1);
   std::vector<std::pair<CLI::App*, frugal::Action>> commands;
-  for (auto add : {frugal::add_train_command, frugal::add_eval_command, frugal::add_memory_command,
-                   frugal::add_graph_command, frugal::add_bench_command, frugal::add_export_command,
-                   frugal::add_predict_command, frugal::add_plot_command, frugal::add_segment_command}) {
+  for (auto add :
+       {frugal::add_train_command, frugal::add_eval_command, frugal::add_memory_command,
+        frugal::add_graph_command, frugal::add_bench_command, frugal::add_export_command,
+        frugal::add_predict_command, frugal::add_plot_command, frugal::add_segment_command}) {
     frugal::Action action = add(app);
     commands.emplace_back(app.get_subcommands({}).back(), std::move(action));
   }

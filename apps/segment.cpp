@@ -90,6 +90,11 @@ void run_segment(const SegmentOptions& o) {
   Executor ev(eval_tape, be, {.mode = Mode::inference, .memory = t.memory, .keep = {eval.logits}});
 
   const int64_t steps = t.steps > 0 ? t.steps : o.train_size / t.batch;
+  FRUGAL_CHECK(steps * t.batch <= o.train_size, "segment: ", steps, " steps of ", t.batch,
+               " images exceed the ", o.train_size, " training images (--steps, --train-size)");
+  FRUGAL_CHECK(o.test_size % eval_batch == 0, "segment: --test-size ", o.test_size,
+               " is not a multiple of --eval-batch ", eval_batch,
+               " (every test image is scored, in full batches)");
   const int64_t total = steps * t.epochs;
   std::printf(
       "%s: %lld train / %lld test images %s, %lld classes; batch %lld, %lld steps per "
@@ -111,8 +116,7 @@ void run_segment(const SegmentOptions& o) {
     for (size_t i = order.size() - 1; i > 0; --i) std::swap(order[i], order[rng.below(i + 1)]);
     double loss_sum = 0;
     for (int64_t s = 0; s < steps; ++s, ++global) {
-      copy_batch(train, order, (s * t.batch) % (o.train_size - t.batch + 1), t.batch, images,
-                 labels);
+      copy_batch(train, order, s * t.batch, t.batch, images, labels);
       ex.set_input(step.images, images);
       ex.set_input(step.labels, labels);
       ex.set_optimizer(optimizer_config(t, learning_rate(t, global, total), global + 1));
@@ -121,7 +125,7 @@ void run_segment(const SegmentOptions& o) {
       ex.backward(step.loss);
     }
     IouMeter iou(kShapeClasses);
-    for (int64_t at = 0; at + eval_batch <= o.test_size; at += eval_batch) {
+    for (int64_t at = 0; at < o.test_size; at += eval_batch) {
       copy_batch(test, identity, at, eval_batch, eval_images, eval_labels);
       ev.set_input(eval.images, eval_images);
       ev.forward();

@@ -104,8 +104,8 @@ class NcclCommunicator : public Communicator {
     for (int r = 0; r < size_; ++r) {
       const ChunkRange c = chunk_of(x.numel(), size_, r);
       void* part = x.elements(c.begin, c.size()).device_raw();
-      check_nccl(ncclReduce(part, r == rank_ ? y.device_raw() : part,
-                            static_cast<size_t>(c.size()), t, op.op, r, comm_, stream_),
+      check_nccl(ncclReduce(part, r == rank_ ? y.device_raw() : part, static_cast<size_t>(c.size()),
+                            t, op.op, r, comm_, stream_),
                  "ncclReduce");
     }
     check_nccl(ncclGroupEnd(), "ncclGroupEnd");

@@ -63,10 +63,8 @@ Tiling tiling(const Conv2dGeometry& g, DType t, int64_t budget, int64_t min_tile
   return {rows, (g.P + rows - 1) / rows, pointwise(g) ? 0 : row * rows};
 }
 // Forward: each thread takes whole tiles, with a column buffer of its own. With fewer samples
-// than threads, a sample is cut into at least twice as many tiles as there are threads per
-// sample: every thread has work, and the buffers the threads hold at once are half a sample's
-// columns rather than all of them (batch-1 inference, where a first layer's columns are the
-// step's largest buffer).
+// than threads, a sample is cut into twice as many tiles as threads per sample: the buffers held
+// at once are half a sample's columns (batch-1 inference's largest buffer), not all of them.
 Tiling forward_tiling(const Conv2dGeometry& g, DType t, int threads) {
   return tiling(g, t, kColumnBudget,
                 g.N > 0 && g.N < threads ? 2 * ((threads + g.N - 1) / g.N) : 1);
