@@ -144,13 +144,21 @@ BenchResult run_bench(const BenchOptions& o, Communicator* comm) {
   if (o.rebuild_budget > 0)
     std::fprintf(stderr, "memory budget %s: op outputs rebuilt in backward, planned arena %s\n",
                  bytes_text(o.rebuild_budget).c_str(), bytes_text(ex.arena_bytes()).c_str());
-  Tensor x = Tensor::empty(ex.input(images).shape(), o.dtype);
-  // One label per image, or per pixel for segmentation models (labels (N, H, W)).
-  Tensor y = Tensor::empty(training ? labels.shape() : Shape{r.local_batch}, DType::i32);
-  fill_random(x, training ? &y : nullptr, spec.classes);
-  ex.set_input(images, x);
-  if (training) ex.set_input(labels, y);
-  r.inputs = x.bytes() + (training ? y.bytes() : 0);
+  // One label per image, or per pixel for segmentation models (labels (N, H, W)). On the CPU
+  // the executor's own input tensors take the random batch, so the allocator holds it once,
+  // as PyTorch holds its input tensor once; a device gets it through a host copy. In
+  // inference, y takes the labels an image folder's batches carry.
+  Tensor y = training ? Tensor() : Tensor::empty(Shape{r.local_batch}, DType::i32);
+  if (be.device().kind == DeviceKind::cpu) {
+    fill_random(ex.input(images), training ? &ex.input(labels) : nullptr, spec.classes);
+  } else {
+    Tensor x = Tensor::empty(ex.input(images).shape(), o.dtype);
+    Tensor l = training ? Tensor::empty(labels.shape(), DType::i32) : Tensor();
+    fill_random(x, training ? &l : nullptr, spec.classes);
+    ex.set_input(images, x);
+    if (training) ex.set_input(labels, l);
+  }
+  r.inputs = ex.input(images).bytes() + (training ? ex.input(labels).bytes() : 0);
   std::optional<Dataset> folder;
   std::unique_ptr<Batcher> batches;
   if (!o.data.empty()) {
