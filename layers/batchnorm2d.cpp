@@ -45,13 +45,14 @@ Roles BatchNormOp::roles(Mode mode, const Backend&) const {
 // Inference: running statistics normalize; elementwise, identical bits in place.
 void BatchNormOp::forward(const OpContext& ctx) {
   Backend& b = ctx.backend();
+  Tensor running_mean = ctx.input(3), running_var = ctx.input(4);  // views, updated in place
+  const double momentum = ctx.update_state() ? options_.momentum : 0.0;
   if (ctx.training() && ctx.sync_comm()) {
-    forward_synchronized(ctx);
+    sync_.forward(ctx, ctx.input(0), ctx.input(1), ctx.input(2), running_mean, running_var,
+                  momentum, options_.eps, ctx.output(0), ctx.saved(0), ctx.saved(1));
   } else if (ctx.training()) {
-    Tensor running_mean = ctx.input(3), running_var = ctx.input(4);  // views, updated in place
     b.batchnorm_forward_train(ctx.input(0), ctx.input(1), ctx.input(2), running_mean, running_var,
-                              ctx.update_state() ? options_.momentum : 0.0, options_.eps,
-                              ctx.output(0), ctx.saved(0), ctx.saved(1));
+                              momentum, options_.eps, ctx.output(0), ctx.saved(0), ctx.saved(1));
   } else {
     b.batchnorm_forward_infer(ctx.input(0), ctx.input(1), ctx.input(2), ctx.input(3), ctx.input(4),
                               options_.eps, ctx.output(0));
@@ -67,51 +68,50 @@ void BatchNormOp::rebuild(const OpContext& ctx) {
 // dx = gamma inv_std / M (M dy - sum dy - x^ sum dy x^), dgamma = sum dy x^, dbeta = sum dy
 void BatchNormOp::backward(const OpContext& ctx) {
   FRUGAL_CHECK(ctx.training(), "batch_norm: backward runs only in training mode");
+  Backend& b = ctx.backend();
   Tensor none;
   Tensor& dx = ctx.needs_grad_input(0) ? ctx.grad_input(0) : none;
   Tensor& dgamma = ctx.needs_grad_input(1) ? ctx.grad_input(1) : none;
   Tensor& dbeta = ctx.needs_grad_input(2) ? ctx.grad_input(2) : none;
   // Synchronized: this rank's sums for the parameters, the ranks' sums for dx (below).
-  ctx.backend().batchnorm_backward(ctx.input(0), ctx.grad_output(0), ctx.input(1), ctx.saved(0),
-                                   ctx.saved(1), ctx.sync_comm() ? none : dx, dgamma, dbeta);
-  if (ctx.sync_comm() && dx.defined()) backward_synchronized(ctx, dx);
+  b.batchnorm_backward(ctx.input(0), ctx.grad_output(0), ctx.input(1), ctx.saved(0), ctx.saved(1),
+                       ctx.sync_comm() ? none : dx, dgamma, dbeta);
+  if (!ctx.sync_comm() || !dx.defined()) return;
+  const int64_t C = x_.shape[1];
+  Tensor sums = sync_.backward_sums(C);
+  b.batchnorm_sums(ctx.input(0), ctx.saved(0), ctx.saved(1), ctx.grad_output(0), sums);
+  sync_.reduce_backward(ctx, C);
+  b.batchnorm_backward_data(ctx.input(0), ctx.grad_output(0), ctx.input(1), ctx.saved(0),
+                            ctx.saved(1), sums, sync_.count, ctx.sync_scale(), dx);
 }
 
 // Statistics over every rank's batch: the ranks' sums of x and counts, the mean, then the
 // ranks' sums of squared deviations from it, each all-reduced (the same bits on every rank).
-void BatchNormOp::forward_synchronized(const OpContext& ctx) {
+void BatchNormSync::forward(const OpContext& ctx, const Tensor& x, const Tensor& gamma,
+                            const Tensor& beta, Tensor& running_mean, Tensor& running_var,
+                            double momentum, double eps, Tensor& y, Tensor& mean, Tensor& inv_std) {
   Backend& b = ctx.backend();
   Communicator& comm = *ctx.sync_comm();
-  const int64_t C = x_.shape[1];
-  if (!sums_.defined() || sums_.device() != b.device())
-    sums_ = Tensor::empty({2 * C + 1}, DType::f64, Role::scratch, b.allocator());
-  Tensor sum = sums_.elements(0, C), count = sums_.elements(C, 1), sq = sums_.elements(C + 1, C);
-  const Tensor& x = ctx.input(0);
+  const int64_t C = x.shape()[1];
+  if (!sums.defined() || sums.device() != b.device() || sums.numel() != 2 * C + 1)
+    sums = Tensor::empty({2 * C + 1}, DType::f64, Role::scratch, b.allocator());
+  Tensor sum = sums.elements(0, C), n = sums.elements(C, 1), sq = sums.elements(C + 1, C);
   Tensor none;
   b.batchnorm_sums(x, none, none, none, sum);
-  b.fill(count, static_cast<double>(x.numel() / C));
-  Tensor head = sums_.elements(0, C + 1);
+  b.fill(n, static_cast<double>(x.numel() / C));
+  Tensor head = sums.elements(0, C + 1);
   comm.allreduce_sum(head).wait();
-  global_count_ = to_host(b, count, host_count_).data<double>()[0];
-  Tensor running_mean = ctx.input(3), running_var = ctx.input(4);
-  b.batchnorm_sync_stats(sum, none, global_count_, 0, options_.eps, running_mean, running_var,
-                         ctx.saved(0), ctx.saved(1));
-  b.batchnorm_sums(x, ctx.saved(0), none, none, sq);
+  count = to_host(b, n, host_count).data<double>()[0];
+  b.batchnorm_sync_stats(sum, none, count, 0, eps, running_mean, running_var, mean, inv_std);
+  b.batchnorm_sums(x, mean, none, none, sq);
   comm.allreduce_sum(sq).wait();
-  b.batchnorm_sync_stats(sum, sq, global_count_, ctx.update_state() ? options_.momentum : 0.0,
-                         options_.eps, running_mean, running_var, ctx.saved(0), ctx.saved(1));
-  b.batchnorm_normalize(x, ctx.input(1), ctx.input(2), ctx.saved(0), ctx.saved(1), ctx.output(0));
+  b.batchnorm_sync_stats(sum, sq, count, momentum, eps, running_mean, running_var, mean, inv_std);
+  b.batchnorm_normalize(x, gamma, beta, mean, inv_std, y);
 }
 
-// dx from the ranks' sums of dy and dy x^, each weighted by its rank's share of the loss.
-void BatchNormOp::backward_synchronized(const OpContext& ctx, Tensor& dx) {
-  Backend& b = ctx.backend();
-  const int64_t C = x_.shape[1];
-  Tensor sums = sums_.elements(1, 2 * C);  // after the count: not needed again this step
-  b.batchnorm_sums(ctx.input(0), ctx.saved(0), ctx.saved(1), ctx.grad_output(0), sums);
-  ctx.sync_comm()->allreduce_sum(sums, ctx.sync_scale()).wait();
-  b.batchnorm_backward_data(ctx.input(0), ctx.grad_output(0), ctx.input(1), ctx.saved(0),
-                            ctx.saved(1), sums, global_count_, ctx.sync_scale(), dx);
+void BatchNormSync::reduce_backward(const OpContext& ctx, int64_t C) const {
+  Tensor s = backward_sums(C);
+  ctx.sync_comm()->allreduce_sum(s, ctx.sync_scale()).wait();
 }
 
 Value batch_norm(Value x, const BatchNormOptions& o, std::source_location where) {

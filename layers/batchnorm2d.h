@@ -18,6 +18,24 @@ struct BatchNormOptions {
   std::string name = "";
 };
 
+// A batch norm's statistics over every rank's batch (ExecutorOptions::sync_bn_comm): the
+// sums exchanged ([sum x (C), count, then the sums of squares or the backward sums (2C)],
+// f64, made on first use) and the count of values per channel over all ranks.
+struct BatchNormSync {
+  Tensor sums, host_count;
+  double count = 0;
+  // mean and inv_std from every rank's x (C channels), the running statistics updated with
+  // `momentum`, then y = x normalized (y may be x): the same bits on every rank.
+  void forward(const OpContext& ctx, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+               Tensor& running_mean, Tensor& running_var, double momentum, double eps, Tensor& y,
+               Tensor& mean, Tensor& inv_std);
+  // Where this rank writes its backward sums [sum dy (C), sum dy x^ (C)] before
+  // reduce_backward(); forward ran first.
+  Tensor backward_sums(int64_t C) const { return sums.elements(1, 2 * C); }
+  // The ranks' backward sums, each weighted by its rank's share of the loss.
+  void reduce_backward(const OpContext& ctx, int64_t C) const;
+};
+
 // Inputs {x, gamma, beta, running_mean, running_var}; the running statistics are state
 // (updated in training forward), not differentiable.
 class BatchNormOp final : public Op {
@@ -33,16 +51,9 @@ class BatchNormOp final : public Op {
   void rebuild(const OpContext& ctx) override;
 
  private:
-  void forward_synchronized(const OpContext& ctx);
-  void backward_synchronized(const OpContext& ctx, Tensor& dx);
-
   BatchNormOptions options_;
   TensorMeta x_;
-  // Synchronized batch norm: the sums exchanged with the other ranks ([sum x (C), count,
-  // sum of squares or backward sums (2C)], f64, made on first use), and the values per
-  // channel over all ranks.
-  Tensor sums_, host_count_;
-  double global_count_ = 0;
+  BatchNormSync sync_;
 };
 
 // y = gamma (x - mean) / sqrt(var + eps) + beta per channel, x (N,C,H,W) or (N,C). Creates
