@@ -10,7 +10,8 @@ namespace frugal {
 
 // x * sigmoid(x), as PyTorch exports SiLU (and EfficientNet's Swish), is one SiLU op: its
 // backward reads x alone, where the pair would keep x, sigmoid(x) and their product. Only where
-// nothing else reads the sigmoid. GELU likewise, from its five nodes.
+// nothing else reads the sigmoid. GELU likewise, from its five nodes; and a channel Concat read
+// by BatchNormalization alone, one concat_batch_norm.
 void fuse_onnx_graph(OnnxGraph& g) {
   std::map<std::string, int> uses{{g.output, 1}};
   std::map<std::string, const OnnxNode*> producer;
@@ -75,6 +76,18 @@ void fuse_onnx_graph(OnnxGraph& g) {
       y.inputs = {x};
       break;
     }
+  }
+  // Concat along channels read by BatchNormalization alone (every DenseNet layer): one op, so
+  // backward reads the pieces instead of a kept concatenation (layers/concat_batch_norm.h).
+  for (OnnxNode& n : g.nodes) {
+    if (n.kind != OnnxKind::batch_norm || n.concat_pieces > 0) continue;
+    const OnnxNode* c = made_by(n.inputs[0], OnnxKind::concat, BinaryKind::add);
+    if (c == nullptr || c->axis != 1 || c->inputs.size() < 2) continue;
+    dead.insert(c->output);
+    std::vector<std::string> in = c->inputs;
+    in.insert(in.end(), n.inputs.begin() + 1, n.inputs.end());
+    n.concat_pieces = static_cast<int>(c->inputs.size());
+    n.inputs = std::move(in);
   }
   std::erase_if(g.nodes, [&](const OnnxNode& n) { return dead.count(n.output) > 0; });
   for (const OnnxNode& n : g.nodes)

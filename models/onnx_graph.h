@@ -77,6 +77,7 @@ struct OnnxNode {
   bool allow_zero = false;        // reshape's allowzero
   bool transpose_weight = false;  // gemm: the weight is (in, out) (Gemm transB = 0, MatMul)
   bool matmul = false;            // gemm from MatMul: x (..., K), the leading axes kept
+  int concat_pieces = 0;          // batch_norm: of its first this many inputs joined (fused)
 };
 
 struct OnnxGraph {

@@ -16,6 +16,7 @@
 #include "layers/batchnorm2d.h"
 #include "layers/binary.h"
 #include "layers/concat.h"
+#include "layers/concat_batch_norm.h"
 #include "layers/conv2d.h"
 #include "layers/conv_transpose2d.h"
 #include "layers/dropout.h"
@@ -176,9 +177,16 @@ Value record_onnx(const OnnxModel& model, Value images) {
           break;
         }
         case Kind::batch_norm:
-          y = tape.record(
-              std::make_unique<BatchNormOp>(BatchNormOptions{.eps = n.eps, .momentum = n.momentum}),
-              in, where)[0];
+          if (n.concat_pieces > 0) {
+            const auto k = static_cast<size_t>(n.concat_pieces);
+            y = concat_batch_norm({in.begin(), in.begin() + static_cast<ptrdiff_t>(k)}, in[k],
+                                  in[k + 1], in[k + 2], in[k + 3],
+                                  {.eps = n.eps, .momentum = n.momentum}, where);
+          } else {
+            y = tape.record(std::make_unique<BatchNormOp>(
+                                BatchNormOptions{.eps = n.eps, .momentum = n.momentum}),
+                            in, where)[0];
+          }
           break;
         case Kind::gemm: {
           std::vector<Value> args = in;

@@ -329,6 +329,56 @@ def shuffle_net():
     return model("shuffle_net", n, i, [2, 8, 8], 4, opset=15)
 
 
+def dense_net():
+    """A dense block as torchvision's DenseNet exports it: each layer's BatchNormalization reads
+    a channel Concat of the block input and every feature map before it (frugal fuses each such
+    pair into one op), a bottleneck layer (1x1 Conv, BN, ReLU, 3x3 Conv), then a transition (the
+    last Concat, BN, ReLU, 1x1 Conv, AveragePool) and the head."""
+    n, i = [], []
+    i += [weight("c0.weight", 4, 3, 3, 3)]
+    n.append(helper.make_node("Conv", ["x", "c0.weight"], ["f0"], name="c0", kernel_shape=[3, 3],
+                              pads=[1, 1, 1, 1]))
+    feats = ["f0"]
+    for layer in (1, 2, 3):
+        p = f"l{layer}"
+        c = 4 + 2 * (layer - 1)
+        x = feats[0]
+        if len(feats) > 1:
+            x = f"{p}.cat"
+            n.append(helper.make_node("Concat", feats, [x], name=x, axis=1))
+        node, ini = bn(f"{p}.norm1", c, x, f"{p}.b1")
+        n.append(node), i.extend(ini)
+        n.append(helper.make_node("Relu", [f"{p}.b1"], [f"{p}.r1"], name=f"{p}.relu1"))
+        h = f"{p}.r1"
+        if layer == 2:  # the bottleneck: 1x1 to 4 channels, BN, ReLU
+            i += [weight(f"{p}.conv1.weight", 4, c, 1, 1)]
+            n.append(helper.make_node("Conv", [h, f"{p}.conv1.weight"], [f"{p}.c1"],
+                                      name=f"{p}.conv1", kernel_shape=[1, 1]))
+            node, ini = bn(f"{p}.norm2", 4, f"{p}.c1", f"{p}.b2")
+            n.append(node), i.extend(ini)
+            n.append(helper.make_node("Relu", [f"{p}.b2"], [f"{p}.r2"], name=f"{p}.relu2"))
+            h, c = f"{p}.r2", 4
+        i += [weight(f"{p}.conv.weight", 2, c, 3, 3)]
+        n.append(helper.make_node("Conv", [h, f"{p}.conv.weight"], [f"f{layer}"], name=f"{p}.conv",
+                                  kernel_shape=[3, 3], pads=[1, 1, 1, 1]))
+        feats.append(f"f{layer}")
+    n.append(helper.make_node("Concat", feats, ["t.cat"], name="t.cat", axis=1))
+    node, ini = bn("t.norm", 10, "t.cat", "t.b")
+    n.append(node), i.extend(ini)
+    n.append(helper.make_node("Relu", ["t.b"], ["t.r"], name="t.relu"))
+    i += [weight("t.conv.weight", 5, 10, 1, 1)]
+    n.append(helper.make_node("Conv", ["t.r", "t.conv.weight"], ["t.c"], name="t.conv",
+                              kernel_shape=[1, 1]))
+    n.append(helper.make_node("AveragePool", ["t.c"], ["t.p"], name="t.pool", kernel_shape=[2, 2],
+                              strides=[2, 2]))
+    n.append(helper.make_node("GlobalAveragePool", ["t.p"], ["gap"], name="gap"))
+    n.append(helper.make_node("Flatten", ["gap"], ["flat"], name="flatten", axis=1))
+    i += [weight("fc.weight", 5, 5), weight("fc.bias", 5)]
+    n.append(helper.make_node("Gemm", ["flat", "fc.weight", "fc.bias"], ["y"], name="fc",
+                              transB=1))
+    return model("dense_net", n, i, [3, 8, 8], 5, opset=14)
+
+
 def write(m, out):
     name = m.graph.name
     if name == "train_net":
@@ -353,6 +403,7 @@ def main(out):
     write(train_net(), out)
     write(unet_net(), out)
     write(shuffle_net(), out)
+    write(dense_net(), out)
 
 
 def torchvision_models(out, only=()):
