@@ -1,4 +1,6 @@
-// DenseNets, recorded layer by layer in scopes "block<b>/layer<l>" and "transition<t>".
+// DenseNets, recorded layer by layer in scopes "block<b>/layer<l>" and "transition<t>". Every
+// BatchNorm over a concatenation is one concat_batch_norm: the bits of concat then batch_norm,
+// without keeping the concatenation for backward.
 #include "models/densenet.h"
 
 #include <string>
@@ -7,7 +9,7 @@
 #include "core/error.h"
 #include "layers/avgpool2d.h"
 #include "layers/batchnorm2d.h"
-#include "layers/concat.h"
+#include "layers/concat_batch_norm.h"
 #include "layers/conv2d.h"
 #include "layers/flatten.h"
 #include "layers/linear.h"
@@ -17,56 +19,63 @@
 namespace frugal {
 namespace {
 
-// BN, ReLU, convolution without bias.
-Value bn_relu_conv(Value x, const std::string& n, Conv2dOptions o) {
+// BN, ReLU, convolution without bias, over the concatenation of `maps`: BatchNorm reads the
+// maps themselves (concat_batch_norm), so no concatenation is kept for backward.
+Value bn_relu_conv(const std::vector<Value>& maps, const std::string& n, Conv2dOptions o) {
   o.bias = false;
   o.name = "conv" + n;
-  return conv2d(relu(batch_norm(x, {.name = "bn" + n})), o);
+  const BatchNormOptions bn{.name = "bn" + n};
+  return conv2d(relu(maps.size() == 1 ? batch_norm(maps[0], bn) : concat_batch_norm(maps, bn)), o);
 }
 
-Value concat_all(const std::vector<Value>& maps) {
-  return maps.size() == 1 ? maps[0] : concat(maps);
-}
-
-// `layers` dense layers of growth k over x; returns the concatenation of x and every new map.
-Value dense_block(Value x, int layers, int64_t k) {
+// `layers` dense layers of growth k over x; returns x and every new map (the block's output
+// is their concatenation).
+std::vector<Value> dense_block(Value x, int layers, int64_t k) {
   Tape& t = x.tape();
   std::vector<Value> maps{x};
   for (int l = 0; l < layers; ++l) {
     Tape::Scope scope(t, "layer" + std::to_string(l));
-    Value y = bn_relu_conv(concat_all(maps), "1", {.out = 4 * k, .kernel = 1});
-    maps.push_back(bn_relu_conv(y, "2", {.out = k, .kernel = 3, .pad = 1}));
+    Value y = bn_relu_conv(maps, "1", {.out = 4 * k, .kernel = 1});
+    maps.push_back(bn_relu_conv({y}, "2", {.out = k, .kernel = 3, .pad = 1}));
   }
-  return concat_all(maps);
+  return maps;
+}
+
+int64_t channels(const std::vector<Value>& maps) {
+  int64_t c = 0;
+  for (const Value& m : maps) c += m.shape()[1];
+  return c;
 }
 
 // BN, ReLU, 1x1 conv to half the channels, 2x2 average pool.
-Value transition(Value x) {
-  x = bn_relu_conv(x, "", {.out = x.shape()[1] / 2, .kernel = 1});
+Value transition(const std::vector<Value>& maps) {
+  Value x = bn_relu_conv(maps, "", {.out = channels(maps) / 2, .kernel = 1});
   return avg_pool2d(x, {.kernel = 2, .stride = 2});
 }
 
 // BN, ReLU, global average pool, linear.
-Value head(Value x, int64_t classes) {
-  Tape::Scope scope(x.tape(), "head");
-  x = relu(batch_norm(x, {.name = "bn"}));
+Value head(const std::vector<Value>& maps, int64_t classes) {
+  Tape::Scope scope(maps[0].tape(), "head");
+  const BatchNormOptions bn{.name = "bn"};
+  Value x = relu(maps.size() == 1 ? batch_norm(maps[0], bn) : concat_batch_norm(maps, bn));
   x = flatten(avg_pool2d(x, {.kernel = x.shape()[2], .stride = 1}));
   return linear(x, {.out = classes, .name = "linear"});
 }
 
-// The blocks with transitions between them.
-Value blocks(Value x, const std::vector<int>& layers, int64_t k) {
+// The blocks with transitions between them; the last block's maps.
+std::vector<Value> blocks(Value x, const std::vector<int>& layers, int64_t k) {
   Tape& t = x.tape();
+  std::vector<Value> maps;
   for (size_t b = 0; b < layers.size(); ++b) {
     {
       Tape::Scope scope(t, "block" + std::to_string(b + 1));
-      x = dense_block(x, layers[b], k);
+      maps = dense_block(x, layers[b], k);
     }
     if (b + 1 == layers.size()) break;
     Tape::Scope scope(t, "transition" + std::to_string(b + 1));
-    x = transition(x);
+    x = transition(maps);
   }
-  return x;
+  return maps;
 }
 
 }  // namespace

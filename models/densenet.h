@@ -1,9 +1,11 @@
 // DenseNets (Huang et al. 2017), the BC variant (1x1 bottleneck convolutions, compressing
 // transitions): DenseNet-BC-121 for ImageNet as torchvision's densenet121, and DenseNet-BC
 // for CIFAR (L = 100, k = 12 in the paper). Each dense layer reads the concatenation of every
-// earlier feature map of its block, so what a training step stores grows with the square of
-// the depth unless the concatenations, BatchNorms and ReLUs are rebuilt in backward
-// (`--recompute cheap`), which leaves the convolutions' outputs: linear in the depth.
+// earlier feature map of its block through one concat_batch_norm, so backward keeps the maps
+// once, not the concatenation; each layer's BatchNorm-ReLU output (the 1x1 convolution's
+// input) still grows with the square of the depth unless the BatchNorms and ReLUs are rebuilt
+// in backward (`--recompute cheap`), which leaves the convolutions' outputs: linear in the
+// depth.
 #pragma once
 
 #include "autograd/tape.h"

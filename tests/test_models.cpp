@@ -159,7 +159,11 @@ TEST_CASE("model densenet121 and the CIFAR DenseNet-BCs") {
   CHECK(r.params == 7978856);  // torchvision's densenet121
   CHECK(r.output == Shape{2, 1000});
   CHECK(r.count("conv2d") == 120);
-  CHECK(r.count("concat") == 54 + 4);  // every layer but each block's first, and each block
+  // BatchNorm over a concatenation, in every layer but each block's first, in each transition
+  // and in the head: one op, no concat kept.
+  CHECK(r.count("concat_batch_norm") == 54 + 4);
+  CHECK(r.count("concat") == 0);
+  CHECK(r.count("batch_norm") == 1 + 58 + 4);
   CHECK(r.has_param("block2/layer3/conv1.weight"));
   CHECK(r.has_param("transition1/bn.weight"));
   CHECK(!r.has_param("block1/layer0/conv2.bias"));
