@@ -159,6 +159,14 @@ TEST_CASE(
                       train_on(sim_backend(), net, {2, 3, 6, 6}, 5, memory, 2));
 }
 
+TEST_CASE("sim device: concat_batch_norm equals the CPU's and concat then batch_norm bitwise") {
+  for (MemoryMode memory : {MemoryMode::baseline, MemoryMode::planned}) {
+    const std::vector<Tensor> cpu =
+        train_on(cpu_backend(), dense_net(false), {2, 3, 6, 6}, 5, memory, 2);
+    check_all_bitwise(cpu, train_on(sim_backend(), dense_net(true), {2, 3, 6, 6}, 5, memory, 2));
+  }
+}
+
 TEST_CASE("sim device: AdamW steps of ResNet-20 equal the CPU's bitwise, baseline and planned") {
   const Shape shape{2, 3, 32, 32};
   for (MemoryMode memory : {MemoryMode::baseline, MemoryMode::planned}) {

@@ -36,7 +36,8 @@ TEST_CASE("cuda device: planned steps equal baseline steps bitwise, and repeat e
   const std::vector<Case> cases = {{"small-cnn", {8, 1, 28, 28}},  {"resnet20", {4, 3, 32, 32}},
                                    {"revnet38", {2, 3, 32, 32}},   {"googlenet", {2, 3, 224, 224}},
                                    {"alexnet", {2, 3, 224, 224}},  {"vgg-a", {2, 3, 224, 224}},
-                                   {"resnet18", {2, 3, 224, 224}}, {"resnet50", {2, 3, 224, 224}}};
+                                   {"resnet18", {2, 3, 224, 224}}, {"resnet50", {2, 3, 224, 224}},
+                                   {"densenet40", {4, 3, 32, 32}}};
   for (const Case& c : cases) {
     CAPTURE(std::string(c.model));
     const int64_t classes = find_model(c.model).classes;
@@ -52,6 +53,12 @@ TEST_CASE("cuda device: planned steps equal baseline steps bitwise, and repeat e
     CAPTURE(memory_mode_name(memory));
     check_all_bitwise(train_on(gpu(), coupling_net, {2, 4, 6, 6}, 5, MemoryMode::baseline, 2),
                       train_on(gpu(), coupling_net, {2, 4, 6, 6}, 5, memory, 2));
+  }
+  // concat_batch_norm: the bits of concat then batch_norm on the device too.
+  for (MemoryMode memory : {MemoryMode::baseline, MemoryMode::planned}) {
+    CAPTURE(memory_mode_name(memory));
+    check_all_bitwise(train_on(gpu(), dense_net(false), {2, 3, 6, 6}, 5, memory, 2),
+                      train_on(gpu(), dense_net(true), {2, 3, 6, 6}, 5, memory, 2));
   }
   // AdamW: planned == baseline on the device, and the same bits again.
   const Shape shape{2, 3, 32, 32};

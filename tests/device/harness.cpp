@@ -4,6 +4,9 @@
 #include <doctest/doctest.h>
 
 #include "check/gradcheck.h"
+#include "layers/batchnorm2d.h"
+#include "layers/concat.h"
+#include "layers/concat_batch_norm.h"
 #include "layers/conv2d.h"
 #include "layers/fixed_point.h"
 #include "layers/flatten.h"
@@ -116,6 +119,17 @@ Value coupling_net(Value x) {
   auto f = [](Value h) { return half(h, h.shape()[1]); };
   x = reversible_block(x, f, f, {.fixed_point = FixedPoint{}});
   return linear(flatten(x), {.out = 5});
+}
+
+Network dense_net(bool fused) {
+  return [fused](Value x) {
+    auto norm = [fused](std::vector<Value> maps) {
+      return relu(fused ? concat_batch_norm(maps) : batch_norm(concat(maps)));
+    };
+    Value f1 = conv2d(relu(batch_norm(x)), {.out = 3, .kernel = 3, .pad = 1});
+    Value f2 = conv2d(norm({x, f1}), {.out = 2, .kernel = 1});
+    return linear(flatten(norm({x, f1, f2})), {.out = 5});
+  };
 }
 
 }  // namespace frugal::testing

@@ -47,4 +47,8 @@ Network bundled(const std::string& name, const ModelConfig& config = {});
 // then a linear head: every kernel that once was a host loop in a layer, in one network.
 Value coupling_net(Value x);
 
+// Two dense layers as in a DenseNet, BatchNorm over the concatenations either as
+// concat_batch_norm (`fused`) or as concat then batch_norm: the same bits on every device.
+Network dense_net(bool fused);
+
 }  // namespace frugal::testing
