@@ -10,6 +10,11 @@ const char* optimizer_name(OptimizerKind k) {
   return k == OptimizerKind::adamw ? "adamw" : "sgd";
 }
 
+TensorMeta maxpool_index_meta(const Pool2dGeometry& g, int bits) {
+  if (bits == 4) return {Shape{g.N * g.C, (g.P * g.Q + 1) / 2}, DType::u8};
+  return {Shape{g.N, g.C, g.P, g.Q}, DType::u8};
+}
+
 int64_t conv_output_size(int64_t in, int64_t k, int64_t stride, int64_t pad, int64_t pad_end,
                          int64_t dilation) {
   const int64_t span = dilation * (k - 1) + 1, padded = in + pad + pad_end;

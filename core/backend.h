@@ -47,6 +47,9 @@ struct Pool2dGeometry {
   bool count_include_pad = true;
 };
 
+// The argmax index of a max pool in `bits` (8: (N,C,P,Q) u8; 4: (N*C, ceil(P*Q/2)) u8).
+TensorMeta maxpool_index_meta(const Pool2dGeometry& g, int bits);
+
 enum class OptimizerKind { sgd, adamw };
 const char* optimizer_name(OptimizerKind k);  // "sgd", "adamw"
 
@@ -126,7 +129,12 @@ class Backend {
                                       Tensor& dw, Tensor& db, Tensor& scratch) = 0;
 
   // --- pooling ------------------------------------------------------------------------------
-  // index (N,C,P,Q) u8: position of the max inside its window (row-major in the window).
+  // index: the position of the max inside its window (row-major in the window), in
+  // maxpool_index_bits(g) bits, laid out as maxpool_index_meta (below) says: 8, one u8 per
+  // output (N,C,P,Q); 4 (windows of at most 16 positions, where the device packs them), two
+  // per byte, each plane of P*Q outputs in its own ceil(P*Q/2) bytes, the even output in the
+  // low nibble.
+  virtual int maxpool_index_bits(const Pool2dGeometry& /*g*/) const { return 8; }
   virtual void maxpool2d_forward(const Pool2dGeometry& g, const Tensor& x, Tensor& y,
                                  Tensor& index) = 0;
   virtual void maxpool2d_backward(const Pool2dGeometry& g, const Tensor& dy, const Tensor& index,

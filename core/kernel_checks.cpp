@@ -334,27 +334,31 @@ void throw_affine_scale(double hs, double s, int64_t i, const Shape& shape, doub
 
 namespace frugal {
 
+namespace {
+void check_maxpool_index(const char* op, const Pool2dGeometry& g, const Tensor& index,
+                         const Device& device, int bits) {
+  FRUGAL_CHECK(g.kernel_h * g.kernel_w <= (int64_t{1} << bits), op, ": window ", g.kernel_h, "x",
+               g.kernel_w, " does not fit a ", bits, "-bit index");
+  const TensorMeta want = maxpool_index_meta(g, bits);
+  FRUGAL_CHECK(index.meta() == want, op, ": index ", index.shape(), " ", dtype_name(index.dtype()),
+               ", expected u8 ", want.shape, " (", bits, "-bit positions)");
+  check_device(op, {&index}, device);
+}
+}  // namespace
+
 void check_maxpool_forward(const Pool2dGeometry& g, const Tensor& x, const Tensor& y,
-                           const Tensor& index, const Device& device) {
+                           const Tensor& index, const Device& device, int bits) {
   check_pool("max_pool2d", g, x, y, device);
   // Every window must hold an input element (ceil mode drops windows starting in padding).
   FRUGAL_CHECK(2 * g.pad_h <= g.kernel_h && 2 * g.pad_w <= g.kernel_w, "max_pool2d: pad ", g.pad_h,
                "x", g.pad_w, " exceeds half the kernel ", g.kernel_h, "x", g.kernel_w);
-  if (!index.defined()) return;
-  FRUGAL_CHECK(g.kernel_h * g.kernel_w <= 256, "max_pool2d: window ", g.kernel_h, "x", g.kernel_w,
-               " does not fit a u8 index");
-  FRUGAL_CHECK(index.shape() == y.shape() && index.dtype() == DType::u8, "max_pool2d: index ",
-               index.shape(), " ", dtype_name(index.dtype()), ", expected u8 ", y.shape());
-  check_device("max_pool2d", {&index}, device);
+  if (index.defined()) check_maxpool_index("max_pool2d", g, index, device, bits);
 }
 
 void check_maxpool_backward(const Pool2dGeometry& g, const Tensor& dy, const Tensor& index,
-                            const Tensor& dx, const Device& device) {
+                            const Tensor& dx, const Device& device, int bits) {
   check_pool("max_pool2d backward", g, dx, dy, device);
-  FRUGAL_CHECK(index.shape() == dy.shape() && index.dtype() == DType::u8,
-               "max_pool2d backward: index ", index.shape(), " ", dtype_name(index.dtype()),
-               ", expected u8 ", dy.shape());
-  check_device("max_pool2d backward", {&index}, device);
+  check_maxpool_index("max_pool2d backward", g, index, device, bits);
 }
 
 ChannelDims check_batchnorm_train(const Tensor& x, const Tensor& y,

@@ -85,12 +85,12 @@ void check_pool(const char* op, const Pool2dGeometry& g, const Tensor& x, const 
 void check_upsample(const char* op, const Pool2dGeometry& g, const Tensor& x, const Tensor& y,
                     const Device& device);
 // Max pooling forward: as check_pool; every window holds an input element; index, if defined,
-// u8 like y, and the window fits a u8.
+// maxpool_index_meta(g, bits), and the window fits `bits`.
 void check_maxpool_forward(const Pool2dGeometry& g, const Tensor& x, const Tensor& y,
-                           const Tensor& index, const Device& device);
-// Max pooling backward: as check_pool over dx and dy; index u8 like dy.
+                           const Tensor& index, const Device& device, int bits = 8);
+// Max pooling backward: as check_pool over dx and dy; index maxpool_index_meta(g, bits).
 void check_maxpool_backward(const Pool2dGeometry& g, const Tensor& dy, const Tensor& index,
-                            const Tensor& dx, const Device& device);
+                            const Tensor& dx, const Device& device, int bits = 8);
 
 // x (N,C,H,W) or (N,C) viewed as (N,C,S); y like x; per-channel tensors (C) in x's dtype.
 struct ChannelDims {

@@ -1,5 +1,6 @@
-// MaxPool2d forward and backward, with its roles: in training it saves the u8 argmax index of
-// every window and backward reads nothing else.
+// MaxPool2d forward and backward, with its roles: in training it saves the argmax index of
+// every window (a byte, or half a byte where the backend packs small windows) and backward
+// reads nothing else.
 #include "layers/maxpool2d.h"
 
 namespace frugal {
@@ -13,9 +14,9 @@ std::vector<TensorMeta> MaxPool2dOp::infer(std::span<const TensorMeta> in) {
   return {{Shape{g_.N, g_.C, g_.P, g_.Q}, in[0].dtype}};
 }
 
-Roles MaxPool2dOp::roles(Mode mode, const Backend&) const {
+Roles MaxPool2dOp::roles(Mode mode, const Backend& backend) const {
   Roles r;
-  if (mode == Mode::training) r.saved = {{Shape{g_.N, g_.C, g_.P, g_.Q}, DType::u8}};
+  if (mode == Mode::training) r.saved = {maxpool_index_meta(g_, backend.maxpool_index_bits(g_))};
   const TensorMeta y{Shape{g_.N, g_.C, g_.P, g_.Q}, x_dtype_};
   const double x_bytes = static_cast<double>(g_.N * g_.C * g_.H * g_.W * dtype_size(x_dtype_));
   rebuild_by_forward(r, mode, {0}, x_bytes, y, static_cast<double>(g_.kernel_h * g_.kernel_w));

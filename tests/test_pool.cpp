@@ -23,6 +23,19 @@ namespace {
 
 // Distinct values 0.01 apart in shuffled order: no ties, and a finite-difference step
 // cannot change which element is a window's maximum.
+// The CPU's argmax index for g (4 bits per output for windows of up to 16 positions).
+Tensor index_for(const Pool2dGeometry& g) {
+  return Tensor::empty(maxpool_index_meta(g, cpu_backend().maxpool_index_bits(g)).shape, DType::u8);
+}
+
+// Output o's window position in the CPU's index.
+int position(const Pool2dGeometry& g, const Tensor& index, int64_t o) {
+  const uint8_t* b = index.data<uint8_t>();
+  if (cpu_backend().maxpool_index_bits(g) == 8) return b[o];
+  const int64_t plane = g.P * g.Q, nc = o / plane, j = o % plane;
+  return (b[nc * ((plane + 1) / 2) + j / 2] >> (4 * (j % 2))) & 0xF;
+}
+
 Tensor distinct(Shape s, uint64_t seed) {
   Tensor t = Tensor::empty(std::move(s), DType::f64);
   double* p = t.data<double>();
@@ -281,6 +294,7 @@ TEST_CASE("pool kernels match a naive reference with non-square kernels") {
       geometry(8, 5, 3, 1, 1, 2, 1, 0, false),  // non-square kernel and stride
       geometry(6, 7, 3, 2, 3, 1, 0, 1, true),   // ceil with a partial last window
       geometry(5, 5, 4, 4, 2, 2, 2, 2, true),   // pad = kernel / 2
+      geometry(9, 8, 5, 4, 2, 3, 2, 1, false),  // 20 positions: one byte per index
   };
   for (Pool2dGeometry g : cases)
     for (bool include : {true, false}) {
@@ -292,7 +306,7 @@ TEST_CASE("pool kernels match a naive reference with non-square kernels") {
         const Tensor x64 = distinct({1, 1, g.H, g.W}, 5), dy64 = random_tensor({1, 1, g.P, g.Q}, 6);
         Tensor x = Tensor::empty(x64.shape(), t), dy = Tensor::empty(dy64.shape(), t);
         Tensor y = Tensor::empty(dy.shape(), t), dx = Tensor::empty(x.shape(), t);
-        Tensor index = Tensor::empty(dy.shape(), DType::u8);
+        Tensor index = index_for(g);
         for (int64_t i = 0; i < x.numel(); ++i) {
           if (t == DType::f32)
             x.data<float>()[i] = static_cast<float>(x64.data<double>()[i]);
@@ -311,8 +325,8 @@ TEST_CASE("pool kernels match a naive reference with non-square kernels") {
           if (max) {
             cpu_backend().maxpool2d_forward(g, x, y, index);
             cpu_backend().maxpool2d_backward(g, dy, index, dx);
-            for (int64_t i = 0; i < index.numel(); ++i)
-              CHECK(index.data<uint8_t>()[i] == ref.index[static_cast<size_t>(i)]);
+            for (int64_t i = 0; i < y.numel(); ++i)
+              CHECK(position(g, index, i) == ref.index[static_cast<size_t>(i)]);
           } else {
             cpu_backend().avgpool2d_forward(g, x, y);
             cpu_backend().avgpool2d_backward(g, dy, dx);
@@ -340,7 +354,7 @@ TEST_CASE("max_pool2d inference writes no index and padding never wins over -inf
   CHECK(y.data<float>()[3] == -2);
 }
 
-TEST_CASE("pool roles: max-pool saves only a u8 index and avg-pool keeps nothing") {
+TEST_CASE("pool roles: max-pool saves only its argmax index and avg-pool keeps nothing") {
   ParamStore store;
   Tape tape(store);
   Value x = tape.input("x", {2, 3, 9, 9}, DType::f32, true);
@@ -351,7 +365,8 @@ TEST_CASE("pool roles: max-pool saves only a u8 index and avg-pool keeps nothing
   const Op& max_op = *tape.ops()[1].op;
   Roles train = max_op.roles(Mode::training, cpu_backend());
   REQUIRE(train.saved.size() == 1);
-  CHECK(train.saved[0] == TensorMeta{Shape{2, 3, 4, 4}, DType::u8});
+  // 3x3 windows: two 4-bit positions per byte on the CPU, each plane of 4x4 in 8 bytes.
+  CHECK(train.saved[0] == TensorMeta{Shape{6, 8}, DType::u8});
   CHECK(train.backward_reads_inputs.empty());
   CHECK(train.backward_reads_outputs.empty());
   Roles infer = max_op.roles(Mode::inference, cpu_backend());
@@ -390,7 +405,7 @@ TEST_CASE("pool kernels give the same bits with one thread and with all") {
     std::vector<Tensor> out;
     for (int i = 0; i < 4; ++i)
       out.push_back(Tensor::empty(i % 2 ? x.shape() : dy.shape(), DType::f32));
-    Tensor index = Tensor::empty(dy.shape(), DType::u8);
+    Tensor index = index_for(g);
     cpu_backend().maxpool2d_forward(g, x, out[0], index);
     cpu_backend().maxpool2d_backward(g, dy, index, out[1]);
     cpu_backend().avgpool2d_forward(g, x, out[2]);
@@ -400,6 +415,95 @@ TEST_CASE("pool kernels give the same bits with one thread and with all") {
   };
   std::vector<Tensor> one = run(1), all = run(cpu_backend().threads());
   for (size_t i = 0; i < one.size(); ++i) CHECK(bitwise_equal(one[i], all[i]));
+}
+
+TEST_CASE("max_pool2d: 4-bit indexes of odd-sized planes, each plane as if alone") {
+  // 3x3 planes of outputs: nine nibbles, so each plane starts a byte of its own and planes
+  // written by different threads never share one.
+  Pool2dGeometry g = geometry(6, 6, 2, 2, 2, 2, 0, 0, false);
+  REQUIRE(cpu_backend().maxpool_index_bits(g) == 4);
+  g.N = 3, g.C = 5;
+  const Tensor x = random_tensor({3, 5, 6, 6}, 21, -1, 1, DType::f32);
+  const Tensor dy = random_tensor({3, 5, 3, 3}, 22, -1, 1, DType::f32);
+  Tensor y = Tensor::empty(dy.shape(), DType::f32), dx = Tensor::empty(x.shape(), DType::f32);
+  Tensor index = index_for(g);
+  CHECK(index.shape() == Shape{15, 5});
+  cpu_backend().maxpool2d_forward(g, x, y, index);
+  cpu_backend().maxpool2d_backward(g, dy, index, dx);
+  Pool2dGeometry one = g;
+  one.N = one.C = 1;
+  for (int64_t nc = 0; nc < 15; ++nc) {
+    CAPTURE(nc);
+    Tensor xp = x.elements(nc * 36, 36).reshape({1, 1, 6, 6});
+    Tensor dyp = dy.elements(nc * 9, 9).reshape({1, 1, 3, 3});
+    Tensor yp = Tensor::empty(dyp.shape(), DType::f32), dxp = Tensor::empty(xp.shape(), DType::f32);
+    Tensor ip = index_for(one);
+    cpu_backend().maxpool2d_forward(one, xp, yp, ip);
+    cpu_backend().maxpool2d_backward(one, dyp, ip, dxp);
+    CHECK(bitwise_equal(yp, y.elements(nc * 9, 9).reshape({1, 1, 3, 3})));
+    CHECK(bitwise_equal(dxp, dx.elements(nc * 36, 36).reshape({1, 1, 6, 6})));
+    for (int64_t j = 0; j < 9; ++j) CHECK(position(one, ip, j) == position(g, index, nc * 9 + j));
+  }
+  // An index of the wrong packing is refused, naming the layout expected.
+  Tensor bytes = Tensor::empty(dy.shape(), DType::u8);
+  CHECK_THROWS_WITH_AS(
+      cpu_backend().maxpool2d_forward(g, x, y, bytes),
+      doctest::Contains("index [3,5,3,3] u8, expected u8 [15,5] (4-bit positions)"), Error);
+}
+
+TEST_CASE("max_pool2d then relu gives the bits of relu then max_pool2d, forward and backward") {
+  // 3x3 windows of stride 2 overlap, so some inputs are the argmax of two windows; the values
+  // hold ties (positive and negative), both zeros, windows with no positive value and NaN.
+  const Pool2dGeometry g{.N = 2,
+                         .C = 3,
+                         .H = 7,
+                         .W = 7,
+                         .P = 4,
+                         .Q = 4,
+                         .kernel_h = 3,
+                         .kernel_w = 3,
+                         .stride_h = 2,
+                         .stride_w = 2,
+                         .pad_h = 1,
+                         .pad_w = 1};
+  for (DType t : {DType::f32, DType::f64}) {
+    CAPTURE(dtype_name(t));
+    Tensor x = random_tensor({2, 3, 7, 7}, 31, -1, 1, t),
+           dy = random_tensor({2, 3, 4, 4}, 32, -1, 1, t);
+    const double special[] = {0.0, -0.0, -0.5, -0.5, 0.25, 0.25, std::nan("")};
+    for (int64_t i = 0; i < x.numel(); i += 3) {
+      const double v = special[(i / 3) % 7];
+      if (t == DType::f32)
+        x.data<float>()[i] = static_cast<float>(v);
+      else
+        x.data<double>()[i] = v;
+    }
+    for (int64_t i = 49; i < 98; ++i) {  // one plane below zero everywhere
+      if (t == DType::f32)
+        x.data<float>()[i] = -std::abs(x.data<float>()[i]) - 0.01f;
+      else
+        x.data<double>()[i] = -std::abs(x.data<double>()[i]) - 0.01;
+    }
+    Backend& b = cpu_backend();
+    const Shape ys{2, 3, 4, 4};
+    // ReLU (1-bit mask), then the pool.
+    Tensor r = Tensor::empty(x.shape(), t),
+           mask = Tensor::empty({mask_bytes(x.numel())}, DType::u8);
+    Tensor y1 = Tensor::empty(ys, t), i1 = index_for(g), d1 = Tensor::empty(x.shape(), t);
+    b.relu_forward(x, r, mask);
+    b.maxpool2d_forward(g, r, y1, i1);
+    b.maxpool2d_backward(g, dy, i1, d1);
+    b.relu_backward_mask(d1, mask, d1);
+    // The pool, then ReLU in place reading its own output in backward.
+    Tensor y2 = Tensor::empty(ys, t), i2 = index_for(g), d2 = Tensor::empty(x.shape(), t);
+    Tensor dr = Tensor::empty(ys, t), none;
+    b.maxpool2d_forward(g, x, y2, i2);
+    b.relu_forward(y2, y2, none);
+    b.relu_backward_output(dy, y2, dr);
+    b.maxpool2d_backward(g, dr, i2, d2);
+    CHECK(bitwise_equal(y1, y2));
+    CHECK(bitwise_equal(d1, d2));
+  }
 }
 
 TEST_CASE("pool errors name the op and the shapes") {

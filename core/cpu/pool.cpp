@@ -31,10 +31,34 @@ Window window(const Pool2dGeometry& g, int64_t p, int64_t q) {
   return v;
 }
 
-// x (N,C,H,W)  y (N,C,P,Q)  index (N,C,P,Q) u8 or null: argmax row-major in the full window.
+// Where output o = nc*P*Q + j of a plane keeps its argmax position: one byte each (8 bits),
+// or a nibble (4 bits: plane nc in bytes [nc*ceil(P*Q/2), ...), output j in byte j/2, the low
+// nibble for even j). One thread writes a whole plane, so no byte has two writers.
+struct IndexLayout {
+  int bits;
+  int64_t plane_bytes;
+  IndexLayout(const Pool2dGeometry& g, int b)
+      : bits(b), plane_bytes(b == 4 ? (g.P * g.Q + 1) / 2 : g.P * g.Q) {}
+  void put(uint8_t* index, int64_t nc, int64_t j, int64_t v) const {
+    uint8_t* plane = index + nc * plane_bytes;
+    if (bits == 8)
+      plane[j] = static_cast<uint8_t>(v);
+    else if (j % 2 == 0)
+      plane[j / 2] = static_cast<uint8_t>(v);
+    else
+      plane[j / 2] = static_cast<uint8_t>(plane[j / 2] | (v << 4));
+  }
+  int64_t get(const uint8_t* index, int64_t nc, int64_t j) const {
+    const uint8_t* plane = index + nc * plane_bytes;
+    return bits == 8 ? plane[j] : (plane[j / 2] >> (4 * (j % 2))) & 0xF;
+  }
+};
+
+// x (N,C,H,W)  y (N,C,P,Q)  index (IndexLayout) or null: argmax row-major in the full window.
 // Padding never wins (acts as -inf); NaN wins, as in PyTorch; ties keep the first.
 template <typename T>
-void maxpool2d_forward_t(const Pool2dGeometry& g, const T* x, T* y, uint8_t* index) {
+void maxpool2d_forward_t(const Pool2dGeometry& g, const T* x, T* y, uint8_t* index,
+                         const IndexLayout& at) {
 #pragma omp parallel for schedule(static)
   for (int64_t nc = 0; nc < g.N * g.C; ++nc) {
     const T* xp = x + nc * g.H * g.W;
@@ -51,17 +75,17 @@ void maxpool2d_forward_t(const Pool2dGeometry& g, const T* x, T* y, uint8_t* ind
               best = h * g.W + w;
             }
           }
-        const int64_t o = nc * g.P * g.Q + p * g.Q + q;
-        y[o] = m;
+        y[nc * g.P * g.Q + p * g.Q + q] = m;
         if (index)
-          index[o] = static_cast<uint8_t>((best / g.W - v.hs) * g.kernel_w + best % g.W - v.ws);
+          at.put(index, nc, p * g.Q + q, (best / g.W - v.hs) * g.kernel_w + best % g.W - v.ws);
       }
   }
 }
 
-// dy (N,C,P,Q)  index (N,C,P,Q) u8  dx (N,C,H,W):  dx[argmax] += dy
+// dy (N,C,P,Q)  index (IndexLayout)  dx (N,C,H,W):  dx[argmax] += dy
 template <typename T>
-void maxpool2d_backward_t(const Pool2dGeometry& g, const T* dy, const uint8_t* index, T* dx) {
+void maxpool2d_backward_t(const Pool2dGeometry& g, const T* dy, const uint8_t* index, T* dx,
+                          const IndexLayout& at) {
 #pragma omp parallel for schedule(static)
   for (int64_t nc = 0; nc < g.N * g.C; ++nc) {
     T* dxp = dx + nc * g.H * g.W;
@@ -69,9 +93,9 @@ void maxpool2d_backward_t(const Pool2dGeometry& g, const T* dy, const uint8_t* i
     for (int64_t p = 0; p < g.P; ++p)
       for (int64_t q = 0; q < g.Q; ++q) {
         const Window v = window(g, p, q);
-        const int64_t o = nc * g.P * g.Q + p * g.Q + q;
-        const int64_t h = v.hs + index[o] / g.kernel_w, w = v.ws + index[o] % g.kernel_w;
-        dxp[h * g.W + w] += dy[o];
+        const int64_t k = at.get(index, nc, p * g.Q + q);
+        const int64_t h = v.hs + k / g.kernel_w, w = v.ws + k % g.kernel_w;
+        dxp[h * g.W + w] += dy[nc * g.P * g.Q + p * g.Q + q];
       }
   }
 }
@@ -153,23 +177,32 @@ void CpuBackend::upsample_nearest_backward(const Pool2dGeometry& g, const Tensor
     upsample_nearest_backward_t(g, dy.data<double>(), dx.data<double>());
 }
 
+// Windows of up to 16 positions keep their argmax in 4 bits: half the saved bytes.
+int CpuBackend::maxpool_index_bits(const Pool2dGeometry& g) const {
+  return g.kernel_h * g.kernel_w <= 16 ? 4 : 8;
+}
+
 void CpuBackend::maxpool2d_forward(const Pool2dGeometry& g, const Tensor& x, Tensor& y,
                                    Tensor& index) {
-  check_maxpool_forward(g, x, y, index, device());
+  const int bits = maxpool_index_bits(g);
+  check_maxpool_forward(g, x, y, index, device(), bits);
   uint8_t* idx = index.defined() ? index.data<uint8_t>() : nullptr;
+  const IndexLayout at(g, bits);
   if (x.dtype() == DType::f32)
-    maxpool2d_forward_t(g, x.data<float>(), y.data<float>(), idx);
+    maxpool2d_forward_t(g, x.data<float>(), y.data<float>(), idx, at);
   else
-    maxpool2d_forward_t(g, x.data<double>(), y.data<double>(), idx);
+    maxpool2d_forward_t(g, x.data<double>(), y.data<double>(), idx, at);
 }
 
 void CpuBackend::maxpool2d_backward(const Pool2dGeometry& g, const Tensor& dy, const Tensor& index,
                                     Tensor& dx) {
-  check_maxpool_backward(g, dy, index, dx, device());
+  const int bits = maxpool_index_bits(g);
+  check_maxpool_backward(g, dy, index, dx, device(), bits);
+  const IndexLayout at(g, bits);
   if (dy.dtype() == DType::f32)
-    maxpool2d_backward_t(g, dy.data<float>(), index.data<uint8_t>(), dx.data<float>());
+    maxpool2d_backward_t(g, dy.data<float>(), index.data<uint8_t>(), dx.data<float>(), at);
   else
-    maxpool2d_backward_t(g, dy.data<double>(), index.data<uint8_t>(), dx.data<double>());
+    maxpool2d_backward_t(g, dy.data<double>(), index.data<uint8_t>(), dx.data<double>(), at);
 }
 
 void CpuBackend::avgpool2d_forward(const Pool2dGeometry& g, const Tensor& x, Tensor& y) {

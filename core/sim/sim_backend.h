@@ -35,6 +35,9 @@ class SimBackend final : public Backend {
                             Tensor& scratch) override;
   void conv2d_backward_filter(const Conv2dGeometry& g, const Tensor& x, const Tensor& dy,
                               Tensor& dw, Tensor& db, Tensor& scratch) override;
+  int maxpool_index_bits(const Pool2dGeometry& g) const override {
+    return cpu_.maxpool_index_bits(g);
+  }
   void maxpool2d_forward(const Pool2dGeometry& g, const Tensor& x, Tensor& y,
                          Tensor& index) override;
   void maxpool2d_backward(const Pool2dGeometry& g, const Tensor& dy, const Tensor& index,
