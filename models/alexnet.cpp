@@ -20,14 +20,15 @@ namespace {
 // One tower: (N,3,224,224) -> (N,128,6,6).
 Value tower(Value x, const std::string& name) {
   Tape::Scope scope(x.tape(), name);
-  x = relu(conv2d(x, {.out = 48, .kernel = 11, .stride = 4, .pad = 2}));  // 48 x 55 x 55
-  x = max_pool2d(x, {.kernel = 3, .stride = 2});                          // 48 x 27 x 27
-  x = relu(conv2d(x, {.out = 128, .kernel = 5, .pad = 2}));               // 128 x 27 x 27
-  x = max_pool2d(x, {.kernel = 3, .stride = 2});                          // 128 x 13 x 13
+  // ReLU after each pool rather than before it: the same bits, less kept (layers/maxpool2d.h).
+  x = conv2d(x, {.out = 48, .kernel = 11, .stride = 4, .pad = 2});  // 48 x 55 x 55
+  x = relu(max_pool2d(x, {.kernel = 3, .stride = 2}));              // 48 x 27 x 27
+  x = conv2d(x, {.out = 128, .kernel = 5, .pad = 2});               // 128 x 27 x 27
+  x = relu(max_pool2d(x, {.kernel = 3, .stride = 2}));              // 128 x 13 x 13
   x = relu(conv2d(x, {.out = 192, .kernel = 3, .pad = 1}));
   x = relu(conv2d(x, {.out = 192, .kernel = 3, .pad = 1}));
-  x = relu(conv2d(x, {.out = 128, .kernel = 3, .pad = 1}));
-  return max_pool2d(x, {.kernel = 3, .stride = 2});  // 128 x 6 x 6
+  x = conv2d(x, {.out = 128, .kernel = 3, .pad = 1});
+  return relu(max_pool2d(x, {.kernel = 3, .stride = 2}));  // 128 x 6 x 6
 }
 
 }  // namespace

@@ -85,11 +85,12 @@ Value googlenet(Value images, const ModelConfig& config) {
   Value x = images;
   {
     Tape::Scope scope(x.tape(), "stem");
-    x = relu(conv2d(x, {.out = 64, .kernel = 7, .stride = 2, .pad = 3}));  // 64 @ 112
-    x = max_pool2d(x, {.kernel = 3, .stride = 2, .ceil = true});           // 64 @ 56
+    // ReLU after each pool rather than before it: the same bits, less kept (layers/maxpool2d.h).
+    x = conv2d(x, {.out = 64, .kernel = 7, .stride = 2, .pad = 3});     // 64 @ 112
+    x = relu(max_pool2d(x, {.kernel = 3, .stride = 2, .ceil = true}));  // 64 @ 56
     x = conv_relu(x, 64, 1);
-    x = conv_relu(x, 192, 3);
-    x = max_pool2d(x, {.kernel = 3, .stride = 2, .ceil = true});  // 192 @ 28
+    x = conv2d(x, {.out = 192, .kernel = 3, .pad = 1});
+    x = relu(max_pool2d(x, {.kernel = 3, .stride = 2, .ceil = true}));  // 192 @ 28
   }
   x = inception(x, "inception3a", {64, 64, 64, 64, 96, Pool::avg, 32});  // 256 @ 28
   x = inception(x, "inception3b", {64, 64, 96, 64, 96, Pool::avg, 64});  // 320 @ 28

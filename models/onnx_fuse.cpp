@@ -11,7 +11,8 @@ namespace frugal {
 // x * sigmoid(x), as PyTorch exports SiLU (and EfficientNet's Swish), is one SiLU op: its
 // backward reads x alone, where the pair would keep x, sigmoid(x) and their product. Only where
 // nothing else reads the sigmoid. GELU likewise, from its five nodes; and a channel Concat read
-// by BatchNormalization alone, one concat_batch_norm.
+// by BatchNormalization alone, one concat_batch_norm. ReLU then MaxPool become MaxPool then
+// ReLU.
 void fuse_onnx_graph(OnnxGraph& g) {
   std::map<std::string, int> uses{{g.output, 1}};
   std::map<std::string, const OnnxNode*> producer;
@@ -88,6 +89,28 @@ void fuse_onnx_graph(OnnxGraph& g) {
     in.insert(in.end(), n.inputs.begin() + 1, n.inputs.end());
     n.concat_pieces = static_cast<int>(c->inputs.size());
     n.inputs = std::move(in);
+  }
+  // ReLU read by MaxPool alone (every ImageNet stem) runs after the pool instead: max and ReLU
+  // commute exactly (ReLU is monotone; NaN stays where it was; both zeros become +0), the pool
+  // keeps its argmax as before, and ReLU's backward reads the pooled output, which the next
+  // layer keeps anyway, instead of a mask of the full-size input. Gradients too are the same
+  // bits: a window whose maximum is not positive passes nothing on either way.
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    OnnxNode& m = g.nodes[i];
+    if (m.kind != OnnxKind::max_pool || m.inputs.size() != 1) continue;
+    auto p = producer.find(m.inputs[0]);
+    if (p == producer.end() || p->second->kind != OnnxKind::relu || uses[m.inputs[0]] != 1)
+      continue;
+    const auto r = static_cast<size_t>(p->second - g.nodes.data());
+    OnnxNode& relu = g.nodes[r];
+    const std::string x = relu.inputs[0], between = relu.output, y = m.output;
+    m.inputs = {x};
+    m.output = between;
+    relu.inputs = {between};
+    relu.output = y;
+    std::swap(g.nodes[r], g.nodes[i]);  // the pool where the ReLU was, the ReLU after it
+    producer[between] = &g.nodes[r];
+    producer[y] = &g.nodes[i];
   }
   std::erase_if(g.nodes, [&](const OnnxNode& n) { return dead.count(n.output) > 0; });
   for (const OnnxNode& n : g.nodes)

@@ -15,12 +15,12 @@ namespace frugal {
 namespace {
 
 // conv 3x3 pad 1 (no bias: batch norm cancels it) -> batch norm -> ReLU -> max pool 2x2: (N,C,H,W)
-// -> (N,K,H/2,W/2)
+// -> (N,K,H/2,W/2), recorded as pool then ReLU
 Value conv_block(Value x, const std::string& name, int64_t K) {
   Tape::Scope scope(x.tape(), name);
   x = conv2d(x, {.out = K, .kernel = 3, .pad = 1, .bias = false});
-  x = relu(batch_norm(x));
-  return max_pool2d(x, {.kernel = 2});
+  // ReLU after the pool: the same bits, less kept (layers/maxpool2d.h).
+  return relu(max_pool2d(batch_norm(x), {.kernel = 2}));
 }
 
 }  // namespace

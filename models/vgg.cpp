@@ -38,9 +38,15 @@ Value vgg(Value images, VggConfig which, const ModelConfig& config) {
   Value x = images;
   {
     Tape::Scope scope(x.tape(), "features");
-    for (int64_t channels : table(which))
-      x = channels == M ? max_pool2d(x, {.kernel = 2, .stride = 2})
-                        : relu(conv2d(x, {.out = channels, .kernel = 3, .pad = 1}));
+    // Each convolution's ReLU, or the pool after it and then the ReLU: the same bits, less kept
+    // (layers/maxpool2d.h).
+    const std::vector<int64_t> t = table(which);
+    for (size_t i = 0; i < t.size(); ++i) {
+      if (t[i] == M) continue;
+      x = conv2d(x, {.out = t[i], .kernel = 3, .pad = 1});
+      if (i + 1 < t.size() && t[i + 1] == M) x = max_pool2d(x, {.kernel = 2, .stride = 2});
+      x = relu(x);
+    }
   }
   Tape::Scope scope(x.tape(), "classifier");
   x = flatten(x);  // 25088

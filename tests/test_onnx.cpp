@@ -82,6 +82,16 @@ TEST_CASE("onnx: imported models give ONNX's reference outputs") {
   int concats = 0;
   for (const OnnxNode& n : r.graph->nodes) concats += n.kind == OnnxKind::concat;
   CHECK(concats == 1);
+  // residual_net's ReLU read by MaxPool alone runs after the pool, on the pool's output.
+  std::vector<OnnxKind> kinds;
+  for (const OnnxNode& n : r.graph->nodes) kinds.push_back(n.kind);
+  const auto pool = std::find(kinds.begin(), kinds.end(), OnnxKind::max_pool);
+  REQUIRE(pool != kinds.end());
+  REQUIRE(pool + 1 != kinds.end());
+  CHECK(pool[1] == OnnxKind::relu);
+  const OnnxNode& after = r.graph->nodes[static_cast<size_t>(pool - kinds.begin()) + 1];
+  CHECK(after.inputs[0] == r.graph->nodes[static_cast<size_t>(pool - kinds.begin())].output);
+  CHECK(after.name == "relu2");
 }
 
 TEST_CASE("onnx: a float64 export gives PyTorch's float64 output within 1e-10") {
