@@ -7,8 +7,10 @@
 namespace frugal {
 
 namespace {
-ExecutorOptions options(Mode mode, Value out, bool forward_only, Recompute recompute) {
+ExecutorOptions options(Mode mode, Value out, bool forward_only, Recompute recompute,
+                        bool borrow_input) {
   ExecutorOptions o;
+  o.borrow_inputs = borrow_input;
   o.mode = mode;
   o.forward_only = forward_only && mode == Mode::training;
   if (mode == Mode::training && !o.forward_only) o.recompute = recompute;
@@ -57,7 +59,7 @@ size_t SubGraph::arena_bytes(Mode mode, const Backend& backend, bool forward_onl
   size_t& bytes = arena_bytes_[{&backend, plan_key(mode, forward_only)}];
   if (bytes == 0)
     bytes = Executor::planned_bytes(*tape_, const_cast<Backend&>(backend),
-                                    options(mode, out_, forward_only, recompute_));
+                                    options(mode, out_, forward_only, recompute_, borrow_input_));
   return bytes;
 }
 
@@ -65,7 +67,7 @@ Executor& SubGraph::executor(Mode mode, Backend& backend, const Tensor& arena, b
                              const OpContext* outer) {
   auto& ex = executors_[{arena.storage().get(), arena.offset(), plan_key(mode, forward_only)}];
   if (!ex) {
-    ExecutorOptions o = options(mode, out_, forward_only, recompute_);
+    ExecutorOptions o = options(mode, out_, forward_only, recompute_, borrow_input_);
     o.arena = arena;
     if (outer) {
       o.sync_bn_comm = outer->sync_comm_;

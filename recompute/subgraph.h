@@ -32,7 +32,8 @@ class SubGraph {
   Tape& tape() const { return *tape_; }
   // Trainable parameters, each once, in recording order.
   std::vector<Parameter*> parameters() const;
-  // Bytes of a planned arena for this mode (inputs included), cached per backend and mode;
+  // Bytes of a planned arena for this mode (the input included unless borrowed), cached per
+  // backend and mode;
   // `forward_only`: a training forward with no backward after it (ExecutorOptions).
   size_t arena_bytes(Mode mode, const Backend& backend, bool forward_only = false) const;
   // The executor planned into `arena` (created on first use for this memory and plan); with
@@ -42,6 +43,9 @@ class SubGraph {
                      const OpContext* outer = nullptr);
   // Op outputs the training (backward) plan rebuilds (memory/layout.h); set before planning.
   void set_recompute(Recompute r) { recompute_ = r; }
+  // The input takes no bytes of the arena: each run binds a tensor its op holds
+  // (Executor::bind_input) instead of copying it in; set before planning.
+  void set_borrow_input(bool borrow) { borrow_input_ = borrow; }
   // Adds (or, when `first`, copies) d parameter into `dw`; returns false if this sub-graph
   // does not use the parameter.
   bool param_grad(Executor& ex, const Parameter* p, Backend& backend, Tensor& dw, bool first) const;
@@ -50,6 +54,7 @@ class SubGraph {
   std::unique_ptr<Tape> tape_;
   Value in_, out_;
   Recompute recompute_ = Recompute::none;
+  bool borrow_input_ = false;
   mutable std::map<std::pair<const Backend*, int>, size_t> arena_bytes_;
   // By the arena's storage, offset and mode (a device address is never read on the host).
   std::map<std::tuple<const Storage*, size_t, int>, std::unique_ptr<Executor>> executors_;

@@ -65,8 +65,9 @@ Executor::Executor(Tape& tape, Backend& backend, ExecutorOptions options, Alloca
                  " is not 0, 1 or 2");
     grad_scale_ = 1.0 / opt_.comm->size();
   }
-  layout_ = memory_layout(tape_, opt_.mode, opt_.memory, backend_,
-                          layout_options(opt_, alloc_.alignment(), opt_.arena.defined()));
+  layout_ = memory_layout(
+      tape_, opt_.mode, opt_.memory, backend_,
+      layout_options(opt_, alloc_.alignment(), opt_.arena.defined() && !opt_.borrow_inputs));
   bind();
 }
 
@@ -78,7 +79,7 @@ size_t Executor::planned_bytes(Tape& tape, Backend& backend, const ExecutorOptio
                                size_t alignment) {
   if (alignment == 0) alignment = backend.allocator().alignment();
   return memory_layout(tape, options.mode, MemoryMode::planned, backend,
-                       layout_options(options, alignment, true))
+                       layout_options(options, alignment, !options.borrow_inputs))
       .plan.arena_bytes;
 }
 
@@ -89,7 +90,8 @@ void Executor::bind() {
   buffers_.resize(bufs.size());
   for (size_t i = 0; i < bufs.size(); ++i) {
     const Buffer& b = bufs[i];
-    if (b.view_of >= 0) continue;  // bound below, into its owner
+    if (b.view_of >= 0) continue;                                     // bound below, into its owner
+    if (opt_.borrow_inputs && b.kind == BufferKind::input) continue;  // bind_input
     if (!planned || layout_.request[i] < 0) {
       auto s = std::make_shared<Storage>(alloc_, b.bytes, b.role);
       held_bytes_ += b.bytes;
@@ -150,6 +152,19 @@ Tensor& Executor::input(Value v) {
   FRUGAL_CHECK(v.valid() && &v.tape() == &tape_ && tape_.value(v.id()).kind == ValueKind::input,
                "executor: value ", v.id(), " is not an input of this tape");
   return buffers_[static_cast<size_t>(layout_.live.value_buffer[static_cast<size_t>(v.id())])];
+}
+
+void Executor::bind_input(Value v, const Tensor& t) {
+  FRUGAL_CHECK(opt_.borrow_inputs, "executor: bind_input needs ExecutorOptions::borrow_inputs");
+  Tensor& slot = input(v);
+  const Buffer& b =
+      layout_.live
+          .buffers[static_cast<size_t>(layout_.live.value_buffer[static_cast<size_t>(v.id())])];
+  FRUGAL_CHECK(t.defined() && t.meta() == b.meta && t.device() == backend_.device(),
+               "executor: input '", tape_.value(v.id()).name, "' is ", b.meta.shape, " ",
+               dtype_name(b.meta.dtype), " on ", backend_.device().str(), ", bound to ", t.shape(),
+               " ", dtype_name(t.dtype()), " on ", t.device().str());
+  slot = t;  // contexts point at this slot: every op reads the bound tensor
 }
 
 void Executor::set_input(Value v, const Tensor& host) {
@@ -258,6 +273,11 @@ OpContext Executor::context(int k, Pass pass) {
 
 void Executor::forward() {
   const int n = layout_.live.ops;
+  if (opt_.borrow_inputs)
+    for (size_t v = 0; v < tape_.values().size(); ++v)
+      FRUGAL_CHECK(tape_.values()[v].kind != ValueKind::input ||
+                       buffers_[static_cast<size_t>(layout_.live.value_buffer[v])].defined(),
+                   "executor: input '", tape_.values()[v].name, "' is borrowed and not bound");
   if (opt_.check_finite) check_finite_before_forward();
   for (int k = 0; k < n; ++k) {
     start_lifetime(k);

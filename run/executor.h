@@ -77,6 +77,9 @@ struct ExecutorOptions {
   // a data-parallel step passes its outer executor's).
   Communicator* sync_bn_comm = nullptr;
   const double* sync_bn_scale = nullptr;
+  // Inputs take no memory of their own: bind_input hands each one a tensor its caller holds
+  // (a sub-graph reading a half its op keeps anyway) before forward.
+  bool borrow_inputs = false;
 };
 
 // The gradient bucket size an executor with a communicator uses when none is given: an eighth
@@ -100,6 +103,9 @@ class Executor {
   Tensor& input(Value v);
   // Copies host memory into input `v` through the backend.
   void set_input(Value v, const Tensor& host);
+  // With ExecutorOptions::borrow_inputs: input `v` reads `t` itself (same shape and dtype, on
+  // the backend's device), which must hold its bytes until backward is done.
+  void bind_input(Value v, const Tensor& t);
 
   void forward();
   // d loss = 1 for a one-element loss, then backward in reverse tape order; applies the
@@ -126,8 +132,8 @@ class Executor {
   void set_step_seed(uint64_t seed) { fixed_seed_ = seed; }
   // While false, forward does not update state (a recomputation within one step).
   void set_update_state(bool update) { update_state_ = update; }
-  // Bytes of a borrowed planned arena for these options (inputs included), without
-  // allocating; alignment 0: the backend allocator's.
+  // Bytes of a borrowed planned arena for these options (inputs included unless borrowed),
+  // without allocating; alignment 0: the backend allocator's.
   static size_t planned_bytes(Tape& tape, Backend& backend, const ExecutorOptions& options,
                               size_t alignment = 0);
   // Changes the optimizer's settings between steps (learning-rate schedules). Only an
