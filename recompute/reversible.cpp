@@ -3,24 +3,54 @@
 #include "recompute/reversible.h"
 
 #include <algorithm>
+#include <vector>
 
 namespace frugal {
 
-// Scratch layout in bytes: [F or G arena][T1][T2] in forward, plus [D1][D2][DF] in backward
-// (DF: F's upstream gradient where it is not dy1' itself). F and G never run at once, so they
-// take turns in one arena of max(f, g) bytes: what one leaves for later (x2, y1, G's parameter
-// gradients) is moved out to T1, T2 or the op's gradients first, and each run starts from an
-// input copied in, never from what the arena held before.
+// Scratch layout in bytes: [F or G arena][T1][T2] in forward, plus [B][DF] in backward (B: one
+// sample's half, through which dy's halves are rearranged in place; DF: F's upstream gradient
+// where it is not dy1' itself). F and G never run at once, so they take turns in one arena of
+// max(f, g) bytes: what one leaves for later (x2, y1, G's parameter gradients) is moved out to
+// T1, T2 or the op's gradients first, and each run starts from an input bound where the op
+// keeps it (T1 or T2: Executor::bind_input, no copy and no arena bytes), never from what the
+// arena held before.
 struct CouplingOp::Layout {
-  size_t f = 0, g = 0, half = 0, df = 0;
-  size_t offset(int slot) const {  // slot 0: F and G, 1..5: T1, T2, D1, D2, DF
+  size_t f = 0, g = 0, half = 0, block = 0, df = 0;
+  size_t offset(int slot) const {  // slot 0: F and G, 1..4: T1, T2, B, DF
     auto round = [](size_t b) { return (b + 255) / 256 * 256; };
     size_t at = 0;
-    const size_t sizes[6] = {std::max(f, g), half, half, half, half, df};
+    const size_t sizes[5] = {std::max(f, g), half, half, block, df};
     for (int i = 0; i < slot; ++i) at += round(sizes[i]);
     return at;
   }
 };
+
+namespace {
+
+// t's 2N blocks of `block` elements (sample n's first half at 2n, its second at 2n + 1) moved in
+// place to [every first half | every second half] (`planar`), or back; cycle by cycle through
+// `tmp`, one block of scratch.
+void arrange_halves(Backend& be, Tensor t, int64_t N, int64_t block, bool planar, Tensor tmp) {
+  t = t.reshape(Shape{t.numel()});
+  // The position whose block lands at q: planar, q = k N + n takes 2n + k; back, the inverse.
+  auto source = [&](int64_t q) { return planar ? 2 * (q % N) + q / N : (q % 2) * N + q / 2; };
+  std::vector<bool> done(static_cast<size_t>(2 * N), false);
+  for (int64_t s = 0; s < 2 * N; ++s) {
+    if (done[static_cast<size_t>(s)] || source(s) == s) continue;
+    be.copy(t.elements(s * block, block), tmp);
+    int64_t at = s;
+    for (int64_t from = source(at); from != s; at = from, from = source(at)) {
+      Tensor dst = t.elements(at * block, block);
+      be.copy(t.elements(from * block, block), dst);
+      done[static_cast<size_t>(at)] = true;
+    }
+    Tensor last = t.elements(at * block, block);
+    be.copy(tmp, last);
+    done[static_cast<size_t>(at)] = true;
+  }
+}
+
+}  // namespace
 
 CouplingOp::CouplingOp(ParamStore& params, DType dtype, const std::string& scope, HalfNet F,
                        HalfNet G, int f_factor)
@@ -57,6 +87,8 @@ std::vector<TensorMeta> CouplingOp::infer(std::span<const TensorMeta> in) {
   G_ = record(g_, "G", half_);
   F_->set_recompute(rebuilds_);
   G_->set_recompute(rebuilds_);
+  F_->set_borrow_input(true);  // F reads x2 (y1 for G) where the op keeps it: T1 or T2
+  G_->set_borrow_input(true);
   params_ = F_->parameters();
   for (Parameter* p : G_->parameters())
     if (std::find(params_.begin(), params_.end(), p) == params_.end()) params_.push_back(p);
@@ -70,6 +102,7 @@ CouplingOp::Layout CouplingOp::layout(Mode mode, const Backend& backend, bool fo
   l.f = F_->arena_bytes(mode, backend, forward_only);
   l.g = G_->arena_bytes(mode, backend, forward_only);
   l.half = half_.bytes();
+  l.block = half_.bytes() / static_cast<size_t>(half_.shape[0]);
   l.df = f_factor_ == 1 ? 0 : f_out_.bytes();
   return l;
 }
@@ -81,11 +114,11 @@ Roles CouplingOp::roles(Mode mode, const Backend& backend) const {
   if (mode == Mode::training) {
     r.backward_reads_outputs = {0};
     r.rebuilds_inputs = {0};
-    // y and dy are copied into halves before x and dx are written: x may take y's bytes, and
-    // dx dy's.
+    // y is copied into halves before x is written, so x may take y's bytes; dy's halves are
+    // arranged in place (dy dies at this backward) and put back as dx, so dx may take dy's.
     r.rebuild_aliases = {{.output = 0, .input = 0}};
     r.grad_aliases = {{.output = 0, .input = 0}};
-    r.backward_scratch = layout(mode, backend).offset(6);
+    r.backward_scratch = layout(mode, backend).offset(5);
   }
   return r;
 }
@@ -105,10 +138,10 @@ void CouplingOp::forward(const OpContext& ctx) {
   }
   Tensor parts[2] = {T1, T2};
   be.concat_backward(ctx.input(0), parts);  // x1, x2
-  be.copy(T2, F.input(F_->input()));
+  F.bind_input(F_->input(), T2);
   F.forward();
   couple_forward(be, T1, F.value(F_->output()));
-  be.copy(T1, G.input(G_->input()));
+  G.bind_input(G_->input(), T1);
   G.forward();
   couple_second(be, T2, G.value(G_->output()), false);
   const Tensor halves[2] = {T1, T2};
@@ -125,18 +158,23 @@ void CouplingOp::backward(const OpContext& ctx) {
   Executor& F = F_->executor(Mode::training, be, scratch_region(s, l.offset(0), l.f), false, &ctx);
   Executor& G = G_->executor(Mode::training, be, scratch_region(s, l.offset(0), l.g), false, &ctx);
   Tensor T1 = scratch_region(s, l.offset(1), half_), T2 = scratch_region(s, l.offset(2), half_);
-  Tensor D1 = scratch_region(s, l.offset(3), half_), D2 = scratch_region(s, l.offset(4), half_);
-  Tensor DF = l.df > 0 ? scratch_region(s, l.offset(5), f_out_) : Tensor();
+  const int64_t N = half_.shape[0], count = half_.shape.numel(), block = count / N;
+  Tensor B = scratch_region(s, l.offset(3), TensorMeta{Shape{block}, half_.dtype});
+  Tensor DF = l.df > 0 ? scratch_region(s, l.offset(4), f_out_) : Tensor();
   for (Executor* e : {&F, &G}) {
     e->set_step_seed(ctx.seed());
     e->set_update_state(false);  // BatchNorm statistics were updated in forward
   }
   Tensor ys[2] = {T1, T2};
   be.concat_backward(ctx.output(0), ys);  // y1, y2
-  Tensor dys[2] = {D1, D2};
-  be.concat_backward(ctx.grad_output(0), dys);
+  // dy dies here (this op produced y): its halves are arranged in place into dy1 then dy2, D1
+  // and D2, instead of being copied out.
+  const Tensor dy = ctx.grad_output(0);
+  arrange_halves(be, dy, N, block, true, B);
+  Tensor D1 = dy.elements(0, count).reshape(half_.shape);
+  Tensor D2 = dy.elements(count, count).reshape(half_.shape);
 
-  be.copy(T1, G.input(G_->input()));
+  G.bind_input(G_->input(), T1);  // y1, kept there until G's backward is done
   G.forward();
   couple_second(be, T2, G.value(G_->output()), true);  // x2
   std::pair<Value, Tensor> seed_g{G_->output(), D2};
@@ -149,7 +187,7 @@ void CouplingOp::backward(const OpContext& ctx) {
       in_g[p] = G_->param_grad(G, params_[p], be, ctx.grad_input(slot), true);
   }
 
-  be.copy(T2, F.input(F_->input()));
+  F.bind_input(F_->input(), T2);  // x2, kept there until F's backward is done
   F.forward();
   std::pair<Value, Tensor> seed_f{
       F_->output(), couple_backward(be, T1, F.value(F_->output()), D1, T1, DF)};  // x1, dx1
@@ -157,8 +195,13 @@ void CouplingOp::backward(const OpContext& ctx) {
   be.accumulate(F.grad(F_->input()), D2);  // dx2
 
   if (ctx.needs_grad_input(0)) {
-    const Tensor d[2] = {D1, D2};
-    be.concat_forward(d, ctx.grad_input(0));
+    Tensor& dx = ctx.grad_input(0);
+    if (dx.storage() == dy.storage() && dx.offset() == dy.offset()) {
+      arrange_halves(be, dx, N, block, false, B);  // dx takes dy's bytes: back in place
+    } else {
+      const Tensor d[2] = {D1, D2};
+      be.concat_forward(d, dx);
+    }
   }
   if (!ctx.rebuilt.empty() && ctx.rebuilt[0] != nullptr) {
     const Tensor x[2] = {T1, T2};
