@@ -160,6 +160,45 @@ TEST_CASE("executor input errors name the input and shapes") {
   CHECK_THROWS_WITH_AS(ex.backward(y), doctest::Contains("one-element loss"), Error);
 }
 
+TEST_CASE("a borrowed input reads its caller's tensor and takes no arena bytes") {
+  ParamStore store(3);
+  Tape tape(store);
+  Value x = tape.input("x", {2, 4, 5, 5}, DType::f32, true);
+  Value y = relu(conv2d(x, {.out = 4, .kernel = 3, .pad = 1}));
+  const Tensor in = random_tensor({2, 4, 5, 5}, 5, -1, 1, DType::f32);
+  const std::pair<Value, Tensor> seed{y, random_tensor({2, 4, 5, 5}, 6, -1, 1, DType::f32)};
+  ExecutorOptions o{.mode = Mode::training, .keep = {y}, .keep_param_grads = true};
+  auto run = [&](bool borrow) {
+    o.borrow_inputs = borrow;
+    o.arena = Tensor::empty({int64_t{1} << 20}, DType::u8);
+    Executor ex(tape, cpu_backend(), o);
+    if (borrow)
+      ex.bind_input(x, in);
+    else
+      ex.set_input(x, in);
+    ex.forward();
+    ex.backward(std::span<const std::pair<Value, Tensor>>(&seed, 1));
+    return std::vector<Tensor>{clone(ex.value(y)), clone(ex.grad(x))};
+  };
+  const std::vector<Tensor> copied = run(false), borrowed = run(true);
+  CHECK(bitwise_equal(copied[0], borrowed[0]));
+  CHECK(bitwise_equal(copied[1], borrowed[1]));
+  o.borrow_inputs = false;
+  const size_t with = Executor::planned_bytes(tape, cpu_backend(), o);
+  o.borrow_inputs = true;
+  CHECK(Executor::planned_bytes(tape, cpu_backend(), o) + in.bytes() <= with);
+  Executor ex(tape, cpu_backend(), o);
+  CHECK_THROWS_WITH_AS(ex.forward(), doctest::Contains("input 'x' is borrowed and not bound"),
+                       Error);
+  CHECK_THROWS_WITH_AS(ex.bind_input(x, Tensor::empty({2, 4, 5, 4}, DType::f32)),
+                       doctest::Contains("input 'x' is [2,4,5,5] f32 on cpu, bound to [2,4,5,4]"),
+                       Error);
+  o.borrow_inputs = false;
+  Executor own(tape, cpu_backend(), o);
+  CHECK_THROWS_WITH_AS(own.bind_input(x, in),
+                       doctest::Contains("needs ExecutorOptions::borrow_inputs"), Error);
+}
+
 TEST_CASE("planned training makes no allocation after the first step") {
   ParamStore store(1);
   Tape tape(store, DType::f32);
