@@ -1,16 +1,19 @@
-// Slice: y = x[begin:end] along one axis (any axis, step 1; ONNX's Slice, torch's narrow).
-// Backward writes dy into a zeroed dx. Backward reads nothing; the output can be rebuilt.
+// Slice: y = x[begin:end:step] along one axis (any axis, a positive step; ONNX's Slice, torch's
+// narrow and x[..., ::2]). Backward writes dy into a zeroed dx. Backward reads nothing; the
+// output can be rebuilt.
 #pragma once
 
 #include <source_location>
 
 #include "autograd/tape.h"
+#include "core/copy_box.h"
 
 namespace frugal {
 
 class SliceOp final : public Op {
  public:
-  SliceOp(int64_t axis, int64_t begin, int64_t end) : axis_(axis), begin_(begin), end_(end) {}
+  SliceOp(int64_t axis, int64_t begin, int64_t end, int64_t step = 1)
+      : axis_(axis), begin_(begin), end_(end), step_(step) {}
   std::string name() const override { return "slice"; }
   std::vector<TensorMeta> infer(std::span<const TensorMeta> in) override;
   Roles roles(Mode mode, const Backend& backend) const override;
@@ -19,13 +22,16 @@ class SliceOp final : public Op {
 
  private:
   std::vector<int64_t> shift() const;  // x's index of y's origin, per axis
-  int64_t axis_, begin_, end_;
+  // x to y (forward), or y to x (backward), through strides: every step-th element.
+  CopyBox box(bool forward) const;
+  int64_t axis_, begin_, end_, step_;
   TensorMeta x_, y_;
 };
 
-// x[..., begin:end, ...] on `axis` (0 <= begin < end <= x's extent there; the batch axis 0
-// is not sliced). Example: slice(x, 1, 0, 16), x's first 16 channels.
-Value slice(Value x, int64_t axis, int64_t begin, int64_t end,
+// x[..., begin:end:step, ...] on `axis` (0 <= begin < end <= x's extent there, step >= 1:
+// ceil((end - begin) / step) elements; the batch axis 0 is not sliced). Examples:
+// slice(x, 1, 0, 16), x's first 16 channels; slice(x, 3, 1, W, 2), x[..., 1::2].
+Value slice(Value x, int64_t axis, int64_t begin, int64_t end, int64_t step = 1,
             std::source_location where = std::source_location::current());
 
 }  // namespace frugal

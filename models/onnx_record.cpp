@@ -81,18 +81,21 @@ Value record_slice(const OnnxNode& n, const std::map<std::string, IntTensor>& in
   }
   FRUGAL_CHECK(starts.size() == ends.size() && axes.size() == starts.size(), "starts ", str(starts),
                ", ends ", str(ends), " and axes ", str(axes), " differ in length");
-  if (n.int_inputs.size() > 3)
-    for (int64_t step : in(3))
-      FRUGAL_CHECK(step == 1, "steps ", str(in(3)), ": only step 1 is imported");
+  const Ints steps = n.int_inputs.size() > 3 ? in(3) : Ints(starts.size(), 1);
+  FRUGAL_CHECK(steps.size() == starts.size(), "steps ", str(steps), " and starts ", str(starts),
+               " differ in length");
+  for (int64_t step : steps)
+    FRUGAL_CHECK(step >= 1, "steps ", str(steps),
+                 ": only positive steps are imported (a negative one reverses the axis)");
   for (size_t i = 0; i < axes.size(); ++i) {
     const int64_t a = axis_of(axes[i], rank);
     const int64_t dim = x.shape()[static_cast<int>(a)];
     const auto [b, e] = slice_range(starts[i], ends[i], dim);
-    if (b == 0 && e == dim) continue;
+    if (b == 0 && e == dim && steps[i] == 1) continue;
     FRUGAL_CHECK(a != 0, "slicing the batch axis is not imported");
     FRUGAL_CHECK(b < e, "slice [", starts[i], ", ", ends[i], ") of axis ", a, " of ", x.shape(),
                  " is empty");
-    x = slice(x, a, b, e);
+    x = slice(x, a, b, e, steps[i]);
   }
   return x;
 }

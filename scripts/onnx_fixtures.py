@@ -24,8 +24,9 @@ With --segmentation DIR [--small] it writes a U-Net for `frugal segment` (DIR/un
     /usr/bin/python3 scripts/onnx_fixtures.py --segmentation build/onnx-models
 
 With --pytorch DIR it writes the test models PyTorch exports, each with PyTorch's own output:
-double_net.onnx (a float64 export), bilinear_net.onnx (bilinear resizing three ways) and
-matmul_net.onnx (MatMul by weights, on tokens and on pooled features):
+double_net.onnx (a float64 export), bilinear_net.onnx (bilinear resizing three ways),
+matmul_net.onnx (MatMul by weights, on tokens and on pooled features) and focus_net.onnx
+(slices with steps):
 
     /usr/bin/python3 scripts/onnx_fixtures.py --pytorch tests/data/onnx
 
@@ -591,6 +592,34 @@ def matmul_net(out):
     export_with_output(net, x, out, "matmul_net", 14)
 
 
+def focus_net(out):
+    """Slices with steps as PyTorch exports them: YOLOv5's focus layer (the four phases
+    x[..., ::2, ::2], x[..., 1::2, ::2], x[..., ::2, 1::2], x[..., 1::2, 1::2] joined along
+    channels) and every third channel of a feature map (x[:, 1::3]), then a head;
+    tests/data/onnx/focus_net.onnx with PyTorch's float32 output (focus_net.io)."""
+
+    import torch
+    from torch import nn
+    from torch.nn import functional as F
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(12, 9, 3, padding=1)
+            self.fc = nn.Linear(3, 4)
+
+        def forward(self, x):
+            x = torch.cat([x[..., ::2, ::2], x[..., 1::2, ::2], x[..., ::2, 1::2],
+                           x[..., 1::2, 1::2]], 1)
+            x = F.relu(self.conv(x))[:, 1::3]
+            return self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1))
+
+    torch.manual_seed(3)
+    net = Net().eval()
+    x = torch.rand(2, 3, 8, 8) * 2 - 1
+    export_with_output(net, x, out, "focus_net", 13)
+
+
 def torchvision_training(out, only=()):
     """Training-mode exports (BatchNorm on batch statistics, as frugal trains) with PyTorch's
     parameter gradients of one step beside each: <name>.onnx, <name>.pgrad (the f32 input
@@ -687,6 +716,7 @@ if __name__ == "__main__":
         double_net(sys.argv[2])
         bilinear_net(sys.argv[2])
         matmul_net(sys.argv[2])
+        focus_net(sys.argv[2])
         sys.exit(0)
     if len(sys.argv) > 2 and sys.argv[1] == "--segmentation":
         # The U-Net of docs/TRAINING.md's segmentation run, and a small one for the tests

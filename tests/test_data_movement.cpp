@@ -94,6 +94,15 @@ TEST_CASE("data movement: finite-difference gradients in f64") {
       {random_tensor({2, 6, 2, 2}, 2)});
   check_gradients([](auto x) { return one(slice(x[0], 2, 1, 3)); },
                   {random_tensor({2, 3, 4, 2}, 3)});
+  // Steps: YOLOv5's focus, x[..., ::2, ::2] beside x[..., 1::2, ::2], and a step past the end.
+  check_gradients(
+      [](auto x) {
+        Value a = slice(slice(x[0], 2, 0, 4, 2), 3, 0, 4, 2);
+        Value b = slice(slice(x[0], 2, 1, 5, 2), 3, 0, 4, 2);
+        Value c = slice(slice(slice(x[0], 1, 0, 3, 3), 2, 0, 5, 3), 3, 1, 4, 2);
+        return one(concat({a, b, c}, 1));
+      },
+      {random_tensor({2, 3, 5, 4}, 15)});
   check_gradients([](auto x) { return split(x[0], 1, {1, 3, 2}); }, {random_tensor({2, 6, 3}, 4)});
   check_gradients(
       [](auto x) {
@@ -133,6 +142,20 @@ TEST_CASE("data movement: by hand") {
       shifted_box(Shape{1, 1, 2, 3}, Shape{1, 1, 4, 4}, std::vector<int64_t>{0, 0, -1, 0}), x, y);
   const double want[] = {9, 9, 9, 9, 0, 1, 2, 9, 3, 4, 5, 9, 9, 9, 9, 9};
   for (int i = 0; i < 16; ++i) CHECK(y.data<double>()[i] == want[i]);
+  {  // x[..., 1::2] of (1,1,2,5) = [0..4; 5..9] is [1 3; 6 8]; backward puts dy back there.
+    Value v = tape.input("v", {1, 1, 2, 5}, DType::f64, true);
+    Value w = slice(v, 3, 1, 5, 2);
+    CHECK(w.shape() == Shape{1, 1, 2, 2});
+    Executor ex(tape, cpu_backend(), {.keep = {w}});
+    ex.set_input(v, iota({1, 1, 2, 5}));
+    ex.forward();
+    const double got[] = {1, 3, 6, 8};
+    for (int i = 0; i < 4; ++i) CHECK(element_as_double(ex.value(w), i) == got[i]);
+    const std::pair<Value, Tensor> seed{w, iota({1, 1, 2, 2})};
+    ex.backward(std::span<const std::pair<Value, Tensor>>(&seed, 1));
+    const double dx[] = {0, 0, 0, 1, 0, 0, 2, 0, 3, 0};
+    for (int i = 0; i < 10; ++i) CHECK(element_as_double(ex.grad(v), i) == dx[i]);
+  }
   // softmax of (0, ln 3) is (1/4, 3/4); of (1000, 1000) is (1/2, 1/2), no overflow.
   Tensor s = Tensor::empty({2, 2}, DType::f64);
   const double sv[] = {0, std::log(3.0), 1000, 1000};
@@ -181,6 +204,7 @@ TEST_CASE("data movement: planned equals baseline bitwise") {
                              Shape{4, 4, 6, 6});
     Value p = pad(slice(shuffled, 2, 1, 5), {.before = {0, 0, 1, 0}, .after = {0, 0, 1, 0}});
     Value j = concat({p, relu(parts[0]), slice(a, 1, 0, 4)}, 1);
+    j = concat({slice(j, 2, 0, 6, 2), slice(j, 2, 1, 6, 2)}, 2);  // rows regrouped by parity
     Value w = concat({slice(j, 1, 2, 8), a}, 3);
     return softmax(conv2d(w, {.out = 4, .kernel = 3, .stride = 2}), 1);
   });
@@ -198,6 +222,7 @@ TEST_CASE("data movement: errors name what is wrong") {
   CHECK_THROWS_WITH_AS(slice(x, 1, 2, 4), doctest::Contains("slice: [2, 4) is not inside axis 1"),
                        Error);
   CHECK_THROWS_WITH_AS(slice(x, 0, 0, 1), doctest::Contains("the batch axis is not sliced"), Error);
+  CHECK_THROWS_WITH_AS(slice(x, 1, 0, 1, 0), doctest::Contains("slice: step 0 on axis 1"), Error);
   CHECK_THROWS_WITH_AS(
       split(x, 1, {1, 1}),
       doctest::Contains("split: sizes of 2 parts sum to 2 (each must be >= 1), axis 1"), Error);

@@ -117,9 +117,10 @@ TEST_CASE("onnx: bad files, unsupported ops and attributes are errors naming wha
           "m.onnx: node 'gather0' (Gather): only a Gather from an integer shape value is "
           "imported (not over activations)");
     for (auto& n : *stepped.mutable_graph()->mutable_node())
-      if (n.name() == "slice_cols") n.add_input("groups");  // steps (2)
+      if (n.name() == "slice_cols") n.add_input("minus1");  // steps (-1)
     CHECK(error_for(stepped) ==
-          "m.onnx: node 'slice_cols' (Slice): steps (2): only step 1 is imported");
+          "m.onnx: node 'slice_cols' (Slice): steps (-1): only positive steps are imported (a "
+          "negative one reverses the axis)");
     for (auto& n : *batch.mutable_graph()->mutable_node())
       if (n.name() == "shape4") n.set_input(0, "minus1"), n.set_input(1, "un");  // (-1, N, H, W)
     CHECK(
