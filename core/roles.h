@@ -43,6 +43,10 @@ struct Roles {
   std::vector<ScratchChoice> forward_choices, backward_choices;
   std::vector<Alias> aliases;       // output j may overwrite input i
   std::vector<Alias> grad_aliases;  // d input i may overwrite d output j
+  // d input i may take input i's own bytes where nothing reads input i after this backward:
+  // the op reads input i for the last time before it writes its gradient (conv2d, linear:
+  // the weight gradient first, then the input gradient over the input).
+  std::vector<int> grad_takes_input;
   // Inputs whose value backward rebuilds (reversible blocks): the op does not read them in
   // backward but writes them back, so they may die after forward; later backward readers of
   // that value read the rebuilt copy.

@@ -52,6 +52,7 @@ Roles Conv2dOp::roles(Mode mode, const Backend& backend) const {
   r.forward_choices = backend.conv2d_scratch_choices(g_, dtype_, false);
   if (mode == Mode::training) {
     r.backward_reads_inputs = {0, 1};
+    r.grad_takes_input = {0};  // dw from x first, then dx, which may take x's bytes
     r.backward_scratch = backend.conv2d_backward_scratch(g_, dtype_);
     r.backward_choices = backend.conv2d_scratch_choices(g_, dtype_, true);
     set_conv_rebuildable(r, g_, dtype_, bias_);
@@ -94,17 +95,18 @@ void Conv2dOp::forward(const OpContext& ctx) {
                                ctx.output(0), scratch);
 }
 
-// dx = w^T * dy (col2im of the columns);  dw = dy * cols(x)^T;  db = sum over N,P,Q of dy
+// dw = dy * cols(x)^T and db = sum over N,P,Q of dy, then dx = w^T * dy (col2im of the
+// columns): dx may be written over x (Roles::grad_takes_input).
 void Conv2dOp::backward(const OpContext& ctx) {
   Tensor none, scratch = scratch_of(ctx);
-  if (ctx.needs_grad_input(0))
-    ctx.backend().conv2d_backward_data(g_, ctx.grad_output(0), ctx.input(1), ctx.grad_input(0),
-                                       scratch);
   const bool dw = ctx.needs_grad_input(1), db = bias_ && ctx.needs_grad_input(2);
   if (dw || db)
     ctx.backend().conv2d_backward_filter(g_, ctx.input(0), ctx.grad_output(0),
                                          dw ? ctx.grad_input(1) : none,
                                          db ? ctx.grad_input(2) : none, scratch);
+  if (ctx.needs_grad_input(0))
+    ctx.backend().conv2d_backward_data(g_, ctx.grad_output(0), ctx.input(1), ctx.grad_input(0),
+                                       scratch);
 }
 
 Value conv2d(Value x, const Conv2dOptions& o, std::source_location where) {

@@ -30,6 +30,7 @@ Roles LinearOp::roles(Mode mode, const Backend&) const {
   Roles r;
   if (mode == Mode::training) {
     r.backward_reads_inputs = {0, 1};
+    r.grad_takes_input = {0};  // dw from x first, then dx, which may take x's bytes
     // Rebuilt by forward under a memory budget: 2 flops per multiply-add.
     const auto [n, i, o, elem] = dims_;
     std::vector<int> reads{0, 1};
@@ -49,15 +50,16 @@ void LinearOp::forward(const OpContext& ctx) {
 }
 
 // dx = dy w;  dw = dy^T x;  db = sum_n dy
+// dw and db first, then dx, which may be written over x (Roles::grad_takes_input).
 void LinearOp::backward(const OpContext& ctx) {
   Tensor none;
-  if (ctx.needs_grad_input(0))
-    ctx.backend().linear_backward_data(ctx.grad_output(0), ctx.input(1), ctx.grad_input(0));
   const bool dw = ctx.needs_grad_input(1), db = bias_ && ctx.needs_grad_input(2);
   if (dw || db)
     ctx.backend().linear_backward_weight(ctx.input(0), ctx.grad_output(0),
                                          dw ? ctx.grad_input(1) : none,
                                          db ? ctx.grad_input(2) : none);
+  if (ctx.needs_grad_input(0))
+    ctx.backend().linear_backward_data(ctx.grad_output(0), ctx.input(1), ctx.grad_input(0));
 }
 
 Value linear(Value x, const LinearOptions& o, std::source_location where) {

@@ -12,7 +12,7 @@ void set_encoding(StepOp& op, bool compact) {
 }
 }  // namespace
 
-int choose_encodings(Step& step, std::span<const int> keep) {
+int choose_encodings(Step& step, std::span<const int> keep, bool free_for_grads) {
   int compact = 0;
   for (StepOp& op : step.ops) {
     if (!op.compact_roles) continue;
@@ -22,8 +22,12 @@ int choose_encodings(Step& step, std::span<const int> keep) {
       for (int c : step.value(out).consumers) {
         const StepOp& reader = step.ops[static_cast<size_t>(c)];
         const Roles& r = reader.roles;
-        for (int slot : r.backward_reads_inputs)
-          if (reader.inputs[static_cast<size_t>(slot)] == out) output_kept = true;
+        for (int slot : r.backward_reads_inputs) {
+          const bool frees =
+              free_for_grads && std::find(r.grad_takes_input.begin(), r.grad_takes_input.end(),
+                                          slot) != r.grad_takes_input.end();
+          if (reader.inputs[static_cast<size_t>(slot)] == out && !frees) output_kept = true;
+        }
         // A reader that rebuilds this output in backward (a reversible block) rebuilds it
         // inexactly; baseline reads the rebuilt copy, so planned must too. It costs nothing:
         // the original dies at once and the copy lives from the rebuild to this op's backward.

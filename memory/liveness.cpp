@@ -440,6 +440,34 @@ class Analysis {
         taken[go] = true;
       }
     }
+    // d x in x's own bytes (Roles::grad_takes_input) where x, and everything sharing its
+    // bytes, dies at this backward and the op writes d x first (its latest consumer).
+    for (auto [k, i] : first_slot_) {
+      if (!opt_.grads_take_inputs) break;
+      const StepOp& node = ops[static_cast<size_t>(k)];
+      const std::vector<int>& takes = L_.roles[static_cast<size_t>(k)].grad_takes_input;
+      if (std::find(takes.begin(), takes.end(), i) == takes.end()) continue;
+      const int step = L_.backward_step(k);
+      const int gi = L_.grad_buffer[static_cast<size_t>(node.inputs[i])];
+      const int xi = L_.value_at(node.inputs[i], step);
+      if (gi < 0 || xi < 0) continue;
+      Buffer& bg = L_.buffers[static_cast<size_t>(gi)];
+      const Buffer& bx = L_.buffers[static_cast<size_t>(xi)];
+      if (bg.role != Role::grad || bg.first != step || bg.alias_of >= 0 || taken[xi] ||
+          (bx.kind != BufferKind::value && bx.kind != BufferKind::rebuilt) ||
+          bx.bytes != bg.bytes || bx.last != step)
+        continue;
+      const int root = L_.alias_root(xi);
+      bool dead = true;  // no buffer of x's bytes outlives this step
+      for (size_t b = 0; b < L_.buffers.size() && dead; ++b)
+        if (static_cast<int>(b) != gi && L_.buffers[b].last > step &&
+            (static_cast<int>(b) == root || L_.buffers[b].alias_of >= 0) &&
+            L_.alias_root(static_cast<int>(b)) == root)
+          dead = false;
+      if (!dead) continue;
+      bg.alias_of = root;
+      taken[xi] = true;
+    }
   }
 
   const Step& step_;

@@ -48,6 +48,7 @@ struct Buffer {
 
 struct LivenessOptions {
   bool aliases = true;            // apply allowed in-place aliases
+  bool grads_take_inputs = true;  // with aliases: Roles::grad_takes_input too
   bool fuse_optimizer = true;     // parameter update right after its gradient is final
   bool optimizer = false;         // an optimizer step runs (param grads live until it)
   bool keep_param_grads = false;  // param grads live to the end of the step

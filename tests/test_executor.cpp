@@ -19,7 +19,10 @@
 #include "layers/maxpool2d.h"
 #include "layers/relu.h"
 #include "layers/softmax_cross_entropy.h"
+#include "memory/encodings.h"
+#include "memory/layout.h"
 #include "run/executor.h"
+#include "run/plan.h"
 #include "tests/temp_dir.h"
 
 using namespace frugal;
@@ -264,8 +267,24 @@ TEST_CASE("planned relu saves a mask only where its output would otherwise die")
   auto relu_op = [&](Value v) {
     return static_cast<const ReluOp&>(*tape.ops()[tape.value(v.id()).producer].op);
   };
-  CHECK(relu_op(a).saves == ReluOp::Saves::output);
+  // The two rules the plan scores: a, read by conv2's backward, keeps its output; or a keeps
+  // a mask, so that it dies at conv2's backward and conv2's input gradient takes its bytes.
+  Step s = lower_step(tape, Mode::training, cpu_backend());
+  const std::vector<int> keep{y.id()};
+  const size_t a_op = static_cast<size_t>(tape.value(a.id()).producer);
+  choose_encodings(s, keep);
+  CHECK_FALSE(*s.ops[a_op].compact);
+  choose_encodings(s, keep, true);
+  CHECK(*s.ops[a_op].compact);
+  // Here backward peaks at conv2's backward: the mask's plan is the lower one, and kept.
+  CHECK(relu_op(a).saves == ReluOp::Saves::mask);
   CHECK(relu_op(b).saves == ReluOp::Saves::mask);
+  const Layout l = memory_layout(tape, Mode::training, MemoryMode::planned, cpu_backend(),
+                                 {.keep = keep, .alignment = 64});
+  const int g = l.live.grad_buffer[static_cast<size_t>(a.id())];
+  REQUIRE(g >= 0);
+  CHECK(l.live.alias_root(g) ==
+        l.live.alias_root(l.live.value_buffer[static_cast<size_t>(a.id())]));
 }
 
 TEST_CASE("backward reading an undeclared input fails at once") {
