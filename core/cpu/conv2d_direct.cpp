@@ -3,9 +3,9 @@
 //
 // Forward, for one sample and a tile of output rows [p0, p1): the input rows the tile reads are
 // copied, zero-padded, into a buffer of (C, rows + R - 1, Wp) with Wp = W + 2 pad_w. An output
-// "vector" is 8 neighbouring outputs of one row (the last of a row may hold fewer), and output
-// (p, q) reads buffer row p - p0 + r at column q + s, so for every tap (c, r, s) a vector's
-// inputs are 8 neighbouring floats at a fixed offset from its own start. The register block
+// "vector" is 16 neighbouring outputs of one row with AVX-512, else 8 (the last of a row may hold
+// fewer), and output (p, q) reads buffer row p - p0 + r at column q + s, so for every tap
+// (c, r, s) a vector's inputs are neighbouring floats at a fixed offset from its own start. The register block
 // holds kBlockK output channels (8 with AVX-512's 32 registers, else 4) by 3 vectors (or 2,
 // where 3 would leave over 1/16 of the last block idle and 2 divides the vectors evenly): per
 // tap it loads the input vectors and broadcasts kBlockK weights, from filters packed as
@@ -79,37 +79,114 @@ void pack(const Conv& cv, int64_t i0, int64_t i1, const F& f, float* out) {
 
 #if defined(__AVX__) && defined(__FMA__)
 
-// The forward register block: sums (kBlockK, NV, 8) += w[c][i][k] * x_j[c * cstride + tap[i]]
+// The forward kernel's output vectors: 16 floats with AVX-512 (twice the work per load and
+// broadcast of the 8-wide form, in as many registers), else 8. Every lane is one output's own
+// chain of multiply-adds, so the width changes no bits.
+#if defined(__AVX512F__)
+using VReg = __m512;
+constexpr int64_t kW = 16;
+inline VReg vloadu(const float* p) {
+  return _mm512_loadu_ps(p);
+}
+inline void vstoreu(float* p, VReg v) {
+  _mm512_storeu_ps(p, v);
+}
+inline VReg vbroadcast(const float* p) {
+  return _mm512_set1_ps(*p);
+}
+inline VReg vfmadd(VReg a, VReg b, VReg c) {
+  return _mm512_fmadd_ps(a, b, c);
+}
+inline VReg vadd(VReg a, VReg b) {
+  return _mm512_add_ps(a, b);
+}
+inline VReg vset1(float v) {
+  return _mm512_set1_ps(v);
+}
+inline __mmask16 first_lanes(int64_t lanes) {
+  return static_cast<__mmask16>((1u << lanes) - 1);
+}
+inline VReg vload_n(const float* p, int64_t lanes) {
+  return lanes == kW ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(first_lanes(lanes), p);
+}
+inline void vstore_n(float* p, int64_t lanes, VReg v) {
+  if (lanes == kW)
+    _mm512_storeu_ps(p, v);
+  else
+    _mm512_mask_storeu_ps(p, first_lanes(lanes), v);
+}
+#define FRUGAL_IN_VREG(v) asm("" : "+v"(v))
+#else
+using VReg = __m256;
+constexpr int64_t kW = kLanes;
+inline VReg vloadu(const float* p) {
+  return _mm256_loadu_ps(p);
+}
+inline void vstoreu(float* p, VReg v) {
+  _mm256_storeu_ps(p, v);
+}
+inline VReg vbroadcast(const float* p) {
+  return _mm256_broadcast_ss(p);
+}
+inline VReg vfmadd(VReg a, VReg b, VReg c) {
+  return _mm256_fmadd_ps(a, b, c);
+}
+inline VReg vadd(VReg a, VReg b) {
+  return _mm256_add_ps(a, b);
+}
+inline VReg vset1(float v) {
+  return _mm256_set1_ps(v);
+}
+inline VReg vload_n(const float* p, int64_t lanes) {
+  return load(p, lanes);
+}
+inline void vstore_n(float* p, int64_t lanes, VReg v) {
+  store(p, lanes, v);
+}
+#define FRUGAL_IN_VREG(v) FRUGAL_IN_REGISTER(v)
+#endif
+// A tile's slack (kSlack floats) covers a kW-wide read from a row's last output.
+static_assert(kSlack >= kW - 1, "direct conv2d: the tile slack is shorter than a vector");
+
+// Output vectors of kW outputs of one row from column q on (the last of a row may hold fewer).
+std::vector<Vec> wide_vectors(int64_t p0, int64_t p1, int64_t Q) {
+  std::vector<Vec> v;
+  for (int64_t p = p0; p < p1; ++p)
+    for (int64_t q = 0; q < Q; q += kW) v.push_back({p, q, std::min(kW, Q - q)});
+  return v;
+}
+
+// The forward register block: sums (kBlockK, NV, kW) += w[c][i][k] * x_j[c * cstride + tap[i]]
 // over channels c in [0, nc) and taps i in [0, taps), with w packed as [c][i][kBlockK]. The
 // sums start from, and end in, `sums`, so the loop itself keeps them all in registers.
 template <int NV>
 void forward_sums(const float* const* x, int64_t nc, int64_t cstride, const int64_t* tap,
                   int64_t taps, const float* w, float* sums) {
-  __m256 acc[kBlockK][NV];
+  VReg acc[kBlockK][NV];
 #pragma GCC unroll 8
   for (int k = 0; k < kBlockK; ++k)
 #pragma GCC unroll 4
-    for (int j = 0; j < NV; ++j) acc[k][j] = _mm256_loadu_ps(sums + (k * NV + j) * kLanes);
+    for (int j = 0; j < NV; ++j) acc[k][j] = vloadu(sums + (k * NV + j) * kW);
   for (int64_t c = 0; c < nc; ++c)
     for (int64_t i = 0; i < taps; ++i, w += kBlockK) {
       const int64_t off = c * cstride + tap[i];
-      __m256 in[NV];
+      VReg in[NV];
 #pragma GCC unroll 4
       for (int j = 0; j < NV; ++j) {
-        in[j] = _mm256_loadu_ps(x[j] + off);
-        FRUGAL_IN_REGISTER(in[j]);
+        in[j] = vloadu(x[j] + off);
+        FRUGAL_IN_VREG(in[j]);
       }
 #pragma GCC unroll 8
       for (int k = 0; k < kBlockK; ++k) {
-        const __m256 wk = _mm256_broadcast_ss(w + k);
+        const VReg wk = vbroadcast(w + k);
 #pragma GCC unroll 4
-        for (int j = 0; j < NV; ++j) acc[k][j] = _mm256_fmadd_ps(wk, in[j], acc[k][j]);
+        for (int j = 0; j < NV; ++j) acc[k][j] = vfmadd(wk, in[j], acc[k][j]);
       }
     }
 #pragma GCC unroll 8
   for (int k = 0; k < kBlockK; ++k)
 #pragma GCC unroll 4
-    for (int j = 0; j < NV; ++j) _mm256_storeu_ps(sums + (k * NV + j) * kLanes, acc[k][j]);
+    for (int j = 0; j < NV; ++j) vstoreu(sums + (k * NV + j) * kW, acc[k][j]);
 }
 
 // The forward block: vectors v[0, nv) (nv <= NV) by the output channels of block kb, over
@@ -126,12 +203,11 @@ void block(const Conv& cv, const float* t, int64_t rows, const Vec* v, int64_t n
   auto out_at = [&](int64_t k, int64_t j) {
     return out + (kb * kBlockK + k) * PQ + v[j].p * cv.Q + v[j].q;
   };
-  alignas(32) float sums[kBlockK * NV * kLanes];
+  alignas(64) float sums[kBlockK * NV * kW];
   for (int64_t k = 0; k < kBlockK; ++k)
     for (int64_t j = 0; j < NV; ++j)
-      _mm256_store_ps(sums + (k * NV + j) * kLanes, first || k >= K || j >= nv
-                                                        ? _mm256_setzero_ps()
-                                                        : load(out_at(k, j), v[j].lanes));
+      vstoreu(sums + (k * NV + j) * kW,
+              first || k >= K || j >= nv ? vset1(0.0f) : vload_n(out_at(k, j), v[j].lanes));
   const float* x[NV];
   for (int64_t j = 0; j < NV; ++j) {
     const Vec& u = v[j < nv ? j : 0];
@@ -139,10 +215,10 @@ void block(const Conv& cv, const float* t, int64_t rows, const Vec* v, int64_t n
   }
   forward_sums<NV>(x, nc, rows * Wp, tap, RS, packed + kb * nc * RS * kBlockK, sums);
   for (int64_t k = 0; k < K; ++k) {
-    const __m256 bias = _mm256_set1_ps(last && b ? b[kb * kBlockK + k] : 0.0f);
+    const VReg bias = vset1(last && b ? b[kb * kBlockK + k] : 0.0f);
     for (int64_t j = 0; j < nv; ++j) {
-      const __m256 sum = _mm256_load_ps(sums + (k * NV + j) * kLanes);
-      store(out_at(k, j), v[j].lanes, last && b ? _mm256_add_ps(sum, bias) : sum);
+      const VReg sum = vloadu(sums + (k * NV + j) * kW);
+      vstore_n(out_at(k, j), v[j].lanes, last && b ? vadd(sum, bias) : sum);
     }
   }
 }
@@ -168,7 +244,7 @@ void run(const Conv& cv, int threads, const float* in, const F& weight, const fl
         const int64_t n = u / tl.tiles, p0 = u % tl.tiles * tl.rows;
         const int64_t p1 = std::min(cv.P, p0 + tl.rows), rows = p1 - p0 + cv.R - 1;
         pad_rows(cv, in + n * CHW, c0, c1, p0, rows, t);
-        const std::vector<Vec> vs = vectors(p0, p1, cv.Q);
+        const std::vector<Vec> vs = wide_vectors(p0, p1, cv.Q);
         const int64_t nv = static_cast<int64_t>(vs.size());
         // Columns of the block: 3, unless that leaves over 1/16 of the last block's columns
         // idle and 2 divides them evenly.
