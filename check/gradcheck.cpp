@@ -29,6 +29,12 @@ Tensor kink_free(Shape shape, uint64_t seed) {
   return t;
 }
 
+void randomize_param(Tape& tape, const std::string& name, uint64_t seed, double lo, double hi) {
+  Parameter* p = tape.params().find(name);
+  FRUGAL_CHECK(p != nullptr, "randomize_param: the tape has no parameter '", name, "'");
+  copy_bytes(random_tensor(p->value.shape(), seed, lo, hi, p->value.dtype()), p->value);
+}
+
 Tensor random_labels(int64_t n, int64_t classes, uint64_t seed) {
   Tensor t = Tensor::empty(Shape{n}, DType::i32);
   Rng rng(seed);

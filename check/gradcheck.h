@@ -28,6 +28,9 @@ Tensor random_tensor(Shape shape, uint64_t seed, double lo = -1.0, double hi = 1
                      DType dtype = DType::f64);
 // An i32 tensor of labels in [0, classes).
 Tensor random_labels(int64_t n, int64_t classes, uint64_t seed);
+// Gives the tape's parameter `name` values uniform in [lo, hi) from `seed` (a BatchNorm's
+// weight and bias away from their ones and zeros); throws frugal::Error if there is none.
+void randomize_param(Tape& tape, const std::string& name, uint64_t seed, double lo, double hi);
 // A copy of t with storage of its own (to keep a result past the executor's next step).
 Tensor clone(const Tensor& t);
 // An f64 tensor with |elements| uniform in [0.1, 1), every other one negative (element 0

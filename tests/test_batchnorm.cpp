@@ -17,13 +17,6 @@ using namespace frugal::testing;
 
 namespace {
 
-// Gives the parameter `name` the values uniform in [lo, hi).
-void randomize(Tape& tape, const std::string& name, uint64_t seed, double lo, double hi) {
-  Parameter* p = tape.params().find(name);
-  REQUIRE(p != nullptr);
-  copy_bytes(random_tensor(p->value.shape(), seed, lo, hi, p->value.dtype()), p->value);
-}
-
 Tensor from(Shape s, const std::vector<double>& v) {
   Tensor t = Tensor::empty(std::move(s), DType::f64);
   REQUIRE(static_cast<size_t>(t.numel()) == v.size());
@@ -54,8 +47,8 @@ TEST_CASE("gradcheck batch_norm") {
     check_gradients(
         [](std::span<const Value> x) {
           Value y = batch_norm(x[0], {.eps = 1e-3, .name = "bn"});
-          randomize(x[0].tape(), "bn.weight", 3, 0.5, 1.5);
-          randomize(x[0].tape(), "bn.bias", 4, -1, 1);
+          randomize_param(x[0].tape(), "bn.weight", 3, 0.5, 1.5);
+          randomize_param(x[0].tape(), "bn.bias", 4, -1, 1);
           return std::vector<Value>{y};
         },
         {random_tensor(shape, 7, -2, 2)});
@@ -182,8 +175,8 @@ TEST_CASE("batch_norm inference in place equals out of place bitwise") {
   Value x = tape.input("x", {2, 3, 4, 4}, DType::f32);
   Value h = relu(x);
   Value y = relu(batch_norm(h));
-  randomize(tape, "batch_norm0.running_mean", 5, -1, 1);
-  randomize(tape, "batch_norm0.running_var", 6, 0.5, 2);
+  randomize_param(tape, "batch_norm0.running_mean", 5, -1, 1);
+  randomize_param(tape, "batch_norm0.running_var", 6, 0.5, 2);
   auto run = [&](MemoryMode memory) {
     Executor ex(
         tape, cpu_backend(),

@@ -22,12 +22,6 @@ using namespace frugal::testing;
 
 namespace {
 
-void randomize(Tape& tape, const std::string& name, uint64_t seed, double lo, double hi) {
-  Parameter* p = tape.params().find(name);
-  REQUIRE(p != nullptr);
-  copy_bytes(random_tensor(p->value.shape(), seed, lo, hi, p->value.dtype()), p->value);
-}
-
 // batch_norm(concat(xs)) either as one op or as the two.
 Value joined_norm(bool fused, std::vector<Value> xs, const BatchNormOptions& o = {}) {
   return fused ? concat_batch_norm(std::move(xs), o) : batch_norm(concat(std::move(xs)), o);
@@ -90,8 +84,8 @@ TEST_CASE("concat_batch_norm: finite-difference gradients in f64") {
   check_gradients(
       [](std::span<const Value> x) {
         Value y = concat_batch_norm({x[0], x[1], x[0]}, {.eps = 1e-3, .name = "bn"});
-        randomize(x[0].tape(), "bn.weight", 3, 0.5, 1.5);
-        randomize(x[0].tape(), "bn.bias", 4, -1, 1);
+        randomize_param(x[0].tape(), "bn.weight", 3, 0.5, 1.5);
+        randomize_param(x[0].tape(), "bn.bias", 4, -1, 1);
         return std::vector<Value>{y};
       },
       {random_tensor({3, 2, 3, 2}, 7, -2, 2), random_tensor({3, 1, 3, 2}, 8, -2, 2)});

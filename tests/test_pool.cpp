@@ -454,18 +454,8 @@ TEST_CASE("max_pool2d: 4-bit indexes of odd-sized planes, each plane as if alone
 TEST_CASE("max_pool2d then relu gives the bits of relu then max_pool2d, forward and backward") {
   // 3x3 windows of stride 2 overlap, so some inputs are the argmax of two windows; the values
   // hold ties (positive and negative), both zeros, windows with no positive value and NaN.
-  const Pool2dGeometry g{.N = 2,
-                         .C = 3,
-                         .H = 7,
-                         .W = 7,
-                         .P = 4,
-                         .Q = 4,
-                         .kernel_h = 3,
-                         .kernel_w = 3,
-                         .stride_h = 2,
-                         .stride_w = 2,
-                         .pad_h = 1,
-                         .pad_w = 1};
+  Pool2dGeometry g = geometry(7, 7, 3, 3, 2, 2, 1, 1, false);
+  g.N = 2, g.C = 3;
   for (DType t : {DType::f32, DType::f64}) {
     CAPTURE(dtype_name(t));
     Tensor x = random_tensor({2, 3, 7, 7}, 31, -1, 1, t),
