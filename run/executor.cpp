@@ -1,4 +1,5 @@
 // Executor: memory binding (baseline or planned arena), forward, backward, fused optimizer.
+// (Just past 400 lines: binding, the contexts and the passes share the executor's state.)
 #include "run/executor.h"
 
 #include <algorithm>

@@ -1,6 +1,8 @@
 // MaxPool2d and AvgPool2d: output sizes against PyTorch's, hand-computed cases, gradient
 // checks (floor, ceil, padding, stride != kernel, non-square), the kernels against a naive
-// reference (non-square kernels too), roles, determinism and error messages.
+// reference (non-square kernels too), roles, determinism and error messages, and the CPU's
+// 4-bit indexes and pool-then-ReLU against ReLU-then-pool (one file per op's tests: past 400
+// lines).
 #include <doctest/doctest.h>
 
 #include <cmath>
