@@ -4,8 +4,10 @@
 // Forward, for one sample and a tile of output rows [p0, p1): the input rows the tile reads are
 // copied, zero-padded, into a buffer of (C, rows + R - 1, Wp) with Wp = W + 2 pad_w. An output
 // "vector" is 16 neighbouring outputs of one row with AVX-512, else 8 (the last of a row may hold
-// fewer), and output (p, q) reads buffer row p - p0 + r at column q + s, so for every tap
-// (c, r, s) a vector's inputs are neighbouring floats at a fixed offset from its own start. The register block
+// fewer; rows shorter than a vector are covered by vectors over the rows laid out Wp apart,
+// lanes past Q idle), and output (p, q) reads buffer row p - p0 + r at column q + s, so for
+// every tap (c, r, s) a vector's inputs are neighbouring floats at a fixed offset from its own
+// start. The register block
 // holds kBlockK output channels (8 with AVX-512's 32 registers, else 4) by 3 vectors (or 2,
 // where 3 would leave over 1/16 of the last block idle and 2 divides the vectors evenly): per
 // tap it loads the input vectors and broadcasts kBlockK weights, from filters packed as
@@ -148,11 +150,34 @@ inline void vstore_n(float* p, int64_t lanes, VReg v) {
 // A tile's slack (kSlack floats) covers a kW-wide read from a row's last output.
 static_assert(kSlack >= kW - 1, "direct conv2d: the tile slack is shorter than a vector");
 
-// Output vectors of kW outputs of one row from column q on (the last of a row may hold fewer).
-std::vector<Vec> wide_vectors(int64_t p0, int64_t p1, int64_t Q) {
-  std::vector<Vec> v;
+// An output vector: kW lanes over the tile's output rows laid out Wp apart, from flat position
+// f (row p0 + f / Wp, column f % Wp); a lane whose column is Q or more is no output. `row`: its
+// `lanes` outputs lie in one row, loaded and stored as one vector; otherwise the vector spans
+// rows (short rows: ResNet's 7x7 layers fill 14 of 16 lanes this way instead of 7).
+struct OutVec {
+  int64_t f, lanes;
+  bool row;
+  int64_t at[kW];  // each lane's output in an output plane (p * Q + q), or -1
+};
+std::vector<OutVec> wide_vectors(int64_t p0, int64_t p1, int64_t Q, int64_t Wp) {
+  std::vector<OutVec> v;
+  auto add = [&](int64_t f, int64_t lanes, bool row) {
+    OutVec u{f, lanes, row, {}};
+    for (int64_t l = 0; l < kW; ++l) {
+      const int64_t pos = f + l, c = pos % Wp;
+      u.at[l] = l < lanes && c < Q ? (p0 + pos / Wp) * Q + c : -1;
+    }
+    v.push_back(u);
+  };
   for (int64_t p = p0; p < p1; ++p)
-    for (int64_t q = 0; q < Q; q += kW) v.push_back({p, q, std::min(kW, Q - q)});
+    for (int64_t q = 0; q < Q; q += kW) add((p - p0) * Wp + q, std::min(kW, Q - q), true);
+  const int64_t end = (p1 - p0 - 1) * Wp + Q;  // past the last output
+  if ((end + kW - 1) / kW >= static_cast<int64_t>(v.size())) return v;
+  v.clear();
+  for (int64_t f = 0; f < end; f += kW) {
+    const int64_t lanes = std::min(kW, end - f);
+    add(f, lanes, f % Wp + lanes <= Q);
+  }
   return v;
 }
 
@@ -193,32 +218,44 @@ void forward_sums(const float* const* x, int64_t nc, int64_t cstride, const int6
 // the nc input channels of the tile t (nc, rows, Wp), whose filters `packed` holds. first: the sums
 // start at 0, else at the partial sums in out; last: the bias (if any) is added before the store. A
 // block of fewer than NV vectors repeats its first vector in the missing columns and does not store
-// them.
+// them. A vector that spans rows moves its outputs lane by lane (once a block, beside the
+// block's nc * R * S multiply-adds per lane).
 template <int NV>
-void block(const Conv& cv, const float* t, int64_t rows, const Vec* v, int64_t nv, int64_t p0,
-           int64_t kb, int64_t nc, const float* packed, const int64_t* tap, const float* b,
-           bool first, bool last, float* out) {
+void block(const Conv& cv, const float* t, int64_t rows, const OutVec* v, int64_t nv, int64_t kb,
+           int64_t nc, const float* packed, const int64_t* tap, const float* b, bool first,
+           bool last, float* out) {
   const int64_t Wp = cv.Wp(), RS = cv.R * cv.S, PQ = cv.P * cv.Q;
   const int64_t K = std::min(kBlockK, cv.K - kb * kBlockK);
-  auto out_at = [&](int64_t k, int64_t j) {
-    return out + (kb * kBlockK + k) * PQ + v[j].p * cv.Q + v[j].q;
-  };
+  auto plane = [&](int64_t k) { return out + (kb * kBlockK + k) * PQ; };
+  // Where lane l of vector j writes in an output plane, or -1 (past Q, or past the vector).
+  auto at = [&](int64_t j, int64_t l) { return v[j].at[l]; };
   alignas(64) float sums[kBlockK * NV * kW];
   for (int64_t k = 0; k < kBlockK; ++k)
-    for (int64_t j = 0; j < NV; ++j)
-      vstoreu(sums + (k * NV + j) * kW,
-              first || k >= K || j >= nv ? vset1(0.0f) : vload_n(out_at(k, j), v[j].lanes));
+    for (int64_t j = 0; j < NV; ++j) {
+      float* s = sums + (k * NV + j) * kW;
+      if (first || k >= K || j >= nv) {
+        vstoreu(s, vset1(0.0f));
+      } else if (v[j].row) {
+        vstoreu(s, vload_n(plane(k) + at(j, 0), v[j].lanes));
+      } else {
+        for (int64_t l = 0; l < kW; ++l) s[l] = at(j, l) >= 0 ? plane(k)[at(j, l)] : 0.0f;
+      }
+    }
   const float* x[NV];
-  for (int64_t j = 0; j < NV; ++j) {
-    const Vec& u = v[j < nv ? j : 0];
-    x[j] = t + (u.p - p0) * Wp + u.q;
-  }
+  for (int64_t j = 0; j < NV; ++j) x[j] = t + v[j < nv ? j : 0].f;
   forward_sums<NV>(x, nc, rows * Wp, tap, RS, packed + kb * nc * RS * kBlockK, sums);
   for (int64_t k = 0; k < K; ++k) {
-    const VReg bias = vset1(last && b ? b[kb * kBlockK + k] : 0.0f);
+    const float bk = last && b ? b[kb * kBlockK + k] : 0.0f;
+    const VReg bias = vset1(bk);
     for (int64_t j = 0; j < nv; ++j) {
-      const VReg sum = vloadu(sums + (k * NV + j) * kW);
-      vstore_n(out_at(k, j), v[j].lanes, last && b ? vadd(sum, bias) : sum);
+      const float* s = sums + (k * NV + j) * kW;
+      if (v[j].row) {
+        const VReg sum = vloadu(s);
+        vstore_n(plane(k) + at(j, 0), v[j].lanes, last && b ? vadd(sum, bias) : sum);
+      } else {
+        for (int64_t l = 0; l < kW; ++l)
+          if (at(j, l) >= 0) plane(k)[at(j, l)] = last && b ? s[l] + bk : s[l];
+      }
     }
   }
 }
@@ -244,7 +281,7 @@ void run(const Conv& cv, int threads, const float* in, const F& weight, const fl
         const int64_t n = u / tl.tiles, p0 = u % tl.tiles * tl.rows;
         const int64_t p1 = std::min(cv.P, p0 + tl.rows), rows = p1 - p0 + cv.R - 1;
         pad_rows(cv, in + n * CHW, c0, c1, p0, rows, t);
-        const std::vector<Vec> vs = wide_vectors(p0, p1, cv.Q);
+        const std::vector<OutVec> vs = wide_vectors(p0, p1, cv.Q, cv.Wp());
         const int64_t nv = static_cast<int64_t>(vs.size());
         // Columns of the block: 3, unless that leaves over 1/16 of the last block's columns
         // idle and 2 divides them evenly.
@@ -255,11 +292,11 @@ void run(const Conv& cv, int threads, const float* in, const F& weight, const fl
           for (int64_t j = 0; j < nv; j += NV) {
             const int64_t n_j = std::min(NV, nv - j);
             if (NV == 2)
-              block<2>(cv, t, rows, vs.data() + j, n_j, p0, kb, c1 - c0, packed, tap.data(), b,
-                       first, last, o);
+              block<2>(cv, t, rows, vs.data() + j, n_j, kb, c1 - c0, packed, tap.data(), b, first,
+                       last, o);
             else
-              block<3>(cv, t, rows, vs.data() + j, n_j, p0, kb, c1 - c0, packed, tap.data(), b,
-                       first, last, o);
+              block<3>(cv, t, rows, vs.data() + j, n_j, kb, c1 - c0, packed, tap.data(), b, first,
+                       last, o);
           }
       }
     }
