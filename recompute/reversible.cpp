@@ -7,19 +7,20 @@
 
 namespace frugal {
 
-// Scratch layout in bytes: [F or G arena][T1][T2] in forward, plus [B][DF] in backward (B: one
-// sample's half, through which dy's halves are rearranged in place; DF: F's upstream gradient
-// where it is not dy1' itself). F and G never run at once, so they take turns in one arena of
+// Scratch layout in bytes: [F or G arena][T1][T2] in forward, plus [B][DF][D1 D2] in backward
+// (B: one sample's half, through which dx's halves are rearranged in place; DF: F's upstream
+// gradient where it is not dy1' itself; D1 D2: dy's halves where x takes no gradient, else they
+// are worked on in dx's memory). F and G never run at once, so they take turns in one arena of
 // max(f, g) bytes: what one leaves for later (x2, y1, G's parameter gradients) is moved out to
 // T1, T2 or the op's gradients first, and each run starts from an input bound where the op
 // keeps it (T1 or T2: Executor::bind_input, no copy and no arena bytes), never from what the
 // arena held before.
 struct CouplingOp::Layout {
-  size_t f = 0, g = 0, half = 0, block = 0, df = 0;
-  size_t offset(int slot) const {  // slot 0: F and G, 1..4: T1, T2, B, DF
+  size_t f = 0, g = 0, half = 0, block = 0, df = 0, d = 0;
+  size_t offset(int slot) const {  // slot 0: F and G, 1..5: T1, T2, B, DF, D1 D2
     auto round = [](size_t b) { return (b + 255) / 256 * 256; };
     size_t at = 0;
-    const size_t sizes[5] = {std::max(f, g), half, half, block, df};
+    const size_t sizes[6] = {std::max(f, g), half, half, block, df, d};
     for (int i = 0; i < slot; ++i) at += round(sizes[i]);
     return at;
   }
@@ -104,6 +105,7 @@ CouplingOp::Layout CouplingOp::layout(Mode mode, const Backend& backend, bool fo
   l.half = half_.bytes();
   l.block = half_.bytes() / static_cast<size_t>(half_.shape[0]);
   l.df = f_factor_ == 1 ? 0 : f_out_.bytes();
+  l.d = x_grad_ ? 0 : 2 * half_.bytes();
   return l;
 }
 
@@ -114,11 +116,11 @@ Roles CouplingOp::roles(Mode mode, const Backend& backend) const {
   if (mode == Mode::training) {
     r.backward_reads_outputs = {0};
     r.rebuilds_inputs = {0};
-    // y is copied into halves before x is written, so x may take y's bytes; dy's halves are
-    // arranged in place (dy dies at this backward) and put back as dx, so dx may take dy's.
+    // y is copied into halves before x is written, so x may take y's bytes; dy is read into
+    // dx's halves (in place where dx takes dy's bytes) before dx is written.
     r.rebuild_aliases = {{.output = 0, .input = 0}};
     r.grad_aliases = {{.output = 0, .input = 0}};
-    r.backward_scratch = layout(mode, backend).offset(5);
+    r.backward_scratch = layout(mode, backend).offset(6);
   }
   return r;
 }
@@ -167,12 +169,21 @@ void CouplingOp::backward(const OpContext& ctx) {
   }
   Tensor ys[2] = {T1, T2};
   be.concat_backward(ctx.output(0), ys);  // y1, y2
-  // dy dies here (this op produced y): its halves are arranged in place into dy1 then dy2, D1
-  // and D2, instead of being copied out.
-  const Tensor dy = ctx.grad_output(0);
-  arrange_halves(be, dy, N, block, true, B);
-  Tensor D1 = dy.elements(0, count).reshape(half_.shape);
-  Tensor D2 = dy.elements(count, count).reshape(half_.shape);
+  // dy1 and dy2, D1 and D2, become dx1 and dx2 where dx will be: in dx's memory, laid out
+  // [every dx1 | every dx2] until the end, or in scratch where x takes no gradient. Where dx
+  // takes dy's bytes (dy dies here), dy's halves are rearranged there in place.
+  const Tensor& dy = ctx.grad_output(0);
+  const bool dx = ctx.needs_grad_input(0);
+  FRUGAL_CHECK(dx || l.d > 0, who(), ": x takes a gradient it was recorded without");
+  const Tensor work = dx ? ctx.grad_input(0) : scratch_region(s, l.offset(5), l.d);
+  Tensor D1 = Tensor(work.storage(), work.offset(), half_.shape, half_.dtype);
+  Tensor D2 = Tensor(work.storage(), work.offset() + half_.bytes(), half_.shape, half_.dtype);
+  if (dx && work.storage() == dy.storage() && work.offset() == dy.offset()) {
+    arrange_halves(be, work, N, block, true, B);
+  } else {
+    Tensor dys[2] = {D1, D2};
+    be.concat_backward(dy, dys);
+  }
 
   G.bind_input(G_->input(), T1);  // y1, kept there until G's backward is done
   G.forward();
@@ -194,15 +205,7 @@ void CouplingOp::backward(const OpContext& ctx) {
   F.backward(std::span<const std::pair<Value, Tensor>>(&seed_f, 1));
   be.accumulate(F.grad(F_->input()), D2);  // dx2
 
-  if (ctx.needs_grad_input(0)) {
-    Tensor& dx = ctx.grad_input(0);
-    if (dx.storage() == dy.storage() && dx.offset() == dy.offset()) {
-      arrange_halves(be, dx, N, block, false, B);  // dx takes dy's bytes: back in place
-    } else {
-      const Tensor d[2] = {D1, D2};
-      be.concat_forward(d, dx);
-    }
-  }
+  if (dx) arrange_halves(be, work, N, block, false, B);  // [dx1 | dx2] back to dx's layout
   if (!ctx.rebuilt.empty() && ctx.rebuilt[0] != nullptr) {
     const Tensor x[2] = {T1, T2};
     be.concat_forward(x, ctx.rebuilt_input(0));
@@ -259,6 +262,7 @@ Value record_coupling(Value x, std::unique_ptr<CouplingOp> op, std::source_locat
   } catch (const Error& e) {
     throw error_at(where, e);
   }
+  op->set_input_grad(tape.value(x.id()).requires_grad);
   std::vector<Value> inputs{x};
   for (Parameter* p : op->parameters()) inputs.push_back(tape.param(*p));
   return tape.record(std::move(op), std::move(inputs), where)[0];

@@ -41,6 +41,9 @@ class CouplingOp : public Op {
   // Op outputs F's and G's backward plans rebuild (SubGraph::set_recompute); set before the
   // op is recorded.
   void set_rebuilds(Recompute r) { rebuilds_ = r; }
+  // Whether x takes a gradient (record_coupling sets it): dy's halves are then worked on in
+  // dx's memory, else in scratch of their own.
+  void set_input_grad(bool grad) { x_grad_ = grad; }
 
  protected:
   // y1 = couple(x1, f) with f = F(x2), in place: x1y1 holds x1 and receives y1.
@@ -62,6 +65,7 @@ class CouplingOp : public Op {
 
   ParamStore& store_;
   Recompute rebuilds_ = Recompute::none;
+  bool x_grad_ = true;
   DType dtype_;
   std::string scope_;
   HalfNet f_, g_;

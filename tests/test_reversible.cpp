@@ -142,3 +142,24 @@ TEST_CASE("gradcheck channel_slice") {
       [](std::span<const Value> in) { return std::vector<Value>{channel_slice(in[0], 2, 5)}; },
       {random_tensor({3, 5}, 2)});
 }
+
+TEST_CASE("a reversible block leaves a kept output's gradient as backward was seeded") {
+  // The block rearranges dy's halves in place only where dx takes dy's bytes (dy dies there);
+  // a kept output's gradient, and an input that needs no gradient, leave dy as it was.
+  for (bool x_grad : {true, false})
+    for (MemoryMode memory : {MemoryMode::baseline, MemoryMode::planned}) {
+      CAPTURE(x_grad);
+      CAPTURE(memory_mode_name(memory));
+      ParamStore store(3);
+      Tape tape(store, DType::f64);
+      Value x = tape.input("x", {3, 4, 3, 3}, DType::f64, x_grad);
+      Value y = chain(x, 1, true, false);
+      Executor ex(tape, cpu_backend(), {.mode = Mode::training, .memory = memory, .keep = {y}});
+      ex.set_input(x, random_tensor({3, 4, 3, 3}, 1));
+      ex.forward();
+      const Tensor dy = random_tensor({3, 4, 3, 3}, 2);
+      const std::pair<Value, Tensor> seed{y, dy};
+      ex.backward(std::span<const std::pair<Value, Tensor>>(&seed, 1));
+      CHECK(bitwise_equal(ex.grad(y), dy));
+    }
+}
