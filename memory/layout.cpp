@@ -154,35 +154,32 @@ size_t arena_bytes(const Step& step, const LivenessOptions& lo, size_t alignment
 Layout plan_layout(Step& step, MemoryMode memory, const LayoutOptions& options) {
   FRUGAL_CHECK(options.alignment > 0, "memory layout: alignment must be positive");
   LivenessOptions lo = liveness_options(memory, options);
-  if (!options.encodings_as_recorded) {
-    if (memory == MemoryMode::planned) {
-      const int masks = choose_encodings(step, lo.keep);
-      // Input gradients over inputs (Roles::grad_takes_input) change what the planner packs,
-      // and with them a ReLU read by a convolution may keep a mask instead (so that the
-      // convolution's input gradient can take its output's bytes): fewer bytes where backward
-      // peaks, a mask more until forward ends. Three candidates, each placed by the real
-      // planner over the whole training step (a forward-only plan decides as its training
-      // twin does: one tape, one encoding per op): neither, the aliases, the aliases with those
-      // masks; the smallest arena wins, the earlier on a tie.
-      if (step.mode == Mode::training) {
-        LivenessOptions whole = lo;
-        whole.forward_only = false;
-        whole.grads_take_inputs = false;
-        size_t best = arena_bytes(step, whole, options.alignment);
-        int choice = 0;
-        whole.grads_take_inputs = true;
-        if (const size_t a = arena_bytes(step, whole, options.alignment); a < best)
-          best = a, choice = 1;
-        Step freed = step;
-        if (choose_encodings(freed, lo.keep, true) != masks &&
-            arena_bytes(freed, whole, options.alignment) < best)
-          choice = 2;
-        if (choice == 2) choose_encodings(step, lo.keep, true);
-        lo.grads_take_inputs = choice != 0;
-      }
-    } else {
-      use_full_encodings(step);
-    }
+  const bool choose = !options.encodings_as_recorded;
+  int masks = 0;
+  if (choose && memory == MemoryMode::planned) masks = choose_encodings(step, lo.keep);
+  if (choose && memory != MemoryMode::planned) use_full_encodings(step);
+  // Input gradients over inputs (Roles::grad_takes_input) change what the planner packs, and
+  // with them a ReLU read by a convolution may keep a mask instead (so that the convolution's
+  // input gradient can take its output's bytes): fewer bytes where backward peaks, a mask more
+  // until forward ends. Three candidates, each placed by the real planner over the whole
+  // training step (a forward-only plan decides as its training twin does: one tape, one
+  // encoding per op): neither, the aliases, the aliases with those masks (where the encodings
+  // are chosen here); the smallest arena wins, the earlier on a tie.
+  if (memory == MemoryMode::planned && step.mode == Mode::training) {
+    LivenessOptions whole = lo;
+    whole.forward_only = false;
+    whole.grads_take_inputs = false;
+    size_t best = arena_bytes(step, whole, options.alignment);
+    int choice = 0;
+    whole.grads_take_inputs = true;
+    if (const size_t a = arena_bytes(step, whole, options.alignment); a < best)
+      best = a, choice = 1;
+    Step freed = step;
+    if (choose && choose_encodings(freed, lo.keep, true) != masks &&
+        arena_bytes(freed, whole, options.alignment) < best)
+      choice = 2;
+    if (choice == 2) choose_encodings(step, lo.keep, true);
+    lo.grads_take_inputs = choice != 0;
   }
   if (memory == MemoryMode::planned && step.mode == Mode::training && !options.forward_only &&
       options.recompute != Recompute::none) {

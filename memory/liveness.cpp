@@ -460,10 +460,7 @@ class Analysis {
       const int root = L_.alias_root(xi);
       bool dead = true;  // no buffer of x's bytes outlives this step
       for (size_t b = 0; b < L_.buffers.size() && dead; ++b)
-        if (static_cast<int>(b) != gi && L_.buffers[b].last > step &&
-            (static_cast<int>(b) == root || L_.buffers[b].alias_of >= 0) &&
-            L_.alias_root(static_cast<int>(b)) == root)
-          dead = false;
+        if (L_.buffers[b].last > step && L_.alias_root(static_cast<int>(b)) == root) dead = false;
       if (!dead) continue;
       bg.alias_of = root;
       taken[xi] = true;

@@ -45,7 +45,10 @@ void fuse_onnx_graph(OnnxGraph& g) {
     return t != g.initializers.end() && p != g.params.end() && !p->second &&
            t->second.numel() == 1 && std::abs(element_as_double(t->second, 0) - value) <= 1e-6;
   };
-  auto made_by = [&](const std::string& name, OnnxKind kind, BinaryKind b) -> const OnnxNode* {
+  // The node that made `name`, where one node alone reads `name` and the maker is of `kind`
+  // (and, for a binary node, of `b`).
+  auto made_by = [&](const std::string& name, OnnxKind kind,
+                     BinaryKind b = BinaryKind::add) -> const OnnxNode* {
     auto p = producer.find(name);
     if (p == producer.end() || p->second->kind != kind || uses[name] != 1) return nullptr;
     if (kind == OnnxKind::binary && p->second->binary != b) return nullptr;
@@ -66,7 +69,7 @@ void fuse_onnx_graph(OnnxGraph& g) {
       const std::string& x = m->inputs[static_cast<size_t>(side)];
       const OnnxNode* a =
           made_by(m->inputs[static_cast<size_t>(1 - side)], OnnxKind::binary, BinaryKind::add);
-      const OnnxNode* e = a ? made_by(other(*a, 1.0), OnnxKind::erf, BinaryKind::add) : nullptr;
+      const OnnxNode* e = a ? made_by(other(*a, 1.0), OnnxKind::erf) : nullptr;
       const OnnxNode* d = e ? made_by(e->inputs[0], OnnxKind::binary, BinaryKind::div) : nullptr;
       if (d == nullptr || d->inputs.size() != 2 || d->inputs[0] != x ||
           !constant(d->inputs[1], std::sqrt(2.0)))
@@ -82,7 +85,7 @@ void fuse_onnx_graph(OnnxGraph& g) {
   // backward reads the pieces instead of a kept concatenation (layers/concat_batch_norm.h).
   for (OnnxNode& n : g.nodes) {
     if (n.kind != OnnxKind::batch_norm || n.concat_pieces > 0) continue;
-    const OnnxNode* c = made_by(n.inputs[0], OnnxKind::concat, BinaryKind::add);
+    const OnnxNode* c = made_by(n.inputs[0], OnnxKind::concat);
     if (c == nullptr || c->axis != 1 || c->inputs.size() < 2) continue;
     dead.insert(c->output);
     std::vector<std::string> in = c->inputs;
