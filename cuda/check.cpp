@@ -1,6 +1,8 @@
 // Error reporting for the CUDA, cuBLAS and cuDNN checks of cuda/check.h.
 #include "cuda/check.h"
 
+#include <limits>
+
 #include "core/error.h"
 
 namespace frugal {
@@ -17,6 +19,12 @@ void cublas_check(cublasStatus_t status, const char* call, const char* file, int
   throw Error(detail::concat(file, ":", line, ": ", call,
                              " failed: ", cublasGetStatusString(status), " (",
                              cublasGetStatusName(status), ")"));
+}
+
+int cublas_int(int64_t v, const char* op) {
+  FRUGAL_CHECK(v <= std::numeric_limits<int>::max(), op, ": extent ", v,
+               " exceeds cuBLAS's int range");
+  return static_cast<int>(v);
 }
 
 void cudnn_check(cudnnStatus_t status, const char* call, const char* file, int line) {

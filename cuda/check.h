@@ -7,12 +7,16 @@
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
+#include <cstdint>
+
 namespace frugal {
 
 // Throw frugal::Error("<file>:<line>: <call> failed: <message>") when status is not success.
 void cuda_check(cudaError_t status, const char* call, const char* file, int line);
 void cublas_check(cublasStatus_t status, const char* call, const char* file, int line);
 void cudnn_check(cudnnStatus_t status, const char* call, const char* file, int line);
+// An extent as cuBLAS's int; throws "<op>: extent <v> exceeds cuBLAS's int range" beyond it.
+int cublas_int(int64_t v, const char* op);
 
 }  // namespace frugal
 

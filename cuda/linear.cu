@@ -1,7 +1,6 @@
 // Linear (fully connected) kernels of the CUDA backend: cuBLAS GEMMs (full f32/f64 math, no
 // atomics) on row-major tensors, read by cuBLAS as their column-major transposes; the bias and
 // its gradient are the per-channel kernels of cuda/channel.cu.
-#include <limits>
 #include <type_traits>
 
 #include "core/kernel_checks.h"
@@ -12,9 +11,7 @@ namespace frugal {
 
 namespace {
 int to_int(int64_t v) {
-  FRUGAL_CHECK(v <= std::numeric_limits<int>::max(), "linear: extent ", v,
-               " exceeds cuBLAS's int range");
-  return static_cast<int>(v);
+  return cublas_int(v, "linear");
 }
 
 // Column-major C (m,n) = op(A) op(B) with op(A) (m,k), op(B) (k,n); T is float or double.

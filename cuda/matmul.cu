@@ -1,7 +1,6 @@
 // The CUDA backend's batched matrix products: one strided-batched cuBLAS GEMM (full f32/f64
 // math) on row-major matrices, read by cuBLAS as their column-major transposes: C = op(A) op(B)
 // row-major is C^T = op(B)^T op(A)^T column-major.
-#include <limits>
 #include <type_traits>
 
 #include "core/kernel_checks.h"
@@ -12,9 +11,7 @@ namespace frugal {
 namespace {
 
 int to_int(int64_t v) {
-  FRUGAL_CHECK(v <= std::numeric_limits<int>::max(), "batched_matmul: extent ", v,
-               " exceeds cuBLAS's int range");
-  return static_cast<int>(v);
+  return cublas_int(v, "batched_matmul");
 }
 
 template <typename T>
