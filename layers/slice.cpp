@@ -35,7 +35,6 @@ CopyBox SliceOp::box(bool forward) const {
   // y's j is x's begin + j * step along the axis: x's stride there times the step.
   const auto a = static_cast<size_t>(axis_);
   (forward ? b.x_stride : b.y_stride)[a] *= step_;
-  if (!forward) b.size[a] = y_.shape[static_cast<int>(axis_)];
   return b;
 }
 
