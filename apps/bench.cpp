@@ -135,6 +135,7 @@ BenchResult run_bench(const BenchOptions& o, Communicator* comm) {
                .keep = {out},
                .optimizer = optimizer,
                .workspace_limit = o.workspace_limit,
+               .workspace_growth = o.workspace_growth,
                .recompute = o.recompute,
                .rebuild_budget = o.rebuild_budget,
                .comm = comm,

@@ -92,6 +92,7 @@ Action add_graph_command(CLI::App& app) {
         memory_layout(tape, o->mode, memory, backend_named(o->device),
                       report_layout_options(o->mode, {.keep = {step.out().id()},
                                                       .workspace_limit = o->workspace_limit,
+                                                      .workspace_growth = o->workspace_growth,
                                                       .recompute = o->recompute}));
     const GraphOptions go{.all_buffers = *all,
                           .title = o->model + ", batch " + std::to_string(o->batch) + ", " +

@@ -40,6 +40,7 @@ Layout recorded_layout(RecordedModel& r, const MemoryOptions& o, MemoryMode m) {
   const ReportOptions ro{.optimizer_kind = o.optimizer,
                          .keep = {r.out.id()},
                          .workspace_limit = o.workspace_limit,
+                         .workspace_growth = o.workspace_growth,
                          .recompute = o.recompute,
                          .rebuild_budget = o.rebuild_budget};
   return memory_layout(*r.tape, o.mode, m, backend_named(o.device),
@@ -174,6 +175,7 @@ StepRun run_step(const MemoryOptions& o, const ModelConfig& config, MemoryMode m
                .keep = {rec.out},
                .optimizer = optimizer,
                .workspace_limit = o.workspace_limit,
+               .workspace_growth = o.workspace_growth,
                .recompute = rebuild,
                .rebuild_budget = rebuild_budget});
   run.held = alloc.current_bytes() - before;
@@ -251,7 +253,9 @@ MemoryReport memory_report_for(const MemoryOptions& o, RecomputeSummary* summary
   record_model(rec, o, stored_config(o));
   Backend& be = backend_named(o.device);
   MemoryReport r = memory_report(*rec.tape, o.mode, be,
-                                 {.keep = {rec.out.id()}, .workspace_limit = o.workspace_limit});
+                                 {.keep = {rec.out.id()},
+                                  .workspace_limit = o.workspace_limit,
+                                  .workspace_growth = o.workspace_growth});
   const std::optional<ModelConfig> config = recompute_config(o);
   const bool rebuilds =
       o.mode == Mode::training && (o.recompute != Recompute::none || o.rebuild_budget > 0);
@@ -260,6 +264,7 @@ MemoryReport memory_report_for(const MemoryOptions& o, RecomputeSummary* summary
     record_model(again, o, config ? *config : stored_config(o));
     const ReportOptions ro{.keep = {again.out.id()},
                            .workspace_limit = o.workspace_limit,
+                           .workspace_growth = o.workspace_growth,
                            .recompute = rebuilds ? o.recompute : Recompute::none,
                            .rebuild_budget = o.rebuild_budget};
     Layout layout;
@@ -306,6 +311,10 @@ void write_pictures(const MemoryOptions& o) {
 
 void run_memory(const MemoryOptions& options) {
   MemoryOptions o = options;
+  FRUGAL_CHECK(!o.sim_choices || o.device == "sim",
+               "memory --sim-scratch-choices: made-up choices of the simulated device; add "
+               "--device sim");
+  set_sim_scratch_choices(o.sim_choices);
   FRUGAL_CHECK(o.recompute == Recompute::none || o.mode == Mode::training, "memory --recompute ",
                recompute_name(o.recompute),
                ": rebuilds activations for backward; use --mode training");
@@ -359,6 +368,10 @@ Action add_memory_command(CLI::App& app) {
   c->add_flag("--workspaces", o->workspaces,
               "List each convolution pass's algorithm and workspace where the device has a "
               "choice (CUDA: cuDNN's), beside the fastest within the limit");
+  c->add_flag("--sim-scratch-choices", o->sim_choices,
+              "With --device sim: each convolution pass offers three made-up scratch choices as "
+              "cuDNN's algorithms do, to try the workspace choice (--workspaces, "
+              "--workspace-growth) without a GPU");
   c->add_option("--timeline", o->timeline,
                 "Write live bytes over the step (planned layout) as an SVG to this file");
   c->add_option(

@@ -29,6 +29,7 @@ struct MemoryOptions : ModelChoice {
   bool json = false;
   bool run = false;           // also execute one real step and compare measured with planned bytes
   bool workspaces = false;    // list each convolution pass's algorithm and workspace
+  bool sim_choices = false;   // --device sim: cuDNN-like scratch choices (set_sim_scratch_choices)
   bool ops = false;           // list what the planned step keeps, encodes or rebuilds per op
   std::string timeline = {};  // write the planned layout's live bytes over the step here (SVG)
   std::string trace = {};     // write the planned layout as Chrome trace events here (JSON)

@@ -72,16 +72,18 @@ void print_workspaces(const MemoryOptions& o) {
   }
   size_t at_fastest = 0;
   for (const ScratchPick& p : w.picks) at_fastest += p.chosen.seconds == p.fastest.seconds;
-  std::fprintf(out,
-               "workspaces: %zu convolution passes, %zu at their fastest algorithm; measured time "
-               "%.2f ms chosen, %.2f ms fastest (%.0f%% of its speed), %.2f ms with the least "
-               "workspace; planned arena %.2f MiB (%.2f MiB with the least)%s\n",
-               w.picks.size(), at_fastest, w.seconds_chosen * 1e3, w.seconds_fastest * 1e3,
-               w.seconds_chosen > 0 ? 100.0 * w.seconds_fastest / w.seconds_chosen : 100.0,
-               w.seconds_least * 1e3, to_mib(w.arena), to_mib(w.arena_least),
-               o.workspace_limit == std::numeric_limits<size_t>::max()
-                   ? ""
-                   : (", limit " + bytes_text(o.workspace_limit)).c_str());
+  std::fprintf(
+      out,
+      "workspaces: %zu convolution passes, %zu at their fastest algorithm; measured time "
+      "%.2f ms chosen, %.2f ms fastest (%.0f%% of its speed), %.2f ms with the least "
+      "workspace; planned arena %.2f MiB (%.2f MiB with the least)%s%s\n",
+      w.picks.size(), at_fastest, w.seconds_chosen * 1e3, w.seconds_fastest * 1e3,
+      w.seconds_chosen > 0 ? 100.0 * w.seconds_fastest / w.seconds_chosen : 100.0,
+      w.seconds_least * 1e3, to_mib(w.arena), to_mib(w.arena_least),
+      o.workspace_limit == std::numeric_limits<size_t>::max()
+          ? ""
+          : (", limit " + bytes_text(o.workspace_limit)).c_str(),
+      o.workspace_growth == 0 ? "" : (", growth " + bytes_text(o.workspace_growth)).c_str());
 }
 
 }  // namespace frugal

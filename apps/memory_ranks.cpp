@@ -34,6 +34,7 @@ RankMemory rank_memory(const MemoryOptions& options, int ranks, int zero) {
   const ReportOptions ro{.optimizer_kind = o.optimizer,
                          .keep = {r.out.id()},
                          .workspace_limit = o.workspace_limit,
+                         .workspace_growth = o.workspace_growth,
                          .recompute = o.recompute,
                          .rebuild_budget = o.rebuild_budget};
   LayoutOptions lo = report_layout_options(Mode::training, ro);

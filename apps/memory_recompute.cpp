@@ -72,6 +72,7 @@ void apply_memory_budget(MemoryOptions& o, RecomputeSummary& s) {
                           .config = config,
                           .backend = &backend_named(o.device),
                           .workspace_limit = o.workspace_limit,
+                          .workspace_growth = o.workspace_growth,
                           .recompute = o.recompute};
   s.budget_bytes = o.memory_budget;
   s.budget = fit_step_budget(step, o.memory_budget);

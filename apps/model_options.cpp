@@ -71,6 +71,11 @@ void add_model_options(CLI::App* c, const std::shared_ptr<ModelChoice>& o,
       "The most scratch one convolution pass may take for a faster algorithm (cuDNN's "
       "workspace; K, M, G: powers of 1024). Within it the plan gives each pass the fastest "
       "algorithm its arena has room for (default: no limit)");
+  add_bytes_option(c, "--workspace-growth", &o->workspace_growth,
+                   "How many bytes the planned arena may grow so that convolutions get faster "
+                   "algorithms (cuDNN's workspaces; K, M, G: powers of 1024). Default 0: only the "
+                   "room the plan leaves free at each step",
+                   /*zero_allowed=*/true);
   if (which.recompute) {
     c->add_option("--segments", o->segments, which.segments_help)
         ->check(whole_number(0, std::numeric_limits<int>::max()))

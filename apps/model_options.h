@@ -28,6 +28,7 @@ struct ModelChoice {
   std::string device = "cpu";  // the backend whose kernels (their scratch) the step is planned for
   // The most scratch one convolution pass may take for a faster algorithm (cuDNN's workspace).
   size_t workspace_limit = std::numeric_limits<size_t>::max();
+  size_t workspace_growth = 0;  // bytes the arena may grow for faster scratch
   // Training: the optimizer fused into backward (its state: SGD's momentum, AdamW's moments).
   OptimizerKind optimizer = OptimizerKind::sgd;
   // Planned training: op outputs dropped after forward and rebuilt in backward.

@@ -74,12 +74,12 @@ int capped_threads(int threads) {
 }
 
 CLI::Option* add_bytes_option(CLI::App* app, const std::string& name, size_t* target,
-                              const std::string& help) {
+                              const std::string& help, bool zero_allowed) {
   return app->add_option_function<std::string>(
       name,
-      [name, target](const std::string& text) {
+      [name, target, zero_allowed](const std::string& text) {
         try {
-          *target = parse_bytes(text);
+          *target = parse_bytes(text, zero_allowed);
         } catch (const Error& e) {
           throw CLI::ValidationError(name, e.what());
         }

@@ -18,7 +18,7 @@ CLI::Validator whole_number(int64_t min, int64_t max = std::numeric_limits<int64
 // An option taking a byte size (parse_bytes: 1073741824, 200M, 1.5G, 64KiB) into *target; a bad
 // size is an error naming the option.
 CLI::Option* add_bytes_option(CLI::App* app, const std::string& name, size_t* target,
-                              const std::string& help);
+                              const std::string& help, bool zero_allowed = false);
 
 // `threads`, or the machine's core count with a warning on stderr when `threads` is more
 // (more threads than cores only slows a step and grows its scratch). 0 stays 0: all cores.

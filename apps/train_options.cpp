@@ -99,6 +99,11 @@ Action add_train_command(CLI::App& app) {
       train, "--workspace-limit", &c->train.workspace_limit,
       "The most scratch one convolution pass may take for a faster algorithm (cuDNN's "
       "workspace; K, M, G: powers of 1024); default: what the planned arena has room for");
+  add_bytes_option(train, "--workspace-growth", &c->train.workspace_growth,
+                   "How many bytes the planned arena may grow so that convolutions get faster "
+                   "algorithms (cuDNN's workspaces; K, M, G: powers of 1024). Default 0: only the "
+                   "room the plan leaves free at each step",
+                   /*zero_allowed=*/true);
   add_recompute_option(train, &t.recompute);
   train
       ->add_option("--image-size", t.image_size,

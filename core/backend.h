@@ -328,6 +328,12 @@ Tensor clone_to_host(Backend& be, const Tensor& t);
 Backend& cpu_backend();
 // The simulated device (core/sim/): the CPU's kernels over memory host code cannot touch.
 Backend& sim_backend();
+// Whether the simulated device offers each convolution pass three scratch choices as cuDNN's
+// algorithms do (its least, one input more, and an FFT-sized one, each faster by a factor the
+// geometry fixes), so that the workspace choice (memory/workspace.h) runs at a network's scale
+// without a GPU. Off by default; the kernels, the CPU's, ignore the extra scratch, so results
+// keep their bits. Set it before planning.
+void set_sim_scratch_choices(bool enabled);
 // The backend of a device named "cpu", "sim" or "cuda" (CUDA where built and present: an error
 // otherwise, never a quiet CPU run). Throws naming the valid names for anything else.
 Backend& backend_named(const std::string& device);

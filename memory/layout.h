@@ -38,6 +38,7 @@ struct LayoutOptions {
   // The most scratch any one op pass may be given where it has a choice (cuDNN's workspace);
   // run/plan.h's memory_layout chooses within it (memory/workspace.h).
   size_t workspace_limit = std::numeric_limits<size_t>::max();
+  size_t workspace_growth = 0;  // bytes the arena may grow for faster scratch
   Recompute recompute = Recompute::none;
   std::vector<int> rebuild = {};  // ops to rebuild besides those `recompute` chooses
   bool forward_only = false;      // training forward without backward (LivenessOptions)

@@ -278,7 +278,10 @@ class Analysis {
         b.label = name + " saved" + std::to_string(s);
         L_.saved_buffers[k].push_back(add(std::move(b)));
       }
-      if (r.forward_scratch > 0) {
+      // A pass that offers scratch choices gets its buffer even at 0 bytes: the workspace
+      // choice (memory/workspace.h) may give it a faster algorithm's scratch in the plan.
+      const bool forward_scratch = r.forward_scratch > 0 || !r.forward_choices.empty();
+      if (forward_scratch) {
         Buffer b = make(BufferKind::fwd_scratch, Role::scratch, {});
         b.meta = {Shape{static_cast<int64_t>(r.forward_scratch)}, DType::u8};
         b.op = ki;
@@ -286,7 +289,7 @@ class Analysis {
         b.label = name + " scratch";
         L_.fwd_scratch[k] = add(std::move(b));
       }
-      if (L_.op_rebuild_step[k] >= 0 && r.forward_scratch > 0) {
+      if (L_.op_rebuild_step[k] >= 0 && forward_scratch) {
         Buffer b = make(BufferKind::fwd_scratch, Role::scratch, {});
         b.meta = {Shape{static_cast<int64_t>(r.forward_scratch)}, DType::u8};
         b.op = ki;
@@ -294,7 +297,7 @@ class Analysis {
         b.label = name + " rebuild scratch";
         L_.rebuild_scratch[k] = add(std::move(b));
       }
-      if (backward && r.backward_scratch > 0) {
+      if (backward && (r.backward_scratch > 0 || !r.backward_choices.empty())) {
         Buffer b = make(BufferKind::bwd_scratch, Role::scratch, {});
         b.meta = {Shape{static_cast<int64_t>(r.backward_scratch)}, DType::u8};
         b.op = ki;

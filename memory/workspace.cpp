@@ -1,10 +1,14 @@
-// The workspace choice: upgrades in order of time saved, each taken where the live bytes at its
-// step stay under the arena of the least-scratch plan, then checked with the real planner; if
-// the arena grew, the longest prefix of upgrades that keeps it is found by bisection.
+// The workspace choice: the step is planned with every pass at its least scratch; then, in
+// order of time saved, each pass's scratch buffers move to the lowest free range of the arena at
+// their step that holds the fastest choice that fits (first fit over the buffers live then).
+// Nothing else moves, so the plan stays valid and its arena grows only into the room allowed,
+// with no second planning (which, the planner being a heuristic, could pack the larger
+// buffers worse and grow the arena; each trial also cost a whole planning).
 #include "memory/workspace.h"
 
 #include <algorithm>
 #include <numeric>
+#include <utility>
 
 #include "core/allocator.h"
 #include "core/error.h"
@@ -22,38 +26,7 @@ struct Pass {
   size_t chosen = 0;                   // index into choices
 };
 
-size_t& scratch_of(Step& step, const Pass& p) {
-  Roles& r = step.ops[static_cast<size_t>(p.op)].roles;
-  return p.backward ? r.backward_scratch : r.forward_scratch;
-}
-
-void set_scratch(Step& step, const std::vector<Pass>& passes) {
-  for (const Pass& p : passes) scratch_of(step, p) = p.choices[p.chosen].bytes;
-}
-
-Layout plan_copy(const Step& step, const LayoutOptions& options) {
-  Step copy = step;
-  return plan_layout(copy, MemoryMode::planned, options);
-}
-
-// The timeline step at which a pass's scratch lives (docs/ARCHITECTURE.md, "Liveness"): op k's
-// forward at k, its backward at 2n - 1 - k.
-int scratch_step(const Layout& l, const Pass& p) {
-  return p.backward ? 2 * l.live.ops - 1 - p.op : p.op;
-}
-
-double total_seconds(const std::vector<Pass>& passes, int which) {  // 0 least, 1 fastest, 2 chosen
-  double s = 0;
-  for (const Pass& p : passes)
-    s += which == 0   ? p.choices.front().seconds
-         : which == 1 ? p.choices.back().seconds
-                      : p.choices[p.chosen].seconds;
-  return s;
-}
-
-}  // namespace
-
-WorkspacePlan choose_workspaces(Step& step, const LayoutOptions& options, size_t limit) {
+std::vector<Pass> passes_of(const Step& step, size_t limit) {
   std::vector<Pass> passes;
   for (size_t k = 0; k < step.ops.size(); ++k) {
     const StepOp& op = step.ops[k];
@@ -73,15 +46,84 @@ WorkspacePlan choose_workspaces(Step& step, const LayoutOptions& options, size_t
       passes.push_back(std::move(p));
     }
   }
+  return passes;
+}
+
+size_t& scratch_of(Step& step, const Pass& p) {
+  Roles& r = step.ops[static_cast<size_t>(p.op)].roles;
+  return p.backward ? r.backward_scratch : r.forward_scratch;
+}
+
+// The requests holding a pass's scratch: the backward's, or the forward's and its rebuild's.
+std::vector<int> requests_of(const Layout& l, const Pass& p) {
+  const size_t k = static_cast<size_t>(p.op);
+  std::vector<int> buffers;
+  if (p.backward) {
+    buffers.push_back(l.live.bwd_scratch[k]);
+  } else {
+    buffers.push_back(l.live.fwd_scratch[k]);
+    buffers.push_back(l.live.rebuild_scratch[k]);
+  }
+  std::vector<int> out;
+  for (int b : buffers)
+    if (b >= 0 && l.request[static_cast<size_t>(b)] >= 0)
+      out.push_back(l.request[static_cast<size_t>(b)]);
+  return out;
+}
+
+// The lowest offset at which `bytes` fit beside every other request live during request r's
+// lifetime, ending at or below `cap`; SIZE_MAX if none.
+size_t first_fit(const Layout& l, int r, size_t bytes, size_t cap) {
+  const PlanBuffer& me = l.requests[static_cast<size_t>(r)];
+  std::vector<std::pair<size_t, size_t>> taken;  // [begin, end) of the others, live with r
+  for (size_t i = 0; i < l.requests.size(); ++i) {
+    const PlanBuffer& b = l.requests[i];
+    if (static_cast<int>(i) == r || b.bytes == 0 || b.last < me.first || b.first > me.last)
+      continue;
+    const size_t at = l.plan.offsets[i];
+    taken.emplace_back(at, at + round_up(b.bytes, l.plan.alignment));
+  }
+  std::sort(taken.begin(), taken.end());
+  size_t at = 0;
+  for (const auto& [begin, end] : taken) {
+    if (begin >= at + bytes) break;
+    at = std::max(at, end);
+  }
+  return at + bytes <= cap ? at : SIZE_MAX;
+}
+
+double total_seconds(const std::vector<Pass>& passes, int which) {  // 0 least, 1 fastest, 2 chosen
+  double s = 0;
+  for (const Pass& p : passes)
+    s += which == 0   ? p.choices.front().seconds
+         : which == 1 ? p.choices.back().seconds
+                      : p.choices[p.chosen].seconds;
+  return s;
+}
+
+}  // namespace
+
+void least_workspaces(Step& step, size_t limit) {
+  for (const Pass& p : passes_of(step, limit)) scratch_of(step, p) = p.choices.front().bytes;
+}
+
+WorkspacePlan choose_workspaces(Step& step, Layout& planned, size_t limit, size_t growth) {
+  FRUGAL_CHECK(planned.memory == MemoryMode::planned,
+               "choose_workspaces: the choice is made on the planned layout");
+  std::vector<Pass> passes = passes_of(step, limit);
   WorkspacePlan out;
   if (passes.empty()) return out;
-  set_scratch(step, passes);
-  const Layout least = plan_copy(step, options);
-  out.arena_least = least.plan.arena_bytes;
-  std::vector<size_t> live = live_curve(least.requests, least.live.steps, least.plan.alignment);
+  const size_t align = planned.plan.alignment;
+  out.arena_least = planned.plan.arena_bytes;
+  const size_t cap = growth > SIZE_MAX - out.arena_least ? SIZE_MAX : out.arena_least + growth;
+  for (const Pass& p : passes)
+    for (int r : requests_of(planned, p))
+      FRUGAL_CHECK(planned.requests[static_cast<size_t>(r)].bytes == p.choices.front().bytes,
+                   "choose_workspaces: ", step.ops[static_cast<size_t>(p.op)].name, " (op ", p.op,
+                   ") was not planned at its least scratch (least_workspaces first)");
 
-  // Upgrades, the most time saved first; each takes the fastest choice whose extra bytes fit
-  // under the least plan's arena at its step.
+  // Upgrades, the most time saved first; each pass takes the fastest choice for which every
+  // one of its scratch buffers finds a free range (the others stay where they are).
   std::vector<size_t> order(passes.size());
   std::iota(order.begin(), order.end(), size_t{0});
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
@@ -90,42 +132,43 @@ WorkspacePlan choose_workspaces(Step& step, const LayoutOptions& options, size_t
     };
     return gain(a) > gain(b);
   });
-  std::vector<size_t> taken;  // passes upgraded, in order
   for (size_t i : order) {
     Pass& p = passes[i];
-    const int t = scratch_step(least, p);
-    const size_t base = round_up(p.choices.front().bytes, least.plan.alignment);
-    size_t& at = live[static_cast<size_t>(t)];
+    const std::vector<int> reqs = requests_of(planned, p);
     for (size_t c = p.choices.size(); c-- > 1;) {
-      const size_t bytes = round_up(p.choices[c].bytes, least.plan.alignment);
-      if (at - base + bytes <= out.arena_least) {
-        at = at - base + bytes;
-        p.chosen = c;
-        taken.push_back(i);
-        break;
+      const size_t bytes = round_up(p.choices[c].bytes, align);
+      std::vector<size_t> at;
+      for (int r : reqs) {
+        const size_t where = first_fit(planned, r, bytes, cap);
+        if (where == SIZE_MAX) break;
+        at.push_back(where);
       }
+      if (at.size() != reqs.size()) continue;
+      // Each buffer lives in steps of its own (a pass and its rebuild never share one), so the
+      // ranges found one by one hold together.
+      for (size_t j = 0; j < reqs.size(); ++j) {
+        const size_t r = static_cast<size_t>(reqs[j]);
+        planned.requests[r].bytes = p.choices[c].bytes;
+        planned.plan.offsets[r] = at[j];
+        planned.plan.arena_bytes = std::max(planned.plan.arena_bytes, at[j] + bytes);
+      }
+      p.chosen = c;
+      break;
     }
   }
-
-  // The real planner decides: keep the longest prefix of the upgrades whose arena is no larger.
-  auto arena_with = [&](size_t prefix) {
-    std::vector<Pass> trial = passes;
-    for (size_t j = prefix; j < taken.size(); ++j) trial[taken[j]].chosen = 0;
-    set_scratch(step, trial);
-    return plan_copy(step, options).plan.arena_bytes;
-  };
-  size_t keep = taken.size();
-  if (!taken.empty() && arena_with(keep) > out.arena_least) {
-    size_t lo = 0, hi = keep;  // arena_with(lo) fits; arena_with(hi) does not
-    while (hi - lo > 1) {
-      const size_t mid = lo + (hi - lo) / 2;
-      (arena_with(mid) <= out.arena_least ? lo : hi) = mid;
-    }
-    keep = lo;
+  for (const Pass& p : passes) scratch_of(step, p) = p.choices[p.chosen].bytes;
+  // The layout's buffers say the same bytes as their requests.
+  for (size_t b = 0; b < planned.live.buffers.size(); ++b) {
+    Buffer& buf = planned.live.buffers[b];
+    const int r = planned.request[b];
+    if (r < 0 || (buf.kind != BufferKind::fwd_scratch && buf.kind != BufferKind::bwd_scratch))
+      continue;
+    buf.bytes = planned.requests[static_cast<size_t>(r)].bytes;
+    buf.meta = {Shape{static_cast<int64_t>(buf.bytes)}, DType::u8};
   }
-  for (size_t j = keep; j < taken.size(); ++j) passes[taken[j]].chosen = 0;
-  set_scratch(step, passes);
-  out.arena = plan_copy(step, options).plan.arena_bytes;
+  const std::vector<size_t> live = live_curve(planned.requests, planned.live.steps, align);
+  planned.plan.lower_bound = *std::max_element(live.begin(), live.end());
+  out.arena = planned.plan.arena_bytes;
   for (const Pass& p : passes)
     out.picks.push_back({.op = p.op,
                          .op_name = step.ops[static_cast<size_t>(p.op)].name,

@@ -1,10 +1,11 @@
 // Scratch that buys speed (cuDNN's convolution workspaces): for each op pass that offers
 // choices (Roles::forward_choices / backward_choices), the fastest whose scratch fits the room
-// the planned arena leaves at that pass's step, so that the arena is no larger than with every
-// pass at its least scratch. Frameworks cap the workspace by hand (Caffe 8 MiB a layer, MXNet
-// 1 GiB) or not at all; here the plan decides, and the choice is the same in every memory mode
-// (it is made on the planned layout of the step, whatever mode then runs), so planned and
-// baseline steps run the same algorithms and give the same bits.
+// the planned arena leaves free at that pass's step, so that the arena is no larger than with
+// every pass at its least scratch (or, where asked, at most `growth` bytes larger). Frameworks
+// cap the workspace by hand (Caffe 8 MiB a layer, MXNet 1 GiB) or not at all; here the plan
+// decides, and the choice is the same in every memory mode (it is made on the planned layout
+// of the step, whatever mode then runs), so planned and baseline steps run the same algorithms
+// and give the same bits.
 #pragma once
 
 #include <cstddef>
@@ -16,7 +17,7 @@
 namespace frugal {
 
 struct Step;
-struct LayoutOptions;
+struct Layout;
 
 // The scratch one op pass was given, among its choices.
 struct ScratchPick {
@@ -35,10 +36,17 @@ struct WorkspacePlan {
   double seconds_least = 0, seconds_fastest = 0, seconds_chosen = 0;  // summed over picks
 };
 
-// Chooses every pass's scratch into step's roles (forward_scratch / backward_scratch) and says
-// what it chose. No pass gets a choice above `limit` bytes; one whose least scratch is above
-// it is an error naming the op and both sizes. Passes with no choices keep their scratch;
-// with none at all in the step, nothing is planned. Deterministic for the same step.
-WorkspacePlan choose_workspaces(Step& step, const LayoutOptions& options, size_t limit);
+// Gives every pass that offers choices its least scratch (its first choice) in step's roles.
+// No pass may need more than `limit` bytes: one whose least scratch is above it is an error
+// naming the op and both sizes. Plan the step after this, then choose_workspaces.
+void least_workspaces(Step& step, size_t limit);
+
+// Upgrades the passes of `planned` (plan_layout's planned layout of `step` after
+// least_workspaces) in order of time saved: each takes the fastest choice within `limit` whose
+// scratch fits a free range of the arena at its step (every buffer live then keeps its place),
+// the arena allowed to grow by at most `growth` bytes. The new sizes go into step's roles and
+// the layout (its buffers, requests, offsets, arena and lower bound); nothing else moves, so
+// the arena grows only into `growth`. Deterministic for the same step and layout.
+WorkspacePlan choose_workspaces(Step& step, Layout& planned, size_t limit, size_t growth = 0);
 
 }  // namespace frugal

@@ -280,7 +280,7 @@ BudgetSchedule fit_memory_budget(std::span<const ChainBlock> blocks, size_t budg
   return least;
 }
 
-size_t parse_bytes(const std::string& text) {
+size_t parse_bytes(const std::string& text, bool zero_allowed) {
   const auto fail = [&text] {
     return Error("'" + text + "' is not a size in bytes (e.g. 1073741824, 200M, 1.5G, 64KiB)");
   };
@@ -304,7 +304,8 @@ size_t parse_bytes(const std::string& text) {
   }
   if (scale == 0 || !std::isfinite(v) || (scale == 1 && v != std::floor(v))) throw fail();
   const double bytes = std::floor(v * scale);
-  FRUGAL_CHECK(bytes >= 1 && bytes < 1e19, "'", text, "' must be at least one byte and below 2^63");
+  FRUGAL_CHECK((zero_allowed || bytes >= 1) && bytes < 1e19, "'", text, "' must be ",
+               zero_allowed ? "" : "at least one byte and ", "below 2^63");
   return static_cast<size_t>(bytes);
 }
 

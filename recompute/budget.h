@@ -85,8 +85,8 @@ BudgetSchedule fit_memory_budget(std::span<const ChainBlock> blocks, size_t budg
 BudgetSchedule minimum_memory(std::span<const ChainBlock> blocks, const PlannedPeak& planned_peak);
 
 // "123456", "200M", "1.5G", "64KiB", "2GB": bytes, with K, M, G, T as powers of 1024.
-// Throws frugal::Error on anything else, or on zero.
-size_t parse_bytes(const std::string& text);
+// Throws frugal::Error on anything else, or on zero unless `zero_allowed`.
+size_t parse_bytes(const std::string& text, bool zero_allowed = false);
 // "[0, 3) [5, 9)", or "none".
 std::string runs_text(std::span<const BlockRun> runs);
 // runs_text for up to 6 runs, else "31 runs over 52 of the 54 blocks"; "every block" when

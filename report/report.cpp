@@ -117,6 +117,7 @@ LayoutOptions report_layout_options(Mode mode, const ReportOptions& options) {
           .keep = options.keep,
           .alignment = options.alignment,
           .workspace_limit = options.workspace_limit,
+          .workspace_growth = options.workspace_growth,
           .recompute = options.recompute,
           .rebuild_budget = options.rebuild_budget};
 }

@@ -50,8 +50,9 @@ struct ReportOptions {
   size_t alignment = 0;        // 0: the backend's allocator's (64 bytes on the CPU, 256 on CUDA)
   std::vector<int> keep = {};  // value ids read after the step (the loss), as the executor's
   size_t workspace_limit = std::numeric_limits<size_t>::max();  // as ExecutorOptions
-  Recompute recompute = Recompute::none;                        // as ExecutorOptions
-  size_t rebuild_budget = 0;                                    // as ExecutorOptions
+  size_t workspace_growth = 0;            // bytes the arena may grow for faster scratch
+  Recompute recompute = Recompute::none;  // as ExecutorOptions
+  size_t rebuild_budget = 0;              // as ExecutorOptions
 };
 
 // The layout options memory_report plans with: an optimizer step in training, the kept values

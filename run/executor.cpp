@@ -22,6 +22,7 @@ LayoutOptions layout_options(const ExecutorOptions& o, size_t alignment, bool in
   l.encodings_as_recorded = o.encodings_as_recorded;
   l.inputs_in_arena = inputs_in_arena;
   l.workspace_limit = o.workspace_limit;
+  l.workspace_growth = o.workspace_growth;
   l.recompute = o.recompute;
   l.forward_only = o.forward_only;
   l.rebuild_budget = o.rebuild_budget;
@@ -94,6 +95,8 @@ void Executor::bind() {
     if (b.view_of >= 0) continue;                                     // bound below, into its owner
     if (opt_.borrow_inputs && b.kind == BufferKind::input) continue;  // bind_input
     if (!planned || layout_.request[i] < 0) {
+      // A pass offering scratch choices has a buffer even at 0 bytes; it needs no storage.
+      if (b.bytes == 0 && b.role == Role::scratch) continue;
       auto s = std::make_shared<Storage>(alloc_, b.bytes, b.role);
       held_bytes_ += b.bytes;
       buffers_[i] = Tensor(s, 0, b.meta.shape, b.meta.dtype);

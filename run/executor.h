@@ -46,6 +46,7 @@ struct ExecutorOptions {
   // The most scratch one op pass may take where more buys speed (cuDNN's workspace): within it,
   // each pass gets the fastest choice the planned arena has room for (memory/workspace.h).
   size_t workspace_limit = std::numeric_limits<size_t>::max();
+  size_t workspace_growth = 0;  // bytes the arena may grow for faster scratch
   // Planned training: which ops' outputs die after forward and are rebuilt in backward
   // (memory/layout.h's Recompute), with results bitwise equal to not rebuilding them.
   Recompute recompute = Recompute::none;

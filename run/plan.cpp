@@ -1,6 +1,8 @@
 // Lowering a tape into a step description, and the planning pipeline over it.
 #include "run/plan.h"
 
+#include <algorithm>
+
 namespace frugal {
 
 Step lower_step(Tape& tape, Mode mode, const Backend& backend) {
@@ -51,9 +53,17 @@ Layout memory_layout(Tape& tape, Mode mode, MemoryMode memory, const Backend& ba
   Step step = lower_step(tape, mode, backend);
   LayoutOptions o = options;
   if (o.alignment == 0) o.alignment = backend.allocator().alignment();
-  // Chosen on the planned layout whatever `memory` is, so every mode runs the same kernels.
-  WorkspacePlan workspace = choose_workspaces(step, o, o.workspace_limit);
-  Layout layout = plan_layout(step, memory, o);
+  // Scratch is chosen on the planned layout whatever `memory` is, so every mode runs the same
+  // kernels.
+  least_workspaces(step, o.workspace_limit);
+  Layout layout = plan_layout(step, MemoryMode::planned, o);
+  // A memory budget holds with the growth too.
+  size_t growth = o.workspace_growth;
+  if (o.rebuild_budget > 0)
+    growth =
+        std::min(growth, o.rebuild_budget - std::min(o.rebuild_budget, layout.plan.arena_bytes));
+  WorkspacePlan workspace = choose_workspaces(step, layout, o.workspace_limit, growth);
+  if (memory != MemoryMode::planned) layout = plan_layout(step, memory, o);
   layout.workspace = std::move(workspace);
   apply_encodings(tape, step);
   return layout;

@@ -35,7 +35,8 @@ Session::Bound& Session::bind(std::span<const TensorMeta> inputs) {
                                                  .seed = options_.seed,
                                                  .keep = {b.out},
                                                  .optimizer = options_.optimizer,
-                                                 .workspace_limit = options_.workspace_limit});
+                                                 .workspace_limit = options_.workspace_limit,
+                                                 .workspace_growth = options_.workspace_growth});
   return cache_.emplace(key, std::move(b)).first->second;
 }
 

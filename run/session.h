@@ -23,6 +23,7 @@ struct SessionOptions {
   uint64_t seed = 0;
   std::optional<OptimizerConfig> optimizer = std::nullopt;      // training: applied in every step
   size_t workspace_limit = std::numeric_limits<size_t>::max();  // as ExecutorOptions
+  size_t workspace_growth = 0;  // bytes the arena may grow for faster scratch
 };
 
 class Session {

@@ -185,6 +185,69 @@ TEST_CASE("sim device: ResNet-20 with every rebuildable op rebuilt equals the CP
                OptimizerKind::sgd, Recompute::all));
 }
 
+TEST_CASE("sim device: with cuDNN-like scratch choices, the picks fit the arena and bits hold") {
+  struct Choices {  // on for this test only
+    Choices() { set_sim_scratch_choices(true); }
+    ~Choices() { set_sim_scratch_choices(false); }
+  } on;
+  struct Case {
+    const char* model;
+    Shape shape;
+  };
+  for (const Case& c : {Case{"resnet20", {4, 3, 32, 32}}, Case{"googlenet", {2, 3, 224, 224}}}) {
+    CAPTURE(std::string(c.model));
+    const int64_t classes = find_model(c.model).classes;
+    // The kernels are the CPU's: any scratch they are given leaves their bits.
+    const std::vector<Tensor> cpu =
+        train_on(cpu_backend(), bundled(c.model), c.shape, classes, MemoryMode::baseline, 2);
+    for (MemoryMode memory : {MemoryMode::baseline, MemoryMode::planned}) {
+      CAPTURE(memory_mode_name(memory));
+      check_all_bitwise(cpu,
+                        train_on(sim_backend(), bundled(c.model), c.shape, classes, memory, 2));
+    }
+    // Every convolution pass has its choices; the picks stay in the arena planned at the least
+    // scratch, which stays a valid plan; some passes get more than their least.
+    ParamStore store(3, sim_backend());
+    Tape tape(store, DType::f32);
+    Value x = tape.input("images", c.shape, DType::f32, true);
+    Value labels = tape.input("labels", {c.shape[0]}, DType::i32);
+    Value loss = model_loss(find_model(c.model), bundled(c.model)(x), labels);
+    Executor ex(tape, sim_backend(),
+                {.memory = MemoryMode::planned,
+                 .keep = {loss},
+                 .optimizer = OptimizerConfig{.lr = 0.1, .momentum = 0.9}});
+    const Layout& l = ex.layout();
+    const WorkspacePlan& w = l.workspace;
+    REQUIRE(!w.picks.empty());
+    CHECK(w.arena == w.arena_least);
+    CHECK(ex.arena_bytes() == w.arena);
+    std::string why;
+    CHECK_MESSAGE(plan_is_valid(l.requests, l.plan, &why), why);
+    size_t upgraded = 0;
+    for (const ScratchPick& p : w.picks) upgraded += p.chosen.bytes > p.least.bytes;
+    CHECK(upgraded > 0);
+    CHECK(w.seconds_chosen < w.seconds_least);
+    MESSAGE(std::string(c.model), ": ", upgraded, " of ", w.picks.size(),
+            " passes above their least scratch");
+    // With room to grow, the arena grows by at most that much, and without bound every pass
+    // runs its fastest choice.
+    for (size_t growth : {size_t{1} << 20, SIZE_MAX}) {
+      CAPTURE(growth);
+      Executor grown(tape, sim_backend(),
+                     {.memory = MemoryMode::planned,
+                      .keep = {loss},
+                      .optimizer = OptimizerConfig{.lr = 0.1, .momentum = 0.9},
+                      .workspace_growth = growth});
+      const WorkspacePlan& g = grown.layout().workspace;
+      CHECK(g.arena_least == w.arena_least);
+      CHECK(g.arena - g.arena_least <= growth);
+      CHECK(g.seconds_chosen <= w.seconds_chosen);
+      CHECK_MESSAGE(plan_is_valid(grown.layout().requests, grown.layout().plan, &why), why);
+      if (growth == SIZE_MAX) CHECK(g.seconds_chosen == g.seconds_fastest);
+    }
+  }
+}
+
 TEST_CASE(
     "sim device: leaky_relu, affine coupling and fixed-point reversible blocks equal the CPU's") {
   const Shape shape{2, 4, 6, 6};

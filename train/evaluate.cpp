@@ -34,14 +34,18 @@ ModelConfig with_classes(ModelConfig c, int64_t classes) {
 }  // namespace
 
 Evaluator::Evaluator(ParamStore& params, const ModelSpec& model, const Dataset& data, int64_t batch,
-                     MemoryMode memory, const ModelConfig& config, size_t workspace_limit)
+                     MemoryMode memory, const ModelConfig& config, size_t workspace_limit,
+                     size_t workspace_growth)
     : data_(data),
       model_(model),
       batch_(std::min(batch, data.size())),
       session_(params, params.backend(), {"images"},
                [build = model.build, c = with_classes(config, data.classes)](
                    Tape&, std::span<const Value> in) { return build(in[0], c); },
-               {.mode = Mode::inference, .memory = memory, .workspace_limit = workspace_limit}) {
+               {.mode = Mode::inference,
+                .memory = memory,
+                .workspace_limit = workspace_limit,
+                .workspace_growth = workspace_growth}) {
   FRUGAL_CHECK(model.label_shape.rank() == 0, model.name,
                " is a segmentation model; its accuracy is measured by `frugal segment`");
   FRUGAL_CHECK(batch >= 1 && data.size() >= 1, "evaluate: batch ", batch, " over ", data.size(),

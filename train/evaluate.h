@@ -22,7 +22,8 @@ class Evaluator {
   // the store lacks. `data` must outlive the evaluator.
   Evaluator(ParamStore& params, const ModelSpec& model, const Dataset& data, int64_t batch,
             MemoryMode memory, const ModelConfig& config = {},
-            size_t workspace_limit = std::numeric_limits<size_t>::max());
+            size_t workspace_limit = std::numeric_limits<size_t>::max(),
+            size_t workspace_growth = 0);
   // Fraction of the data set's samples classified correctly, in [0, 1].
   double accuracy();
   // Bytes the inference executors hold (excluding parameters).

@@ -98,6 +98,7 @@ size_t planned_step_peak(const TrainingStep& step) {
                         .keep = r.keep,
                         .alignment = be.allocator().alignment(),
                         .workspace_limit = step.workspace_limit,
+                        .workspace_growth = step.workspace_growth,
                         .recompute = step.recompute})
       .plan.arena_bytes;
 }

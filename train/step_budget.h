@@ -27,6 +27,7 @@ struct TrainingStep {
   const Backend* backend = nullptr;
   // The most scratch one convolution pass may take (ExecutorOptions::workspace_limit).
   size_t workspace_limit = std::numeric_limits<size_t>::max();
+  size_t workspace_growth = 0;  // bytes the arena may grow for faster scratch
   // Op outputs rebuilt in backward around the checkpoint runs (ExecutorOptions::recompute):
   // the step is planned with them; the blocks' memory model stays without them and the fit's
   // correction against the real plan closes the gap.

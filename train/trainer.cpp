@@ -142,6 +142,7 @@ Trainer::Trainer(const TrainOptions& o, const Dataset& train, const Dataset& tes
                                                    .optimizer = optimizer_config(o, o.lr, 1),
                                                    .check_finite = o.check_finite,
                                                    .workspace_limit = o.workspace_limit,
+                                                   .workspace_growth = o.workspace_growth,
                                                    .recompute = o.recompute,
                                                    .rebuild_budget = o.rebuild_budget,
                                                    .comm = o.comm,
@@ -219,9 +220,10 @@ StepResult Trainer::step() {
 
 double Trainer::evaluate() {
   if (!eval_)
-    eval_ = std::make_unique<Evaluator>(
-        params_, model_, test_, options_.eval_batch, options_.memory,
-        ModelConfig{.fixed_point_range = options_.fixed_point_range}, options_.workspace_limit);
+    eval_ =
+        std::make_unique<Evaluator>(params_, model_, test_, options_.eval_batch, options_.memory,
+                                    ModelConfig{.fixed_point_range = options_.fixed_point_range},
+                                    options_.workspace_limit, options_.workspace_growth);
   return eval_->accuracy();
 }
 

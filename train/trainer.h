@@ -55,6 +55,7 @@ struct TrainOptions {
   // The most scratch one convolution pass may take for a faster algorithm (cuDNN's workspace;
   // ExecutorOptions::workspace_limit).
   size_t workspace_limit = std::numeric_limits<size_t>::max();
+  size_t workspace_growth = 0;  // bytes the arena may grow for faster scratch
   // Planned memory: op outputs rebuilt in backward (ExecutorOptions::recompute), same bits.
   Recompute recompute = Recompute::none;
   // Planned memory: rebuild op outputs until the arena fits these bytes (ExecutorOptions::

@@ -114,6 +114,29 @@ size_t SimBackend::conv2d_backward_scratch(const Conv2dGeometry& g, DType t) con
   return cpu_.conv2d_backward_scratch(g, t);
 }
 
+namespace {
+bool g_scratch_choices = false;  // set_sim_scratch_choices
+}  // namespace
+
+void set_sim_scratch_choices(bool enabled) {
+  g_scratch_choices = enabled;
+}
+
+std::vector<ScratchChoice> SimBackend::conv2d_scratch_choices(const Conv2dGeometry& g, DType t,
+                                                              bool backward) const {
+  if (!g_scratch_choices) return {};
+  const size_t least = backward ? conv2d_backward_scratch(g, t) : conv2d_forward_scratch(g, t);
+  const size_t in = static_cast<size_t>(g.N * g.C * g.H * g.W) * dtype_size(t);
+  const size_t out = static_cast<size_t>(g.N * g.K * g.P * g.Q) * dtype_size(t);
+  // A made-up rate: what matters is that each choice is faster than the one before.
+  const double flops = 2.0 * static_cast<double>(g.N * g.K * g.P * g.Q) *
+                       static_cast<double>(g.C / g.groups * g.R * g.S) * (backward ? 2 : 1);
+  const double seconds = flops / 1e12;
+  return {{least, seconds, "sim: least"},
+          {least + in, 0.6 * seconds, "sim: one input more"},
+          {least + 4 * (in + out), 0.35 * seconds, "sim: FFT-sized"}};
+}
+
 void SimBackend::conv2d_forward(const Conv2dGeometry& g, const Tensor& x, const Tensor& w,
                                 const Tensor& b, Tensor& y, Tensor& scratch) {
   Views view(alloc_, "conv2d_forward");

@@ -29,6 +29,8 @@ class SimBackend final : public Backend {
   void linear_backward_weight(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db) override;
   size_t conv2d_forward_scratch(const Conv2dGeometry& g, DType t) const override;
   size_t conv2d_backward_scratch(const Conv2dGeometry& g, DType t) const override;
+  std::vector<ScratchChoice> conv2d_scratch_choices(const Conv2dGeometry& g, DType t,
+                                                    bool backward) const override;
   void conv2d_forward(const Conv2dGeometry& g, const Tensor& x, const Tensor& w, const Tensor& b,
                       Tensor& y, Tensor& scratch) override;
   void conv2d_backward_data(const Conv2dGeometry& g, const Tensor& dy, const Tensor& w, Tensor& dx,

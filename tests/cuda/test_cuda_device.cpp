@@ -204,4 +204,23 @@ TEST_CASE("cuda device: cuDNN's workspaces are chosen within the arena and the l
                                  .optimizer = OptimizerConfig{.lr = 0.1},
                                  .workspace_limit = least - 1}),
                        doctest::Contains("above the workspace limit of"), Error);
+  // Room to grow: the arena grows by at most that much, the plan stays valid, no pass slower.
+  const Executor tight(
+      tape, gpu(),
+      {.memory = MemoryMode::planned, .keep = {loss}, .optimizer = OptimizerConfig{.lr = 0.1}});
+  const size_t growth = size_t{64} << 20;
+  const Executor grown(tape, gpu(),
+                       {.memory = MemoryMode::planned,
+                        .keep = {loss},
+                        .optimizer = OptimizerConfig{.lr = 0.1},
+                        .workspace_growth = growth});
+  const WorkspacePlan& a = tight.layout().workspace;
+  const WorkspacePlan& g = grown.layout().workspace;
+  CHECK(g.arena_least == a.arena_least);
+  CHECK(g.arena <= g.arena_least + growth);
+  CHECK(g.seconds_chosen <= a.seconds_chosen);
+  std::string why;
+  CHECK_MESSAGE(plan_is_valid(grown.layout().requests, grown.layout().plan, &why), why);
+  MESSAGE("growth 64 MiB: ", g.seconds_chosen * 1e3, " ms chosen against ", a.seconds_chosen * 1e3,
+          " ms; arena ", g.arena, " against ", a.arena);
 }
