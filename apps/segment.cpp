@@ -53,7 +53,8 @@ void copy_batch(const SegmentationSet& set, const std::vector<int64_t>& order, i
 void run_segment(const SegmentOptions& o) {
   const TrainOptions& t = o.train;
   check_train_options(t);
-  const ModelSpec& spec = find_model(kOnnxModelPrefix + o.onnx);
+  const std::string name = kOnnxModelPrefix + o.onnx;  // a named string: GCC 13 warns of a
+  const ModelSpec& spec = find_model(name);            // dangling reference otherwise
   const OnnxModel& model = onnx_model(o.onnx);
   FRUGAL_CHECK(spec.label_shape.rank() == 2, o.onnx, ": output (N, ", spec.classes,
                "); `frugal segment` trains segmentation models, whose output is (N, classes, H, "

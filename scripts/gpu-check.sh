@@ -7,9 +7,13 @@
 #   scripts/gpu-check.sh --no-peers      # build and check only
 #   scripts/gpu-check.sh --peers-only    # build and run the peers only
 #   scripts/gpu-check.sh --tests-only    # build and run the CUDA tests only
-#   GPU_PEERS_ROUNDS=3 GPU_PEERS_ONLY=resnet110-b64 scripts/gpu-check.sh The machine needs nvcc, CMake, a C++20 compiler and cuDNN (from the toolkit,
-# or the nvidia-cudnn Python wheel that PyTorch brings); the header-only libraries come from
-# .gpu-deps/ (scripts/gpu-bundle.sh, run on a Debian machine) when the system lacks them.
+#   GPU_PEERS_ROUNDS=3 GPU_PEERS_ONLY=resnet110-b64 scripts/gpu-check.sh
+#   GPU_SANITIZE=1 scripts/gpu-check.sh  # the kernel twins under compute-sanitizer too
+# The machine needs nvcc, CMake, a C++20 compiler, cuDNN and NCCL (beside the toolkit, or the
+# nvidia-cudnn and nvidia-nccl Python wheels that PyTorch brings); the header-only libraries
+# and the image libraries come from .gpu-deps/ (scripts/gpu-bundle.sh, run on a Debian machine)
+# when the system lacks them. Only the command line and the CUDA tests are built (the CPU suite
+# is CI's), with Ninja where there is one.
 # Logs go to $OUT (or build-gpu/logs) when set.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -35,36 +39,54 @@ say "cmake: $(cmake --version | head -1)"
 say "c++: $(c++ --version | head -1)"
 python="$(command -v python3 || true)"
 
-# cuDNN: beside the toolkit, else in PyTorch's nvidia-cudnn wheel.
-cudnn_args=()
+# A library beside the toolkit or, failing that, in the wheel PyTorch brings (nvidia.cudnn,
+# nvidia.nccl) or anywhere on the disk: prints "include-dir library" or nothing.
 cuda_root="$(dirname "$(dirname "$nvcc_bin")")"
-system_cudnn=""
-for h in "$cuda_root"/include/cudnn.h /usr/include/cudnn.h /usr/include/*-linux-gnu/cudnn.h; do
-  [ -f "$h" ] && system_cudnn="$h"
-done
-if [ -z "$system_cudnn" ]; then
-  wheel=""
-  [ -n "$python" ] && wheel="$("$python" -c 'import nvidia.cudnn, os; print(os.path.dirname(nvidia.cudnn.__file__))' 2>/dev/null || true)"
-  [ -z "$wheel" ] && wheel="$(dirname "$(find / -name cudnn.h -path '*cudnn*' 2>/dev/null | head -1)")/.."
-  lib="$(ls "$wheel"/lib/libcudnn.so* 2>/dev/null | head -1)"
-  if [ -f "$wheel/include/cudnn.h" ] && [ -n "$lib" ]; then
-    cudnn_args=(-DFRUGAL_CUDNN_INCLUDE_DIR="$wheel/include" -DFRUGAL_CUDNN_LIBRARY="$lib")
-    export LD_LIBRARY_PATH="$wheel/lib:${LD_LIBRARY_PATH:-}"
-    say "cuDNN: $wheel"
-  else
-    say "gpu-check: no cuDNN found (cudnn.h and libcudnn)"; exit 1
+find_wheel_lib() {  # header, library stem, python module
+  local h="$1" stem="$2" mod="$3" dir="" lib=""
+  for d in "$cuda_root/include" /usr/include /usr/include/*-linux-gnu; do
+    [ -f "$d/$h" ] && lib="$(ls "$cuda_root"/lib64/"$stem".so* "$cuda_root"/lib/"$stem".so* \
+      /usr/lib/*-linux-gnu/"$stem".so* 2>/dev/null | head -1)" && [ -n "$lib" ] && {
+      echo "system"; return; }
+  done
+  [ -n "$python" ] && dir="$("$python" -c "import $mod as m; print(list(m.__path__)[0])" 2>/dev/null || true)"
+  if [ -z "$dir" ] || [ ! -f "$dir/include/$h" ]; then
+    dir="$(dirname "$(find / -name "$h" -not -path '/proc/*' 2>/dev/null | head -1)")/.."
   fi
+  lib="$(ls "$dir"/lib/"$stem".so* 2>/dev/null | head -1)"
+  [ -f "$dir/include/$h" ] && [ -n "$lib" ] && echo "$dir/include $lib"
+}
+cudnn_args=()
+found="$(find_wheel_lib cudnn.h libcudnn nvidia.cudnn)"
+if [ -z "$found" ]; then say "gpu-check: no cuDNN found (cudnn.h and libcudnn)"; exit 1; fi
+if [ "$found" != system ]; then
+  read -r inc lib <<<"$found"
+  cudnn_args=(-DFRUGAL_CUDNN_INCLUDE_DIR="$inc" -DFRUGAL_CUDNN_LIBRARY="$lib")
+  export LD_LIBRARY_PATH="$(dirname "$lib"):${LD_LIBRARY_PATH:-}"
 fi
+say "cuDNN: $found"
+found="$(find_wheel_lib nccl.h libnccl nvidia.nccl)"
+if [ -z "$found" ]; then say "gpu-check: no NCCL found (nccl.h and libnccl)"; exit 1; fi
+if [ "$found" != system ]; then
+  read -r inc lib <<<"$found"
+  cudnn_args+=(-DFRUGAL_NCCL_INCLUDE_DIR="$inc" -DFRUGAL_NCCL_LIBRARY="$lib")
+  export LD_LIBRARY_PATH="$(dirname "$lib"):${LD_LIBRARY_PATH:-}"
+fi
+say "NCCL: $found"
 
 prefix=()
 [ -d .gpu-deps ] && prefix=(-DCMAKE_PREFIX_PATH="$PWD/.gpu-deps" -DZLIB_ROOT="$PWD/.gpu-deps")
 
 say "== build"
-# No ONNX import there: the bundle carries no protobuf (-DFRUGAL_ONNX=OFF).
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DFRUGAL_CUDA=ON -DFRUGAL_ONNX=OFF \
+# No ONNX import and no MPI there: the bundle carries no protobuf and no Open MPI. Only the
+# programs the checks run are built (the CPU suite runs in CI).
+generator=()
+have ninja && generator=(-G Ninja)
+cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DFRUGAL_CUDA=ON \
+  -DFRUGAL_ONNX=OFF -DFRUGAL_MPI=OFF \
   -DCMAKE_CUDA_ARCHITECTURES="${FRUGAL_CUDA_ARCH:-90}" "${prefix[@]}" "${cudnn_args[@]}" \
   >"$build.configure.log" 2>&1 || { tail -30 "$build.configure.log"; exit 1; }
-cmake --build "$build" -j"$jobs" >"$build.build.log" 2>&1 || {
+cmake --build "$build" -j"$jobs" --target frugal_cli frugal_cuda_tests >"$build.build.log" 2>&1 || {
   grep -E "error|Error" "$build.build.log" | head -40; exit 1; }
 say "warnings in the build: $(grep -c 'warning' "$build.build.log")"
 grep -A3 'warning' "$build.build.log" | head -20 | tee -a "$logs/gpu-check.txt"
@@ -79,6 +101,13 @@ grep -E "test cases|assertions|MESSAGE|executor .* bytes|ERROR|Status" "$logs/cu
   | tee -a "$logs/gpu-check.txt"
 say "CUDA tests: exit $rc"
 [ "$rc" -ne 0 ] && failed=1
+if [ -n "${GPU_SANITIZE:-}" ] && have compute-sanitizer; then  # the kernel twins under memcheck
+  compute-sanitizer --tool memcheck --error-exitcode 9 "$build/tests/cuda/frugal_cuda_tests" \
+    -tc='cuda*' -tce='cuda device*' >"$logs/sanitizer.log" 2>&1
+  rc=$?
+  say "compute-sanitizer memcheck over the kernel twins: exit $rc, $(grep -c 'Invalid' "$logs/sanitizer.log") invalid accesses"
+  [ "$rc" -ne 0 ] && failed=1
+fi
 
 fi
 if [ "$checks" = 1 ] && [ "$cli" = 1 ]; then
@@ -95,9 +124,15 @@ for m in resnet110 googlenet; do
 done
 cli memory --device cuda --model resnet110 --batch 64 --memory-budget 120M --run
 cli memory --device cuda --model vgg-a --batch 64 --run
+cli memory --device cuda --model vgg-a --batch 64 --workspace-growth 1G --run
 cli memory --device cuda --model resnet110 --batch 64 --workspace-limit 4M
-"$frugal" memory --device cuda --model googlenet --batch 64 --workspaces >"$logs/workspaces.txt" 2>&1 \
-  || { say "memory --workspaces FAILED"; failed=1; }
+for m in googlenet vgg-a; do
+  "$frugal" memory --device cuda --model "$m" --batch 64 --workspaces >"$logs/workspaces-$m.txt" 2>&1 \
+    || { say "memory --model $m --workspaces FAILED"; failed=1; }
+  tail -1 "$logs/workspaces-$m.txt" | tee -a "$logs/gpu-check.txt"
+done
+"$frugal" memory --device cuda --model vgg-a --batch 64 --workspaces --workspace-growth 1G \
+  2>&1 | tail -1 | tee -a "$logs/gpu-check.txt"
 cli bench --device cuda --model resnet110 --batch 64 --steps 6
 cli bench --device cuda --model resnet110 --batch 64 --steps 6 --memory baseline
 
