@@ -147,94 +147,98 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   app.add_flag("--quick", quick, "fewer sizes, one short round (a smoke test)");
+  bool depthwise_only = false;
+  app.add_flag("--depthwise-only", depthwise_only, "only the depthwise table (no SGEMM rate)");
   CLI11_PARSE(app, argc, argv);
   const Budget budget = quick ? Budget{0.05, 1} : Budget{};
   if (quick) rounds = 1;
   const size_t nt = threads.size();
 
-  // SGEMM: the best over sizes of the median over rounds, per thread count.
-  std::vector<int64_t> sizes =
-      quick ? std::vector<int64_t>{256, 512} : std::vector<int64_t>{256, 512, 1024};
-  std::vector<double> sgemm(nt, 0);
-  std::printf("SGEMM through linear_forward (Eigen), f32, GFLOP/s, median of %d rounds:\n", rounds);
-  std::printf("  %-14s", "threads");
-  for (int t : threads) std::printf(" %8d", t);
-  std::printf("\n");
-  for (int64_t n : sizes) {
-    std::vector<std::vector<double>> runs(nt);
-    for (int r = 0; r < rounds; ++r)
-      for (size_t i = 0; i < nt; ++i) {
-        set_cpu_threads(threads[i]);
-        runs[i].push_back(sgemm_gflops(n, n, n, budget));
-      }
-    std::printf("  M=N=K=%-7ld", static_cast<long>(n));
-    for (size_t i = 0; i < nt; ++i) {
-      const double rate = median(runs[i]);
-      sgemm[i] = std::max(sgemm[i], rate);
-      std::printf(" %8.1f", rate);
-    }
+  if (!depthwise_only) {
+    // SGEMM: the best over sizes of the median over rounds, per thread count.
+    std::vector<int64_t> sizes =
+        quick ? std::vector<int64_t>{256, 512} : std::vector<int64_t>{256, 512, 1024};
+    std::vector<double> sgemm(nt, 0);
+    std::printf("SGEMM through linear_forward (Eigen), f32, GFLOP/s, median of %d rounds:\n",
+                rounds);
+    std::printf("  %-14s", "threads");
+    for (int t : threads) std::printf(" %8d", t);
     std::printf("\n");
-  }
-  std::printf("  %-14s", "SGEMM rate");
-  for (double s : sgemm) std::printf(" %8.1f", s);
-  std::printf("   (best of the above)\n\n");
-
-  std::vector<ConvCase> cases = {
-      {"resnet-cifar N64 16ch 32x32 k3 p1", 64, 16, 32, 16, 3, 1, 1},
-      {"resnet-cifar N64 32ch 16x16 k3 p1", 64, 32, 16, 32, 3, 1, 1},
-      {"resnet-cifar N64 64ch 8x8 k3 p1", 64, 64, 8, 64, 3, 1, 1},
-      {"resnet-cifar N64 16>32ch 32x32 k1 s2", 64, 16, 32, 32, 1, 2, 0},
-      {"imagenet N16 64ch 56x56 k3 p1", 16, 64, 56, 64, 3, 1, 1},
-      {"imagenet N16 256>64ch 56x56 k1", 16, 256, 56, 64, 1, 1, 0},
-      {"imagenet N1 3>64ch 224x224 k7 s2", 1, 3, 224, 64, 7, 2, 3},
-      {"alexnet N64 48>128ch 27x27 k5 p2", 64, 48, 27, 128, 5, 1, 2},
-      {"alexnet N64 192ch 13x13 k3 p1", 64, 192, 13, 192, 3, 1, 1},
-      {"vgg N16 256ch 28x28 k3 p1", 16, 256, 28, 256, 3, 1, 1},
-      {"resnet18 N32 128ch 28x28 k3 p1", 32, 128, 28, 128, 3, 1, 1},
-      {"resnet18 N32 256ch 14x14 k3 p1", 32, 256, 14, 256, 3, 1, 1},
-      {"resnet18 N32 512ch 7x7 k3 p1", 32, 512, 7, 512, 3, 1, 1},
-  };
-  if (quick) cases = {cases[0], {"imagenet N2 64ch 56x56 k3 p1", 2, 64, 56, 64, 3, 1, 1}};
-  std::printf(
-      "conv2d, f32, GFLOP/s and %% of SGEMM at the same thread count, median of %d rounds\n",
-      rounds);
-  std::printf("%-38s %-6s %3s %7s   %-14s %-14s %-14s\n", "", "", "", "scratch", "forward",
-              "backward data", "backward filter");
-  std::printf("%-38s %-6s %3s %7s", "", "kernel", "thr", "MiB");
-  for (int k = 0; k < 3; ++k) std::printf("   %6s %5s", "GF/s", "%SG");
-  std::printf("\n");
-  for (const ConvCase& c : cases) {
-    // The direct kernels where they take the case (stride 1, built with AVX and FMA), then
-    // im2col + GEMM, which takes every case.
-    std::vector<bool> algorithms = {false};
-    if (cpu_conv2d_direct_applies(geometry(c), DType::f32))
-      algorithms.insert(algorithms.begin(), true);
-    bool first_row = true;
-    for (bool direct : algorithms) {
-      set_cpu_direct_conv(direct);
-      std::vector<std::vector<ConvResult>> runs(nt);
+    for (int64_t n : sizes) {
+      std::vector<std::vector<double>> runs(nt);
       for (int r = 0; r < rounds; ++r)
         for (size_t i = 0; i < nt; ++i) {
           set_cpu_threads(threads[i]);
-          runs[i].push_back(bench_conv(c, budget));
+          runs[i].push_back(sgemm_gflops(n, n, n, budget));
         }
+      std::printf("  M=N=K=%-7ld", static_cast<long>(n));
       for (size_t i = 0; i < nt; ++i) {
-        std::printf("%-38s %-6s %3d %7.2f", first_row ? c.name.c_str() : "",
-                    i == 0 ? (direct ? "direct" : "im2col") : "", threads[i],
-                    runs[i][0].scratch_mib);
-        first_row = false;
-        for (int k = 0; k < 3; ++k) {
-          std::vector<double> v;
-          for (const ConvResult& res : runs[i]) v.push_back(res.gflops[k]);
-          const double rate = median(v);
-          std::printf("   %6.1f %4.0f%%", rate, 100.0 * rate / sgemm[i]);
+        const double rate = median(runs[i]);
+        sgemm[i] = std::max(sgemm[i], rate);
+        std::printf(" %8.1f", rate);
+      }
+      std::printf("\n");
+    }
+    std::printf("  %-14s", "SGEMM rate");
+    for (double s : sgemm) std::printf(" %8.1f", s);
+    std::printf("   (best of the above)\n\n");
+
+    std::vector<ConvCase> cases = {
+        {"resnet-cifar N64 16ch 32x32 k3 p1", 64, 16, 32, 16, 3, 1, 1},
+        {"resnet-cifar N64 32ch 16x16 k3 p1", 64, 32, 16, 32, 3, 1, 1},
+        {"resnet-cifar N64 64ch 8x8 k3 p1", 64, 64, 8, 64, 3, 1, 1},
+        {"resnet-cifar N64 16>32ch 32x32 k1 s2", 64, 16, 32, 32, 1, 2, 0},
+        {"imagenet N16 64ch 56x56 k3 p1", 16, 64, 56, 64, 3, 1, 1},
+        {"imagenet N16 256>64ch 56x56 k1", 16, 256, 56, 64, 1, 1, 0},
+        {"imagenet N1 3>64ch 224x224 k7 s2", 1, 3, 224, 64, 7, 2, 3},
+        {"alexnet N64 48>128ch 27x27 k5 p2", 64, 48, 27, 128, 5, 1, 2},
+        {"alexnet N64 192ch 13x13 k3 p1", 64, 192, 13, 192, 3, 1, 1},
+        {"vgg N16 256ch 28x28 k3 p1", 16, 256, 28, 256, 3, 1, 1},
+        {"resnet18 N32 128ch 28x28 k3 p1", 32, 128, 28, 128, 3, 1, 1},
+        {"resnet18 N32 256ch 14x14 k3 p1", 32, 256, 14, 256, 3, 1, 1},
+        {"resnet18 N32 512ch 7x7 k3 p1", 32, 512, 7, 512, 3, 1, 1},
+    };
+    if (quick) cases = {cases[0], {"imagenet N2 64ch 56x56 k3 p1", 2, 64, 56, 64, 3, 1, 1}};
+    std::printf(
+        "conv2d, f32, GFLOP/s and %% of SGEMM at the same thread count, median of %d rounds\n",
+        rounds);
+    std::printf("%-38s %-6s %3s %7s   %-14s %-14s %-14s\n", "", "", "", "scratch", "forward",
+                "backward data", "backward filter");
+    std::printf("%-38s %-6s %3s %7s", "", "kernel", "thr", "MiB");
+    for (int k = 0; k < 3; ++k) std::printf("   %6s %5s", "GF/s", "%SG");
+    std::printf("\n");
+    for (const ConvCase& c : cases) {
+      // The direct kernels where they take the case (stride 1, built with AVX and FMA), then
+      // im2col + GEMM, which takes every case.
+      std::vector<bool> algorithms = {false};
+      if (cpu_conv2d_direct_applies(geometry(c), DType::f32))
+        algorithms.insert(algorithms.begin(), true);
+      bool first_row = true;
+      for (bool direct : algorithms) {
+        set_cpu_direct_conv(direct);
+        std::vector<std::vector<ConvResult>> runs(nt);
+        for (int r = 0; r < rounds; ++r)
+          for (size_t i = 0; i < nt; ++i) {
+            set_cpu_threads(threads[i]);
+            runs[i].push_back(bench_conv(c, budget));
+          }
+        for (size_t i = 0; i < nt; ++i) {
+          std::printf("%-38s %-6s %3d %7.2f", first_row ? c.name.c_str() : "",
+                      i == 0 ? (direct ? "direct" : "im2col") : "", threads[i],
+                      runs[i][0].scratch_mib);
+          first_row = false;
+          for (int k = 0; k < 3; ++k) {
+            std::vector<double> v;
+            for (const ConvResult& res : runs[i]) v.push_back(res.gflops[k]);
+            const double rate = median(v);
+            std::printf("   %6.1f %4.0f%%", rate, 100.0 * rate / sgemm[i]);
+          }
+          std::printf("\n");
         }
-        std::printf("\n");
       }
     }
+    set_cpu_direct_conv(true);
   }
-  set_cpu_direct_conv(true);
-
   std::vector<DepthwiseCase> depthwise = {
       {"mobilenetv2 N32 144ch 56x56 k3", 32, 144, 56, 3, 1},
       {"mobilenetv2 N32 144ch 56x56 k3 s2", 32, 144, 56, 3, 2},

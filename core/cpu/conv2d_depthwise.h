@@ -1,10 +1,12 @@
 // Depthwise convolution on the CPU: one group per input channel (K = m*C filters, m per
 // channel), as MobileNet and EfficientNet use. An im2col per group would copy every input
 // pixel R*S times to multiply it by a 1-row matrix; these loops instead add each filter tap's
-// weight times a shifted input plane into the output, so every plane is read once per tap from
-// cache and written once. At stride 1 the planes are padded and the outputs taken over rows as
-// wide as the padded input (one long loop per tap, the extra columns dropped); at other strides
-// row by row. Any stride, dilation and padding; f32 and f64.
+// weight times a shifted input plane into the output. At stride 1 the planes are padded and the
+// outputs taken over rows as wide as the padded input (the extra columns dropped): forward in
+// blocks of two vectors whose sums stay in registers over every tap, the filter gradient (on
+// AVX-512) a group of taps at a time with their sums in registers, each term added as the
+// tap-by-tap loops add it, so the bits are theirs; the data gradient tap by tap. At other
+// strides tap by tap, row by row. Any stride, dilation and padding; f32 and f64.
 // Forward and the data gradient are split over output (resp. input) planes, the filter gradient
 // over filters, each summed by one thread in a fixed order: the bits do not depend on the
 // thread count. Private to the CPU backend (core/cpu/conv2d.cpp picks it).
