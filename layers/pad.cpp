@@ -1,9 +1,12 @@
 // Pad forward and backward, with its roles.
 #include "layers/pad.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/copy_box.h"
+#include "layers/concat.h"
+#include "layers/slice.h"
 
 namespace frugal {
 
@@ -65,8 +68,65 @@ void PadOp::backward(const OpContext& ctx) {
   ctx.backend().strided_copy(shifted_box(y_.shape, x_.shape, o_.before), ctx.grad_output(0), dx);
 }
 
+const char* pad_mode_name(PadMode m) {
+  switch (m) {
+    case PadMode::constant:
+      return "constant";
+    case PadMode::reflect:
+      return "reflect";
+    case PadMode::edge:
+      return "edge";
+  }
+  return "?";
+}
+
+// Reflect and edge borders record an op per border element: a bound on how many.
+constexpr int64_t kMaxBorder = 4096;
+
 Value pad(Value x, PadOptions o, std::source_location where) {
-  return x.tape().record(std::make_unique<PadOp>(std::move(o)), {x}, where)[0];
+  if (o.mode == PadMode::constant)
+    return x.tape().record(std::make_unique<PadOp>(std::move(o)), {x}, where)[0];
+  const Shape s = x.shape();
+  const char* mode = pad_mode_name(o.mode);
+  FRUGAL_CHECK(s.rank() >= 2 && static_cast<int>(o.before.size()) == s.rank() &&
+                   static_cast<int>(o.after.size()) == s.rank(),
+               "pad (", mode, "): ", o.before.size(), " and ", o.after.size(), " amounts for x ", s,
+               " (one per axis before and after, rank 2 or more)");
+  FRUGAL_CHECK(o.before[0] == 0 && o.after[0] == 0, "pad (", mode, "): the batch axis of x ", s,
+               " is not padded");
+  // Crops first, through the constant op (its value is never read).
+  PadOptions crop{.before = o.before, .after = o.after};
+  bool crops = false;
+  for (size_t k = 0; k < crop.before.size(); ++k) {
+    crops = crops || crop.before[k] < 0 || crop.after[k] < 0;
+    crop.before[k] = std::min<int64_t>(crop.before[k], 0);
+    crop.after[k] = std::min<int64_t>(crop.after[k], 0);
+  }
+  if (crops) x = pad(x, crop, where);
+  for (int64_t k = 1; k < s.rank(); ++k) {
+    const auto u = static_cast<size_t>(k);
+    const int64_t b = std::max<int64_t>(o.before[u], 0), a = std::max<int64_t>(o.after[u], 0);
+    if (b == 0 && a == 0) continue;
+    const int64_t n = x.shape()[k];
+    FRUGAL_CHECK(o.mode != PadMode::reflect || (b < n && a < n), "pad (reflect): axis ", k,
+                 " of x ", s, " padded by ", b, " and ", a,
+                 "; reflection needs each amount below the axis' extent, ", n);
+    FRUGAL_CHECK(b <= kMaxBorder && a <= kMaxBorder, "pad (", mode, "): axis ", k, " of x ", s,
+                 " padded by ", b, " and ", a, " (at most ", kMaxBorder, " a side)");
+    auto at = [&](int64_t i) { return slice(x, k, i, i + 1, 1, where); };
+    std::vector<Value> pieces;
+    if (o.mode == PadMode::reflect) {
+      for (int64_t i = b; i >= 1; --i) pieces.push_back(at(i));
+      pieces.push_back(x);
+      for (int64_t i = 1; i <= a; ++i) pieces.push_back(at(n - 1 - i));
+    } else {  // one slice of each edge, read as many times as it is repeated
+      if (b > 0) pieces.assign(static_cast<size_t>(b), at(0));
+      pieces.push_back(x);
+      if (a > 0) pieces.insert(pieces.end(), static_cast<size_t>(a), at(n - 1));
+    }
+    x = concat(std::move(pieces), k, where);
+  }
+  return x;
 }
 
 }  // namespace frugal

@@ -1,6 +1,8 @@
 // Pooling output sizes (floor and ceil mode, as PyTorch and Torch7) and option checks.
 #include "layers/pool_geometry.h"
 
+#include <algorithm>
+
 namespace frugal {
 
 int64_t pool_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad, bool ceil) {
@@ -17,22 +19,27 @@ Pool2dGeometry pool2d_geometry(const char* op, std::span<const TensorMeta> in,
   FRUGAL_CHECK(x.shape.rank() == 4, op, ": input must be (N,C,H,W), got ", x.shape);
   FRUGAL_CHECK(x.dtype == DType::f32 || x.dtype == DType::f64, op,
                ": input must be f32 or f64, got ", dtype_name(x.dtype), " (x ", x.shape, ")");
+  const int64_t kw = o.kernel_w == 0 ? o.kernel : o.kernel_w;
   const int64_t stride = o.stride == 0 ? o.kernel : o.stride;
-  FRUGAL_CHECK(o.kernel >= 1 && stride >= 1 && o.pad >= 0, op, ": kernel ", o.kernel, ", stride ",
-               stride, ", pad ", o.pad, ": expected kernel >= 1, stride >= 1, pad >= 0 (x ",
-               x.shape, ")");
-  FRUGAL_CHECK(2 * o.pad <= o.kernel, op, ": pad ", o.pad, " must be at most half of kernel ",
-               o.kernel, " (x ", x.shape, ")");
+  const int64_t stride_w = o.stride == 0 ? kw : o.stride;
+  FRUGAL_CHECK(o.kernel >= 1 && kw >= 1 && stride >= 1 && o.pad >= 0, op, ": kernel ", o.kernel,
+               kw == o.kernel ? "" : detail::concat("x", kw), ", stride ", stride, ", pad ", o.pad,
+               ": expected kernel >= 1, stride >= 1, pad >= 0 (x ", x.shape, ")");
+  FRUGAL_CHECK(2 * o.pad <= std::min(o.kernel, kw), op, ": pad ", o.pad,
+               " must be at most half of kernel ", std::min(o.kernel, kw), " (x ", x.shape, ")");
   Pool2dGeometry g;
   g.N = x.shape[0], g.C = x.shape[1], g.H = x.shape[2], g.W = x.shape[3];
-  FRUGAL_CHECK(g.H + 2 * o.pad >= o.kernel && g.W + 2 * o.pad >= o.kernel, op, ": kernel ",
-               o.kernel, " is larger than the padded input (x ", x.shape, ", pad ", o.pad, ")");
-  g.kernel_h = g.kernel_w = o.kernel;
-  g.stride_h = g.stride_w = stride;
+  FRUGAL_CHECK(g.H + 2 * o.pad >= o.kernel && g.W + 2 * o.pad >= kw, op, ": kernel ", o.kernel,
+               kw == o.kernel ? "" : detail::concat("x", kw),
+               " is larger than the padded input (x ", x.shape, ", pad ", o.pad, ")");
+  g.kernel_h = o.kernel;
+  g.kernel_w = kw;
+  g.stride_h = stride;
+  g.stride_w = stride_w;
   g.pad_h = g.pad_w = o.pad;
   g.count_include_pad = o.count_include_pad;
   g.P = pool_output_size(g.H, o.kernel, stride, o.pad, o.ceil);
-  g.Q = pool_output_size(g.W, o.kernel, stride, o.pad, o.ceil);
+  g.Q = pool_output_size(g.W, kw, stride_w, o.pad, o.ceil);
   return g;
 }
 

@@ -12,9 +12,10 @@ namespace frugal {
 
 struct Pool2dOptions {
   int64_t kernel = 2;
-  int64_t stride = 0;  // 0: same as kernel
-  int64_t pad = 0;     // at most kernel / 2
-  bool ceil = false;   // ceil mode: a partial last window counts
+  int64_t kernel_w = 0;  // 0: kernel (a square window); else the window's width (global pooling)
+  int64_t stride = 0;    // 0: same as kernel
+  int64_t pad = 0;       // at most kernel / 2
+  bool ceil = false;     // ceil mode: a partial last window counts
   // Average pooling: the divisor counts the padding (PyTorch's default) or, when false, only
   // the window's elements inside the input.
   bool count_include_pad = true;

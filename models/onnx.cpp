@@ -541,7 +541,12 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       }
     } else if (op == "Pad") {
       const std::string mode = r.get_string(n, "mode", "constant");
-      if (mode != "constant") r.fail(n, "mode " + mode + " is not imported (only constant)");
+      if (mode == "reflect")
+        o.pad_mode = PadMode::reflect;
+      else if (mode == "edge")
+        o.pad_mode = PadMode::edge;
+      else if (mode != "constant")
+        r.fail(n, "mode " + mode + " is not imported (constant, reflect and edge are)");
       o.kind = Kind::pad;
       o.pad_value = scalar(n, 2, 0.0);
       if (n.input_size() > 3 && !n.input(3).empty()) r.fail(n, "the axes input is not imported");

@@ -11,6 +11,7 @@
 #include "core/broadcast.h"
 #include "core/tensor.h"
 #include "layers/conv2d.h"
+#include "layers/pad.h"
 #include "models/onnx_ints.h"
 
 namespace frugal {
@@ -73,6 +74,7 @@ struct OnnxNode {
   std::vector<std::string> outputs;     // split: every output (`output` is the first)
   int64_t axis = 1;                     // concat, split, softmax (negative: from the end)
   double pad_value = 0;
+  PadMode pad_mode = PadMode::constant;
   bool legacy = false;            // softmax of opset < 13
   bool allow_zero = false;        // reshape's allowzero
   bool transpose_weight = false;  // gemm: the weight is (in, out) (Gemm transB = 0, MatMul)

@@ -225,9 +225,8 @@ Value record_onnx(const OnnxModel& model, Value images) {
           break;
         case Kind::global_avg_pool: {
           const Shape& s = in[0].shape();
-          FRUGAL_CHECK(s.rank() == 4 && s[2] == s[3], "global average pooling of ", s,
-                       " (square feature maps only)");
-          y = avg_pool2d(in[0], {.kernel = s[2]});
+          FRUGAL_CHECK(s.rank() == 4, "global average pooling of ", s, " (N, C, H, W) only");
+          y = avg_pool2d(in[0], {.kernel = s[2], .kernel_w = s[3]});
           if (n.squeeze) y = flatten(y);
           break;
         }
@@ -323,7 +322,8 @@ Value record_onnx(const OnnxModel& model, Value images) {
                        in[0].shape(), ": expected ", 2 * rank, " values");
           PadOptions o{.before = Ints(pads.begin(), pads.begin() + rank),
                        .after = Ints(pads.begin() + rank, pads.end()),
-                       .value = n.pad_value};
+                       .value = n.pad_value,
+                       .mode = n.pad_mode};
           const bool none = std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; });
           y = none ? in[0] : pad(in[0], o);
           break;

@@ -25,7 +25,8 @@ With --segmentation DIR [--small] it writes a U-Net for `frugal segment` (DIR/un
 
 With --pytorch DIR it writes the test models PyTorch exports, each with PyTorch's own output:
 double_net.onnx (a float64 export), bilinear_net.onnx (bilinear resizing three ways),
-matmul_net.onnx (MatMul by weights, on tokens and on pooled features) and focus_net.onnx
+matmul_net.onnx (MatMul by weights, on tokens and on pooled features), pad_net.onnx
+(reflect and edge borders) and focus_net.onnx
 (slices with steps):
 
     /usr/bin/python3 scripts/onnx_fixtures.py --pytorch tests/data/onnx
@@ -620,6 +621,35 @@ def focus_net(out):
     export_with_output(net, x, out, "focus_net", 13)
 
 
+def pad_net(out):
+    """Borders as PyTorch exports them: ReflectionPad2d (ONNX Pad, mode reflect) before a
+    convolution, ReplicationPad2d (mode edge) before another, then a head;
+    tests/data/onnx/pad_net.onnx with PyTorch's float32 output (pad_net.io)."""
+
+    import torch
+    from torch import nn
+    from torch.nn import functional as F
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.reflect = nn.ReflectionPad2d((2, 1, 1, 2))
+            self.conv1 = nn.Conv2d(3, 6, 3)
+            self.edge = nn.ReplicationPad2d(1)
+            self.conv2 = nn.Conv2d(6, 4, 3)
+            self.fc = nn.Linear(4, 5)
+
+        def forward(self, x):
+            x = F.relu(self.conv1(self.reflect(x)))
+            x = F.relu(self.conv2(self.edge(x)))
+            return self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1))
+
+    torch.manual_seed(4)
+    net = Net().eval()
+    x = torch.rand(2, 3, 6, 7) * 2 - 1
+    export_with_output(net, x, out, "pad_net", 13)
+
+
 def torchvision_training(out, only=()):
     """Training-mode exports (BatchNorm on batch statistics, as frugal trains) with PyTorch's
     parameter gradients of one step beside each: <name>.onnx, <name>.pgrad (the f32 input
@@ -717,6 +747,7 @@ if __name__ == "__main__":
         bilinear_net(sys.argv[2])
         matmul_net(sys.argv[2])
         focus_net(sys.argv[2])
+        pad_net(sys.argv[2])
         sys.exit(0)
     if len(sys.argv) > 2 and sys.argv[1] == "--segmentation":
         # The U-Net of docs/TRAINING.md's segmentation run, and a small one for the tests

@@ -114,6 +114,19 @@ TEST_CASE("data movement: finite-difference gradients in f64") {
         return one(pad(x[0], {.before = {0, 0, -1, 1}, .after = {0, 0, 2, -2}}));
       },
       {random_tensor({1, 2, 4, 4}, 6)});
+  // Reflect and edge borders (slices and a concat per axis), with a crop before them.
+  check_gradients(
+      [](auto x) {
+        return one(
+            pad(x[0], {.before = {0, 0, 2, 1}, .after = {0, 0, 1, 3}, .mode = PadMode::reflect}));
+      },
+      {random_tensor({2, 2, 3, 4}, 16)});
+  check_gradients(
+      [](auto x) {
+        return one(
+            pad(x[0], {.before = {0, 1, 2, -1}, .after = {0, 0, 3, 2}, .mode = PadMode::edge}));
+      },
+      {random_tensor({2, 2, 3, 4}, 17)});
   check_gradients(
       [](auto x) {
         return one(concat({x[0], x[1], x[0]}, 3));
@@ -155,6 +168,28 @@ TEST_CASE("data movement: by hand") {
     ex.backward(std::span<const std::pair<Value, Tensor>>(&seed, 1));
     const double dx[] = {0, 0, 0, 1, 0, 0, 2, 0, 3, 0};
     for (int i = 0; i < 10; ++i) CHECK(element_as_double(ex.grad(v), i) == dx[i]);
+  }
+  {  // reflect and edge borders of [0 1 2; 3 4 5], as torch's ReflectionPad2d and
+     // ReplicationPad2d give them; x's gradient sums the copies of each element.
+    Value v = tape.input("p", {1, 1, 2, 3}, DType::f64, true);
+    Value r = pad(v, {.before = {0, 0, 1, 2}, .after = {0, 0, 1, 1}, .mode = PadMode::reflect});
+    Value e = pad(v, {.before = {0, 0, 0, 2}, .after = {0, 0, 1, 0}, .mode = PadMode::edge});
+    CHECK(r.shape() == Shape{1, 1, 4, 6});
+    CHECK(e.shape() == Shape{1, 1, 3, 5});
+    Executor ex(tape, cpu_backend(), {.keep = {r, e}});
+    ex.set_input(v, iota({1, 1, 2, 3}));
+    ex.forward();
+    const double rw[] = {5, 4, 3, 4, 5, 4, 2, 1, 0, 1, 2, 1, 5, 4, 3, 4, 5, 4, 2, 1, 0, 1, 2, 1};
+    for (int i = 0; i < 24; ++i) CHECK(element_as_double(ex.value(r), i) == rw[i]);
+    const double ew[] = {0, 0, 0, 1, 2, 3, 3, 3, 4, 5, 3, 3, 3, 4, 5};
+    for (int i = 0; i < 15; ++i) CHECK(element_as_double(ex.value(e), i) == ew[i]);
+    Tensor ones = Tensor::empty({1, 1, 3, 5}, DType::f64);
+    cpu_backend().fill(ones, 1.0);
+    const std::pair<Value, Tensor> seeds[] = {{r, Tensor::zeros({1, 1, 4, 6}, DType::f64)},
+                                              {e, ones}};
+    ex.backward(seeds);
+    const double de[] = {3, 1, 1, 6, 2, 2};  // how many times each element is in e
+    for (int i = 0; i < 6; ++i) CHECK(element_as_double(ex.grad(v), i) == de[i]);
   }
   // softmax of (0, ln 3) is (1/4, 3/4); of (1000, 1000) is (1/2, 1/2), no overflow.
   Tensor s = Tensor::empty({2, 2}, DType::f64);
@@ -226,6 +261,14 @@ TEST_CASE("data movement: errors name what is wrong") {
   CHECK_THROWS_WITH_AS(
       split(x, 1, {1, 1}),
       doctest::Contains("split: sizes of 2 parts sum to 2 (each must be >= 1), axis 1"), Error);
+  CHECK_THROWS_WITH_AS(
+      pad(x, {.before = {0, 0, 0, 4}, .after = {0, 0, 0, 0}, .mode = PadMode::reflect}),
+      "pad (reflect): axis 3 of x [2,3,4,4] padded by 4 and 0; reflection needs each amount "
+      "below the axis' extent, 4",
+      Error);
+  CHECK_THROWS_WITH_AS(
+      pad(x, {.before = {1, 0, 0, 0}, .after = {0, 0, 0, 0}, .mode = PadMode::edge}),
+      "pad (edge): the batch axis of x [2,3,4,4] is not padded", Error);
   CHECK_THROWS_WITH_AS(pad(x, {.before = {0, 0, -4, 0}, .after = {0, 0, 0, 0}}),
                        doctest::Contains("pad: axis 2 of x [2,3,4,4] padded by -4 and 0 leaves 0"),
                        Error);

@@ -31,11 +31,13 @@ using namespace frugal::testing;
 
 TEST_CASE("onnx: imported models give ONNX's reference outputs") {
   // focus_net: PyTorch's output; slices with steps (YOLOv5's focus layer, x[:, 1::3]).
+  // pad_net: PyTorch's output; ReflectionPad2d and ReplicationPad2d (Pad, reflect and edge).
   // unet_seg: PyTorch's own eval-mode output (scripts/onnx_fixtures.py --segmentation --small),
   // a U-Net whose F.pad to the skip's size exports as shape arithmetic (ConstantOfShape, integer
   // Reshape, Slice with step -1, Transpose) and whose output is per pixel.
-  for (const char* name : {"residual_net", "reshape_net", "mobile_net", "unet_net", "shuffle_net",
-                           "unet_seg", "bilinear_net", "matmul_net", "dense_net", "focus_net"}) {
+  for (const char* name :
+       {"residual_net", "reshape_net", "mobile_net", "unet_net", "shuffle_net", "unet_seg",
+        "bilinear_net", "matmul_net", "dense_net", "focus_net", "pad_net"}) {
     CAPTURE(name);
     const OnnxModel m = load_onnx((onnx_data() / (std::string(name) + ".onnx")).string());
     const std::vector<float> io = read_floats(onnx_data() / (std::string(name) + ".io"));
@@ -144,7 +146,7 @@ TEST_CASE("onnx: a float64 export gives PyTorch's float64 output within 1e-10") 
 
 TEST_CASE("onnx: training an imported model is bitwise equal planned and baseline") {
   for (const char* name : {"residual_net", "reshape_net", "mobile_net", "train_net", "unet_net",
-                           "shuffle_net", "unet_seg", "dense_net", "focus_net"}) {
+                           "shuffle_net", "unet_seg", "dense_net", "focus_net", "pad_net"}) {
     CAPTURE(name);
     const OnnxModel m = load_onnx((onnx_data() / (std::string(name) + ".onnx")).string());
     const std::vector<Tensor> base = onnx_train(m, MemoryMode::baseline);

@@ -107,10 +107,11 @@ TEST_CASE("onnx: bad files, unsupported ops and attributes are errors naming wha
     for (auto& n : *reflect.mutable_graph()->mutable_node())
       if (n.name() == "pad0") {
         attribute(&n, "mode")->set_type(onnx::AttributeProto::STRING);
-        attribute(&n, "mode")->set_s("reflect");
+        attribute(&n, "mode")->set_s("wrap");
       }
     CHECK(error_for(reflect) ==
-          "m.onnx: node 'pad0' (Pad): mode reflect is not imported (only constant)");
+          "m.onnx: node 'pad0' (Pad): mode wrap is not imported (constant, "
+          "reflect and edge are)");
     for (auto& n : *gather.mutable_graph()->mutable_node())
       if (n.name() == "gather0") n.set_input(0, "a1");
     CHECK(error_for(gather) ==

@@ -218,6 +218,42 @@ TEST_CASE("gradcheck avg_pool2d") {
     }
 }
 
+TEST_CASE(
+    "avg_pool2d over a whole non-square map (ONNX's GlobalAveragePool): the mean, and its "
+    "gradient") {
+  ParamStore store;
+  Tape tape(store);
+  Value v = tape.input("x", {2, 3, 3, 5}, DType::f64, true);
+  Value y = avg_pool2d(v, {.kernel = 3, .kernel_w = 5});
+  CHECK(y.shape() == Shape{2, 3, 1, 1});
+  Executor ex(tape, cpu_backend(), {.keep = {y}});
+  const Tensor x = random_tensor({2, 3, 3, 5}, 21);
+  ex.set_input(v, x);
+  ex.forward();
+  for (int64_t c = 0; c < 6; ++c) {
+    double sum = 0;
+    for (int64_t i = 0; i < 15; ++i) sum += element_as_double(x, c * 15 + i);
+    CHECK(element_as_double(ex.value(y), c) == doctest::Approx(sum / 15).epsilon(1e-14));
+  }
+  check_gradients(
+      [](std::span<const Value> x) {
+        return std::vector<Value>{avg_pool2d(x[0], {.kernel = 3, .kernel_w = 5})};
+      },
+      {random_tensor({2, 3, 3, 5}, 22)});
+  // A window wider than tall, strided as wide as it is: max and average.
+  check_gradients(
+      [](std::span<const Value> x) {
+        return std::vector<Value>{max_pool2d(x[0], {.kernel = 2, .kernel_w = 3}),
+                                  avg_pool2d(x[0], {.kernel = 2, .kernel_w = 3})};
+      },
+      {random_tensor({1, 2, 4, 6}, 23)});
+  CHECK_THROWS_WITH_AS(
+      avg_pool2d(v, {.kernel = 3, .kernel_w = 6}),
+      doctest::Contains(
+          "avg_pool2d: kernel 3x6 is larger than the padded input (x [2,3,3,5], pad 0)"),
+      Error);
+}
+
 namespace {
 
 // Naive pooling over the padded window, written from the definition, for the kernels to match.
