@@ -54,16 +54,22 @@ Layout memory_layout(Tape& tape, Mode mode, MemoryMode memory, const Backend& ba
   LayoutOptions o = options;
   if (o.alignment == 0) o.alignment = backend.allocator().alignment();
   // Scratch is chosen on the planned layout whatever `memory` is, so every mode runs the same
-  // kernels.
+  // kernels; where no op offers a choice (the CPU) a baseline layout needs no planned one.
   least_workspaces(step, o.workspace_limit);
-  Layout layout = plan_layout(step, MemoryMode::planned, o);
-  // A memory budget holds with the growth too.
-  size_t growth = o.workspace_growth;
-  if (o.rebuild_budget > 0)
-    growth =
-        std::min(growth, o.rebuild_budget - std::min(o.rebuild_budget, layout.plan.arena_bytes));
-  WorkspacePlan workspace = choose_workspaces(step, layout, o.workspace_limit, growth);
-  if (memory != MemoryMode::planned) layout = plan_layout(step, memory, o);
+  const bool choices = std::any_of(step.ops.begin(), step.ops.end(), [](const StepOp& op) {
+    return !op.roles.forward_choices.empty() || !op.roles.backward_choices.empty();
+  });
+  Layout layout = plan_layout(step, choices ? MemoryMode::planned : memory, o);
+  WorkspacePlan workspace;
+  if (choices) {
+    // A memory budget holds with the growth too.
+    size_t growth = o.workspace_growth;
+    if (o.rebuild_budget > 0)
+      growth =
+          std::min(growth, o.rebuild_budget - std::min(o.rebuild_budget, layout.plan.arena_bytes));
+    workspace = choose_workspaces(step, layout, o.workspace_limit, growth);
+    if (memory != MemoryMode::planned) layout = plan_layout(step, memory, o);
+  }
   layout.workspace = std::move(workspace);
   apply_encodings(tape, step);
   return layout;
