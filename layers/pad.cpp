@@ -26,12 +26,13 @@ std::vector<TensorMeta> PadOp::infer(std::span<const TensorMeta> in) {
   y_ = in[0];
   for (int k = 0; k < s.rank(); ++k) {
     const auto u = static_cast<size_t>(k);
-    const int64_t n = s[k] + o_.before[u] + o_.after[u];
-    FRUGAL_CHECK(o_.before[u] >= -s[k] && o_.after[u] >= -s[k] && n >= 1 &&
-                     std::abs(o_.before[u]) <= (int64_t{1} << 30) &&
-                     std::abs(o_.after[u]) <= (int64_t{1} << 30),
-                 "pad: axis ", k, " of x ", s, " padded by ", o_.before[u], " and ", o_.after[u],
-                 " leaves ", n, " (must be >= 1)");
+    const int64_t b = o_.before[u], a = o_.after[u], most = int64_t{1} << 30;
+    // Bounded before the sum, which could overflow otherwise (found by fuzz_onnx).
+    FRUGAL_CHECK(b >= -most && b <= most && a >= -most && a <= most, "pad: axis ", k, " of x ", s,
+                 " padded by ", b, " and ", a, " (at most 2^30 either way)");
+    const int64_t n = s[k] + b + a;
+    FRUGAL_CHECK(b >= -s[k] && a >= -s[k] && n >= 1, "pad: axis ", k, " of x ", s, " padded by ", b,
+                 " and ", a, " leaves ", n, " (must be >= 1)");
     y_.shape[k] = n;
   }
   x_ = in[0];

@@ -269,6 +269,11 @@ TEST_CASE("data movement: errors name what is wrong") {
   CHECK_THROWS_WITH_AS(
       pad(x, {.before = {1, 0, 0, 0}, .after = {0, 0, 0, 0}, .mode = PadMode::edge}),
       "pad (edge): the batch axis of x [2,3,4,4] is not padded", Error);
+  CHECK_THROWS_WITH_AS(
+      pad(x, {.before = {0, 0, int64_t{1} << 62, 0}, .after = {0, 0, int64_t{1} << 62, 0}}),
+      doctest::Contains("pad: axis 2 of x [2,3,4,4] padded by 4611686018427387904 and "
+                        "4611686018427387904 (at most 2^30 either way)"),
+      Error);
   CHECK_THROWS_WITH_AS(pad(x, {.before = {0, 0, -4, 0}, .after = {0, 0, 0, 0}}),
                        doctest::Contains("pad: axis 2 of x [2,3,4,4] padded by -4 and 0 leaves 0"),
                        Error);
