@@ -1,9 +1,13 @@
-// Depthwise convolution kernels of the CPU backend (see conv2d_depthwise.h).
+// Depthwise convolution kernels of the CPU backend (see conv2d_depthwise.h). Past 400 lines:
+// three passes in two forms each (row by row at any stride, wide planes at stride 1) share the
+// span, padding and vector helpers here; split apart they would each need all of them.
 #include "core/cpu/conv2d_depthwise.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <span>
+#include <vector>
 
 #include "core/cpu/conv_span.h"
 #include "core/cpu/parts.h"
@@ -146,26 +150,6 @@ void widen_plane(const Conv2dGeometry& g, const Wide& v, const T* dy, T* dyw) {
   }
 }
 
-// The taps of a filter in (r, s) order: their weights and their offsets in the padded plane.
-constexpr int64_t kMaxTaps = 64;  // more (a 9x9 filter) takes the loops tap by tap
-template <typename T>
-struct Taps {
-  int64_t count = 0;
-  int64_t offset[kMaxTaps];
-  T weight[kMaxTaps];
-};
-template <typename T>
-Taps<T> taps_of(const Conv2dGeometry& g, const Wide& v, const T* wk) {
-  Taps<T> t;
-  t.count = g.R * g.S;
-  for (int64_t r = 0; r < g.R; ++r)
-    for (int64_t s = 0; s < g.S; ++s) {
-      t.offset[r * g.S + s] = tap_offset(g, v, r, s);
-      t.weight[r * g.S + s] = wk[r * g.S + s];
-    }
-  return t;
-}
-
 // Two vectors of outputs at a time, their sums held in registers over every tap
 // (in (r, s) order): one store per output instead of one load and one store per tap. Each tap
 // is added as the tap-by-tap loops add it, `acc + w * x` in one expression, which the compiler
@@ -217,15 +201,16 @@ inline T madd(T a, T b, T c) {
 #endif
 }
 
-// out[0, kBlock) = init[0, kBlock) + the taps' weights times `in` shifted by their offsets.
+// out[0, kBlock) = init[0, kBlock) + each tap's weight wk[t] times `in` shifted by offset[t].
 template <typename T>
-inline void block_taps(const Taps<T>& taps, const T* in, const T* init, T* out) {
+inline void block_taps(std::span<const int64_t> offset, const T* wk, const T* in, const T* init,
+                       T* out) {
   V<T> a0, a1, x0, x1;
   load(a0, init);
   load(a1, init + kLanes<T>);
-  for (int64_t t = 0; t < taps.count; ++t) {
-    const V<T> w = V<T>{} + taps.weight[t];
-    const T* x = in + taps.offset[t];
+  for (size_t t = 0; t < offset.size(); ++t) {
+    const V<T> w = V<T>{} + wk[t];
+    const T* x = in + offset[t];
     load(x0, x);
     load(x1, x + kLanes<T>);
     a0 = a0 + w * x0;
@@ -235,31 +220,27 @@ inline void block_taps(const Taps<T>& taps, const T* in, const T* init, T* out) 
   store(out + kLanes<T>, a1);
 }
 
+// Every tap's offset in the padded plane, in (r, s) order: the same for every plane of a pass.
+std::vector<int64_t> tap_offsets(const Conv2dGeometry& g, const Wide& v) {
+  std::vector<int64_t> offset;
+  for (int64_t r = 0; r < g.R; ++r)
+    for (int64_t s = 0; s < g.S; ++s) offset.push_back(tap_offset(g, v, r, s));
+  return offset;
+}
+
 template <typename T>
-void forward_wide(const Conv2dGeometry& g, const Wide& v, const T* x, const T* wk, T bias, T* y,
-                  T* xp, T* wide) {
+void forward_wide(const Conv2dGeometry& g, const Wide& v, std::span<const int64_t> offset,
+                  const T* x, const T* wk, T bias, T* y, T* xp, T* wide) {
   pad_plane(g, v, x, xp);
-  if (g.R * g.S > kMaxTaps) {
-    std::fill(wide, wide + v.wide, bias);
-    for (int64_t r = 0; r < g.R; ++r)
-      for (int64_t s = 0; s < g.S; ++s) {
-        const T wv = wk[r * g.S + s];
-        const T* in = xp + tap_offset(g, v, r, s);
-        for (int64_t i = 0; i < v.wide; ++i) wide[i] += wv * in[i];
-      }
-  } else {
-    const Taps<T> taps = taps_of(g, v, wk);
-    constexpr int64_t B = kBlock<T>;
-    T biases[B];
-    std::fill(biases, biases + B, bias);
-    int64_t i = 0;
-    for (; i + B <= v.wide; i += B) block_taps(taps, xp + i, biases, wide + i);
-    for (; i < v.wide; ++i) {
-      T acc = bias;
-      for (int64_t t = 0; t < taps.count; ++t)
-        acc = madd(taps.weight[t], xp[taps.offset[t] + i], acc);
-      wide[i] = acc;
-    }
+  constexpr int64_t B = kBlock<T>;
+  T biases[B];
+  std::fill(biases, biases + B, bias);
+  int64_t i = 0;
+  for (; i + B <= v.wide; i += B) block_taps(offset, wk, xp + i, biases, wide + i);
+  for (; i < v.wide; ++i) {
+    T acc = bias;
+    for (size_t t = 0; t < offset.size(); ++t) acc = madd(wk[t], xp[offset[t] + i], acc);
+    wide[i] = acc;
   }
   for (int64_t p = 0; p < g.P; ++p) std::copy(wide + p * v.Wp, wide + p * v.Wp + g.Q, y + p * g.Q);
 }
@@ -352,6 +333,7 @@ void forward_t(const Conv2dGeometry& g, int threads, const T* x, const T* w, con
                T* scratch) {
   const int64_t m = g.K / g.C, planes = g.N * g.K;
   const Wide v = wide_of(g);
+  const std::vector<int64_t> offset = wide_applies(g) ? tap_offsets(g, v) : std::vector<int64_t>{};
   for_parts(parts(planes, threads), planes, [&](int part, int64_t u0, int64_t u1) {
     T* xp = scratch + part * (v.padded + v.wide);
     for (int64_t u = u0; u < u1; ++u) {
@@ -359,7 +341,8 @@ void forward_t(const Conv2dGeometry& g, int threads, const T* x, const T* w, con
       const T* xc = x + (n * g.C + k / m) * g.H * g.W;
       const T bias = b ? b[k] : T(0);
       if (wide_applies(g))
-        forward_wide(g, v, xc, w + k * g.R * g.S, bias, y + u * g.P * g.Q, xp, xp + v.padded);
+        forward_wide(g, v, offset, xc, w + k * g.R * g.S, bias, y + u * g.P * g.Q, xp,
+                     xp + v.padded);
       else
         forward_plane(g, xc, w + k * g.R * g.S, bias, y + u * g.P * g.Q);
     }
