@@ -13,6 +13,10 @@ const char* activation_name(Activation a) {
       return "silu";
     case Activation::gelu:
       return "gelu";
+    case Activation::gelu_tanh:
+      return "gelu_tanh";
+    case Activation::erf:
+      return "erf";
     case Activation::hardsigmoid:
       return "hardsigmoid";
     case Activation::hardswish:

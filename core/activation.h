@@ -19,6 +19,8 @@ enum class Activation {
   tanh,         // tanh x
   silu,         // x sigmoid(x)  (Swish)
   gelu,         // x Phi(x), Phi the standard normal CDF (PyTorch's exact GELU)
+  gelu_tanh,    // x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (gelu(approximate="tanh"))
+  erf,          // the error function (torch.erf)
   hardsigmoid,  // clamp(x / 6 + 1/2, 0, 1)
   hardswish,    // x hardsigmoid(x)
   relu6,        // clamp(x, 0, 6)
@@ -56,6 +58,12 @@ FRUGAL_ACTIVATION_HD inline T forward(Activation a, T x) {
       return x * sigmoid(x);
     case Activation::gelu:
       return T(0.5) * x * (T(1) + FRUGAL_MATH(erf)(x * T(0.70710678118654752440)));
+    case Activation::gelu_tanh: {
+      const T inner = T(0.79788456080286535588) * (x + T(0.044715) * (x * x * x));
+      return T(0.5) * x * (T(1) + FRUGAL_MATH(tanh)(inner));
+    }
+    case Activation::erf:
+      return FRUGAL_MATH(erf)(x);
     case Activation::hardsigmoid:
       return x <= T(-3) ? T(0) : x >= T(3) ? T(1) : x / T(6) + T(0.5);
     case Activation::hardswish:
@@ -85,6 +93,16 @@ FRUGAL_ACTIVATION_HD inline T backward(Activation a, T v, T dy) {
       const T pdf = FRUGAL_MATH(exp)(T(-0.5) * v * v) * T(0.39894228040143267794);
       return dy * (cdf + v * pdf);
     }
+    case Activation::gelu_tanh: {  // PyTorch's GeluBackward in tanh mode, term for term
+      const T beta = T(0.79788456080286535588), kappa = T(0.044715);
+      const T x2 = v * v;
+      const T t = FRUGAL_MATH(tanh)(beta * (v + kappa * (x2 * v)));
+      const T left = T(0.5) * v, right = T(1) + t;
+      const T right_derivative = left * (T(1) - t * t) * (beta * (T(1) + T(3) * kappa * x2));
+      return dy * (T(0.5) * right + right_derivative);
+    }
+    case Activation::erf:  // 2/sqrt(pi) e^(-x^2)
+      return dy * T(1.12837916709551257390) * FRUGAL_MATH(exp)(-v * v);
     case Activation::hardsigmoid:
       return v > T(-3) && v < T(3) ? dy / T(6) : (v != v ? v : T(0));
     case Activation::hardswish:

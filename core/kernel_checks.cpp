@@ -387,15 +387,19 @@ void check_strided_copy(const CopyBox& g, const Tensor& x, const Tensor& y, cons
   const auto ya = reinterpret_cast<uintptr_t>(y.device_raw());
   FRUGAL_CHECK(xa + x.bytes() <= ya || ya + y.bytes() <= xa || x.numel() == 0 || y.numel() == 0,
                "strided_copy: y overlaps x");
-  int64_t x_last = g.x_offset, y_last = g.y_offset;
-  bool ok = g.x_offset >= 0 && g.y_offset >= 0;
+  // The lowest and highest element the box reaches in each tensor (a negative stride walks
+  // backwards from the offset: a flip).
+  int64_t x_low = g.x_offset, x_high = g.x_offset, y_low = g.y_offset, y_high = g.y_offset;
+  bool ok = true;
   for (int k = 0; k < g.rank; ++k) {
     const auto u = static_cast<size_t>(k);
-    ok = ok && g.size[u] >= 0 && g.x_stride[u] >= 0 && g.y_stride[u] >= 0;
-    x_last += (g.size[u] - 1) * g.x_stride[u];
-    y_last += (g.size[u] - 1) * g.y_stride[u];
+    ok = ok && g.size[u] >= 0;
+    const int64_t dx = (g.size[u] - 1) * g.x_stride[u], dy = (g.size[u] - 1) * g.y_stride[u];
+    (dx < 0 ? x_low : x_high) += dx;
+    (dy < 0 ? y_low : y_high) += dy;
   }
-  FRUGAL_CHECK(ok && (g.numel() == 0 || (x_last < x.numel() && y_last < y.numel())),
+  FRUGAL_CHECK(ok && (g.numel() == 0 ||
+                      (x_low >= 0 && y_low >= 0 && x_high < x.numel() && y_high < y.numel())),
                "strided_copy: ", g.str(), " does not fit x ", x.shape(), " and y ", y.shape());
 }
 

@@ -55,6 +55,12 @@ Value silu(Value x, std::source_location where) {
 Value gelu(Value x, std::source_location where) {
   return activation(x, Activation::gelu, where);
 }
+Value gelu_tanh(Value x, std::source_location where) {
+  return activation(x, Activation::gelu_tanh, where);
+}
+Value erf(Value x, std::source_location where) {
+  return activation(x, Activation::erf, where);
+}
 Value hardsigmoid(Value x, std::source_location where) {
   return activation(x, Activation::hardsigmoid, where);
 }

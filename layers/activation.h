@@ -1,7 +1,7 @@
-// Sigmoid, Tanh, SiLU, GELU, HardSigmoid, HardSwish and ReLU6: one op over the backend's
-// activation kernels (core/activation.h holds the formulas). Sigmoid, Tanh and ReLU6 run in
-// place and backward reads their output; the others' backward reads their input, so they run in
-// place only in inference. The input gradient may always take the output gradient's bytes.
+// Sigmoid, Tanh, SiLU, GELU (exact and tanh), Erf, HardSigmoid, HardSwish and ReLU6: one op over
+// the backend's activation kernels (core/activation.h holds the formulas). Sigmoid, Tanh and ReLU6
+// run in place and backward reads their output; the others' backward reads their input, so they run
+// in place only in inference. The input gradient may always take the output gradient's bytes.
 #pragma once
 
 #include <source_location>
@@ -26,13 +26,15 @@ class ActivationOp final : public Op {
 };
 
 // Elementwise over an f32 or f64 tensor of any shape, as PyTorch's functions of the same names
-// (gelu: the exact, erf form); NaN propagates.
+// (gelu: the exact, erf form; gelu_tanh: gelu(x, approximate="tanh")); NaN propagates.
 Value activation(Value x, Activation a,
                  std::source_location where = std::source_location::current());
 Value sigmoid(Value x, std::source_location where = std::source_location::current());
 Value tanh(Value x, std::source_location where = std::source_location::current());
 Value silu(Value x, std::source_location where = std::source_location::current());
 Value gelu(Value x, std::source_location where = std::source_location::current());
+Value gelu_tanh(Value x, std::source_location where = std::source_location::current());
+Value erf(Value x, std::source_location where = std::source_location::current());
 Value hardsigmoid(Value x, std::source_location where = std::source_location::current());
 Value hardswish(Value x, std::source_location where = std::source_location::current());
 Value relu6(Value x, std::source_location where = std::source_location::current());

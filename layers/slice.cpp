@@ -11,30 +11,39 @@ std::vector<TensorMeta> SliceOp::infer(std::span<const TensorMeta> in) {
   FRUGAL_CHECK(s.rank() >= 2 && s.rank() <= CopyBox::kMaxRank && axis_ >= 1 && axis_ < s.rank(),
                "slice: axis ", axis_, " of x ", s,
                " (ranks 2 to 6, axes 1 to rank-1: the batch axis is not sliced)");
-  FRUGAL_CHECK(0 <= begin_ && begin_ < end_ && end_ <= s[static_cast<int>(axis_)], "slice: [",
-               begin_, ", ", end_, ") is not inside axis ", axis_, " of x ", s);
-  FRUGAL_CHECK(step_ >= 1, "slice: step ", step_, " on axis ", axis_, " of x ", s,
-               " (steps of 1 or more)");
+  const int64_t dim = s[static_cast<int>(axis_)];
+  FRUGAL_CHECK(step_ != 0, "slice: step 0 on axis ", axis_, " of x ", s);
+  if (step_ > 0)
+    FRUGAL_CHECK(0 <= begin_ && begin_ < end_ && end_ <= dim, "slice: [", begin_, ", ", end_,
+                 ") is not inside axis ", axis_, " of x ", s);
+  else
+    FRUGAL_CHECK(-1 <= end_ && end_ < begin_ && begin_ < dim, "slice: [", begin_, ", ", end_,
+                 ") with step ", step_, " is not inside axis ", axis_, " of x ", s,
+                 " (a negative step runs from begin down to end, end excluded, end >= -1)");
   x_ = in[0];
   y_ = x_;
-  y_.shape[static_cast<int>(axis_)] = (end_ - begin_ + step_ - 1) / step_;
+  const int64_t span = step_ > 0 ? end_ - begin_ : begin_ - end_;
+  const int64_t stride = step_ > 0 ? step_ : -step_;
+  y_.shape[static_cast<int>(axis_)] = (span + stride - 1) / stride;
   return {y_};
 }
 
-std::vector<int64_t> SliceOp::shift() const {
-  std::vector<int64_t> s(static_cast<size_t>(x_.shape.rank()), 0);
-  s[static_cast<size_t>(axis_)] = begin_;
-  return s;
-}
-
 CopyBox SliceOp::box(bool forward) const {
-  std::vector<int64_t> s = shift();
-  if (!forward)
-    for (int64_t& v : s) v = -v;
-  CopyBox b = forward ? shifted_box(x_.shape, y_.shape, s) : shifted_box(y_.shape, x_.shape, s);
-  // y's j is x's begin + j * step along the axis: x's stride there times the step.
+  // Over y's elements: y's j along the axis is x's begin + j * step (a negative step walks x
+  // backwards), every other axis as it is.
+  CopyBox b;
+  b.rank = y_.shape.rank();
+  const std::vector<int64_t> xs = row_strides(x_.shape), ys = row_strides(y_.shape);
   const auto a = static_cast<size_t>(axis_);
-  (forward ? b.x_stride : b.y_stride)[a] *= step_;
+  int64_t* from = forward ? b.x_stride : b.y_stride;  // x's side of the copy
+  int64_t* to = forward ? b.y_stride : b.x_stride;
+  for (size_t k = 0; k < static_cast<size_t>(b.rank); ++k) {
+    b.size[k] = y_.shape[static_cast<int>(k)];
+    from[k] = xs[k];
+    to[k] = ys[k];
+  }
+  from[a] *= step_;
+  (forward ? b.x_offset : b.y_offset) = begin_ * xs[a];
   return b;
 }
 

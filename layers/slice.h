@@ -1,6 +1,6 @@
-// Slice: y = x[begin:end:step] along one axis (any axis, a positive step; ONNX's Slice, torch's
-// narrow and x[..., ::2]). Backward writes dy into a zeroed dx. Backward reads nothing; the
-// output can be rebuilt.
+// Slice: y = x[begin:end:step] along one axis (any axis, any step but 0; ONNX's Slice, torch's
+// narrow, x[..., ::2] and torch.flip, which exports as a step of -1). Backward writes dy into a
+// zeroed dx. Backward reads nothing; the output can be rebuilt.
 #pragma once
 
 #include <source_location>
@@ -21,16 +21,17 @@ class SliceOp final : public Op {
   void backward(const OpContext& ctx) override;
 
  private:
-  std::vector<int64_t> shift() const;  // x's index of y's origin, per axis
   // x to y (forward), or y to x (backward), through strides: every step-th element.
   CopyBox box(bool forward) const;
   int64_t axis_, begin_, end_, step_;
   TensorMeta x_, y_;
 };
 
-// x[..., begin:end:step, ...] on `axis` (0 <= begin < end <= x's extent there, step >= 1:
-// ceil((end - begin) / step) elements; the batch axis 0 is not sliced). Examples:
-// slice(x, 1, 0, 16), x's first 16 channels; slice(x, 3, 1, W, 2), x[..., 1::2].
+// x[..., begin:end:step, ...] on `axis`, the batch axis 0 not sliced. A positive step takes
+// ceil((end - begin) / step) elements, 0 <= begin < end <= x's extent there; a negative one
+// runs down from begin, ceil((begin - end) / -step) elements, -1 <= end < begin < the extent.
+// Examples: slice(x, 1, 0, 16), x's first 16 channels; slice(x, 3, 1, W, 2), x[..., 1::2];
+// slice(x, 3, W - 1, -1, -1), x flipped along its width.
 Value slice(Value x, int64_t axis, int64_t begin, int64_t end, int64_t step = 1,
             std::source_location where = std::source_location::current());
 

@@ -329,14 +329,11 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       o.kind = Kind::global_avg_pool;
       o.inputs = {activation_input(n)};
     } else if (op == "ReduceMean") {
-      // The spatial mean (timm's and Keras's squeeze-and-excitation): a global average pool,
-      // flattened to (N, C) without keepdims.
-      std::vector<int64_t> axes = r.get_ints(n, "axes");
-      for (int64_t& a : axes) a = a < 0 ? a + 4 : a;
-      std::sort(axes.begin(), axes.end());
-      if (axes != std::vector<int64_t>{2, 3})
-        r.fail(n, "only the mean over axes 2 and 3 (H and W) of (N, C, H, W) is imported");
-      o.kind = Kind::global_avg_pool;
+      // The mean over any axes but the batch's (checked while recording, when the rank is
+      // known): the spatial mean of squeeze-and-excitation, a channel mean, a LayerNorm's.
+      o.kind = Kind::reduce_mean;
+      o.ints = r.get_ints(n, "axes");
+      if (o.ints.empty()) r.fail(n, "no axes: the mean over every axis, the batch's included");
       o.squeeze = r.get_int(n, "keepdims", 1) == 0;
       o.inputs = {activation_input(n)};
     } else if (op == "Flatten") {
@@ -558,8 +555,7 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
              "MatMul, "
              "MaxPool, AveragePool, GlobalAveragePool, ReduceMean, Flatten, Reshape, Transpose, "
              "Split, Slice, Pad, Concat, Softmax, Resize, Add, Sub, Mul, Div, Relu, LeakyRelu, "
-             "Sigmoid, Tanh, HardSigmoid, HardSwish, Clip, Dropout, Identity, Constant, Erf (in "
-             "GELU), and "
+             "Sigmoid, Tanh, HardSigmoid, HardSwish, Clip, Dropout, Identity, Constant, Erf, and "
              "Unsqueeze, Squeeze, and Shape, Gather, Cast over integer shape values");
     }
     const bool integer = o.kind == Kind::integer;

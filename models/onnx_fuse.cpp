@@ -10,7 +10,8 @@ namespace frugal {
 
 // x * sigmoid(x), as PyTorch exports SiLU (and EfficientNet's Swish), is one SiLU op: its
 // backward reads x alone, where the pair would keep x, sigmoid(x) and their product. Only where
-// nothing else reads the sigmoid. GELU likewise, from its five nodes; and a channel Concat read
+// nothing else reads the sigmoid. GELU likewise, from its five nodes (nine in its tanh form),
+// an Erf outside it becomes erf; and a channel Concat read
 // by BatchNormalization alone, one concat_batch_norm. ReLU then MaxPool become MaxPool then
 // ReLU.
 void fuse_onnx_graph(OnnxGraph& g) {
@@ -81,6 +82,49 @@ void fuse_onnx_graph(OnnxGraph& g) {
       break;
     }
   }
+  // GELU's tanh form as torch.onnx.export writes gelu(x, approximate="tanh"): c = x * (x * x);
+  // i = 0.7978845608 * (x + 0.044715 * c); h = 1 + tanh(i); y = 0.5 * (x * h), each step read
+  // once, the operands of Add and Mul in either order.
+  auto with = [&](const OnnxNode* n, const std::string& known) -> std::string {
+    if (n == nullptr || n->inputs.size() != 2) return "";
+    if (n->inputs[0] == known) return n->inputs[1];
+    if (n->inputs[1] == known) return n->inputs[0];
+    return "";
+  };
+  auto mul = [&](const std::string& name) {
+    return made_by(name, OnnxKind::binary, BinaryKind::mul);
+  };
+  auto add = [&](const std::string& name) {
+    return made_by(name, OnnxKind::binary, BinaryKind::add);
+  };
+  for (OnnxNode& y : g.nodes) {
+    if (y.kind != OnnxKind::binary || y.binary != BinaryKind::mul) continue;
+    const OnnxNode* m = mul(other(y, 0.5));
+    if (m == nullptr || m->inputs.size() != 2) continue;
+    for (int side = 0; side < 2; ++side) {
+      const std::string& x = m->inputs[static_cast<size_t>(side)];
+      const OnnxNode* h = add(m->inputs[static_cast<size_t>(1 - side)]);
+      const OnnxNode* t = h ? made_by(other(*h, 1.0), OnnxKind::activation) : nullptr;
+      if (t == nullptr || t->activation != Activation::tanh) continue;
+      const OnnxNode* i = mul(t->inputs[0]);
+      const OnnxNode* s = i ? add(other(*i, 0.79788456080286535588)) : nullptr;
+      const OnnxNode* k = mul(with(s, x));
+      const OnnxNode* c = k ? mul(other(*k, 0.044715)) : nullptr;
+      const OnnxNode* q = mul(with(c, x));
+      if (q == nullptr || q->inputs[0] != x || q->inputs[1] != x) continue;
+      for (const OnnxNode* n : {m, h, t, i, s, k, c, q}) dead.insert(n->output);
+      y.kind = OnnxKind::activation;
+      y.activation = Activation::gelu_tanh;
+      y.inputs = {x};
+      break;
+    }
+  }
+  // Erf outside GELU (torch.erf): the activation of its own.
+  for (OnnxNode& n : g.nodes)
+    if (n.kind == OnnxKind::erf && !dead.count(n.output)) {
+      n.kind = OnnxKind::activation;
+      n.activation = Activation::erf;
+    }
   // Concat along channels read by BatchNormalization alone (every DenseNet layer): one op, so
   // backward reads the pieces instead of a kept concatenation (layers/concat_batch_norm.h).
   for (OnnxNode& n : g.nodes) {
@@ -116,10 +160,6 @@ void fuse_onnx_graph(OnnxGraph& g) {
     producer[y] = &g.nodes[i];
   }
   std::erase_if(g.nodes, [&](const OnnxNode& n) { return dead.count(n.output) > 0; });
-  for (const OnnxNode& n : g.nodes)
-    FRUGAL_CHECK(n.kind != OnnxKind::erf, "node '", n.name,
-                 "' (Erf): Erf is imported as part of GELU only (x * 0.5 * (1 + erf(x / "
-                 "sqrt(2))), as torch.onnx.export writes nn.GELU)");
   // Constants that only the fused patterns read are no weights of the model.
   std::set<std::string> read{g.output};
   for (const OnnxNode& n : g.nodes) read.insert(n.inputs.begin(), n.inputs.end());

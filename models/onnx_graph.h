@@ -27,6 +27,7 @@ enum class OnnxKind {
   max_pool,
   avg_pool,
   global_avg_pool,
+  reduce_mean,  // ints: the axes; squeeze: without keepdims
   flatten,
   binary,  // Add (same shapes: the residual add), Sub, Mul, Div with broadcasting
   concat,
@@ -38,7 +39,7 @@ enum class OnnxKind {
   transpose,     // ints: perm (empty: reversed)
   reshape,       // int_inputs[0]: the target shape
   reshape_axes,  // Unsqueeze or Squeeze of an activation: int_node (its axes)
-  erf,           // read only to be fused into GELU (fuse_onnx_graph); never recorded
+  erf,           // fused into GELU, or the erf activation (fuse_onnx_graph); never recorded
   matmul,        // MatMul between two activations
   slice,         // int_inputs: starts, ends[, axes[, steps]]
   split,         // outputs; int_inputs[0] (or ints): sizes, else equal parts
@@ -66,9 +67,9 @@ struct OnnxNode {
   double eps = 1e-5, momentum = 0.1, alpha = 0;
   Activation activation = Activation::sigmoid;
   BinaryKind binary = BinaryKind::add;
-  int64_t flatten_features = -1;        // Reshape to (N, F): F, or -1
-  bool squeeze = false;                 // a ReduceMean without keepdims: the pool flattened
-  std::vector<int64_t> ints;            // transpose's perm, split's sizes (opsets < 13)
+  int64_t flatten_features = -1;  // Reshape to (N, F): F, or -1
+  bool squeeze = false;           // a ReduceMean without keepdims: the axes dropped
+  std::vector<int64_t> ints;  // transpose's perm, split's sizes (opsets < 13), ReduceMean's axes
   std::vector<std::string> int_inputs;  // integer operands, read while recording
   IntNode int_node;                     // kind integer
   std::vector<std::string> outputs;     // split: every output (`output` is the first)
@@ -92,9 +93,10 @@ struct OnnxGraph {
   std::string input, output;
 };
 
-// Fuses patterns into frugal's ops after checking: x * sigmoid(x) into SiLU, and
-// x * 0.5 * (1 + erf(x / sqrt(2))) (PyTorch's nn.GELU export) into GELU; constants only those
-// patterns read leave the graph. Throws naming an Erf node outside that pattern.
+// Fuses patterns into frugal's ops after checking: x * sigmoid(x) into SiLU,
+// x * 0.5 * (1 + erf(x / sqrt(2))) (PyTorch's nn.GELU export) into GELU, its tanh form into
+// gelu_tanh; an Erf outside them is the erf activation. Constants only those patterns read
+// leave the graph.
 void fuse_onnx_graph(OnnxGraph& graph);
 
 }  // namespace frugal

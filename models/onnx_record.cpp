@@ -59,13 +59,15 @@ int64_t axis_of(int64_t axis, int rank) {
   return axis < 0 ? axis + rank : axis;
 }
 
-// ONNX's Slice bounds on an extent `dim`: negative from the end, clamped into [0, dim].
-std::pair<int64_t, int64_t> slice_range(int64_t start, int64_t end, int64_t dim) {
-  auto clamp = [&](int64_t v) {
-    if (v < 0) v = v < -dim ? 0 : v + dim;
-    return std::min(v, dim);
+// ONNX's Slice bounds on an extent `dim`, negative from the end: clamped into [0, dim] for a
+// positive step; for a negative one, start into [0, dim - 1] and end into [-1, dim - 1].
+std::pair<int64_t, int64_t> slice_range(int64_t start, int64_t end, int64_t dim, int64_t step) {
+  const int64_t high = step > 0 ? dim : dim - 1;
+  auto clamp = [&](int64_t v, int64_t low) {
+    if (v < 0) v = v < -dim ? low : v + dim;
+    return std::clamp(v, low, high);
   };
-  return {clamp(start), clamp(end)};
+  return {clamp(start, 0), clamp(end, step > 0 ? 0 : -1)};
 }
 
 // Slice of an activation: one SliceOp per axis that is cut (the batch axis only whole).
@@ -84,20 +86,49 @@ Value record_slice(const OnnxNode& n, const std::map<std::string, IntTensor>& in
   const Ints steps = n.int_inputs.size() > 3 ? in(3) : Ints(starts.size(), 1);
   FRUGAL_CHECK(steps.size() == starts.size(), "steps ", str(steps), " and starts ", str(starts),
                " differ in length");
-  for (int64_t step : steps)
-    FRUGAL_CHECK(step >= 1, "steps ", str(steps),
-                 ": only positive steps are imported (a negative one reverses the axis)");
+  for (int64_t step : steps) FRUGAL_CHECK(step != 0, "steps ", str(steps), ": a step of 0");
   for (size_t i = 0; i < axes.size(); ++i) {
     const int64_t a = axis_of(axes[i], rank);
     const int64_t dim = x.shape()[static_cast<int>(a)];
-    const auto [b, e] = slice_range(starts[i], ends[i], dim);
+    const auto [b, e] = slice_range(starts[i], ends[i], dim, steps[i]);
     if (b == 0 && e == dim && steps[i] == 1) continue;
     FRUGAL_CHECK(a != 0, "slicing the batch axis is not imported");
-    FRUGAL_CHECK(b < e, "slice [", starts[i], ", ", ends[i], ") of axis ", a, " of ", x.shape(),
-                 " is empty");
+    FRUGAL_CHECK(steps[i] > 0 ? b < e : e < b, "slice [", starts[i], ", ", ends[i], ") step ",
+                 steps[i], " of axis ", a, " of ", x.shape(), " is empty");
     x = slice(x, a, b, e, steps[i]);
   }
   return x;
+}
+
+// ReduceMean over `n.ints` (any axes but the batch's). Over H and W of (N, C, H, W), a global
+// average pool (flattened to (N, C) without keepdims); otherwise the reduced axes are moved
+// last (a transpose, where they are not last already) and averaged as the rows of an
+// (N, kept, 1, reduced) pool, then the result takes its shape.
+Value record_reduce_mean(const OnnxNode& n, Value x) {
+  const Shape s = x.shape();  // a copy: x is recorded over below
+  const int rank = s.rank();
+  std::vector<bool> reduced(static_cast<size_t>(rank), false);
+  for (int64_t a : n.ints) reduced[static_cast<size_t>(axis_of(a, rank))] = true;
+  FRUGAL_CHECK(!reduced[0], "the mean over axes ", str(n.ints), " of ", s,
+               " includes the batch axis; frugal imports means over the other axes");
+  if (rank == 4 && !reduced[1] && reduced[2] && reduced[3]) {
+    Value y = avg_pool2d(x, {.kernel = s[2], .kernel_w = s[3]});
+    return n.squeeze ? flatten(y) : y;
+  }
+  Ints perm{0}, out{s[0]};
+  int64_t kept = 1, count = 1;
+  for (int a = 1; a < rank; ++a)
+    if (!reduced[static_cast<size_t>(a)]) perm.push_back(a), kept *= s[a];
+  for (int a = 1; a < rank; ++a)
+    if (reduced[static_cast<size_t>(a)]) perm.push_back(a), count *= s[a];
+  for (int a = 1; a < rank; ++a)
+    if (!reduced[static_cast<size_t>(a)] || !n.squeeze)
+      out.push_back(reduced[static_cast<size_t>(a)] ? 1 : s[a]);
+  bool moved = false;
+  for (int a = 0; a < rank; ++a) moved = moved || perm[static_cast<size_t>(a)] != a;
+  if (moved) x = transpose(x, perm);
+  Value y = avg_pool2d(reshape(x, Shape{s[0], kept, 1, count}), {.kernel = 1, .kernel_w = count});
+  return reshape(y, Shape(out));
 }
 
 }  // namespace
@@ -227,9 +258,11 @@ Value record_onnx(const OnnxModel& model, Value images) {
           const Shape& s = in[0].shape();
           FRUGAL_CHECK(s.rank() == 4, "global average pooling of ", s, " (N, C, H, W) only");
           y = avg_pool2d(in[0], {.kernel = s[2], .kernel_w = s[3]});
-          if (n.squeeze) y = flatten(y);
           break;
         }
+        case Kind::reduce_mean:
+          y = record_reduce_mean(n, in[0]);
+          break;
         case Kind::flatten:
           y = in[0].shape().rank() == 2 ? in[0] : flatten(in[0]);
           FRUGAL_CHECK(n.flatten_features < 0 || y.shape()[1] == n.flatten_features, "reshape of ",

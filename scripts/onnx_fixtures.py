@@ -26,8 +26,8 @@ With --segmentation DIR [--small] it writes a U-Net for `frugal segment` (DIR/un
 With --pytorch DIR it writes the test models PyTorch exports, each with PyTorch's own output:
 double_net.onnx (a float64 export), bilinear_net.onnx (bilinear resizing three ways),
 matmul_net.onnx (MatMul by weights, on tokens and on pooled features), pad_net.onnx
-(reflect and edge borders) and focus_net.onnx
-(slices with steps):
+(reflect and edge borders), focus_net.onnx (slices with steps) and extras_net.onnx (means over
+other axes, GELU's tanh form, torch.flip, torch.erf):
 
     /usr/bin/python3 scripts/onnx_fixtures.py --pytorch tests/data/onnx
 
@@ -650,6 +650,38 @@ def pad_net(out):
     export_with_output(net, x, out, "pad_net", 13)
 
 
+def extras_net(out):
+    """Ops from beyond the classic CNNs as PyTorch exports them: a channel mean subtracted
+    (ReduceMean over axis 1 with keepdims, a Sub broadcast over the channels), GELU's tanh form
+    (nine nodes, fused back into one), torch.flip on one axis and on two (Slice with a step of
+    -1), torch.erf alone, and the mean over channels and width without keepdims (ReduceMean
+    over axes 1 and 3: (N, H)) before a head; tests/data/onnx/extras_net.onnx with PyTorch's
+    float32 output (extras_net.io)."""
+
+    import torch
+    from torch import nn
+    from torch.nn import functional as F
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 6, 3, padding=1)
+            self.conv2 = nn.Conv2d(6, 4, 3, padding=1)
+            self.fc = nn.Linear(7, 5)
+
+        def forward(self, x):
+            a = self.conv(x)
+            a = F.gelu(a - a.mean(1, keepdim=True), approximate="tanh")
+            b = torch.erf(self.conv2(torch.flip(a, [3])))
+            rows = torch.flip(b, [1, 2]).mean(dim=(1, 3))
+            return self.fc(rows)
+
+    torch.manual_seed(5)
+    net = Net().eval()
+    x = torch.rand(2, 3, 7, 6) * 2 - 1
+    export_with_output(net, x, out, "extras_net", 17)
+
+
 def torchvision_training(out, only=()):
     """Training-mode exports (BatchNorm on batch statistics, as frugal trains) with PyTorch's
     parameter gradients of one step beside each: <name>.onnx, <name>.pgrad (the f32 input
@@ -748,6 +780,7 @@ if __name__ == "__main__":
         matmul_net(sys.argv[2])
         focus_net(sys.argv[2])
         pad_net(sys.argv[2])
+        extras_net(sys.argv[2])
         sys.exit(0)
     if len(sys.argv) > 2 and sys.argv[1] == "--segmentation":
         # The U-Net of docs/TRAINING.md's segmentation run, and a small one for the tests

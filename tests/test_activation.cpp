@@ -19,9 +19,9 @@ using namespace frugal::testing;
 
 namespace {
 
-constexpr Activation kAll[] = {Activation::sigmoid, Activation::tanh,        Activation::silu,
-                               Activation::gelu,    Activation::hardsigmoid, Activation::hardswish,
-                               Activation::relu6};
+constexpr Activation kAll[] = {Activation::sigmoid,     Activation::tanh,      Activation::silu,
+                               Activation::gelu,        Activation::gelu_tanh, Activation::erf,
+                               Activation::hardsigmoid, Activation::hardswish, Activation::relu6};
 
 // f64 inputs in [-5, 8) at least 0.05 from every kink (-3, 0, 3, 6).
 Tensor away_from_kinks(Shape shape, uint64_t seed) {
@@ -86,6 +86,16 @@ TEST_CASE("activations: values by hand, the derivative at the kinks, NaN kept") 
       {Activation::tanh, {0, 1}, {0, std::tanh(1.0)}, {1, 1 - std::tanh(1.0) * std::tanh(1.0)}},
       {Activation::silu, {0, 1}, {0, 1 / (1 + std::exp(-1.0))}, {0.5, 0}},
       {Activation::gelu, {0, 1}, {0, phi1}, {0.5, phi1 + std::exp(-0.5) / std::sqrt(2 * M_PI)}},
+      // gelu_tanh and erf: torch.nn.functional.gelu(x, approximate="tanh") and torch.erf in
+      // float64, their values and autograd's derivatives as torch 1.13 prints them.
+      {Activation::gelu_tanh,
+       {0, 1, -2},
+       {0, 0.8411919906082768, -0.04540230591222494},
+       {0.5, 1.0829640838457826, -0.0860992566236183}},
+      {Activation::erf,
+       {0, 1, -0.5},
+       {0, 0.8427007929497149, -0.5204998778130465},
+       {1.1283791670955126, 0.4151074974205947, 0.8787825789354448}},
       {Activation::hardsigmoid, {-3, 0, 3, 4}, {0, 0.5, 1, 1}, {0, 1.0 / 6, 0, 0}},
       {Activation::hardswish, {-3, 1, 3, 4}, {0, 2.0 / 3, 3, 4}, {0.5 - 1, 1.0 / 3 + 0.5, 1.5, 1}},
       {Activation::relu6, {-1, 0, 3, 6, 7}, {0, 0, 3, 6, 6}, {0, 0, 1, 0, 0}},

@@ -103,6 +103,14 @@ TEST_CASE("data movement: finite-difference gradients in f64") {
         return one(concat({a, b, c}, 1));
       },
       {random_tensor({2, 3, 5, 4}, 15)});
+  // Negative steps: torch.flip (begin the last element, end -1), and x[4:0:-2] on another axis.
+  check_gradients(
+      [](auto x) {
+        Value f = slice(x[0], 3, 3, -1, -1);
+        Value g = slice(x[0], 2, 4, 0, -2);
+        return one(concat({f, slice(g, 3, 0, 4)}, 2));
+      },
+      {random_tensor({2, 3, 5, 4}, 18)});
   check_gradients([](auto x) { return split(x[0], 1, {1, 3, 2}); }, {random_tensor({2, 6, 3}, 4)});
   check_gradients(
       [](auto x) {
@@ -167,6 +175,25 @@ TEST_CASE("data movement: by hand") {
     const std::pair<Value, Tensor> seed{w, iota({1, 1, 2, 2})};
     ex.backward(std::span<const std::pair<Value, Tensor>>(&seed, 1));
     const double dx[] = {0, 0, 0, 1, 0, 0, 2, 0, 3, 0};
+    for (int i = 0; i < 10; ++i) CHECK(element_as_double(ex.grad(v), i) == dx[i]);
+  }
+  {  // x flipped along its width, and x[..., 4:0:-3] of (1,1,2,5) = [0..4; 5..9]: [4 3 2 1 0;
+     // 9 8 7 6 5] and [4 1; 9 6]; backward puts dy back where each element came from.
+    Value v = tape.input("f", {1, 1, 2, 5}, DType::f64, true);
+    Value f = slice(v, 3, 4, -1, -1);
+    Value g = slice(v, 3, 4, 0, -3);
+    CHECK(f.shape() == Shape{1, 1, 2, 5});
+    CHECK(g.shape() == Shape{1, 1, 2, 2});
+    Executor ex(tape, cpu_backend(), {.keep = {f, g}});
+    ex.set_input(v, iota({1, 1, 2, 5}));
+    ex.forward();
+    const double fw[] = {4, 3, 2, 1, 0, 9, 8, 7, 6, 5}, gw[] = {4, 1, 9, 6};
+    for (int i = 0; i < 10; ++i) CHECK(element_as_double(ex.value(f), i) == fw[i]);
+    for (int i = 0; i < 4; ++i) CHECK(element_as_double(ex.value(g), i) == gw[i]);
+    const std::pair<Value, Tensor> seeds[] = {{f, iota({1, 1, 2, 5})}, {g, iota({1, 1, 2, 2})}};
+    ex.backward(seeds);
+    // f's dy reversed, plus g's 0, 1 at x's 4, 1 and 2, 3 at 9, 6.
+    const double dx[] = {4, 3 + 1, 2, 1, 0 + 0, 9, 8 + 3, 7, 6, 5 + 2};
     for (int i = 0; i < 10; ++i) CHECK(element_as_double(ex.grad(v), i) == dx[i]);
   }
   {  // reflect and edge borders of [0 1 2; 3 4 5], as torch's ReflectionPad2d and
@@ -239,8 +266,8 @@ TEST_CASE("data movement: planned equals baseline bitwise") {
                              Shape{4, 4, 6, 6});
     Value p = pad(slice(shuffled, 2, 1, 5), {.before = {0, 0, 1, 0}, .after = {0, 0, 1, 0}});
     Value j = concat({p, relu(parts[0]), slice(a, 1, 0, 4)}, 1);
-    j = concat({slice(j, 2, 0, 6, 2), slice(j, 2, 1, 6, 2)}, 2);  // rows regrouped by parity
-    Value w = concat({slice(j, 1, 2, 8), a}, 3);
+    j = concat({slice(j, 2, 0, 6, 2), slice(j, 2, 1, 6, 2)}, 2);       // rows regrouped by parity
+    Value w = concat({slice(j, 1, 2, 8), slice(a, 3, 5, -1, -1)}, 3);  // a flipped
     return softmax(conv2d(w, {.out = 4, .kernel = 3, .stride = 2}), 1);
   });
 }
@@ -258,6 +285,10 @@ TEST_CASE("data movement: errors name what is wrong") {
                        Error);
   CHECK_THROWS_WITH_AS(slice(x, 0, 0, 1), doctest::Contains("the batch axis is not sliced"), Error);
   CHECK_THROWS_WITH_AS(slice(x, 1, 0, 1, 0), doctest::Contains("slice: step 0 on axis 1"), Error);
+  CHECK_THROWS_WITH_AS(slice(x, 3, 4, -1, -1),
+                       doctest::Contains("slice: [4, -1) with step -1 is not inside axis 3"),
+                       Error);
+  CHECK_THROWS_WITH_AS(slice(x, 3, 2, -2, -1), doctest::Contains("end >= -1"), Error);
   CHECK_THROWS_WITH_AS(
       split(x, 1, {1, 1}),
       doctest::Contains("split: sizes of 2 parts sum to 2 (each must be >= 1), axis 1"), Error);

@@ -32,12 +32,14 @@ using namespace frugal::testing;
 TEST_CASE("onnx: imported models give ONNX's reference outputs") {
   // focus_net: PyTorch's output; slices with steps (YOLOv5's focus layer, x[:, 1::3]).
   // pad_net: PyTorch's output; ReflectionPad2d and ReplicationPad2d (Pad, reflect and edge).
+  // extras_net: PyTorch's output; a channel mean, GELU's tanh form, torch.flip (Slice, step
+  // -1), torch.erf, a mean over channels and width.
   // unet_seg: PyTorch's own eval-mode output (scripts/onnx_fixtures.py --segmentation --small),
   // a U-Net whose F.pad to the skip's size exports as shape arithmetic (ConstantOfShape, integer
   // Reshape, Slice with step -1, Transpose) and whose output is per pixel.
   for (const char* name :
        {"residual_net", "reshape_net", "mobile_net", "unet_net", "shuffle_net", "unet_seg",
-        "bilinear_net", "matmul_net", "dense_net", "focus_net", "pad_net"}) {
+        "bilinear_net", "matmul_net", "dense_net", "focus_net", "pad_net", "extras_net"}) {
     CAPTURE(name);
     const OnnxModel m = load_onnx((onnx_data() / (std::string(name) + ".onnx")).string());
     const std::vector<float> io = read_floats(onnx_data() / (std::string(name) + ".io"));
@@ -54,6 +56,22 @@ TEST_CASE("onnx: imported models give ONNX's reference outputs") {
     CHECK(scale > 0.01);  // not a vanishing output
     CHECK(worst <= 1e-4 * scale);
     MESSAGE(std::string(name), ": largest difference ", worst, " of outputs up to ", scale);
+  }
+  {  // extras_net's GELU is one op (its nine nodes fused), its Erf another.
+    const OnnxModel e = load_onnx((onnx_data() / "extras_net.onnx").string());
+    int gelus = 0, erfs = 0, means = 0, tanhs = 0;
+    for (const OnnxNode& n : e.graph->nodes) {
+      gelus += n.kind == OnnxKind::activation && n.activation == Activation::gelu_tanh;
+      erfs += n.kind == OnnxKind::activation && n.activation == Activation::erf;
+      tanhs += n.kind == OnnxKind::activation && n.activation == Activation::tanh;
+      means += n.kind == OnnxKind::reduce_mean;
+    }
+    CHECK(gelus == 1);
+    CHECK(erfs == 1);
+    CHECK(tanhs == 0);
+    CHECK(means == 2);
+    // Two Convs, two means, Sub, GELU, two flips (Slices, one of two axes), Erf, Gemm.
+    CHECK(e.graph->nodes.size() == 10);
   }
   const OnnxModel r = load_onnx((onnx_data() / "residual_net.onnx").string());
   CHECK(r.input == Shape({3, 8, 8}));
@@ -145,8 +163,9 @@ TEST_CASE("onnx: a float64 export gives PyTorch's float64 output within 1e-10") 
 }
 
 TEST_CASE("onnx: training an imported model is bitwise equal planned and baseline") {
-  for (const char* name : {"residual_net", "reshape_net", "mobile_net", "train_net", "unet_net",
-                           "shuffle_net", "unet_seg", "dense_net", "focus_net", "pad_net"}) {
+  for (const char* name :
+       {"residual_net", "reshape_net", "mobile_net", "train_net", "unet_net", "shuffle_net",
+        "unet_seg", "dense_net", "focus_net", "pad_net", "extras_net"}) {
     CAPTURE(name);
     const OnnxModel m = load_onnx((onnx_data() / (std::string(name) + ".onnx")).string());
     const std::vector<Tensor> base = onnx_train(m, MemoryMode::baseline);

@@ -134,7 +134,8 @@ TEST_CASE("sim device: the activations' steps equal the CPU's bitwise") {
   const Network net = [](Value x) {
     x = conv2d(x, {.out = 4, .kernel = 3, .pad = 1});
     for (Activation a : {Activation::sigmoid, Activation::tanh, Activation::silu, Activation::gelu,
-                         Activation::hardsigmoid, Activation::hardswish, Activation::relu6})
+                         Activation::gelu_tanh, Activation::erf, Activation::hardsigmoid,
+                         Activation::hardswish, Activation::relu6})
       x = activation(x, a);
     return linear(flatten(x), {.out = 5});
   };

@@ -499,7 +499,8 @@ TEST_CASE("cuda leaky_relu: exact, mask bit for bit, in place") {
 TEST_CASE("cuda activations: the CPU's formulas within rounding, in place") {
   const Shape s{7, 143};
   for (Activation a : {Activation::sigmoid, Activation::tanh, Activation::silu, Activation::gelu,
-                       Activation::hardsigmoid, Activation::hardswish, Activation::relu6}) {
+                       Activation::gelu_tanh, Activation::erf, Activation::hardsigmoid,
+                       Activation::hardswish, Activation::relu6}) {
     CAPTURE(std::string(activation_name(a)));
     for (DType t : kFloats) {
       Pair x = random_pair(s, t, 92), dy = random_pair(s, t, 93);
