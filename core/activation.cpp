@@ -17,6 +17,8 @@ const char* activation_name(Activation a) {
       return "gelu_tanh";
     case Activation::erf:
       return "erf";
+    case Activation::sqrt:
+      return "sqrt";
     case Activation::hardsigmoid:
       return "hardsigmoid";
     case Activation::hardswish:

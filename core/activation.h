@@ -21,17 +21,19 @@ enum class Activation {
   gelu,         // x Phi(x), Phi the standard normal CDF (PyTorch's exact GELU)
   gelu_tanh,    // x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (gelu(approximate="tanh"))
   erf,          // the error function (torch.erf)
+  sqrt,         // the square root (NaN below 0, as torch.sqrt)
   hardsigmoid,  // clamp(x / 6 + 1/2, 0, 1)
   hardswish,    // x hardsigmoid(x)
   relu6,        // clamp(x, 0, 6)
 };
 const char* activation_name(Activation a);  // "sigmoid", ...
 
-// Whether backward reads the output (sigmoid, tanh: the derivative is a function of y; relu6:
+// Whether backward reads the output (sigmoid, tanh, sqrt: the derivative is a function of y; relu6:
 // 0 < y < 6 exactly where 0 < x < 6, clamping being exact; so the op may run in place) or the
 // input (the rest).
 inline bool activation_backward_reads_output(Activation a) {
-  return a == Activation::sigmoid || a == Activation::tanh || a == Activation::relu6;
+  return a == Activation::sigmoid || a == Activation::tanh || a == Activation::relu6 ||
+         a == Activation::sqrt;
 }
 
 namespace activation_math {
@@ -64,6 +66,8 @@ FRUGAL_ACTIVATION_HD inline T forward(Activation a, T x) {
     }
     case Activation::erf:
       return FRUGAL_MATH(erf)(x);
+    case Activation::sqrt:
+      return FRUGAL_MATH(sqrt)(x);
     case Activation::hardsigmoid:
       return x <= T(-3) ? T(0) : x >= T(3) ? T(1) : x / T(6) + T(0.5);
     case Activation::hardswish:
@@ -103,6 +107,8 @@ FRUGAL_ACTIVATION_HD inline T backward(Activation a, T v, T dy) {
     }
     case Activation::erf:  // 2/sqrt(pi) e^(-x^2)
       return dy * T(1.12837916709551257390) * FRUGAL_MATH(exp)(-v * v);
+    case Activation::sqrt:  // from y: dy / (2 y), as PyTorch
+      return dy / (T(2) * v);
     case Activation::hardsigmoid:
       return v > T(-3) && v < T(3) ? dy / T(6) : (v != v ? v : T(0));
     case Activation::hardswish:

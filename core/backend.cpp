@@ -40,6 +40,14 @@ Tensor to_host(Backend& be, const Tensor& t) {
 }
 
 // Synchronized batch norm: only devices that run several ranks implement it.
+void Backend::layernorm_forward(const Tensor&, const Tensor&, const Tensor&, double, Tensor&,
+                                Tensor&, Tensor&) {
+  throw Error("layer_norm: no layer norm kernels on " + device().str());
+}
+void Backend::layernorm_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                                 const Tensor&, Tensor&, Tensor&, Tensor&) {
+  throw Error("layer_norm backward: no layer norm kernels on " + device().str());
+}
 void Backend::batchnorm_sums(const Tensor&, const Tensor&, const Tensor&, const Tensor&, Tensor&) {
   throw Error("batchnorm_sums: synchronized batch norm (--sync-bn) does not run on " +
               device().str());

@@ -178,6 +178,20 @@ class Backend {
                                   const Tensor& mean, const Tensor& inv_std, Tensor& dx,
                                   Tensor& dgamma, Tensor& dbeta) = 0;
 
+  // --- layer norm (x viewed as (R, C) rows, C = gamma's numel; gamma, beta (C); mean,
+  // inv_std (R)) ------------------------------------------------------------------------------
+  // Each row's mean and inv_std = 1/sqrt(var_biased + eps), then
+  // y = (x - mean) inv_std gamma + beta. y may be x; mean and inv_std may be undefined
+  // (inference). Devices without these kernels throw naming themselves.
+  virtual void layernorm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                 double eps, Tensor& y, Tensor& mean, Tensor& inv_std);
+  // With x^ = (x - mean) inv_std and g = dy gamma: dx = inv_std (g - mean(g) - x^ mean(g x^))
+  // per row, dgamma = sum over rows of dy x^, dbeta = sum of dy, each overwritten where defined
+  // (dx may alias dy). Sums run in double in an order the shape alone fixes.
+  virtual void layernorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                  const Tensor& mean, const Tensor& inv_std, Tensor& dx,
+                                  Tensor& dgamma, Tensor& dbeta);
+
   // Batch norm synchronized over ranks (data parallel, --sync-bn): the local sums, and what is
   // computed from the ranks' sums. sums are f64, per channel, in a fixed order as above:
   // with mean undefined, sums (C) = sum x; with mean, sums (C) = sum (x - mean)^2; with mean,

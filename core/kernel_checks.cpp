@@ -220,6 +220,56 @@ ChannelDims check_batchnorm_backward(const Tensor& x, const Tensor& dy, const Te
   return d;
 }
 
+RowDims check_layernorm(const char* op, const Tensor& x, const Tensor& y,
+                        std::initializer_list<const Tensor*> per_column,
+                        std::initializer_list<const Tensor*> per_row, const Device& device) {
+  check_defined(op, "x", x);
+  FRUGAL_CHECK(is_float(x), op, ": x must be f32 or f64, got ", dtype_name(x.dtype()));
+  const Tensor* gamma = *per_column.begin();
+  check_defined(op, "gamma", *gamma);
+  const int64_t C = gamma->numel();
+  FRUGAL_CHECK(C >= 1 && x.numel() % C == 0 && x.numel() >= C, op, ": x ", x.shape(),
+               " is not rows of gamma's ", gamma->shape());
+  const RowDims d{x.numel() / C, C};
+  FRUGAL_CHECK(!y.defined() || y.meta() == x.meta(), op, ": x ", x.shape(), " and ", y.shape(),
+               " differ");
+  auto check = [&](const Tensor* t, int64_t n, const char* what) {
+    if (!t->defined()) return;
+    FRUGAL_CHECK(t->numel() == n && t->dtype() == x.dtype(), op, ": a ", what, " tensor is ",
+                 t->shape(), " ", dtype_name(t->dtype()), ", expected ", n, " values of ",
+                 dtype_name(x.dtype()), " for x ", x.shape());
+    check_device(op, {t}, device);
+  };
+  for (const Tensor* t : per_column) check(t, C, "per-column");
+  for (const Tensor* t : per_row) check(t, d.R, "per-row");
+  check_device(op, {&x, &y}, device);
+  return d;
+}
+
+RowDims check_layernorm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                const Tensor& y, const Tensor& mean, const Tensor& inv_std,
+                                const Device& device) {
+  const RowDims d = check_layernorm("layer_norm", x, y, {&gamma, &beta}, {&mean, &inv_std}, device);
+  check_defined("layer_norm", "y", y);
+  check_defined("layer_norm", "beta", beta);
+  return d;
+}
+
+RowDims check_layernorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                 const Tensor& mean, const Tensor& inv_std, const Tensor& dx,
+                                 const Tensor& dgamma, const Tensor& dbeta, const Device& device) {
+  const char* op = "layer_norm backward";
+  const RowDims d =
+      check_layernorm(op, x, dy, {&gamma, &dgamma, &dbeta}, {&mean, &inv_std}, device);
+  check_defined(op, "dy", dy);
+  check_defined(op, "mean", mean);
+  check_defined(op, "inv_std", inv_std);
+  FRUGAL_CHECK(!dx.defined() || dx.meta() == x.meta(), op, ": dx ", dx.shape(), " for x ",
+               x.shape());
+  if (dx.defined()) check_device(op, {&dx}, device);
+  return d;
+}
+
 void check_rows(const char* op, const Tensor& x, const Tensor& y, const Device& device) {
   FRUGAL_CHECK(x.shape().rank() == 2 && x.shape()[0] >= 1 && x.shape()[1] >= 1 && is_float(x), op,
                ": x ", x.shape(), " ", dtype_name(x.dtype()), ", expected (N,C) f32/f64");

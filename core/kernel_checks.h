@@ -108,6 +108,24 @@ ChannelDims check_batchnorm_backward(const Tensor& x, const Tensor& dy, const Te
                                      const Tensor& dgamma, const Tensor& dbeta,
                                      const Device& device);
 
+// Layer norm: x f32/f64 viewed as (R, C) rows, C = gamma's numel (x's trailing axes); y and,
+// where defined, dy and dx like x; gamma, beta, dgamma, dbeta (C) and mean, inv_std (R) where
+// defined, all of x's dtype on the device. Returns {R, C}.
+struct RowDims {
+  int64_t R, C;
+};
+RowDims check_layernorm(const char* op, const Tensor& x, const Tensor& y,
+                        std::initializer_list<const Tensor*> per_column,
+                        std::initializer_list<const Tensor*> per_row, const Device& device);
+// Backend::layernorm_forward's arguments (y and beta defined).
+RowDims check_layernorm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                const Tensor& y, const Tensor& mean, const Tensor& inv_std,
+                                const Device& device);
+// Backend::layernorm_backward's (dy, mean and inv_std defined; dx like x where defined).
+RowDims check_layernorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                 const Tensor& mean, const Tensor& inv_std, const Tensor& dx,
+                                 const Tensor& dgamma, const Tensor& dbeta, const Device& device);
+
 // x (N,C) f32/f64 with N, C >= 1; y, if defined, the same.
 void check_rows(const char* op, const Tensor& x, const Tensor& y, const Device& device);
 // x (N,C)  labels (N) i32  loss (1) of x's dtype (the label values: throw_label_outside).

@@ -61,6 +61,9 @@ Value gelu_tanh(Value x, std::source_location where) {
 Value erf(Value x, std::source_location where) {
   return activation(x, Activation::erf, where);
 }
+Value sqrt(Value x, std::source_location where) {
+  return activation(x, Activation::sqrt, where);
+}
 Value hardsigmoid(Value x, std::source_location where) {
   return activation(x, Activation::hardsigmoid, where);
 }

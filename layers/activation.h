@@ -1,7 +1,8 @@
-// Sigmoid, Tanh, SiLU, GELU (exact and tanh), Erf, HardSigmoid, HardSwish and ReLU6: one op over
-// the backend's activation kernels (core/activation.h holds the formulas). Sigmoid, Tanh and ReLU6
-// run in place and backward reads their output; the others' backward reads their input, so they run
-// in place only in inference. The input gradient may always take the output gradient's bytes.
+// Sigmoid, Tanh, SiLU, GELU (exact and tanh), Erf, Sqrt, HardSigmoid, HardSwish and ReLU6: one
+// op over the backend's activation kernels (core/activation.h holds the formulas). Sigmoid,
+// Tanh, Sqrt and ReLU6 run in place and backward reads their output; the others' backward reads
+// their input, so they run in place only in inference. The input gradient may always take the
+// output gradient's bytes.
 #pragma once
 
 #include <source_location>
@@ -35,6 +36,7 @@ Value silu(Value x, std::source_location where = std::source_location::current()
 Value gelu(Value x, std::source_location where = std::source_location::current());
 Value gelu_tanh(Value x, std::source_location where = std::source_location::current());
 Value erf(Value x, std::source_location where = std::source_location::current());
+Value sqrt(Value x, std::source_location where = std::source_location::current());
 Value hardsigmoid(Value x, std::source_location where = std::source_location::current());
 Value hardswish(Value x, std::source_location where = std::source_location::current());
 Value relu6(Value x, std::source_location where = std::source_location::current());

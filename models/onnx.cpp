@@ -103,6 +103,8 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
   // Identity over a weight or constant (PyTorch writes one where two names share a tensor):
   // its output names that tensor.
   std::map<std::string, std::string> alias;
+  // Transposes of 2-D weights, read only by MatMul (as linear's weight): output -> weight.
+  std::map<std::string, std::string> transposed_weight;
   auto canon = [&](const std::string& name) {
     auto it = alias.find(name);
     return it == alias.end() ? name : it->second;
@@ -111,6 +113,9 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
     if (i >= n.input_size() || n.input(i).empty())
       r.fail(n, "input " + std::to_string(i) + " is missing");
     const std::string name = canon(n.input(i));
+    if (auto w = transposed_weight.find(name); w != transposed_weight.end())
+      r.fail(n, "input '" + n.input(i) + "' is the transpose of weight '" + w->second +
+                    "', which frugal imports only as MatMul's second input");
     if (!defined.count(name) && !int_constants.count(name) && !float_constants.count(name) &&
         !int_values.count(name))
       r.fail(n, "input '" + n.input(i) +
@@ -309,7 +314,12 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       o.kind = Kind::gemm;
       o.transpose_weight = true;
       o.matmul = true;
-      if (graph->initializers.count(need(n, 1))) {
+      if (auto w = transposed_weight.find(n.input_size() > 1 ? n.input(1) : "");
+          w != transposed_weight.end()) {  // x @ W^T: W is linear's (out, in) weight
+        o.transpose_weight = false;
+        graph->params[w->second] = true;
+        o.inputs = {activation_input(n), w->second};
+      } else if (graph->initializers.count(need(n, 1))) {
         o.inputs = {activation_input(n), param(n, 1, true)};
       } else {  // between two activations (attention): a batched product
         o.kind = Kind::matmul;
@@ -347,6 +357,14 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       o.inputs = {activation_input(n)};
       o.int_inputs = {int_input(n, 1)};
       o.allow_zero = r.get_int(n, "allowzero", 0) != 0;
+    } else if (op == "Transpose" && graph->initializers.count(need(n, 0)) &&
+               graph->initializers.at(need(n, 0)).shape().rank() == 2 &&
+               (r.get_ints(n, "perm").empty() ||
+                r.get_ints(n, "perm") == std::vector<int64_t>{1, 0})) {
+      // A weight's transpose, as a training-mode export (no constant folding) writes
+      // nn.Linear on (..., C) values: x @ W^T. The MatMul reading it records linear with W.
+      transposed_weight[o.output] = need(n, 0);
+      continue;
     } else if (op == "Transpose" && !is_int(need(n, 0))) {
       o.kind = Kind::transpose;
       o.ints = r.get_ints(n, "perm");
@@ -487,6 +505,44 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
     } else if (op == "Erf") {
       o.kind = Kind::erf;  // fused into GELU below, or an error there
       o.inputs = {activation_input(n)};
+    } else if (op == "Sqrt") {
+      o.kind = Kind::activation;
+      o.activation = Activation::sqrt;
+      o.inputs = {activation_input(n)};
+    } else if (op == "Pow") {
+      // By a constant exponent: 2 (a variance's square, as PyTorch's LayerNorm exports below
+      // opset 17) is x * x, 0.5 the square root, 1 x itself.
+      const double e = scalar(n, 1, NAN);
+      o.inputs = {activation_input(n)};
+      if (e == 2) {
+        o.kind = Kind::binary;
+        o.binary = BinaryKind::mul;
+        o.inputs.push_back(o.inputs[0]);
+      } else if (e == 0.5) {
+        o.kind = Kind::activation;
+        o.activation = Activation::sqrt;
+      } else if (e == 1) {
+        o.kind = Kind::identity;
+      } else {
+        r.fail(n, "only the exponents 2, 0.5 and 1 are imported");
+      }
+    } else if (op == "LayerNormalization") {
+      // Opset 17's LayerNorm (torch.nn.LayerNorm): the axes from `axis` on, normalized
+      // together; the Mean and InvStdDev outputs are not imported (no node may read them).
+      o.kind = Kind::layer_norm;
+      o.axis = r.get_int(n, "axis", -1);
+      o.eps = r.get_float(n, "epsilon", 1e-5);
+      if (!(o.eps > 0)) r.fail(n, "epsilon must be positive");
+      o.inputs = {activation_input(n), param(n, 1, true)};
+      if (n.input_size() > 2 && !n.input(2).empty()) {
+        o.inputs.push_back(param(n, 2, true));
+      } else {  // no bias: a fixed zero one
+        const Tensor& scale = graph->initializers.at(o.inputs[1]);
+        const std::string zero = o.output + "\x01zero_bias";
+        graph->initializers[zero] = Tensor::zeros(scale.shape(), scale.dtype());
+        graph->params[zero] = false;
+        o.inputs.push_back(zero);
+      }
     } else if (op == "Relu") {
       o.kind = Kind::relu;
       o.inputs = {activation_input(n)};
@@ -555,7 +611,8 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
              "MatMul, "
              "MaxPool, AveragePool, GlobalAveragePool, ReduceMean, Flatten, Reshape, Transpose, "
              "Split, Slice, Pad, Concat, Softmax, Resize, Add, Sub, Mul, Div, Relu, LeakyRelu, "
-             "Sigmoid, Tanh, HardSigmoid, HardSwish, Clip, Dropout, Identity, Constant, Erf, and "
+             "Sigmoid, Tanh, HardSigmoid, HardSwish, Clip, Dropout, Identity, Constant, Erf, Sqrt, "
+             "Pow, LayerNormalization, and "
              "Unsqueeze, Squeeze, and Shape, Gather, Cast over integer shape values");
     }
     const bool integer = o.kind == Kind::integer;

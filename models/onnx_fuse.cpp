@@ -1,4 +1,5 @@
 // Rewrites of a checked ONNX graph into frugal's fewer, larger ops (models/onnx_graph.h).
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
@@ -11,9 +12,9 @@ namespace frugal {
 // x * sigmoid(x), as PyTorch exports SiLU (and EfficientNet's Swish), is one SiLU op: its
 // backward reads x alone, where the pair would keep x, sigmoid(x) and their product. Only where
 // nothing else reads the sigmoid. GELU likewise, from its five nodes (nine in its tanh form),
-// an Erf outside it becomes erf; and a channel Concat read
-// by BatchNormalization alone, one concat_batch_norm. ReLU then MaxPool become MaxPool then
-// ReLU.
+// and an Erf outside it becomes erf; LayerNorm from its nine nodes below opset 17; a channel
+// Concat read by BatchNormalization alone, one concat_batch_norm. ReLU then MaxPool become
+// MaxPool then ReLU.
 void fuse_onnx_graph(OnnxGraph& g) {
   std::map<std::string, int> uses{{g.output, 1}};
   std::map<std::string, const OnnxNode*> producer;
@@ -116,6 +117,68 @@ void fuse_onnx_graph(OnnxGraph& g) {
       y.kind = OnnxKind::activation;
       y.activation = Activation::gelu_tanh;
       y.inputs = {x};
+      break;
+    }
+  }
+  // LayerNorm as torch.onnx.export writes it below opset 17: m = mean(x); d = x - m;
+  // v = mean(d * d); q = d / sqrt(v + eps); y = q * gamma + beta, both means over the same
+  // trailing axes {-k, ..., -1} with keepdims, gamma and beta weights of rank k, each step read
+  // once (d by the square and the division alone). One layer_norm op: backward keeps x and two
+  // numbers per row where the nine nodes kept d, q and more.
+  auto weight_of_rank = [&](const std::string& name, size_t k) {
+    auto t = g.initializers.find(name);
+    return t != g.initializers.end() && g.params.count(name) &&
+           static_cast<size_t>(t->second.shape().rank()) == k;
+  };
+  auto trailing = [](const OnnxNode* n) {
+    if (n == nullptr || n->squeeze || n->ints.empty()) return false;
+    std::vector<int64_t> a = n->ints;
+    std::sort(a.begin(), a.end());
+    for (size_t i = 0; i < a.size(); ++i)
+      if (a[i] != static_cast<int64_t>(i) - static_cast<int64_t>(a.size())) return false;
+    return true;
+  };
+  for (OnnxNode& y : g.nodes) {
+    if (y.kind != OnnxKind::binary || y.binary != BinaryKind::add || y.inputs.size() != 2) continue;
+    for (int side = 0; side < 2; ++side) {
+      const std::string& beta = y.inputs[static_cast<size_t>(1 - side)];
+      const OnnxNode* scaled = mul(y.inputs[static_cast<size_t>(side)]);
+      if (scaled == nullptr || scaled->inputs.size() != 2) continue;
+      const bool gamma_second = g.initializers.count(scaled->inputs[1]) > 0;
+      const std::string& gamma = scaled->inputs[gamma_second ? 1 : 0];
+      const OnnxNode* q =
+          made_by(scaled->inputs[gamma_second ? 0 : 1], OnnxKind::binary, BinaryKind::div);
+      if (q == nullptr || q->inputs.size() != 2) continue;
+      const std::string& d_name = q->inputs[0];
+      const OnnxNode* root = made_by(q->inputs[1], OnnxKind::activation);
+      if (root == nullptr || root->activation != Activation::sqrt) continue;
+      const OnnxNode* a = add(root->inputs[0]);
+      if (a == nullptr || a->inputs.size() != 2) continue;
+      const bool eps_second = g.initializers.count(a->inputs[1]) > 0;
+      const std::string& eps_name = a->inputs[eps_second ? 1 : 0];
+      const OnnxNode* v = made_by(a->inputs[eps_second ? 0 : 1], OnnxKind::reduce_mean);
+      const OnnxNode* sq = v ? mul(v->inputs[0]) : nullptr;
+      auto dp = producer.find(d_name);
+      if (!trailing(v) || sq == nullptr || sq->inputs.size() != 2 || sq->inputs[0] != d_name ||
+          sq->inputs[1] != d_name || dp == producer.end() || uses[d_name] != 3)
+        continue;
+      const OnnxNode* d = dp->second;
+      if (d->kind != OnnxKind::binary || d->binary != BinaryKind::sub || d->inputs.size() != 2)
+        continue;
+      const std::string& x = d->inputs[0];
+      const OnnxNode* m = made_by(d->inputs[1], OnnxKind::reduce_mean);
+      auto e = g.initializers.find(eps_name);
+      auto ep = g.params.find(eps_name);
+      if (!trailing(m) || m->inputs[0] != x || m->ints != v->ints || e == g.initializers.end() ||
+          ep == g.params.end() || ep->second || e->second.numel() != 1 ||
+          !(element_as_double(e->second, 0) > 0) || !weight_of_rank(gamma, v->ints.size()) ||
+          !weight_of_rank(beta, v->ints.size()))
+        continue;
+      y.eps = element_as_double(e->second, 0);
+      for (const OnnxNode* n : {scaled, q, root, a, v, sq, d, m}) dead.insert(n->output);
+      y.kind = OnnxKind::layer_norm;
+      y.axis = -static_cast<int64_t>(v->ints.size());
+      y.inputs = {x, gamma, beta};
       break;
     }
   }

@@ -28,6 +28,7 @@ enum class OnnxKind {
   avg_pool,
   global_avg_pool,
   reduce_mean,  // ints: the axes; squeeze: without keepdims
+  layer_norm,   // axis: the first normalized axis (negative: from the end); eps
   flatten,
   binary,  // Add (same shapes: the residual add), Sub, Mul, Div with broadcasting
   concat,

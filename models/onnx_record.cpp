@@ -21,6 +21,7 @@
 #include "layers/conv_transpose2d.h"
 #include "layers/dropout.h"
 #include "layers/flatten.h"
+#include "layers/layer_norm.h"
 #include "layers/leaky_relu.h"
 #include "layers/linear.h"
 #include "layers/matmul.h"
@@ -263,6 +264,17 @@ Value record_onnx(const OnnxModel& model, Value images) {
         case Kind::reduce_mean:
           y = record_reduce_mean(n, in[0]);
           break;
+        case Kind::layer_norm: {
+          const int rank = in[0].shape().rank();
+          const int64_t a = axis_of(n.axis, rank);
+          FRUGAL_CHECK(a >= 1, "LayerNorm over axis ", n.axis, " of ", in[0].shape(),
+                       " normalizes the batch axis; frugal imports those from axis 1 on");
+          FRUGAL_CHECK(in[1].shape().rank() == rank - a, "scale ", in[1].shape(), " for axes ", a,
+                       " to ", rank - 1, " of ", in[0].shape(),
+                       ": frugal imports a scale of the normalized axes' shape");
+          y = tape.record(std::make_unique<LayerNormOp>(n.eps), in, where)[0];
+          break;
+        }
         case Kind::flatten:
           y = in[0].shape().rank() == 2 ? in[0] : flatten(in[0]);
           FRUGAL_CHECK(n.flatten_features < 0 || y.shape()[1] == n.flatten_features, "reshape of ",

@@ -26,8 +26,9 @@ With --segmentation DIR [--small] it writes a U-Net for `frugal segment` (DIR/un
 With --pytorch DIR it writes the test models PyTorch exports, each with PyTorch's own output:
 double_net.onnx (a float64 export), bilinear_net.onnx (bilinear resizing three ways),
 matmul_net.onnx (MatMul by weights, on tokens and on pooled features), pad_net.onnx
-(reflect and edge borders), focus_net.onnx (slices with steps) and extras_net.onnx (means over
-other axes, GELU's tanh form, torch.flip, torch.erf):
+(reflect and edge borders), focus_net.onnx (slices with steps), extras_net.onnx (means over
+other axes, GELU's tanh form, torch.flip, torch.erf) and norm_net.onnx / norm13_net.onnx
+(LayerNorm at opsets 17 and 13, ConvNeXt's block):
 
     /usr/bin/python3 scripts/onnx_fixtures.py --pytorch tests/data/onnx
 
@@ -426,7 +427,8 @@ def torchvision_models(out, only=()):
              ("mobilenet_v2", torchvision.models.mobilenet_v2, 64, 13, True),
              ("efficientnet_b0", torchvision.models.efficientnet_b0, 64, 13, True),
              ("densenet121", torchvision.models.densenet121, 64, 13, True),
-             ("shufflenet_v2_x1_0", torchvision.models.shufflenet_v2_x1_0, 64, 15, True)]
+             ("shufflenet_v2_x1_0", torchvision.models.shufflenet_v2_x1_0, 64, 15, True),
+             ("convnext_tiny", torchvision.models.convnext_tiny, 64, 17, False)]
     for name, make, side, opset, calibrate in cases:
         if only and name not in only:
             continue
@@ -682,6 +684,60 @@ def extras_net(out):
     export_with_output(net, x, out, "extras_net", 17)
 
 
+def norm_net(out):
+    """LayerNorm as ConvNeXt uses it, exported at opset 17 (LayerNormalization) as norm_net and
+    at opset 13 (nine nodes: ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add, fused
+    back into one) as norm13_net: a strided stem, a channels-last LayerNorm, a ConvNeXt block
+    (7x7 depthwise convolution, LayerNorm, Linear, GELU, Linear, a layer scale, the residual
+    add), a hand-written normalization over the channels (mean, (x - m) ** 2, sqrt: imported
+    unfused in both), and a head with a LayerNorm; tests/data/onnx/norm_net.onnx and
+    norm13_net.onnx with PyTorch's float32 output."""
+
+    import torch
+    from torch import nn
+    from torch.nn import functional as F
+
+    class Block(nn.Module):
+        def __init__(self, c):
+            super().__init__()
+            self.dw = nn.Conv2d(c, c, 7, padding=3, groups=c)
+            self.norm = nn.LayerNorm(c, eps=1e-6)
+            self.up = nn.Linear(c, 4 * c)
+            self.down = nn.Linear(4 * c, c)
+            self.scale = nn.Parameter(torch.rand(c) + 0.5)
+
+        def forward(self, x):
+            y = self.dw(x).permute(0, 2, 3, 1)
+            y = self.scale * self.down(F.gelu(self.up(self.norm(y))))
+            return x + y.permute(0, 3, 1, 2)
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem = nn.Conv2d(3, 8, 2, stride=2)
+            self.stem_norm = nn.LayerNorm(8, eps=1e-6)
+            self.block = Block(8)
+            self.head_norm = nn.LayerNorm(8)
+            self.fc = nn.Linear(8, 5)
+            with torch.no_grad():  # weights away from LayerNorm's ones and zeros
+                for m in (self.stem_norm, self.block.norm, self.head_norm):
+                    m.weight.uniform_(0.5, 1.5)
+                    m.bias.uniform_(-0.5, 0.5)
+
+        def forward(self, x):
+            x = self.stem_norm(self.stem(x).permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+            x = self.block(x)
+            m = x.mean(1, keepdim=True)
+            x = (x - m) / torch.sqrt(((x - m) ** 2).mean(1, keepdim=True) + 1e-5)
+            return self.fc(self.head_norm(F.adaptive_avg_pool2d(x, 1).flatten(1)))
+
+    torch.manual_seed(6)
+    net = Net().eval()
+    x = torch.rand(2, 3, 12, 10) * 2 - 1
+    export_with_output(net, x, out, "norm_net", 17)
+    export_with_output(net, x, out, "norm13_net", 13)
+
+
 def torchvision_training(out, only=()):
     """Training-mode exports (BatchNorm on batch statistics, as frugal trains) with PyTorch's
     parameter gradients of one step beside each: <name>.onnx, <name>.pgrad (the f32 input
@@ -699,7 +755,8 @@ def torchvision_training(out, only=()):
              ("shufflenet_v2_x1_0", torchvision.models.shufflenet_v2_x1_0, 64),
              ("squeezenet1_1", torchvision.models.squeezenet1_1, 96),
              ("efficientnet_b0", torchvision.models.efficientnet_b0, 64),
-             ("densenet121", torchvision.models.densenet121, 64)]
+             ("densenet121", torchvision.models.densenet121, 64),
+             ("convnext_tiny", torchvision.models.convnext_tiny, 64)]
     for name, make, side in cases:
         if only and name not in only:
             continue
@@ -781,6 +838,7 @@ if __name__ == "__main__":
         focus_net(sys.argv[2])
         pad_net(sys.argv[2])
         extras_net(sys.argv[2])
+        norm_net(sys.argv[2])
         sys.exit(0)
     if len(sys.argv) > 2 and sys.argv[1] == "--segmentation":
         # The U-Net of docs/TRAINING.md's segmentation run, and a small one for the tests

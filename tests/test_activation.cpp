@@ -159,6 +159,19 @@ TEST_CASE("activations: in place where backward allows it; planned equals baseli
   }
 }
 
+TEST_CASE("activations: sqrt on positive values (gradients, by hand, in place)") {
+  check_gradients([](std::span<const Value> in) { return std::vector<Value>{sqrt(in[0])}; },
+                  {random_tensor({2, 3, 4}, 5, 0.2, 4)});
+  auto [y, dx] = run(Activation::sqrt, {4, 0.25, -1});
+  CHECK(y[0] == 2);
+  CHECK(y[1] == 0.5);
+  CHECK(dx[0] == 0.25);
+  CHECK(dx[1] == 1);
+  CHECK(std::isnan(y[2]));  // as torch.sqrt
+  CHECK(activation_backward_reads_output(Activation::sqrt));
+  check_planned_equals_baseline([](Value v) { return sqrt(sigmoid(v)); });
+}
+
 TEST_CASE("activations: bad input names the op") {
   ParamStore store;
   Tape tape(store);

@@ -11,30 +11,15 @@
 #include "layers/batchnorm2d.h"
 #include "layers/relu.h"
 #include "run/executor.h"
+#include "tests/tape_values.h"
 
 using namespace frugal;
 using namespace frugal::testing;
 
 namespace {
 
-Tensor from(Shape s, const std::vector<double>& v) {
-  Tensor t = Tensor::empty(std::move(s), DType::f64);
-  REQUIRE(static_cast<size_t>(t.numel()) == v.size());
-  for (size_t i = 0; i < v.size(); ++i) t.data<double>()[i] = v[i];
-  return t;
-}
-
 double at(const Tensor& t, int64_t i) {
   return element_as_double(t, i);
-}
-
-// The tape value of parameter `name`.
-Value param_value(Tape& tape, const std::string& name) {
-  for (size_t v = 0; v < tape.values().size(); ++v)
-    if (tape.values()[v].kind == ValueKind::param && tape.values()[v].name == name)
-      return Value(&tape, static_cast<int>(v));
-  FAIL("no parameter ", name);
-  return {};
 }
 
 }  // namespace

@@ -34,12 +34,14 @@ TEST_CASE("onnx: imported models give ONNX's reference outputs") {
   // pad_net: PyTorch's output; ReflectionPad2d and ReplicationPad2d (Pad, reflect and edge).
   // extras_net: PyTorch's output; a channel mean, GELU's tanh form, torch.flip (Slice, step
   // -1), torch.erf, a mean over channels and width.
+  // norm_net, norm13_net: PyTorch's output; LayerNorm at opset 17 and as nine nodes at opset 13,
+  // ConvNeXt's block, a normalization by hand (Pow, Sqrt, Div over the channels).
   // unet_seg: PyTorch's own eval-mode output (scripts/onnx_fixtures.py --segmentation --small),
   // a U-Net whose F.pad to the skip's size exports as shape arithmetic (ConstantOfShape, integer
   // Reshape, Slice with step -1, Transpose) and whose output is per pixel.
-  for (const char* name :
-       {"residual_net", "reshape_net", "mobile_net", "unet_net", "shuffle_net", "unet_seg",
-        "bilinear_net", "matmul_net", "dense_net", "focus_net", "pad_net", "extras_net"}) {
+  for (const char* name : {"residual_net", "reshape_net", "mobile_net", "unet_net", "shuffle_net",
+                           "unet_seg", "bilinear_net", "matmul_net", "dense_net", "focus_net",
+                           "pad_net", "extras_net", "norm_net", "norm13_net"}) {
     CAPTURE(name);
     const OnnxModel m = load_onnx((onnx_data() / (std::string(name) + ".onnx")).string());
     const std::vector<float> io = read_floats(onnx_data() / (std::string(name) + ".io"));
@@ -72,6 +74,17 @@ TEST_CASE("onnx: imported models give ONNX's reference outputs") {
     CHECK(means == 2);
     // Two Convs, two means, Sub, GELU, two flips (Slices, one of two axes), Erf, Gemm.
     CHECK(e.graph->nodes.size() == 10);
+  }
+  for (const char* name : {"norm_net", "norm13_net"}) {  // three LayerNorms each, one op apiece
+    CAPTURE(name);
+    const OnnxModel e = load_onnx((onnx_data() / (std::string(name) + ".onnx")).string());
+    int norms = 0, roots = 0;
+    for (const OnnxNode& n : e.graph->nodes) {
+      norms += n.kind == OnnxKind::layer_norm;
+      roots += n.kind == OnnxKind::activation && n.activation == Activation::sqrt;
+    }
+    CHECK(norms == 3);
+    CHECK(roots == 1);  // the normalization by hand stays as it is
   }
   const OnnxModel r = load_onnx((onnx_data() / "residual_net.onnx").string());
   CHECK(r.input == Shape({3, 8, 8}));
@@ -165,7 +178,7 @@ TEST_CASE("onnx: a float64 export gives PyTorch's float64 output within 1e-10") 
 TEST_CASE("onnx: training an imported model is bitwise equal planned and baseline") {
   for (const char* name :
        {"residual_net", "reshape_net", "mobile_net", "train_net", "unet_net", "shuffle_net",
-        "unet_seg", "dense_net", "focus_net", "pad_net", "extras_net"}) {
+        "unet_seg", "dense_net", "focus_net", "pad_net", "extras_net", "norm_net", "norm13_net"}) {
     CAPTURE(name);
     const OnnxModel m = load_onnx((onnx_data() / (std::string(name) + ".onnx")).string());
     const std::vector<Tensor> base = onnx_train(m, MemoryMode::baseline);

@@ -174,6 +174,36 @@ TEST_CASE("onnx: bad files, unsupported ops and attributes are errors naming wha
     axes->set_int64_data(0, 0);
     CHECK(error_for(m).ends_with("moves the batch axis; frugal imports those that keep it"));
   }
+  {  // LayerNormalization over the batch axis or with a scale of other axes; Pow by 3.
+    onnx::ModelProto m;
+    std::ifstream in(onnx_data() / "norm_net.onnx", std::ios::binary);
+    REQUIRE(m.ParseFromIstream(&in));
+    onnx::ModelProto batch = m, wide = m, cube = m;
+    auto first_norm = [](onnx::ModelProto& p) -> onnx::NodeProto* {
+      for (auto& n : *p.mutable_graph()->mutable_node())
+        if (n.op_type() == "LayerNormalization") return &n;
+      return nullptr;
+    };
+    attribute(first_norm(batch), "axis")->set_i(0);
+    CHECK(error_for(batch).ends_with(
+        "(LayerNormalization): LayerNorm over axis 0 of [1,6,5,8] normalizes the batch axis; "
+        "frugal imports those from axis 1 on"));
+    attribute(first_norm(wide), "axis")->set_i(-2);
+    CHECK(
+        error_for(wide).ends_with("(LayerNormalization): scale [8] for axes 2 to 3 of "
+                                  "[1,6,5,8]: frugal imports a scale of the normalized axes' "
+                                  "shape"));
+    std::string exponent;
+    for (auto& n : cube.graph().node())
+      if (n.op_type() == "Pow") exponent = n.input(1);
+    for (auto& n : *cube.mutable_graph()->mutable_node())
+      if (n.op_type() == "Constant" && n.output(0) == exponent) {
+        onnx::TensorProto* t = attribute(&n, "value")->mutable_t();
+        t->clear_raw_data();
+        t->add_float_data(3.0f);
+      }
+    CHECK(error_for(cube).ends_with("(Pow): only the exponents 2, 0.5 and 1 are imported"));
+  }
   {  // Erf outside GELU's pattern is the erf activation.
     onnx::ModelProto m;
     std::ifstream in(onnx_data() / "shuffle_net.onnx", std::ios::binary);

@@ -17,6 +17,7 @@
 #include "memory/liveness.h"
 #include "run/executor.h"
 #include "run/plan.h"
+#include "tests/tape_values.h"
 
 using namespace frugal;
 using namespace frugal::testing;
@@ -46,13 +47,6 @@ Tensor distinct(Shape s, uint64_t seed) {
   Rng rng(seed);
   for (int64_t i = n - 1; i > 0; --i)
     std::swap(p[i], p[static_cast<int64_t>(rng.below(static_cast<uint64_t>(i + 1)))]);
-  return t;
-}
-
-Tensor from(Shape s, const std::vector<double>& v) {
-  Tensor t = Tensor::empty(std::move(s), DType::f64);
-  REQUIRE(static_cast<size_t>(t.numel()) == v.size());
-  for (size_t i = 0; i < v.size(); ++i) t.data<double>()[i] = v[i];
   return t;
 }
 

@@ -190,16 +190,17 @@ NETS = {
 
 # torchvision's models as published (ImageNet: 3 x 224 x 224, 1000 classes), for the peers on
 # real-world networks: frugal runs the same model through a training-mode ONNX export
-# (export_torchvision.py). EfficientNet-B0 without stochastic depth, whose random skips a
-# training-mode export cannot write; both sides then run the same network.
+# (export_torchvision.py). EfficientNet-B0 and ConvNeXt-Tiny without stochastic depth, whose
+# random skips a training-mode export cannot write; both sides then run the same network.
 def torchvision_model(name):
     import torchvision
-    kwargs = {"stochastic_depth_prob": 0.0} if name.startswith("efficientnet") else {}
+    skips = name.startswith("efficientnet") or name.startswith("convnext")
+    kwargs = {"stochastic_depth_prob": 0.0} if skips else {}
     return getattr(torchvision.models, name)(num_classes=1000, **kwargs)
 
 
 TORCHVISION = ["mobilenet_v2", "efficientnet_b0", "resnet18", "resnet50", "squeezenet1_1",
-               "densenet121", "shufflenet_v2_x1_0"]
+               "densenet121", "shufflenet_v2_x1_0", "convnext_tiny"]
 for _name in TORCHVISION:
     NETS["tv-" + _name] = (lambda d, bn, seg, n=_name: torchvision_model(n), (3, 224, 224), 1000,
                            False)

@@ -25,9 +25,11 @@ TORCH_FLAGS = {
 # two timed, batch 32 as issue 17 asks.
 TORCHVISION_CASES = [(f"tv-{n}", f"tv-{n}", 32, "training", "f32", [], 3, 1)
                      for n in ("squeezenet1_1", "mobilenet_v2", "shufflenet_v2_x1_0", "unet",
-                               "resnet18", "efficientnet_b0", "resnet50", "densenet121")]
+                               "resnet18", "efficientnet_b0", "resnet50", "densenet121",
+                               "convnext_tiny")]
 TORCHVISION_CASES += [(f"tv-{n}", f"tv-{n}", b, "inference", "f32", [], 3, 1)
-                      for n in ("mobilenet_v2", "shufflenet_v2_x1_0", "unet", "resnet50")
+                      for n in ("mobilenet_v2", "shufflenet_v2_x1_0", "unet", "resnet50",
+                                "convnext_tiny")
                       for b in (1, 32)]
 # Issue 16, op-level recomputation on the torchvision models (--set recompute): frugal with
 # --recompute cheap against PyTorch's plain step, and DenseNet-121 also against torchvision's

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <vector>
 
+#include "core/cpu/channel_sums.h"
 #include "core/cpu/cpu_backend.h"
 #include "core/kernel_checks.h"
 
@@ -13,32 +14,7 @@ namespace frugal {
 
 namespace {
 
-// Double sums over channel c's values i = (n*C + c)*S + s, of each of the K terms f(i)[k],
-// in kLanes lanes by s % kLanes (tails by s too), then lanes in pairs: a fixed order.
-constexpr int kLanes = 8;
-template <int K, typename F>
-std::array<double, K> channel_sums(const ChannelDims& d, int64_t c, const F& f) {
-  double acc[K][kLanes] = {};
-  for (int64_t n = 0; n < d.N; ++n) {
-    const int64_t base = (n * d.C + c) * d.S;
-    int64_t s = 0;
-    for (; s + kLanes <= d.S; s += kLanes)
-      for (int j = 0; j < kLanes; ++j) {
-        const std::array<double, K> t = f(base + s + j);
-        for (int k = 0; k < K; ++k) acc[k][j] += t[k];
-      }
-    for (; s < d.S; ++s) {
-      const std::array<double, K> t = f(base + s);
-      for (int k = 0; k < K; ++k) acc[k][s % kLanes] += t[k];
-    }
-  }
-  std::array<double, K> out;
-  for (int k = 0; k < K; ++k) {
-    const double* a = acc[k];
-    out[static_cast<size_t>(k)] = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
-  }
-  return out;
-}
+using cpu::channel_sums;
 
 // y = (x - mean) * (inv_std * gamma) + beta over channel c; elementwise, so y may alias x.
 template <typename T>

@@ -218,6 +218,20 @@ void SimBackend::batchnorm_backward(const Tensor& x, const Tensor& dy, const Ten
                           view(dgamma), view(dbeta));
 }
 
+void SimBackend::layernorm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                   double eps, Tensor& y, Tensor& mean, Tensor& inv_std) {
+  Views view(alloc_, "layernorm_forward");
+  cpu_.layernorm_forward(view(x), view(gamma), view(beta), eps, view(y), view(mean), view(inv_std));
+}
+
+void SimBackend::layernorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                    const Tensor& mean, const Tensor& inv_std, Tensor& dx,
+                                    Tensor& dgamma, Tensor& dbeta) {
+  Views view(alloc_, "layernorm_backward");
+  cpu_.layernorm_backward(view(x), view(dy), view(gamma), view(mean), view(inv_std), view(dx),
+                          view(dgamma), view(dbeta));
+}
+
 void SimBackend::batchnorm_sums(const Tensor& x, const Tensor& mean, const Tensor& inv_std,
                                 const Tensor& dy, Tensor& sums) {
   Views view(alloc_, "batchnorm_sums");

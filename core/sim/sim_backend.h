@@ -48,6 +48,11 @@ class SimBackend final : public Backend {
   void avgpool2d_backward(const Pool2dGeometry& g, const Tensor& dy, Tensor& dx) override;
   void upsample_nearest_forward(const Pool2dGeometry& g, const Tensor& x, Tensor& y) override;
   void upsample_nearest_backward(const Pool2dGeometry& g, const Tensor& dy, Tensor& dx) override;
+  void layernorm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps,
+                         Tensor& y, Tensor& mean, Tensor& inv_std) override;
+  void layernorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                          const Tensor& mean, const Tensor& inv_std, Tensor& dx, Tensor& dgamma,
+                          Tensor& dbeta) override;
   void batchnorm_forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                Tensor& running_mean, Tensor& running_var, double momentum,
                                double eps, Tensor& y, Tensor& mean, Tensor& inv_std) override;

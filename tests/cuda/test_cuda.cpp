@@ -516,6 +516,53 @@ TEST_CASE("cuda activations: the CPU's formulas within rounding, in place") {
   }
 }
 
+TEST_CASE("cuda sqrt: the CPU's formula within rounding on positive values") {
+  const Shape s{7, 143};
+  for (DType t : kFloats) {
+    Pair x = random_pair(s, t, 101, 0.1, 4), dy = random_pair(s, t, 102);
+    Pair y = empty_pair(s, t), dx = empty_pair(s, t);
+    on_both([&](Backend& be, auto side) {
+      be.activation_forward(Activation::sqrt, side(x), side(y));
+      be.activation_backward(Activation::sqrt, side(y), side(dy), side(dx));
+    });
+    check_close(y, "sqrt y");
+    check_close(dx, "sqrt dx");
+  }
+}
+
+TEST_CASE("cuda layer norm: the CPU's statistics and gradients within rounding, in place") {
+  // Rows shorter and longer than a block, many rows and few.
+  for (const auto& [s, c] :
+       {std::pair<Shape, int64_t>{{5, 7, 33}, 33}, {{3, 700}, 700}, {{2, 4, 3, 3}, 36}}) {
+    for (DType t : kFloats) {
+      const int64_t rows = s.numel() / c;
+      Pair x = random_pair(s, t, 97), dy = random_pair(s, t, 98);
+      Pair gamma = random_pair({c}, t, 99), beta = random_pair({c}, t, 100);
+      Pair y = empty_pair(s, t), mean = empty_pair({rows}, t), inv = empty_pair({rows}, t);
+      Pair dx = empty_pair(s, t), dg = empty_pair({c}, t), db = empty_pair({c}, t);
+      on_both([&](Backend& be, auto side) {
+        be.layernorm_forward(side(x), side(gamma), side(beta), 1e-5, side(y), side(mean),
+                             side(inv));
+        be.layernorm_backward(side(x), side(dy), side(gamma), side(mean), side(inv), side(dx),
+                              side(dg), side(db));
+      });
+      check_close(y, "layer_norm y");
+      check_close(mean, "layer_norm mean");
+      check_close(inv, "layer_norm inv_std");
+      check_close(dx, "layer_norm dx");
+      check_close(dg, "layer_norm dgamma");
+      check_close(db, "layer_norm dbeta");
+      // In place: y over x in inference, dx over dy in backward, the same bits.
+      Pair xi = upload(x.cpu), dyi = upload(dy.cpu);
+      Tensor none;
+      gpu().layernorm_forward(xi.gpu, gamma.gpu, beta.gpu, 1e-5, xi.gpu, none, none);
+      CHECK(bitwise_equal(download(xi.gpu), download(y.gpu)));
+      gpu().layernorm_backward(x.gpu, dyi.gpu, gamma.gpu, mean.gpu, inv.gpu, dyi.gpu, none, none);
+      CHECK(bitwise_equal(download(dyi.gpu), download(dx.gpu)));
+    }
+  }
+}
+
 TEST_CASE("cuda broadcast arithmetic: the CPU's formulas and summation order") {
   for (BinaryKind k : {BinaryKind::add, BinaryKind::sub, BinaryKind::mul, BinaryKind::div})
     for (const auto& [sa, sb] : {std::pair<Shape, Shape>{{2, 3, 4, 5}, {2, 3, 1, 1}},
