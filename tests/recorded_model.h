@@ -46,11 +46,13 @@ inline Recorded record_model(const std::string& name, const ModelConfig& config 
 }
 
 // `steps` SGD steps (momentum 0.9) of model `name` at batch 2 on seeded random images, in the
-// given memory mode (planned runs with poisoned buffers), config and op-level recomputation:
-// each step's loss and logits, then every parameter and running statistic.
+// given memory mode (planned runs with poisoned buffers), config, op-level recomputation and
+// memory budget (bytes of arena; 0: none): each step's loss and logits, then every parameter
+// and running statistic.
 inline std::vector<Tensor> train_model(const std::string& name, MemoryMode memory, int steps,
                                        const ModelConfig& config = {},
-                                       Recompute recompute = Recompute::none) {
+                                       Recompute recompute = Recompute::none,
+                                       size_t rebuild_budget = 0) {
   ParamStore store(7);
   Tape tape(store, DType::f32);
   const ModelSpec& spec = find_model(name);
@@ -65,7 +67,8 @@ inline std::vector<Tensor> train_model(const std::string& name, MemoryMode memor
                .seed = 3,
                .keep = {loss, logits},
                .optimizer = OptimizerConfig{.lr = 0.1, .momentum = 0.9},
-               .recompute = recompute});
+               .recompute = recompute,
+               .rebuild_budget = rebuild_budget});
   std::vector<Tensor> out;
   for (int step = 0; step < steps; ++step) {
     ex.set_input(x, random_tensor(shape, 10 + step, -1, 1, DType::f32));

@@ -17,6 +17,7 @@
 #include "layers/relu.h"
 #include "layers/softmax_cross_entropy.h"
 #include "memory/rebuild.h"
+#include "models/registry.h"
 #include "recorded_model.h"
 #include "run/plan.h"
 
@@ -209,6 +210,50 @@ TEST_CASE("rebuild: the CIFAR-size bundled networks give the same bits with rebu
 TEST_CASE("rebuild: the ImageNet-size bundled networks give the same bits with rebuilds") {
   for (const char* name : {"alexnet", "vgg-a", "googlenet", "resnet18", "resnet50", "densenet121"})
     check_network_rebuilds(name);
+}
+
+TEST_CASE(
+    "rebuild: under a budget that needs segments, blocks and ops stay stored where they fit") {
+  // GoogLeNet at batch 16 with 55% of its arena (planned only, nothing allocated): segments
+  // rebuild nearly the whole forward; the blocks (between cut values) and the expensive ops
+  // that still fit stay stored.
+  auto plan = [](int64_t batch, double share) {
+    ParamStore store = ParamStore::shapes_only();
+    Tape tape(store, DType::f32);
+    const ModelSpec& spec = find_model("googlenet");
+    Value x =
+        tape.input("images", {batch, spec.input[0], spec.input[1], spec.input[2]}, DType::f32);
+    Value labels = tape.input("labels", {batch}, DType::i32);
+    Value loss = softmax_cross_entropy(spec.build(x, {}), labels);
+    const Step step = lower_step(tape, Mode::training, cpu_backend());
+    LayoutOptions o{.optimizer = true, .keep = {loss.id()}};
+    const size_t none =
+        memory_layout(tape, Mode::training, MemoryMode::planned, cpu_backend(), o).plan.arena_bytes;
+    o.rebuild_budget = static_cast<size_t>(share * static_cast<double>(none));
+    const Layout L = memory_layout(tape, Mode::training, MemoryMode::planned, cpu_backend(), o);
+    double flops = 0, forward = 0;
+    for (size_t k = 0; k < step.ops.size(); ++k)
+      if (L.live.op_rebuild_step[k] >= 0) flops += step.ops[k].roles.rebuild_flops;
+    for (int k : rebuildable_ops(step, true))
+      forward += step.ops[static_cast<size_t>(k)].roles.rebuild_flops;
+    MESSAGE("googlenet b", batch, ": arena ", none, " bytes, with a budget of ", o.rebuild_budget,
+            ": ", L.plan.arena_bytes, " bytes, rebuilding ", flops / forward,
+            " of the rebuildable forward flops");
+    CHECK(L.plan.arena_bytes <= o.rebuild_budget);
+    CHECK(flops > 0);
+    return std::pair<double, size_t>{flops / forward, o.rebuild_budget};
+  };
+  CHECK(plan(16, 0.55).first < 0.5);  // segments alone: 0.58
+  // Training at batch 2 under such a budget gives the baseline's bits.
+  const size_t budget = plan(2, 0.7).second;
+  const std::vector<Tensor> base = train_model("googlenet", MemoryMode::baseline, 2);
+  const std::vector<Tensor> fitted =
+      train_model("googlenet", MemoryMode::planned, 2, {}, Recompute::none, budget);
+  REQUIRE(base.size() == fitted.size());
+  for (size_t i = 0; i < base.size(); ++i) {
+    CAPTURE(i);
+    CHECK(bitwise_equal(base[i], fitted[i]));
+  }
 }
 
 TEST_CASE("rebuild: cut values of a residual chain are its block outputs") {
