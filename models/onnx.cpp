@@ -538,7 +538,7 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
         o.inputs.push_back(param(n, 2, true));
       } else {  // no bias: a fixed zero one
         const Tensor& scale = graph->initializers.at(o.inputs[1]);
-        const std::string zero = o.output + "\x01zero_bias";
+        const std::string zero = o.output + ".zero_bias";
         graph->initializers[zero] = Tensor::zeros(scale.shape(), scale.dtype());
         graph->params[zero] = false;
         o.inputs.push_back(zero);

@@ -203,6 +203,19 @@ TEST_CASE("onnx: bad files, unsupported ops and attributes are errors naming wha
         t->add_float_data(3.0f);
       }
     CHECK(error_for(cube).ends_with("(Pow): only the exponents 2, 0.5 and 1 are imported"));
+    // Without its bias input, a LayerNormalization takes a fixed zero bias (not a weight).
+    onnx::ModelProto unbiased = m;
+    onnx::NodeProto* norm = first_norm(unbiased);
+    const std::string bias = norm->input(2);
+    norm->mutable_input()->RemoveLast();
+    CHECK(error_for(unbiased).empty());
+    const std::string bytes = unbiased.SerializeAsString();
+    const OnnxModel loaded = load_onnx_bytes("m.onnx", bytes.data(), bytes.size());
+    const std::string zero = norm->output(0) + ".zero_bias";
+    REQUIRE(loaded.graph->params.count(zero) == 1);
+    CHECK_FALSE(loaded.graph->params.at(zero));
+    CHECK(loaded.graph->params.count(bias) == 0);
+    CHECK(loaded.graph->initializers.at(zero).shape() == Shape{8});
   }
   {  // Erf outside GELU's pattern is the erf activation.
     onnx::ModelProto m;
