@@ -230,18 +230,8 @@ Value record_onnx(const OnnxModel& model, Value images) {
                          " must be a matrix (in, out)");
             args[1] = transpose(in[1], {1, 0});
           }
-          const Shape x = in[0].shape();
-          if (n.matmul && x.rank() > 2) {  // (..., K): rows of K, then the leading axes again
-            std::vector<int64_t> lead(x.dims().begin(), x.dims().end() - 1);
-            int64_t rows = 1;
-            for (int64_t d : lead) rows *= d;
-            args[0] = reshape(in[0], Shape{rows, x[x.rank() - 1]});
-            y = tape.record(std::make_unique<LinearOp>(), args, where)[0];
-            lead.push_back(y.shape()[1]);
-            y = reshape(y, Shape(lead));
-          } else {
-            y = tape.record(std::make_unique<LinearOp>(), args, where)[0];
-          }
+          // On (..., K) too (MatMul by a weight on tokens): the leading axes are linear's rows.
+          y = tape.record(std::make_unique<LinearOp>(), args, where)[0];
           break;
         }
         case Kind::max_pool:

@@ -4,10 +4,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "check/gradcheck.h"
+#include "check/modecheck.h"
 #include "layers/linear.h"
+#include "layers/relu.h"
+#include "layers/transpose.h"
+#include "run/executor.h"
 
 using namespace frugal;
 using namespace frugal::testing;
@@ -43,6 +48,32 @@ TEST_CASE("gradcheck linear") {
   // Batch of one (a matrix-vector product inside), then a second layer reading its output.
   check_gradients([](auto x) { return one(linear(linear(x[0], {.out = 6}), {.out = 3})); },
                   {random_tensor({1, 7}, 3)});
+  // Over (N, T, I) tokens and (N, H, W, C) channels-last maps: the leading axes are rows.
+  check_gradients([](auto x) { return one(linear(x[0], {.out = 4})); },
+                  {random_tensor({2, 3, 5}, 4)});
+  check_gradients([](auto x) { return one(linear(linear(x[0], {.out = 6}), {.out = 2})); },
+                  {random_tensor({2, 2, 3, 4}, 5)});
+}
+
+TEST_CASE("linear over leading axes: the 2-D linear's bits, planned equals baseline") {
+  ParamStore store(1);
+  Tape tape(store, DType::f32);
+  Value x = tape.input("x", {2, 3, 5}, DType::f32, true);
+  Value y = linear(x, {.out = 4, .name = "fc"});
+  CHECK(y.shape() == Shape{2, 3, 4});
+  Executor ex(tape, cpu_backend(), {.keep = {x, y}, .optimizer = std::nullopt});
+  const Tensor in = random_tensor({2, 3, 5}, 6, -1, 1, DType::f32);
+  ex.set_input(x, in);
+  ex.forward();
+  const Tensor& w = store.find("fc.weight")->value;
+  const Tensor& b = store.find("fc.bias")->value;
+  Tensor rows = Tensor::empty({6, 4}, DType::f32);
+  cpu_backend().linear_forward(in.reshape(Shape{6, 5}), w, b, rows);
+  CHECK(std::memcmp(rows.raw(), ex.value(y).raw(), rows.bytes()) == 0);
+  check_planned_equals_baseline([](Value v) {
+    Value t = transpose(v, {0, 2, 3, 1});  // channels last
+    return transpose(linear(relu(linear(t, {.out = 8})), {.out = 3}), {0, 3, 1, 2});
+  });
 }
 
 TEST_CASE("linear hand-computed") {
@@ -163,11 +194,11 @@ TEST_CASE("linear shape errors") {
   CHECK_THROWS_WITH_AS(
       tape.record(std::make_unique<LinearOp>(), {x, w5, b}, std::source_location::current()),
       doctest::Contains("linear: bias [4] f32 for weight [3,5]"), Error);
-  Value image = tape.input("image", {2, 3, 4, 4}, DType::f32);
-  CHECK_THROWS_WITH_AS(linear(image, {.out = 10}),
-                       doctest::Contains("linear: expects x (N,I) and out >= 1; got x [2,3,4,4]"),
-                       Error);
-  CHECK_THROWS_WITH_AS(linear(image, {.out = 10}), doctest::Contains("test_linear.cpp"), Error);
+  Value vector = tape.input("vector", {5}, DType::f32);
+  CHECK_THROWS_WITH_AS(
+      linear(vector, {.out = 10}),
+      doctest::Contains("linear: expects x (N,I) or (..., I) and out >= 1; got x [5]"), Error);
+  CHECK_THROWS_WITH_AS(linear(vector, {.out = 10}), doctest::Contains("test_linear.cpp"), Error);
   Value xd = tape.input("xd", {2, 5}, DType::f64);
   CHECK_THROWS_WITH_AS(linear(xd, {.out = 2}),
                        doctest::Contains("linear: input is f64 but the weight is f32"), Error);
