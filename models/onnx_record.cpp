@@ -132,6 +132,41 @@ Value record_reduce_mean(const OnnxNode& n, Value x) {
   return reshape(y, Shape(out));
 }
 
+// MatMul between two activations with NumPy's broadcasting of the leading axes: the shorter
+// shape gains leading unit axes, and each unit axis the other operand has more of is repeated
+// (a concat of that many copies, whose backward sums the copies' gradients) before the batched
+// product. The batch axis is never broadcast.
+Value record_matmul(Value a, Value b) {
+  const Shape sa = a.shape(), sb = b.shape();  // copies: a and b are recorded over below
+  if (sa.rank() == sb.rank()) {
+    bool same = true;
+    for (int k = 0; k + 2 < sa.rank(); ++k) same = same && sa[k] == sb[k];
+    if (same) return matmul(a, b);
+  }
+  FRUGAL_CHECK(sa.rank() >= 2 && sb.rank() >= 2, "MatMul of ", sa, " and ", sb,
+               ": frugal imports products of matrices (rank 2 or more; no vectors)");
+  const int rank = std::max(sa.rank(), sb.rank());
+  auto widen = [&](Value v, const Shape& s) {
+    std::vector<int64_t> d(static_cast<size_t>(rank - s.rank()), 1);
+    d.insert(d.end(), s.dims().begin(), s.dims().end());
+    return s.rank() == rank ? v : reshape(v, Shape(d));
+  };
+  a = widen(a, sa);
+  b = widen(b, sb);
+  for (int k = 0; k + 2 < rank; ++k) {
+    const int64_t da = a.shape()[k], db = b.shape()[k];
+    if (da == db) continue;
+    FRUGAL_CHECK(da == 1 || db == 1, "MatMul of ", sa, " and ", sb, ": leading axis ", k, " is ",
+                 da, " and ", db, ", which do not broadcast");
+    FRUGAL_CHECK(k > 0, "MatMul of ", sa, " and ", sb,
+                 ": broadcasting over the batch axis is not imported");
+    Value& unit = da == 1 ? a : b;
+    const std::vector<Value> copies(static_cast<size_t>(std::max(da, db)), unit);
+    unit = concat(copies, k);
+  }
+  return matmul(a, b);
+}
+
 }  // namespace
 
 Value record_onnx(const OnnxModel& model, Value images) {
@@ -310,7 +345,7 @@ Value record_onnx(const OnnxModel& model, Value images) {
           break;
         }
         case Kind::matmul:
-          y = matmul(in[0], in[1]);
+          y = record_matmul(in[0], in[1]);
           break;
         case Kind::reshape_axes: {
           IntNode k = n.int_node;  // the axes arithmetic over the activation's dims

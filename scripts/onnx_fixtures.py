@@ -28,7 +28,8 @@ double_net.onnx (a float64 export), bilinear_net.onnx (bilinear resizing three w
 matmul_net.onnx (MatMul by weights, on tokens and on pooled features), pad_net.onnx
 (reflect and edge borders), focus_net.onnx (slices with steps), extras_net.onnx (means over
 other axes, GELU's tanh form, torch.flip, torch.erf) and norm_net.onnx / norm13_net.onnx
-(LayerNorm at opsets 17 and 13, ConvNeXt's block):
+(LayerNorm at opsets 17 and 13, ConvNeXt's block) and bmm_net.onnx (MatMul with broadcast
+leading axes):
 
     /usr/bin/python3 scripts/onnx_fixtures.py --pytorch tests/data/onnx
 
@@ -684,6 +685,36 @@ def extras_net(out):
     export_with_output(net, x, out, "extras_net", 17)
 
 
+def bmm_net(out):
+    """MatMul with broadcast leading axes as PyTorch exports it: two query heads against one
+    shared key/value head (multi-query attention: (N, 2, T, 4) @ (N, 1, 4, T), then the
+    attention (N, 2, T, T) @ (N, 1, T, 4)), then a head; tests/data/onnx/bmm_net.onnx with
+    PyTorch's float32 output (bmm_net.io)."""
+
+    import torch
+    from torch import nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 3, padding=1)
+            self.kv = nn.Conv2d(3, 4, 3, padding=1)
+            self.fc = nn.Linear(8, 5)
+
+        def forward(self, x):
+            n, _, h, w = x.shape
+            q = self.conv(x).flatten(2).transpose(1, 2).reshape(n, h * w, 2, 4).transpose(1, 2)
+            kv = self.kv(x).flatten(2).transpose(1, 2).unsqueeze(1)  # (N, 1, T, 4)
+            att = torch.softmax(q @ kv.transpose(-1, -2) / 2, dim=-1)  # (N, 2, T, T)
+            y = (att @ kv).transpose(1, 2).reshape(n, h * w, 8)  # (N, T, 8)
+            return self.fc(y.mean(1))
+
+    torch.manual_seed(8)
+    net = Net().eval()
+    x = torch.rand(2, 3, 5, 4) * 2 - 1
+    export_with_output(net, x, out, "bmm_net", 14)
+
+
 def norm_net(out):
     """LayerNorm as ConvNeXt uses it, exported at opset 17 (LayerNormalization) as norm_net and
     at opset 13 (nine nodes: ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add, fused
@@ -839,6 +870,7 @@ if __name__ == "__main__":
         pad_net(sys.argv[2])
         extras_net(sys.argv[2])
         norm_net(sys.argv[2])
+        bmm_net(sys.argv[2])
         sys.exit(0)
     if len(sys.argv) > 2 and sys.argv[1] == "--segmentation":
         # The U-Net of docs/TRAINING.md's segmentation run, and a small one for the tests

@@ -217,6 +217,35 @@ TEST_CASE("onnx: bad files, unsupported ops and attributes are errors naming wha
     CHECK(loaded.graph->params.count(bias) == 0);
     CHECK(loaded.graph->initializers.at(zero).shape() == Shape{8});
   }
+  {  // MatMul whose leading axes do not broadcast: x (N,4,5,5) against its first two channels.
+    onnx::ModelProto m = tiny();
+    onnx::GraphProto* g = m.mutable_graph();
+    g->clear_node();
+    g->clear_output();
+    for (const auto& [name, v] :
+         {std::pair<std::string, int64_t>{"starts", 0}, {"ends", 2}, {"axes", 1}}) {
+      onnx::TensorProto* t = g->add_initializer();
+      t->set_name(name);
+      t->set_data_type(onnx::TensorProto::INT64);
+      t->add_dims(1);
+      t->add_int64_data(v);
+    }
+    onnx::NodeProto* slice = g->add_node();
+    slice->set_name("first2");
+    slice->set_op_type("Slice");
+    for (const char* i : {"x", "starts", "ends", "axes"}) slice->add_input(i);
+    slice->add_output("s");
+    onnx::NodeProto* mm = g->add_node();
+    mm->set_name("mm");
+    mm->set_op_type("MatMul");
+    mm->add_input("x");
+    mm->add_input("s");
+    mm->add_output("y");
+    g->add_output()->set_name("y");
+    CHECK(error_for(m) ==
+          "m.onnx: node 'mm' (MatMul): MatMul of [1,4,5,5] and [1,2,5,5]: leading axis 1 is 4 "
+          "and 2, which do not broadcast");
+  }
   {  // Erf outside GELU's pattern is the erf activation.
     onnx::ModelProto m;
     std::ifstream in(onnx_data() / "shuffle_net.onnx", std::ios::binary);
