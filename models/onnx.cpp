@@ -470,7 +470,12 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
         o.int_node.ints = {axes};
       o.inputs = {activation_input(n)};
     } else if (op == "Gather") {
-      r.fail(n, "only a Gather from an integer shape value is imported (not over activations)");
+      // Over an activation by constant indices (x[:, 0], x[:, [2, 0]]): slices of one element
+      // along the axis, joined, the axis dropped for a scalar index.
+      o.kind = Kind::gather;
+      o.axis = r.get_int(n, "axis", 0);
+      o.inputs = {activation_input(n)};
+      o.int_inputs = {int_input(n, 1)};
     } else if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
       o.kind = Kind::binary;
       o.binary = arithmetic(op);

@@ -44,6 +44,7 @@ enum class OnnxKind {
   matmul,        // MatMul between two activations
   slice,         // int_inputs: starts, ends[, axes[, steps]]
   split,         // outputs; int_inputs[0] (or ints): sizes, else equal parts
+  gather,        // int_inputs[0]: indices (a scalar drops the axis); axis
   pad,           // int_inputs[0]: pads (begins, then ends); pad_value
   softmax,       // axis; legacy: opset < 13's flattening form
   // Integer shape arithmetic (models/onnx_ints.h: torch.onnx.export's dynamic batch, F.pad),
@@ -74,7 +75,7 @@ struct OnnxNode {
   std::vector<std::string> int_inputs;  // integer operands, read while recording
   IntNode int_node;                     // kind integer
   std::vector<std::string> outputs;     // split: every output (`output` is the first)
-  int64_t axis = 1;                     // concat, split, softmax (negative: from the end)
+  int64_t axis = 1;                     // concat, split, softmax, gather (negative: from the end)
   double pad_value = 0;
   PadMode pad_mode = PadMode::constant;
   bool legacy = false;            // softmax of opset < 13

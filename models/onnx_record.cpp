@@ -101,6 +101,29 @@ Value record_slice(const OnnxNode& n, const std::map<std::string, IntTensor>& in
   return x;
 }
 
+// Gather over an activation by constant indices along a non-batch axis: one slice per index
+// (negative from the end), joined by a concat; a scalar index drops the axis (x[:, 0]).
+Value record_gather(const OnnxNode& n, const IntTensor& indices, Value x) {
+  const Shape s = x.shape();  // a copy: x is recorded over below
+  const int64_t a = axis_of(n.axis, s.rank());
+  FRUGAL_CHECK(a != 0, "a Gather along the batch axis is not imported");
+  FRUGAL_CHECK(indices.dims.size() <= 1 && !indices.values.empty(), "indices ", indices.str(),
+               ": frugal imports a scalar or a non-empty 1-D list");
+  const int64_t dim = s[static_cast<int>(a)];
+  std::vector<Value> parts;
+  for (int64_t i : indices.values) {
+    FRUGAL_CHECK(i >= -dim && i < dim, "index ", i, " is outside axis ", a, " of ", s);
+    const int64_t j = i < 0 ? i + dim : i;
+    parts.push_back(slice(x, a, j, j + 1));
+  }
+  Value y = parts.size() == 1 ? parts[0] : concat(parts, a);
+  if (!indices.dims.empty()) return y;
+  std::vector<int64_t> out;
+  for (int k = 0; k < s.rank(); ++k)
+    if (k != a) out.push_back(s[k]);
+  return reshape(y, Shape(out));
+}
+
 // ReduceMean over `n.ints` (any axes but the batch's). Over H and W of (N, C, H, W), a global
 // average pool (flattened to (N, C) without keepdims); otherwise the reduced axes are moved
 // last (a transpose, where they are not last already) and averaged as the rows of an
@@ -384,6 +407,9 @@ Value record_onnx(const OnnxModel& model, Value images) {
           break;
         case Kind::slice:
           y = record_slice(n, ints, in[0]);
+          break;
+        case Kind::gather:
+          y = record_gather(n, ints.at(n.int_inputs[0]), in[0]);
           break;
         case Kind::pad: {
           const Ints& pads = ints.at(n.int_inputs[0]).values;

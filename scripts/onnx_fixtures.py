@@ -28,8 +28,8 @@ double_net.onnx (a float64 export), bilinear_net.onnx (bilinear resizing three w
 matmul_net.onnx (MatMul by weights, on tokens and on pooled features), pad_net.onnx
 (reflect and edge borders), focus_net.onnx (slices with steps), extras_net.onnx (means over
 other axes, GELU's tanh form, torch.flip, torch.erf) and norm_net.onnx / norm13_net.onnx
-(LayerNorm at opsets 17 and 13, ConvNeXt's block) and bmm_net.onnx (MatMul with broadcast
-leading axes):
+(LayerNorm at opsets 17 and 13, ConvNeXt's block) bmm_net.onnx (MatMul with broadcast
+leading axes) and gather_net.onnx (Gather over activations):
 
     /usr/bin/python3 scripts/onnx_fixtures.py --pytorch tests/data/onnx
 
@@ -715,6 +715,34 @@ def bmm_net(out):
     export_with_output(net, x, out, "bmm_net", 14)
 
 
+def gather_net(out):
+    """Indexing by constants as PyTorch exports it (Gather over activations): channels picked
+    by a list (x[:, [4, 1, 1]]), the last row (x[:, :, -1]) and one channel (x[:, 0]), each
+    pooled into a head; tests/data/onnx/gather_net.onnx with PyTorch's float32 output."""
+
+    import torch
+    from torch import nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 6, 3, padding=1)
+            self.fc = nn.Linear(10, 5)
+
+        def forward(self, x):
+            y = torch.relu(self.conv(x))
+            picked = y[:, [4, 1, 1]]  # (N, 3, H, W)
+            row = y[:, :, -1]  # (N, 6, W)
+            one = picked[:, 0]  # (N, H, W)
+            return self.fc(torch.cat([picked.mean((2, 3)), row.mean(2),
+                                      one.mean((1, 2)).unsqueeze(1)], 1))
+
+    torch.manual_seed(9)
+    net = Net().eval()
+    x = torch.rand(2, 3, 5, 6) * 2 - 1
+    export_with_output(net, x, out, "gather_net", 13)
+
+
 def norm_net(out):
     """LayerNorm as ConvNeXt uses it, exported at opset 17 (LayerNormalization) as norm_net and
     at opset 13 (nine nodes: ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add, fused
@@ -871,6 +899,7 @@ if __name__ == "__main__":
         extras_net(sys.argv[2])
         norm_net(sys.argv[2])
         bmm_net(sys.argv[2])
+        gather_net(sys.argv[2])
         sys.exit(0)
     if len(sys.argv) > 2 and sys.argv[1] == "--segmentation":
         # The U-Net of docs/TRAINING.md's segmentation run, and a small one for the tests

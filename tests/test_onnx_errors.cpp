@@ -118,11 +118,10 @@ TEST_CASE("onnx: bad files, unsupported ops and attributes are errors naming wha
     CHECK(error_for(reflect) ==
           "m.onnx: node 'pad0' (Pad): mode wrap is not imported (constant, "
           "reflect and edge are)");
+    // A Gather that read a shape now reads an activation: what then reads it as a shape says so.
     for (auto& n : *gather.mutable_graph()->mutable_node())
       if (n.name() == "gather0") n.set_input(0, "a1");
-    CHECK(error_for(gather) ==
-          "m.onnx: node 'gather0' (Gather): only a Gather from an integer shape value is "
-          "imported (not over activations)");
+    CHECK(error_for(gather).ends_with("(Concat): input 1 is an integer (shape) value"));
     for (auto& n : *stepped.mutable_graph()->mutable_node())
       if (n.name() == "slice_cols") n.add_input("minus1");  // steps (-1)
     CHECK(error_for(stepped).starts_with(
@@ -245,6 +244,26 @@ TEST_CASE("onnx: bad files, unsupported ops and attributes are errors naming wha
     CHECK(error_for(m) ==
           "m.onnx: node 'mm' (MatMul): MatMul of [1,4,5,5] and [1,2,5,5]: leading axis 1 is 4 "
           "and 2, which do not broadcast");
+  }
+  {  // Gather over an activation along the batch axis, or by an index outside the axis.
+    onnx::ModelProto m;
+    std::ifstream in(onnx_data() / "gather_net.onnx", std::ios::binary);
+    REQUIRE(m.ParseFromIstream(&in));
+    onnx::ModelProto batch = m, outside = m;
+    for (auto& n : *batch.mutable_graph()->mutable_node())
+      if (n.op_type() == "Gather") attribute(&n, "axis")->set_i(0);
+    CHECK(error_for(batch).ends_with("(Gather): a Gather along the batch axis is not imported"));
+    std::string index;
+    for (auto& n : outside.graph().node())
+      if (n.op_type() == "Gather") index = n.input(1);
+    for (auto& n : *outside.mutable_graph()->mutable_node())
+      if (n.op_type() == "Constant" && n.output(0) == index) {
+        onnx::TensorProto* t = attribute(&n, "value")->mutable_t();
+        t->clear_raw_data();
+        t->clear_int64_data();
+        t->add_int64_data(7);
+      }
+    CHECK(error_for(outside).find("(Gather): index 7 is outside axis") != std::string::npos);
   }
   {  // Erf outside GELU's pattern is the erf activation.
     onnx::ModelProto m;
