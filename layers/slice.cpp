@@ -22,9 +22,14 @@ std::vector<TensorMeta> SliceOp::infer(std::span<const TensorMeta> in) {
                  " (a negative step runs from begin down to end, end excluded, end >= -1)");
   x_ = in[0];
   y_ = x_;
-  const int64_t span = step_ > 0 ? end_ - begin_ : begin_ - end_;
-  const int64_t stride = step_ > 0 ? step_ : -step_;
-  y_.shape[static_cast<int>(axis_)] = (span + stride - 1) / stride;
+  // ceil(span / |step|) without overflow for any step (|INT64_MIN| too); a step past the span
+  // takes one element, and is then 1 (or -1) so that the copy's stride stays in range.
+  const auto span = static_cast<uint64_t>(step_ > 0 ? end_ - begin_ : begin_ - end_);
+  const uint64_t stride =
+      step_ > 0 ? static_cast<uint64_t>(step_) : 0 - static_cast<uint64_t>(step_);
+  const auto count = static_cast<int64_t>((span - 1) / stride + 1);
+  if (count == 1) step_ = step_ > 0 ? 1 : -1;
+  y_.shape[static_cast<int>(axis_)] = count;
   return {y_};
 }
 
