@@ -9,10 +9,8 @@ std::vector<TensorMeta> LinearOp::infer(std::span<const TensorMeta> in) {
   FRUGAL_CHECK(in.size() == 2 || in.size() == 3, "linear: expects inputs x, w[, b], got ",
                in.size());
   const Shape &x = in[0].shape, &w = in[1].shape;
-  FRUGAL_CHECK(x.rank() >= 2 && w.rank() == 2,
-               "linear: expects x (N,I) or (..., I) and w (O,I), "
-               "got x ",
-               x, ", w ", w, " (flatten the input first)");
+  FRUGAL_CHECK(x.rank() >= 2 && w.rank() == 2, "linear: expects x (N,I) or (..., I) and w (O,I), ",
+               "got x ", x, ", w ", w, " (flatten the input first)");
   const int64_t features = x[x.rank() - 1];
   FRUGAL_CHECK(features == w[1], "linear: input features ", features, " != weight features ", w[1],
                " (x ", x, ", w ", w, ")");

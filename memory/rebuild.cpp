@@ -1,4 +1,6 @@
-// Choosing which op outputs a planned training step rebuilds in backward.
+// Choosing which op outputs a planned training step rebuilds in backward. Past 400 lines: one
+// search in phases (free rebuilds, a greedy over the peak, segments, then blocks and ops stored
+// back) that share its liveness and planning helpers; split apart, each would need all of them.
 #include "memory/rebuild.h"
 
 #include <algorithm>

@@ -313,7 +313,6 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       // two activations (..., M, K) and (..., K, N) with the same leading axes.
       o.kind = Kind::gemm;
       o.transpose_weight = true;
-      o.matmul = true;
       if (auto w = transposed_weight.find(n.input_size() > 1 ? n.input(1) : "");
           w != transposed_weight.end()) {  // x @ W^T: W is linear's (out, in) weight
         o.transpose_weight = false;
@@ -508,7 +507,8 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       o.axis = r.get_int(n, "axis", 0);
       for (int i = 0; i < n.input_size(); ++i) o.inputs.push_back(activation_input_at(n, i));
     } else if (op == "Erf") {
-      o.kind = Kind::erf;  // fused into GELU below, or an error there
+      o.kind = Kind::activation;  // or part of GELU (fuse_onnx_graph)
+      o.activation = Activation::erf;
       o.inputs = {activation_input(n)};
     } else if (op == "Sqrt") {
       o.kind = Kind::activation;

@@ -11,8 +11,8 @@ namespace frugal {
 
 // x * sigmoid(x), as PyTorch exports SiLU (and EfficientNet's Swish), is one SiLU op: its
 // backward reads x alone, where the pair would keep x, sigmoid(x) and their product. Only where
-// nothing else reads the sigmoid. GELU likewise, from its five nodes (nine in its tanh form),
-// and an Erf outside it becomes erf; LayerNorm from its nine nodes below opset 17; a channel
+// nothing else reads the sigmoid. GELU likewise, from its five nodes (nine in its tanh form);
+// LayerNorm from its nine nodes below opset 17; a channel
 // Concat read by BatchNormalization alone, one concat_batch_norm. ReLU then MaxPool become
 // MaxPool then ReLU.
 void fuse_onnx_graph(OnnxGraph& g) {
@@ -71,8 +71,9 @@ void fuse_onnx_graph(OnnxGraph& g) {
       const std::string& x = m->inputs[static_cast<size_t>(side)];
       const OnnxNode* a =
           made_by(m->inputs[static_cast<size_t>(1 - side)], OnnxKind::binary, BinaryKind::add);
-      const OnnxNode* e = a ? made_by(other(*a, 1.0), OnnxKind::erf) : nullptr;
-      const OnnxNode* d = e ? made_by(e->inputs[0], OnnxKind::binary, BinaryKind::div) : nullptr;
+      const OnnxNode* e = a ? made_by(other(*a, 1.0), OnnxKind::activation) : nullptr;
+      if (e == nullptr || e->activation != Activation::erf) continue;
+      const OnnxNode* d = made_by(e->inputs[0], OnnxKind::binary, BinaryKind::div);
       if (d == nullptr || d->inputs.size() != 2 || d->inputs[0] != x ||
           !constant(d->inputs[1], std::sqrt(2.0)))
         continue;
@@ -182,12 +183,6 @@ void fuse_onnx_graph(OnnxGraph& g) {
       break;
     }
   }
-  // Erf outside GELU (torch.erf): the activation of its own.
-  for (OnnxNode& n : g.nodes)
-    if (n.kind == OnnxKind::erf && !dead.count(n.output)) {
-      n.kind = OnnxKind::activation;
-      n.activation = Activation::erf;
-    }
   // Concat along channels read by BatchNormalization alone (every DenseNet layer): one op, so
   // backward reads the pieces instead of a kept concatenation (layers/concat_batch_norm.h).
   for (OnnxNode& n : g.nodes) {

@@ -40,7 +40,6 @@ enum class OnnxKind {
   transpose,     // ints: perm (empty: reversed)
   reshape,       // int_inputs[0]: the target shape
   reshape_axes,  // Unsqueeze or Squeeze of an activation: int_node (its axes)
-  erf,           // fused into GELU, or the erf activation (fuse_onnx_graph); never recorded
   matmul,        // MatMul between two activations
   slice,         // int_inputs: starts, ends[, axes[, steps]]
   split,         // outputs; int_inputs[0] (or ints): sizes, else equal parts
@@ -81,7 +80,6 @@ struct OnnxNode {
   bool legacy = false;            // softmax of opset < 13
   bool allow_zero = false;        // reshape's allowzero
   bool transpose_weight = false;  // gemm: the weight is (in, out) (Gemm transB = 0, MatMul)
-  bool matmul = false;            // gemm from MatMul: x (..., K), the leading axes kept
   int concat_pieces = 0;          // batch_norm: of its first this many inputs joined (fused)
 };
 
@@ -97,8 +95,8 @@ struct OnnxGraph {
 
 // Fuses patterns into frugal's ops after checking: x * sigmoid(x) into SiLU,
 // x * 0.5 * (1 + erf(x / sqrt(2))) (PyTorch's nn.GELU export) into GELU, its tanh form into
-// gelu_tanh; an Erf outside them is the erf activation. Constants only those patterns read
-// leave the graph.
+// gelu_tanh, and LayerNorm's nine nodes below opset 17 into layer_norm. Constants only those
+// patterns read leave the graph.
 void fuse_onnx_graph(OnnxGraph& graph);
 
 }  // namespace frugal
