@@ -17,6 +17,7 @@ for round in 1 2; do
   run googlenet 64
   run googlenet 64 --memory-budget 560M
   run resnet50 32
+  run resnet50 32 --memory-budget 719M
   run resnet50 32 --memory-budget 950M
   run densenet121 32
   run densenet121 32 --recompute cheap

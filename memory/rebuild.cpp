@@ -1,6 +1,5 @@
-// Choosing which op outputs a planned training step rebuilds in backward. Past 400 lines: one
-// search in phases (free rebuilds, a greedy over the peak, segments, then blocks and ops stored
-// back) that share its liveness and planning helpers; split apart, each would need all of them.
+// Choosing which op outputs a planned training step rebuilds in backward: the free rebuilds, a
+// greedy over the peak, then segments (memory/rebuild_segments.cpp).
 #include "memory/rebuild.h"
 
 #include <algorithm>
@@ -9,6 +8,7 @@
 #include "core/error.h"
 #include "memory/layout.h"
 #include "memory/planner.h"
+#include "memory/rebuild_segments.h"
 
 namespace frugal {
 
@@ -147,19 +147,6 @@ std::vector<int> choose_rebuilds(const Step& step, const LivenessOptions& option
   return best;
 }
 
-namespace {
-
-// Peak live bytes over the steps of a liveness (the plan's lower bound), and its step.
-std::pair<size_t, int> peak_live(const Liveness& L, size_t alignment) {
-  std::vector<int> request;
-  const std::vector<size_t> live =
-      live_curve(arena_requests(L, false, request), L.steps, alignment);
-  const auto peak = std::max_element(live.begin(), live.end());
-  return {*peak, static_cast<int>(peak - live.begin())};
-}
-
-}  // namespace
-
 std::vector<int> cut_values(const Step& step) {
   // Between op p and p + 1, the op outputs produced at or before p that an op after p reads:
   // a difference array over the gaps of each value's [producer, last forward reader).
@@ -186,131 +173,6 @@ std::vector<int> cut_values(const Step& step) {
   }
   return cuts;
 }
-
-namespace {
-
-// The forward ops between cut values, as ranges [first, last] of op indices: from the op after
-// one cut's producer to the next cut's producer (the first from op 0, the last to the end).
-std::vector<std::pair<int, int>> blocks_between(const Step& step, const std::vector<int>& cuts) {
-  std::vector<std::pair<int, int>> blocks;
-  int first = 0;
-  for (int v : cuts) {
-    const int p = step.value(v).producer;
-    if (p >= first) blocks.emplace_back(first, p);
-    first = p + 1;
-  }
-  if (first < static_cast<int>(step.ops.size()))
-    blocks.emplace_back(first, static_cast<int>(step.ops.size()) - 1);
-  return blocks;
-}
-
-// A segment schedule that fits rebuilds nearly the whole forward. Blocks (the ops between cut
-// values) whose outputs can stay stored instead, greedily: each round stores the block that
-// saves the most rebuild flops while the step's peak live bytes stay within the budget, and
-// keeps it if the real plan fits. Stored blocks are mostly late ones (small maps, many flops),
-// whose outputs are freed before the early blocks' backward, where the peak is.
-template <typename With>
-void store_blocks(const Step& step, const With& with, const std::vector<int>& cuts,
-                  size_t alignment, size_t budget, RebuildFit& fit) {
-  const std::vector<std::pair<int, int>> blocks = blocks_between(step, cuts);
-  std::vector<bool> done(blocks.size(), false);
-  std::vector<int> set = fit.rebuild;
-  auto without = [&](size_t b) {
-    std::vector<int> trial;
-    for (int p : set)
-      if (p < blocks[b].first || p > blocks[b].second) trial.push_back(p);
-    return trial;
-  };
-  for (;;) {
-    size_t best = blocks.size();
-    double best_flops = 0;
-    for (size_t b = 0; b < blocks.size(); ++b) {
-      if (done[b]) continue;
-      double flops = 0;
-      for (int p : set)
-        if (p >= blocks[b].first && p <= blocks[b].second)
-          flops += step.ops[static_cast<size_t>(p)].roles.rebuild_flops;
-      if (flops == 0) {
-        done[b] = true;
-        continue;
-      }
-      ++fit.plans;
-      if (peak_live(analyze(step, with(without(b))), alignment).first > budget) {
-        done[b] = true;  // storing more blocks only raises the peak: it stays out
-        continue;
-      }
-      if (flops > best_flops) best = b, best_flops = flops;
-    }
-    if (best == blocks.size()) return;
-    done[best] = true;
-    std::vector<int> trial = without(best);
-    ++fit.plans;
-    const size_t arena = planned_arena_bytes(step, with(trial), alignment);
-    if (arena > budget) continue;
-    set = std::move(trial);
-    fit.rebuild = set;
-    fit.arena = arena;
-  }
-}
-
-// Then single rebuilt ops that can stay stored, most rebuild flops per output byte first (a
-// convolution with few output channels, a late one on a small map): each kept while the
-// peak live bytes stay within the budget; the longest run of them whose real plan fits.
-template <typename With>
-void store_ops(const Step& step, const With& with, size_t alignment, size_t budget,
-               RebuildFit& fit) {
-  std::vector<std::pair<double, int>> order;
-  for (int p : fit.rebuild) {
-    const StepOp& op = step.ops[static_cast<size_t>(p)];
-    size_t bytes = 0;
-    for (int v : op.outputs) bytes += step.value(v).meta.bytes();
-    if (op.roles.rebuild_flops > 0)
-      order.emplace_back(op.roles.rebuild_flops / (static_cast<double>(bytes) + 1.0), p);
-  }
-  std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
-    return a.first != b.first ? a.first > b.first : a.second < b.second;
-  });
-  std::vector<bool> in(step.ops.size(), false);
-  for (int p : fit.rebuild) in[static_cast<size_t>(p)] = true;
-  auto set_of = [&] {
-    std::vector<int> set;
-    for (size_t p = 0; p < in.size(); ++p)
-      if (in[p]) set.push_back(static_cast<int>(p));
-    return set;
-  };
-  std::vector<int> accepted;  // in order
-  for (const auto& [ratio, p] : order) {
-    in[static_cast<size_t>(p)] = false;
-    ++fit.plans;
-    if (peak_live(analyze(step, with(set_of())), alignment).first > budget)
-      in[static_cast<size_t>(p)] = true;
-    else
-      accepted.push_back(p);
-  }
-  // The real plan packs less tightly than the live bytes: the longest prefix that fits.
-  size_t lo = 0, hi = accepted.size();
-  std::vector<int> best = fit.rebuild;
-  size_t best_arena = fit.arena;
-  while (lo < hi) {
-    const size_t mid = (lo + hi + 1) / 2;
-    for (int p : fit.rebuild) in[static_cast<size_t>(p)] = true;
-    for (size_t k = 0; k < mid; ++k) in[static_cast<size_t>(accepted[k])] = false;
-    const std::vector<int> trial = set_of();
-    ++fit.plans;
-    const size_t arena = planned_arena_bytes(step, with(trial), alignment);
-    if (arena <= budget) {
-      lo = mid;
-      best = trial;
-      best_arena = arena;
-    } else {
-      hi = mid - 1;
-    }
-  }
-  fit.rebuild = std::move(best);
-  fit.arena = best_arena;
-}
-
-}  // namespace
 
 RebuildFit fit_rebuilds(const Step& step, const LivenessOptions& options, size_t alignment,
                         size_t budget) {
@@ -393,34 +255,8 @@ RebuildFit fit_rebuilds(const Step& step, const LivenessOptions& options, size_t
     if (peak <= budget && consider(set)) return fit;
   }
   if (consider(set)) return fit;
-  // Segments: keep every m-th cut value (one that alone carries forward everything before
-  // it) and rebuild every other output, convolutions included, from the cut before it: a
-  // run's forward once more at the start of its backward, as checkpoint segments, on any graph.
-  // The first that fits then stores what blocks it can (store_blocks).
-  const std::vector<int> cuts = cut_values(step);
-  const std::vector<int> all = rebuildable_ops(step, true);
-  std::vector<int> lowest;  // the schedule with the lowest peak live bytes, if none fits
-  size_t lowest_peak = std::numeric_limits<size_t>::max();
-  for (int m = 2; m <= static_cast<int>(cuts.size()); ++m) {
-    std::vector<bool> keep(step.ops.size(), false);
-    for (size_t c = static_cast<size_t>(m) - 1; c < cuts.size(); c += static_cast<size_t>(m))
-      keep[static_cast<size_t>(step.value(cuts[c]).producer)] = true;
-    std::vector<int> trial;
-    for (int p : all)
-      if (!keep[static_cast<size_t>(p)]) trial.push_back(p);
-    ++fit.plans;
-    const size_t trial_peak = peak_live(analyze(step, with(trial)), alignment).first;
-    if (trial_peak < lowest_peak) {
-      lowest_peak = trial_peak;
-      lowest = trial;
-    }
-    if (trial_peak <= budget && consider(trial)) {
-      store_blocks(step, with, cuts, alignment, budget, fit);
-      store_ops(step, with, alignment, budget, fit);
-      return fit;
-    }
-  }
-  if (!lowest.empty()) consider(lowest);
+  // Segments: whole runs of the forward rebuilt from kept cut values.
+  fit_segments(step, options, alignment, budget, fit);
   return fit;
 }
 

@@ -37,9 +37,11 @@ std::vector<int> choose_rebuilds(const Step& step, const LivenessOptions& option
 // rebuild (with the cheap producers only it reads) that lowers the step's peak live bytes
 // most per flop, among the outputs live at the peak, convolutions and linear layers
 // included; each accepted set is placed by the real planner until one fits. Where that
-// stalls, segments: every m-th cut value kept (m = 2, 3, ...), every other output rebuilt; the
-// first m that fits, then the blocks between cut values that can stay stored within the budget
-// (most rebuild flops saved first), each checked by the real planner.
+// stalls, segments (memory/rebuild_segments.h): every m-th cut value kept (m = 2, 3, ...),
+// every other output rebuilt, the first m that fits; the kept cuts moved one at a time where
+// none does; and a stored tail of blocks in front of uneven segments. Each then stores back
+// the blocks between cut values and the single ops that fit; of all, the real plan that fits
+// with the fewest rebuild flops.
 // `fits` false: none found; `arena` is then the smallest arena found.
 struct RebuildFit {
   std::vector<int> rebuild;

@@ -4,6 +4,8 @@
 // that keeps everything on every bundled network, on random DAGs and with dropout.
 #include <doctest/doctest.h>
 
+#include <limits>
+
 #include "check/modecheck.h"
 #include "layers/add.h"
 #include "layers/avgpool2d.h"
@@ -254,6 +256,62 @@ TEST_CASE(
     CAPTURE(i);
     CHECK(bitwise_equal(base[i], fitted[i]));
   }
+}
+
+TEST_CASE("rebuild: uneven segments and a stored tail fit ResNet-50 in less, rebuilding less") {
+  // ResNet-50 at batch 8, planned only. Uniform segments keep every m-th cut value; the
+  // search also moves kept cuts one at a time and stores a tail of late blocks: its smallest
+  // arena is below every uniform spacing's, and under a budget that a uniform spacing meets it
+  // rebuilds far less of the forward.
+  ParamStore store = ParamStore::shapes_only();
+  Tape tape(store, DType::f32);
+  const ModelSpec& spec = find_model("resnet50");
+  Value x = tape.input("images", {8, spec.input[0], spec.input[1], spec.input[2]}, DType::f32);
+  Value labels = tape.input("labels", {8}, DType::i32);
+  softmax_cross_entropy(spec.build(x, {}), labels);
+  const Step step = lower_step(tape, Mode::training, cpu_backend());
+  LivenessOptions lo;
+  lo.optimizer = true;
+  const std::vector<int> cuts = cut_values(step);
+  const std::vector<int> all = rebuildable_ops(step, true);
+  auto arena = [&](const std::vector<int>& set) {
+    LivenessOptions o = lo;
+    o.rebuild = set;
+    return planned_arena_bytes(step, o, 64);
+  };
+  size_t uniform = std::numeric_limits<size_t>::max();
+  for (size_t m = 2; m <= cuts.size(); ++m) {
+    std::vector<bool> keep(step.ops.size(), false);
+    for (size_t c = m - 1; c < cuts.size(); c += m)
+      keep[static_cast<size_t>(step.value(cuts[c]).producer)] = true;
+    std::vector<int> set;
+    for (int p : all)
+      if (!keep[static_cast<size_t>(p)]) set.push_back(p);
+    uniform = std::min(uniform, arena(set));
+  }
+  const RebuildFit least = fit_rebuilds(step, lo, 64, 1 << 20);
+  CHECK_FALSE(least.fits);
+  MESSAGE("resnet50 b8: smallest uniform-segment arena ", uniform, " bytes, found ", least.arena);
+  CHECK(least.arena < uniform * 0.97);
+  CHECK(arena(least.rebuild) == least.arena);
+  // A budget between the two fits now; one a uniform spacing meets rebuilds less than half
+  // the forward's flops.
+  auto share = [&](const std::vector<int>& set) {
+    double flops = 0, forward = 0;
+    for (int p : set) flops += step.ops[static_cast<size_t>(p)].roles.rebuild_flops;
+    for (int p : all) forward += step.ops[static_cast<size_t>(p)].roles.rebuild_flops;
+    return flops / forward;
+  };
+  const RebuildFit between = fit_rebuilds(step, lo, 64, (uniform + least.arena) / 2);
+  CHECK(between.fits);
+  CHECK(between.arena <= (uniform + least.arena) / 2);
+  const size_t roomy = uniform * 5 / 4;
+  const RebuildFit fit = fit_rebuilds(step, lo, 64, roomy);
+  REQUIRE(fit.fits);
+  CHECK(arena(fit.rebuild) <= roomy);
+  MESSAGE("budget ", roomy, " bytes: ", fit.arena, ", rebuilding ", share(fit.rebuild),
+          " of the forward's flops");
+  CHECK(share(fit.rebuild) < 0.5);
 }
 
 TEST_CASE("rebuild: cut values of a residual chain are its block outputs") {
