@@ -78,8 +78,10 @@ class Segments {
       if (peak(set_of(moved)) <= budget_ && offer(set_of(moved))) store_back(set_of(moved));
     }
     for (int mode : {1, 2})
-      if (const std::vector<int> tail = stored_tail(mode); !tail.empty() && offer(tail))
-        store_back(tail);
+      if (const Schedule tail = stored_tail(mode); !tail.kept.empty()) {
+        const Schedule better = descend(tail);
+        if (offer(set_of(better))) store_back(set_of(better));
+      }
     if (!fit_.fits) offer(set_of(move_cuts(lowest)));  // none fits: the smallest arena found
   }
 
@@ -189,13 +191,41 @@ class Segments {
     }
   }
 
+  // From a schedule whose peak fits, the single change (one block's mode, one cut's flag)
+  // that lowers the rebuild cost most while the peak still fits, until none does.
+  Schedule descend(Schedule s) {
+    double best_cost = cost(set_of(s));
+    for (;;) {
+      Schedule best;
+      auto try_change = [&](const Schedule& t) {
+        const std::vector<int> set = set_of(t);
+        if (const double c = cost(set); c < best_cost && peak(set) <= budget_)
+          best_cost = c, best = t;
+      };
+      for (size_t b = 0; b < blocks_.size(); ++b)
+        for (int m = 0; m < 3; ++m)
+          if (m != s.mode[b]) {
+            Schedule t = s;
+            t.mode[b] = m;
+            try_change(t);
+          }
+      for (size_t c = 0; c < cuts_.size(); ++c) {
+        Schedule t = s;
+        t.kept[c] = !t.kept[c];
+        try_change(t);
+      }
+      if (best.kept.empty()) return s;
+      s = std::move(best);
+    }
+  }
+
   // Blocks [t, end) stored (`mode` 1: as their convolutions' outputs; 2: whole), the blocks
   // before t in segments
   // (the lowest uniform spacing, its cuts then moved): the smallest t whose peak fits, found by
   // bisection (a longer stored tail keeps more at the start of backward, where such schedules
   // peak). A network's late blocks cost many flops on small maps: storing them and rebuilding
   // the early ones is what a chain's optimal schedules do. Empty when none fits.
-  std::vector<int> stored_tail(int tail_mode) {
+  Schedule stored_tail(int tail_mode) {
     auto lowest_with_tail = [&](size_t t) {
       std::vector<int> mode(blocks_.size(), 0);
       for (size_t b = t; b < blocks_.size(); ++b) mode[b] = tail_mode;
@@ -209,16 +239,16 @@ class Segments {
       return std::pair<Schedule, size_t>{lowest, peak(set_of(lowest))};
     };
     size_t lo = 0, hi = blocks_.size();  // the tail from hi fits; from lo, unknown
-    std::vector<int> found;
+    Schedule found;
     if (auto [s, p] = lowest_with_tail(hi); p <= budget_)
-      found = set_of(s);
+      found = s;
     else
       return {};
     while (lo < hi) {
       const size_t mid = (lo + hi) / 2;
       if (auto [s, p] = lowest_with_tail(mid); p <= budget_) {
         hi = mid;
-        found = set_of(s);
+        found = s;
       } else {
         lo = mid + 1;
       }
