@@ -25,6 +25,8 @@ const char* activation_name(Activation a) {
       return "hardswish";
     case Activation::relu6:
       return "relu6";
+    case Activation::abs:
+      return "abs";
   }
   return "activation";
 }

@@ -25,6 +25,7 @@ enum class Activation {
   hardsigmoid,  // clamp(x / 6 + 1/2, 0, 1)
   hardswish,    // x hardsigmoid(x)
   relu6,        // clamp(x, 0, 6)
+  abs,          // |x| (torch.abs; a norm's first step in PyTorch's ONNX export)
 };
 const char* activation_name(Activation a);  // "sigmoid", ...
 
@@ -74,6 +75,8 @@ FRUGAL_ACTIVATION_HD inline T forward(Activation a, T x) {
       return x <= T(-3) ? T(0) : x >= T(3) ? x : x * (x + T(3)) / T(6);
     case Activation::relu6:
       return x < T(0) ? T(0) : x > T(6) ? T(6) : x;  // NaN falls through both tests
+    case Activation::abs:
+      return FRUGAL_MATH(fabs)(x);
   }
   return x;
 }
@@ -115,6 +118,8 @@ FRUGAL_ACTIVATION_HD inline T backward(Activation a, T v, T dy) {
       return v < T(-3) ? T(0) : v <= T(3) ? dy * (v / T(3) + T(0.5)) : (v != v ? v : dy);
     case Activation::relu6:
       return v > T(0) && v < T(6) ? dy : (v != v ? v : T(0));
+    case Activation::abs:  // sign(x) dy, 0 at 0, as PyTorch
+      return v > T(0) ? dy : v < T(0) ? -dy : (v != v ? v : T(0));
   }
   return dy;
 }

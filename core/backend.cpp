@@ -39,7 +39,7 @@ Tensor to_host(Backend& be, const Tensor& t) {
   return to_host(be, t, staging);
 }
 
-// Synchronized batch norm: only devices that run several ranks implement it.
+// Layer norm and reductions: devices without their kernels throw naming themselves.
 void Backend::layernorm_forward(const Tensor&, const Tensor&, const Tensor&, double, Tensor&,
                                 Tensor&, Tensor&) {
   throw Error("layer_norm: no layer norm kernels on " + device().str());
@@ -48,6 +48,15 @@ void Backend::layernorm_backward(const Tensor&, const Tensor&, const Tensor&, co
                                  const Tensor&, Tensor&, Tensor&, Tensor&) {
   throw Error("layer_norm backward: no layer norm kernels on " + device().str());
 }
+void Backend::reduce_rows_forward(Reduction r, const Tensor&, Tensor&, Tensor&) {
+  throw Error(std::string(reduction_name(r)) + ": no reduction kernels on " + device().str());
+}
+void Backend::reduce_rows_backward(Reduction r, const Tensor&, const Tensor&, const Tensor&,
+                                   const Tensor&, Tensor&) {
+  throw Error(std::string(reduction_name(r)) + " backward: no reduction kernels on " +
+              device().str());
+}
+// Synchronized batch norm: only devices that run several ranks implement it.
 void Backend::batchnorm_sums(const Tensor&, const Tensor&, const Tensor&, const Tensor&, Tensor&) {
   throw Error("batchnorm_sums: synchronized batch norm (--sync-bn) does not run on " +
               device().str());

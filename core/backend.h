@@ -13,6 +13,7 @@
 #include "core/broadcast.h"
 #include "core/copy_box.h"
 #include "core/device.h"
+#include "core/reduce.h"
 #include "core/resize.h"
 #include "core/roles.h"
 #include "core/tensor.h"
@@ -191,6 +192,16 @@ class Backend {
   virtual void layernorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
                                   const Tensor& mean, const Tensor& inv_std, Tensor& dx,
                                   Tensor& dgamma, Tensor& dbeta);
+
+  // --- reductions (x viewed as (R, C) rows; y (R) of x's dtype; index (R) i32) -------------
+  // y = each row's reduction (core/reduce.h), sums in double in an order the shape alone fixes;
+  // for max and min, index = the column of the first extreme (of the first NaN, which wins),
+  // where defined. Devices without these kernels throw naming themselves.
+  virtual void reduce_rows_forward(Reduction r, const Tensor& x, Tensor& y, Tensor& index);
+  // dx (R, C), overwritten, = reduce_math::grad of each element from dy (R), x, y and index
+  // (each defined where the reduction reads it: reduction_reads_input, _output, _keeps_index).
+  virtual void reduce_rows_backward(Reduction r, const Tensor& x, const Tensor& y,
+                                    const Tensor& index, const Tensor& dy, Tensor& dx);
 
   // Batch norm synchronized over ranks (data parallel, --sync-bn): the local sums, and what is
   // computed from the ranks' sums. sums are f64, per channel, in a fixed order as above:

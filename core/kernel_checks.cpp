@@ -270,6 +270,57 @@ RowDims check_layernorm_backward(const Tensor& x, const Tensor& dy, const Tensor
   return d;
 }
 
+namespace {
+
+// (R, C) of a float tensor `full` of R x C elements and a float tensor `rows` of R of its dtype.
+RowDims reduce_dims(const char* op, const char* full_name, const Tensor& full,
+                    const char* rows_name, const Tensor& rows) {
+  check_defined(op, full_name, full);
+  check_defined(op, rows_name, rows);
+  FRUGAL_CHECK(is_float(full) && rows.dtype() == full.dtype(), op, ": ", full_name, " ",
+               dtype_name(full.dtype()), " and ", rows_name, " ", dtype_name(rows.dtype()),
+               ", expected one of f32 and f64");
+  const int64_t R = rows.numel();
+  FRUGAL_CHECK(R >= 1 && full.numel() >= R && full.numel() % R == 0, op, ": ", full_name, " ",
+               full.shape(), " is not rows of ", rows_name, " ", rows.shape());
+  return {R, full.numel() / R};
+}
+
+void check_reduce_index(const char* op, Reduction r, const Tensor& index, int64_t R) {
+  if (reduction_keeps_index(r)) check_defined(op, "index", index);
+  FRUGAL_CHECK(!index.defined() || (index.dtype() == DType::i32 && index.numel() == R), op,
+               ": index ", index.shape(), " ", dtype_name(index.dtype()), ", expected ", R, " i32");
+}
+
+}  // namespace
+
+RowDims check_reduce_forward(Reduction r, const Tensor& x, const Tensor& y, const Tensor& index,
+                             const Device& device) {
+  const char* op = reduction_name(r);
+  const RowDims d = reduce_dims(op, "x", x, "y", y);
+  if (index.defined()) check_reduce_index(op, r, index, d.R);
+  check_device(op, {&x, &y, &index}, device);
+  return d;
+}
+
+RowDims check_reduce_backward(Reduction r, const Tensor& x, const Tensor& y, const Tensor& index,
+                              const Tensor& dy, const Tensor& dx, const Device& device) {
+  const std::string name = std::string(reduction_name(r)) + " backward";
+  const char* op = name.c_str();
+  const RowDims d = reduce_dims(op, "dx", dx, "dy", dy);
+  if (reduction_reads_input(r)) {
+    check_defined(op, "x", x);
+    FRUGAL_CHECK(x.meta() == dx.meta(), op, ": x ", x.shape(), " and dx ", dx.shape(), " differ");
+  }
+  if (reduction_reads_output(r)) {
+    check_defined(op, "y", y);
+    FRUGAL_CHECK(y.meta() == dy.meta(), op, ": y ", y.shape(), " and dy ", dy.shape(), " differ");
+  }
+  check_reduce_index(op, r, index, d.R);
+  check_device(op, {&x, &y, &index, &dy, &dx}, device);
+  return d;
+}
+
 void check_rows(const char* op, const Tensor& x, const Tensor& y, const Device& device) {
   FRUGAL_CHECK(x.shape().rank() == 2 && x.shape()[0] >= 1 && x.shape()[1] >= 1 && is_float(x), op,
                ": x ", x.shape(), " ", dtype_name(x.dtype()), ", expected (N,C) f32/f64");

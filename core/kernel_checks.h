@@ -126,6 +126,15 @@ RowDims check_layernorm_backward(const Tensor& x, const Tensor& dy, const Tensor
                                  const Tensor& mean, const Tensor& inv_std, const Tensor& dx,
                                  const Tensor& dgamma, const Tensor& dbeta, const Device& device);
 
+// Backend::reduce_rows_forward's arguments: x f32/f64 of R x C elements (R, C >= 1), y (R) of
+// x's dtype, index (R) i32 where defined. Returns (R, C).
+RowDims check_reduce_forward(Reduction r, const Tensor& x, const Tensor& y, const Tensor& index,
+                             const Device& device);
+// Backend::reduce_rows_backward's: dy (R) and dx (R x C elements) of one float dtype, and what
+// the reduction reads (x like dx, y like dy, index (R) i32) defined.
+RowDims check_reduce_backward(Reduction r, const Tensor& x, const Tensor& y, const Tensor& index,
+                              const Tensor& dy, const Tensor& dx, const Device& device);
+
 // x (N,C) f32/f64 with N, C >= 1; y, if defined, the same.
 void check_rows(const char* op, const Tensor& x, const Tensor& y, const Device& device);
 // x (N,C)  labels (N) i32  loss (1) of x's dtype (the label values: throw_label_outside).

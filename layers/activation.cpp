@@ -73,5 +73,8 @@ Value hardswish(Value x, std::source_location where) {
 Value relu6(Value x, std::source_location where) {
   return activation(x, Activation::relu6, where);
 }
+Value abs(Value x, std::source_location where) {
+  return activation(x, Activation::abs, where);
+}
 
 }  // namespace frugal

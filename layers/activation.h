@@ -1,4 +1,4 @@
-// Sigmoid, Tanh, SiLU, GELU (exact and tanh), Erf, Sqrt, HardSigmoid, HardSwish and ReLU6: one
+// Sigmoid, Tanh, SiLU, GELU (exact and tanh), Erf, Sqrt, HardSigmoid, HardSwish, ReLU6, Abs: one
 // op over the backend's activation kernels (core/activation.h holds the formulas). Sigmoid,
 // Tanh, Sqrt and ReLU6 run in place and backward reads their output; the others' backward reads
 // their input, so they run in place only in inference. The input gradient may always take the
@@ -40,5 +40,6 @@ Value sqrt(Value x, std::source_location where = std::source_location::current()
 Value hardsigmoid(Value x, std::source_location where = std::source_location::current());
 Value hardswish(Value x, std::source_location where = std::source_location::current());
 Value relu6(Value x, std::source_location where = std::source_location::current());
+Value abs(Value x, std::source_location where = std::source_location::current());
 
 }  // namespace frugal

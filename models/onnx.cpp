@@ -345,6 +345,32 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       if (o.ints.empty()) r.fail(n, "no axes: the mean over every axis, the batch's included");
       o.squeeze = r.get_int(n, "keepdims", 1) == 0;
       o.inputs = {activation_input(n)};
+    } else if (op == "ReduceSum" || op == "ReduceMax" || op == "ReduceMin" ||
+               op == "ReduceSumSquare" || op == "ReduceL1" || op == "ReduceL2" ||
+               op == "ReduceLogSumExp") {
+      // Over any axes but the batch's (checked while recording). ReduceSum takes its axes as
+      // an input from opset 13, the others as an attribute up to opset 17.
+      static const std::map<std::string, Reduction> kinds = {
+          {"ReduceSum", Reduction::sum},
+          {"ReduceMax", Reduction::max},
+          {"ReduceMin", Reduction::min},
+          {"ReduceSumSquare", Reduction::sum_square},
+          {"ReduceL1", Reduction::l1},
+          {"ReduceL2", Reduction::l2},
+          {"ReduceLogSumExp", Reduction::log_sum_exp}};
+      o.kind = Kind::reduce;
+      o.reduction = kinds.at(op);
+      o.ints = r.get_ints(n, "axes");
+      const std::string axes = optional_int_input(n, 1);
+      if (!axes.empty()) o.int_inputs = {axes};
+      o.empty_axes_noop = r.get_int(n, "noop_with_empty_axes", 0) != 0;
+      if (o.ints.empty() && axes.empty()) {
+        if (!o.empty_axes_noop)
+          r.fail(n, "no axes: the reduction over every axis, the batch's included");
+        o.kind = Kind::identity;
+      }
+      o.squeeze = r.get_int(n, "keepdims", 1) == 0;
+      o.inputs = {activation_input(n)};
     } else if (op == "Flatten") {
       o.kind = Kind::flatten;
       if (r.get_int(n, "axis", 1) != 1) r.fail(n, "only axis 1 is imported");
@@ -510,9 +536,9 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       o.kind = Kind::activation;  // or part of GELU (fuse_onnx_graph)
       o.activation = Activation::erf;
       o.inputs = {activation_input(n)};
-    } else if (op == "Sqrt") {
+    } else if (op == "Sqrt" || op == "Abs") {
       o.kind = Kind::activation;
-      o.activation = Activation::sqrt;
+      o.activation = op == "Sqrt" ? Activation::sqrt : Activation::abs;
       o.inputs = {activation_input(n)};
     } else if (op == "Pow") {
       // By a constant exponent: 2 (a variance's square, as PyTorch's LayerNorm exports below
@@ -614,9 +640,12 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       r.fail(n,
              "op not imported yet; frugal imports Conv, ConvTranspose, BatchNormalization, Gemm, "
              "MatMul, "
-             "MaxPool, AveragePool, GlobalAveragePool, ReduceMean, Flatten, Reshape, Transpose, "
+             "MaxPool, AveragePool, GlobalAveragePool, ReduceMean, ReduceSum, ReduceMax, "
+             "ReduceMin, ReduceSumSquare, ReduceL1, ReduceL2, ReduceLogSumExp, Flatten, Reshape, "
+             "Transpose, "
              "Split, Slice, Pad, Concat, Softmax, Resize, Add, Sub, Mul, Div, Relu, LeakyRelu, "
              "Sigmoid, Tanh, HardSigmoid, HardSwish, Clip, Dropout, Identity, Constant, Erf, Sqrt, "
+             "Abs, "
              "Pow, LayerNormalization, and "
              "Unsqueeze, Squeeze, and Shape, Gather, Cast over integer shape values");
     }

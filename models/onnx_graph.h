@@ -9,6 +9,7 @@
 
 #include "core/activation.h"
 #include "core/broadcast.h"
+#include "core/reduce.h"
 #include "core/tensor.h"
 #include "layers/conv2d.h"
 #include "layers/pad.h"
@@ -28,6 +29,7 @@ enum class OnnxKind {
   avg_pool,
   global_avg_pool,
   reduce_mean,  // ints: the axes; squeeze: without keepdims
+  reduce,       // the other reductions: as reduce_mean, or int_inputs[0]: the axes; reduction
   layer_norm,   // axis: the first normalized axis (negative: from the end); eps
   flatten,
   binary,  // Add (same shapes: the residual add), Sub, Mul, Div with broadcasting
@@ -67,9 +69,10 @@ struct OnnxNode {
   bool ceil = false, count_include_pad = true;
   double eps = 1e-5, momentum = 0.1, alpha = 0;
   Activation activation = Activation::sigmoid;
+  Reduction reduction = Reduction::sum;
   BinaryKind binary = BinaryKind::add;
   int64_t flatten_features = -1;  // Reshape to (N, F): F, or -1
-  bool squeeze = false;           // a ReduceMean without keepdims: the axes dropped
+  bool squeeze = false;           // a reduction without keepdims: the axes dropped
   std::vector<int64_t> ints;  // transpose's perm, split's sizes (opsets < 13), ReduceMean's axes
   std::vector<std::string> int_inputs;  // integer operands, read while recording
   IntNode int_node;                     // kind integer
@@ -79,6 +82,7 @@ struct OnnxNode {
   PadMode pad_mode = PadMode::constant;
   bool legacy = false;            // softmax of opset < 13
   bool allow_zero = false;        // reshape's allowzero
+  bool empty_axes_noop = false;   // reduce: noop_with_empty_axes (empty axes: x itself)
   bool transpose_weight = false;  // gemm: the weight is (in, out) (Gemm transB = 0, MatMul)
   int concat_pieces = 0;          // batch_norm: of its first this many inputs joined (fused)
 };

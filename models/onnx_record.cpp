@@ -27,6 +27,7 @@
 #include "layers/matmul.h"
 #include "layers/maxpool2d.h"
 #include "layers/pad.h"
+#include "layers/reduce.h"
 #include "layers/relu.h"
 #include "layers/reshape.h"
 #include "layers/resize_bilinear.h"
@@ -124,18 +125,25 @@ Value record_gather(const OnnxNode& n, const IntTensor& indices, Value x) {
   return reshape(y, Shape(out));
 }
 
-// ReduceMean over `n.ints` (any axes but the batch's). Over H and W of (N, C, H, W), a global
-// average pool (flattened to (N, C) without keepdims); otherwise the reduced axes are moved
-// last (a transpose, where they are not last already) and averaged as the rows of an
-// (N, kept, 1, reduced) pool, then the result takes its shape.
-Value record_reduce_mean(const OnnxNode& n, Value x) {
+// A reduction over `axes` (any but the batch's). The mean over H and W of (N, C, H, W) is a
+// global average pool (flattened to (N, C) without keepdims); otherwise the reduced axes are
+// moved last (a transpose, where they are not last already) and reduced as the rows of (N,
+// kept, reduced) (a mean: of an (N, kept, 1, reduced) average pool), then the result takes its
+// shape.
+Value record_reduce(const OnnxNode& n, const Ints& axes, Value x) {
   const Shape s = x.shape();  // a copy: x is recorded over below
   const int rank = s.rank();
+  const bool mean = n.kind == OnnxKind::reduce_mean;
+  const char* what = mean ? "the mean" : reduction_name(n.reduction);
   std::vector<bool> reduced(static_cast<size_t>(rank), false);
-  for (int64_t a : n.ints) reduced[static_cast<size_t>(axis_of(a, rank))] = true;
-  FRUGAL_CHECK(!reduced[0], "the mean over axes ", str(n.ints), " of ", s,
-               " includes the batch axis; frugal imports means over the other axes");
-  if (rank == 4 && !reduced[1] && reduced[2] && reduced[3]) {
+  for (int64_t a : axes) {
+    FRUGAL_CHECK(a >= -rank && a < rank, what, " over axes ", str(axes), " of ", s, ": axis ", a,
+                 " is outside the rank");
+    reduced[static_cast<size_t>(axis_of(a, rank))] = true;
+  }
+  FRUGAL_CHECK(!reduced[0], what, " over axes ", str(axes), " of ", s,
+               " includes the batch axis; frugal imports reductions over the other axes");
+  if (mean && rank == 4 && !reduced[1] && reduced[2] && reduced[3]) {
     Value y = avg_pool2d(x, {.kernel = s[2], .kernel_w = s[3]});
     return n.squeeze ? flatten(y) : y;
   }
@@ -151,7 +159,9 @@ Value record_reduce_mean(const OnnxNode& n, Value x) {
   bool moved = false;
   for (int a = 0; a < rank; ++a) moved = moved || perm[static_cast<size_t>(a)] != a;
   if (moved) x = transpose(x, perm);
-  Value y = avg_pool2d(reshape(x, Shape{s[0], kept, 1, count}), {.kernel = 1, .kernel_w = count});
+  Value y =
+      mean ? avg_pool2d(reshape(x, Shape{s[0], kept, 1, count}), {.kernel = 1, .kernel_w = count})
+           : reduce(reshape(x, Shape{s[0], kept, count}), n.reduction, 1);
   return reshape(y, Shape(out));
 }
 
@@ -310,8 +320,15 @@ Value record_onnx(const OnnxModel& model, Value images) {
           break;
         }
         case Kind::reduce_mean:
-          y = record_reduce_mean(n, in[0]);
+          y = record_reduce(n, n.ints, in[0]);
           break;
+        case Kind::reduce: {
+          const Ints axes = n.int_inputs.empty() ? n.ints : ints.at(n.int_inputs[0]).values;
+          FRUGAL_CHECK(!axes.empty() || n.empty_axes_noop,
+                       "no axes: the reduction over every axis, the batch's included");
+          y = axes.empty() ? in[0] : record_reduce(n, axes, in[0]);
+          break;
+        }
         case Kind::layer_norm: {
           const int rank = in[0].shape().rank();
           const int64_t a = axis_of(n.axis, rank);

@@ -29,7 +29,8 @@ matmul_net.onnx (MatMul by weights, on tokens and on pooled features), pad_net.o
 (reflect and edge borders), focus_net.onnx (slices with steps), extras_net.onnx (means over
 other axes, GELU's tanh form, torch.flip, torch.erf) and norm_net.onnx / norm13_net.onnx
 (LayerNorm at opsets 17 and 13, ConvNeXt's block) bmm_net.onnx (MatMul with broadcast
-leading axes) and gather_net.onnx (Gather over activations):
+leading axes), gather_net.onnx (Gather over activations) and reduce_net.onnx, reduce11_net.onnx
+(ReduceSum, ReduceMax, ReduceMin, ReduceL1, ReduceL2, ReduceLogSumExp at opsets 13 and 11):
 
     /usr/bin/python3 scripts/onnx_fixtures.py --pytorch tests/data/onnx
 
@@ -743,6 +744,40 @@ def gather_net(out):
     export_with_output(net, x, out, "gather_net", 13)
 
 
+def reduce_net(out):
+    """Reductions as PyTorch exports them: a sum over the map (ReduceSum, its axes an input at
+    opset 13, an attribute at 11), amax and amin (ReduceMax, ReduceMin), torch.norm's 2- and
+    1-norms (ReduceL2 over channels and width, ReduceL1), logsumexp over the channels kept as
+    an axis (ReduceLogSumExp, keepdims) and torch.linalg.vector_norm (Abs, Pow, ReduceSum,
+    Pow), joined into a head; tests/data/onnx/reduce_net.onnx
+    (opset 13) and reduce11_net.onnx (opset 11) with PyTorch's float32 output."""
+
+    import torch
+    from torch import nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 6, 3, padding=1)
+            self.fc = nn.Linear(30, 5)
+
+        def forward(self, x):
+            y = self.conv(x)  # (N, 6, 5, 4)
+            a = y.sum((2, 3))
+            b = y.amax(3).amin(2)
+            c = torch.norm(y, p=2, dim=(1, 3))  # (N, 5)
+            d = torch.logsumexp(y, dim=1, keepdim=True).mean((2, 3))  # (N, 1)
+            e = torch.norm(y, p=1, dim=2).sum(2)
+            f = torch.linalg.vector_norm(y, 2, dim=(2, 3))  # Abs, Pow, ReduceSum, Pow
+            return self.fc(torch.cat([a, b, c, d, e, f], 1))
+
+    torch.manual_seed(10)
+    net = Net().eval()
+    x = torch.rand(2, 3, 5, 4) * 2 - 1
+    export_with_output(net, x, out, "reduce_net", 13)
+    export_with_output(net, x, out, "reduce11_net", 11)
+
+
 def norm_net(out):
     """LayerNorm as ConvNeXt uses it, exported at opset 17 (LayerNormalization) as norm_net and
     at opset 13 (nine nodes: ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add, fused
@@ -900,6 +935,7 @@ if __name__ == "__main__":
         norm_net(sys.argv[2])
         bmm_net(sys.argv[2])
         gather_net(sys.argv[2])
+        reduce_net(sys.argv[2])
         sys.exit(0)
     if len(sys.argv) > 2 and sys.argv[1] == "--segmentation":
         # The U-Net of docs/TRAINING.md's segmentation run, and a small one for the tests

@@ -1,4 +1,4 @@
-// Sigmoid, Tanh, SiLU, GELU, HardSigmoid, HardSwish, ReLU6: finite-difference gradient checks
+// Sigmoid, Tanh, SiLU, GELU, HardSigmoid, HardSwish, ReLU6, Abs: finite-difference gradient checks
 // in f64 (piecewise ones away from their kinks), values by hand and at the kinks, NaN kept,
 // in-place roles where backward allows them, and planned == baseline bitwise.
 #include <doctest/doctest.h>
@@ -21,7 +21,8 @@ namespace {
 
 constexpr Activation kAll[] = {Activation::sigmoid,     Activation::tanh,      Activation::silu,
                                Activation::gelu,        Activation::gelu_tanh, Activation::erf,
-                               Activation::hardsigmoid, Activation::hardswish, Activation::relu6};
+                               Activation::hardsigmoid, Activation::hardswish, Activation::relu6,
+                               Activation::abs};
 
 // f64 inputs in [-5, 8) at least 0.05 from every kink (-3, 0, 3, 6).
 Tensor away_from_kinks(Shape shape, uint64_t seed) {
@@ -170,6 +171,22 @@ TEST_CASE("activations: sqrt on positive values (gradients, by hand, in place)")
   CHECK(std::isnan(y[2]));  // as torch.sqrt
   CHECK(activation_backward_reads_output(Activation::sqrt));
   check_planned_equals_baseline([](Value v) { return sqrt(sigmoid(v)); });
+}
+
+TEST_CASE("activations: abs (by hand, at 0 and -0, NaN kept)") {
+  const double nan = std::nan("");
+  auto [y, dx] = run(Activation::abs, {-2, 3, 0, -0.0, nan});
+  CHECK(y[0] == 2);
+  CHECK(y[1] == 3);
+  CHECK(y[2] == 0);
+  CHECK(!std::signbit(y[3]));  // abs(-0) is +0, as torch.abs
+  CHECK(std::isnan(y[4]));
+  CHECK(dx[0] == -1);
+  CHECK(dx[1] == 1);
+  CHECK(dx[2] == 0);  // PyTorch's sign(0)
+  CHECK(dx[3] == 0);
+  CHECK(std::isnan(dx[4]));
+  CHECK(!activation_backward_reads_output(Activation::abs));
 }
 
 TEST_CASE("activations: bad input names the op") {

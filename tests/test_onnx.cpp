@@ -38,13 +38,16 @@ TEST_CASE("onnx: imported models give ONNX's reference outputs") {
   // ConvNeXt's block, a normalization by hand (Pow, Sqrt, Div over the channels).
   // bmm_net: PyTorch's output; MatMul with broadcast leading axes (multi-query attention).
   // gather_net: PyTorch's output; Gather over activations (x[:, [4, 1, 1]], x[:, :, -1]).
+  // reduce_net, reduce11_net: PyTorch's output; ReduceSum (axes an input at opset 13, an
+  // attribute at 11), ReduceMax, ReduceMin, ReduceL1, ReduceL2, ReduceLogSumExp, and a norm
+  // as Abs, Pow, ReduceSum, Pow.
   // unet_seg: PyTorch's own eval-mode output (scripts/onnx_fixtures.py --segmentation --small),
   // a U-Net whose F.pad to the skip's size exports as shape arithmetic (ConstantOfShape, integer
   // Reshape, Slice with step -1, Transpose) and whose output is per pixel.
   for (const char* name :
        {"residual_net", "reshape_net", "mobile_net", "unet_net", "shuffle_net", "unet_seg",
         "bilinear_net", "matmul_net", "dense_net", "focus_net", "pad_net", "extras_net", "norm_net",
-        "norm13_net", "bmm_net", "gather_net"}) {
+        "norm13_net", "bmm_net", "gather_net", "reduce_net", "reduce11_net"}) {
     CAPTURE(name);
     const OnnxModel m = load_onnx((onnx_data() / (std::string(name) + ".onnx")).string());
     const std::vector<float> io = read_floats(onnx_data() / (std::string(name) + ".io"));
@@ -179,9 +182,10 @@ TEST_CASE("onnx: a float64 export gives PyTorch's float64 output within 1e-10") 
 }
 
 TEST_CASE("onnx: training an imported model is bitwise equal planned and baseline") {
-  for (const char* name : {"residual_net", "reshape_net", "mobile_net", "train_net", "unet_net",
-                           "shuffle_net", "unet_seg", "dense_net", "focus_net", "pad_net",
-                           "extras_net", "norm_net", "norm13_net", "bmm_net", "gather_net"}) {
+  for (const char* name :
+       {"residual_net", "reshape_net", "mobile_net", "train_net", "unet_net", "shuffle_net",
+        "unet_seg", "dense_net", "focus_net", "pad_net", "extras_net", "norm_net", "norm13_net",
+        "bmm_net", "gather_net", "reduce_net", "reduce11_net"}) {
     CAPTURE(name);
     const OnnxModel m = load_onnx((onnx_data() / (std::string(name) + ".onnx")).string());
     const std::vector<Tensor> base = onnx_train(m, MemoryMode::baseline);

@@ -27,8 +27,8 @@ TEST_CASE("onnx: bad files, unsupported ops and attributes are errors naming wha
         error_for(m).starts_with("m.onnx: node 'mean' (ReduceMean): the mean over axes (-4,2) "
                                  "of [1,"));
     CHECK(
-        error_for(m).ends_with(" includes the batch axis; frugal imports means over the other "
-                               "axes"));
+        error_for(m).ends_with(" includes the batch axis; frugal imports reductions over the "
+                               "other axes"));
     for (auto& n : *all.mutable_graph()->mutable_node())
       if (n.op_type() == "ReduceMean") attribute(&n, "axes")->clear_ints();
     CHECK(error_for(all) ==
@@ -244,6 +244,44 @@ TEST_CASE("onnx: bad files, unsupported ops and attributes are errors naming wha
     CHECK(error_for(m) ==
           "m.onnx: node 'mm' (MatMul): MatMul of [1,4,5,5] and [1,2,5,5]: leading axis 1 is 4 "
           "and 2, which do not broadcast");
+  }
+  {  // The other reductions: over the batch axis, outside the rank, without axes; ReduceProd.
+    onnx::ModelProto m;
+    std::ifstream in(onnx_data() / "reduce11_net.onnx", std::ios::binary);
+    REQUIRE(m.ParseFromIstream(&in));
+    onnx::ModelProto batch = m, outside = m, none = m, prod = m;
+    for (auto& n : *batch.mutable_graph()->mutable_node())
+      if (n.op_type() == "ReduceMax") attribute(&n, "axes")->set_ints(0, 0);
+    CHECK(error_for(batch).find("(ReduceMax): reduce_max over axes (0) of [1,6,5,4] includes "
+                                "the batch axis; frugal imports reductions over the other "
+                                "axes") != std::string::npos);
+    for (auto& n : *outside.mutable_graph()->mutable_node())
+      if (n.op_type() == "ReduceMin") attribute(&n, "axes")->set_ints(0, 9);
+    CHECK(error_for(outside).find("(ReduceMin): reduce_min over axes (9) of [1,6,5]: axis 9 is "
+                                  "outside the rank") != std::string::npos);
+    for (auto& n : *none.mutable_graph()->mutable_node())
+      if (n.op_type() == "ReduceL1") attribute(&n, "axes")->clear_ints();
+    CHECK(error_for(none).ends_with(
+        "(ReduceL1): no axes: the reduction over every axis, the batch's included"));
+    for (auto& n : *prod.mutable_graph()->mutable_node())
+      if (n.op_type() == "ReduceLogSumExp") n.set_op_type("ReduceProd");
+    CHECK(error_for(prod).find("(ReduceProd): op not imported yet;") != std::string::npos);
+    // At opset 13 ReduceSum's axes are an input: empty, the reduction over every axis.
+    onnx::ModelProto m13;
+    std::ifstream in13(onnx_data() / "reduce_net.onnx", std::ios::binary);
+    REQUIRE(m13.ParseFromIstream(&in13));
+    std::string axes;
+    for (auto& n : m13.graph().node())
+      if (n.op_type() == "ReduceSum" && axes.empty()) axes = n.input(1);
+    for (auto& n : *m13.mutable_graph()->mutable_node())
+      if (n.op_type() == "Constant" && n.output(0) == axes) {
+        onnx::TensorProto* t = attribute(&n, "value")->mutable_t();
+        t->clear_raw_data();
+        t->clear_int64_data();
+        t->set_dims(0, 0);
+      }
+    CHECK(error_for(m13).ends_with(
+        "(ReduceSum): no axes: the reduction over every axis, the batch's included"));
   }
   {  // Gather over an activation along the batch axis, or by an index outside the axis.
     onnx::ModelProto m;

@@ -23,6 +23,7 @@
 #include "layers/linear.h"
 #include "layers/matmul.h"
 #include "layers/pad.h"
+#include "layers/reduce.h"
 #include "layers/relu.h"
 #include "layers/reshape.h"
 #include "layers/resize_bilinear.h"
@@ -136,7 +137,7 @@ TEST_CASE("sim device: the activations' steps equal the CPU's bitwise") {
     x = conv2d(x, {.out = 4, .kernel = 3, .pad = 1});
     for (Activation a : {Activation::sigmoid, Activation::tanh, Activation::silu, Activation::gelu,
                          Activation::gelu_tanh, Activation::erf, Activation::hardsigmoid,
-                         Activation::hardswish, Activation::relu6})
+                         Activation::hardswish, Activation::relu6, Activation::abs})
       x = activation(x, a);
     return linear(flatten(x), {.out = 5});
   };
@@ -151,6 +152,21 @@ TEST_CASE("sim device: layer norm's steps equal the CPU's bitwise") {
     Value t = transpose(x, {0, 2, 3, 1});  // channels last, as ConvNeXt normalizes
     x = transpose(gelu(layer_norm(t, 1)), {0, 3, 1, 2});
     return linear(flatten(layer_norm(x, 3)), {.out = 5});
+  };
+  for (MemoryMode memory : {MemoryMode::baseline, MemoryMode::planned})
+    check_all_bitwise(train_on(cpu_backend(), net, {2, 3, 6, 6}, 5, memory, 2),
+                      train_on(sim_backend(), net, {2, 3, 6, 6}, 5, memory, 2));
+}
+
+TEST_CASE("sim device: the reductions' steps equal the CPU's bitwise") {
+  const Network net = [](Value x) {
+    x = conv2d(x, {.out = 4, .kernel = 3, .pad = 1});
+    std::vector<Value> parts;
+    for (Reduction r :
+         {Reduction::sum, Reduction::mean, Reduction::max, Reduction::min, Reduction::sum_square,
+          Reduction::l1, Reduction::l2, Reduction::log_sum_exp})
+      parts.push_back(reduce(x, r, 2));
+    return linear(concat(parts, 1), {.out = 5});
   };
   for (MemoryMode memory : {MemoryMode::baseline, MemoryMode::planned})
     check_all_bitwise(train_on(cpu_backend(), net, {2, 3, 6, 6}, 5, memory, 2),

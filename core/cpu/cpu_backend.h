@@ -51,6 +51,9 @@ class CpuBackend final : public Backend {
   void layernorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
                           const Tensor& mean, const Tensor& inv_std, Tensor& dx, Tensor& dgamma,
                           Tensor& dbeta) override;
+  void reduce_rows_forward(Reduction r, const Tensor& x, Tensor& y, Tensor& index) override;
+  void reduce_rows_backward(Reduction r, const Tensor& x, const Tensor& y, const Tensor& index,
+                            const Tensor& dy, Tensor& dx) override;
   void batchnorm_forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                Tensor& running_mean, Tensor& running_var, double momentum,
                                double eps, Tensor& y, Tensor& mean, Tensor& inv_std) override;

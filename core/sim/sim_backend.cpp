@@ -232,6 +232,17 @@ void SimBackend::layernorm_backward(const Tensor& x, const Tensor& dy, const Ten
                           view(dgamma), view(dbeta));
 }
 
+void SimBackend::reduce_rows_forward(Reduction r, const Tensor& x, Tensor& y, Tensor& index) {
+  Views view(alloc_, "reduce_rows_forward");
+  cpu_.reduce_rows_forward(r, view(x), view(y), view(index));
+}
+
+void SimBackend::reduce_rows_backward(Reduction r, const Tensor& x, const Tensor& y,
+                                      const Tensor& index, const Tensor& dy, Tensor& dx) {
+  Views view(alloc_, "reduce_rows_backward");
+  cpu_.reduce_rows_backward(r, view(x), view(y), view(index), view(dy), view(dx));
+}
+
 void SimBackend::batchnorm_sums(const Tensor& x, const Tensor& mean, const Tensor& inv_std,
                                 const Tensor& dy, Tensor& sums) {
   Views view(alloc_, "batchnorm_sums");

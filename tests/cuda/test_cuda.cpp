@@ -500,7 +500,7 @@ TEST_CASE("cuda activations: the CPU's formulas within rounding, in place") {
   const Shape s{7, 143};
   for (Activation a : {Activation::sigmoid, Activation::tanh, Activation::silu, Activation::gelu,
                        Activation::gelu_tanh, Activation::erf, Activation::hardsigmoid,
-                       Activation::hardswish, Activation::relu6}) {
+                       Activation::hardswish, Activation::relu6, Activation::abs}) {
     CAPTURE(std::string(activation_name(a)));
     for (DType t : kFloats) {
       Pair x = random_pair(s, t, 92), dy = random_pair(s, t, 93);
@@ -559,6 +559,30 @@ TEST_CASE("cuda layer norm: the CPU's statistics and gradients within rounding, 
       CHECK(bitwise_equal(download(xi.gpu), download(y.gpu)));
       gpu().layernorm_backward(x.gpu, dyi.gpu, gamma.gpu, mean.gpu, inv.gpu, dyi.gpu, none, none);
       CHECK(bitwise_equal(download(dyi.gpu), download(dx.gpu)));
+    }
+  }
+}
+
+TEST_CASE("cuda reductions: the CPU's values and gradients within rounding, its extremes exactly") {
+  // Rows shorter and longer than a block; every reduction; the extremes' columns are the CPU's.
+  for (const auto& [s, c] : {std::pair<Shape, int64_t>{{5, 7, 33}, 33}, {{3, 700}, 700}}) {
+    for (DType t : kFloats) {
+      for (Reduction r :
+           {Reduction::sum, Reduction::mean, Reduction::max, Reduction::min, Reduction::sum_square,
+            Reduction::l1, Reduction::l2, Reduction::log_sum_exp}) {
+        CAPTURE(std::string(reduction_name(r)));
+        const int64_t rows = s.numel() / c;
+        Pair x = random_pair(s, t, 101), dy = random_pair({rows}, t, 102);
+        Pair y = empty_pair({rows}, t), dx = empty_pair(s, t);
+        Pair index = empty_pair({rows}, DType::i32);
+        on_both([&](Backend& be, auto side) {
+          be.reduce_rows_forward(r, side(x), side(y), side(index));
+          be.reduce_rows_backward(r, side(x), side(y), side(index), side(dy), side(dx));
+        });
+        check_close(y, reduction_name(r));
+        check_close(dx, reduction_name(r));
+        if (reduction_keeps_index(r)) check_equal(index, "the extremes' columns");
+      }
     }
   }
 }
