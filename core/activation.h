@@ -124,6 +124,17 @@ FRUGAL_ACTIVATION_HD inline T backward(Activation a, T v, T dy) {
   return dy;
 }
 
+// x^e and its derivative as PyTorch computes them: pow(x, e) (NaN for a negative x and a
+// fractional e), and dy e x^(e - 1), 0 for e = 0.
+template <typename T>
+FRUGAL_ACTIVATION_HD inline T pow_forward(T x, T e) {
+  return FRUGAL_MATH(pow)(x, e);
+}
+template <typename T>
+FRUGAL_ACTIVATION_HD inline T pow_backward(T x, T e, T dy) {
+  return e == T(0) ? T(0) : dy * e * FRUGAL_MATH(pow)(x, e - T(1));
+}
+
 #undef FRUGAL_MATH
 
 }  // namespace activation_math

@@ -56,6 +56,12 @@ void Backend::reduce_rows_backward(Reduction r, const Tensor&, const Tensor&, co
   throw Error(std::string(reduction_name(r)) + " backward: no reduction kernels on " +
               device().str());
 }
+void Backend::pow_forward(const Tensor&, double, Tensor&) {
+  throw Error("pow: no pow kernels on " + device().str());
+}
+void Backend::pow_backward(const Tensor&, double, const Tensor&, Tensor&) {
+  throw Error("pow backward: no pow kernels on " + device().str());
+}
 // Synchronized batch norm: only devices that run several ranks implement it.
 void Backend::batchnorm_sums(const Tensor&, const Tensor&, const Tensor&, const Tensor&, Tensor&) {
   throw Error("batchnorm_sums: synchronized batch norm (--sync-bn) does not run on " +

@@ -282,6 +282,11 @@ class Backend {
   virtual void activation_forward(Activation a, const Tensor& x, Tensor& y) = 0;
   // dx = dy f'(.) from `v`: y where activation_backward_reads_output(a), else x. dx may alias dy.
   virtual void activation_backward(Activation a, const Tensor& v, const Tensor& dy, Tensor& dx) = 0;
+  // y = x^exponent elementwise (activation_math::pow_forward); y may alias x. Devices without
+  // it throw naming themselves.
+  virtual void pow_forward(const Tensor& x, double exponent, Tensor& y);
+  // dx = dy exponent x^(exponent - 1) (0 for exponent 0); dx may alias dy.
+  virtual void pow_backward(const Tensor& x, double exponent, const Tensor& dy, Tensor& dx);
 
   // --- fixed-point grid (layers/fixed_point.h): multiples of 2^-frac below 2^range_bits, with
   // frac = 24 - range_bits in f32, 53 - range_bits in f64 (1 <= range_bits < those) --------------

@@ -1,5 +1,5 @@
-// Activation kernels of the CUDA backend: one thread per element over the element functions
-// the CPU twin uses (core/activation.h).
+// Activation and pow kernels of the CUDA backend: one thread per element over the element
+// functions the CPU twin uses (core/activation.h).
 #include "core/activation.h"
 #include "core/kernel_checks.h"
 #include "cuda/cuda_backend.h"
@@ -22,7 +22,41 @@ __global__ void activation_backward_kernel(Activation a, const T* v, const T* dy
   if (i < n) dx[i] = activation_math::backward(a, v[i], dy[i]);
 }
 
+template <typename T>
+__global__ void pow_forward_kernel(const T* x, T e, T* y, int64_t n) {
+  const int64_t i = thread_index();
+  if (i < n) y[i] = activation_math::pow_forward(x[i], e);
+}
+
+template <typename T>
+__global__ void pow_backward_kernel(const T* x, T e, const T* dy, T* dx, int64_t n) {
+  const int64_t i = thread_index();
+  if (i < n) dx[i] = activation_math::pow_backward(x[i], e, dy[i]);
+}
+
 }  // namespace
+
+void CudaBackend::pow_forward(const Tensor& x, double e, Tensor& y) {
+  check_same("pow", x, y, device());
+  const int64_t n = x.numel();
+  if (x.dtype() == DType::f32)
+    launch(n, pow_forward_kernel<float>, x.device_data<float>(), static_cast<float>(e),
+           y.device_data<float>(), n);
+  else
+    launch(n, pow_forward_kernel<double>, x.device_data<double>(), e, y.device_data<double>(), n);
+}
+
+void CudaBackend::pow_backward(const Tensor& x, double e, const Tensor& dy, Tensor& dx) {
+  check_same("pow backward", dy, dx, device());
+  check_same("pow backward", x, dx, device());
+  const int64_t n = x.numel();
+  if (x.dtype() == DType::f32)
+    launch(n, pow_backward_kernel<float>, x.device_data<float>(), static_cast<float>(e),
+           dy.device_data<float>(), dx.device_data<float>(), n);
+  else
+    launch(n, pow_backward_kernel<double>, x.device_data<double>(), e, dy.device_data<double>(),
+           dx.device_data<double>(), n);
+}
 
 void CudaBackend::activation_forward(Activation a, const Tensor& x, Tensor& y) {
   check_same(activation_name(a), x, y, device());

@@ -542,7 +542,7 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       o.inputs = {activation_input(n)};
     } else if (op == "Pow") {
       // By a constant exponent: 2 (a variance's square, as PyTorch's LayerNorm exports below
-      // opset 17) is x * x, 0.5 the square root, 1 x itself.
+      // opset 17) is x * x, 0.5 the square root, 1 x itself; any other a pow op.
       const double e = scalar(n, 1, NAN);
       o.inputs = {activation_input(n)};
       if (e == 2) {
@@ -554,8 +554,11 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
         o.activation = Activation::sqrt;
       } else if (e == 1) {
         o.kind = Kind::identity;
+      } else if (std::isfinite(e)) {
+        o.kind = Kind::pow;
+        o.alpha = e;
       } else {
-        r.fail(n, "only the exponents 2, 0.5 and 1 are imported");
+        r.fail(n, "the exponent must be a finite constant scalar");
       }
     } else if (op == "LayerNormalization") {
       // Opset 17's LayerNorm (torch.nn.LayerNorm): the axes from `axis` on, normalized

@@ -37,6 +37,7 @@ enum class OnnxKind {
   relu,
   leaky_relu,
   activation,
+  pow,  // by the constant alpha (Pow by 2, 0.5 and 1 are mul, sqrt and identity)
   identity,
   dropout,       // a training-mode export's Dropout; alpha holds the ratio
   transpose,     // ints: perm (empty: reversed)

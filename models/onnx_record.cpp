@@ -27,6 +27,7 @@
 #include "layers/matmul.h"
 #include "layers/maxpool2d.h"
 #include "layers/pad.h"
+#include "layers/pow.h"
 #include "layers/reduce.h"
 #include "layers/relu.h"
 #include "layers/reshape.h"
@@ -365,6 +366,9 @@ Value record_onnx(const OnnxModel& model, Value images) {
           break;
         case Kind::identity:
           y = in[0];
+          break;
+        case Kind::pow:
+          y = power(in[0], n.alpha);
           break;
         case Kind::transpose: {
           Ints perm = n.ints;

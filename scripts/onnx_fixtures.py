@@ -748,8 +748,8 @@ def reduce_net(out):
     """Reductions as PyTorch exports them: a sum over the map (ReduceSum, its axes an input at
     opset 13, an attribute at 11), amax and amin (ReduceMax, ReduceMin), torch.norm's 2- and
     1-norms (ReduceL2 over channels and width, ReduceL1), logsumexp over the channels kept as
-    an axis (ReduceLogSumExp, keepdims) and torch.linalg.vector_norm (Abs, Pow, ReduceSum,
-    Pow), joined into a head; tests/data/onnx/reduce_net.onnx
+    an axis (ReduceLogSumExp, keepdims), torch.linalg.vector_norm (Abs, Pow, ReduceSum, Pow) and
+    generalized-mean pooling (Pow by 3 and by 1/3), joined into a head; tests/data/onnx/reduce_net.onnx
     (opset 13) and reduce11_net.onnx (opset 11) with PyTorch's float32 output."""
 
     import torch
@@ -759,7 +759,7 @@ def reduce_net(out):
         def __init__(self):
             super().__init__()
             self.conv = nn.Conv2d(3, 6, 3, padding=1)
-            self.fc = nn.Linear(30, 5)
+            self.fc = nn.Linear(36, 5)
 
         def forward(self, x):
             y = self.conv(x)  # (N, 6, 5, 4)
@@ -769,7 +769,8 @@ def reduce_net(out):
             d = torch.logsumexp(y, dim=1, keepdim=True).mean((2, 3))  # (N, 1)
             e = torch.norm(y, p=1, dim=2).sum(2)
             f = torch.linalg.vector_norm(y, 2, dim=(2, 3))  # Abs, Pow, ReduceSum, Pow
-            return self.fc(torch.cat([a, b, c, d, e, f], 1))
+            g = (torch.sigmoid(y) ** 3).mean((2, 3)) ** (1 / 3)  # GeM pooling: Pow by 3, 1/3
+            return self.fc(torch.cat([a, b, c, d, e, f, g], 1))
 
     torch.manual_seed(10)
     net = Net().eval()

@@ -23,6 +23,7 @@
 #include "layers/linear.h"
 #include "layers/matmul.h"
 #include "layers/pad.h"
+#include "layers/pow.h"
 #include "layers/reduce.h"
 #include "layers/relu.h"
 #include "layers/reshape.h"
@@ -132,13 +133,14 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("sim device: the activations' steps equal the CPU's bitwise") {
+TEST_CASE("sim device: the activations' and pow's steps equal the CPU's bitwise") {
   const Network net = [](Value x) {
     x = conv2d(x, {.out = 4, .kernel = 3, .pad = 1});
     for (Activation a : {Activation::sigmoid, Activation::tanh, Activation::silu, Activation::gelu,
                          Activation::gelu_tanh, Activation::erf, Activation::hardsigmoid,
                          Activation::hardswish, Activation::relu6, Activation::abs})
       x = activation(x, a);
+    x = power(power(sigmoid(x), 3), -0.5);
     return linear(flatten(x), {.out = 5});
   };
   for (MemoryMode memory : {MemoryMode::baseline, MemoryMode::planned})

@@ -1,4 +1,4 @@
-// Activation kernels of the CPU backend: one element function per activation
+// Activation and pow kernels of the CPU backend: one element function per activation
 // (core/activation.h, shared with the CUDA kernels), applied over static OpenMP splits.
 #include "core/activation.h"
 
@@ -21,7 +21,37 @@ void backward_t(Activation a, const T* v, const T* dy, T* dx, int64_t n) {
   for (int64_t i = 0; i < n; ++i) dx[i] = activation_math::backward(a, v[i], dy[i]);
 }
 
+template <typename T>
+void pow_forward_t(const T* x, T e, T* y, int64_t n) {
+#pragma omp parallel for schedule(static) if (n > 16384)
+  for (int64_t i = 0; i < n; ++i) y[i] = activation_math::pow_forward(x[i], e);
+}
+
+template <typename T>
+void pow_backward_t(const T* x, T e, const T* dy, T* dx, int64_t n) {
+#pragma omp parallel for schedule(static) if (n > 16384)
+  for (int64_t i = 0; i < n; ++i) dx[i] = activation_math::pow_backward(x[i], e, dy[i]);
+}
+
 }  // namespace
+
+void CpuBackend::pow_forward(const Tensor& x, double e, Tensor& y) {
+  check_same("pow", x, y, device());
+  if (x.dtype() == DType::f32)
+    pow_forward_t(x.data<float>(), static_cast<float>(e), y.data<float>(), x.numel());
+  else
+    pow_forward_t(x.data<double>(), e, y.data<double>(), x.numel());
+}
+
+void CpuBackend::pow_backward(const Tensor& x, double e, const Tensor& dy, Tensor& dx) {
+  check_same("pow backward", dy, dx, device());
+  check_same("pow backward", x, dx, device());
+  if (x.dtype() == DType::f32)
+    pow_backward_t(x.data<float>(), static_cast<float>(e), dy.data<float>(), dx.data<float>(),
+                   x.numel());
+  else
+    pow_backward_t(x.data<double>(), e, dy.data<double>(), dx.data<double>(), x.numel());
+}
 
 void CpuBackend::activation_forward(Activation a, const Tensor& x, Tensor& y) {
   check_same(activation_name(a), x, y, device());

@@ -456,4 +456,14 @@ void SimBackend::activation_backward(Activation a, const Tensor& v, const Tensor
   cpu_.activation_backward(a, view(v), view(dy), view(dx));
 }
 
+void SimBackend::pow_forward(const Tensor& x, double exponent, Tensor& y) {
+  Views view(alloc_, "pow_forward");
+  cpu_.pow_forward(view(x), exponent, view(y));
+}
+
+void SimBackend::pow_backward(const Tensor& x, double exponent, const Tensor& dy, Tensor& dx) {
+  Views view(alloc_, "pow_backward");
+  cpu_.pow_backward(view(x), exponent, view(dy), view(dx));
+}
+
 }  // namespace frugal

@@ -98,6 +98,8 @@ class SimBackend final : public Backend {
   void binary_backward(BinaryKind k, const Broadcast& g, const Tensor& a, const Tensor& b,
                        const Tensor& dy, Tensor& da, Tensor& db) override;
   void activation_backward(Activation a, const Tensor& v, const Tensor& dy, Tensor& dx) override;
+  void pow_forward(const Tensor& x, double exponent, Tensor& y) override;
+  void pow_backward(const Tensor& x, double exponent, const Tensor& dy, Tensor& dx) override;
   void leaky_relu_forward(const Tensor& x, double slope, Tensor& y, Tensor& mask) override;
   void leaky_relu_backward_mask(const Tensor& dy, const Tensor& mask, double slope,
                                 Tensor& dx) override;

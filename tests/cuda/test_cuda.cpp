@@ -563,6 +563,23 @@ TEST_CASE("cuda layer norm: the CPU's statistics and gradients within rounding, 
   }
 }
 
+TEST_CASE("cuda pow: the CPU's formulas within rounding, NaN where the CPU's is") {
+  const Shape s{7, 143};
+  for (double e : {3.0, -1.0, 1.5, 0.0}) {
+    CAPTURE(e);
+    for (DType t : kFloats) {
+      Pair x = random_pair(s, t, 94, -2, 2), dy = random_pair(s, t, 95);
+      Pair y = empty_pair(s, t), dx = empty_pair(s, t);
+      on_both([&](Backend& be, auto side) {
+        be.pow_forward(side(x), e, side(y));
+        be.pow_backward(side(x), e, side(dy), side(dx));
+      });
+      check_close(y, "pow y");
+      check_close(dx, "pow dx");
+    }
+  }
+}
+
 TEST_CASE("cuda reductions: the CPU's values and gradients within rounding, its extremes exactly") {
   // Rows shorter and longer than a block; every reduction; the extremes' columns are the CPU's.
   for (const auto& [s, c] : {std::pair<Shape, int64_t>{{5, 7, 33}, 33}, {{3, 700}, 700}}) {
