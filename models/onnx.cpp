@@ -421,7 +421,8 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
     } else if (op == "Shape" || op == "ConstantOfShape" ||
                ((op == "Gather" || op == "Unsqueeze" || op == "Squeeze" || op == "Cast" ||
                  op == "Concat" || op == "Add" || op == "Sub" || op == "Mul" || op == "Div" ||
-                 op == "Reshape" || op == "Slice" || op == "Transpose") &&
+                 op == "Reshape" || op == "Slice" || op == "Transpose" || op == "Equal" ||
+                 op == "Where") &&
                 is_int(need(n, 0)))) {
       // Integer shape arithmetic: evaluated while recording (models/onnx_ints.h).
       o.kind = Kind::integer;
@@ -480,6 +481,12 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
         k.op = IntOp::transpose;
         k.attrs = r.get_ints(n, "perm");
         k.ints = {int_input(n, 0)};
+      } else if (op == "Equal") {
+        k.op = IntOp::equal;
+        k.ints = {int_input(n, 0), int_input(n, 1)};
+      } else if (op == "Where") {
+        k.op = IntOp::where;
+        k.ints = {int_input(n, 0), int_input(n, 1), int_input(n, 2)};
       } else {
         k.op = IntOp::binary;
         k.binary = arithmetic(op);
@@ -499,6 +506,12 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       // along the axis, joined, the axis dropped for a scalar index.
       o.kind = Kind::gather;
       o.axis = r.get_int(n, "axis", 0);
+      o.inputs = {activation_input(n)};
+      o.int_inputs = {int_input(n, 1)};
+    } else if (op == "Expand") {
+      // Of an activation to a shape (read while recording): unit axes repeated, NumPy's
+      // broadcasting; never over the batch axis.
+      o.kind = Kind::expand;
       o.inputs = {activation_input(n)};
       o.int_inputs = {int_input(n, 1)};
     } else if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
@@ -649,8 +662,8 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
              "Split, Slice, Pad, Concat, Softmax, Resize, Add, Sub, Mul, Div, Relu, LeakyRelu, "
              "Sigmoid, Tanh, HardSigmoid, HardSwish, Clip, Dropout, Identity, Constant, Erf, Sqrt, "
              "Abs, "
-             "Pow, LayerNormalization, and "
-             "Unsqueeze, Squeeze, and Shape, Gather, Cast over integer shape values");
+             "Pow, LayerNormalization, Expand, and "
+             "Unsqueeze, Squeeze, and Shape, Gather, Cast, Equal, Where over integer shape values");
     }
     const bool integer = o.kind == Kind::integer;
     if (o.outputs.empty()) o.outputs = {o.output};

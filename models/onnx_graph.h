@@ -47,6 +47,7 @@ enum class OnnxKind {
   slice,         // int_inputs: starts, ends[, axes[, steps]]
   split,         // outputs; int_inputs[0] (or ints): sizes, else equal parts
   gather,        // int_inputs[0]: indices (a scalar drops the axis); axis
+  expand,        // int_inputs[0]: the shape an activation broadcasts to
   pad,           // int_inputs[0]: pads (begins, then ends); pad_value
   softmax,       // axis; legacy: opset < 13's flattening form
   // Integer shape arithmetic (models/onnx_ints.h: torch.onnx.export's dynamic batch, F.pad),

@@ -214,6 +214,23 @@ IntTensor eval_int_node(const IntNode& n, const std::map<std::string, IntTensor>
       count(y.dims);
       return y;
     }
+    case IntOp::where: {
+      // Operands of one shape, or single values that stand for every element.
+      const IntTensor &c = in(0), &a = in(1), &b = in(2);
+      IntTensor y = c;
+      for (const IntTensor* t : {&a, &b})
+        if (t->values.size() > y.values.size() ||
+            (t->values.size() == y.values.size() && t->dims.size() > y.dims.size()))
+          y = *t;
+      for (const IntTensor* t : {&c, &a, &b})
+        FRUGAL_CHECK(t->dims == y.dims || t->values.size() == 1, "where over ", c.str(), ", ",
+                     a.str(), " and ", b.str(), ": operands that do not broadcast");
+      auto at = [](const IntTensor& t, size_t i) { return t.values[t.values.size() == 1 ? 0 : i]; };
+      for (size_t i = 0; i < y.values.size(); ++i)
+        y.values[i] = at(c, i) != 0 ? at(a, i) : at(b, i);
+      return y;
+    }
+    case IntOp::equal:
     case IntOp::binary: {
       const IntTensor &a = in(0), &b = in(1);
       const bool a_one = a.values.size() == 1, b_one = b.values.size() == 1;
@@ -223,6 +240,10 @@ IntTensor eval_int_node(const IntNode& n, const std::map<std::string, IntTensor>
       if (a_one && b_one && b.dims.size() > a.dims.size()) y.dims = b.dims;
       for (size_t i = 0; i < y.values.size(); ++i) {
         const int64_t x = a.values[a_one ? 0 : i], z = b.values[b_one ? 0 : i];
+        if (n.op == IntOp::equal) {
+          y.values[i] = x == z ? 1 : 0;
+          continue;
+        }
         int64_t& v = y.values[i];
         bool overflow = false;
         switch (n.binary) {

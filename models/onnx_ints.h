@@ -33,6 +33,8 @@ enum class IntOp {
   reshape,            // ints: x, shape; attrs: {allowzero}
   slice,              // ints: x, starts, ends[, axes[, steps]]
   transpose,          // ints: x; attrs: perm
+  equal,              // ints: a, b (1 where equal, else 0: ONNX's bool as 0 and 1)
+  where,              // ints: condition, a, b (a where the condition is not 0, else b)
 };
 
 struct IntNode {

@@ -166,6 +166,42 @@ Value record_reduce(const OnnxNode& n, const Ints& axes, Value x) {
   return reshape(y, Shape(out));
 }
 
+// x repeated along its unit axes to `to` (x's rank, its axis k 1 or to[k]): a concat of to[k]
+// copies per such axis, whose backward sums the copies' gradients. Never the batch axis.
+Value repeat_unit_axes(Value x, const Shape& to, const std::string& what) {
+  const Shape s = x.shape();  // a copy: x is recorded over below
+  for (int k = 0; k < s.rank(); ++k) {
+    if (s[k] == to[k]) continue;
+    FRUGAL_CHECK(s[k] == 1, what, ": axis ", k, " is ", s[k], " and ", to[k],
+                 ", which do not broadcast");
+    FRUGAL_CHECK(k > 0, what, ": broadcasting over the batch axis is not imported");
+    const std::vector<Value> copies(static_cast<size_t>(to[k]), x);
+    x = concat(copies, k);
+  }
+  return x;
+}
+
+// Expand of an activation to `shape` as NumPy broadcasts: x gains leading unit axes to the
+// shape's rank (none may stand in front of the batch axis), then its unit axes are repeated.
+Value record_expand(const Ints& shape, Value x) {
+  const Shape s = x.shape();
+  const std::string what = detail::concat("Expand of ", s, " to ", str(shape));
+  const int rank = std::max(s.rank(), static_cast<int>(shape.size()));
+  FRUGAL_CHECK(rank == s.rank(), what,
+               ": the new leading axes would stand in front of the "
+               "batch axis; frugal imports expansions that keep it first");
+  std::vector<int64_t> to(s.dims().begin(), s.dims().end());
+  for (size_t i = 0; i < shape.size(); ++i) {
+    const int k = rank - static_cast<int>(shape.size()) + static_cast<int>(i);
+    const int64_t d = shape[i];
+    FRUGAL_CHECK(d >= 1, what, ": extent ", d, " is not imported");
+    FRUGAL_CHECK(s[k] == d || s[k] == 1 || d == 1, what, ": axis ", k, " is ", s[k], " and ", d,
+                 ", which do not broadcast");
+    if (s[k] == 1) to[static_cast<size_t>(k)] = d;
+  }
+  return repeat_unit_axes(x, Shape(to), what);
+}
+
 // MatMul between two activations with NumPy's broadcasting of the leading axes: the shorter
 // shape gains leading unit axes, and each unit axis the other operand has more of is repeated
 // (a concat of that many copies, whose backward sums the copies' gradients) before the batched
@@ -187,18 +223,12 @@ Value record_matmul(Value a, Value b) {
   };
   a = widen(a, sa);
   b = widen(b, sb);
-  for (int k = 0; k + 2 < rank; ++k) {
-    const int64_t da = a.shape()[k], db = b.shape()[k];
-    if (da == db) continue;
-    FRUGAL_CHECK(da == 1 || db == 1, "MatMul of ", sa, " and ", sb, ": leading axis ", k, " is ",
-                 da, " and ", db, ", which do not broadcast");
-    FRUGAL_CHECK(k > 0, "MatMul of ", sa, " and ", sb,
-                 ": broadcasting over the batch axis is not imported");
-    Value& unit = da == 1 ? a : b;
-    const std::vector<Value> copies(static_cast<size_t>(std::max(da, db)), unit);
-    unit = concat(copies, k);
-  }
-  return matmul(a, b);
+  std::vector<int64_t> ta(a.shape().dims().begin(), a.shape().dims().end()), tb = ta;
+  tb.assign(b.shape().dims().begin(), b.shape().dims().end());
+  for (int k = 0; k + 2 < rank; ++k)
+    ta[static_cast<size_t>(k)] = tb[static_cast<size_t>(k)] = std::max(a.shape()[k], b.shape()[k]);
+  const std::string what = detail::concat("MatMul of ", sa, " and ", sb);
+  return matmul(repeat_unit_axes(a, Shape(ta), what), repeat_unit_axes(b, Shape(tb), what));
 }
 
 }  // namespace
@@ -431,6 +461,9 @@ Value record_onnx(const OnnxModel& model, Value images) {
           break;
         case Kind::gather:
           y = record_gather(n, ints.at(n.int_inputs[0]), in[0]);
+          break;
+        case Kind::expand:
+          y = record_expand(ints.at(n.int_inputs[0]).values, in[0]);
           break;
         case Kind::pad: {
           const Ints& pads = ints.at(n.int_inputs[0]).values;

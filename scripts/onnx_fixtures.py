@@ -30,7 +30,8 @@ matmul_net.onnx (MatMul by weights, on tokens and on pooled features), pad_net.o
 other axes, GELU's tanh form, torch.flip, torch.erf) and norm_net.onnx / norm13_net.onnx
 (LayerNorm at opsets 17 and 13, ConvNeXt's block) bmm_net.onnx (MatMul with broadcast
 leading axes), gather_net.onnx (Gather over activations) and reduce_net.onnx, reduce11_net.onnx
-(ReduceSum, ReduceMax, ReduceMin, ReduceL1, ReduceL2, ReduceLogSumExp at opsets 13 and 11):
+(ReduceSum, ReduceMax, ReduceMin, ReduceL1, ReduceL2, ReduceLogSumExp at opsets 13 and 11) and
+expand_net.onnx (Expand over activations):
 
     /usr/bin/python3 scripts/onnx_fixtures.py --pytorch tests/data/onnx
 
@@ -779,6 +780,36 @@ def reduce_net(out):
     export_with_output(net, x, out, "reduce11_net", 11)
 
 
+def expand_net(out):
+    """Expand over activations as PyTorch exports it: a spatial gate of one channel broadcast
+    over the feature map's channels (m.expand(n, c, h, w), the sizes from x's shape) and a
+    pooled vector repeated along a new middle axis (v[:, None].expand(n, 3, c)), joined into a
+    head; tests/data/onnx/expand_net.onnx with PyTorch's float32 output."""
+
+    import torch
+    from torch import nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 6, 3, padding=1)
+            self.gate = nn.Conv2d(6, 1, 1)
+            self.fc = nn.Linear(6 + 18, 5)
+
+        def forward(self, x):
+            y = torch.relu(self.conv(x))
+            n, c, h, w = y.shape
+            m = torch.sigmoid(self.gate(y)).expand(n, c, h, w)
+            v = (y * m).mean((2, 3))  # (N, 6)
+            r = v[:, None].expand(n, 3, c) * torch.arange(1.0, 4.0).view(1, 3, 1)
+            return self.fc(torch.cat([v, r.flatten(1)], 1))
+
+    torch.manual_seed(11)
+    net = Net().eval()
+    x = torch.rand(2, 3, 5, 4) * 2 - 1
+    export_with_output(net, x, out, "expand_net", 13)
+
+
 def norm_net(out):
     """LayerNorm as ConvNeXt uses it, exported at opset 17 (LayerNormalization) as norm_net and
     at opset 13 (nine nodes: ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add, fused
@@ -937,6 +968,7 @@ if __name__ == "__main__":
         bmm_net(sys.argv[2])
         gather_net(sys.argv[2])
         reduce_net(sys.argv[2])
+        expand_net(sys.argv[2])
         sys.exit(0)
     if len(sys.argv) > 2 and sys.argv[1] == "--segmentation":
         # The U-Net of docs/TRAINING.md's segmentation run, and a small one for the tests

@@ -41,13 +41,15 @@ TEST_CASE("onnx: imported models give ONNX's reference outputs") {
   // reduce_net, reduce11_net: PyTorch's output; ReduceSum (axes an input at opset 13, an
   // attribute at 11), ReduceMax, ReduceMin, ReduceL1, ReduceL2, ReduceLogSumExp, and a norm
   // as Abs, Pow, ReduceSum, Pow.
+  // expand_net: PyTorch's output; Expand over activations (a one-channel gate over the
+  // channels, a vector along a new axis), its shape from Shape, Equal and Where.
   // unet_seg: PyTorch's own eval-mode output (scripts/onnx_fixtures.py --segmentation --small),
   // a U-Net whose F.pad to the skip's size exports as shape arithmetic (ConstantOfShape, integer
   // Reshape, Slice with step -1, Transpose) and whose output is per pixel.
   for (const char* name :
        {"residual_net", "reshape_net", "mobile_net", "unet_net", "shuffle_net", "unet_seg",
         "bilinear_net", "matmul_net", "dense_net", "focus_net", "pad_net", "extras_net", "norm_net",
-        "norm13_net", "bmm_net", "gather_net", "reduce_net", "reduce11_net"}) {
+        "norm13_net", "bmm_net", "gather_net", "reduce_net", "reduce11_net", "expand_net"}) {
     CAPTURE(name);
     const OnnxModel m = load_onnx((onnx_data() / (std::string(name) + ".onnx")).string());
     const std::vector<float> io = read_floats(onnx_data() / (std::string(name) + ".io"));

@@ -243,8 +243,47 @@ TEST_CASE("onnx: bad files, unsupported ops and attributes are errors naming wha
     mm->add_output("y");
     g->add_output()->set_name("y");
     CHECK(error_for(m) ==
-          "m.onnx: node 'mm' (MatMul): MatMul of [1,4,5,5] and [1,2,5,5]: leading axis 1 is 4 "
-          "and 2, which do not broadcast");
+          "m.onnx: node 'mm' (MatMul): MatMul of [1,4,5,5] and [1,2,5,5]: axis 1 is 2 and 4, "
+          "which do not broadcast");
+  }
+  {  // Expand over the batch axis, to a shape that does not broadcast, or to a higher rank.
+    onnx::ModelProto m;
+    std::ifstream in(onnx_data() / "expand_net.onnx", std::ios::binary);
+    REQUIRE(m.ParseFromIstream(&in));
+    auto with_shape = [&](std::vector<int64_t> shape) {
+      onnx::ModelProto e = m;
+      onnx::GraphProto* g = e.mutable_graph();
+      onnx::NodeProto* c = g->add_node();
+      c->set_op_type("Constant");
+      c->set_name("fixed");
+      c->add_output("fixed_shape");
+      onnx::AttributeProto* value = attribute(c, "value");
+      value->set_type(onnx::AttributeProto::TENSOR);
+      onnx::TensorProto* t = value->mutable_t();
+      t->set_data_type(onnx::TensorProto::INT64);
+      t->add_dims(static_cast<int64_t>(shape.size()));
+      for (int64_t d : shape) t->add_int64_data(d);
+      // The constant first, so that the Expand after it reads it.
+      for (int i = g->node_size() - 1; i > 0; --i) g->mutable_node()->SwapElements(i, i - 1);
+      for (auto& n : *g->mutable_node())
+        if (n.op_type() == "Expand" && n.input(1) != "fixed_shape") {
+          n.set_input(1, "fixed_shape");
+          break;
+        }
+      return error_for(e);
+    };
+    CHECK(with_shape({1, 6, 5, 4}).empty());  // the batch of the check's export is 1
+    CHECK(with_shape({3, 6, 5, 4})
+              .ends_with("(Expand): Expand of [1,1,5,4] to (3,6,5,4): broadcasting over the batch "
+                         "axis is not "
+                         "imported"));
+    CHECK(with_shape({1, 6, 7, 4})
+              .ends_with("(Expand): Expand of [1,1,5,4] to (1,6,7,4): axis 2 is 5 and 7, which do "
+                         "not broadcast"));
+    CHECK(with_shape({2, 1, 6, 5, 4})
+              .ends_with("(Expand): Expand of [1,1,5,4] to (2,1,6,5,4): the new leading axes would "
+                         "stand in front "
+                         "of the batch axis; frugal imports expansions that keep it first"));
   }
   {  // The other reductions: over the batch axis, outside the rank, without axes; ReduceProd.
     onnx::ModelProto m;

@@ -56,7 +56,7 @@ TEST_CASE("shapes: mean IoU by hand") {
                        doctest::Contains("iou: logits [1,2,1,4] and labels [1,4]"), Error);
 }
 
-TEST_CASE("onnx integer arithmetic: what F.pad and a dynamic-batch view export") {
+TEST_CASE("onnx integer arithmetic: what F.pad, a dynamic-batch view and expand export") {
   std::map<std::string, IntTensor> env;
   env["s"] = {{4}, {2, 8, 16, 16}};
   env["two"] = {{}, {2}};
@@ -95,6 +95,17 @@ TEST_CASE("onnx integer arithmetic: what F.pad and a dynamic-batch view export")
   env["flat_shape"] = {{1}, {-1}};
   CHECK(run({.op = IntOp::reshape, .ints = {"t", "flat_shape"}, .attrs = {0}}).values ==
         std::vector<int64_t>{0, 0, 3, 1, 0, 0, 4, 2});
+  // expand(n, 3, c) with -1 for kept sizes: Where(Equal(shape, -1), ones, shape).
+  env["want"] = {{3}, {-1, 3, -1}};
+  env["ones"] = {{3}, {1, 1, 1}};
+  env["eq"] = run({.op = IntOp::equal, .ints = {"want", "m1"}});
+  CHECK(env["eq"].values == std::vector<int64_t>{1, 0, 1});
+  CHECK(run({.op = IntOp::where, .ints = {"eq", "ones", "want"}}).values ==
+        std::vector<int64_t>{1, 3, 1});
+  CHECK(run({.op = IntOp::where, .ints = {"eq", "zero", "want"}}).values ==
+        std::vector<int64_t>{0, 3, 0});  // a single value stands for every element
+  CHECK_THROWS_WITH_AS(run({.op = IntOp::where, .ints = {"eq", "pairs_shape", "want"}}),
+                       doctest::Contains("operands that do not broadcast"), Error);
   env["huge"] = {{}, {INT64_MAX}};
   CHECK_THROWS_WITH_AS(
       run({.op = IntOp::binary, .binary = BinaryKind::mul, .ints = {"huge", "two"}}),
