@@ -59,30 +59,25 @@ class Segments {
     // included, from the cut before it (a run's forward once more at the start of its
     // backward). The first m that fits, then what it can store back.
     const std::vector<int> none(blocks_.size(), 0);
-    Schedule lowest;
-    size_t lowest_peak = std::numeric_limits<size_t>::max();
     for (size_t m = 2; m <= cuts_.size(); ++m) {
       const Schedule s{none, every(m)};
-      const size_t p = peak(set_of(s));
-      if (p < lowest_peak) lowest_peak = p, lowest = s;
-      if (p <= budget_ && offer(set_of(s))) {
+      if (peak(set_of(s)) <= budget_ && offer(set_of(s))) {
         store_back(set_of(s));
         break;
       }
     }
     // Uneven: the kept cuts moved from the lowest uniform spacing; then a tail of blocks
-    // stored (their convolutions' outputs kept, the cheap ops rebuilt from them) in front of
-    // segments with uneven cuts, the longest tail that fits.
-    if (!fit_.fits) {
-      const Schedule moved = move_cuts(lowest);
-      if (peak(set_of(moved)) <= budget_ && offer(set_of(moved))) store_back(set_of(moved));
-    }
-    for (int mode : {1, 2})
-      if (const Schedule tail = stored_tail(mode); !tail.kept.empty()) {
-        const Schedule better = descend(tail);
+    // stored (their convolutions' outputs kept, the cheap ops rebuilt from them; or whole) in
+    // front of such segments, the longest tail that fits, improved by a descent.
+    const Schedule moved = lowest_cuts(none);
+    const bool moved_fits = peak(set_of(moved)) <= budget_;
+    if (!fit_.fits && moved_fits && offer(set_of(moved))) store_back(set_of(moved));
+    if (moved_fits)
+      for (int mode : {1, 2}) {
+        const Schedule better = descend(stored_tail(mode, moved));
         if (offer(set_of(better))) store_back(set_of(better));
       }
-    if (!fit_.fits) offer(set_of(move_cuts(lowest)));  // none fits: the smallest arena found
+    if (!fit_.fits) offer(set_of(moved));  // none fits: the smallest arena found
   }
 
  private:
@@ -219,36 +214,33 @@ class Segments {
     }
   }
 
-  // Blocks [t, end) stored (`mode` 1: as their convolutions' outputs; 2: whole), the blocks
-  // before t in segments
-  // (the lowest uniform spacing, its cuts then moved): the smallest t whose peak fits, found by
-  // bisection (a longer stored tail keeps more at the start of backward, where such schedules
-  // peak). A network's late blocks cost many flops on small maps: storing them and rebuilding
-  // the early ones is what a chain's optimal schedules do. Empty when none fits.
-  Schedule stored_tail(int tail_mode) {
-    auto lowest_with_tail = [&](size_t t) {
-      std::vector<int> mode(blocks_.size(), 0);
-      for (size_t b = t; b < blocks_.size(); ++b) mode[b] = tail_mode;
-      Schedule lowest;
-      size_t lowest_peak = std::numeric_limits<size_t>::max();
-      for (size_t m = 2; m <= cuts_.size(); ++m) {
-        const Schedule s{mode, every(m)};
-        if (const size_t p = peak(set_of(s)); p < lowest_peak) lowest_peak = p, lowest = s;
-      }
-      lowest = move_cuts(lowest);
-      return std::pair<Schedule, size_t>{lowest, peak(set_of(lowest))};
-    };
+  // The uniform spacing with the lowest peak for these block modes, its cuts then moved.
+  Schedule lowest_cuts(const std::vector<int>& mode) {
+    Schedule lowest;
+    size_t lowest_peak = std::numeric_limits<size_t>::max();
+    for (size_t m = 2; m <= cuts_.size(); ++m) {
+      const Schedule s{mode, every(m)};
+      if (const size_t p = peak(set_of(s)); p < lowest_peak) lowest_peak = p, lowest = s;
+    }
+    return move_cuts(lowest);
+  }
+
+  // Blocks [t, end) stored (`tail_mode` 1: as their convolutions' outputs; 2: whole), the
+  // blocks before t in segments (lowest_cuts): the smallest t whose peak fits, found by
+  // bisection from `no_tail` (t at the end, whose peak fits), as a longer stored tail keeps
+  // more at the start of backward, where such schedules peak. A network's late blocks cost many
+  // flops on small maps: storing them and rebuilding the early ones is what a chain's optimal
+  // schedules do.
+  Schedule stored_tail(int tail_mode, const Schedule& no_tail) {
     size_t lo = 0, hi = blocks_.size();  // the tail from hi fits; from lo, unknown
-    Schedule found;
-    if (auto [s, p] = lowest_with_tail(hi); p <= budget_)
-      found = s;
-    else
-      return {};
+    Schedule found = no_tail;
     while (lo < hi) {
       const size_t mid = (lo + hi) / 2;
-      if (auto [s, p] = lowest_with_tail(mid); p <= budget_) {
+      std::vector<int> mode(blocks_.size(), 0);
+      for (size_t b = mid; b < blocks_.size(); ++b) mode[b] = tail_mode;
+      if (Schedule s = lowest_cuts(mode); peak(set_of(s)) <= budget_) {
         hi = mid;
-        found = s;
+        found = std::move(s);
       } else {
         lo = mid + 1;
       }

@@ -186,18 +186,14 @@ Value repeat_unit_axes(Value x, const Shape& to, const std::string& what) {
 Value record_expand(const Ints& shape, Value x) {
   const Shape s = x.shape();
   const std::string what = detail::concat("Expand of ", s, " to ", str(shape));
-  const int rank = std::max(s.rank(), static_cast<int>(shape.size()));
-  FRUGAL_CHECK(rank == s.rank(), what,
-               ": the new leading axes would stand in front of the "
-               "batch axis; frugal imports expansions that keep it first");
+  FRUGAL_CHECK(static_cast<int>(shape.size()) <= s.rank(), what,
+               ": the new leading axes would stand in front of the batch axis; frugal imports "
+               "expansions that keep it first");
   std::vector<int64_t> to(s.dims().begin(), s.dims().end());
   for (size_t i = 0; i < shape.size(); ++i) {
-    const int k = rank - static_cast<int>(shape.size()) + static_cast<int>(i);
     const int64_t d = shape[i];
     FRUGAL_CHECK(d >= 1, what, ": extent ", d, " is not imported");
-    FRUGAL_CHECK(s[k] == d || s[k] == 1 || d == 1, what, ": axis ", k, " is ", s[k], " and ", d,
-                 ", which do not broadcast");
-    if (s[k] == 1) to[static_cast<size_t>(k)] = d;
+    if (d != 1) to[to.size() - shape.size() + i] = d;  // repeat_unit_axes checks the rest
   }
   return repeat_unit_axes(x, Shape(to), what);
 }
@@ -223,8 +219,8 @@ Value record_matmul(Value a, Value b) {
   };
   a = widen(a, sa);
   b = widen(b, sb);
-  std::vector<int64_t> ta(a.shape().dims().begin(), a.shape().dims().end()), tb = ta;
-  tb.assign(b.shape().dims().begin(), b.shape().dims().end());
+  std::vector<int64_t> ta(a.shape().dims().begin(), a.shape().dims().end());
+  std::vector<int64_t> tb(b.shape().dims().begin(), b.shape().dims().end());
   for (int k = 0; k + 2 < rank; ++k)
     ta[static_cast<size_t>(k)] = tb[static_cast<size_t>(k)] = std::max(a.shape()[k], b.shape()[k]);
   const std::string what = detail::concat("MatMul of ", sa, " and ", sb);

@@ -38,11 +38,9 @@ void reduce_forward_t(Reduction r, const RowDims& d, const T* x, T* y, int32_t* 
     double v = 0;
     switch (r) {
       case Reduction::sum:
-        v = row_sum(d.C, [&](int64_t j) { return static_cast<double>(xr[j]); });
-        break;
       case Reduction::mean:
-        v = row_sum(d.C, [&](int64_t j) { return static_cast<double>(xr[j]); }) /
-            static_cast<double>(d.C);
+        v = row_sum(d.C, [&](int64_t j) { return static_cast<double>(xr[j]); });
+        if (r == Reduction::mean) v /= static_cast<double>(d.C);
         break;
       case Reduction::max:
       case Reduction::min: {
