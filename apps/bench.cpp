@@ -395,6 +395,7 @@ Action add_bench_command(CLI::App& app) {
       step.recompute = o->recompute;
       step.backend = &backend_named(o->device);
       step.workspace_limit = o->workspace_limit;
+      step.checkpoint_levels = o->checkpoint_levels;
       const BudgetSchedule b = fit_step_budget(step, o->memory_budget);
       o->runs = b.schedule.checkpointed;
       std::fprintf(stderr, "memory budget %s: checkpointing blocks %s, planned arena %s\n",

@@ -271,7 +271,8 @@ MemoryReport memory_report_for(const MemoryOptions& o, RecomputeSummary* summary
     r.recompute = planned_memory(*again.tape, o.mode, be, ro, &layout);
     if (summary) {
       summary->forward_flops = forward_flops(*rec.tape);
-      summary->recompute_flops = summary->forward_flops - forward_flops(*again.tape);
+      summary->recompute_flops =
+          summary->forward_flops - forward_flops(*again.tape) + inner_checkpoint_flops(*again.tape);
       if (rebuilds) {
         summary->rebuilds = rebuild_summary(*again.tape, layout);
         summary->recompute_flops += summary->rebuilds->flops;

@@ -30,7 +30,8 @@ std::string chained_models() {
 
 ordered_json runs_json(const std::vector<BlockRun>& runs) {
   ordered_json j = ordered_json::array();
-  for (const BlockRun& r : runs) j.push_back({r.begin, r.end});
+  for (const BlockRun& r : runs)
+    j.push_back(r.inner > 0 ? ordered_json{r.begin, r.end, r.inner} : ordered_json{r.begin, r.end});
   return j;
 }
 
@@ -73,7 +74,8 @@ void apply_memory_budget(MemoryOptions& o, RecomputeSummary& s) {
                           .backend = &backend_named(o.device),
                           .workspace_limit = o.workspace_limit,
                           .workspace_growth = o.workspace_growth,
-                          .recompute = o.recompute};
+                          .recompute = o.recompute,
+                          .checkpoint_levels = o.checkpoint_levels};
   s.budget_bytes = o.memory_budget;
   s.budget = fit_step_budget(step, o.memory_budget);
   s.minimum = minimum_step_memory(step);

@@ -26,6 +26,15 @@ void add_recompute_option(CLI::App* c, Recompute* r) {
       ->default_str(recompute_name(*r));
 }
 
+void add_levels_option(CLI::App* c, int* levels) {
+  c->add_option("--checkpoint-levels", *levels,
+                "With --memory-budget on the CIFAR ResNets: 2 lets a checkpointed run checkpoint "
+                "its own blocks again while it is rebuilt (less memory, those blocks rebuilt "
+                "twice), 1 keeps every run in one level")
+      ->check(CLI::Range(1, 2))
+      ->capture_default_str();
+}
+
 void add_model_options(CLI::App* c, const std::shared_ptr<ModelChoice>& o,
                        const ModelOptionSet& which) {
   std::vector<std::string> names;
@@ -81,6 +90,7 @@ void add_model_options(CLI::App* c, const std::shared_ptr<ModelChoice>& o,
         ->check(whole_number(0, std::numeric_limits<int>::max()))
         ->capture_default_str();
     add_bytes_option(c, "--memory-budget", &o->memory_budget, which.budget_help);
+    add_levels_option(c, &o->checkpoint_levels);
   }
   add_recompute_option(c, &o->recompute);
 }

@@ -25,6 +25,7 @@ struct ModelChoice {
   bool batch_norm = true;
   int segments = 0;            // CIFAR ResNets: checkpoint the chain of blocks in this many runs
   size_t memory_budget = 0;    // training: checkpoint runs whose planned arena fits (0: none)
+  int checkpoint_levels = 2;   // 1: the budget's runs do not checkpoint inside themselves
   std::string device = "cpu";  // the backend whose kernels (their scratch) the step is planned for
   // The most scratch one convolution pass may take for a faster algorithm (cuDNN's workspace).
   size_t workspace_limit = std::numeric_limits<size_t>::max();
@@ -58,6 +59,8 @@ struct ModelOptionSet {
 
 // Adds `--recompute none|cheap|all` writing into `*r`.
 void add_recompute_option(CLI::App* c, Recompute* r);
+// Adds `--checkpoint-levels 1|2` (the CIFAR ResNets' budgets) writing into `*levels`.
+void add_levels_option(CLI::App* c, int* levels);
 
 // Adds the options to `c`; they write into `*o` as they are parsed (--memory-budget through
 // parse_bytes, so a bad size is an error naming it).

@@ -75,6 +75,7 @@ size_t fit_budget(const TrainCommand& c, int64_t classes, TrainOptions& o) {
   step.backend = &backend_named(o.device);
   step.workspace_limit = o.workspace_limit;
   step.workspace_growth = o.workspace_growth;
+  step.checkpoint_levels = c.checkpoint_levels;
   const BudgetSchedule b = fit_step_budget(step, c.memory_budget);
   o.checkpoint_runs = b.schedule.checkpointed;
   std::printf(

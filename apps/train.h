@@ -12,12 +12,13 @@ namespace frugal {
 
 struct TrainCommand {
   TrainOptions train;
-  std::string log;           // JSON lines, one per epoch ("" : none)
-  std::string save;          // checkpoint written after every epoch ("" : none)
-  std::string resume;        // checkpoint to continue from ("" : start fresh)
-  int64_t print_every = 0;   // without a TTY: a line every N steps; 0: ten per epoch
-  size_t memory_budget = 0;  // bytes for the step's planned arena: checkpoint runs (0: none)
-  FolderOptions folder;      // image folders: workers and skip_bad (image_size is in train)
+  std::string log;            // JSON lines, one per epoch ("" : none)
+  std::string save;           // checkpoint written after every epoch ("" : none)
+  std::string resume;         // checkpoint to continue from ("" : start fresh)
+  int64_t print_every = 0;    // without a TTY: a line every N steps; 0: ten per epoch
+  size_t memory_budget = 0;   // bytes for the step's planned arena: checkpoint runs (0: none)
+  int checkpoint_levels = 2;  // 1: the budget's runs do not checkpoint inside themselves
+  FolderOptions folder;       // image folders: workers and skip_bad (image_size is in train)
   // Several ranks (started by mpirun): a rank not heard from for this long is dead.
   double comm_timeout = 60;
 };

@@ -126,6 +126,7 @@ Action add_train_command(CLI::App& app) {
                    "Fit the planned arena into this many bytes (K, M, G: powers of 1024; e.g. "
                    "200M): the CIFAR ResNets checkpoint runs of blocks with the least recompute, "
                    "other networks rebuild op outputs in backward");
+  add_levels_option(train, &c->checkpoint_levels);
   auto float_coupling = std::make_shared<bool>(false);
   train->add_flag("--float-coupling", *float_coupling,
                   "RevNets: memcnn's floating-point coupling, whose rebuilt activations are "

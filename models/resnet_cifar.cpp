@@ -70,7 +70,8 @@ std::vector<BlockRun> checkpointed_runs(const ModelConfig& config, int total) {
 
 // Three stages of n blocks each, K = widths[s]; the first block of stages 2 and 3 has stride
 // 2. Block b of stage s records in scope "stage<s+1>/block<b>". Each run of blocks the config
-// checkpoints is one checkpoint op (same parameter names, bitwise equal results).
+// checkpoints is one checkpoint op, its inner runs checkpoint ops inside it (same parameter
+// names, bitwise equal results).
 Value stages(Value x, const std::array<int64_t, 3>& widths, int n,
              const std::function<Value(Value, int64_t K, int64_t stride)>& block,
              const ModelConfig& config) {
@@ -83,15 +84,21 @@ Value stages(Value x, const std::array<int64_t, 3>& widths, int n,
     }
     return v;
   };
-  const int total = 3 * n;
-  int done = 0;
-  for (const BlockRun& r : checkpointed_runs(config, total)) {
-    x = run(x, done, r.begin);
-    x = checkpoint(
-        x, [&run, r](Value v) { return run(v, r.begin, r.end); }, config.checkpoint_rebuilds);
-    done = r.end;
-  }
-  return run(x, done, total);
+  // Blocks [from, to) with `runs` among them checkpointed; a run with inner checkpoints records
+  // its own runs inside its segment.
+  std::function<Value(Value, int, int, const std::vector<BlockRun>&)> chain =
+      [&](Value v, int from, int to, const std::vector<BlockRun>& runs) {
+        int done = from;
+        for (const BlockRun& r : runs) {
+          v = run(v, done, r.begin);
+          v = checkpoint(
+              v, [&chain, r](Value u) { return chain(u, r.begin, r.end, inner_runs(r)); },
+              config.checkpoint_rebuilds);
+          done = r.end;
+        }
+        return run(v, done, to);
+      };
+  return chain(x, 0, 3 * n, checkpointed_runs(config, 3 * n));
 }
 
 }  // namespace

@@ -3,9 +3,7 @@
 #include "recompute/budget.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
-#include <cstdio>
 #include <limits>
 
 #include "core/error.h"
@@ -49,6 +47,74 @@ struct Run {
   size_t peak() const { return input + (body + output + grads + work) + input + output + grads; }
 };
 
+// A checkpointed run rebuilt with inner checkpoints of k blocks (BlockRun::inner), grown one
+// block at a time: chain_peak of its own blocks under inner_runs is kept current, the finished
+// inner checkpoints in `prefix` and `inside`, the last piece as stored blocks after them.
+struct NestedRun {
+  explicit NestedRun(int inner) : k(inner) {}
+  int k;
+  Run whole, piece;  // the run's totals; its last piece, as a run should a block follow
+  size_t prefix = 0, inside = 0;         // kept by, and the peak over, the inner checkpoints
+  size_t piece_held = 0, piece_top = 0;  // the last piece's blocks stored after them
+  double inner_flops = 0;                // the inner checkpoints' blocks, rebuilt again
+  void add(const ChainBlock& b) {
+    if (piece.blocks == k) {  // the last piece becomes an inner checkpoint
+      inside = std::max(inside, prefix + piece.peak());
+      prefix += piece.held();
+      inner_flops += piece.flops;
+      piece = Run{};
+      piece_held = piece_top = 0;
+    }
+    piece_top = std::max(piece_top, prefix + piece_held + stored_peak(b));
+    piece_held += stored_held(b);
+    piece.add(b);
+    whole.add(b);
+  }
+  // As Run::peak, with the arena the rebuild's own peak plus the weight gradients it keeps.
+  size_t peak() const {
+    const size_t own = std::max({inside, piece_top, prefix + piece_held + whole.output});
+    return whole.input + (own + whole.grads) + whole.input + whole.output + whole.grads;
+  }
+  double flops() const { return whole.flops + inner_flops; }
+};
+
+// The best inner choice of every run [i, r), indexed i * (n + 1) + r: the lowest peak with
+// inner checkpoints (the least recompute among equal peaks) where it is below the one-level
+// run's; inner 0 elsewhere. O(n^3) cheap steps.
+struct NestedChoices {
+  std::vector<size_t> peak;
+  std::vector<double> flops;
+  std::vector<int> inner;
+  // `levels` 1: no run has inner checkpoints.
+  NestedChoices(std::span<const ChainBlock> blocks, int levels) {
+    const size_t n = blocks.size(), W = n + 1;
+    peak.assign(n * W, 0);
+    flops.assign(n * W, 0.0);
+    inner.assign(n * W, 0);
+    for (size_t i = 0; i < n && levels > 1; ++i) {
+      std::vector<size_t> single(W, 0);
+      Run run;
+      for (size_t r = i + 1; r <= n; ++r) {
+        run.add(blocks[r - 1]);
+        single[r] = run.peak();
+      }
+      for (int k = 1; static_cast<size_t>(k) + 1 < n - i + 1; ++k) {
+        NestedRun nested(k);
+        for (size_t r = i + 1; r <= n; ++r) {
+          nested.add(blocks[r - 1]);
+          if (r - i <= static_cast<size_t>(k)) continue;  // no inner checkpoint yet
+          const size_t at = i * W + r;
+          const size_t p = nested.peak();
+          const double f = nested.flops();
+          const bool lower = inner[at] == 0 ? p < single[r] : p < peak[at];
+          if (lower || (inner[at] != 0 && p == peak[at] && f < flops[at]))
+            peak[at] = p, flops[at] = f, inner[at] = k;
+        }
+      }
+    }
+  }
+};
+
 // Rounding each step's bytes up to units costs up to one unit per block, so long chains want
 // fine units; the DP's n^2 M time caps them: M from 2048 to 200 n units up to the all-stored
 // peak, about 2e8 steps at most beyond 2048.
@@ -68,8 +134,20 @@ void check_block_runs(std::span<const BlockRun> runs, int blocks) {
                  runs_text(std::span(&r, 1)), " of ", runs_text(runs),
                  " is empty, out of order, overlapping or outside the chain of ", blocks,
                  " blocks");
+    FRUGAL_CHECK(r.inner >= 0 && r.inner < r.end - r.begin, "checkpoint schedule: run ",
+                 runs_text(std::span(&r, 1)), " checkpoints ", r.inner,
+                 " blocks at a time inside it; a run of ", r.end - r.begin, " blocks takes 1 to ",
+                 r.end - r.begin - 1, " (or 0: none)");
     end = r.end;
   }
+}
+
+std::vector<BlockRun> inner_runs(const BlockRun& run) {
+  std::vector<BlockRun> runs;
+  if (run.inner > 0)
+    for (int b = run.begin; b + run.inner < run.end; b += run.inner)
+      runs.push_back({b, b + run.inner});
+  return runs;
 }
 
 std::vector<BlockRun> segment_runs(int segments, int blocks) {
@@ -88,11 +166,18 @@ size_t chain_peak(std::span<const ChainBlock> blocks, std::span<const BlockRun> 
   size_t next = 0;  // the next checkpointed run
   for (int i = 0; i < static_cast<int>(blocks.size());) {
     if (next < checkpointed.size() && checkpointed[next].begin == i) {
-      Run run;
-      for (; i < checkpointed[next].end; ++i) run.add(blocks[static_cast<size_t>(i)]);
-      peak = std::max(peak, prefix + run.peak());
-      prefix += run.held();
-      ++next;
+      const BlockRun& r = checkpointed[next++];
+      if (r.inner > 0) {
+        NestedRun run(r.inner);
+        for (; i < r.end; ++i) run.add(blocks[static_cast<size_t>(i)]);
+        peak = std::max(peak, prefix + run.peak());
+        prefix += run.whole.held();
+      } else {
+        Run run;
+        for (; i < r.end; ++i) run.add(blocks[static_cast<size_t>(i)]);
+        peak = std::max(peak, prefix + run.peak());
+        prefix += run.held();
+      }
     } else {
       const ChainBlock& b = blocks[static_cast<size_t>(i++)];
       peak = std::max(peak, prefix + stored_peak(b));
@@ -105,23 +190,33 @@ size_t chain_peak(std::span<const ChainBlock> blocks, std::span<const BlockRun> 
 double chain_recompute(std::span<const ChainBlock> blocks, std::span<const BlockRun> checkpointed) {
   check_block_runs(checkpointed, static_cast<int>(blocks.size()));
   double flops = 0;
-  for (const BlockRun& r : checkpointed)
+  for (const BlockRun& r : checkpointed) {
     for (int i = r.begin; i < r.end; ++i) flops += blocks[static_cast<size_t>(i)].flops;
+    for (const BlockRun& in : inner_runs(r))
+      for (int i = in.begin; i < in.end; ++i) flops += blocks[static_cast<size_t>(i)].flops;
+  }
   return flops;
 }
 
+int lowest_inner(std::span<const ChainBlock> blocks, int begin, int end) {
+  check_block_runs(std::vector<BlockRun>{{begin, end}}, static_cast<int>(blocks.size()));
+  const auto run = blocks.subspan(static_cast<size_t>(begin), static_cast<size_t>(end - begin));
+  return NestedChoices(run, 2).inner[static_cast<size_t>(end - begin)];
+}
+
 // g(i, m): the least recompute for blocks [i, n) when the blocks before keep m units; a stored
-// block i or a checkpointed run [i, r) is allowed when m plus its peak fits the limit. O(n^2 M)
-// time for M units of memory.
+// block i or a checkpointed run [i, r), in one level or with its best inner checkpoints, is
+// allowed when m plus its peak fits the limit. O(n^2 M) time for M units of memory.
 std::optional<ChainSchedule> solve_chain(std::span<const ChainBlock> blocks, size_t limit,
-                                         size_t unit) {
+                                         size_t unit, int levels) {
   const size_t all_stored = chain_peak(blocks, {});
   if (limit >= all_stored) return ChainSchedule{{}, 0, all_stored};
   if (unit == 0) unit = default_unit(blocks);
   auto units = [unit](size_t bytes) { return (bytes + unit - 1) / unit; };
   const size_t n = blocks.size(), M = limit / unit, W = n + 1;
-  std::vector<size_t> keep(n), peak(n), input(n), run_peak(n * W, 0);
+  std::vector<size_t> keep(n), peak(n), input(n), run_peak(n * W, 0), nested_peak(n * W, 0);
   std::vector<double> flops(W, 0.0);  // prefix sums
+  const NestedChoices nested(blocks, levels);
   for (size_t i = 0; i < n; ++i) {
     keep[i] = units(stored_held(blocks[i]));
     peak[i] = units(stored_peak(blocks[i]));
@@ -131,12 +226,14 @@ std::optional<ChainSchedule> solve_chain(std::span<const ChainBlock> blocks, siz
     for (size_t r = i + 1; r <= n; ++r) {
       run.add(blocks[r - 1]);
       run_peak[i * W + r] = units(run.peak());
+      nested_peak[i * W + r] = units(nested.peak[i * W + r]);
     }
   }
   constexpr double kNone = std::numeric_limits<double>::infinity();
   // Indexed [m * W + i]: for a fixed m the runs' ends r lie side by side.
   std::vector<double> g((M + 1) * W, kNone);
-  std::vector<int> choice((M + 1) * W, -1);  // 0: block i stored; r > 0: run [i, r)
+  // 0: block i stored; r in [1, W): run [i, r); W + r: run [i, r) with inner checkpoints.
+  std::vector<int> choice((M + 1) * W, -1);
   const size_t tail = units(blocks.back().output);
   for (size_t m = 0; m + tail <= M; ++m) g[m * W + n] = 0;
   for (size_t i = n; i-- > 0;) {
@@ -150,9 +247,13 @@ std::optional<ChainSchedule> solve_chain(std::span<const ChainBlock> blocks, siz
       if (m + input[i] <= M) {
         const double* after = &g[(m + input[i]) * W];
         for (size_t r = i + 1; r <= n; ++r) {
-          if (m + run_peak[i * W + r] > M) continue;
-          const double v = flops[r] - flops[i] + after[r];
-          if (v < best) best = v, pick = static_cast<int>(r);
+          if (m + run_peak[i * W + r] <= M) {
+            const double v = flops[r] - flops[i] + after[r];
+            if (v < best) best = v, pick = static_cast<int>(r);
+          } else if (nested.inner[i * W + r] > 0 && m + nested_peak[i * W + r] <= M) {
+            const double v = nested.flops[i * W + r] + after[r];
+            if (v < best) best = v, pick = static_cast<int>(W + r);
+          }
         }
       }
       g[m * W + i] = best;
@@ -166,9 +267,11 @@ std::optional<ChainSchedule> solve_chain(std::span<const ChainBlock> blocks, siz
     if (c == 0) {
       m += keep[i++];
     } else {
-      s.checkpointed.push_back({static_cast<int>(i), c});
+      const size_t r = static_cast<size_t>(c) % W;
+      const int inner = static_cast<size_t>(c) >= W ? nested.inner[i * W + r] : 0;
+      s.checkpointed.push_back({static_cast<int>(i), static_cast<int>(r), inner});
       m += input[i];
-      i = static_cast<size_t>(c);
+      i = r;
     }
   }
   s.recompute = chain_recompute(blocks, s.checkpointed);
@@ -178,12 +281,15 @@ std::optional<ChainSchedule> solve_chain(std::span<const ChainBlock> blocks, siz
 
 // R(i) = min over the first step from i of max(its peak, what it keeps + R(next)), exact in
 // bytes; among equal peaks the step with the least recompute after it.
-ChainSchedule min_peak_chain(std::span<const ChainBlock> blocks) {
+ChainSchedule min_peak_chain(std::span<const ChainBlock> blocks, int levels) {
   const size_t n = blocks.size();
   if (n == 0) return {};
   std::vector<size_t> R(n + 1);
   std::vector<double> C(n + 1, 0.0);
   std::vector<size_t> next(n);
+  std::vector<int> inner(n, 0);
+  const size_t W = n + 1;
+  const NestedChoices nested(blocks, levels);
   R[n] = blocks.back().output;
   for (size_t i = n; i-- > 0;) {
     R[i] = std::max(stored_peak(blocks[i]), stored_held(blocks[i]) + R[i + 1]);
@@ -194,7 +300,13 @@ ChainSchedule min_peak_chain(std::span<const ChainBlock> blocks) {
       run.add(blocks[r - 1]);
       const size_t p = std::max(run.peak(), run.held() + R[r]);
       const double c = run.flops + C[r];
-      if (p < R[i] || (p == R[i] && c < C[i])) R[i] = p, C[i] = c, next[i] = r;
+      if (p < R[i] || (p == R[i] && c < C[i])) R[i] = p, C[i] = c, next[i] = r, inner[i] = 0;
+      const size_t at = i * W + r;
+      if (nested.inner[at] == 0) continue;
+      const size_t pn = std::max(nested.peak[at], run.held() + R[r]);
+      const double cn = nested.flops[at] + C[r];
+      if (pn < R[i] || (pn == R[i] && cn < C[i]))
+        R[i] = pn, C[i] = cn, next[i] = r, inner[i] = nested.inner[at];
     }
   }
   ChainSchedule s;
@@ -202,7 +314,7 @@ ChainSchedule min_peak_chain(std::span<const ChainBlock> blocks) {
     if (next[i] == 0) {
       ++i;
     } else {
-      s.checkpointed.push_back({static_cast<int>(i), static_cast<int>(next[i])});
+      s.checkpointed.push_back({static_cast<int>(i), static_cast<int>(next[i]), inner[i]});
       i = next[i];
     }
   }
@@ -211,9 +323,10 @@ ChainSchedule min_peak_chain(std::span<const ChainBlock> blocks) {
   return s;
 }
 
-BudgetSchedule minimum_memory(std::span<const ChainBlock> blocks, const PlannedPeak& planned_peak) {
+BudgetSchedule minimum_memory(std::span<const ChainBlock> blocks, const PlannedPeak& planned_peak,
+                              int levels) {
   BudgetSchedule best;
-  best.schedule = min_peak_chain(blocks);
+  best.schedule = min_peak_chain(blocks, levels);
   best.planned_peak = planned_peak(best.schedule.checkpointed);
   best.plans = 1;
   ChainSchedule every;
@@ -237,7 +350,8 @@ BudgetSchedule minimum_memory(std::span<const ChainBlock> blocks, const PlannedP
 // A plan over the budget raises the offset to its difference; a plan with room to spare lowers
 // it, to look for a schedule with less recompute. Each schedule is planned at most once.
 BudgetSchedule fit_memory_budget(std::span<const ChainBlock> blocks, size_t budget,
-                                 const PlannedPeak& planned_peak, const std::string& what) {
+                                 const PlannedPeak& planned_peak, const std::string& what,
+                                 int levels) {
   BudgetSchedule r;
   r.stored_peak = planned_peak({});
   r.plans = 1;
@@ -252,7 +366,8 @@ BudgetSchedule fit_memory_budget(std::span<const ChainBlock> blocks, size_t budg
   for (int round = 0; round < 16 && !blocks.empty(); ++round) {
     const ll limit = static_cast<ll>(budget) - offset;
     if (limit <= 0) break;
-    const std::optional<ChainSchedule> s = solve_chain(blocks, static_cast<size_t>(limit), unit);
+    const std::optional<ChainSchedule> s =
+        solve_chain(blocks, static_cast<size_t>(limit), unit, levels);
     if (!s || std::find(tried.begin(), tried.end(), s->checkpointed) != tried.end()) break;
     tried.push_back(s->checkpointed);
     const size_t real = planned_peak(s->checkpointed);
@@ -269,7 +384,7 @@ BudgetSchedule fit_memory_budget(std::span<const ChainBlock> blocks, size_t budg
     best->plans = r.plans;
     return *best;
   }
-  BudgetSchedule least = minimum_memory(blocks, planned_peak);
+  BudgetSchedule least = minimum_memory(blocks, planned_peak, levels);
   least.stored_peak = r.stored_peak;
   least.plans += r.plans;
   FRUGAL_CHECK(least.planned_peak <= budget, "memory budget ", bytes_text(budget),
@@ -278,57 +393,6 @@ BudgetSchedule fit_memory_budget(std::span<const ChainBlock> blocks, size_t budg
                runs_summary(least.schedule.checkpointed, static_cast<int>(blocks.size())),
                "; nothing checkpointed: ", bytes_text(r.stored_peak), ")");
   return least;
-}
-
-size_t parse_bytes(const std::string& text, bool zero_allowed) {
-  const auto fail = [&text] {
-    return Error("'" + text + "' is not a size in bytes (e.g. 1073741824, 200M, 1.5G, 64KiB)");
-  };
-  if (text.empty() || !(std::isdigit(static_cast<unsigned char>(text[0])) || text[0] == '.'))
-    throw fail();
-  size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(text, &used);
-  } catch (const std::exception&) {
-    throw fail();
-  }
-  std::string suffix;
-  for (char c : text.substr(used)) suffix += static_cast<char>(std::tolower(c));
-  double scale = 0;
-  const char* prefixes = "kmgt";
-  if (suffix.empty() || suffix == "b") scale = 1;
-  for (int p = 0; p < 4 && scale == 0; ++p) {
-    const std::string k(1, prefixes[p]);
-    if (suffix == k || suffix == k + "b" || suffix == k + "ib") scale = std::pow(1024.0, p + 1);
-  }
-  if (scale == 0 || !std::isfinite(v) || (scale == 1 && v != std::floor(v))) throw fail();
-  const double bytes = std::floor(v * scale);
-  FRUGAL_CHECK((zero_allowed || bytes >= 1) && bytes < 1e19, "'", text, "' must be ",
-               zero_allowed ? "" : "at least one byte and ", "below 2^63");
-  return static_cast<size_t>(bytes);
-}
-
-std::string runs_text(std::span<const BlockRun> runs) {
-  std::string s;
-  for (const BlockRun& r : runs)
-    s += (s.empty() ? "[" : " [") + std::to_string(r.begin) + ", " + std::to_string(r.end) + ")";
-  return s.empty() ? "none" : s;
-}
-
-std::string runs_summary(std::span<const BlockRun> runs, int blocks) {
-  int covered = 0;
-  for (const BlockRun& r : runs) covered += r.end - r.begin;
-  if (static_cast<int>(runs.size()) == blocks && covered == blocks) return "every block";
-  if (runs.size() <= 6) return runs_text(runs);
-  return std::to_string(runs.size()) + " runs over " + std::to_string(covered) + " of the " +
-         std::to_string(blocks) + " blocks";
-}
-
-std::string bytes_text(size_t bytes) {
-  char s[64];
-  std::snprintf(s, sizeof s, "%.1f MiB (%zu bytes)", static_cast<double>(bytes) / 1048576.0, bytes);
-  return s;
 }
 
 }  // namespace frugal

@@ -128,34 +128,78 @@ size_t measured_step_bytes(const TrainingStep& step) {
 
 }  // namespace
 
+// Each schedule again with every subset of its runs rebuilt in two levels, each run with
+// lowest_inner (the choice the DP offers), where that inner is not 0.
+void each_nested(const std::vector<ChainBlock>& chain, std::vector<BlockRun> runs,
+                 const std::function<void(const std::vector<BlockRun>&)>& visit, size_t at = 0) {
+  if (at == runs.size()) return visit(runs);
+  each_nested(chain, runs, visit, at + 1);
+  const int inner = lowest_inner(chain, runs[at].begin, runs[at].end);
+  if (inner == 0) return;
+  runs[at].inner = inner;
+  each_nested(chain, runs, visit, at + 1);
+}
+
 TEST_CASE("budget dp matches brute force over every schedule of small chains") {
   std::mt19937 rng(11);
-  for (int trial = 0; trial < 40; ++trial) {
+  for (int trial = 0; trial < 60; ++trial) {
     const int n = 1 + trial % 7;
+    const int levels = 1 + trial % 2;
     const std::vector<ChainBlock> chain = random_chain(n, rng);
     std::map<size_t, double> least;  // peak -> least recompute at exactly that peak
-    each_schedule(n, [&](const std::vector<BlockRun>& runs) {
+    auto visit = [&](const std::vector<BlockRun>& runs) {
       const size_t peak = chain_peak(chain, runs);
       const double cost = chain_recompute(chain, runs);
       auto [it, added] = least.emplace(peak, cost);
       if (!added) it->second = std::min(it->second, cost);
+    };
+    each_schedule(n, [&](const std::vector<BlockRun>& runs) {
+      if (levels == 1) return visit(runs);
+      each_nested(chain, runs, visit);
     });
-    const ChainSchedule lowest = min_peak_chain(chain);
+    const ChainSchedule lowest = min_peak_chain(chain, levels);
+    CAPTURE(trial);
     CHECK(lowest.peak == least.begin()->first);
     for (size_t limit = least.begin()->first - 1; limit <= least.rbegin()->first; ++limit) {
-      CAPTURE(trial);
       CAPTURE(limit);
       std::optional<double> best;
       for (auto [peak, cost] : least)
         if (peak <= limit && (!best || cost < *best)) best = cost;
-      const std::optional<ChainSchedule> s = solve_chain(chain, limit, 1);
+      const std::optional<ChainSchedule> s = solve_chain(chain, limit, 1, levels);
       REQUIRE(s.has_value() == best.has_value());
       if (!s) continue;
       CHECK(s->recompute == *best);
       CHECK(s->peak <= limit);
       CHECK(chain_peak(chain, s->checkpointed) == s->peak);
+      CHECK(chain_recompute(chain, s->checkpointed) == s->recompute);
     }
   }
+}
+
+TEST_CASE("inner checkpoints: their runs, their model and its errors") {
+  CHECK(inner_runs({3, 10, 3}) == std::vector<BlockRun>{{3, 6}, {6, 9}});
+  CHECK(inner_runs({3, 9, 3}) == std::vector<BlockRun>{{3, 6}});  // the last piece stored
+  CHECK(inner_runs({0, 4, 1}) == std::vector<BlockRun>{{0, 1}, {1, 2}, {2, 3}});
+  CHECK(inner_runs({0, 4}).empty());
+  CHECK(runs_text(std::vector<BlockRun>{{0, 4, 2}, {5, 6}}) == "[0, 4)/2 [5, 6)");
+  CHECK_THROWS_WITH_AS(check_block_runs(std::vector<BlockRun>{{0, 4, 4}}, 9),
+                       doctest::Contains("a run of 4 blocks takes 1 to 3 (or 0: none)"), Error);
+  CHECK_THROWS_AS(check_block_runs(std::vector<BlockRun>{{0, 4, -1}}, 9), Error);
+  // Eight equal blocks, one run of all of them: with inner checkpoints of k it keeps k + 8/k
+  // blocks' worth at once instead of 8, and rebuilds the inner ones twice.
+  const ChainBlock b{.input = 10, .output = 10, .held = 30, .arena = 60, .flops = 1};
+  const std::vector<ChainBlock> chain(8, b);
+  const std::vector<BlockRun> one{{0, 8}};
+  for (int k = 1; k < 8; ++k) {
+    CAPTURE(k);
+    const std::vector<BlockRun> nested{{0, 8, k}};
+    CHECK(chain_peak(chain, nested) < chain_peak(chain, one));
+    const int inner_blocks = static_cast<int>(inner_runs(nested[0]).size()) * k;
+    CHECK(chain_recompute(chain, nested) == 8 + inner_blocks);
+  }
+  const int k = lowest_inner(chain, 0, 8);
+  CHECK((k == 2 || k == 3));  // about sqrt(8)
+  CHECK(min_peak_chain(chain).peak < min_peak_chain(chain, 1).peak);
 }
 
 TEST_CASE("budget dp never needs more recompute for a larger budget") {
@@ -211,6 +255,28 @@ TEST_CASE("memory budget at half of resnet110's planned training peak fits") {
           b.planned_peak, ", runs ", runs_text(b.schedule.checkpointed));
 }
 
+// Two levels reach below the least one-level peak on a deep chain, in the model and in the
+// real plan, and a budget there fits.
+TEST_CASE("two-level checkpoints take resnet110 below the least one-level peak") {
+  const TrainingStep step{.model = "resnet110", .batch = 16};
+  const std::vector<ChainBlock> chain = measure_chain(step);
+  const ChainSchedule one = min_peak_chain(chain, 1), two = min_peak_chain(chain);
+  CHECK(two.peak < one.peak);
+  int nested = 0;
+  for (const BlockRun& r : two.checkpointed) nested += r.inner > 0;
+  CHECK(nested > 0);
+  TrainingStep s1 = step, s2 = step;
+  s1.config.checkpoint_runs = one.checkpointed;
+  s2.config.checkpoint_runs = two.checkpointed;
+  const size_t real1 = planned_step_peak(s1), real2 = planned_step_peak(s2);
+  CHECK(real2 < real1);
+  const BudgetSchedule b = fit_step_budget(step, real1 - 1);
+  CHECK(b.planned_peak < real1);
+  MESSAGE("resnet110 batch 16: least peak one level ", real1, " bytes, two levels ", real2, " (",
+          runs_summary(two.checkpointed, 54), "); budget ", real1 - 1, ": ", b.planned_peak,
+          " with ", runs_summary(b.schedule.checkpointed, 54));
+}
+
 TEST_CASE("an impossible memory budget names the minimum") {
   const TrainingStep step{.model = "resnet110", .batch = 64};
   const BudgetSchedule least = minimum_step_memory(step);
@@ -247,5 +313,15 @@ TEST_CASE("budget schedule of resnet20 measures its planned bytes and trains bit
   for (size_t i = 0; i < plain.size(); ++i) {
     CAPTURE(i);
     CHECK(bitwise_equal(plain[i], budgeted[i]));
+  }
+  // Runs with inner checkpoints, the stride-2 blocks inside them.
+  const std::vector<BlockRun> nested{{0, 5, 2}, {5, 9, 1}};
+  chosen.config.checkpoint_runs = nested;
+  CHECK(measured_step_bytes(chosen) == planned_step_peak(chosen));
+  const std::vector<Tensor> two = train_resnet20(nested);
+  REQUIRE(plain.size() == two.size());
+  for (size_t i = 0; i < plain.size(); ++i) {
+    CAPTURE(i);
+    CHECK(bitwise_equal(plain[i], two[i]));
   }
 }

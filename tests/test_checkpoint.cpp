@@ -27,17 +27,26 @@ Value block(Value h) {
   return relu(add(b, h));
 }
 
-// Six blocks, in segments of `per` blocks (0: inline).
-Value net(Value x, int per) {
+// Blocks [from, to).
+Value blocks(Value v, int from, int to) {
+  for (int j = from; j < to; ++j) {
+    Tape::Scope s(v.tape(), "block" + std::to_string(j));
+    v = block(v);
+  }
+  return v;
+}
+
+// Six blocks, in segments of `per` blocks (0: inline); with `inner`, each segment checkpoints
+// its own blocks `inner` at a time but the last piece (two levels).
+Value net(Value x, int per, int inner = 0) {
   Value h = relu(conv2d(x, {.out = 8, .kernel = 3, .pad = 1}));
   for (int i = 0; i < 6;) {
     const int n = per > 0 ? per : 1;
-    auto segment = [i, n](Value v) {
-      for (int j = i; j < i + n; ++j) {
-        Tape::Scope s(v.tape(), "block" + std::to_string(j));
-        v = block(v);
-      }
-      return v;
+    auto segment = [i, n, inner](Value v) {
+      int j = i;
+      for (; inner > 0 && j + inner < i + n; j += inner)
+        v = checkpoint(v, [j, inner](Value u) { return blocks(u, j, j + inner); });
+      return blocks(v, j, i + n);
     };
     h = per > 0 ? checkpoint(h, segment) : segment(h);
     i += n;
@@ -45,12 +54,12 @@ Value net(Value x, int per) {
   return linear(flatten(h), {.out = 5});
 }
 
-std::vector<Tensor> train(int per, MemoryMode memory) {
+std::vector<Tensor> train(int per, MemoryMode memory, int inner = 0) {
   ParamStore store(3);
   Tape tape(store, DType::f32);
   Value x = tape.input("x", {4, 3, 6, 6}, DType::f32);
   Value labels = tape.input("labels", {4}, DType::i32);
-  Value loss = softmax_cross_entropy(net(x, per), labels);
+  Value loss = softmax_cross_entropy(net(x, per, inner), labels);
   Executor ex(tape, cpu_backend(),
               {.memory = memory,
                .poison = true,
@@ -83,18 +92,36 @@ TEST_CASE("checkpointed training is bitwise equal to inline training") {
   }
 }
 
+// Two levels: a segment's rebuild checkpoints its blocks again, so they run three times in a
+// step; dropout replays its masks and BatchNorm updates its statistics once at every level.
+TEST_CASE("nested checkpoints train bitwise equal to inline training") {
+  const auto inline_run = train(0, MemoryMode::baseline);
+  for (auto [per, inner] : {std::pair{3, 1}, {3, 2}, {6, 2}, {6, 4}}) {
+    for (MemoryMode m : {MemoryMode::baseline, MemoryMode::planned}) {
+      CAPTURE(per);
+      CAPTURE(inner);
+      const auto run = train(per, m, inner);
+      REQUIRE(run.size() == inline_run.size());
+      for (size_t i = 0; i < run.size(); ++i) CHECK(bitwise_equal(run[i], inline_run[i]));
+    }
+  }
+}
+
 TEST_CASE("checkpoint segments lower the planned activation memory") {
-  auto outputs = [](int per) {
+  auto outputs = [](int per, int inner) {
     ParamStore store = ParamStore::shapes_only();
     Tape tape(store, DType::f32);
     Value x = tape.input("x", {32, 3, 16, 16}, DType::f32);
     Value labels = tape.input("labels", {32}, DType::i32);
-    Value loss = softmax_cross_entropy(net(x, per), labels);
+    Value loss = softmax_cross_entropy(net(x, per, inner), labels);
     return memory_report(tape, Mode::training, cpu_backend(), {.keep = {loss.id()}}).planned;
   };
-  const ModeMemory plain = outputs(0), seg = outputs(3);
+  const ModeMemory plain = outputs(0, 0), seg = outputs(3, 0);
   CHECK(seg.bytes.outputs < plain.bytes.outputs);
   CHECK(seg.arena < plain.arena);
+  // One segment of all six blocks rebuilds them all at once; inner checkpoints of two keep
+  // their inputs and one piece's activations.
+  CHECK(outputs(6, 2).arena < outputs(6, 0).arena);
 }
 
 TEST_CASE("gradcheck checkpoint") {

@@ -120,6 +120,34 @@ double forward_flops(const Tape& tape) {
   return flops;
 }
 
+namespace {
+// forward_flops with each checkpoint op's segment counted in its place.
+double inline_flops(const Tape& tape) {
+  double flops = forward_flops(tape);
+  for (const OpNode& node : tape.ops())
+    if (const auto* c = dynamic_cast<const CheckpointOp*>(node.op.get()))
+      flops += inline_flops(c->body().tape()) -
+               static_cast<double>(c->body().output().meta().shape.numel());
+  return flops;
+}
+// What the checkpoint ops of `tape` run again in backward, their own inner ones included.
+double rebuilt_flops(const Tape& tape) {
+  double flops = 0;
+  for (const OpNode& node : tape.ops())
+    if (const auto* c = dynamic_cast<const CheckpointOp*>(node.op.get()))
+      flops += inline_flops(c->body().tape()) + rebuilt_flops(c->body().tape());
+  return flops;
+}
+}  // namespace
+
+double inner_checkpoint_flops(const Tape& tape) {
+  double flops = 0;
+  for (const OpNode& node : tape.ops())
+    if (const auto* c = dynamic_cast<const CheckpointOp*>(node.op.get()))
+      flops += rebuilt_flops(c->body().tape());
+  return flops;
+}
+
 std::vector<ChainBlock> measure_chain(const TrainingStep& step) {
   const ModelSpec& spec = find_model(step.model);
   std::string chained;
@@ -146,11 +174,11 @@ BudgetSchedule fit_step_budget(const TrainingStep& step, size_t budget) {
   const std::vector<ChainBlock> blocks = measure_chain(step);
   const std::string what = step.model + " batch " + std::to_string(step.batch) + ", " +
                            dtype_name(step.dtype) + " training";
-  return fit_memory_budget(blocks, budget, step_peak(step), what);
+  return fit_memory_budget(blocks, budget, step_peak(step), what, step.checkpoint_levels);
 }
 
 BudgetSchedule minimum_step_memory(const TrainingStep& step) {
-  BudgetSchedule m = minimum_memory(measure_chain(step), step_peak(step));
+  BudgetSchedule m = minimum_memory(measure_chain(step), step_peak(step), step.checkpoint_levels);
   m.stored_peak = step_peak(step)({});
   ++m.plans;
   return m;

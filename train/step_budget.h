@@ -32,6 +32,8 @@ struct TrainingStep {
   // the step is planned with them; the blocks' memory model stays without them and the fit's
   // correction against the real plan closes the gap.
   Recompute recompute = Recompute::none;
+  // 2: a checkpoint run may checkpoint its own blocks inside it (BlockRun::inner); 1: not.
+  int checkpoint_levels = 2;
 };
 
 // The planned arena of the step recorded with step.config (step.backend, nothing allocated):
@@ -41,6 +43,10 @@ size_t planned_step_peak(const TrainingStep& step);
 // element of every other op (a checkpoint or reversible op too: what runs inside it is not
 // counted, so stored minus recomputing tape is the recompute).
 double forward_flops(const Tape& tape);
+// The forward flops that checkpoint ops inside checkpoint ops of `tape` run again in backward
+// (BlockRun::inner), beyond what forward_flops of the tape without them tells: an inner
+// segment runs in its outer segment's rebuild and once more for its own backward.
+double inner_checkpoint_flops(const Tape& tape);
 // Each block of the model's chain measured alone: the step is recorded with every block its
 // own checkpoint op and each segment's tape is planned. Throws if the model has no chain.
 std::vector<ChainBlock> measure_chain(const TrainingStep& step);
