@@ -494,13 +494,16 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       }
     } else if (op == "Unsqueeze" || op == "Squeeze") {
       // Of an activation: a reshape adding or dropping axes of extent 1 (the axes as in the
-      // integer op, read while recording).
+      // integer op, read while recording). Of a weight (GroupNorm's per-channel weight in a
+      // training-mode export): the same reshape of the parameter, its gradient flowing back.
       o.kind = Kind::reshape_axes;
       o.int_node.op = op == "Unsqueeze" ? IntOp::unsqueeze : IntOp::squeeze;
       o.int_node.attrs = r.get_ints(n, "axes");
       if (const std::string axes = optional_int_input(n, 1); !axes.empty())
         o.int_node.ints = {axes};
-      o.inputs = {activation_input(n)};
+      const std::string x = need(n, 0);
+      o.of_weight = graph->initializers.count(x) > 0 || float_constants.count(x) > 0;
+      o.inputs = {o.of_weight ? operand(n, 0) : activation_input(n)};
     } else if (op == "Gather") {
       // Over an activation by constant indices (x[:, 0], x[:, [2, 0]]): slices of one element
       // along the axis, joined, the axis dropped for a scalar index.
@@ -590,6 +593,26 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
         graph->params[zero] = false;
         o.inputs.push_back(zero);
       }
+    } else if (op == "InstanceNormalization") {
+      // torch.nn.InstanceNorm1d/2d/3d (affine or not), and GroupNorm, which PyTorch exports as
+      // a Reshape to (N, groups, -1), this with a fixed scale of ones and bias of zeros, a
+      // Reshape back and the per-channel weight and bias as Mul and Add.
+      o.kind = Kind::instance_norm;
+      o.eps = r.get_float(n, "epsilon", 1e-5);
+      if (!(o.eps > 0)) r.fail(n, "epsilon must be positive");
+      o.inputs = {activation_input(n)};
+      for (int i = 1; i <= 2; ++i) {
+        const std::string name = need(n, i);
+        const double fixed = i == 1 ? 1.0 : 0.0;  // a scale of ones, a bias of zeros
+        bool skip = false;
+        if (auto c = float_constants.find(name); c != float_constants.end()) {
+          skip = c->second.shape().rank() == 1;
+          for (int64_t k = 0; skip && k < c->second.numel(); ++k)
+            skip = element_as_double(c->second, k) == fixed;
+        }
+        o.ints.push_back(skip ? 0 : 1);
+        if (!skip) o.inputs.push_back(operand(n, i));
+      }
     } else if (op == "Relu") {
       o.kind = Kind::relu;
       o.inputs = {activation_input(n)};
@@ -662,7 +685,7 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
              "Split, Slice, Pad, Concat, Softmax, Resize, Add, Sub, Mul, Div, Relu, LeakyRelu, "
              "Sigmoid, Tanh, HardSigmoid, HardSwish, Clip, Dropout, Identity, Constant, Erf, Sqrt, "
              "Abs, "
-             "Pow, LayerNormalization, Expand, and "
+             "Pow, LayerNormalization, InstanceNormalization, Expand, and "
              "Unsqueeze, Squeeze, and Shape, Gather, Cast, Equal, Where over integer shape values");
     }
     const bool integer = o.kind == Kind::integer;

@@ -31,6 +31,9 @@ enum class OnnxKind {
   reduce_mean,  // ints: the axes; squeeze: without keepdims
   reduce,       // the other reductions: as reduce_mean, or int_inputs[0]: the axes; reduction
   layer_norm,   // axis: the first normalized axis (negative: from the end); eps
+  // InstanceNormalization (and GroupNorm's export): eps; ints {scale read, bias read}, a fixed
+  // scale of ones or bias of zeros being left out of the inputs
+  instance_norm,
   flatten,
   binary,  // Add (same shapes: the residual add), Sub, Mul, Div with broadcasting
   concat,
@@ -86,6 +89,7 @@ struct OnnxNode {
   bool allow_zero = false;        // reshape's allowzero
   bool empty_axes_noop = false;   // reduce: noop_with_empty_axes (empty axes: x itself)
   bool transpose_weight = false;  // gemm: the weight is (in, out) (Gemm transB = 0, MatMul)
+  bool of_weight = false;         // reshape_axes: of a weight or constant (no batch axis)
   int concat_pieces = 0;          // batch_norm: of its first this many inputs joined (fused)
 };
 

@@ -227,6 +227,33 @@ Value record_matmul(Value a, Value b) {
   return matmul(repeat_unit_axes(a, Shape(ta), what), repeat_unit_axes(b, Shape(tb), what));
 }
 
+// InstanceNormalization: each (sample, channel) row of x (N, C, ...) normalized over the
+// remaining axes, a LayerNorm over them with a fixed unit scale and zero shift, then the
+// per-channel scale and bias the node reads (inputs 1 and 2 where n.ints says so).
+Value record_instance_norm(const OnnxNode& n, std::span<const Value> in,
+                           std::source_location where) {
+  const Shape x = in[0].shape();
+  FRUGAL_CHECK(x.rank() >= 3, "InstanceNormalization of ", x,
+               ": frugal imports inputs (N, C, D1, ...) with at least one axis to normalize");
+  Tape& tape = in[0].tape();
+  const Shape rows(std::vector<int64_t>(x.dims().begin() + 2, x.dims().end()));
+  Value one = tape.param(n.output + ".unit_scale", rows, Init::ones(), false);
+  Value zero = tape.param(n.output + ".zero_bias", rows, Init::zeros(), false);
+  Value y = tape.record(std::make_unique<LayerNormOp>(n.eps), {in[0], one, zero}, where)[0];
+  std::vector<int64_t> per_channel(static_cast<size_t>(x.rank() - 1), 1);
+  per_channel[0] = x[1];
+  size_t next = 1;
+  for (size_t k = 0; k < 2; ++k) {
+    if (n.ints[k] == 0) continue;
+    const Value& w = in[next++];
+    FRUGAL_CHECK(w.shape() == Shape{x[1]}, "InstanceNormalization of ", x, ": its ",
+                 k == 0 ? "scale " : "bias ", w.shape(), " is not one value per channel (", x[1],
+                 ")");
+    y = binary(k == 0 ? BinaryKind::mul : BinaryKind::add, y, reshape(w, Shape(per_channel)));
+  }
+  return y;
+}
+
 }  // namespace
 
 Value record_onnx(const OnnxModel& model, Value images) {
@@ -367,6 +394,9 @@ Value record_onnx(const OnnxModel& model, Value images) {
           y = tape.record(std::make_unique<LayerNormOp>(n.eps), in, where)[0];
           break;
         }
+        case Kind::instance_norm:
+          y = record_instance_norm(n, in, where);
+          break;
         case Kind::flatten:
           y = in[0].shape().rank() == 2 ? in[0] : flatten(in[0]);
           FRUGAL_CHECK(n.flatten_features < 0 || y.shape()[1] == n.flatten_features, "reshape of ",
@@ -420,7 +450,7 @@ Value record_onnx(const OnnxModel& model, Value images) {
         case Kind::reshape_axes: {
           IntNode k = n.int_node;  // the axes arithmetic over the activation's dims
           if (k.op == IntOp::squeeze && k.ints.empty() && k.attrs.empty())
-            for (int a = 1; a < in[0].shape().rank(); ++a)  // every unit axis but the batch's
+            for (int a = n.of_weight ? 0 : 1; a < in[0].shape().rank(); ++a)  // the unit axes
               if (in[0].shape()[a] == 1) k.attrs.push_back(a);
           if (k.op == IntOp::squeeze && k.ints.empty() && k.attrs.empty()) {
             y = in[0];  // nothing to drop
@@ -434,8 +464,8 @@ Value record_onnx(const OnnxModel& model, Value images) {
           const int64_t rank = n.int_node.op == IntOp::unsqueeze ? to.rank() : in[0].shape().rank();
           const bool batch = std::any_of(axes.begin(), axes.end(),
                                          [&](int64_t a) { return a == 0 || a == -rank; });
-          FRUGAL_CHECK(!batch && to.rank() >= 1 && to[0] == in[0].shape()[0], n.op_type, " of ",
-                       in[0].shape(), " to ", to,
+          FRUGAL_CHECK(n.of_weight || (!batch && to.rank() >= 1 && to[0] == in[0].shape()[0]),
+                       n.op_type, " of ", in[0].shape(), " to ", to,
                        " moves the batch axis; frugal imports those that keep it");
           y = reshape(in[0], to);
           break;

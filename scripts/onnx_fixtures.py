@@ -31,7 +31,8 @@ other axes, GELU's tanh form, torch.flip, torch.erf) and norm_net.onnx / norm13_
 (LayerNorm at opsets 17 and 13, ConvNeXt's block) bmm_net.onnx (MatMul with broadcast
 leading axes), gather_net.onnx (Gather over activations) and reduce_net.onnx, reduce11_net.onnx
 (ReduceSum, ReduceMax, ReduceMin, ReduceL1, ReduceL2, ReduceLogSumExp at opsets 13 and 11) and
-expand_net.onnx (Expand over activations):
+expand_net.onnx (Expand over activations) and instance_norm_net.onnx (InstanceNormalization,
+GroupNorm's export):
 
     /usr/bin/python3 scripts/onnx_fixtures.py --pytorch tests/data/onnx
 
@@ -469,9 +470,10 @@ def torchvision_models(out, only=()):
         print(f"{out}/{name}.onnx: input {tuple(x.shape)}, output {tuple(y.shape)}, opset {opset}")
 
 
-def export_with_output(net, x, out, name, opset):
+def export_with_output(net, x, out, name, opset, fold=True):
     """Exports `net` (eval mode) at input x with a dynamic batch, never leaving a partial file,
-    and writes x and PyTorch's output beside it (<name>.io, in x's float type)."""
+    and writes x and PyTorch's output beside it (<name>.io, in x's float type); `fold` False
+    leaves constant expressions unfolded, as training-mode exports do."""
     import os
     import warnings
 
@@ -483,7 +485,8 @@ def export_with_output(net, x, out, name, opset):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.onnx.export(net, x, path + ".tmp", opset_version=opset, input_names=["x"],
-                          output_names=["y"], dynamic_axes={"x": {0: "N"}, "y": {0: "N"}})
+                          output_names=["y"], dynamic_axes={"x": {0: "N"}, "y": {0: "N"}},
+                          do_constant_folding=fold)
     os.replace(path + ".tmp", path)
     kind = "<f8" if x.dtype == torch.float64 else "<f4"
     with open(f"{out}/{name}.io", "wb") as f:
@@ -810,6 +813,46 @@ def expand_net(out):
     export_with_output(net, x, out, "expand_net", 13)
 
 
+def instance_norm_net(out):
+    """Instance and group normalization as PyTorch exports them: InstanceNorm2d with an affine
+    scale and bias (InstanceNormalization reading the weights), GroupNorm (a Reshape to (N,
+    groups, -1), InstanceNormalization with a fixed scale of ones and bias of zeros, a Reshape
+    back, the weight and bias as Mul and Add), SiLU, and an InstanceNorm2d without affine, into
+    a head; tests/data/onnx/instance_norm_net.onnx with PyTorch's float32 output, and
+    instance_norm_unfolded_net.onnx exported without folding constants (GroupNorm's weights
+    reach its Mul and Add through Unsqueeze, as in a training-mode export)."""
+
+    import torch
+    from torch import nn
+    from torch.nn import functional as F
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(3, 8, 3, padding=1)
+            self.inorm = nn.InstanceNorm2d(8, affine=True)
+            self.conv2 = nn.Conv2d(8, 8, 3, padding=1)
+            self.gnorm = nn.GroupNorm(4, 8)
+            self.plain = nn.InstanceNorm2d(8)
+            self.fc = nn.Linear(8, 5)
+            with torch.no_grad():  # weights away from the ones and zeros they start at
+                for m in (self.inorm, self.gnorm):
+                    m.weight.uniform_(0.5, 1.5)
+                    m.bias.uniform_(-0.5, 0.5)
+
+        def forward(self, x):
+            x = F.relu(self.inorm(self.conv1(x)))
+            x = F.silu(self.gnorm(self.conv2(x)))
+            x = x + 0.5 * self.plain(x)
+            return self.fc(x.mean((2, 3)))
+
+    torch.manual_seed(12)
+    net = Net().eval()
+    x = torch.rand(2, 3, 6, 5) * 2 - 1
+    export_with_output(net, x, out, "instance_norm_net", 13)
+    export_with_output(net, x, out, "instance_norm_unfolded_net", 13, fold=False)
+
+
 def norm_net(out):
     """LayerNorm as ConvNeXt uses it, exported at opset 17 (LayerNormalization) as norm_net and
     at opset 13 (nine nodes: ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add, fused
@@ -882,7 +925,10 @@ def torchvision_training(out, only=()):
              ("squeezenet1_1", torchvision.models.squeezenet1_1, 96),
              ("efficientnet_b0", torchvision.models.efficientnet_b0, 64),
              ("densenet121", torchvision.models.densenet121, 64),
-             ("convnext_tiny", torchvision.models.convnext_tiny, 64)]
+             ("convnext_tiny", torchvision.models.convnext_tiny, 64),
+             # ResNet-18 with GroupNorm (32 groups) for BatchNorm: InstanceNormalization.
+             ("resnet18_gn", lambda num_classes: torchvision.models.resnet18(
+                 num_classes=num_classes, norm_layer=lambda c: torch.nn.GroupNorm(32, c)), 64)]
     for name, make, side in cases:
         if only and name not in only:
             continue
@@ -969,6 +1015,7 @@ if __name__ == "__main__":
         gather_net(sys.argv[2])
         reduce_net(sys.argv[2])
         expand_net(sys.argv[2])
+        instance_norm_net(sys.argv[2])
         sys.exit(0)
     if len(sys.argv) > 2 and sys.argv[1] == "--segmentation":
         # The U-Net of docs/TRAINING.md's segmentation run, and a small one for the tests

@@ -43,13 +43,19 @@ TEST_CASE("onnx: imported models give ONNX's reference outputs") {
   // as Abs, Pow, ReduceSum, Pow.
   // expand_net: PyTorch's output; Expand over activations (a one-channel gate over the
   // channels, a vector along a new axis), its shape from Shape, Equal and Where.
+  // instance_norm_net: PyTorch's output; InstanceNorm2d with and without affine weights and
+  // GroupNorm's export (Reshape, InstanceNormalization, Reshape, Mul, Add); unfolded, its
+  // weights through Unsqueeze (a reshape of the parameter).
   // unet_seg: PyTorch's own eval-mode output (scripts/onnx_fixtures.py --segmentation --small),
   // a U-Net whose F.pad to the skip's size exports as shape arithmetic (ConstantOfShape, integer
   // Reshape, Slice with step -1, Transpose) and whose output is per pixel.
-  for (const char* name :
-       {"residual_net", "reshape_net", "mobile_net", "unet_net", "shuffle_net", "unet_seg",
-        "bilinear_net", "matmul_net", "dense_net", "focus_net", "pad_net", "extras_net", "norm_net",
-        "norm13_net", "bmm_net", "gather_net", "reduce_net", "reduce11_net", "expand_net"}) {
+  for (const char* name : {"residual_net", "reshape_net",       "mobile_net",
+                           "unet_net",     "shuffle_net",       "unet_seg",
+                           "bilinear_net", "matmul_net",        "dense_net",
+                           "focus_net",    "pad_net",           "extras_net",
+                           "norm_net",     "norm13_net",        "bmm_net",
+                           "gather_net",   "reduce_net",        "reduce11_net",
+                           "expand_net",   "instance_norm_net", "instance_norm_unfolded_net"}) {
     CAPTURE(name);
     const OnnxModel m = load_onnx((onnx_data() / (std::string(name) + ".onnx")).string());
     const std::vector<float> io = read_floats(onnx_data() / (std::string(name) + ".io"));
@@ -93,6 +99,18 @@ TEST_CASE("onnx: imported models give ONNX's reference outputs") {
     }
     CHECK(norms == 3);
     CHECK(roots == 1);  // the normalization by hand stays as it is
+  }
+  {  // Three InstanceNormalizations; the fixed ones and zeros of two are not read.
+    const OnnxModel e = load_onnx((onnx_data() / "instance_norm_net.onnx").string());
+    int norms = 0, weighted = 0;
+    for (const OnnxNode& n : e.graph->nodes) {
+      if (n.kind != OnnxKind::instance_norm) continue;
+      ++norms;
+      weighted += n.ints == std::vector<int64_t>{1, 1};
+      CHECK(n.inputs.size() == 1 + static_cast<size_t>(n.ints[0] + n.ints[1]));
+    }
+    CHECK(norms == 3);
+    CHECK(weighted == 1);
   }
   const OnnxModel r = load_onnx((onnx_data() / "residual_net.onnx").string());
   CHECK(r.input == Shape({3, 8, 8}));
@@ -183,11 +201,27 @@ TEST_CASE("onnx: a float64 export gives PyTorch's float64 output within 1e-10") 
       "is f64 and the input 'x' f32; frugal imports models of one float type"));
 }
 
+// The imported instance and group normalizations in float64 against finite differences, the
+// weights drawn away from the file's (input gradients and every weight's).
+TEST_CASE("onnx: gradcheck of an imported model's instance and group norms") {
+  const OnnxModel m = load_onnx((onnx_data() / "instance_norm_net.onnx").string());
+  check_gradients(
+      [&](std::span<const Value> in) {
+        Value y = record_onnx(m, in[0]);
+        uint64_t seed = 40;
+        for (const auto& [name, trainable] : m.graph->params)
+          if (trainable) randomize_param(y.tape(), name, seed++, -1, 1);
+        return std::vector<Value>{y};
+      },
+      {random_tensor({2, 3, 6, 5}, 7)}, {.tolerance = 1e-6});
+}
+
 TEST_CASE("onnx: training an imported model is bitwise equal planned and baseline") {
   for (const char* name :
        {"residual_net", "reshape_net", "mobile_net", "train_net", "unet_net", "shuffle_net",
         "unet_seg", "dense_net", "focus_net", "pad_net", "extras_net", "norm_net", "norm13_net",
-        "bmm_net", "gather_net", "reduce_net", "reduce11_net"}) {
+        "bmm_net", "gather_net", "reduce_net", "reduce11_net", "instance_norm_net",
+        "instance_norm_unfolded_net"}) {
     CAPTURE(name);
     const OnnxModel m = load_onnx((onnx_data() / (std::string(name) + ".onnx")).string());
     const std::vector<Tensor> base = onnx_train(m, MemoryMode::baseline);

@@ -75,11 +75,22 @@ CASES = [
 ]
 
 
-def run_json(cmd, timeout):
+# --torch-max-isa avx2: PyTorch's libraries held to AVX2, as on a machine without AVX-512 (the
+# frugal side is then a -march=haswell build): oneDNN's convolutions, ATen's own kernels,
+# OpenBLAS and MKL, each by its documented switch.
+def isa_env(isa):
+    if not isa:
+        return None
+    return {**os.environ, "ONEDNN_MAX_CPU_ISA": isa.upper(), "DNNL_MAX_CPU_ISA": isa.upper(),
+            "ATEN_CPU_CAPABILITY": isa.lower(), "OPENBLAS_CORETYPE": "Haswell",
+            "MKL_ENABLE_INSTRUCTIONS": isa.upper()}
+
+
+def run_json(cmd, timeout, env=None):
     """Runs one measurement process; its last stdout line is a JSON object."""
     started = time.time()
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         return {"error": f"timed out after {timeout} s", "command": cmd}
     lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
@@ -101,6 +112,9 @@ def main():
     p.add_argument("--only", default="",
                    help="comma-separated labels ('vgg-a') or cases ('vgg-a b1 inference f64')")
     p.add_argument("--timeout", type=int, default=900, help="seconds per process")
+    p.add_argument("--torch-max-isa", choices=["avx2"], default="",
+                   help="hold PyTorch's kernels to this instruction set (compare with a frugal "
+                   "built for it)")
     p.add_argument("--set", choices=["bundled", "torchvision", "recompute"], default="bundled",
                    help="the bundled networks, torchvision's through ONNX, or those with "
                    "--recompute cheap")
@@ -143,8 +157,11 @@ def main():
                 for name, cmd in (("frugal", frugal), ("pytorch", torch)):
                     with open("/proc/loadavg") as f:
                         load = float(f.read().split()[0])
-                    res = run_json(cmd, o.timeout)
+                    env = isa_env(o.torch_max_isa) if name == "pytorch" else None
+                    res = run_json(cmd, o.timeout, env)
                     res.update({"case": key, "round": r, "runner": name, "load_before": load})
+                    if env:
+                        res["max_isa"] = o.torch_max_isa
                     emit(res)
                     what = res.get("error", "").splitlines()[-1:] or [
                         f"median {res['median_s']:.3f} s, allocator peak "

@@ -1,0 +1,180 @@
+// ONNX import's errors for ops over activations whose shapes do not fit what frugal imports:
+// LayerNorm and InstanceNormalization, Pow, Expand's broadcasting, the reductions and Gather
+// each name the node, its op type and the reason (tests/test_onnx_errors.cpp has bad files and
+// the other ops).
+#include <doctest/doctest.h>
+#include <onnx/onnx_pb.h>
+
+#include <cmath>
+#include <fstream>
+#include <string>
+
+#include "models/onnx.h"
+#include "models/onnx_graph.h"
+#include "tests/onnx_edit.h"
+#include "tests/onnx_support.h"
+
+using namespace frugal;
+using namespace frugal::testing;
+
+TEST_CASE(
+    "onnx: normalizations, broadcasts, reductions and gathers that do not fit are errors "
+    "naming what is wrong") {
+  {  // LayerNormalization over the batch axis or with a scale of other axes; Pow by infinity.
+    onnx::ModelProto m;
+    std::ifstream in(onnx_data() / "norm_net.onnx", std::ios::binary);
+    REQUIRE(m.ParseFromIstream(&in));
+    onnx::ModelProto batch = m, wide = m, cube = m;
+    auto first_norm = [](onnx::ModelProto& p) -> onnx::NodeProto* {
+      for (auto& n : *p.mutable_graph()->mutable_node())
+        if (n.op_type() == "LayerNormalization") return &n;
+      return nullptr;
+    };
+    attribute(first_norm(batch), "axis")->set_i(0);
+    CHECK(error_for(batch).ends_with(
+        "(LayerNormalization): LayerNorm over axis 0 of [1,6,5,8] normalizes the batch axis; "
+        "frugal imports those from axis 1 on"));
+    attribute(first_norm(wide), "axis")->set_i(-2);
+    CHECK(
+        error_for(wide).ends_with("(LayerNormalization): scale [8] for axes 2 to 3 of "
+                                  "[1,6,5,8]: frugal imports a scale of the normalized axes' "
+                                  "shape"));
+    std::string exponent;
+    for (auto& n : cube.graph().node())
+      if (n.op_type() == "Pow") exponent = n.input(1);
+    for (auto& n : *cube.mutable_graph()->mutable_node())
+      if (n.op_type() == "Constant" && n.output(0) == exponent) {
+        onnx::TensorProto* t = attribute(&n, "value")->mutable_t();
+        t->clear_raw_data();
+        t->add_float_data(INFINITY);
+      }
+    CHECK(error_for(cube).ends_with("(Pow): the exponent must be a finite constant scalar"));
+    // Without its bias input, a LayerNormalization takes a fixed zero bias (not a weight).
+    onnx::ModelProto unbiased = m;
+    onnx::NodeProto* norm = first_norm(unbiased);
+    const std::string bias = norm->input(2);
+    norm->mutable_input()->RemoveLast();
+    CHECK(error_for(unbiased).empty());
+    const std::string bytes = unbiased.SerializeAsString();
+    const OnnxModel loaded = load_onnx_bytes("m.onnx", bytes.data(), bytes.size());
+    const std::string zero = norm->output(0) + ".zero_bias";
+    REQUIRE(loaded.graph->params.count(zero) == 1);
+    CHECK_FALSE(loaded.graph->params.at(zero));
+    CHECK(loaded.graph->params.count(bias) == 0);
+    CHECK(loaded.graph->initializers.at(zero).shape() == Shape{8});
+  }
+  {  // Expand over the batch axis, to a shape that does not broadcast, or to a higher rank.
+    onnx::ModelProto m;
+    std::ifstream in(onnx_data() / "expand_net.onnx", std::ios::binary);
+    REQUIRE(m.ParseFromIstream(&in));
+    auto with_shape = [&](std::vector<int64_t> shape) {
+      onnx::ModelProto e = m;
+      onnx::GraphProto* g = e.mutable_graph();
+      onnx::NodeProto* c = g->add_node();
+      c->set_op_type("Constant");
+      c->set_name("fixed");
+      c->add_output("fixed_shape");
+      onnx::AttributeProto* value = attribute(c, "value");
+      value->set_type(onnx::AttributeProto::TENSOR);
+      onnx::TensorProto* t = value->mutable_t();
+      t->set_data_type(onnx::TensorProto::INT64);
+      t->add_dims(static_cast<int64_t>(shape.size()));
+      for (int64_t d : shape) t->add_int64_data(d);
+      // The constant first, so that the Expand after it reads it.
+      for (int i = g->node_size() - 1; i > 0; --i) g->mutable_node()->SwapElements(i, i - 1);
+      for (auto& n : *g->mutable_node())
+        if (n.op_type() == "Expand" && n.input(1) != "fixed_shape") {
+          n.set_input(1, "fixed_shape");
+          break;
+        }
+      return error_for(e);
+    };
+    CHECK(with_shape({1, 6, 5, 4}).empty());  // the batch of the check's export is 1
+    CHECK(with_shape({3, 6, 5, 4})
+              .ends_with("(Expand): Expand of [1,1,5,4] to (3,6,5,4): broadcasting over the batch "
+                         "axis is not "
+                         "imported"));
+    CHECK(with_shape({1, 6, 7, 4})
+              .ends_with("(Expand): Expand of [1,1,5,4] to (1,6,7,4): axis 2 is 5 and 7, which do "
+                         "not broadcast"));
+    CHECK(with_shape({2, 1, 6, 5, 4})
+              .ends_with("(Expand): Expand of [1,1,5,4] to (2,1,6,5,4): the new leading axes would "
+                         "stand in front "
+                         "of the batch axis; frugal imports expansions that keep it first"));
+  }
+  {  // The other reductions: over the batch axis, outside the rank, without axes; ReduceProd.
+    onnx::ModelProto m;
+    std::ifstream in(onnx_data() / "reduce11_net.onnx", std::ios::binary);
+    REQUIRE(m.ParseFromIstream(&in));
+    onnx::ModelProto batch = m, outside = m, none = m, prod = m;
+    for (auto& n : *batch.mutable_graph()->mutable_node())
+      if (n.op_type() == "ReduceMax") attribute(&n, "axes")->set_ints(0, 0);
+    CHECK(error_for(batch).find("(ReduceMax): reduce_max over axes (0) of [1,6,5,4] includes "
+                                "the batch axis; frugal imports reductions over the other "
+                                "axes") != std::string::npos);
+    for (auto& n : *outside.mutable_graph()->mutable_node())
+      if (n.op_type() == "ReduceMin") attribute(&n, "axes")->set_ints(0, 9);
+    CHECK(error_for(outside).find("(ReduceMin): reduce_min over axes (9) of [1,6,5]: axis 9 is "
+                                  "outside the rank") != std::string::npos);
+    for (auto& n : *none.mutable_graph()->mutable_node())
+      if (n.op_type() == "ReduceL1") attribute(&n, "axes")->clear_ints();
+    CHECK(error_for(none).ends_with(
+        "(ReduceL1): no axes: the reduction over every axis, the batch's included"));
+    for (auto& n : *prod.mutable_graph()->mutable_node())
+      if (n.op_type() == "ReduceLogSumExp") n.set_op_type("ReduceProd");
+    CHECK(error_for(prod).find("(ReduceProd): op not imported yet;") != std::string::npos);
+    // At opset 13 ReduceSum's axes are an input: empty, the reduction over every axis.
+    onnx::ModelProto m13;
+    std::ifstream in13(onnx_data() / "reduce_net.onnx", std::ios::binary);
+    REQUIRE(m13.ParseFromIstream(&in13));
+    std::string axes;
+    for (auto& n : m13.graph().node())
+      if (n.op_type() == "ReduceSum" && axes.empty()) axes = n.input(1);
+    for (auto& n : *m13.mutable_graph()->mutable_node())
+      if (n.op_type() == "Constant" && n.output(0) == axes) {
+        onnx::TensorProto* t = attribute(&n, "value")->mutable_t();
+        t->clear_raw_data();
+        t->clear_int64_data();
+        t->set_dims(0, 0);
+      }
+    CHECK(error_for(m13).ends_with(
+        "(ReduceSum): no axes: the reduction over every axis, the batch's included"));
+  }
+  {  // InstanceNormalization with a scale that is not one per channel, or a zero epsilon.
+    onnx::ModelProto m;
+    std::ifstream in(onnx_data() / "instance_norm_net.onnx", std::ios::binary);
+    REQUIRE(m.ParseFromIstream(&in));
+    onnx::ModelProto scale = m, eps = m;
+    for (auto& n : *scale.mutable_graph()->mutable_node())
+      if (n.op_type() == "InstanceNormalization") {
+        n.set_input(1, "fc.bias");
+        break;
+      }
+    CHECK(
+        error_for(scale).ends_with("(InstanceNormalization): InstanceNormalization of "
+                                   "[1,8,6,5]: its scale [5] is not one value per channel (8)"));
+    for (auto& n : *eps.mutable_graph()->mutable_node())
+      if (n.op_type() == "InstanceNormalization") attribute(&n, "epsilon")->set_f(0);
+    CHECK(error_for(eps).ends_with("(InstanceNormalization): epsilon must be positive"));
+  }
+  {  // Gather over an activation along the batch axis, or by an index outside the axis.
+    onnx::ModelProto m;
+    std::ifstream in(onnx_data() / "gather_net.onnx", std::ios::binary);
+    REQUIRE(m.ParseFromIstream(&in));
+    onnx::ModelProto batch = m, outside = m;
+    for (auto& n : *batch.mutable_graph()->mutable_node())
+      if (n.op_type() == "Gather") attribute(&n, "axis")->set_i(0);
+    CHECK(error_for(batch).ends_with("(Gather): a Gather along the batch axis is not imported"));
+    std::string index;
+    for (auto& n : outside.graph().node())
+      if (n.op_type() == "Gather") index = n.input(1);
+    for (auto& n : *outside.mutable_graph()->mutable_node())
+      if (n.op_type() == "Constant" && n.output(0) == index) {
+        onnx::TensorProto* t = attribute(&n, "value")->mutable_t();
+        t->clear_raw_data();
+        t->clear_int64_data();
+        t->add_int64_data(7);
+      }
+    CHECK(error_for(outside).find("(Gather): index 7 is outside axis") != std::string::npos);
+  }
+}
