@@ -27,6 +27,22 @@ const char* activation_name(Activation a) {
       return "relu6";
     case Activation::abs:
       return "abs";
+    case Activation::elu:
+      return "elu";
+    case Activation::selu:
+      return "selu";
+    case Activation::softplus:
+      return "softplus";
+    case Activation::softsign:
+      return "softsign";
+    case Activation::exp:
+      return "exp";
+    case Activation::log:
+      return "log";
+    case Activation::neg:
+      return "neg";
+    case Activation::reciprocal:
+      return "reciprocal";
   }
   return "activation";
 }

@@ -26,15 +26,24 @@ enum class Activation {
   hardswish,    // x hardsigmoid(x)
   relu6,        // clamp(x, 0, 6)
   abs,          // |x| (torch.abs; a norm's first step in PyTorch's ONNX export)
+  elu,          // x > 0 ? x : e^x - 1 (nn.ELU, alpha 1)
+  selu,         // scale (x > 0 ? x : alpha (e^x - 1)), PyTorch's scale and alpha (nn.SELU)
+  softplus,     // x > 20 ? x : ln(1 + e^x) (nn.Softplus, beta 1, threshold 20)
+  softsign,     // x / (1 + |x|)
+  exp,          // e^x
+  log,          // ln x (NaN below 0, -inf at 0, as torch.log)
+  neg,          // -x
+  reciprocal,   // 1 / x
 };
 const char* activation_name(Activation a);  // "sigmoid", ...
 
-// Whether backward reads the output (sigmoid, tanh, sqrt: the derivative is a function of y; relu6:
-// 0 < y < 6 exactly where 0 < x < 6, clamping being exact; so the op may run in place) or the
-// input (the rest).
+// Whether backward reads the output (sigmoid, tanh, sqrt, exp, reciprocal: the derivative is a
+// function of y; relu6: 0 < y < 6 exactly where 0 < x < 6, clamping being exact; neg: neither;
+// so the op may run in place) or the input (the rest).
 inline bool activation_backward_reads_output(Activation a) {
   return a == Activation::sigmoid || a == Activation::tanh || a == Activation::relu6 ||
-         a == Activation::sqrt;
+         a == Activation::sqrt || a == Activation::exp || a == Activation::reciprocal ||
+         a == Activation::neg;
 }
 
 namespace activation_math {
@@ -44,6 +53,10 @@ namespace activation_math {
 #else
 #define FRUGAL_MATH(f) std::f
 #endif
+
+// SELU's constants, as PyTorch's (Klambauer et al. 2017).
+inline constexpr double kSeluAlpha = 1.6732632423543772848170429916717;
+inline constexpr double kSeluScale = 1.0507009873554804934193349852946;
 
 template <typename T>
 FRUGAL_ACTIVATION_HD inline T sigmoid(T x) {
@@ -77,6 +90,22 @@ FRUGAL_ACTIVATION_HD inline T forward(Activation a, T x) {
       return x < T(0) ? T(0) : x > T(6) ? T(6) : x;  // NaN falls through both tests
     case Activation::abs:
       return FRUGAL_MATH(fabs)(x);
+    case Activation::elu:
+      return x <= T(0) ? FRUGAL_MATH(expm1)(x) : x;
+    case Activation::selu:
+      return x <= T(0) ? FRUGAL_MATH(expm1)(x) * T(kSeluAlpha * kSeluScale) : x * T(kSeluScale);
+    case Activation::softplus:
+      return x > T(20) ? x : FRUGAL_MATH(log1p)(FRUGAL_MATH(exp)(x));
+    case Activation::softsign:
+      return x / (T(1) + FRUGAL_MATH(fabs)(x));
+    case Activation::exp:
+      return FRUGAL_MATH(exp)(x);
+    case Activation::log:
+      return FRUGAL_MATH(log)(x);
+    case Activation::neg:
+      return -x;
+    case Activation::reciprocal:
+      return T(1) / x;
   }
   return x;
 }
@@ -120,6 +149,27 @@ FRUGAL_ACTIVATION_HD inline T backward(Activation a, T v, T dy) {
       return v > T(0) && v < T(6) ? dy : (v != v ? v : T(0));
     case Activation::abs:  // sign(x) dy, 0 at 0, as PyTorch
       return v > T(0) ? dy : v < T(0) ? -dy : (v != v ? v : T(0));
+    case Activation::elu:  // at 0 the left piece's e^0, as PyTorch
+      return v <= T(0) ? dy * FRUGAL_MATH(exp)(v) : dy;
+    case Activation::selu:
+      return v <= T(0) ? dy * T(kSeluScale) * T(kSeluAlpha) * FRUGAL_MATH(exp)(v)
+                       : dy * T(kSeluScale);
+    case Activation::softplus: {  // dy e^x / (e^x + 1), as PyTorch
+      const T z = FRUGAL_MATH(exp)(v);
+      return v > T(20) ? dy : dy * z / (z + T(1));
+    }
+    case Activation::softsign: {  // dy / (1 + |x|)^2
+      const T d = T(1) + FRUGAL_MATH(fabs)(v);
+      return dy / (d * d);
+    }
+    case Activation::exp:  // from y
+      return dy * v;
+    case Activation::log:
+      return dy / v;
+    case Activation::neg:
+      return -dy;
+    case Activation::reciprocal:  // from y: -dy y^2, as PyTorch
+      return -dy * (v * v);
   }
   return dy;
 }

@@ -76,5 +76,29 @@ Value relu6(Value x, std::source_location where) {
 Value abs(Value x, std::source_location where) {
   return activation(x, Activation::abs, where);
 }
+Value elu(Value x, std::source_location where) {
+  return activation(x, Activation::elu, where);
+}
+Value selu(Value x, std::source_location where) {
+  return activation(x, Activation::selu, where);
+}
+Value softplus(Value x, std::source_location where) {
+  return activation(x, Activation::softplus, where);
+}
+Value softsign(Value x, std::source_location where) {
+  return activation(x, Activation::softsign, where);
+}
+Value exp(Value x, std::source_location where) {
+  return activation(x, Activation::exp, where);
+}
+Value log(Value x, std::source_location where) {
+  return activation(x, Activation::log, where);
+}
+Value neg(Value x, std::source_location where) {
+  return activation(x, Activation::neg, where);
+}
+Value reciprocal(Value x, std::source_location where) {
+  return activation(x, Activation::reciprocal, where);
+}
 
 }  // namespace frugal

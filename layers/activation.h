@@ -1,8 +1,9 @@
-// Sigmoid, Tanh, SiLU, GELU (exact and tanh), Erf, Sqrt, HardSigmoid, HardSwish, ReLU6, Abs: one
-// op over the backend's activation kernels (core/activation.h holds the formulas). Sigmoid,
-// Tanh, Sqrt and ReLU6 run in place and backward reads their output; the others' backward reads
-// their input, so they run in place only in inference. The input gradient may always take the
-// output gradient's bytes.
+// Sigmoid, Tanh, SiLU, GELU (exact and tanh), Erf, Sqrt, HardSigmoid, HardSwish, ReLU6, Abs,
+// ELU, SELU, Softplus, Softsign, Exp, Log, Neg, Reciprocal: one op over the backend's activation
+// kernels (core/activation.h holds the formulas). Sigmoid, Tanh, Sqrt, ReLU6, Exp, Neg and
+// Reciprocal run in place and backward reads their output (Neg: nothing); the others' backward
+// reads their input, so they run in place only in inference. The input gradient may always take
+// the output gradient's bytes.
 #pragma once
 
 #include <source_location>
@@ -41,5 +42,13 @@ Value hardsigmoid(Value x, std::source_location where = std::source_location::cu
 Value hardswish(Value x, std::source_location where = std::source_location::current());
 Value relu6(Value x, std::source_location where = std::source_location::current());
 Value abs(Value x, std::source_location where = std::source_location::current());
+Value elu(Value x, std::source_location where = std::source_location::current());
+Value selu(Value x, std::source_location where = std::source_location::current());
+Value softplus(Value x, std::source_location where = std::source_location::current());
+Value softsign(Value x, std::source_location where = std::source_location::current());
+Value exp(Value x, std::source_location where = std::source_location::current());
+Value log(Value x, std::source_location where = std::source_location::current());
+Value neg(Value x, std::source_location where = std::source_location::current());
+Value reciprocal(Value x, std::source_location where = std::source_location::current());
 
 }  // namespace frugal

@@ -556,6 +556,27 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       o.kind = Kind::activation;
       o.activation = op == "Sqrt" ? Activation::sqrt : Activation::abs;
       o.inputs = {activation_input(n)};
+    } else if (op == "Elu" || op == "Selu" || op == "Softplus" || op == "Softsign" || op == "Exp" ||
+               op == "Log" || op == "Neg" || op == "Reciprocal") {
+      // nn.ELU, nn.SELU, nn.Softplus, nn.Softsign, and nn.Mish as its export's Softplus, Tanh
+      // and Mul; torch.exp, log, neg and reciprocal.
+      o.kind = Kind::activation;
+      o.activation = op == "Elu"        ? Activation::elu
+                     : op == "Selu"     ? Activation::selu
+                     : op == "Softplus" ? Activation::softplus
+                     : op == "Softsign" ? Activation::softsign
+                     : op == "Exp"      ? Activation::exp
+                     : op == "Log"      ? Activation::log
+                     : op == "Neg"      ? Activation::neg
+                                        : Activation::reciprocal;
+      if (op == "Elu" && r.get_float(n, "alpha", 1) != 1)
+        r.fail(n, "alpha other than 1 is not imported (nn.ELU's default)");
+      const double alpha = r.get_float(n, "alpha", activation_math::kSeluAlpha);
+      const double gamma = r.get_float(n, "gamma", activation_math::kSeluScale);
+      if (op == "Selu" && (std::abs(alpha / activation_math::kSeluAlpha - 1) > 1e-6 ||
+                           std::abs(gamma / activation_math::kSeluScale - 1) > 1e-6))
+        r.fail(n, "alpha and gamma other than SELU's own are not imported");
+      o.inputs = {activation_input(n)};
     } else if (op == "Pow") {
       // By a constant exponent: 2 (a variance's square, as PyTorch's LayerNorm exports below
       // opset 17) is x * x, 0.5 the square root, 1 x itself; any other a pow op.
@@ -676,17 +697,19 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       o.int_inputs = {int_input(n, 1)};
       o.inputs = {activation_input(n)};
     } else {
-      r.fail(n,
-             "op not imported yet; frugal imports Conv, ConvTranspose, BatchNormalization, Gemm, "
-             "MatMul, "
-             "MaxPool, AveragePool, GlobalAveragePool, ReduceMean, ReduceSum, ReduceMax, "
-             "ReduceMin, ReduceSumSquare, ReduceL1, ReduceL2, ReduceLogSumExp, Flatten, Reshape, "
-             "Transpose, "
-             "Split, Slice, Pad, Concat, Softmax, Resize, Add, Sub, Mul, Div, Relu, LeakyRelu, "
-             "Sigmoid, Tanh, HardSigmoid, HardSwish, Clip, Dropout, Identity, Constant, Erf, Sqrt, "
-             "Abs, "
-             "Pow, LayerNormalization, InstanceNormalization, Expand, and "
-             "Unsqueeze, Squeeze, and Shape, Gather, Cast, Equal, Where over integer shape values");
+      r.fail(
+          n,
+          "op not imported yet; frugal imports Conv, ConvTranspose, BatchNormalization, Gemm, "
+          "MatMul, "
+          "MaxPool, AveragePool, GlobalAveragePool, ReduceMean, ReduceSum, ReduceMax, "
+          "ReduceMin, ReduceSumSquare, ReduceL1, ReduceL2, ReduceLogSumExp, Flatten, Reshape, "
+          "Transpose, "
+          "Split, Slice, Pad, Concat, Softmax, Resize, Add, Sub, Mul, Div, Relu, LeakyRelu, "
+          "Sigmoid, Tanh, HardSigmoid, HardSwish, Clip, Elu, Selu, Softplus, Softsign, Exp, Log, "
+          "Neg, Reciprocal, Dropout, Identity, Constant, Erf, Sqrt, "
+          "Abs, "
+          "Pow, LayerNormalization, InstanceNormalization, Expand, and "
+          "Unsqueeze, Squeeze, and Shape, Gather, Cast, Equal, Where over integer shape values");
     }
     const bool integer = o.kind == Kind::integer;
     if (o.outputs.empty()) o.outputs = {o.output};

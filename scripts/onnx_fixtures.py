@@ -31,8 +31,9 @@ other axes, GELU's tanh form, torch.flip, torch.erf) and norm_net.onnx / norm13_
 (LayerNorm at opsets 17 and 13, ConvNeXt's block) bmm_net.onnx (MatMul with broadcast
 leading axes), gather_net.onnx (Gather over activations) and reduce_net.onnx, reduce11_net.onnx
 (ReduceSum, ReduceMax, ReduceMin, ReduceL1, ReduceL2, ReduceLogSumExp at opsets 13 and 11) and
-expand_net.onnx (Expand over activations) and instance_norm_net.onnx (InstanceNormalization,
-GroupNorm's export):
+expand_net.onnx (Expand over activations), instance_norm_net.onnx (InstanceNormalization,
+GroupNorm's export) and activation_net.onnx (ELU, SELU, Mish, Softplus, Exp, Neg, Log,
+Reciprocal):
 
     /usr/bin/python3 scripts/onnx_fixtures.py --pytorch tests/data/onnx
 
@@ -853,6 +854,35 @@ def instance_norm_net(out):
     export_with_output(net, x, out, "instance_norm_unfolded_net", 13, fold=False)
 
 
+def activation_net(out):
+    """The other activations as PyTorch exports them: ELU, SELU, Mish (Softplus, Tanh, Mul),
+    softsign (Abs, Add, Div), softplus, and torch.exp, neg, log and reciprocal, into a head;
+    tests/data/onnx/activation_net.onnx with PyTorch's float32 output."""
+
+    import torch
+    from torch import nn
+    from torch.nn import functional as F
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(3, 6, 3, padding=1)
+            self.conv2 = nn.Conv2d(6, 6, 3, padding=1)
+            self.fc = nn.Linear(6, 5)
+
+        def forward(self, x):
+            x = F.selu(self.conv2(F.elu(self.conv1(x))))
+            x = F.softsign(F.mish(x)) + F.softplus(x)
+            y = torch.log(torch.exp(torch.neg(x)) + 1)
+            z = torch.reciprocal(1 + x * x)
+            return self.fc((y + z).mean((2, 3)))
+
+    torch.manual_seed(14)
+    net = Net().eval()
+    x = torch.rand(2, 3, 6, 5) * 4 - 2
+    export_with_output(net, x, out, "activation_net", 13)
+
+
 def norm_net(out):
     """LayerNorm as ConvNeXt uses it, exported at opset 17 (LayerNormalization) as norm_net and
     at opset 13 (nine nodes: ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add, fused
@@ -1016,6 +1046,7 @@ if __name__ == "__main__":
         reduce_net(sys.argv[2])
         expand_net(sys.argv[2])
         instance_norm_net(sys.argv[2])
+        activation_net(sys.argv[2])
         sys.exit(0)
     if len(sys.argv) > 2 and sys.argv[1] == "--segmentation":
         # The U-Net of docs/TRAINING.md's segmentation run, and a small one for the tests

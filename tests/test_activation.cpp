@@ -1,4 +1,5 @@
-// Sigmoid, Tanh, SiLU, GELU, HardSigmoid, HardSwish, ReLU6, Abs: finite-difference gradient checks
+// Sigmoid, Tanh, SiLU, GELU, HardSigmoid, HardSwish, ReLU6, Abs, ELU, SELU, Softplus, Softsign,
+// Exp, Neg (and Log and Reciprocal on their domains): finite-difference gradient checks
 // in f64 (piecewise ones away from their kinks), values by hand and at the kinks, NaN kept,
 // in-place roles where backward allows them, and planned == baseline bitwise.
 #include <doctest/doctest.h>
@@ -19,10 +20,12 @@ using namespace frugal::testing;
 
 namespace {
 
-constexpr Activation kAll[] = {Activation::sigmoid,     Activation::tanh,      Activation::silu,
-                               Activation::gelu,        Activation::gelu_tanh, Activation::erf,
-                               Activation::hardsigmoid, Activation::hardswish, Activation::relu6,
-                               Activation::abs};
+// Those defined on all of [-5, 8) (log and reciprocal are checked on their domains).
+constexpr Activation kAll[] = {
+    Activation::sigmoid,   Activation::tanh,     Activation::silu,        Activation::gelu,
+    Activation::gelu_tanh, Activation::erf,      Activation::hardsigmoid, Activation::hardswish,
+    Activation::relu6,     Activation::abs,      Activation::elu,         Activation::selu,
+    Activation::softplus,  Activation::softsign, Activation::exp,         Activation::neg};
 
 // f64 inputs in [-5, 8) at least 0.05 from every kink (-3, 0, 3, 6).
 Tensor away_from_kinks(Shape shape, uint64_t seed) {
@@ -100,9 +103,41 @@ TEST_CASE("activations: values by hand, the derivative at the kinks, NaN kept") 
       {Activation::hardsigmoid, {-3, 0, 3, 4}, {0, 0.5, 1, 1}, {0, 1.0 / 6, 0, 0}},
       {Activation::hardswish, {-3, 1, 3, 4}, {0, 2.0 / 3, 3, 4}, {0.5 - 1, 1.0 / 3 + 0.5, 1.5, 1}},
       {Activation::relu6, {-1, 0, 3, 6, 7}, {0, 0, 3, 6, 6}, {0, 0, 1, 0, 0}},
+      // ELU, SELU, Softplus (past its threshold of 20 too), Softsign, Exp, Neg: torch 1.13's
+      // float64 values and autograd's derivatives (at 0 ELU and SELU take the left piece's).
+      {Activation::elu,
+       {-2, -0.5, 0, 0.5, 3},
+       {-0.8646647167633873, -0.3934693402873666, 0, 0.5, 3},
+       {0.1353352832366127, 0.6065306597126334, 1, 1, 1}},
+      {Activation::selu,
+       {-2, -0.5, 0, 0.5, 3},
+       {-1.5201664685956948, -0.6917581878028713, 0, 0.5253504936777402, 3.1521029620664414},
+       {0.2379328722516818, 1.0663411530445053, 1.7580993408473766, 1.0507009873554805,
+        1.0507009873554805}},
+      {Activation::softplus,
+       {-2, 0, 0.5, 3, 25},
+       {0.1269280110429725, 0.6931471805599453, 0.9740769841801067, 3.048587351573742, 25},
+       {0.11920292202211755, 0.5, 0.6224593312018546, 0.9525741268224333, 1}},
+      {Activation::softsign,
+       {-2, 0, 0.5, 25},
+       {-0.6666666666666666, 0, 0.3333333333333333, 0.9615384615384616},
+       {0.1111111111111111, 1, 0.4444444444444444, 0.001479289940828403}},
+      {Activation::exp,
+       {-2, 0, 3},
+       {0.1353352832366127, 1, 20.085536923187668},
+       {0.1353352832366127, 1, 20.085536923187668}},
+      {Activation::neg, {-2, 0.5}, {2, -0.5}, {-1, -1}},
+      {Activation::log,
+       {0.25, 2, 3},
+       {-1.3862943611198906, 0.6931471805599453, 1.0986122886681098},
+       {4, 0.5, 0.3333333333333333}},
+      {Activation::reciprocal,
+       {0.25, 2, 3},
+       {4, 0.5, 0.3333333333333333},
+       {-16, -0.25, -0.1111111111111111}},
   };
   for (const Case& c : cases) {
-    CAPTURE(activation_name(c.a));
+    CAPTURE(std::string(activation_name(c.a)));
     auto [y, dx] = run(c.a, c.x);
     for (size_t i = 0; i < c.x.size(); ++i) {
       CAPTURE(c.x[i]);
@@ -112,7 +147,11 @@ TEST_CASE("activations: values by hand, the derivative at the kinks, NaN kept") 
     }
     auto [ny, ndx] = run(c.a, {nan, 1.0});
     CHECK(std::isnan(ny[0]));
-    CHECK(std::isnan(ndx[0]));
+    // ELU's and SELU's right piece and Neg pass dy on without reading x: PyTorch's gradient at
+    // NaN is dy scaled there too.
+    const bool passes_dy =
+        c.a == Activation::elu || c.a == Activation::selu || c.a == Activation::neg;
+    CHECK(std::isnan(ndx[0]) != passes_dy);
     CHECK_FALSE(std::isnan(ny[1]));
   }
   // sigmoid' (2) and silu' (1) by their closed forms.
@@ -171,6 +210,33 @@ TEST_CASE("activations: sqrt on positive values (gradients, by hand, in place)")
   CHECK(std::isnan(y[2]));  // as torch.sqrt
   CHECK(activation_backward_reads_output(Activation::sqrt));
   check_planned_equals_baseline([](Value v) { return sqrt(sigmoid(v)); });
+}
+
+TEST_CASE("activations: log and reciprocal on their domains, and at 0 as torch") {
+  for (Activation a : {Activation::log, Activation::reciprocal}) {
+    CAPTURE(activation_name(a));
+    check_gradients(
+        [a](std::span<const Value> in) { return std::vector<Value>{activation(in[0], a)}; },
+        {random_tensor({2, 3, 4}, 6, 0.2, 4)});
+    check_planned_equals_baseline([a](Value v) { return activation(sigmoid(v), a); });
+  }
+  const double inf = std::numeric_limits<double>::infinity();
+  auto [ly, ldx] = run(Activation::log, {-1, 0, -0.0});
+  CHECK(std::isnan(ly[0]));
+  CHECK(ly[1] == -inf);
+  CHECK(ly[2] == -inf);
+  CHECK(ldx[0] == -1);  // torch: grad / self
+  CHECK(ldx[1] == inf);
+  CHECK(ldx[2] == -inf);
+  auto [ry, rdx] = run(Activation::reciprocal, {-1, 0, -0.0});
+  CHECK(ry[0] == -1);
+  CHECK(ry[1] == inf);
+  CHECK(ry[2] == -inf);
+  CHECK(rdx[0] == -1);  // torch: -grad * result^2
+  CHECK(rdx[1] == -inf);
+  CHECK(rdx[2] == -inf);
+  CHECK(activation_backward_reads_output(Activation::reciprocal));
+  CHECK(!activation_backward_reads_output(Activation::log));
 }
 
 TEST_CASE("activations: abs (by hand, at 0 and -0, NaN kept)") {

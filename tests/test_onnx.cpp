@@ -46,16 +46,19 @@ TEST_CASE("onnx: imported models give ONNX's reference outputs") {
   // instance_norm_net: PyTorch's output; InstanceNorm2d with and without affine weights and
   // GroupNorm's export (Reshape, InstanceNormalization, Reshape, Mul, Add); unfolded, its
   // weights through Unsqueeze (a reshape of the parameter).
+  // activation_net: PyTorch's output; Elu, Selu, Mish's Softplus-Tanh-Mul, Softplus, Exp, Neg,
+  // Log, Reciprocal.
   // unet_seg: PyTorch's own eval-mode output (scripts/onnx_fixtures.py --segmentation --small),
   // a U-Net whose F.pad to the skip's size exports as shape arithmetic (ConstantOfShape, integer
   // Reshape, Slice with step -1, Transpose) and whose output is per pixel.
-  for (const char* name : {"residual_net", "reshape_net",       "mobile_net",
-                           "unet_net",     "shuffle_net",       "unet_seg",
-                           "bilinear_net", "matmul_net",        "dense_net",
-                           "focus_net",    "pad_net",           "extras_net",
-                           "norm_net",     "norm13_net",        "bmm_net",
-                           "gather_net",   "reduce_net",        "reduce11_net",
-                           "expand_net",   "instance_norm_net", "instance_norm_unfolded_net"}) {
+  for (const char* name : {"residual_net",  "reshape_net",       "mobile_net",
+                           "unet_net",      "shuffle_net",       "unet_seg",
+                           "bilinear_net",  "matmul_net",        "dense_net",
+                           "focus_net",     "pad_net",           "extras_net",
+                           "norm_net",      "norm13_net",        "bmm_net",
+                           "gather_net",    "reduce_net",        "reduce11_net",
+                           "expand_net",    "instance_norm_net", "instance_norm_unfolded_net",
+                           "activation_net"}) {
     CAPTURE(name);
     const OnnxModel m = load_onnx((onnx_data() / (std::string(name) + ".onnx")).string());
     const std::vector<float> io = read_floats(onnx_data() / (std::string(name) + ".io"));
@@ -217,11 +220,26 @@ TEST_CASE("onnx: gradcheck of an imported model's instance and group norms") {
 }
 
 TEST_CASE("onnx: training an imported model is bitwise equal planned and baseline") {
-  for (const char* name :
-       {"residual_net", "reshape_net", "mobile_net", "train_net", "unet_net", "shuffle_net",
-        "unet_seg", "dense_net", "focus_net", "pad_net", "extras_net", "norm_net", "norm13_net",
-        "bmm_net", "gather_net", "reduce_net", "reduce11_net", "instance_norm_net",
-        "instance_norm_unfolded_net"}) {
+  for (const char* name : {"residual_net",
+                           "reshape_net",
+                           "mobile_net",
+                           "train_net",
+                           "unet_net",
+                           "shuffle_net",
+                           "unet_seg",
+                           "dense_net",
+                           "focus_net",
+                           "pad_net",
+                           "extras_net",
+                           "norm_net",
+                           "norm13_net",
+                           "bmm_net",
+                           "gather_net",
+                           "reduce_net",
+                           "reduce11_net",
+                           "instance_norm_net",
+                           "instance_norm_unfolded_net",
+                           "activation_net"}) {
     CAPTURE(name);
     const OnnxModel m = load_onnx((onnx_data() / (std::string(name) + ".onnx")).string());
     const std::vector<Tensor> base = onnx_train(m, MemoryMode::baseline);

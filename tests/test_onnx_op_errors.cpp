@@ -140,6 +140,25 @@ TEST_CASE(
     CHECK(error_for(m13).ends_with(
         "(ReduceSum): no axes: the reduction over every axis, the batch's included"));
   }
+  {  // ELU with another alpha, SELU with other constants.
+    onnx::ModelProto m;
+    std::ifstream in(onnx_data() / "activation_net.onnx", std::ios::binary);
+    REQUIRE(m.ParseFromIstream(&in));
+    onnx::ModelProto elu = m, selu = m;
+    for (auto& n : *elu.mutable_graph()->mutable_node())
+      if (n.op_type() == "Elu") {
+        attribute(&n, "alpha")->set_type(onnx::AttributeProto::FLOAT);
+        attribute(&n, "alpha")->set_f(0.5f);
+      }
+    CHECK(error_for(elu).ends_with("(Elu): alpha other than 1 is not imported (nn.ELU's default)"));
+    for (auto& n : *selu.mutable_graph()->mutable_node())
+      if (n.op_type() == "Selu") {
+        attribute(&n, "gamma")->set_type(onnx::AttributeProto::FLOAT);
+        attribute(&n, "gamma")->set_f(1.0f);
+      }
+    CHECK(error_for(selu).ends_with(
+        "(Selu): alpha and gamma other than SELU's own are not imported"));
+  }
   {  // InstanceNormalization with a scale that is not one per channel, or a zero epsilon.
     onnx::ModelProto m;
     std::ifstream in(onnx_data() / "instance_norm_net.onnx", std::ios::binary);

@@ -136,9 +136,11 @@ TEST_CASE(
 TEST_CASE("sim device: the activations' and pow's steps equal the CPU's bitwise") {
   const Network net = [](Value x) {
     x = conv2d(x, {.out = 4, .kernel = 3, .pad = 1});
-    for (Activation a : {Activation::sigmoid, Activation::tanh, Activation::silu, Activation::gelu,
-                         Activation::gelu_tanh, Activation::erf, Activation::hardsigmoid,
-                         Activation::hardswish, Activation::relu6, Activation::abs})
+    for (Activation a :
+         {Activation::sigmoid, Activation::tanh, Activation::silu, Activation::gelu,
+          Activation::gelu_tanh, Activation::erf, Activation::hardsigmoid, Activation::hardswish,
+          Activation::relu6, Activation::abs, Activation::elu, Activation::selu,
+          Activation::softplus, Activation::softsign, Activation::neg})
       x = activation(x, a);
     x = power(power(sigmoid(x), 3), -0.5);
     return linear(flatten(x), {.out = 5});

@@ -498,9 +498,11 @@ TEST_CASE("cuda leaky_relu: exact, mask bit for bit, in place") {
 
 TEST_CASE("cuda activations: the CPU's formulas within rounding, in place") {
   const Shape s{7, 143};
-  for (Activation a : {Activation::sigmoid, Activation::tanh, Activation::silu, Activation::gelu,
-                       Activation::gelu_tanh, Activation::erf, Activation::hardsigmoid,
-                       Activation::hardswish, Activation::relu6, Activation::abs}) {
+  for (Activation a :
+       {Activation::sigmoid, Activation::tanh, Activation::silu, Activation::gelu,
+        Activation::gelu_tanh, Activation::erf, Activation::hardsigmoid, Activation::hardswish,
+        Activation::relu6, Activation::abs, Activation::elu, Activation::selu, Activation::softplus,
+        Activation::softsign, Activation::neg}) {
     CAPTURE(std::string(activation_name(a)));
     for (DType t : kFloats) {
       Pair x = random_pair(s, t, 92), dy = random_pair(s, t, 93);
