@@ -329,16 +329,21 @@ BudgetSchedule minimum_memory(std::span<const ChainBlock> blocks, const PlannedP
   best.schedule = min_peak_chain(blocks, levels);
   best.planned_peak = planned_peak(best.schedule.checkpointed);
   best.plans = 1;
+  // Where the model's two lowest peaks are close, the real plans may order them otherwise, so
+  // the one-level least peak is planned too: two levels never name a higher minimum.
   ChainSchedule every;
   for (int i = 0; i < static_cast<int>(blocks.size()); ++i)
     every.checkpointed.push_back({i, i + 1});
-  if (every.checkpointed != best.schedule.checkpointed) {
-    every.recompute = chain_recompute(blocks, every.checkpointed);
-    every.peak = chain_peak(blocks, every.checkpointed);
-    const size_t real = planned_peak(every.checkpointed);
+  std::vector<ChainSchedule> others{every};
+  if (levels > 1) others.push_back(min_peak_chain(blocks, 1));
+  for (ChainSchedule& other : others) {
+    if (other.checkpointed == best.schedule.checkpointed) continue;
+    other.recompute = chain_recompute(blocks, other.checkpointed);
+    other.peak = chain_peak(blocks, other.checkpointed);
+    const size_t real = planned_peak(other.checkpointed);
     ++best.plans;
     if (real < best.planned_peak) {
-      best.schedule = every;
+      best.schedule = other;
       best.planned_peak = real;
     }
   }

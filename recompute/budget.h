@@ -97,7 +97,8 @@ struct BudgetSchedule {
 BudgetSchedule fit_memory_budget(std::span<const ChainBlock> blocks, size_t budget,
                                  const PlannedPeak& planned_peak, const std::string& what,
                                  int levels = 2);
-// The lowest real planned peak found: min_peak_chain's schedule or every block checkpointed.
+// The lowest real planned peak found: min_peak_chain's schedule (with `levels` 2, also its
+// one-level one) or every block checkpointed.
 BudgetSchedule minimum_memory(std::span<const ChainBlock> blocks, const PlannedPeak& planned_peak,
                               int levels = 2);
 
