@@ -14,6 +14,7 @@
 #include "check/gradcheck.h"
 #include "core/error.h"
 #include "models/registry.h"
+#include "models/step.h"
 #include "recompute/budget.h"
 #include "run/executor.h"
 #include "train/step_budget.h"
@@ -280,6 +281,25 @@ TEST_CASE("two-level checkpoints take resnet110 below the least one-level peak")
 // The model's two least peaks can be close enough for the real plans to order them otherwise
 // (ResNet-56 at batch 32: its nested least peak plans 75 KB above its one-level one), so the
 // minimum with two levels plans both and is never the higher.
+// What `frugal memory` reports as rebuilt beyond the outer runs: the inner runs' blocks once
+// more, as the chain model counts them.
+TEST_CASE("inner checkpoints' flops are the model's second rebuild") {
+  const TrainingStep step{.model = "resnet20", .batch = 4};
+  const std::vector<ChainBlock> chain = measure_chain(step);
+  for (const std::vector<BlockRun>& runs :
+       {std::vector<BlockRun>{{0, 5, 2}, {5, 9, 1}}, {{1, 8, 3}}, {{0, 4}}}) {
+    CAPTURE(runs_text(runs));
+    ParamStore store = ParamStore::shapes_only();
+    Tape tape(store);
+    record_model_step(tape, find_model(step.model), step.batch, Mode::training,
+                      {.checkpoint_runs = runs});
+    std::vector<BlockRun> outer = runs;
+    for (BlockRun& r : outer) r.inner = 0;
+    const double second = chain_recompute(chain, runs) - chain_recompute(chain, outer);
+    CHECK(inner_checkpoint_flops(tape) == doctest::Approx(second).epsilon(1e-12));
+  }
+}
+
 TEST_CASE("two levels never name a higher minimum than one") {
   for (auto [model, batch] : {std::pair{"resnet20", 8}, {"resnet56", 32}, {"resnet110", 16}}) {
     CAPTURE(model);
