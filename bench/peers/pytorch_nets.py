@@ -204,6 +204,12 @@ TORCHVISION = ["mobilenet_v2", "efficientnet_b0", "resnet18", "resnet50", "squee
 for _name in TORCHVISION:
     NETS["tv-" + _name] = (lambda d, bn, seg, n=_name: torchvision_model(n), (3, 224, 224), 1000,
                            False)
+# ResNet-18 with GroupNorm (32 groups) for BatchNorm, as GN-ResNets are built: its export
+# reaches frugal as InstanceNormalization between Reshapes.
+NETS["tv-resnet18_gn"] = (
+    lambda d, bn, seg: __import__("torchvision").models.resnet18(
+        num_classes=1000, norm_layer=lambda c: __import__("torch").nn.GroupNorm(32, c)),
+    (3, 224, 224), 1000, False)
 # frugal's bundled densenet121 is torchvision's layout: the two compared directly, and with
 # torchvision's memory-efficient variant.
 NETS["densenet121"] = (lambda d, bn, seg: torchvision_model("densenet121"), (3, 224, 224), 1000,

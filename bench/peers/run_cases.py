@@ -26,7 +26,7 @@ TORCH_FLAGS = {
 TORCHVISION_CASES = [(f"tv-{n}", f"tv-{n}", 32, "training", "f32", [], 3, 1)
                      for n in ("squeezenet1_1", "mobilenet_v2", "shufflenet_v2_x1_0", "unet",
                                "resnet18", "efficientnet_b0", "resnet50", "densenet121",
-                               "convnext_tiny")]
+                               "convnext_tiny", "resnet18_gn")]
 TORCHVISION_CASES += [(f"tv-{n}", f"tv-{n}", b, "inference", "f32", [], 3, 1)
                       for n in ("mobilenet_v2", "shufflenet_v2_x1_0", "unet", "resnet50",
                                 "convnext_tiny")
@@ -37,7 +37,8 @@ TORCHVISION_CASES += [(f"tv-{n}", f"tv-{n}", b, "inference", "f32", [], 3, 1)
 REBUILD = ["--recompute", "cheap"]
 RECOMPUTE_CASES = [(f"tv-{n}-rebuild", f"tv-{n}", 32, "training", "f32", REBUILD, 3, 1)
                    for n in ("densenet121", "resnet50", "mobilenet_v2", "resnet18",
-                             "efficientnet_b0", "squeezenet1_1", "shufflenet_v2_x1_0", "unet")]
+                             "efficientnet_b0", "squeezenet1_1", "shufflenet_v2_x1_0", "unet",
+                             "resnet18_gn")]
 RECOMPUTE_CASES.insert(1, ("tv-densenet121-rebuild-vs-efficient", "tv-densenet121", 32,
                            "training", "f32", REBUILD, 3, 1))
 # frugal's bundled DenseNet-121 with --recompute cheap (--set recompute too).
