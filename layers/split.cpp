@@ -13,12 +13,19 @@ std::vector<TensorMeta> SplitOp::infer(std::span<const TensorMeta> in) {
   FRUGAL_CHECK(s.rank() >= 2 && s.rank() <= CopyBox::kMaxRank && axis_ >= 1 && axis_ < s.rank(),
                "split: axis ", axis_, " of x ", s,
                " (ranks 2 to 6, axes 1 to rank-1: the batch axis is not split)");
+  // Each size checked against what is left of the axis before it is added: sizes from a file
+  // may be anything, and their sum must not overflow.
+  const int64_t extent = s[static_cast<int>(axis_)];
   int64_t total = 0;
-  bool positive = !sizes_.empty();
-  for (int64_t n : sizes_) positive = positive && n >= 1, total += n;
-  FRUGAL_CHECK(positive && total == s[static_cast<int>(axis_)], "split: sizes of ", sizes_.size(),
-               " parts sum to ", total, " (each must be >= 1), axis ", axis_, " of x ", s, " has ",
-               s[static_cast<int>(axis_)]);
+  bool fits = !sizes_.empty();
+  for (int64_t n : sizes_) {
+    fits = fits && n >= 1 && n <= extent - total;
+    if (!fits) break;
+    total += n;
+  }
+  FRUGAL_CHECK(fits && total == extent, "split: sizes of ", sizes_.size(),
+               " parts do not cut axis ", axis_, " of x ", s, " (", extent,
+               ") into parts of at least 1");
   x_ = in[0];
   parts_.clear();
   for (int64_t n : sizes_) {

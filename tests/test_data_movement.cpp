@@ -294,9 +294,14 @@ TEST_CASE("data movement: errors name what is wrong") {
   CHECK(slice(x, 3, 1, 4, INT64_MAX).shape() == Shape{2, 3, 4, 1});
   CHECK(slice(x, 3, 3, -1, INT64_MIN).shape() == Shape{2, 3, 4, 1});
   CHECK(slice(x, 3, 3, -1, -2).shape() == Shape{2, 3, 4, 2});
-  CHECK_THROWS_WITH_AS(
-      split(x, 1, {1, 1}),
-      doctest::Contains("split: sizes of 2 parts sum to 2 (each must be >= 1), axis 1"), Error);
+  CHECK_THROWS_WITH_AS(split(x, 1, {1, 1}),
+                       doctest::Contains("split: sizes of 2 parts do not cut axis 1 of x "
+                                         "[2,3,4,4] (3) into parts of at least 1"),
+                       Error);
+  // Sizes whose sum overflows are refused before they are added (found by fuzz_onnx).
+  CHECK_THROWS_WITH_AS(split(x, 1, {INT64_MAX, INT64_MAX}),
+                       doctest::Contains("split: sizes of 2 parts do not cut axis 1"), Error);
+  CHECK_THROWS_WITH_AS(split(x, 1, {2, 0, 1}), doctest::Contains("at least 1"), Error);
   CHECK_THROWS_WITH_AS(
       pad(x, {.before = {0, 0, 0, 4}, .after = {0, 0, 0, 0}, .mode = PadMode::reflect}),
       "pad (reflect): axis 3 of x [2,3,4,4] padded by 4 and 0; reflection needs each amount "
