@@ -1,4 +1,5 @@
-// `frugal memory`: reports from report/report.h for the bundled networks.
+// `frugal memory`: reports from report/report.h for the bundled networks. Past 400 lines: the
+// report, its recompute summary and the --run checks read the same recorded steps.
 #include "apps/memory.h"
 #include "apps/options.h"
 #include "run/plan.h"

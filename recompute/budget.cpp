@@ -1,5 +1,6 @@
 // Checkpoint schedules: the chain's memory model, the dynamic programme over it, and the loop
-// that checks each chosen schedule with the real planner.
+// that checks each chosen schedule with the real planner. Past 400 lines: the model, the DP
+// and the least-peak recurrence share the run types (one and two levels) defined here.
 #include "recompute/budget.h"
 
 #include <algorithm>
