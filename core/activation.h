@@ -38,12 +38,15 @@ enum class Activation {
 const char* activation_name(Activation a);  // "sigmoid", ...
 
 // Whether backward reads the output (sigmoid, tanh, sqrt, exp, reciprocal: the derivative is a
-// function of y; relu6: 0 < y < 6 exactly where 0 < x < 6, clamping being exact; neg: neither;
-// so the op may run in place) or the input (the rest).
+// function of y; relu6: 0 < y < 6 exactly where 0 < x < 6, clamping being exact; so the op may
+// run in place), nothing (neg: dx = -dy; in place too, nothing kept for backward), or the input
+// (the rest).
 inline bool activation_backward_reads_output(Activation a) {
   return a == Activation::sigmoid || a == Activation::tanh || a == Activation::relu6 ||
-         a == Activation::sqrt || a == Activation::exp || a == Activation::reciprocal ||
-         a == Activation::neg;
+         a == Activation::sqrt || a == Activation::exp || a == Activation::reciprocal;
+}
+inline bool activation_backward_reads_nothing(Activation a) {
+  return a == Activation::neg;
 }
 
 namespace activation_math {

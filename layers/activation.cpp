@@ -13,8 +13,9 @@ std::vector<TensorMeta> ActivationOp::infer(std::span<const TensorMeta> in) {
 }
 
 Roles ActivationOp::roles(Mode mode, const Backend&) const {
-  if (activation_backward_reads_output(a_)) {
+  if (activation_backward_reads_output(a_) || activation_backward_reads_nothing(a_)) {
     Roles r = in_place_mask_roles(mode, x_.shape.numel(), /*saves_mask=*/false);
+    if (activation_backward_reads_nothing(a_)) r.backward_reads_outputs.clear();
     rebuild_by_forward(r, mode, {0}, static_cast<double>(x_.bytes()), x_, 8);
     return r;
   }
@@ -35,7 +36,9 @@ void ActivationOp::forward(const OpContext& ctx) {
 
 void ActivationOp::backward(const OpContext& ctx) {
   if (!ctx.needs_grad_input(0)) return;
-  const Tensor& v = activation_backward_reads_output(a_) ? ctx.output(0) : ctx.input(0);
+  const Tensor& v = activation_backward_reads_nothing(a_)  ? ctx.grad_output(0)
+                    : activation_backward_reads_output(a_) ? ctx.output(0)
+                                                           : ctx.input(0);
   ctx.backend().activation_backward(a_, v, ctx.grad_output(0), ctx.grad_input(0));
 }
 

@@ -1,8 +1,8 @@
 // Sigmoid, Tanh, SiLU, GELU (exact and tanh), Erf, Sqrt, HardSigmoid, HardSwish, ReLU6, Abs,
 // ELU, SELU, Softplus, Softsign, Exp, Log, Neg, Reciprocal: one op over the backend's activation
 // kernels (core/activation.h holds the formulas). Sigmoid, Tanh, Sqrt, ReLU6, Exp, Neg and
-// Reciprocal run in place and backward reads their output (Neg: nothing); the others' backward
-// reads their input, so they run in place only in inference. The input gradient may always take
+// Reciprocal run in place and backward reads their output (Neg: nothing at all); the others'
+// backward reads their input, so they run in place only in inference. The input gradient may always take
 // the output gradient's bytes.
 #pragma once
 

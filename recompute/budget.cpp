@@ -48,9 +48,10 @@ struct Run {
   size_t peak() const { return input + (body + output + grads + work) + input + output + grads; }
 };
 
-// A checkpointed run rebuilt with inner checkpoints of k blocks (BlockRun::inner), grown one
-// block at a time: chain_peak of its own blocks under inner_runs is kept current, the finished
-// inner checkpoints in `prefix` and `inside`, the last piece as stored blocks after them.
+// A checkpointed run rebuilt with inner checkpoints of k blocks (BlockRun::inner; k 0: one
+// level, Run alone), grown one block at a time: chain_peak of its own blocks under inner_runs
+// is kept current, the finished inner checkpoints in `prefix` and `inside`, the last piece as
+// stored blocks after them.
 struct NestedRun {
   explicit NestedRun(int inner) : k(inner) {}
   int k;
@@ -59,6 +60,8 @@ struct NestedRun {
   size_t piece_held = 0, piece_top = 0;  // the last piece's blocks stored after them
   double inner_flops = 0;                // the inner checkpoints' blocks, rebuilt again
   void add(const ChainBlock& b) {
+    whole.add(b);
+    if (k == 0) return;
     if (piece.blocks == k) {  // the last piece becomes an inner checkpoint
       inside = std::max(inside, prefix + piece.peak());
       prefix += piece.held();
@@ -69,10 +72,10 @@ struct NestedRun {
     piece_top = std::max(piece_top, prefix + piece_held + stored_peak(b));
     piece_held += stored_held(b);
     piece.add(b);
-    whole.add(b);
   }
   // As Run::peak, with the arena the rebuild's own peak plus the weight gradients it keeps.
   size_t peak() const {
+    if (k == 0) return whole.peak();
     const size_t own = std::max({inside, piece_top, prefix + piece_held + whole.output});
     return whole.input + (own + whole.grads) + whole.input + whole.output + whole.grads;
   }
@@ -168,17 +171,10 @@ size_t chain_peak(std::span<const ChainBlock> blocks, std::span<const BlockRun> 
   for (int i = 0; i < static_cast<int>(blocks.size());) {
     if (next < checkpointed.size() && checkpointed[next].begin == i) {
       const BlockRun& r = checkpointed[next++];
-      if (r.inner > 0) {
-        NestedRun run(r.inner);
-        for (; i < r.end; ++i) run.add(blocks[static_cast<size_t>(i)]);
-        peak = std::max(peak, prefix + run.peak());
-        prefix += run.whole.held();
-      } else {
-        Run run;
-        for (; i < r.end; ++i) run.add(blocks[static_cast<size_t>(i)]);
-        peak = std::max(peak, prefix + run.peak());
-        prefix += run.held();
-      }
+      NestedRun run(r.inner);
+      for (; i < r.end; ++i) run.add(blocks[static_cast<size_t>(i)]);
+      peak = std::max(peak, prefix + run.peak());
+      prefix += run.whole.held();
     } else {
       const ChainBlock& b = blocks[static_cast<size_t>(i++)];
       peak = std::max(peak, prefix + stored_peak(b));

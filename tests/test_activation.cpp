@@ -178,7 +178,13 @@ TEST_CASE("activations: in place where backward allows it; planned equals baseli
     const Liveness& live = ex.liveness();
     const bool in_place = live.buffers[static_cast<size_t>(live.value_buffer[act.id()])].alias_of ==
                           live.value_buffer[h.id()];
-    CHECK(in_place == activation_backward_reads_output(a));
+    CHECK(in_place ==
+          (activation_backward_reads_output(a) || activation_backward_reads_nothing(a)));
+    if (activation_backward_reads_nothing(a)) {  // neg keeps nothing for backward
+      const Roles roles = ActivationOp(a).roles(Mode::training, cpu_backend());
+      CHECK(roles.backward_reads_inputs.empty());
+      CHECK(roles.backward_reads_outputs.empty());
+    }
     const int dh = live.grad_buffer[h.id()], dact = live.grad_buffer[act.id()];
     CHECK(live.buffers[static_cast<size_t>(dh)].alias_of == dact);
     check_planned_equals_baseline([a](Value v) { return activation(v, a); });
