@@ -22,11 +22,34 @@ void add_grad_buckets(const Step& step, const LivenessOptions& options, std::spa
   auto aligned = [&](size_t b) { return (b + align - 1) / align * align; };
   auto grad = [&](int v) -> Buffer& { return L.buffers[at(L.grad_buffer[at(v)])]; };
   L.bucket_of.assign(values.size(), -1);
+  // A bucket is reduced while the next one fills (it is waited for at the next one's ready
+  // step), so a rank's gradient memory peaks where buckets overlap. A gradient joins the open
+  // bucket only while that bucket stays within the cap and, with the closed buckets still live
+  // at its first step, or with the next gradient (which overlaps it if that one is large),
+  // within two caps; a gradient larger than the cap has a bucket of its own, and the small
+  // buckets around it hold one gradient each.
+  const size_t cap = options.grad_bucket_bytes;
   size_t bytes = 0;
-  for (int v : params) {
+  auto live_at = [&](int s, int open_ready) {  // closed buckets' bytes live at step s
+    size_t sum = 0;
+    for (size_t j = 0; j + 1 < L.buckets.size(); ++j) {
+      const int last = j + 2 < L.buckets.size() ? L.buckets[j + 1].ready_step : open_ready;
+      if (last >= s) sum += L.buffers[at(L.buckets[j].buffer)].bytes;
+    }
+    return sum;
+  };
+  for (size_t i = 0; i < params.size(); ++i) {
+    const int v = params[i];
     const Buffer& g = grad(v);
-    if (L.buckets.empty() || bytes + g.bytes > options.grad_bucket_bytes ||
-        L.buffers[at(L.buckets.back().buffer)].meta.dtype != g.meta.dtype) {
+    bool join = !L.buckets.empty() && bytes + g.bytes <= cap &&
+                L.buffers[at(L.buckets.back().buffer)].meta.dtype == g.meta.dtype;
+    if (join && bytes > 0) {
+      const size_t next = i + 1 < params.size() ? grad(params[i + 1]).bytes : 0;
+      const int first = std::min(L.buffers[at(L.buckets.back().buffer)].first, g.first);
+      join = live_at(first, ready[at(v)]) + bytes + g.bytes <= 2 * cap &&
+             bytes + g.bytes + next <= 2 * cap;
+    }
+    if (!join) {
       Buffer b;
       b.kind = BufferKind::grad_bucket;
       b.role = Role::param_grad;
