@@ -48,6 +48,14 @@ void Backend::layernorm_backward(const Tensor&, const Tensor&, const Tensor&, co
                                  const Tensor&, Tensor&, Tensor&, Tensor&) {
   throw Error("layer_norm backward: no layer norm kernels on " + device().str());
 }
+void Backend::groupnorm_forward(const Tensor&, const Tensor&, const Tensor&, int64_t, double,
+                                Tensor&, Tensor&, Tensor&) {
+  throw Error("group_norm: no group norm kernels on " + device().str());
+}
+void Backend::groupnorm_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                                 const Tensor&, int64_t, Tensor&, Tensor&, Tensor&) {
+  throw Error("group_norm backward: no group norm kernels on " + device().str());
+}
 void Backend::reduce_rows_forward(Reduction r, const Tensor&, Tensor&, Tensor&) {
   throw Error(std::string(reduction_name(r)) + ": no reduction kernels on " + device().str());
 }

@@ -193,6 +193,21 @@ class Backend {
                                   const Tensor& mean, const Tensor& inv_std, Tensor& dx,
                                   Tensor& dgamma, Tensor& dbeta);
 
+  // --- group norm (x (N, C, S...) viewed as N x G rows of C/G channels x S, one row per
+  // sample and group; gamma, beta (C); mean, inv_std (N*G)) ---------------------------------
+  // Each row's mean and inv_std = 1/sqrt(var_biased + eps), then
+  // y = (x - mean) inv_std gamma[c] + beta[c]. y may be x; mean and inv_std may be undefined
+  // (inference). Devices without these kernels throw naming themselves.
+  virtual void groupnorm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                 int64_t groups, double eps, Tensor& y, Tensor& mean,
+                                 Tensor& inv_std);
+  // With x^ = (x - mean) inv_std and g = dy gamma[c]: dx = inv_std (g - mean(g) - x^ mean(g x^))
+  // per row, dgamma[c] = sum over the channel of dy x^, dbeta[c] = sum of dy, each overwritten
+  // where defined (dx may alias dy). Sums run in double in an order the shape alone fixes.
+  virtual void groupnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                  const Tensor& mean, const Tensor& inv_std, int64_t groups,
+                                  Tensor& dx, Tensor& dgamma, Tensor& dbeta);
+
   // --- reductions (x viewed as (R, C) rows; y (R) of x's dtype; index (R) i32) -------------
   // y = each row's reduction (core/reduce.h), sums in double in an order the shape alone fixes;
   // for max and min, index = the column of the first extreme (of the first NaN, which wins),

@@ -272,6 +272,61 @@ RowDims check_layernorm_backward(const Tensor& x, const Tensor& dy, const Tensor
 
 namespace {
 
+GroupDims check_groupnorm(const char* op, const Tensor& x, const Tensor& y, int64_t groups,
+                          std::initializer_list<const Tensor*> per_channel,
+                          std::initializer_list<const Tensor*> per_row, const Device& device) {
+  check_defined(op, "x", x);
+  FRUGAL_CHECK(is_float(x), op, ": x must be f32 or f64, got ", dtype_name(x.dtype()));
+  const Shape& s = x.shape();
+  FRUGAL_CHECK(s.rank() >= 2 && s[0] >= 1 && s[1] >= 1, op, ": x ", s,
+               " is not (N, C, ...) with a sample and a channel");
+  FRUGAL_CHECK(groups >= 1 && s[1] % groups == 0, op, ": ", groups, " groups do not divide the ",
+               s[1], " channels of x ", s);
+  const GroupDims d{s[0], groups, s[1] / groups, x.numel() / (s[0] * s[1])};
+  FRUGAL_CHECK(!y.defined() || y.meta() == x.meta(), op, ": x ", s, " and ", y.shape(), " differ");
+  auto check = [&](const Tensor* t, int64_t n, const char* what) {
+    if (!t->defined()) return;
+    FRUGAL_CHECK(t->numel() == n && t->dtype() == x.dtype(), op, ": a ", what, " tensor is ",
+                 t->shape(), " ", dtype_name(t->dtype()), ", expected ", n, " values of ",
+                 dtype_name(x.dtype()), " for x ", s, " in ", groups, " groups");
+    check_device(op, {t}, device);
+  };
+  for (const Tensor* t : per_channel) check(t, s[1], "per-channel");
+  for (const Tensor* t : per_row) check(t, d.N * d.G, "per-group");
+  check_device(op, {&x, &y}, device);
+  return d;
+}
+
+}  // namespace
+
+GroupDims check_groupnorm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                  int64_t groups, const Tensor& y, const Tensor& mean,
+                                  const Tensor& inv_std, const Device& device) {
+  check_defined("group_norm", "y", y);
+  check_defined("group_norm", "gamma", gamma);
+  check_defined("group_norm", "beta", beta);
+  return check_groupnorm("group_norm", x, y, groups, {&gamma, &beta}, {&mean, &inv_std}, device);
+}
+
+GroupDims check_groupnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                   const Tensor& mean, const Tensor& inv_std, int64_t groups,
+                                   const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta,
+                                   const Device& device) {
+  const char* op = "group_norm backward";
+  check_defined(op, "dy", dy);
+  check_defined(op, "gamma", gamma);
+  check_defined(op, "mean", mean);
+  check_defined(op, "inv_std", inv_std);
+  const GroupDims d =
+      check_groupnorm(op, x, dy, groups, {&gamma, &dgamma, &dbeta}, {&mean, &inv_std}, device);
+  FRUGAL_CHECK(!dx.defined() || dx.meta() == x.meta(), op, ": dx ", dx.shape(), " for x ",
+               x.shape());
+  if (dx.defined()) check_device(op, {&dx}, device);
+  return d;
+}
+
+namespace {
+
 // (R, C) of a float tensor `full` of R x C elements and a float tensor `rows` of R of its dtype.
 RowDims reduce_dims(const char* op, const char* full_name, const Tensor& full,
                     const char* rows_name, const Tensor& rows) {

@@ -126,6 +126,23 @@ RowDims check_layernorm_backward(const Tensor& x, const Tensor& dy, const Tensor
                                  const Tensor& mean, const Tensor& inv_std, const Tensor& dx,
                                  const Tensor& dgamma, const Tensor& dbeta, const Device& device);
 
+// Group norm: x f32/f64 (N, C, ...) of rank >= 2 viewed as (N, C, S), C divisible by groups
+// >= 1; y and, where defined, dy and dx like x; gamma, beta, dgamma, dbeta (C) and mean,
+// inv_std (N * groups) where defined, all of x's dtype on the device.
+struct GroupDims {
+  int64_t N, G, Cg, S;  // samples, groups, channels per group, values per channel
+  int64_t row() const { return Cg * S; }
+};
+// Backend::groupnorm_forward's arguments (y and beta defined).
+GroupDims check_groupnorm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                  int64_t groups, const Tensor& y, const Tensor& mean,
+                                  const Tensor& inv_std, const Device& device);
+// Backend::groupnorm_backward's (dy, mean and inv_std defined; dx like x where defined).
+GroupDims check_groupnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                   const Tensor& mean, const Tensor& inv_std, int64_t groups,
+                                   const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta,
+                                   const Device& device);
+
 // Backend::reduce_rows_forward's arguments: x f32/f64 of R x C elements (R, C >= 1), y (R) of
 // x's dtype, index (R) i32 where defined. Returns (R, C).
 RowDims check_reduce_forward(Reduction r, const Tensor& x, const Tensor& y, const Tensor& index,

@@ -183,6 +183,32 @@ void fuse_onnx_graph(OnnxGraph& g) {
       break;
     }
   }
+  // GroupNorm as torch.onnx.export writes nn.GroupNorm: r = Reshape(x, (N, G, -1)); i =
+  // InstanceNormalization(r) with a fixed scale of ones and bias of zeros; b = Reshape(i, x's
+  // shape); m = b * weight; y = m + bias (either operand order), each step read once. The Add
+  // names the four nodes before it, which wait for it (record_onnx checks the shapes: a
+  // grouping of x's channels, per-channel weight and bias). One group_norm op: backward keeps x
+  // and two numbers per group where the five nodes kept the normalized map for the weight's
+  // gradient too.
+  std::set<std::string> waiting;
+  for (OnnxNode& y : g.nodes) {
+    if (y.kind != OnnxKind::binary || y.binary != BinaryKind::add || y.inputs.size() != 2) continue;
+    for (int side = 0; side < 2 && y.group_norm_chain.empty(); ++side) {
+      const OnnxNode* m = mul(y.inputs[static_cast<size_t>(side)]);
+      if (m == nullptr || m->inputs.size() != 2) continue;
+      for (int mside = 0; mside < 2; ++mside) {
+        const OnnxNode* back = made_by(m->inputs[static_cast<size_t>(mside)], OnnxKind::reshape);
+        const OnnxNode* norm = back ? made_by(back->inputs[0], OnnxKind::instance_norm) : nullptr;
+        const OnnxNode* r = norm ? made_by(norm->inputs[0], OnnxKind::reshape) : nullptr;
+        if (r == nullptr || norm->ints != std::vector<int64_t>{0, 0} || norm->inputs.size() != 1)
+          continue;
+        y.group_norm_chain = {r->output, norm->output, back->output, m->output};
+        waiting.insert(y.group_norm_chain.begin(), y.group_norm_chain.end());
+        break;
+      }
+    }
+  }
+  for (OnnxNode& n : g.nodes) n.deferred = waiting.count(n.output) > 0;
   // Concat along channels read by BatchNormalization alone (every DenseNet layer): one op, so
   // backward reads the pieces instead of a kept concatenation (layers/concat_batch_norm.h).
   for (OnnxNode& n : g.nodes) {

@@ -91,6 +91,10 @@ struct OnnxNode {
   bool transpose_weight = false;  // gemm: the weight is (in, out) (Gemm transB = 0, MatMul)
   bool of_weight = false;         // reshape_axes: of a weight or constant (no batch axis)
   int concat_pieces = 0;          // batch_norm: of its first this many inputs joined (fused)
+  // GroupNorm's export (fuse_onnx_graph): its first four nodes wait (deferred) for the Add
+  // that ends it, which names them in order (Reshape, InstanceNormalization, Reshape, Mul).
+  bool deferred = false;
+  std::vector<std::string> group_norm_chain;
 };
 
 struct OnnxGraph {
@@ -105,8 +109,9 @@ struct OnnxGraph {
 
 // Fuses patterns into frugal's ops after checking: x * sigmoid(x) into SiLU,
 // x * 0.5 * (1 + erf(x / sqrt(2))) (PyTorch's nn.GELU export) into GELU, its tanh form into
-// gelu_tanh, and LayerNorm's nine nodes below opset 17 into layer_norm. Constants only those
-// patterns read leave the graph.
+// gelu_tanh, LayerNorm's nine nodes below opset 17 into layer_norm, and marks GroupNorm's
+// five nodes for one group_norm op (recorded as such where the shapes confirm it). Constants
+// only those patterns read leave the graph.
 void fuse_onnx_graph(OnnxGraph& graph);
 
 }  // namespace frugal

@@ -21,6 +21,7 @@
 #include "layers/conv_transpose2d.h"
 #include "layers/dropout.h"
 #include "layers/flatten.h"
+#include "layers/group_norm.h"
 #include "layers/layer_norm.h"
 #include "layers/leaky_relu.h"
 #include "layers/linear.h"
@@ -230,28 +231,75 @@ Value record_matmul(Value a, Value b) {
 // InstanceNormalization: each (sample, channel) row of x (N, C, ...) normalized over the
 // remaining axes, a LayerNorm over them with a fixed unit scale and zero shift, then the
 // per-channel scale and bias the node reads (inputs 1 and 2 where n.ints says so).
+// InstanceNormalization of x (N, C, D1, ...): a group norm with a group per channel, its
+// scale and bias those of the node or fixed ones and zeros where the file's were.
 Value record_instance_norm(const OnnxNode& n, std::span<const Value> in,
                            std::source_location where) {
   const Shape x = in[0].shape();
   FRUGAL_CHECK(x.rank() >= 3, "InstanceNormalization of ", x,
                ": frugal imports inputs (N, C, D1, ...) with at least one axis to normalize");
   Tape& tape = in[0].tape();
-  const Shape rows(std::vector<int64_t>(x.dims().begin() + 2, x.dims().end()));
-  Value one = tape.param(n.output + ".unit_scale", rows, Init::ones(), false);
-  Value zero = tape.param(n.output + ".zero_bias", rows, Init::zeros(), false);
-  Value y = tape.record(std::make_unique<LayerNormOp>(n.eps), {in[0], one, zero}, where)[0];
-  std::vector<int64_t> per_channel(static_cast<size_t>(x.rank() - 1), 1);
-  per_channel[0] = x[1];
+  Value params[2];
   size_t next = 1;
   for (size_t k = 0; k < 2; ++k) {
-    if (n.ints[k] == 0) continue;
-    const Value& w = in[next++];
-    FRUGAL_CHECK(w.shape() == Shape{x[1]}, "InstanceNormalization of ", x, ": its ",
-                 k == 0 ? "scale " : "bias ", w.shape(), " is not one value per channel (", x[1],
-                 ")");
-    y = binary(k == 0 ? BinaryKind::mul : BinaryKind::add, y, reshape(w, Shape(per_channel)));
+    if (n.ints[k] == 0) {
+      params[k] = tape.param(n.output + (k == 0 ? ".unit_scale" : ".zero_bias"), Shape{x[1]},
+                             k == 0 ? Init::ones() : Init::zeros(), false);
+      continue;
+    }
+    params[k] = in[next++];
+    FRUGAL_CHECK(params[k].shape() == Shape{x[1]}, "InstanceNormalization of ", x, ": its ",
+                 k == 0 ? "scale " : "bias ", params[k].shape(), " is not one value per channel (",
+                 x[1], ")");
   }
-  return y;
+  return tape.record(std::make_unique<GroupNormOp>(x[1], n.eps), {in[0], params[0], params[1]},
+                     where)[0];
+}
+
+// A Reshape's target for an input of shape `from`: a constant target holds the export's batch
+// first, which stands for the batch.
+Shape reshape_target(const OnnxNode& n, const std::map<std::string, IntTensor>& ints,
+                     const OnnxGraph& g, const Shape& from) {
+  Ints target = ints.at(n.int_inputs[0]).values;
+  if (g.int_constants.count(n.int_inputs[0]) && !target.empty() && target[0] > 0)
+    target[0] = from[0];
+  return resolve_reshape(from, target, n.allow_zero);
+}
+
+// GroupNorm's five nodes (fuse_onnx_graph: `chain` is Reshape, InstanceNormalization, Reshape,
+// Mul, and `add` ends it) as one group_norm op, where the first Reshape groups x's channels,
+// the second restores x's shape and the weight and bias are one value per channel; else an
+// undefined value (the caller records the nodes one by one).
+template <typename ValueOf>
+Value record_group_norm(const OnnxNode& add, std::span<const OnnxNode* const> chain,
+                        const std::map<std::string, IntTensor>& ints, const OnnxGraph& g,
+                        const ValueOf& value) {
+  const OnnxNode &r = *chain[0], &norm = *chain[1], &back = *chain[2], &mul = *chain[3];
+  auto operand = [](const OnnxNode& n, const std::string& known) {
+    return n.inputs[0] == known ? n.inputs[1] : n.inputs[0];
+  };
+  try {
+    const Value x = value(r.inputs[0]);
+    const Shape s = x.shape();
+    if (s.rank() < 3) return {};
+    const Shape grouped = reshape_target(r, ints, g, s);
+    if (grouped.rank() != 3 || grouped[0] != s[0] || grouped[1] < 1 || s[1] % grouped[1] != 0 ||
+        reshape_target(back, ints, g, grouped) != s)
+      return {};
+    const Value w = value(operand(mul, back.output)), b = value(operand(add, mul.output));
+    auto per_channel = [&](const Value& v) {
+      const Shape& p = v.shape();
+      if (v.dtype() != x.dtype() || p.numel() != s[1]) return false;
+      const int c = p.rank() == s.rank() ? 1 : p.rank() == s.rank() - 1 ? 0 : -1;
+      return c >= 0 && p[c] == s[1];
+    };
+    if (!per_channel(w) || !per_channel(b)) return {};
+    return x.tape().record(std::make_unique<GroupNormOp>(grouped[1], norm.eps),
+                           {x, reshape(w, Shape{s[1]}), reshape(b, Shape{s[1]})},
+                           std::source_location::current())[0];
+  } catch (const Error&) {
+    return {};  // the nodes one by one say what is wrong
+  }
 }
 
 }  // namespace
@@ -270,7 +318,7 @@ Value record_onnx(const OnnxModel& model, Value images) {
     env[name] = v;
     return v;
   };
-  for (const OnnxNode& n : g.nodes) {
+  auto record_node = [&](const OnnxNode& n) {
     std::vector<Value> in;
     const auto where = std::source_location::current();
     Value y;
@@ -279,7 +327,7 @@ Value record_onnx(const OnnxModel& model, Value images) {
       if (n.kind == Kind::integer) {
         ints[n.output] =
             eval_int_node(n.int_node, ints, in.empty() ? nullptr : &in[0].shape().dims());
-        continue;
+        return;
       }
       switch (n.kind) {
         case Kind::conv: {
@@ -434,11 +482,7 @@ Value record_onnx(const OnnxModel& model, Value images) {
           break;
         }
         case Kind::reshape: {
-          Ints target = ints.at(n.int_inputs[0]).values;
-          // A constant target holds the export's batch first: it stands for the batch.
-          if (g.int_constants.count(n.int_inputs[0]) && !target.empty() && target[0] > 0)
-            target[0] = in[0].shape()[0];
-          const Shape to = resolve_reshape(in[0].shape(), target, n.allow_zero);
+          const Shape to = reshape_target(n, ints, g, in[0].shape());
           FRUGAL_CHECK(to.rank() >= 1 && to[0] == in[0].shape()[0], "reshape of ", in[0].shape(),
                        " to ", to, " moves the batch axis; frugal imports reshapes that keep it");
           y = to == in[0].shape() ? in[0] : reshape(in[0], to);
@@ -532,6 +576,27 @@ Value record_onnx(const OnnxModel& model, Value images) {
                   "): reads a value that is not defined");
     }
     env[n.output] = y;
+  };
+  // The nodes of a fused pattern wait for its last node, which records them as one op where
+  // the shapes confirm the pattern, or else one by one (their values are read by the pattern
+  // alone, so recording them later changes nothing).
+  std::map<std::string, const OnnxNode*> waiting;
+  for (const OnnxNode& n : g.nodes) {
+    if (n.deferred) {
+      waiting[n.output] = &n;
+      continue;
+    }
+    if (!n.group_norm_chain.empty()) {
+      std::vector<const OnnxNode*> chain;
+      for (const std::string& name : n.group_norm_chain) chain.push_back(waiting.at(name));
+      const Value y = record_group_norm(n, chain, ints, g, value);
+      if (y.valid()) {
+        env[n.output] = y;
+        continue;
+      }
+      for (const OnnxNode* c : chain) record_node(*c);
+    }
+    record_node(n);
   }
   return value(g.output);
 }

@@ -32,7 +32,8 @@ other axes, GELU's tanh form, torch.flip, torch.erf) and norm_net.onnx / norm13_
 leading axes), gather_net.onnx (Gather over activations) and reduce_net.onnx, reduce11_net.onnx
 (ReduceSum, ReduceMax, ReduceMin, ReduceL1, ReduceL2, ReduceLogSumExp at opsets 13 and 11) and
 expand_net.onnx (Expand over activations), instance_norm_net.onnx (InstanceNormalization,
-GroupNorm's export) and activation_net.onnx (ELU, SELU, Mish, Softplus, Exp, Neg, Log,
+GroupNorm's export), group_norm_lookalike_net.onnx (GroupNorm's five nodes over a reshape
+that is no grouping) and activation_net.onnx (ELU, SELU, Mish, Softplus, Exp, Neg, Log,
 Reciprocal):
 
     /usr/bin/python3 scripts/onnx_fixtures.py --pytorch tests/data/onnx
@@ -471,10 +472,11 @@ def torchvision_models(out, only=()):
         print(f"{out}/{name}.onnx: input {tuple(x.shape)}, output {tuple(y.shape)}, opset {opset}")
 
 
-def export_with_output(net, x, out, name, opset, fold=True):
-    """Exports `net` (eval mode) at input x with a dynamic batch, never leaving a partial file,
-    and writes x and PyTorch's output beside it (<name>.io, in x's float type); `fold` False
-    leaves constant expressions unfolded, as training-mode exports do."""
+def export_with_output(net, x, out, name, opset, fold=True, dynamic=True):
+    """Exports `net` (eval mode) at input x with a dynamic batch (`dynamic` False: x's),
+    never leaving a partial file, and writes x and PyTorch's output beside it (<name>.io, in
+    x's float type); `fold` False leaves constant expressions unfolded, as training-mode
+    exports do."""
     import os
     import warnings
 
@@ -486,7 +488,8 @@ def export_with_output(net, x, out, name, opset, fold=True):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.onnx.export(net, x, path + ".tmp", opset_version=opset, input_names=["x"],
-                          output_names=["y"], dynamic_axes={"x": {0: "N"}, "y": {0: "N"}},
+                          output_names=["y"],
+                          dynamic_axes={"x": {0: "N"}, "y": {0: "N"}} if dynamic else None,
                           do_constant_folding=fold)
     os.replace(path + ".tmp", path)
     kind = "<f8" if x.dtype == torch.float64 else "<f4"
@@ -854,6 +857,42 @@ def instance_norm_net(out):
     export_with_output(net, x, out, "instance_norm_unfolded_net", 13, fold=False)
 
 
+def group_norm_lookalike_net(out):
+    """GroupNorm beside a look-alike: nn.GroupNorm(2, 8) (one group_norm op in frugal), then
+    the same five nodes over a reshape that is no grouping of the channels (x viewed as (N, C*H,
+    W), each row normalized over W, back to (N, C, H, W), times a per-channel weight plus a
+    bias), which frugal must record node by node; tests/data/onnx/group_norm_lookalike_net.onnx
+    with PyTorch's float32 output."""
+
+    import torch
+    from torch import nn
+    from torch.nn import functional as F
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 3, padding=1)
+            self.gnorm = nn.GroupNorm(2, 8)
+            self.w = nn.Parameter(torch.rand(8, 1, 1) + 0.5)
+            self.b = nn.Parameter(torch.rand(8, 1, 1) - 0.5)
+            self.fc = nn.Linear(8, 5)
+            with torch.no_grad():
+                self.gnorm.weight.uniform_(0.5, 1.5)
+                self.gnorm.bias.uniform_(-0.5, 0.5)
+
+        def forward(self, x):
+            x = F.relu(self.gnorm(self.conv(x)))
+            rows = F.instance_norm(x.reshape(2, 8 * 6, 5)).reshape(2, 8, 6, 5)
+            x = torch.tanh(rows * self.w + self.b)
+            return self.fc(x.mean((2, 3)))
+
+    torch.manual_seed(13)
+    net = Net().eval()
+    x = torch.rand(2, 3, 6, 5) * 2 - 1
+    # A fixed batch: PyTorch exports instance_norm only where the rows' count is known.
+    export_with_output(net, x, out, "group_norm_lookalike_net", 13, dynamic=False)
+
+
 def activation_net(out):
     """The other activations as PyTorch exports them: ELU, SELU, Mish (Softplus, Tanh, Mul),
     softsign (Abs, Add, Div), softplus, and torch.exp, neg, log and reciprocal, into a head;
@@ -1046,6 +1085,7 @@ if __name__ == "__main__":
         reduce_net(sys.argv[2])
         expand_net(sys.argv[2])
         instance_norm_net(sys.argv[2])
+        group_norm_lookalike_net(sys.argv[2])
         activation_net(sys.argv[2])
         sys.exit(0)
     if len(sys.argv) > 2 and sys.argv[1] == "--segmentation":

@@ -46,19 +46,36 @@ TEST_CASE("onnx: imported models give ONNX's reference outputs") {
   // instance_norm_net: PyTorch's output; InstanceNorm2d with and without affine weights and
   // GroupNorm's export (Reshape, InstanceNormalization, Reshape, Mul, Add); unfolded, its
   // weights through Unsqueeze (a reshape of the parameter).
+  // group_norm_lookalike_net: PyTorch's output; GroupNorm, and its five nodes over a reshape
+  // that is no grouping (recorded node by node).
   // activation_net: PyTorch's output; Elu, Selu, Mish's Softplus-Tanh-Mul, Softplus, Exp, Neg,
   // Log, Reciprocal.
   // unet_seg: PyTorch's own eval-mode output (scripts/onnx_fixtures.py --segmentation --small),
   // a U-Net whose F.pad to the skip's size exports as shape arithmetic (ConstantOfShape, integer
   // Reshape, Slice with step -1, Transpose) and whose output is per pixel.
-  for (const char* name : {"residual_net",  "reshape_net",       "mobile_net",
-                           "unet_net",      "shuffle_net",       "unet_seg",
-                           "bilinear_net",  "matmul_net",        "dense_net",
-                           "focus_net",     "pad_net",           "extras_net",
-                           "norm_net",      "norm13_net",        "bmm_net",
-                           "gather_net",    "reduce_net",        "reduce11_net",
-                           "expand_net",    "instance_norm_net", "instance_norm_unfolded_net",
-                           "activation_net"}) {
+  for (const char* name : {"residual_net",
+                           "reshape_net",
+                           "mobile_net",
+                           "unet_net",
+                           "shuffle_net",
+                           "unet_seg",
+                           "bilinear_net",
+                           "matmul_net",
+                           "dense_net",
+                           "focus_net",
+                           "pad_net",
+                           "extras_net",
+                           "norm_net",
+                           "norm13_net",
+                           "bmm_net",
+                           "gather_net",
+                           "reduce_net",
+                           "reduce11_net",
+                           "expand_net",
+                           "instance_norm_net",
+                           "instance_norm_unfolded_net",
+                           "activation_net",
+                           "group_norm_lookalike_net"}) {
     CAPTURE(name);
     const OnnxModel m = load_onnx((onnx_data() / (std::string(name) + ".onnx")).string());
     const std::vector<float> io = read_floats(onnx_data() / (std::string(name) + ".io"));
@@ -114,6 +131,25 @@ TEST_CASE("onnx: imported models give ONNX's reference outputs") {
     }
     CHECK(norms == 3);
     CHECK(weighted == 1);
+  }
+  // Recorded, each is one group_norm op (GroupNorm's five nodes too, folded and unfolded: the
+  // one Mul left is `0.5 * plain(x)`); the look-alike's reshape is no grouping of the
+  // channels, so its nodes are recorded one by one (its Mul by the weight stays).
+  for (const auto& [name, norms, muls] :
+       {std::tuple{"instance_norm_net", 3, 1}, std::tuple{"instance_norm_unfolded_net", 3, 1},
+        std::tuple{"group_norm_lookalike_net", 2, 1}}) {
+    CAPTURE(std::string(name));
+    const OnnxModel e = load_onnx((onnx_data() / (std::string(name) + ".onnx")).string());
+    ParamStore store;
+    Tape tape(store);
+    (void)record_onnx(e, tape.input("x", Shape({2, 3, 6, 5}), DType::f32));
+    int group = 0, mul = 0;
+    for (const auto& op : tape.ops()) {
+      group += op.op->name() == "group_norm";
+      mul += op.op->name() == "mul";
+    }
+    CHECK(group == norms);
+    CHECK(mul == muls);
   }
   const OnnxModel r = load_onnx((onnx_data() / "residual_net.onnx").string());
   CHECK(r.input == Shape({3, 8, 8}));
@@ -239,6 +275,7 @@ TEST_CASE("onnx: training an imported model is bitwise equal planned and baselin
                            "reduce11_net",
                            "instance_norm_net",
                            "instance_norm_unfolded_net",
+                           "group_norm_lookalike_net",
                            "activation_net"}) {
     CAPTURE(name);
     const OnnxModel m = load_onnx((onnx_data() / (std::string(name) + ".onnx")).string());

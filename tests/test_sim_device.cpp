@@ -18,6 +18,7 @@
 #include "layers/conv2d.h"
 #include "layers/fixed_point.h"
 #include "layers/flatten.h"
+#include "layers/group_norm.h"
 #include "layers/layer_norm.h"
 #include "layers/leaky_relu.h"
 #include "layers/linear.h"
@@ -156,6 +157,17 @@ TEST_CASE("sim device: layer norm's steps equal the CPU's bitwise") {
     Value t = transpose(x, {0, 2, 3, 1});  // channels last, as ConvNeXt normalizes
     x = transpose(gelu(layer_norm(t, 1)), {0, 3, 1, 2});
     return linear(flatten(layer_norm(x, 3)), {.out = 5});
+  };
+  for (MemoryMode memory : {MemoryMode::baseline, MemoryMode::planned})
+    check_all_bitwise(train_on(cpu_backend(), net, {2, 3, 6, 6}, 5, memory, 2),
+                      train_on(sim_backend(), net, {2, 3, 6, 6}, 5, memory, 2));
+}
+
+TEST_CASE("sim device: group norm's steps equal the CPU's bitwise") {
+  const Network net = [](Value x) {
+    x = relu(group_norm(conv2d(x, {.out = 6, .kernel = 3, .pad = 1}), 3));
+    x = group_norm(conv2d(x, {.out = 6, .kernel = 3, .pad = 1}), 6, {.affine = false});
+    return linear(flatten(x), {.out = 5});
   };
   for (MemoryMode memory : {MemoryMode::baseline, MemoryMode::planned})
     check_all_bitwise(train_on(cpu_backend(), net, {2, 3, 6, 6}, 5, memory, 2),

@@ -232,6 +232,22 @@ void SimBackend::layernorm_backward(const Tensor& x, const Tensor& dy, const Ten
                           view(dgamma), view(dbeta));
 }
 
+void SimBackend::groupnorm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                   int64_t groups, double eps, Tensor& y, Tensor& mean,
+                                   Tensor& inv_std) {
+  Views view(alloc_, "groupnorm_forward");
+  cpu_.groupnorm_forward(view(x), view(gamma), view(beta), groups, eps, view(y), view(mean),
+                         view(inv_std));
+}
+
+void SimBackend::groupnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                    const Tensor& mean, const Tensor& inv_std, int64_t groups,
+                                    Tensor& dx, Tensor& dgamma, Tensor& dbeta) {
+  Views view(alloc_, "groupnorm_backward");
+  cpu_.groupnorm_backward(view(x), view(dy), view(gamma), view(mean), view(inv_std), groups,
+                          view(dx), view(dgamma), view(dbeta));
+}
+
 void SimBackend::reduce_rows_forward(Reduction r, const Tensor& x, Tensor& y, Tensor& index) {
   Views view(alloc_, "reduce_rows_forward");
   cpu_.reduce_rows_forward(r, view(x), view(y), view(index));

@@ -53,6 +53,11 @@ class SimBackend final : public Backend {
   void layernorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
                           const Tensor& mean, const Tensor& inv_std, Tensor& dx, Tensor& dgamma,
                           Tensor& dbeta) override;
+  void groupnorm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta, int64_t groups,
+                         double eps, Tensor& y, Tensor& mean, Tensor& inv_std) override;
+  void groupnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                          const Tensor& mean, const Tensor& inv_std, int64_t groups, Tensor& dx,
+                          Tensor& dgamma, Tensor& dbeta) override;
   void reduce_rows_forward(Reduction r, const Tensor& x, Tensor& y, Tensor& index) override;
   void reduce_rows_backward(Reduction r, const Tensor& x, const Tensor& y, const Tensor& index,
                             const Tensor& dy, Tensor& dx) override;

@@ -565,6 +565,42 @@ TEST_CASE("cuda layer norm: the CPU's statistics and gradients within rounding, 
   }
 }
 
+TEST_CASE("cuda group norm: the CPU's statistics and gradients within rounding, in place") {
+  // Groups of one channel and of all of them; rows shorter and longer than a block.
+  struct Case {
+    Shape s;
+    int64_t groups;
+  };
+  for (const Case& k : {Case{{3, 6, 5, 7}, 3}, Case{{2, 4, 30, 30}, 1}, Case{{5, 8}, 8}}) {
+    for (DType t : kFloats) {
+      const int64_t C = k.s[1], rows = k.s[0] * k.groups;
+      Pair x = random_pair(k.s, t, 97), dy = random_pair(k.s, t, 98);
+      Pair gamma = random_pair({C}, t, 99), beta = random_pair({C}, t, 100);
+      Pair y = empty_pair(k.s, t), mean = empty_pair({rows}, t), inv = empty_pair({rows}, t);
+      Pair dx = empty_pair(k.s, t), dg = empty_pair({C}, t), db = empty_pair({C}, t);
+      on_both([&](Backend& be, auto side) {
+        be.groupnorm_forward(side(x), side(gamma), side(beta), k.groups, 1e-5, side(y), side(mean),
+                             side(inv));
+        be.groupnorm_backward(side(x), side(dy), side(gamma), side(mean), side(inv), k.groups,
+                              side(dx), side(dg), side(db));
+      });
+      check_close(y, "group_norm y");
+      check_close(mean, "group_norm mean");
+      check_close(inv, "group_norm inv_std");
+      check_close(dx, "group_norm dx");
+      check_close(dg, "group_norm dgamma");
+      check_close(db, "group_norm dbeta");
+      Pair xi = upload(x.cpu), dyi = upload(dy.cpu);
+      Tensor none;
+      gpu().groupnorm_forward(xi.gpu, gamma.gpu, beta.gpu, k.groups, 1e-5, xi.gpu, none, none);
+      CHECK(bitwise_equal(download(xi.gpu), download(y.gpu)));
+      gpu().groupnorm_backward(x.gpu, dyi.gpu, gamma.gpu, mean.gpu, inv.gpu, k.groups, dyi.gpu,
+                               none, none);
+      CHECK(bitwise_equal(download(dyi.gpu), download(dx.gpu)));
+    }
+  }
+}
+
 TEST_CASE("cuda pow: the CPU's formulas within rounding, NaN where the CPU's is") {
   const Shape s{7, 143};
   for (double e : {3.0, -1.0, 1.5, 0.0}) {
