@@ -27,6 +27,8 @@ void initialize(Tensor& t, Init init, uint64_t seed, uint64_t stream) {
         return init.scale * random_normal(seed, stream, i);
       case Init::Kind::uniform:
         return init.scale * (2.0 * random_uniform(seed, stream, i) - 1.0);
+      case Init::Kind::constant:
+        return init.scale;
     }
     return 0.0;
   };

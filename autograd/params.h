@@ -16,12 +16,13 @@ namespace frugal {
 // How a new parameter is filled. Values are a function of (store seed, name), so they do
 // not depend on creation order or thread count.
 struct Init {
-  enum class Kind { zeros, ones, normal, uniform } kind = Kind::zeros;
-  double scale = 0;  // std for normal, bound for uniform (-scale, scale)
+  enum class Kind { zeros, ones, normal, uniform, constant } kind = Kind::zeros;
+  double scale = 0;  // std for normal, bound for uniform (-scale, scale), the value for constant
   static Init zeros() { return {Kind::zeros, 0}; }
   static Init ones() { return {Kind::ones, 0}; }
   static Init normal(double std) { return {Kind::normal, std}; }
   static Init uniform(double bound) { return {Kind::uniform, bound}; }
+  static Init constant(double value) { return {Kind::constant, value}; }
 };
 
 struct Parameter {

@@ -56,6 +56,12 @@ void Backend::groupnorm_backward(const Tensor&, const Tensor&, const Tensor&, co
                                  const Tensor&, int64_t, Tensor&, Tensor&, Tensor&) {
   throw Error("group_norm backward: no group norm kernels on " + device().str());
 }
+void Backend::prelu_forward(const Tensor&, const Tensor&, Tensor&) {
+  throw Error("prelu: no PReLU kernels on " + device().str());
+}
+void Backend::prelu_backward(const Tensor&, const Tensor&, const Tensor&, Tensor&, Tensor&) {
+  throw Error("prelu backward: no PReLU kernels on " + device().str());
+}
 void Backend::reduce_rows_forward(Reduction r, const Tensor&, Tensor&, Tensor&) {
   throw Error(std::string(reduction_name(r)) + ": no reduction kernels on " + device().str());
 }

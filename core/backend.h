@@ -1,7 +1,8 @@
 // The Backend: every kernel a device provides, in one place. Kernels receive their output and
 // scratch memory as arguments and never allocate. An output may alias an input only where the
 // op declared that alias, and a kernel gives identical bits whether or not it does.
-// All float kernels work in f32 and f64 (the dtype of their tensors).
+// All float kernels work in f32 and f64 (the dtype of their tensors). One declaration with its
+// contract per kernel, in one interface, so this file runs past 400 lines as kernels are added.
 #pragma once
 
 #include <cstdint>
@@ -207,6 +208,16 @@ class Backend {
   virtual void groupnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
                                   const Tensor& mean, const Tensor& inv_std, int64_t groups,
                                   Tensor& dx, Tensor& dgamma, Tensor& dbeta);
+
+  // --- PReLU (x (N, C, ...) viewed as (N, C, S); slope (C), or (1): one for every channel) ---
+  // y = x > 0 ? x : slope[c] x. y may be x. Devices without these kernels throw naming
+  // themselves.
+  virtual void prelu_forward(const Tensor& x, const Tensor& slope, Tensor& y);
+  // dx = x > 0 ? dy : slope[c] dy (dx may alias dy); dslope[c] = the sum of x dy where x <= 0
+  // over the channel (over every value with one slope), in double in an order the shape alone
+  // fixes; each overwritten where defined.
+  virtual void prelu_backward(const Tensor& x, const Tensor& dy, const Tensor& slope, Tensor& dx,
+                              Tensor& dslope);
 
   // --- reductions (x viewed as (R, C) rows; y (R) of x's dtype; index (R) i32) -------------
   // y = each row's reduction (core/reduce.h), sums in double in an order the shape alone fixes;

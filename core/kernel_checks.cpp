@@ -299,6 +299,33 @@ GroupDims check_groupnorm(const char* op, const Tensor& x, const Tensor& y, int6
 
 }  // namespace
 
+ChannelDims check_prelu(const char* op, const Tensor& x, const Tensor& slope,
+                        std::initializer_list<const Tensor*> like_x, const Tensor& dslope,
+                        const Device& device) {
+  check_defined(op, "x", x);
+  check_defined(op, "slope", slope);
+  FRUGAL_CHECK(is_float(x), op, ": x must be f32 or f64, got ", dtype_name(x.dtype()));
+  const Shape& s = x.shape();
+  FRUGAL_CHECK(s.rank() >= 2 && s[0] >= 1 && s[1] >= 1, op, ": x ", s,
+               " is not (N, C, ...) with a sample and a channel");
+  for (const Tensor* t : {&slope, &dslope}) {
+    if (!t->defined()) continue;
+    FRUGAL_CHECK((t->numel() == s[1] || t->numel() == 1) && t->dtype() == x.dtype() &&
+                     t->shape() == slope.shape(),
+                 op, ": a slope tensor is ", t->shape(), " ", dtype_name(t->dtype()), ", expected ",
+                 s[1], " values or one of ", dtype_name(x.dtype()), " for x ", s);
+    check_device(op, {t}, device);
+  }
+  for (const Tensor* t : like_x) {
+    if (!t->defined()) continue;
+    FRUGAL_CHECK(t->meta() == x.meta(), op, ": x ", s, " and ", t->shape(), " ",
+                 dtype_name(t->dtype()), " differ");
+    check_device(op, {t}, device);
+  }
+  check_device(op, {&x}, device);
+  return {s[0], s[1], x.numel() / (s[0] * s[1])};
+}
+
 GroupDims check_groupnorm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                   int64_t groups, const Tensor& y, const Tensor& mean,
                                   const Tensor& inv_std, const Device& device) {

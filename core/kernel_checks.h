@@ -143,6 +143,13 @@ GroupDims check_groupnorm_backward(const Tensor& x, const Tensor& dy, const Tens
                                    const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta,
                                    const Device& device);
 
+// PReLU: x f32/f64 (N, C, ...) of rank >= 2 viewed as (N, C, S); slope (C) or (1) and, where
+// defined, dslope like slope; y, dy and dx like x where defined; all of x's dtype on the
+// device. Returns (N, C, S).
+ChannelDims check_prelu(const char* op, const Tensor& x, const Tensor& slope,
+                        std::initializer_list<const Tensor*> like_x, const Tensor& dslope,
+                        const Device& device);
+
 // Backend::reduce_rows_forward's arguments: x f32/f64 of R x C elements (R, C >= 1), y (R) of
 // x's dtype, index (R) i32 where defined. Returns (R, C).
 RowDims check_reduce_forward(Reduction r, const Tensor& x, const Tensor& y, const Tensor& index,

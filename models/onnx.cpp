@@ -637,6 +637,11 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
     } else if (op == "Relu") {
       o.kind = Kind::relu;
       o.inputs = {activation_input(n)};
+    } else if (op == "PRelu") {
+      // nn.PReLU: its slope a weight (C, 1, ..., 1) per channel or a single one, or an Unsqueeze
+      // of the weight in a training-mode export (checked against x's shape when recorded).
+      o.kind = Kind::prelu;
+      o.inputs = {activation_input(n), operand(n, 1)};
     } else if (op == "LeakyRelu") {
       o.kind = Kind::leaky_relu;
       o.alpha = r.get_float(n, "alpha", 0.01);
@@ -704,7 +709,7 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
           "MaxPool, AveragePool, GlobalAveragePool, ReduceMean, ReduceSum, ReduceMax, "
           "ReduceMin, ReduceSumSquare, ReduceL1, ReduceL2, ReduceLogSumExp, Flatten, Reshape, "
           "Transpose, "
-          "Split, Slice, Pad, Concat, Softmax, Resize, Add, Sub, Mul, Div, Relu, LeakyRelu, "
+          "Split, Slice, Pad, Concat, Softmax, Resize, Add, Sub, Mul, Div, Relu, LeakyRelu, PRelu, "
           "Sigmoid, Tanh, HardSigmoid, HardSwish, Clip, Elu, Selu, Softplus, Softsign, Exp, Log, "
           "Neg, Reciprocal, Dropout, Identity, Constant, Erf, Sqrt, "
           "Abs, "

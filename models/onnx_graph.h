@@ -39,6 +39,7 @@ enum class OnnxKind {
   concat,
   relu,
   leaky_relu,
+  prelu,  // inputs {x, slope}: the slope one value per channel (axis 1) or one for all
   activation,
   pow,  // by the constant alpha (Pow by 2, 0.5 and 1 are mul, sqrt and identity)
   identity,

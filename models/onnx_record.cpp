@@ -29,6 +29,7 @@
 #include "layers/maxpool2d.h"
 #include "layers/pad.h"
 #include "layers/pow.h"
+#include "layers/prelu.h"
 #include "layers/reduce.h"
 #include "layers/relu.h"
 #include "layers/reshape.h"
@@ -256,6 +257,26 @@ Value record_instance_norm(const OnnxNode& n, std::span<const Value> in,
                      where)[0];
 }
 
+// PRelu of x (N, C, ...): its slope broadcasts to x along the channels (C, 1, ..., 1) or
+// (1, C, 1, ...) or, for x (N, C), (C), or is one value.
+Value record_prelu(const Value& x, const Value& slope, std::source_location where) {
+  const Shape& s = x.shape();
+  const Shape p = slope.shape();
+  FRUGAL_CHECK(s.rank() >= 2, "PRelu of ", s, ": frugal imports inputs (N, C, ...)");
+  bool per_channel = false;
+  if (p.numel() == s[1] && p.numel() > 1) {
+    const int c = p.rank() == s.rank() ? 1 : p.rank() == s.rank() - 1 ? 0 : -1;
+    per_channel = c >= 0 && p[c] == s[1];
+  }
+  FRUGAL_CHECK(per_channel || p.numel() == 1, "PRelu of ", s, ": its slope ", p,
+               " is neither one value per channel (", s[1], ", along axis 1) nor a single one");
+  FRUGAL_CHECK(slope.dtype() == x.dtype(), "PRelu of ", s, " ", dtype_name(x.dtype()),
+               ": its slope is ", dtype_name(slope.dtype()));
+  const Shape to{per_channel ? s[1] : 1};
+  Value a = p == to ? slope : reshape(slope, to);
+  return x.tape().record(std::make_unique<PReluOp>(), {x, a}, where)[0];
+}
+
 // A Reshape's target for an input of shape `from`: a constant target holds the export's batch
 // first, which stands for the batch.
 Shape reshape_target(const OnnxNode& n, const std::map<std::string, IntTensor>& ints,
@@ -461,6 +482,9 @@ Value record_onnx(const OnnxModel& model, Value images) {
           break;
         case Kind::leaky_relu:
           y = leaky_relu(in[0], n.alpha);
+          break;
+        case Kind::prelu:
+          y = record_prelu(in[0], in[1], where);
           break;
         case Kind::activation:
           y = activation(in[0], n.activation);

@@ -33,7 +33,7 @@ leading axes), gather_net.onnx (Gather over activations) and reduce_net.onnx, re
 (ReduceSum, ReduceMax, ReduceMin, ReduceL1, ReduceL2, ReduceLogSumExp at opsets 13 and 11) and
 expand_net.onnx (Expand over activations), instance_norm_net.onnx (InstanceNormalization,
 GroupNorm's export), group_norm_lookalike_net.onnx (GroupNorm's five nodes over a reshape
-that is no grouping) and activation_net.onnx (ELU, SELU, Mish, Softplus, Exp, Neg, Log,
+that is no grouping), prelu_net.onnx (PReLU per channel and shared) and activation_net.onnx (ELU, SELU, Mish, Softplus, Exp, Neg, Log,
 Reciprocal):
 
     /usr/bin/python3 scripts/onnx_fixtures.py --pytorch tests/data/onnx
@@ -893,6 +893,40 @@ def group_norm_lookalike_net(out):
     export_with_output(net, x, out, "group_norm_lookalike_net", 13, dynamic=False)
 
 
+def prelu_net(out):
+    """PReLU as PyTorch exports it: nn.PReLU(8) after a convolution (a (8, 1, 1) slope),
+    nn.PReLU() with one slope for every channel, and nn.PReLU(5) on a linear layer's (N, 5)
+    output (a (5,) slope), slopes drawn on both sides of zero; tests/data/onnx/prelu_net.onnx
+    with PyTorch's float32 output, and prelu_unfolded_net.onnx exported without folding
+    constants (the slopes reach PRelu through Unsqueeze, as in a training-mode export)."""
+
+    import torch
+    from torch import nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(3, 8, 3, padding=1)
+            self.act1 = nn.PReLU(8)
+            self.conv2 = nn.Conv2d(8, 8, 3, padding=1)
+            self.act2 = nn.PReLU()
+            self.fc = nn.Linear(8, 5)
+            self.act3 = nn.PReLU(5)
+            with torch.no_grad():
+                for m in (self.act1, self.act2, self.act3):
+                    m.weight.uniform_(-0.5, 0.5)
+
+        def forward(self, x):
+            x = self.act2(self.conv2(self.act1(self.conv1(x))))
+            return self.act3(self.fc(x.mean((2, 3))))
+
+    torch.manual_seed(14)
+    net = Net().eval()
+    x = torch.rand(2, 3, 6, 5) * 2 - 1
+    export_with_output(net, x, out, "prelu_net", 13)
+    export_with_output(net, x, out, "prelu_unfolded_net", 13, fold=False)
+
+
 def activation_net(out):
     """The other activations as PyTorch exports them: ELU, SELU, Mish (Softplus, Tanh, Mul),
     softsign (Abs, Add, Div), softplus, and torch.exp, neg, log and reciprocal, into a head;
@@ -1086,6 +1120,7 @@ if __name__ == "__main__":
         expand_net(sys.argv[2])
         instance_norm_net(sys.argv[2])
         group_norm_lookalike_net(sys.argv[2])
+        prelu_net(sys.argv[2])
         activation_net(sys.argv[2])
         sys.exit(0)
     if len(sys.argv) > 2 and sys.argv[1] == "--segmentation":

@@ -176,6 +176,19 @@ TEST_CASE(
       if (n.op_type() == "InstanceNormalization") attribute(&n, "epsilon")->set_f(0);
     CHECK(error_for(eps).ends_with("(InstanceNormalization): epsilon must be positive"));
   }
+  {  // PRelu whose slope is neither one per channel nor a single value.
+    onnx::ModelProto m;
+    std::ifstream in(onnx_data() / "prelu_net.onnx", std::ios::binary);
+    REQUIRE(m.ParseFromIstream(&in));
+    for (auto& n : *m.mutable_graph()->mutable_node())
+      if (n.op_type() == "PRelu") {
+        n.set_input(1, "fc.bias");  // five values for eight channels
+        break;
+      }
+    CHECK(
+        error_for(m).ends_with("(PRelu): PRelu of [1,8,6,5]: its slope [5] is neither one value "
+                               "per channel (8, along axis 1) nor a single one"));
+  }
   {  // Gather over an activation along the batch axis, or by an index outside the axis.
     onnx::ModelProto m;
     std::ifstream in(onnx_data() / "gather_net.onnx", std::ios::binary);

@@ -25,6 +25,7 @@
 #include "layers/matmul.h"
 #include "layers/pad.h"
 #include "layers/pow.h"
+#include "layers/prelu.h"
 #include "layers/reduce.h"
 #include "layers/relu.h"
 #include "layers/reshape.h"
@@ -163,10 +164,11 @@ TEST_CASE("sim device: layer norm's steps equal the CPU's bitwise") {
                       train_on(sim_backend(), net, {2, 3, 6, 6}, 5, memory, 2));
 }
 
-TEST_CASE("sim device: group norm's steps equal the CPU's bitwise") {
+TEST_CASE("sim device: group norm's and PReLU's steps equal the CPU's bitwise") {
   const Network net = [](Value x) {
     x = relu(group_norm(conv2d(x, {.out = 6, .kernel = 3, .pad = 1}), 3));
     x = group_norm(conv2d(x, {.out = 6, .kernel = 3, .pad = 1}), 6, {.affine = false});
+    x = prelu(prelu(x), {.per_channel = false});
     return linear(flatten(x), {.out = 5});
   };
   for (MemoryMode memory : {MemoryMode::baseline, MemoryMode::planned})

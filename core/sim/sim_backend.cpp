@@ -248,6 +248,17 @@ void SimBackend::groupnorm_backward(const Tensor& x, const Tensor& dy, const Ten
                           view(dx), view(dgamma), view(dbeta));
 }
 
+void SimBackend::prelu_forward(const Tensor& x, const Tensor& slope, Tensor& y) {
+  Views view(alloc_, "prelu_forward");
+  cpu_.prelu_forward(view(x), view(slope), view(y));
+}
+
+void SimBackend::prelu_backward(const Tensor& x, const Tensor& dy, const Tensor& slope, Tensor& dx,
+                                Tensor& dslope) {
+  Views view(alloc_, "prelu_backward");
+  cpu_.prelu_backward(view(x), view(dy), view(slope), view(dx), view(dslope));
+}
+
 void SimBackend::reduce_rows_forward(Reduction r, const Tensor& x, Tensor& y, Tensor& index) {
   Views view(alloc_, "reduce_rows_forward");
   cpu_.reduce_rows_forward(r, view(x), view(y), view(index));

@@ -601,6 +601,30 @@ TEST_CASE("cuda group norm: the CPU's statistics and gradients within rounding, 
   }
 }
 
+TEST_CASE("cuda prelu: the CPU's bits elementwise, the slope's gradient within rounding") {
+  for (const auto& [s, slopes] :
+       {std::pair<Shape, int64_t>{{3, 6, 5, 7}, 6}, {{3, 6, 5, 7}, 1}, {{4, 9}, 9}}) {
+    for (DType t : kFloats) {
+      Pair x = random_pair(s, t, 97), dy = random_pair(s, t, 98);
+      Pair a = random_pair({slopes}, t, 99);
+      Pair y = empty_pair(s, t), dx = empty_pair(s, t), da = empty_pair({slopes}, t);
+      on_both([&](Backend& be, auto side) {
+        be.prelu_forward(side(x), side(a), side(y));
+        be.prelu_backward(side(x), side(dy), side(a), side(dx), side(da));
+      });
+      CHECK(bitwise_equal(download(y.gpu), y.cpu));
+      CHECK(bitwise_equal(download(dx.gpu), dx.cpu));
+      check_close(da, "prelu dslope");
+      Pair xi = upload(x.cpu), dyi = upload(dy.cpu);
+      Tensor none;
+      gpu().prelu_forward(xi.gpu, a.gpu, xi.gpu);
+      CHECK(bitwise_equal(download(xi.gpu), y.cpu));
+      gpu().prelu_backward(x.gpu, dyi.gpu, a.gpu, dyi.gpu, none);
+      CHECK(bitwise_equal(download(dyi.gpu), dx.cpu));
+    }
+  }
+}
+
 TEST_CASE("cuda pow: the CPU's formulas within rounding, NaN where the CPU's is") {
   const Shape s{7, 143};
   for (double e : {3.0, -1.0, 1.5, 0.0}) {

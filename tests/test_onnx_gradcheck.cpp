@@ -1,0 +1,50 @@
+// Imported models' ops in float64 against finite differences, the weights drawn away from the
+// file's: instance and group normalization (InstanceNormalization, GroupNorm's five nodes) and
+// PReLU (its slopes folded, or through Unsqueeze).
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "check/gradcheck.h"
+#include "models/onnx.h"
+#include "models/onnx_graph.h"
+#include "tests/onnx_support.h"
+
+using namespace frugal;
+using namespace frugal::testing;
+
+// The imported instance and group normalizations in float64 against finite differences, the
+// weights drawn away from the file's (input gradients and every weight's).
+TEST_CASE("onnx: gradcheck of an imported model's instance and group norms") {
+  const OnnxModel m = load_onnx((onnx_data() / "instance_norm_net.onnx").string());
+  check_gradients(
+      [&](std::span<const Value> in) {
+        Value y = record_onnx(m, in[0]);
+        uint64_t seed = 40;
+        for (const auto& [name, trainable] : m.graph->params)
+          if (trainable) randomize_param(y.tape(), name, seed++, -1, 1);
+        return std::vector<Value>{y};
+      },
+      {random_tensor({2, 3, 6, 5}, 7)}, {.tolerance = 1e-6});
+}
+
+// The imported PReLUs in float64 against finite differences, the slopes drawn away from the
+// file's (folded: weights of their own shapes; unfolded: through Unsqueeze).
+TEST_CASE("onnx: gradcheck of an imported model's PReLUs") {
+  for (const char* name : {"prelu_net", "prelu_unfolded_net"}) {
+    CAPTURE(std::string(name));
+    const OnnxModel m = load_onnx((onnx_data() / (std::string(name) + ".onnx")).string());
+    int prelus = 0;
+    for (const OnnxNode& n : m.graph->nodes) prelus += n.kind == OnnxKind::prelu;
+    CHECK(prelus == 3);
+    check_gradients(
+        [&](std::span<const Value> in) {
+          Value y = record_onnx(m, in[0]);
+          uint64_t seed = 50;
+          for (const auto& [param, trainable] : m.graph->params)
+            if (trainable) randomize_param(y.tape(), param, seed++, -1, 1);
+          return std::vector<Value>{y};
+        },
+        {kink_free({2, 3, 6, 5}, 9)}, {.tolerance = 1e-6});
+  }
+}
