@@ -1,8 +1,8 @@
 // MaxPool2d and AvgPool2d: output sizes against PyTorch's, hand-computed cases, gradient
 // checks (floor, ceil, padding, stride != kernel, non-square), the kernels against a naive
 // reference (non-square kernels too), roles, determinism and error messages, and the CPU's
-// 4-bit indexes and pool-then-ReLU against ReLU-then-pool (one file per op's tests: past 400
-// lines).
+// 4-bit indexes and pool-then-ReLU against ReLU-then-pool, and the max pool's outputs run many
+// at once against the rule of one window (one file per op's tests: past 400 lines).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -370,6 +370,65 @@ TEST_CASE("pool kernels match a naive reference with non-square kernels") {
         }
       }
     }
+}
+
+TEST_CASE("max_pool2d: windows inside the row, many at once, as the window-by-window rule") {
+  // The CPU runs outputs whose window lies inside the row a tap at a time over up to 64 of them;
+  // each must keep the rule of one window: row-major taps, a larger value or a NaN takes over,
+  // ties keep the first. Small integers (many ties), NaNs and infinities; rows of more than 64
+  // such outputs, the stem's 3x3/2 with padding, ceil mode, strides wider than the kernel.
+  const Pool2dGeometry cases[] = {
+      geometry(9, 150, 3, 3, 2, 2, 1, 1, false),  // ResNet's stem: 75 outputs a row
+      geometry(6, 140, 2, 2, 2, 2, 0, 0, false),  // 70 outputs, no padding
+      geometry(5, 70, 3, 3, 1, 1, 1, 1, false),   // overlapping, 70 outputs
+      geometry(7, 131, 3, 3, 2, 2, 0, 0, true),   // ceil: the last window partial
+      geometry(4, 100, 2, 1, 3, 4, 0, 0, false),  // stride wider than the kernel
+  };
+  for (const Pool2dGeometry& g0 : cases) {
+    Pool2dGeometry g = g0;
+    g.N = 2;
+    g.C = 3;
+    INFO("H ", g.H, " W ", g.W, " kernel ", g.kernel_h, "x", g.kernel_w, " stride ", g.stride_h,
+         "x", g.stride_w, " pad ", g.pad_h, "x", g.pad_w);
+    for (DType t : {DType::f32, DType::f64}) {
+      Tensor x = Tensor::empty({g.N, g.C, g.H, g.W}, t);
+      Rng rng(11);
+      for (int64_t i = 0; i < x.numel(); ++i) {
+        const uint64_t r = rng.below(40);
+        const double v = r == 0   ? std::nan("")
+                         : r == 1 ? -std::numeric_limits<double>::infinity()
+                         : r == 2 ? std::numeric_limits<double>::infinity()
+                                  : static_cast<double>(r % 7) - 3;
+        if (t == DType::f32)
+          x.data<float>()[i] = static_cast<float>(v);
+        else
+          x.data<double>()[i] = v;
+      }
+      Tensor y = Tensor::empty({g.N, g.C, g.P, g.Q}, t), index = index_for(g);
+      cpu_backend().maxpool2d_forward(g, x, y, index);
+      for (int64_t nc = 0; nc < g.N * g.C; ++nc)
+        for (int64_t p = 0; p < g.P; ++p)
+          for (int64_t q = 0; q < g.Q; ++q) {
+            const int64_t hs = p * g.stride_h - g.pad_h, ws = q * g.stride_w - g.pad_w;
+            double m = 0;
+            int k = -1;
+            for (int64_t i = 0; i < g.kernel_h; ++i)
+              for (int64_t j = 0; j < g.kernel_w; ++j) {
+                const int64_t h = hs + i, w = ws + j;
+                if (h < 0 || h >= g.H || w < 0 || w >= g.W) continue;
+                const double v = element_as_double(x, (nc * g.H + h) * g.W + w);
+                if (k < 0 || v > m || std::isnan(v)) {
+                  m = v;
+                  k = static_cast<int>(i * g.kernel_w + j);
+                }
+              }
+            const int64_t o = (nc * g.P + p) * g.Q + q;
+            const double got = element_as_double(y, o);
+            CHECK((got == m || (std::isnan(got) && std::isnan(m))));
+            CHECK(position(g, index, o) == k);
+          }
+    }
+  }
 }
 
 TEST_CASE("max_pool2d inference writes no index and padding never wins over -inf") {

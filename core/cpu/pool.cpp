@@ -54,31 +54,79 @@ struct IndexLayout {
   }
 };
 
+// One output's max and argmax (row-major in the full window), as every output is defined.
+template <typename T>
+void max_window(const Pool2dGeometry& g, const T* xp, int64_t p, int64_t q, T& m, int64_t& k) {
+  const Window v = window(g, p, q);
+  int64_t best = v.h0 * g.W + v.w0;
+  m = xp[best];
+  for (int64_t h = v.h0; h < v.h1; ++h)
+    for (int64_t w = v.w0; w < v.w1; ++w) {
+      const T val = xp[h * g.W + w];
+      if (val > m || std::isnan(val)) {
+        m = val;
+        best = h * g.W + w;
+      }
+    }
+  k = (best / g.W - v.hs) * g.kernel_w + best % g.W - v.ws;
+}
+
 // x (N,C,H,W)  y (N,C,P,Q)  index (IndexLayout) or null: argmax row-major in the full window.
-// Padding never wins (acts as -inf); NaN wins, as in PyTorch; ties keep the first.
+// Padding never wins (acts as -inf); NaN wins, as in PyTorch; ties keep the first. Outputs
+// whose window lies inside the row run a tap at a time over up to 64 outputs at once (the
+// comparisons of one output form a chain; those of many outputs are independent, and
+// vectorize), with the same taps in the same order per output as max_window.
 template <typename T>
 void maxpool2d_forward_t(const Pool2dGeometry& g, const T* x, T* y, uint8_t* index,
                          const IndexLayout& at) {
+  // Outputs [q_lo, q_hi) have windows inside [0, W) along the row.
+  const int64_t q_lo = std::min(g.Q, (g.pad_w + g.stride_w - 1) / g.stride_w);
+  const int64_t q_hi =
+      std::max(q_lo, std::min(g.Q, g.W + g.pad_w - g.kernel_w >= 0
+                                       ? (g.W + g.pad_w - g.kernel_w) / g.stride_w + 1
+                                       : int64_t{0}));
+  constexpr int64_t kChunk = 64;
 #pragma omp parallel for schedule(static)
   for (int64_t nc = 0; nc < g.N * g.C; ++nc) {
     const T* xp = x + nc * g.H * g.W;
-    for (int64_t p = 0; p < g.P; ++p)
-      for (int64_t q = 0; q < g.Q; ++q) {
-        const Window v = window(g, p, q);
-        int64_t best = v.h0 * g.W + v.w0;
-        T m = xp[best];
+    T* yp = y + nc * g.P * g.Q;
+    for (int64_t p = 0; p < g.P; ++p) {
+      auto one = [&](int64_t q) {
+        T m;
+        int64_t k;
+        max_window(g, xp, p, q, m, k);
+        yp[p * g.Q + q] = m;
+        if (index) at.put(index, nc, p * g.Q + q, k);
+      };
+      for (int64_t q = 0; q < q_lo; ++q) one(q);
+      const Window v = window(g, p, q_lo);
+      for (int64_t c0 = q_lo; c0 < q_hi; c0 += kChunk) {
+        const int64_t n = std::min(kChunk, q_hi - c0);
+        T m[kChunk];
+        int32_t best[kChunk];
+        const T* first = xp + v.h0 * g.W + c0 * g.stride_w - g.pad_w;
+        for (int64_t i = 0; i < n; ++i) {
+          m[i] = first[i * g.stride_w];
+          best[i] = static_cast<int32_t>((v.h0 - v.hs) * g.kernel_w);
+        }
         for (int64_t h = v.h0; h < v.h1; ++h)
-          for (int64_t w = v.w0; w < v.w1; ++w) {
-            const T val = xp[h * g.W + w];
-            if (val > m || std::isnan(val)) {
-              m = val;
-              best = h * g.W + w;
+          for (int64_t j = 0; j < g.kernel_w; ++j) {
+            const T* tap = xp + h * g.W + c0 * g.stride_w - g.pad_w + j;
+            const auto k = static_cast<int32_t>((h - v.hs) * g.kernel_w + j);
+            for (int64_t i = 0; i < n; ++i) {
+              const T val = tap[i * g.stride_w];
+              const bool take = (val > m[i]) | (val != val);  // NaN wins, as std::isnan
+              m[i] = take ? val : m[i];
+              best[i] = take ? k : best[i];
             }
           }
-        y[nc * g.P * g.Q + p * g.Q + q] = m;
-        if (index)
-          at.put(index, nc, p * g.Q + q, (best / g.W - v.hs) * g.kernel_w + best % g.W - v.ws);
+        for (int64_t i = 0; i < n; ++i) {
+          yp[p * g.Q + c0 + i] = m[i];
+          if (index) at.put(index, nc, p * g.Q + c0 + i, best[i]);
+        }
       }
+      for (int64_t q = q_hi; q < g.Q; ++q) one(q);
+    }
   }
 }
 
