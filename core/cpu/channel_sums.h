@@ -36,4 +36,11 @@ std::array<double, K> channel_sums(const ChannelDims& d, int64_t c, const F& f) 
   return out;
 }
 
+// Double sums of the K terms f(j)[k] over the n values j of one contiguous run (a layer norm's
+// row, a group norm's group), in the same fixed order: the run as one channel of one sample.
+template <int K, typename F>
+std::array<double, K> row_sums(int64_t n, const F& f) {
+  return channel_sums<K>(ChannelDims{1, 1, n}, 0, f);
+}
+
 }  // namespace frugal::cpu

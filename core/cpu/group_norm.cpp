@@ -15,12 +15,7 @@ namespace frugal {
 
 namespace {
 
-// Double sums of the K terms f(j)[k] over the n values j of a contiguous run, in channel
-// sums' fixed order.
-template <int K, typename F>
-std::array<double, K> run_sums(int64_t n, const F& f) {
-  return cpu::channel_sums<K>(ChannelDims{1, 1, n}, 0, f);
-}
+using cpu::row_sums;
 
 template <typename T>
 void groupnorm_forward_t(const GroupDims& d, const T* x, const T* gamma, const T* beta, double eps,
@@ -32,8 +27,8 @@ void groupnorm_forward_t(const GroupDims& d, const T* x, const T* gamma, const T
     const T* xr = x + r * L;
     T* yr = y + r * L;
     const double mu =
-        run_sums<1>(L, [&](int64_t j) { return std::array<double, 1>{xr[j]}; })[0] / count;
-    const double sq = run_sums<1>(L, [&](int64_t j) {
+        row_sums<1>(L, [&](int64_t j) { return std::array<double, 1>{xr[j]}; })[0] / count;
+    const double sq = row_sums<1>(L, [&](int64_t j) {
       const double e = xr[j] - mu;
       return std::array<double, 1>{e * e};
     })[0];
@@ -63,7 +58,7 @@ void groupnorm_backward_t(const GroupDims& d, const T* x, const T* dy, const T* 
     const double mu = mean[r], inv = inv_std[r];
     for (int64_t k = 0; k < d.Cg; ++k) {
       const T *xc = x + r * L + k * d.S, *dyc = dy + r * L + k * d.S;
-      const auto [s, sx] = run_sums<2>(d.S, [&](int64_t j) {
+      const auto [s, sx] = row_sums<2>(d.S, [&](int64_t j) {
         const double g = dyc[j];
         return std::array<double, 2>{g, g * ((xc[j] - mu) * inv)};
       });

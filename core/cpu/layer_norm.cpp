@@ -14,12 +14,7 @@ namespace frugal {
 
 namespace {
 
-// Double sums of the K terms f(j)[k] over a row's C columns, in batch norm's fixed order (a
-// row is one channel of one sample).
-template <int K, typename F>
-std::array<double, K> row_sums(int64_t C, const F& f) {
-  return cpu::channel_sums<K>(ChannelDims{1, 1, C}, 0, f);
-}
+using cpu::row_sums;
 
 template <typename T>
 void layernorm_forward_t(const RowDims& d, const T* x, const T* gamma, const T* beta, double eps,
