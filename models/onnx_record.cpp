@@ -229,9 +229,6 @@ Value record_matmul(Value a, Value b) {
   return matmul(repeat_unit_axes(a, Shape(ta), what), repeat_unit_axes(b, Shape(tb), what));
 }
 
-// InstanceNormalization: each (sample, channel) row of x (N, C, ...) normalized over the
-// remaining axes, a LayerNorm over them with a fixed unit scale and zero shift, then the
-// per-channel scale and bias the node reads (inputs 1 and 2 where n.ints says so).
 // InstanceNormalization of x (N, C, D1, ...): a group norm with a group per channel, its
 // scale and bias those of the node or fixed ones and zeros where the file's were.
 Value record_instance_norm(const OnnxNode& n, std::span<const Value> in,
