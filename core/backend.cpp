@@ -53,13 +53,14 @@ void Backend::groupnorm_forward(const Tensor&, const Tensor&, const Tensor&, int
   throw Error("group_norm: no group norm kernels on " + device().str());
 }
 void Backend::groupnorm_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&,
-                                 const Tensor&, int64_t, Tensor&, Tensor&, Tensor&) {
+                                 const Tensor&, int64_t, Tensor&, Tensor&, Tensor&, const Tensor&) {
   throw Error("group_norm backward: no group norm kernels on " + device().str());
 }
 void Backend::prelu_forward(const Tensor&, const Tensor&, Tensor&) {
   throw Error("prelu: no PReLU kernels on " + device().str());
 }
-void Backend::prelu_backward(const Tensor&, const Tensor&, const Tensor&, Tensor&, Tensor&) {
+void Backend::prelu_backward(const Tensor&, const Tensor&, const Tensor&, Tensor&, Tensor&,
+                             const Tensor&) {
   throw Error("prelu backward: no PReLU kernels on " + device().str());
 }
 void Backend::reduce_rows_forward(Reduction r, const Tensor&, Tensor&, Tensor&) {

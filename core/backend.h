@@ -205,9 +205,12 @@ class Backend {
   // With x^ = (x - mean) inv_std and g = dy gamma[c]: dx = inv_std (g - mean(g) - x^ mean(g x^))
   // per row, dgamma[c] = sum over the channel of dy x^, dbeta[c] = sum of dy, each overwritten
   // where defined (dx may alias dy). Sums run in double in an order the shape alone fixes.
+  // scratch: groupnorm_backward_scratch(x) bytes of the op's backward scratch.
   virtual void groupnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
                                   const Tensor& mean, const Tensor& inv_std, int64_t groups,
-                                  Tensor& dx, Tensor& dgamma, Tensor& dbeta);
+                                  Tensor& dx, Tensor& dgamma, Tensor& dbeta, const Tensor& scratch);
+  // The scratch groupnorm_backward needs for x (N, C, ...): the CPU's per (sample, channel) sums.
+  virtual size_t groupnorm_backward_scratch(const TensorMeta& /*x*/) const { return 0; }
 
   // --- PReLU (x (N, C, ...) viewed as (N, C, S); slope (C), or (1): one for every channel) ---
   // y = x > 0 ? x : slope[c] x. y may be x. Devices without these kernels throw naming
@@ -215,9 +218,11 @@ class Backend {
   virtual void prelu_forward(const Tensor& x, const Tensor& slope, Tensor& y);
   // dx = x > 0 ? dy : slope[c] dy (dx may alias dy); dslope[c] = the sum of x dy where x <= 0
   // over the channel (over every value with one slope), in double in an order the shape alone
-  // fixes; each overwritten where defined.
+  // fixes; each overwritten where defined. scratch: prelu_backward_scratch(x) bytes.
   virtual void prelu_backward(const Tensor& x, const Tensor& dy, const Tensor& slope, Tensor& dx,
-                              Tensor& dslope);
+                              Tensor& dslope, const Tensor& scratch);
+  // The scratch prelu_backward needs for x (N, C, ...): the CPU's per-channel sums.
+  virtual size_t prelu_backward_scratch(const TensorMeta& /*x*/) const { return 0; }
 
   // --- reductions (x viewed as (R, C) rows; y (R) of x's dtype; index (R) i32) -------------
   // y = each row's reduction (core/reduce.h), sums in double in an order the shape alone fixes;

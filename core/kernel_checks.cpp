@@ -299,6 +299,13 @@ GroupDims check_groupnorm(const char* op, const Tensor& x, const Tensor& y, int6
 
 }  // namespace
 
+double* scratch_doubles(const char* op, const Tensor& scratch, size_t bytes, const Device& device) {
+  FRUGAL_CHECK(scratch.defined() && scratch.bytes() >= bytes, op, ": needs ", bytes,
+               " bytes of scratch, got ", scratch.defined() ? scratch.bytes() : 0);
+  check_device(op, {&scratch}, device);
+  return static_cast<double*>(scratch.device_raw());
+}
+
 ChannelDims check_prelu(const char* op, const Tensor& x, const Tensor& slope,
                         std::initializer_list<const Tensor*> like_x, const Tensor& dslope,
                         const Device& device) {

@@ -150,6 +150,9 @@ ChannelDims check_prelu(const char* op, const Tensor& x, const Tensor& slope,
                         std::initializer_list<const Tensor*> like_x, const Tensor& dslope,
                         const Device& device);
 
+// A kernel's scratch as `bytes` of doubles on the device: defined, at least that large.
+double* scratch_doubles(const char* op, const Tensor& scratch, size_t bytes, const Device& device);
+
 // Backend::reduce_rows_forward's arguments: x f32/f64 of R x C elements (R, C >= 1), y (R) of
 // x's dtype, index (R) i32 where defined. Returns (R, C).
 RowDims check_reduce_forward(Reduction r, const Tensor& x, const Tensor& y, const Tensor& index,

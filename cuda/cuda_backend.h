@@ -77,10 +77,10 @@ class CudaBackend final : public Backend {
                          double eps, Tensor& y, Tensor& mean, Tensor& inv_std) override;
   void groupnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
                           const Tensor& mean, const Tensor& inv_std, int64_t groups, Tensor& dx,
-                          Tensor& dgamma, Tensor& dbeta) override;
+                          Tensor& dgamma, Tensor& dbeta, const Tensor& scratch) override;
   void prelu_forward(const Tensor& x, const Tensor& slope, Tensor& y) override;
   void prelu_backward(const Tensor& x, const Tensor& dy, const Tensor& slope, Tensor& dx,
-                      Tensor& dslope) override;
+                      Tensor& dslope, const Tensor& scratch) override;
   void reduce_rows_forward(Reduction r, const Tensor& x, Tensor& y, Tensor& index) override;
   void reduce_rows_backward(Reduction r, const Tensor& x, const Tensor& y, const Tensor& index,
                             const Tensor& dy, Tensor& dx) override;

@@ -120,7 +120,8 @@ void CudaBackend::groupnorm_forward(const Tensor& x, const Tensor& gamma, const 
 
 void CudaBackend::groupnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
                                      const Tensor& mean, const Tensor& inv_std, int64_t groups,
-                                     Tensor& dx, Tensor& dgamma, Tensor& dbeta) {
+                                     Tensor& dx, Tensor& dgamma, Tensor& dbeta,
+                                     const Tensor& /*scratch: none needed*/) {
   const GroupDims d =
       check_groupnorm_backward(x, dy, gamma, mean, inv_std, groups, dx, dgamma, dbeta, device());
   if (x.dtype() == DType::f32)

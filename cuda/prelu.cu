@@ -78,7 +78,7 @@ void CudaBackend::prelu_forward(const Tensor& x, const Tensor& slope, Tensor& y)
 }
 
 void CudaBackend::prelu_backward(const Tensor& x, const Tensor& dy, const Tensor& slope, Tensor& dx,
-                                 Tensor& dslope) {
+                                 Tensor& dslope, const Tensor& /*scratch: none needed*/) {
   check_defined("prelu backward", "dy", dy);
   const ChannelDims d = check_prelu("prelu backward", x, slope, {&dy, &dx}, dslope, device());
   const bool shared = slope.numel() == 1 && d.C > 1;

@@ -2,8 +2,8 @@
 // ELU, SELU, Softplus, Softsign, Exp, Log, Neg, Reciprocal: one op over the backend's activation
 // kernels (core/activation.h holds the formulas). Sigmoid, Tanh, Sqrt, ReLU6, Exp, Neg and
 // Reciprocal run in place and backward reads their output (Neg: nothing at all); the others'
-// backward reads their input, so they run in place only in inference. The input gradient may always take
-// the output gradient's bytes.
+// backward reads their input, so they run in place only in inference. The input gradient may always
+// take the output gradient's bytes.
 #pragma once
 
 #include <source_location>

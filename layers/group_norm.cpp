@@ -22,13 +22,14 @@ std::vector<TensorMeta> GroupNormOp::infer(std::span<const TensorMeta> in) {
   return {x_};
 }
 
-Roles GroupNormOp::roles(Mode mode, const Backend&) const {
+Roles GroupNormOp::roles(Mode mode, const Backend& backend) const {
   Roles r;
   if (mode == Mode::training) {
     const TensorMeta row{Shape{x_.shape[0] * groups_}, x_.dtype};
     r.saved = {row, row};  // mean, inv_std
     r.backward_reads_inputs = {0, 1};
     r.grad_aliases = {{.output = 0, .input = 0}};  // dx is written after every sum of dy
+    r.backward_scratch = backend.groupnorm_backward_scratch(x_);
     // Forward again gives the same bits (no state): two passes over x and one write.
     rebuild_by_forward(r, mode, {0, 1, 2}, 2.0 * static_cast<double>(x_.bytes()), x_, 8);
   } else {
@@ -51,7 +52,8 @@ void GroupNormOp::backward(const OpContext& ctx) {
   Tensor& dgamma = ctx.needs_grad_input(1) ? ctx.grad_input(1) : none;
   Tensor& dbeta = ctx.needs_grad_input(2) ? ctx.grad_input(2) : none;
   ctx.backend().groupnorm_backward(ctx.input(0), ctx.grad_output(0), ctx.input(1), ctx.saved(0),
-                                   ctx.saved(1), groups_, dx, dgamma, dbeta);
+                                   ctx.saved(1), groups_, dx, dgamma, dbeta,
+                                   ctx.has_scratch() ? ctx.scratch() : none);
 }
 
 Value group_norm(Value x, int64_t groups, const GroupNormOptions& o, std::source_location where) {

@@ -17,11 +17,12 @@ std::vector<TensorMeta> PReluOp::infer(std::span<const TensorMeta> in) {
   return {x_};
 }
 
-Roles PReluOp::roles(Mode mode, const Backend&) const {
+Roles PReluOp::roles(Mode mode, const Backend& backend) const {
   Roles r;
   if (mode == Mode::training) {
     r.backward_reads_inputs = {0, 1};
     r.grad_aliases = {{.output = 0, .input = 0}};  // elementwise; the slope's sums come first
+    r.backward_scratch = backend.prelu_backward_scratch(x_);
     // Forward again gives the same bits: one read of x, one write.
     rebuild_by_forward(r, mode, {0, 1}, static_cast<double>(x_.bytes()), x_, 1);
   } else {
@@ -39,7 +40,8 @@ void PReluOp::backward(const OpContext& ctx) {
   Tensor none;
   Tensor& dx = ctx.needs_grad_input(0) ? ctx.grad_input(0) : none;
   Tensor& dslope = ctx.needs_grad_input(1) ? ctx.grad_input(1) : none;
-  ctx.backend().prelu_backward(ctx.input(0), ctx.grad_output(0), ctx.input(1), dx, dslope);
+  ctx.backend().prelu_backward(ctx.input(0), ctx.grad_output(0), ctx.input(1), dx, dslope,
+                               ctx.has_scratch() ? ctx.scratch() : none);
 }
 
 Value prelu(Value x, const PReluOptions& o, std::source_location where) {

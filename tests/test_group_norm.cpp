@@ -138,6 +138,7 @@ TEST_CASE("group_norm: roles, in place, the same bits for any thread count") {
   CHECK(train.saved[0].shape == Shape{12});
   CHECK(train.backward_reads_inputs == std::vector<int>{0, 1});
   CHECK(train.grad_aliases.size() == 1);
+  CHECK(train.backward_scratch == 2 * 4 * 6 * sizeof(double));  // the CPU's sums per (n, c)
   CHECK(train.rebuildable);
   CHECK(op.roles(Mode::inference, cpu_backend()).aliases.size() == 1);
   Value z = tape.input("z", {2, 4}, DType::f32);
@@ -158,7 +159,9 @@ TEST_CASE("group_norm: roles, in place, the same bits for any thread count") {
     Tensor dx = Tensor::empty(s, DType::f32), dg = Tensor::empty({6}, DType::f32),
            db = Tensor::empty({6}, DType::f32);
     Tensor d = clone(dy);
-    cpu_backend().groupnorm_backward(in, d, gamma, mean, inv, 3, in_place ? d : dx, dg, db);
+    Tensor scratch = Tensor::empty({2 * 4 * 6}, DType::f64);  // the sums of each (n, c)
+    cpu_backend().groupnorm_backward(in, d, gamma, mean, inv, 3, in_place ? d : dx, dg, db,
+                                     scratch);
     return std::vector<Tensor>{clone(y1), in_place ? clone(d) : dx, dg, db};
   };
   const std::vector<Tensor> a = run(1, false), b = run(2, true);
@@ -199,6 +202,10 @@ TEST_CASE("group_norm: errors name what is wrong") {
   CHECK_THROWS_WITH_AS(cpu_backend().groupnorm_forward(t, g, g, 5, 1e-5, t, none, none),
                        doctest::Contains("group_norm: 5 groups do not divide the 6 channels"),
                        Error);
+  Tensor dy = Tensor::empty({2, 6, 4}, DType::f32), stats = Tensor::empty({4}, DType::f32);
+  CHECK_THROWS_WITH_AS(
+      cpu_backend().groupnorm_backward(t, dy, g, stats, stats, 2, t, none, none, none),
+      doctest::Contains("group_norm backward: needs 192 bytes of scratch, got 0"), Error);
   Tensor m = Tensor::empty({3}, DType::f32);
   CHECK_THROWS_WITH_AS(cpu_backend().groupnorm_forward(t, g, g, 2, 1e-5, t, m, none),
                        doctest::Contains("a per-group tensor is [3] f32, expected 4 values"),

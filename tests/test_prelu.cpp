@@ -67,6 +67,7 @@ TEST_CASE("prelu: roles, in place, the same bits for any thread count") {
   CHECK(train.saved.empty());
   CHECK(train.backward_reads_inputs == std::vector<int>{0, 1});
   CHECK(train.grad_aliases.size() == 1);
+  CHECK(train.backward_scratch == 6 * sizeof(double));  // the CPU's sums per channel
   CHECK(train.rebuildable);
   CHECK(op.roles(Mode::inference, cpu_backend()).aliases.size() == 1);
   const Shape s{4, 6, 5, 7};
@@ -80,7 +81,8 @@ TEST_CASE("prelu: roles, in place, the same bits for any thread count") {
       cpu_backend().prelu_forward(x1, a, y1);
       Tensor dx = Tensor::empty(s, DType::f32), da = Tensor::empty({slopes}, DType::f32);
       Tensor d = clone(dy);
-      cpu_backend().prelu_backward(in, d, a, in_place ? d : dx, da);
+      Tensor scratch = Tensor::empty({6}, DType::f64);  // the sums of each channel
+      cpu_backend().prelu_backward(in, d, a, in_place ? d : dx, da, scratch);
       return std::vector<Tensor>{clone(y1), in_place ? clone(d) : dx, da};
     };
     const std::vector<Tensor> one = run(1, false), two = run(2, true);

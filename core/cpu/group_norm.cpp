@@ -5,7 +5,6 @@
 // so results are the same bits for any thread count, every run.
 #include <array>
 #include <cmath>
-#include <vector>
 
 #include "core/cpu/channel_sums.h"
 #include "core/cpu/cpu_backend.h"
@@ -48,11 +47,14 @@ void groupnorm_forward_t(const GroupDims& d, const T* x, const T* gamma, const T
 // Per (sample, channel): the sums of dy and dy x^ over the channel's S values (one pass over x
 // and dy); dgamma and dbeta add them over the samples in order, each row's dx sums add them
 // over its channels (weighted by gamma) in order; then dx row by row, so dx may alias dy.
+// sums: 2 N C doubles of the op's backward scratch.
 template <typename T>
 void groupnorm_backward_t(const GroupDims& d, const T* x, const T* dy, const T* gamma,
-                          const T* mean, const T* inv_std, T* dx, T* dgamma, T* dbeta) {
+                          const T* mean, const T* inv_std, T* dx, T* dgamma, T* dbeta,
+                          double* sums) {
   const int64_t L = d.row(), C = d.G * d.Cg, rows = d.N * d.G;
-  std::vector<double> sum_dy(static_cast<size_t>(d.N * C)), sum_dy_xhat(sum_dy.size());
+  double* sum_dy = sums;
+  double* sum_dy_xhat = sums + d.N * C;
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < rows; ++r) {
     const double mu = mean[r], inv = inv_std[r];
@@ -62,7 +64,7 @@ void groupnorm_backward_t(const GroupDims& d, const T* x, const T* dy, const T* 
         const double g = dyc[j];
         return std::array<double, 2>{g, g * ((xc[j] - mu) * inv)};
       });
-      const auto at = static_cast<size_t>(r * d.Cg + k);  // (n, c) = n * C + g * Cg + k
+      const int64_t at = r * d.Cg + k;  // (n, c) = n * C + g * Cg + k
       sum_dy[at] = s;
       sum_dy_xhat[at] = sx;
     }
@@ -72,8 +74,8 @@ void groupnorm_backward_t(const GroupDims& d, const T* x, const T* dy, const T* 
     for (int64_t c = 0; c < C; ++c) {
       double g = 0, b = 0;
       for (int64_t n = 0; n < d.N; ++n) {
-        g += sum_dy_xhat[static_cast<size_t>(n * C + c)];
-        b += sum_dy[static_cast<size_t>(n * C + c)];
+        g += sum_dy_xhat[n * C + c];
+        b += sum_dy[n * C + c];
       }
       if (dgamma) dgamma[c] = static_cast<T>(g);
       if (dbeta) dbeta[c] = static_cast<T>(b);
@@ -87,7 +89,7 @@ void groupnorm_backward_t(const GroupDims& d, const T* x, const T* dy, const T* 
     const int64_t c0 = (r % d.G) * d.Cg;
     double sum_g = 0, sum_g_xhat = 0;
     for (int64_t k = 0; k < d.Cg; ++k) {
-      const auto at = static_cast<size_t>(r * d.Cg + k);
+      const int64_t at = r * d.Cg + k;
       sum_g += static_cast<double>(gamma[c0 + k]) * sum_dy[at];
       sum_g_xhat += static_cast<double>(gamma[c0 + k]) * sum_dy_xhat[at];
     }
@@ -122,19 +124,26 @@ void CpuBackend::groupnorm_forward(const Tensor& x, const Tensor& gamma, const T
                         data_or_null<double>(inv_std));
 }
 
+size_t CpuBackend::groupnorm_backward_scratch(const TensorMeta& x) const {
+  return 2 * static_cast<size_t>(x.shape[0] * x.shape[1]) * sizeof(double);
+}
+
 void CpuBackend::groupnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
                                     const Tensor& mean, const Tensor& inv_std, int64_t groups,
-                                    Tensor& dx, Tensor& dgamma, Tensor& dbeta) {
+                                    Tensor& dx, Tensor& dgamma, Tensor& dbeta,
+                                    const Tensor& scratch) {
   const GroupDims d =
       check_groupnorm_backward(x, dy, gamma, mean, inv_std, groups, dx, dgamma, dbeta, device());
+  double* sums = scratch_doubles("group_norm backward", scratch,
+                                 groupnorm_backward_scratch(x.meta()), device());
   if (x.dtype() == DType::f32)
     groupnorm_backward_t(d, x.data<float>(), dy.data<float>(), gamma.data<float>(),
                          mean.data<float>(), inv_std.data<float>(), data_or_null<float>(dx),
-                         data_or_null<float>(dgamma), data_or_null<float>(dbeta));
+                         data_or_null<float>(dgamma), data_or_null<float>(dbeta), sums);
   else
     groupnorm_backward_t(d, x.data<double>(), dy.data<double>(), gamma.data<double>(),
                          mean.data<double>(), inv_std.data<double>(), data_or_null<double>(dx),
-                         data_or_null<double>(dgamma), data_or_null<double>(dbeta));
+                         data_or_null<double>(dgamma), data_or_null<double>(dbeta), sums);
 }
 
 }  // namespace frugal

@@ -23,23 +23,22 @@ void prelu_forward_t(const ChannelDims& d, const T* x, const T* slope, bool shar
   }
 }
 
+// per_channel: C doubles of the op's backward scratch.
 template <typename T>
 void prelu_backward_t(const ChannelDims& d, const T* x, const T* dy, const T* slope, bool shared,
-                      T* dx, T* dslope) {
+                      T* dx, T* dslope, double* per_channel) {
   if (dslope) {
-    std::vector<double> per_channel(static_cast<size_t>(d.C));
 #pragma omp parallel for schedule(static)
     for (int64_t c = 0; c < d.C; ++c)
-      per_channel[static_cast<size_t>(c)] = cpu::channel_sums<1>(d, c, [&](int64_t i) {
+      per_channel[c] = cpu::channel_sums<1>(d, c, [&](int64_t i) {
         return std::array<double, 1>{x[i] > T(0) ? 0.0 : static_cast<double>(x[i]) * dy[i]};
       })[0];
     if (shared) {
       double sum = 0;
-      for (double v : per_channel) sum += v;
+      for (int64_t c = 0; c < d.C; ++c) sum += per_channel[c];
       dslope[0] = static_cast<T>(sum);
     } else {
-      for (int64_t c = 0; c < d.C; ++c)
-        dslope[c] = static_cast<T>(per_channel[static_cast<size_t>(c)]);
+      for (int64_t c = 0; c < d.C; ++c) dslope[c] = static_cast<T>(per_channel[c]);
     }
   }
   if (!dx) return;
@@ -69,17 +68,24 @@ void CpuBackend::prelu_forward(const Tensor& x, const Tensor& slope, Tensor& y) 
     prelu_forward_t(d, x.data<double>(), slope.data<double>(), shared, y.data<double>());
 }
 
+size_t CpuBackend::prelu_backward_scratch(const TensorMeta& x) const {
+  return static_cast<size_t>(x.shape[1]) * sizeof(double);
+}
+
 void CpuBackend::prelu_backward(const Tensor& x, const Tensor& dy, const Tensor& slope, Tensor& dx,
-                                Tensor& dslope) {
+                                Tensor& dslope, const Tensor& scratch) {
   check_defined("prelu backward", "dy", dy);
   const ChannelDims d = check_prelu("prelu backward", x, slope, {&dy, &dx}, dslope, device());
+  double* sums = dslope.defined() ? scratch_doubles("prelu backward", scratch,
+                                                    prelu_backward_scratch(x.meta()), device())
+                                  : nullptr;
   const bool shared = slope.numel() == 1 && d.C > 1;
   if (x.dtype() == DType::f32)
     prelu_backward_t(d, x.data<float>(), dy.data<float>(), slope.data<float>(), shared,
-                     data_or_null<float>(dx), data_or_null<float>(dslope));
+                     data_or_null<float>(dx), data_or_null<float>(dslope), sums);
   else
     prelu_backward_t(d, x.data<double>(), dy.data<double>(), slope.data<double>(), shared,
-                     data_or_null<double>(dx), data_or_null<double>(dslope));
+                     data_or_null<double>(dx), data_or_null<double>(dslope), sums);
 }
 
 }  // namespace frugal

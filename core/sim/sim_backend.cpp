@@ -240,12 +240,17 @@ void SimBackend::groupnorm_forward(const Tensor& x, const Tensor& gamma, const T
                          view(inv_std));
 }
 
+size_t SimBackend::groupnorm_backward_scratch(const TensorMeta& x) const {
+  return cpu_.groupnorm_backward_scratch(x);
+}
+
 void SimBackend::groupnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
                                     const Tensor& mean, const Tensor& inv_std, int64_t groups,
-                                    Tensor& dx, Tensor& dgamma, Tensor& dbeta) {
+                                    Tensor& dx, Tensor& dgamma, Tensor& dbeta,
+                                    const Tensor& scratch) {
   Views view(alloc_, "groupnorm_backward");
   cpu_.groupnorm_backward(view(x), view(dy), view(gamma), view(mean), view(inv_std), groups,
-                          view(dx), view(dgamma), view(dbeta));
+                          view(dx), view(dgamma), view(dbeta), view(scratch));
 }
 
 void SimBackend::prelu_forward(const Tensor& x, const Tensor& slope, Tensor& y) {
@@ -253,10 +258,14 @@ void SimBackend::prelu_forward(const Tensor& x, const Tensor& slope, Tensor& y) 
   cpu_.prelu_forward(view(x), view(slope), view(y));
 }
 
+size_t SimBackend::prelu_backward_scratch(const TensorMeta& x) const {
+  return cpu_.prelu_backward_scratch(x);
+}
+
 void SimBackend::prelu_backward(const Tensor& x, const Tensor& dy, const Tensor& slope, Tensor& dx,
-                                Tensor& dslope) {
+                                Tensor& dslope, const Tensor& scratch) {
   Views view(alloc_, "prelu_backward");
-  cpu_.prelu_backward(view(x), view(dy), view(slope), view(dx), view(dslope));
+  cpu_.prelu_backward(view(x), view(dy), view(slope), view(dx), view(dslope), view(scratch));
 }
 
 void SimBackend::reduce_rows_forward(Reduction r, const Tensor& x, Tensor& y, Tensor& index) {

@@ -578,11 +578,12 @@ TEST_CASE("cuda group norm: the CPU's statistics and gradients within rounding, 
       Pair gamma = random_pair({C}, t, 99), beta = random_pair({C}, t, 100);
       Pair y = empty_pair(k.s, t), mean = empty_pair({rows}, t), inv = empty_pair({rows}, t);
       Pair dx = empty_pair(k.s, t), dg = empty_pair({C}, t), db = empty_pair({C}, t);
+      Pair scratch = empty_pair({2 * k.s[0] * C}, DType::f64);  // the CPU's sums
       on_both([&](Backend& be, auto side) {
         be.groupnorm_forward(side(x), side(gamma), side(beta), k.groups, 1e-5, side(y), side(mean),
                              side(inv));
         be.groupnorm_backward(side(x), side(dy), side(gamma), side(mean), side(inv), k.groups,
-                              side(dx), side(dg), side(db));
+                              side(dx), side(dg), side(db), side(scratch));
       });
       check_close(y, "group_norm y");
       check_close(mean, "group_norm mean");
@@ -595,7 +596,7 @@ TEST_CASE("cuda group norm: the CPU's statistics and gradients within rounding, 
       gpu().groupnorm_forward(xi.gpu, gamma.gpu, beta.gpu, k.groups, 1e-5, xi.gpu, none, none);
       CHECK(bitwise_equal(download(xi.gpu), download(y.gpu)));
       gpu().groupnorm_backward(x.gpu, dyi.gpu, gamma.gpu, mean.gpu, inv.gpu, k.groups, dyi.gpu,
-                               none, none);
+                               none, none, none);
       CHECK(bitwise_equal(download(dyi.gpu), download(dx.gpu)));
     }
   }
@@ -608,9 +609,10 @@ TEST_CASE("cuda prelu: the CPU's bits elementwise, the slope's gradient within r
       Pair x = random_pair(s, t, 97), dy = random_pair(s, t, 98);
       Pair a = random_pair({slopes}, t, 99);
       Pair y = empty_pair(s, t), dx = empty_pair(s, t), da = empty_pair({slopes}, t);
+      Pair scratch = empty_pair({s[1]}, DType::f64);  // the CPU's sums
       on_both([&](Backend& be, auto side) {
         be.prelu_forward(side(x), side(a), side(y));
-        be.prelu_backward(side(x), side(dy), side(a), side(dx), side(da));
+        be.prelu_backward(side(x), side(dy), side(a), side(dx), side(da), side(scratch));
       });
       CHECK(bitwise_equal(download(y.gpu), y.cpu));
       CHECK(bitwise_equal(download(dx.gpu), dx.cpu));
@@ -619,7 +621,7 @@ TEST_CASE("cuda prelu: the CPU's bits elementwise, the slope's gradient within r
       Tensor none;
       gpu().prelu_forward(xi.gpu, a.gpu, xi.gpu);
       CHECK(bitwise_equal(download(xi.gpu), y.cpu));
-      gpu().prelu_backward(x.gpu, dyi.gpu, a.gpu, dyi.gpu, none);
+      gpu().prelu_backward(x.gpu, dyi.gpu, a.gpu, dyi.gpu, none, none);
       CHECK(bitwise_equal(download(dyi.gpu), dx.cpu));
     }
   }
