@@ -167,18 +167,30 @@ TEST_CASE(
   uneven_depthwise.groups = 3;
   Conv2dParams uneven_stride1 = uneven_depthwise;
   uneven_stride1.stride_w = 1;
+  // Strides of 3 and 2 (six phase planes), the dilated rows' taps falling in every phase.
+  const Conv2dParams strided{.stride_h = 3,
+                             .stride_w = 2,
+                             .pad_top = 1,
+                             .pad_left = 0,
+                             .pad_bottom = 2,
+                             .pad_right = 1,
+                             .dilation_h = 2,
+                             .dilation_w = 1,
+                             .groups = 4};
   const Geo cases[] = {
-      {2, 4, 7, 6, 4, 3, 3, params(1, 1, 1, 4)},   // depthwise, MobileNet's 3x3
-      {2, 3, 9, 8, 6, 3, 3, params(2, 1, 1, 3)},   // depthwise, 2 filters per channel, stride 2
-      {1, 5, 11, 9, 5, 5, 5, params(2, 2, 1, 5)},  // EfficientNet's 5x5 stride 2
-      {2, 3, 9, 10, 3, 3, 3, params(1, 2, 2, 3)},  // dilated depthwise
-      {2, 3, 8, 7, 3, 3, 2, uneven_depthwise},     // every side its own padding
-      {2, 3, 8, 7, 6, 3, 3, uneven_stride1},       // the same at stride 1, 2 per channel
-      {2, 4, 6, 7, 6, 3, 3, params(1, 2, 2, 2)},   // 2 groups, dilated
-      {3, 6, 5, 5, 9, 1, 1, params(1, 0, 1, 3)},   // grouped 1x1 (ShuffleNet v1)
-      {2, 6, 8, 8, 4, 3, 3, params(2, 1, 1, 2)},   // grouped, stride 2
-      {2, 3, 8, 7, 4, 3, 2, uneven},               // one group, uneven padding and steps
-      {2, 3, 9, 9, 4, 3, 3, params(1, 2, 2, 1)},   // one group, dilated (no direct kernel)
+      {2, 4, 7, 6, 4, 3, 3, params(1, 1, 1, 4)},    // depthwise, MobileNet's 3x3
+      {2, 3, 9, 8, 6, 3, 3, params(2, 1, 1, 3)},    // depthwise, 2 filters per channel, stride 2
+      {1, 5, 11, 9, 5, 5, 5, params(2, 2, 1, 5)},   // EfficientNet's 5x5 stride 2
+      {2, 3, 9, 10, 3, 3, 3, params(1, 2, 2, 3)},   // dilated depthwise
+      {2, 3, 8, 7, 3, 3, 2, uneven_depthwise},      // every side its own padding
+      {2, 3, 8, 7, 6, 3, 3, uneven_stride1},        // the same at stride 1, 2 per channel
+      {2, 4, 13, 11, 8, 3, 5, strided},             // strides 3 and 2, 2 per channel
+      {1, 3, 15, 14, 3, 7, 7, params(2, 3, 1, 3)},  // 7x7 at stride 2
+      {2, 4, 6, 7, 6, 3, 3, params(1, 2, 2, 2)},    // 2 groups, dilated
+      {3, 6, 5, 5, 9, 1, 1, params(1, 0, 1, 3)},    // grouped 1x1 (ShuffleNet v1)
+      {2, 6, 8, 8, 4, 3, 3, params(2, 1, 1, 2)},    // grouped, stride 2
+      {2, 3, 8, 7, 4, 3, 2, uneven},                // one group, uneven padding and steps
+      {2, 3, 9, 9, 4, 3, 3, params(1, 2, 2, 1)},    // one group, dilated (no direct kernel)
   };
   for (const Geo& c : cases) {
     check_against_direct(c, DType::f64, 1e-12);
@@ -187,21 +199,24 @@ TEST_CASE(
   // Depthwise convolutions take their own loops; dilated or unevenly padded
   // ones never reach the stride-1 direct kernels.
   CHECK(depthwise_conv::applies(geometry(cases[0])));
-  CHECK_FALSE(depthwise_conv::applies(geometry(cases[6])));
-  // At stride 1 a padded input plane (9 x 8 and 2 of slack) and a wide output one (7 x 8) per
-  // thread; at stride 2 none.
-  const size_t per_thread = (9 * 8 + 2 + 7 * 8) * sizeof(float);
+  CHECK_FALSE(depthwise_conv::applies(geometry(cases[8])));
+  // Per thread, forward: the padded input plane (9 x 8 and 2 of slack) and a wide output one
+  // (7 x 8). Backward, the data gradient's, more: dy (7 x 8) behind 2 rows and 2 of zeros
+  // and above 2 zero rows, dx's padded plane and the 9 weights.
   const size_t threads = static_cast<size_t>(cpu_backend().threads());
   CHECK(cpu_backend().conv2d_forward_scratch(geometry(cases[0]), DType::f32) ==
-        threads * per_thread);
+        threads * (9 * 8 + 2 + 7 * 8) * sizeof(float));
   CHECK(cpu_backend().conv2d_backward_scratch(geometry(cases[0]), DType::f32) ==
-        threads * per_thread);
-  CHECK(cpu_backend().conv2d_forward_scratch(geometry(cases[1]), DType::f32) == 0);
-  CHECK_FALSE(direct_conv::applies(geometry(cases[10]), DType::f32));
-  Geo same = cases[10];
+        threads * (2 * 8 + 2 + 9 * 8 + 9 * 8 + 9) * sizeof(float));
+  // At stride 2, four phase planes of the padded 11 x 10 input, 6 x 5 each, 1 of slack, and
+  // the output's 5 rows 5 wide.
+  CHECK(cpu_backend().conv2d_forward_scratch(geometry(cases[1]), DType::f32) ==
+        threads * (4 * 6 * 5 + 1 + 5 * 5) * sizeof(float));
+  CHECK_FALSE(direct_conv::applies(geometry(cases[12]), DType::f32));
+  Geo same = cases[12];
   same.p = params(1, 1, 1, 1);
   CHECK(conv_is_plain(geometry(same)));
-  CHECK_FALSE(conv_is_plain(geometry(cases[9])));
+  CHECK_FALSE(conv_is_plain(geometry(cases[11])));
 }
 
 TEST_CASE("grouped conv2d: finite-difference gradients in f64") {

@@ -324,7 +324,7 @@ size_t CpuBackend::conv2d_forward_scratch(const Conv2dGeometry& g, DType t) cons
   return static_cast<size_t>(parts(g.N * tl.tiles, threads()) * tl.cols) * dtype_size(t);
 }
 size_t CpuBackend::conv2d_backward_scratch(const Conv2dGeometry& g, DType t) const {
-  if (depthwise_conv::applies(g)) return depthwise_conv::scratch_bytes(g, t, threads());
+  if (depthwise_conv::applies(g)) return depthwise_conv::backward_scratch_bytes(g, t, threads());
   const size_t columns =
       static_cast<size_t>(backward_tiling(group_view(g), t, threads()).cols) * dtype_size(t);
   const size_t data = direct(g, t) ? direct_conv::data_scratch(g, threads()) : columns;

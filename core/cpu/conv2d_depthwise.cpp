@@ -1,164 +1,27 @@
 // Depthwise convolution kernels of the CPU backend (see conv2d_depthwise.h). Past 400 lines:
-// three passes in two forms each (row by row at any stride, wide planes at stride 1) share the
-// span, padding and vector helpers here; split apart they would each need all of them.
+// the three passes share the phase planes, their padding and the vector helpers here; split
+// apart they would each need all of them.
 #include "core/cpu/conv2d_depthwise.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <span>
+#include <type_traits>
 #include <vector>
 
-#include "core/cpu/conv_span.h"
 #include "core/cpu/parts.h"
 
 namespace frugal::depthwise_conv {
 
 namespace {
 
-// Rows of a tap: output row p reads input row p*stride_h - pad_h + r*dilation_h.
-Span rows_of(const Conv2dGeometry& g, int64_t r) {
-  return inside(g.H, g.P, r * g.dilation_h, g.stride_h, g.pad_h, 0, g.P);
-}
-Span columns_of(const Conv2dGeometry& g, int64_t s) {
-  return inside(g.W, g.Q, s * g.dilation_w, g.stride_w, g.pad_w, 0, g.Q);
+// ceil(a / d) for d > 0, and 0 where a <= 0.
+int64_t ceil_pos(int64_t a, int64_t d) {
+  return a <= 0 ? 0 : (a + d - 1) / d;
 }
 
-// y (P,Q) plane k of one sample from its input plane x (H,W) and filter wk (R,S): the bias,
-// then each tap in (r, s) order added along whole rows; each tap's rows and columns are found
-// once per plane (the integer divisions would otherwise cost more than a short row's adds).
-template <typename T>
-void forward_plane(const Conv2dGeometry& g, const T* x, const T* wk, T bias, T* y) {
-  std::fill(y, y + g.P * g.Q, bias);
-  for (int64_t r = 0; r < g.R; ++r) {
-    const Span ps = rows_of(g, r);
-    for (int64_t s = 0; s < g.S; ++s) {
-      const Span qs = columns_of(g, s);
-      const T wv = wk[r * g.S + s];
-      for (int64_t p = ps.lo; p < ps.hi; ++p) {
-        const T* in =
-            x + (p * g.stride_h - g.pad_h + r * g.dilation_h) * g.W + s * g.dilation_w - g.pad_w;
-        T* yr = y + p * g.Q;
-        if (g.stride_w == 1)
-          for (int64_t q = qs.lo; q < qs.hi; ++q) yr[q] += wv * in[q];
-        else
-          for (int64_t q = qs.lo; q < qs.hi; ++q) yr[q] += wv * in[q * g.stride_w];
-      }
-    }
-  }
-}
-
-// dx (H,W) plane c of one sample: the transpose of forward, over the filters of channel c in
-// order, each tap's weight times a dy row added into the input row it read.
-template <typename T>
-void data_plane(const Conv2dGeometry& g, const T* dy, const T* w, int64_t k0, int64_t k1, T* dx) {
-  std::fill(dx, dx + g.H * g.W, T(0));
-  for (int64_t k = k0; k < k1; ++k) {
-    const T* dyk = dy + k * g.P * g.Q;
-    for (int64_t r = 0; r < g.R; ++r) {
-      const Span ps = rows_of(g, r);
-      for (int64_t s = 0; s < g.S; ++s) {
-        const Span qs = columns_of(g, s);
-        const T wv = w[(k * g.R + r) * g.S + s];
-        for (int64_t p = ps.lo; p < ps.hi; ++p) {
-          T* out =
-              dx + (p * g.stride_h - g.pad_h + r * g.dilation_h) * g.W + s * g.dilation_w - g.pad_w;
-          const T* dyr = dyk + p * g.Q;
-          if (g.stride_w == 1)
-            for (int64_t q = qs.lo; q < qs.hi; ++q) out[q] += wv * dyr[q];
-          else
-            for (int64_t q = qs.lo; q < qs.hi; ++q) out[q * g.stride_w] += wv * dyr[q];
-        }
-      }
-    }
-  }
-}
-
-// dw of filter k: for each tap, the sum over samples, rows and columns (in that order) of dy
-// times the input it read, in eight lanes so the products vectorize; then the lanes in order.
-// Taps go kTaps at a time, each with its lanes, so a sample's planes are read once per batch
-// of taps rather than once per tap.
-template <typename T>
-void filter_of(const Conv2dGeometry& g, const T* x, const T* dy, int64_t k, T* dwk) {
-  constexpr int64_t kLanes = 8, kTaps = 49;
-  const int64_t c = k / (g.K / g.C), taps = g.R * g.S;
-  for (int64_t t0 = 0; t0 < taps; t0 += kTaps) {
-    const int64_t t1 = std::min(taps, t0 + kTaps);
-    T lanes[kTaps][kLanes] = {};
-    Span ps[kTaps], qs[kTaps];
-    int64_t offset[kTaps];  // of the input a tap reads at output (0, 0)
-    for (int64_t t = t0; t < t1; ++t) {
-      const int64_t r = t / g.S, s = t % g.S;
-      ps[t - t0] = rows_of(g, r), qs[t - t0] = columns_of(g, s);
-      offset[t - t0] = (r * g.dilation_h - g.pad_h) * g.W + s * g.dilation_w - g.pad_w;
-    }
-    for (int64_t n = 0; n < g.N; ++n) {
-      const T* xp = x + (n * g.C + c) * g.H * g.W;
-      const T* dyp = dy + (n * g.K + k) * g.P * g.Q;
-      for (int64_t t = t0; t < t1; ++t) {
-        T* acc = lanes[t - t0];
-        const Span cols = qs[t - t0];
-        for (int64_t p = ps[t - t0].lo; p < ps[t - t0].hi; ++p) {
-          const T* dyr = dyp + p * g.Q;
-          const T* in = xp + p * g.stride_h * g.W + offset[t - t0];
-          int64_t q = cols.lo;
-          for (; q + kLanes <= cols.hi; q += kLanes)
-            for (int64_t l = 0; l < kLanes; ++l) acc[l] += dyr[q + l] * in[(q + l) * g.stride_w];
-          for (int64_t l = 0; q + l < cols.hi; ++l) acc[l] += dyr[q + l] * in[(q + l) * g.stride_w];
-        }
-      }
-    }
-    for (int64_t t = t0; t < t1; ++t) {
-      T total = 0;
-      for (int64_t l = 0; l < kLanes; ++l) total += lanes[t - t0][l];
-      dwk[t] = total;
-    }
-  }
-}
-
-// Stride 1 takes the wide form: the input plane copied into a zero-padded one (Hp x Wp, and
-// slack for the last row's reads), outputs computed over rows Wp wide whose columns past Q are
-// dropped (the data gradient's are zeros). A tap is then one shift of the whole plane: one
-// long vectorized loop instead of a short one per row (MobileNet's 7x7 to 14x14 planes).
-struct Wide {
-  int64_t Wp, padded, wide;  // padded row width; elements of the padded plane, of the wide one
-};
-Wide wide_of(const Conv2dGeometry& g) {
-  const int64_t Hp = g.H + g.pad_h + g.pad_h_end, Wp = g.W + g.pad_w + g.pad_w_end;
-  return {Wp, Hp * Wp + (g.S - 1) * g.dilation_w, g.P * Wp};
-}
-bool wide_applies(const Conv2dGeometry& g) {
-  return g.stride_h == 1 && g.stride_w == 1;
-}
-int64_t tap_offset(const Conv2dGeometry& g, const Wide& v, int64_t r, int64_t s) {
-  return r * g.dilation_h * v.Wp + s * g.dilation_w;
-}
-
-// x (H,W) into xp, padded: zeros around it.
-template <typename T>
-void pad_plane(const Conv2dGeometry& g, const Wide& v, const T* x, T* xp) {
-  std::fill(xp, xp + v.padded, T(0));
-  for (int64_t h = 0; h < g.H; ++h)
-    std::copy(x + h * g.W, x + (h + 1) * g.W, xp + (h + g.pad_h) * v.Wp + g.pad_w);
-}
-// dy (P,Q) into rows Wp wide, zeros past Q.
-template <typename T>
-void widen_plane(const Conv2dGeometry& g, const Wide& v, const T* dy, T* dyw) {
-  for (int64_t p = 0; p < g.P; ++p) {
-    std::copy(dy + p * g.Q, dy + (p + 1) * g.Q, dyw + p * v.Wp);
-    std::fill(dyw + p * v.Wp + g.Q, dyw + (p + 1) * v.Wp, T(0));
-  }
-}
-
-// Two vectors of outputs at a time, their sums held in registers over every tap
-// (in (r, s) order): one store per output instead of one load and one store per tap. Each tap
-// is added as the tap-by-tap loops add it, `acc + w * x` in one expression, which the compiler
-// contracts into a fused multiply-add where the CPU has them and cannot where it has none, so
-// the blocked loops give those loops' bits in every build. GCC's vector extensions, not the
-// auto-vectorizer: left to itself it vectorized across the taps with gathers and kept the sums
-// on the stack. The scalar tail says the same with std::fma where the CPU fuses. The vectors
-// are the machine's width: wider generic vectors are lowered badly (64-byte ones made the
-// haswell build's forward about nine times slower than the loop they replace).
+// Vectors of the machine's width (see block_taps).
 #if defined(__AVX512F__)
 constexpr int kVecBytes = 64;
 #elif defined(__AVX__)
@@ -201,6 +64,112 @@ inline T madd(T a, T b, T c) {
 #endif
 }
 
+// n elements from `from` to `to`, 16 bytes at a time, the last 16 overlapping the ones before
+// (rows of fewer elements one by one): inline, where std::copy calls memmove, whose call costs
+// more than copying a 14-wide row.
+template <typename T>
+inline void copy_row(const T* from, int64_t n, T* to) {
+  constexpr int64_t L = 16 / sizeof(T);
+  if (n < L) {
+    for (int64_t i = 0; i < n; ++i) to[i] = from[i];
+    return;
+  }
+  typedef T Chunk __attribute__((vector_size(16)));
+  Chunk c;
+  for (int64_t i = 0; i + L < n; i += L) {
+    std::memcpy(&c, from + i, sizeof c);
+    std::memcpy(to + i, &c, sizeof c);
+  }
+  std::memcpy(&c, from + n - L, sizeof c);
+  std::memcpy(to + n - L, &c, sizeof c);
+}
+
+// Asks for the `count` elements at p to be brought into the caches ahead of their use: the
+// next plane's, while this one is computed.
+template <typename T>
+inline void prefetch(const T* p, int64_t count) {
+  const char* bytes = reinterpret_cast<const char*>(p);
+  const int64_t n = count * static_cast<int64_t>(sizeof(T));
+  for (int64_t b = 0; b < n; b += 64) __builtin_prefetch(bytes + b, 0, 2);
+}
+
+// The wide form, at any stride. The padded input plane (Hp x Wp) is split into stride_h x
+// stride_w phase planes, each Hs x Ws: padded element (i, j) lies in phase
+// (i % stride_h, j % stride_w) at (i / stride_h, j / stride_w), so at stride 1 there is one
+// phase, the padded plane itself. Output (p, q)'s tap (r, s) reads padded element
+// (p*stride_h + r*dilation_h, q*stride_w + s*dilation_w): in one phase, at (p, q) shifted by a
+// fixed offset. Outputs are computed over rows Ws wide (the columns past Q dropped; the data
+// gradient's are zeros), so a tap is one shift of a whole phase plane: one long vectorized loop
+// instead of a short, strided one per row. The columns past Q read into the next row (or, on
+// the last row, up to `slack` elements past the last phase): values that are dropped.
+struct Wide {
+  int64_t Hs, Ws, plane, phases;  // a phase plane's rows, columns, elements; how many phases
+  int64_t padded, wide;  // elements of the phase planes and slack; of the wide output plane
+};
+Wide wide_of(const Conv2dGeometry& g) {
+  const int64_t Hp = g.H + g.pad_h + g.pad_h_end, Wp = g.W + g.pad_w + g.pad_w_end;
+  const int64_t Hs = ceil_pos(Hp, g.stride_h), Ws = ceil_pos(Wp, g.stride_w);
+  const int64_t phases = g.stride_h * g.stride_w, slack = (g.S - 1) * g.dilation_w / g.stride_w;
+  return {Hs, Ws, Hs * Ws, phases, phases * Hs * Ws + slack, g.P * Ws};
+}
+// Tap (r, s)'s phase, and its shift inside the phase plane.
+int64_t tap_phase(const Conv2dGeometry& g, int64_t r, int64_t s) {
+  return (r * g.dilation_h % g.stride_h) * g.stride_w + s * g.dilation_w % g.stride_w;
+}
+int64_t tap_shift(const Conv2dGeometry& g, const Wide& v, int64_t r, int64_t s) {
+  return r * g.dilation_h / g.stride_h * v.Ws + s * g.dilation_w / g.stride_w;
+}
+int64_t tap_offset(const Conv2dGeometry& g, const Wide& v, int64_t r, int64_t s) {
+  return tap_phase(g, r, s) * v.plane + tap_shift(g, v, r, s);
+}
+
+// A plane (H,W) and the padded interior of the phase planes at `phases`: copied into the
+// phases (kInto) or back out of them. Row h is padded row i = h + pad_h, of phase row
+// (i % stride_h, i / stride_h), kept as a running pair (a division per row costs as much as
+// copying a 14-wide row).
+template <bool kInto, typename T>
+void move_plane(const Conv2dGeometry& g, const Wide& v, std::conditional_t<kInto, const T*, T*> x,
+                T* phases) {
+  const int64_t sw = g.stride_w;
+  for (int64_t b = 0; b < sw; ++b) {  // padded columns j*stride_w + b, of phase (., b)
+    const int64_t lo = ceil_pos(g.pad_w - b, sw), hi = ceil_pos(g.pad_w + g.W - b, sw);
+    int64_t a = g.pad_h % g.stride_h, i = g.pad_h / g.stride_h;
+    for (int64_t h = 0; h < g.H; ++h) {
+      T* at = phases + (a * sw + b) * v.plane + i * v.Ws;
+      auto row = x + h * g.W;
+      if constexpr (kInto) {
+        if (sw == 1) copy_row(row, g.W, at + g.pad_w);
+        for (int64_t j = lo; sw > 1 && j < hi; ++j) at[j] = row[j * sw + b - g.pad_w];
+      } else {
+        if (sw == 1) copy_row(at + g.pad_w, g.W, row);
+        for (int64_t j = lo; sw > 1 && j < hi; ++j) row[j * sw + b - g.pad_w] = at[j];
+      }
+      if (++a == g.stride_h) a = 0, ++i;
+    }
+  }
+}
+
+// x (H,W) into xp's phase planes. The zeros around it are set once per pass and thread: every
+// plane of a pass writes the same elements.
+template <typename T>
+void pad_plane(const Conv2dGeometry& g, const Wide& v, const T* x, T* xp) {
+  move_plane<true, T>(g, v, x, xp);
+}
+// dy (P,Q) into rows Ws wide; the zeros past Q, as pad_plane's, are set once.
+template <typename T>
+void widen_plane(const Conv2dGeometry& g, const Wide& v, const T* dy, T* dyw) {
+  for (int64_t p = 0; p < g.P; ++p) copy_row(dy + p * g.Q, g.Q, dyw + p * v.Ws);
+}
+
+// Two vectors of outputs at a time, their sums held in registers over every tap
+// (in (r, s) order): one store per output instead of one load and one store per tap. Each tap
+// is added as the tap-by-tap loops add it, `acc + w * x` in one expression, which the compiler
+// contracts into a fused multiply-add where the CPU has them and cannot where it has none, so
+// the blocked loops give those loops' bits in every build. GCC's vector extensions, not the
+// auto-vectorizer: left to itself it vectorized across the taps with gathers and kept the sums
+// on the stack. The scalar tail says the same with std::fma where the CPU fuses. The vectors
+// are the machine's width: wider generic vectors are lowered badly (64-byte ones made the
+// haswell build's forward about nine times slower than the loop they replace).
 // out[0, kBlock) = init[0, kBlock) + each tap's weight wk[t] times `in` shifted by offset[t].
 template <typename T>
 inline void block_taps(std::span<const int64_t> offset, const T* wk, const T* in, const T* init,
@@ -242,26 +211,97 @@ void forward_wide(const Conv2dGeometry& g, const Wide& v, std::span<const int64_
     for (size_t t = 0; t < offset.size(); ++t) acc = madd(wk[t], xp[offset[t] + i], acc);
     wide[i] = acc;
   }
-  for (int64_t p = 0; p < g.P; ++p) std::copy(wide + p * v.Wp, wide + p * v.Wp + g.Q, y + p * g.Q);
+  for (int64_t p = 0; p < g.P; ++p) copy_row(wide + p * v.Ws, g.Q, y + p * g.Q);
+}
+
+// The data gradient gathers. dx's padded element (i, j) sums, over the channel's filters in
+// order and each filter's taps in (r, s) order, the tap's weight times the dy element that read
+// it, if one did: in phase (i % stride_h, j % stride_w) only that phase's taps reach it, each
+// from dy at (i / stride_h, j / stride_w) less the tap's shift. So each phase plane of dx is a
+// stride-1 gather over dy widened to rows Ws wide, with its phase's taps. dy sits in `dyz`
+// behind `margin` zeros (the largest shift) and above zero rows, so every tap of every dx
+// element reads inside it; a term whose dy lies outside the plane is a zero added, as the
+// zeros past Q always were. Only dx's rows are computed, two vectors at a time with their sums
+// in registers (block_taps), into `out` (the phase planes), then copied out: each element gets
+// the terms the tap-by-tap scatter gave it, in its order, and zeros.
+struct Gather {
+  int64_t margin, zplane;      // zeros before dy's rows; the elements of zeros, dy and zeros
+  std::vector<int64_t> tap;    // the taps phase by phase, (r, s) order within each
+  std::vector<int64_t> back;   // where each reads dyz, less the dx element's index
+  std::vector<int64_t> begin;  // phase f's are [begin[f], begin[f + 1])
+};
+int64_t margin_of(const Conv2dGeometry& g, const Wide& v) {
+  return tap_shift(g, v, g.R - 1, g.S - 1);
+}
+Gather gather_of(const Conv2dGeometry& g, const Wide& v) {
+  Gather z{margin_of(g, v), margin_of(g, v) + v.plane, {}, {}, {0}};
+  for (int64_t f = 0; f < v.phases; ++f) {
+    for (int64_t r = 0; r < g.R; ++r)
+      for (int64_t s = 0; s < g.S; ++s)
+        if (tap_phase(g, r, s) == f) {
+          z.tap.push_back(r * g.S + s);
+          z.back.push_back(z.margin - tap_shift(g, v, r, s));
+        }
+    z.begin.push_back(static_cast<int64_t>(z.tap.size()));
+  }
+  return z;
+}
+// Elements of a thread's backward scratch: the filter gradient's padded and wide planes, or the
+// data gradient's dyz, dx's phase planes and a phase's weights, whichever is more.
+int64_t backward_each(const Conv2dGeometry& g, const Wide& v) {
+  return std::max(v.padded + v.wide, margin_of(g, v) + v.plane * (1 + v.phases) + g.R * g.S);
 }
 
 template <typename T>
-void data_wide(const Conv2dGeometry& g, const Wide& v, const T* dy, const T* w, int64_t k0,
-               int64_t k1, T* dx, T* dxp, T* dyw) {
-  std::fill(dxp, dxp + v.padded, T(0));
+void data_wide(const Conv2dGeometry& g, const Wide& v, const Gather& z, const T* dy, const T* w,
+               int64_t k0, int64_t k1, T* dx, T* dyz, T* out, T* wf) {
+  constexpr int64_t B = kBlock<T>;
+  static constexpr T zeros[B] = {};
   for (int64_t k = k0; k < k1; ++k) {
-    widen_plane(g, v, dy + k * g.P * g.Q, dyw);
-    for (int64_t r = 0; r < g.R; ++r)
-      for (int64_t s = 0; s < g.S; ++s) {
-        const T wv = w[(k * g.R + r) * g.S + s];
-        T* out = dxp + tap_offset(g, v, r, s);
-        for (int64_t i = 0; i < v.wide; ++i) out[i] += wv * dyw[i];
+    widen_plane(g, v, dy + k * g.P * g.Q, dyz + z.margin);
+    for (int64_t f = 0; f < v.phases; ++f) {
+      const int64_t a = f / g.stride_w, u0 = z.begin[f], count = z.begin[f + 1] - u0;
+      for (int64_t u = 0; u < count; ++u) wf[u] = w[k * g.R * g.S + z.tap[u0 + u]];
+      const std::span<const int64_t> back(z.back.data() + u0, count);
+      T* o = out + f * v.plane;
+      int64_t i = ceil_pos(g.pad_h - a, g.stride_h) * v.Ws;
+      const int64_t end = ceil_pos(g.pad_h + g.H - a, g.stride_h) * v.Ws;
+      for (; i + B <= end; i += B) block_taps(back, wf, dyz + i, k == k0 ? zeros : o + i, o + i);
+      for (; i < end; ++i) {
+        T acc = k == k0 ? T(0) : o[i];
+        for (int64_t u = 0; u < count; ++u) acc = madd(wf[u], dyz[back[u] + i], acc);
+        o[i] = acc;
+      }
+    }
+  }
+  move_plane<false, T>(g, v, dx, out);
+}
+
+// The filter gradient's sums: 32 lanes of the flat index per tap.
+constexpr int64_t kSum = 32;
+
+// kCount taps' sums over the whole blocks [0, full) of the widened dy and the taps' shifted
+// planes `in`, added into `sums`, held in registers: kCount is a constant, so the compiler keeps
+// every accumulator in a register (with a count known only at run time it kept them on the
+// stack, a load and a store per multiply-add).
+template <int kCount, typename T>
+void group_sums(const T* dyw, const T* const* in, int64_t full, T* const* sums) {
+  constexpr int64_t NV = kSum / kLanes<T>;  // vectors per tap's sums
+  V<T> acc[kCount][NV];
+  for (int u = 0; u < kCount; ++u)
+    for (int64_t e = 0; e < NV; ++e) load(acc[u][e], sums[u] + e * kLanes<T>);
+  for (int64_t i = 0; i < full; i += kSum) {
+    V<T> d[NV];
+    for (int64_t e = 0; e < NV; ++e) load(d[e], dyw + i + e * kLanes<T>);
+    for (int u = 0; u < kCount; ++u)
+      for (int64_t e = 0; e < NV; ++e) {
+        V<T> xv;
+        load(xv, in[u] + i + e * kLanes<T>);
+        acc[u][e] = acc[u][e] + d[e] * xv;
       }
   }
-  for (int64_t h = 0; h < g.H; ++h) {
-    const T* row = dxp + (h + g.pad_h) * v.Wp + g.pad_w;
-    std::copy(row, row + g.W, dx + h * g.W);
-  }
+  for (int u = 0; u < kCount; ++u)
+    for (int64_t e = 0; e < NV; ++e) store(sums[u] + e * kLanes<T>, acc[u][e]);
 }
 
 // dw of filter k in the wide form: each tap's dot product of the widened dy with the shifted
@@ -273,41 +313,35 @@ void data_wide(const Conv2dGeometry& g, const Wide& v, const T* dy, const T* w, 
 template <typename T>
 void filter_wide(const Conv2dGeometry& g, const Wide& v, const T* x, const T* dy, int64_t k, T* dwk,
                  T* xp, T* dyw) {
-  constexpr int64_t kSum = 32, kTaps = 49;
-  constexpr int64_t kGroup = 4;             // AVX-512: every tap's sums in registers
-  constexpr int64_t NV = kSum / kLanes<T>;  // vectors per tap's sums
+  constexpr int64_t kTaps = 49, kGroup = 4;
   const int64_t c = k / (g.K / g.C), taps = g.R * g.S;
   const int64_t full = v.wide / kSum * kSum;
   for (int64_t t0 = 0; t0 < taps; t0 += kTaps) {
     const int64_t t1 = std::min(taps, t0 + kTaps);
     alignas(64) T lanes[kTaps][kSum] = {};
     for (int64_t n = 0; n < g.N; ++n) {
+      if (n + 1 < g.N) {
+        prefetch(x + ((n + 1) * g.C + c) * g.H * g.W, g.H * g.W);
+        prefetch(dy + ((n + 1) * g.K + k) * g.P * g.Q, g.P * g.Q);
+      }
       pad_plane(g, v, x + (n * g.C + c) * g.H * g.W, xp);
       widen_plane(g, v, dy + (n * g.K + k) * g.P * g.Q, dyw);
       if constexpr (kVecBytes == 64) {
         for (int64_t u0 = t0; u0 < t1; u0 += kGroup) {
-          const int64_t u1 = std::min(t1, u0 + kGroup), count = u1 - u0;
+          const int64_t count = std::min(t1 - u0, kGroup);
           const T* in[kGroup];
-          V<T> acc[kGroup][NV];
+          T* sums[kGroup];
           for (int64_t u = 0; u < count; ++u) {
             in[u] = xp + tap_offset(g, v, (u0 + u) / g.S, (u0 + u) % g.S);
-            for (int64_t e = 0; e < NV; ++e) load(acc[u][e], lanes[u0 + u - t0] + e * kLanes<T>);
+            sums[u] = lanes[u0 + u - t0];
           }
-          for (int64_t i = 0; i < full; i += kSum) {
-            V<T> d[NV];
-            for (int64_t e = 0; e < NV; ++e) load(d[e], dyw + i + e * kLanes<T>);
-            for (int64_t u = 0; u < count; ++u)
-              for (int64_t e = 0; e < NV; ++e) {
-                V<T> xv;
-                load(xv, in[u] + i + e * kLanes<T>);
-                acc[u][e] = acc[u][e] + d[e] * xv;
-              }
-          }
-          for (int64_t u = 0; u < count; ++u) {
-            T* sums = lanes[u0 + u - t0];
-            for (int64_t e = 0; e < NV; ++e) store(sums + e * kLanes<T>, acc[u][e]);
-            for (int64_t l = 0; full + l < v.wide; ++l) sums[l] += dyw[full + l] * in[u][full + l];
-          }
+          if (count == 4) group_sums<4>(dyw, in, full, sums);
+          if (count == 3) group_sums<3>(dyw, in, full, sums);
+          if (count == 2) group_sums<2>(dyw, in, full, sums);
+          if (count == 1) group_sums<1>(dyw, in, full, sums);
+          for (int64_t u = 0; u < count; ++u)
+            for (int64_t l = 0; full + l < v.wide; ++l)
+              sums[u][l] += dyw[full + l] * in[u][full + l];
         }
       } else {  // AVX2 and SSE: the compiler's own vectors, tap by tap, do better
         for (int64_t t = t0; t < t1; ++t) {
@@ -333,18 +367,16 @@ void forward_t(const Conv2dGeometry& g, int threads, const T* x, const T* w, con
                T* scratch) {
   const int64_t m = g.K / g.C, planes = g.N * g.K;
   const Wide v = wide_of(g);
-  const std::vector<int64_t> offset = wide_applies(g) ? tap_offsets(g, v) : std::vector<int64_t>{};
+  const std::vector<int64_t> offset = tap_offsets(g, v);
   for_parts(parts(planes, threads), planes, [&](int part, int64_t u0, int64_t u1) {
     T* xp = scratch + part * (v.padded + v.wide);
+    std::fill(xp, xp + v.padded, T(0));
     for (int64_t u = u0; u < u1; ++u) {
       const int64_t n = u / g.K, k = u % g.K;
-      const T* xc = x + (n * g.C + k / m) * g.H * g.W;
-      const T bias = b ? b[k] : T(0);
-      if (wide_applies(g))
-        forward_wide(g, v, offset, xc, w + k * g.R * g.S, bias, y + u * g.P * g.Q, xp,
-                     xp + v.padded);
-      else
-        forward_plane(g, xc, w + k * g.R * g.S, bias, y + u * g.P * g.Q);
+      if (u + 1 < u1)
+        prefetch(x + ((u + 1) / g.K * g.C + (u + 1) % g.K / m) * g.H * g.W, g.H * g.W);
+      forward_wide(g, v, offset, x + (n * g.C + k / m) * g.H * g.W, w + k * g.R * g.S,
+                   b ? b[k] : T(0), y + u * g.P * g.Q, xp, xp + v.padded);
     }
   });
 }
@@ -354,15 +386,17 @@ void backward_data_t(const Conv2dGeometry& g, int threads, const T* dy, const T*
                      T* scratch) {
   const int64_t m = g.K / g.C, planes = g.N * g.C;
   const Wide v = wide_of(g);
+  const Gather z = gather_of(g, v);
   for_parts(parts(planes, threads), planes, [&](int part, int64_t u0, int64_t u1) {
-    T* dxp = scratch + part * (v.padded + v.wide);
+    T* dyz = scratch + part * backward_each(g, v);
+    T* out = dyz + z.zplane;
+    std::fill(dyz, dyz + z.zplane, T(0));
     for (int64_t u = u0; u < u1; ++u) {
       const int64_t n = u / g.C, c = u % g.C;
-      const T* dyn = dy + n * g.K * g.P * g.Q;
-      if (wide_applies(g))
-        data_wide(g, v, dyn, w, c * m, (c + 1) * m, dx + u * g.H * g.W, dxp, dxp + v.padded);
-      else
-        data_plane(g, dyn, w, c * m, (c + 1) * m, dx + u * g.H * g.W);
+      if (u + 1 < u1)
+        prefetch(dy + ((u + 1) / g.C * g.K + (u + 1) % g.C * m) * g.P * g.Q, m * g.P * g.Q);
+      data_wide(g, v, z, dy + n * g.K * g.P * g.Q, w, c * m, (c + 1) * m, dx + u * g.H * g.W, dyz,
+                out, out + v.phases * v.plane);
     }
   });
 }
@@ -372,12 +406,10 @@ void backward_filter_t(const Conv2dGeometry& g, int threads, const T* x, const T
                        T* scratch) {
   const Wide v = wide_of(g);
   for_parts(parts(g.K, threads), g.K, [&](int part, int64_t k0, int64_t k1) {
-    T* xp = scratch + part * (v.padded + v.wide);
+    T* xp = scratch + part * backward_each(g, v);
+    std::fill(xp, xp + v.padded + v.wide, T(0));
     for (int64_t k = k0; k < k1; ++k)
-      if (wide_applies(g))
-        filter_wide(g, v, x, dy, k, dw + k * g.R * g.S, xp, xp + v.padded);
-      else
-        filter_of(g, x, dy, k, dw + k * g.R * g.S);
+      filter_wide(g, v, x, dy, k, dw + k * g.R * g.S, xp, xp + v.padded);
   });
 }
 
@@ -397,9 +429,12 @@ bool applies(const Conv2dGeometry& g) {
 }
 
 size_t scratch_bytes(const Conv2dGeometry& g, DType t, int threads) {
-  if (!wide_applies(g)) return 0;
   const Wide v = wide_of(g);
   return static_cast<size_t>(threads * (v.padded + v.wide)) * dtype_size(t);
+}
+
+size_t backward_scratch_bytes(const Conv2dGeometry& g, DType t, int threads) {
+  return static_cast<size_t>(threads * backward_each(g, wide_of(g))) * dtype_size(t);
 }
 
 void forward(const Conv2dGeometry& g, int threads, const Tensor& x, const Tensor& w,
