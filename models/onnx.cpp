@@ -512,10 +512,13 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       o.inputs = {activation_input(n)};
       o.int_inputs = {int_input(n, 1)};
     } else if (op == "Expand") {
-      // Of an activation to a shape (read while recording): unit axes repeated, NumPy's
-      // broadcasting; never over the batch axis.
+      // To a shape (read while recording): unit axes repeated, NumPy's broadcasting. Of an
+      // activation never over its batch axis; of a weight over any axis (a vision
+      // transformer's class token, expanded to the batch).
       o.kind = Kind::expand;
-      o.inputs = {activation_input(n)};
+      const std::string x = need(n, 0);
+      o.of_weight = graph->initializers.count(x) > 0 || float_constants.count(x) > 0;
+      o.inputs = {o.of_weight ? operand(n, 0) : activation_input(n)};
       o.int_inputs = {int_input(n, 1)};
     } else if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
       o.kind = Kind::binary;

@@ -170,34 +170,50 @@ Value record_reduce(const OnnxNode& n, const Ints& axes, Value x) {
 
 // x repeated along its unit axes to `to` (x's rank, its axis k 1 or to[k]): a concat of to[k]
 // copies per such axis, whose backward sums the copies' gradients. Never the batch axis.
-Value repeat_unit_axes(Value x, const Shape& to, const std::string& what) {
+Value repeat_unit_axes(Value x, const Shape& to, const std::string& what, bool of_weight = false) {
   const Shape s = x.shape();  // a copy: x is recorded over below
   for (int k = 0; k < s.rank(); ++k) {
     if (s[k] == to[k]) continue;
     FRUGAL_CHECK(s[k] == 1, what, ": axis ", k, " is ", s[k], " and ", to[k],
                  ", which do not broadcast");
-    FRUGAL_CHECK(k > 0, what, ": broadcasting over the batch axis is not imported");
+    FRUGAL_CHECK(k > 0 || of_weight, what, ": broadcasting over the batch axis is not imported");
+    if (k == 0) {  // a weight's copies side by side in (1, copies, numel): the bytes of (n, ...)
+      const std::vector<Value> copies(static_cast<size_t>(to[0]),
+                                      reshape(x, Shape{1, 1, s.numel()}));
+      std::vector<int64_t> d(s.dims().begin(), s.dims().end());
+      d[0] = to[0];
+      x = reshape(concat(copies, 1), Shape(d));
+      continue;
+    }
     const std::vector<Value> copies(static_cast<size_t>(to[k]), x);
     x = concat(copies, k);
   }
   return x;
 }
 
-// Expand of an activation to `shape` as NumPy broadcasts: x gains leading unit axes to the
-// shape's rank (none may stand in front of the batch axis), then its unit axes are repeated.
-Value record_expand(const Ints& shape, Value x) {
+// Expand of x to `shape` as NumPy broadcasts: x gains leading unit axes to the shape's rank,
+// then its unit axes are repeated (a concat of copies, whose backward sums their gradients). An
+// activation keeps its batch axis first: no new axis in front of it, none repeated over it. A
+// weight has no batch axis: a vision transformer's class token (1, 1, D) expands to (N, 1, D).
+Value record_expand(const Ints& shape, Value x, bool of_weight) {
   const Shape s = x.shape();
   const std::string what = detail::concat("Expand of ", s, " to ", str(shape));
-  FRUGAL_CHECK(static_cast<int>(shape.size()) <= s.rank(), what,
+  FRUGAL_CHECK(of_weight || static_cast<int>(shape.size()) <= s.rank(), what,
                ": the new leading axes would stand in front of the batch axis; frugal imports "
                "expansions that keep it first");
-  std::vector<int64_t> to(s.dims().begin(), s.dims().end());
+  if (static_cast<int>(shape.size()) > s.rank()) {
+    std::vector<int64_t> d(shape.size() - static_cast<size_t>(s.rank()), 1);
+    d.insert(d.end(), s.dims().begin(), s.dims().end());
+    x = reshape(x, Shape(d));
+  }
+  const Shape r = x.shape();
+  std::vector<int64_t> to(r.dims().begin(), r.dims().end());
   for (size_t i = 0; i < shape.size(); ++i) {
     const int64_t d = shape[i];
     FRUGAL_CHECK(d >= 1, what, ": extent ", d, " is not imported");
     if (d != 1) to[to.size() - shape.size() + i] = d;  // repeat_unit_axes checks the rest
   }
-  return repeat_unit_axes(x, Shape(to), what);
+  return repeat_unit_axes(x, Shape(to), what, of_weight);
 }
 
 // MatMul between two activations with NumPy's broadcasting of the leading axes: the shorter
@@ -554,7 +570,7 @@ Value record_onnx(const OnnxModel& model, Value images) {
           y = record_gather(n, ints.at(n.int_inputs[0]), in[0]);
           break;
         case Kind::expand:
-          y = record_expand(ints.at(n.int_inputs[0]).values, in[0]);
+          y = record_expand(ints.at(n.int_inputs[0]).values, in[0], n.of_weight);
           break;
         case Kind::pad: {
           const Ints& pads = ints.at(n.int_inputs[0]).values;

@@ -817,6 +817,37 @@ def expand_net(out):
     export_with_output(net, x, out, "expand_net", 13)
 
 
+def class_token_net(out):
+    """A vision transformer's class token: a learned (1, 1, D) vector expanded over the batch
+    (self.cls.expand(n, -1, -1), n from x's shape, as torchvision's ViT writes it) and joined in
+    front of the patch tokens, a learned position embedding added, a LayerNorm, and a linear
+    head on the class token's row; tests/data/onnx/class_token_net.onnx with PyTorch's float32
+    output."""
+
+    import torch
+    from torch import nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.patch = nn.Conv2d(3, 8, 2, stride=2)
+            self.cls = nn.Parameter(torch.randn(1, 1, 8) * 0.5)
+            self.pos = nn.Parameter(torch.randn(1, 7, 8) * 0.1)
+            self.norm = nn.LayerNorm(8)
+            self.head = nn.Linear(8, 5)
+
+        def forward(self, x):
+            n = x.shape[0]
+            t = self.patch(x).flatten(2).transpose(1, 2)  # (N, 6, 8)
+            t = torch.cat([self.cls.expand(n, -1, -1), t], dim=1) + self.pos
+            return self.head(self.norm(t)[:, 0])
+
+    torch.manual_seed(15)
+    net = Net().eval()
+    x = torch.rand(2, 3, 4, 6) * 2 - 1
+    export_with_output(net, x, out, "class_token_net", 15)
+
+
 def instance_norm_net(out):
     """Instance and group normalization as PyTorch exports them: InstanceNorm2d with an affine
     scale and bias (InstanceNormalization reading the weights), GroupNorm (a Reshape to (N,
@@ -1118,6 +1149,7 @@ if __name__ == "__main__":
         gather_net(sys.argv[2])
         reduce_net(sys.argv[2])
         expand_net(sys.argv[2])
+        class_token_net(sys.argv[2])
         instance_norm_net(sys.argv[2])
         group_norm_lookalike_net(sys.argv[2])
         prelu_net(sys.argv[2])

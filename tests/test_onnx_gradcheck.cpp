@@ -1,6 +1,6 @@
 // Imported models' ops in float64 against finite differences, the weights drawn away from the
-// file's: instance and group normalization (InstanceNormalization, GroupNorm's five nodes) and
-// PReLU (its slopes folded, or through Unsqueeze).
+// file's: instance and group normalization (InstanceNormalization, GroupNorm's five nodes),
+// PReLU (its slopes folded, or through Unsqueeze) and a class token expanded over the batch.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -47,4 +47,22 @@ TEST_CASE("onnx: gradcheck of an imported model's PReLUs") {
         },
         {kink_free({2, 3, 6, 5}, 9)}, {.tolerance = 1e-6});
   }
+}
+
+// A vision transformer's class token, a (1, 1, 8) weight expanded over the batch and joined in
+// front of the patch tokens, in float64 against finite differences: its gradient is the sum of
+// its copies' (the weights drawn away from the file's).
+TEST_CASE("onnx: gradcheck of a class token expanded over the batch") {
+  const OnnxModel m = load_onnx((onnx_data() / "class_token_net.onnx").string());
+  REQUIRE(m.graph->params.count("cls") == 1);
+  CHECK(m.graph->params.at("cls"));  // trainable
+  check_gradients(
+      [&](std::span<const Value> in) {
+        Value y = record_onnx(m, in[0]);
+        uint64_t seed = 60;
+        for (const auto& [name, trainable] : m.graph->params)
+          if (trainable) randomize_param(y.tape(), name, seed++, -1, 1);
+        return std::vector<Value>{y};
+      },
+      {random_tensor({3, 3, 4, 6}, 11)}, {.tolerance = 1e-6});
 }
