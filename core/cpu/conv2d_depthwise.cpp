@@ -8,6 +8,7 @@
 #include <cstring>
 #include <span>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "core/cpu/parts.h"
@@ -123,29 +124,100 @@ int64_t tap_offset(const Conv2dGeometry& g, const Wide& v, int64_t r, int64_t s)
   return tap_phase(g, r, s) * v.plane + tap_shift(g, v, r, s);
 }
 
+// A row's even and odd elements apart (split_row), or back together (join_row): two vectors
+// at a time through shuffles, the rest one by one. n elements in the row, ceil(n/2) even ones.
+template <typename T, size_t... I>
+inline void unzip(const V<T>& a, const V<T>& b, V<T>& even, V<T>& odd, std::index_sequence<I...>) {
+  even = __builtin_shufflevector(a, b, (2 * I)...);
+  odd = __builtin_shufflevector(a, b, (2 * I + 1)...);
+}
+template <typename T, size_t... I>
+inline void zip(const V<T>& even, const V<T>& odd, V<T>& lo, V<T>& hi, std::index_sequence<I...>) {
+  constexpr size_t L = sizeof...(I);
+  lo = __builtin_shufflevector(even, odd, (I % 2 * L + I / 2)...);
+  hi = __builtin_shufflevector(even, odd, (I % 2 * L + L / 2 + I / 2)...);
+}
+template <typename T>
+void split_row(const T* row, int64_t n, T* even, T* odd) {
+  constexpr int64_t L = kLanes<T>;
+  int64_t i = 0;
+  for (; 2 * (i + L) <= n; i += L) {
+    V<T> a, b, e, o;
+    load(a, row + 2 * i);
+    load(b, row + 2 * i + L);
+    unzip<T>(a, b, e, o, std::make_index_sequence<L>());
+    store(even + i, e);
+    store(odd + i, o);
+  }
+  for (; 2 * i < n; ++i) {
+    even[i] = row[2 * i];
+    if (2 * i + 1 < n) odd[i] = row[2 * i + 1];
+  }
+}
+template <typename T>
+void join_row(const T* even, const T* odd, int64_t n, T* row) {
+  constexpr int64_t L = kLanes<T>;
+  int64_t i = 0;
+  for (; 2 * (i + L) <= n; i += L) {
+    V<T> e, o, lo, hi;
+    load(e, even + i);
+    load(o, odd + i);
+    zip<T>(e, o, lo, hi, std::make_index_sequence<L>());
+    store(row + 2 * i, lo);
+    store(row + 2 * i + L, hi);
+  }
+  for (; 2 * i < n; ++i) {
+    row[2 * i] = even[i];
+    if (2 * i + 1 < n) row[2 * i + 1] = odd[i];
+  }
+}
+
 // A plane (H,W) and the padded interior of the phase planes at `phases`: copied into the
 // phases (kInto) or back out of them. Row h is padded row i = h + pad_h, of phase row
 // (i % stride_h, i / stride_h), kept as a running pair (a division per row costs as much as
-// copying a 14-wide row).
+// copying a 14-wide row). Column w is padded column j = w + pad_w, of phase column
+// (j % stride_w, j / stride_w): at stride 2 the even columns go to one phase and the odd ones
+// to the other, split by shuffles.
 template <bool kInto, typename T>
 void move_plane(const Conv2dGeometry& g, const Wide& v, std::conditional_t<kInto, const T*, T*> x,
                 T* phases) {
   const int64_t sw = g.stride_w;
-  for (int64_t b = 0; b < sw; ++b) {  // padded columns j*stride_w + b, of phase (., b)
-    const int64_t lo = ceil_pos(g.pad_w - b, sw), hi = ceil_pos(g.pad_w + g.W - b, sw);
+  auto rows = [&](const auto& move) {  // move(row h, phase (., 0)'s padded row)
     int64_t a = g.pad_h % g.stride_h, i = g.pad_h / g.stride_h;
     for (int64_t h = 0; h < g.H; ++h) {
-      T* at = phases + (a * sw + b) * v.plane + i * v.Ws;
-      auto row = x + h * g.W;
-      if constexpr (kInto) {
-        if (sw == 1) copy_row(row, g.W, at + g.pad_w);
-        for (int64_t j = lo; sw > 1 && j < hi; ++j) at[j] = row[j * sw + b - g.pad_w];
-      } else {
-        if (sw == 1) copy_row(at + g.pad_w, g.W, row);
-        for (int64_t j = lo; sw > 1 && j < hi; ++j) row[j * sw + b - g.pad_w] = at[j];
-      }
+      move(x + h * g.W, phases + a * sw * v.plane + i * v.Ws);
       if (++a == g.stride_h) a = 0, ++i;
     }
+  };
+  if (sw == 1) {  // one phase, from column pad_w
+    rows([&](auto row, T* at) {
+      if constexpr (kInto)
+        copy_row(row, g.W, at + g.pad_w);
+      else
+        copy_row(at + g.pad_w, g.W, row);
+    });
+  } else if (sw == 2) {
+    // The even columns w in phase pad_w % 2 from column pad_w / 2, the odd ones in the other
+    // from column (pad_w + 1) / 2.
+    const int64_t even = g.pad_w % 2 * v.plane + g.pad_w / 2;
+    const int64_t odd = (g.pad_w + 1) % 2 * v.plane + (g.pad_w + 1) / 2;
+    rows([&](auto row, T* at) {
+      if constexpr (kInto)
+        split_row(row, g.W, at + even, at + odd);
+      else
+        join_row(at + even, at + odd, g.W, row);
+    });
+  } else {
+    rows([&](auto row, T* at) {
+      for (int64_t b = 0; b < sw; ++b) {  // padded columns j*stride_w + b, of phase (., b)
+        const int64_t lo = ceil_pos(g.pad_w - b, sw), hi = ceil_pos(g.pad_w + g.W - b, sw);
+        for (int64_t j = lo; j < hi; ++j)
+          if constexpr (kInto)
+            at[b * v.plane + j] = row[j * sw + b - g.pad_w];
+          else
+            row[j * sw + b - g.pad_w] = at[b * v.plane + j];
+      }
+    });
   }
 }
 
