@@ -13,19 +13,27 @@
 using namespace frugal;
 using namespace frugal::testing;
 
+namespace {
+
+// check_gradients' function of an imported model: m recorded over the input, every trainable
+// weight drawn in [-1, 1] (from `seed` on), away from the file's values.
+auto randomized(const OnnxModel& m, uint64_t seed) {
+  return [&m, seed](std::span<const Value> in) {
+    Value y = record_onnx(m, in[0]);
+    uint64_t s = seed;
+    for (const auto& [name, trainable] : m.graph->params)
+      if (trainable) randomize_param(y.tape(), name, s++, -1, 1);
+    return std::vector<Value>{y};
+  };
+}
+
+}  // namespace
+
 // The imported instance and group normalizations in float64 against finite differences, the
 // weights drawn away from the file's (input gradients and every weight's).
 TEST_CASE("onnx: gradcheck of an imported model's instance and group norms") {
   const OnnxModel m = load_onnx((onnx_data() / "instance_norm_net.onnx").string());
-  check_gradients(
-      [&](std::span<const Value> in) {
-        Value y = record_onnx(m, in[0]);
-        uint64_t seed = 40;
-        for (const auto& [name, trainable] : m.graph->params)
-          if (trainable) randomize_param(y.tape(), name, seed++, -1, 1);
-        return std::vector<Value>{y};
-      },
-      {random_tensor({2, 3, 6, 5}, 7)}, {.tolerance = 1e-6});
+  check_gradients(randomized(m, 40), {random_tensor({2, 3, 6, 5}, 7)}, {.tolerance = 1e-6});
 }
 
 // The imported PReLUs in float64 against finite differences, the slopes drawn away from the
@@ -37,15 +45,7 @@ TEST_CASE("onnx: gradcheck of an imported model's PReLUs") {
     int prelus = 0;
     for (const OnnxNode& n : m.graph->nodes) prelus += n.kind == OnnxKind::prelu;
     CHECK(prelus == 3);
-    check_gradients(
-        [&](std::span<const Value> in) {
-          Value y = record_onnx(m, in[0]);
-          uint64_t seed = 50;
-          for (const auto& [param, trainable] : m.graph->params)
-            if (trainable) randomize_param(y.tape(), param, seed++, -1, 1);
-          return std::vector<Value>{y};
-        },
-        {kink_free({2, 3, 6, 5}, 9)}, {.tolerance = 1e-6});
+    check_gradients(randomized(m, 50), {kink_free({2, 3, 6, 5}, 9)}, {.tolerance = 1e-6});
   }
 }
 
@@ -56,13 +56,5 @@ TEST_CASE("onnx: gradcheck of a class token expanded over the batch") {
   const OnnxModel m = load_onnx((onnx_data() / "class_token_net.onnx").string());
   REQUIRE(m.graph->params.count("cls") == 1);
   CHECK(m.graph->params.at("cls"));  // trainable
-  check_gradients(
-      [&](std::span<const Value> in) {
-        Value y = record_onnx(m, in[0]);
-        uint64_t seed = 60;
-        for (const auto& [name, trainable] : m.graph->params)
-          if (trainable) randomize_param(y.tape(), name, seed++, -1, 1);
-        return std::vector<Value>{y};
-      },
-      {random_tensor({3, 3, 4, 6}, 11)}, {.tolerance = 1e-6});
+  check_gradients(randomized(m, 60), {random_tensor({3, 3, 4, 6}, 11)}, {.tolerance = 1e-6});
 }
