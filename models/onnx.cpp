@@ -748,6 +748,9 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
                graph->output, "' is ", y.shape(),
                "; frugal imports classifiers whose output is (N, classes) and segmentation "
                "models whose output is (N, classes, H, W)");
+  FRUGAL_CHECK(y.shape()[0] == 1, path, ": the output '", graph->output, "' is ", y.shape(),
+               " for a batch of 1: its first axis must be the batch's (reshapes and transposes "
+               "may move the batch axis on the way, but it must come back first)");
   model.classes = y.shape()[1];
   if (y.shape().rank() == 4) model.label_shape = Shape{y.shape()[2], y.shape()[3]};
   return model;

@@ -848,6 +848,25 @@ def class_token_net(out):
     export_with_output(net, x, out, "class_token_net", 15)
 
 
+def vit_net(out):
+    """torchvision's VisionTransformer, tiny (16 x 16 images in 4 x 4 patches, 2 layers of 2
+    heads, 16 wide): nn.MultiheadAttention's export moves the batch axis (tokens (L, N, E) to
+    (L*N, E), heads to (N*heads, L, E/heads)) and back; tests/data/onnx/vit_net.onnx with
+    PyTorch's float32 output."""
+
+    import torch
+    from torchvision.models import VisionTransformer
+
+    torch.manual_seed(16)
+    net = VisionTransformer(image_size=16, patch_size=4, num_layers=2, num_heads=2,
+                            hidden_dim=16, mlp_dim=32, num_classes=5).eval()
+    with torch.no_grad():  # torchvision starts the head and the class token at zero
+        net.heads.head.weight.normal_(0, 0.3)
+        net.class_token.normal_(0, 0.5)
+    x = torch.rand(2, 3, 16, 16) * 2 - 1
+    export_with_output(net, x, out, "vit_net", 15)
+
+
 def instance_norm_net(out):
     """Instance and group normalization as PyTorch exports them: InstanceNorm2d with an affine
     scale and bias (InstanceNormalization reading the weights), GroupNorm (a Reshape to (N,
@@ -1060,6 +1079,10 @@ def torchvision_training(out, only=()):
              ("efficientnet_b0", torchvision.models.efficientnet_b0, 64),
              ("densenet121", torchvision.models.densenet121, 64),
              ("convnext_tiny", torchvision.models.convnext_tiny, 64),
+             # A tiny vision transformer: attention's reshapes move the batch axis and back.
+             ("vit_tiny", lambda num_classes: torchvision.models.VisionTransformer(
+                 image_size=32, patch_size=8, num_layers=2, num_heads=2, hidden_dim=32,
+                 mlp_dim=64, num_classes=num_classes), 32),
              # ResNet-18 with GroupNorm (32 groups) for BatchNorm: InstanceNormalization.
              ("resnet18_gn", lambda num_classes: torchvision.models.resnet18(
                  num_classes=num_classes, norm_layer=lambda c: torch.nn.GroupNorm(32, c)), 64)]
@@ -1068,6 +1091,10 @@ def torchvision_training(out, only=()):
             continue
         torch.manual_seed(0)
         net = make(num_classes=10)
+        if hasattr(net, "class_token"):  # a ViT's head and class token start at zero
+            with torch.no_grad():
+                net.heads.head.weight.normal_(0, 0.3)
+                net.class_token.normal_(0, 0.5)
         for m in net.modules():
             if isinstance(m, torch.nn.Dropout) or type(m).__name__ == "StochasticDepth":
                 m.p = 0.0
@@ -1150,6 +1177,7 @@ if __name__ == "__main__":
         reduce_net(sys.argv[2])
         expand_net(sys.argv[2])
         class_token_net(sys.argv[2])
+        vit_net(sys.argv[2])
         instance_norm_net(sys.argv[2])
         group_norm_lookalike_net(sys.argv[2])
         prelu_net(sys.argv[2])

@@ -45,6 +45,8 @@ TEST_CASE("onnx: imported models give ONNX's reference outputs") {
   // channels, a vector along a new axis), its shape from Shape, Equal and Where.
   // class_token_net: PyTorch's output; a vision transformer's class token, a (1, 1, D) weight
   // expanded over the batch (Expand of a weight) and joined in front of the patch tokens.
+  // vit_net: PyTorch's output; torchvision's VisionTransformer (tiny), whose attention moves
+  // the batch axis by reshapes and transposes and brings it back.
   // instance_norm_net: PyTorch's output; InstanceNorm2d with and without affine weights and
   // GroupNorm's export (Reshape, InstanceNormalization, Reshape, Mul, Add); unfolded, its
   // weights through Unsqueeze (a reshape of the parameter).
@@ -57,19 +59,33 @@ TEST_CASE("onnx: imported models give ONNX's reference outputs") {
   // unet_seg: PyTorch's own eval-mode output (scripts/onnx_fixtures.py --segmentation --small),
   // a U-Net whose F.pad to the skip's size exports as shape arithmetic (ConstantOfShape, integer
   // Reshape, Slice with step -1, Transpose) and whose output is per pixel.
-  for (const char* name : {"residual_net",      "reshape_net",
-                           "mobile_net",        "unet_net",
-                           "shuffle_net",       "unet_seg",
-                           "bilinear_net",      "matmul_net",
-                           "dense_net",         "focus_net",
-                           "pad_net",           "extras_net",
-                           "norm_net",          "norm13_net",
-                           "bmm_net",           "gather_net",
-                           "reduce_net",        "reduce11_net",
-                           "expand_net",        "class_token_net",
-                           "instance_norm_net", "instance_norm_unfolded_net",
-                           "activation_net",    "group_norm_lookalike_net",
-                           "prelu_net",         "prelu_unfolded_net"}) {
+  for (const char* name : {"residual_net",
+                           "reshape_net",
+                           "mobile_net",
+                           "unet_net",
+                           "shuffle_net",
+                           "unet_seg",
+                           "bilinear_net",
+                           "matmul_net",
+                           "dense_net",
+                           "focus_net",
+                           "pad_net",
+                           "extras_net",
+                           "norm_net",
+                           "norm13_net",
+                           "bmm_net",
+                           "gather_net",
+                           "reduce_net",
+                           "reduce11_net",
+                           "expand_net",
+                           "class_token_net",
+                           "instance_norm_net",
+                           "instance_norm_unfolded_net",
+                           "activation_net",
+                           "group_norm_lookalike_net",
+                           "prelu_net",
+                           "prelu_unfolded_net",
+                           "vit_net"}) {
     CAPTURE(name);
     const OnnxModel m = load_onnx((onnx_data() / (std::string(name) + ".onnx")).string());
     const std::vector<float> io = read_floats(onnx_data() / (std::string(name) + ".io"));
@@ -258,6 +274,7 @@ TEST_CASE("onnx: training an imported model is bitwise equal planned and baselin
                            "prelu_net",
                            "prelu_unfolded_net",
                            "class_token_net",
+                           "vit_net",
                            "activation_net"}) {
     CAPTURE(name);
     const OnnxModel m = load_onnx((onnx_data() / (std::string(name) + ".onnx")).string());

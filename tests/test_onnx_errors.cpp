@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <string>
@@ -128,17 +129,78 @@ TEST_CASE("onnx: bad files, unsupported ops and attributes are errors naming wha
     CHECK(error_for(stepped).starts_with(
         "m.onnx: node 'slice_cols' (Slice): slice [-2, 1000) step -1 of axis 3 of [1,"));
     CHECK(error_for(stepped).ends_with("] is empty"));
+    // A reshape may merge the batch axis into another (attention's (L, N, E) to (L*N, E));
+    // here (-1, N, H, W) takes the channel shuffle's (N, 4, 2, 8, 8) to (8N, 1, 8, 8), and the
+    // Split after it finds one channel where it cuts two.
     for (auto& n : *batch.mutable_graph()->mutable_node())
       if (n.name() == "shape4") n.set_input(0, "minus1"), n.set_input(1, "un");  // (-1, N, H, W)
+    CHECK(error_for(batch).starts_with("m.onnx: node 'split' (Split): "));
     CHECK(
-        error_for(batch).starts_with("m.onnx: node 'view4' (Reshape): reshape of [1,4,2,8,8] "
-                                     "to [8,1,8,8] moves the batch axis"));
+        error_for(batch).ends_with("split: sizes of 2 parts do not cut axis 1 of x [8,1,8,8] "
+                                   "(1) into parts of at least 1"));
     legacy.mutable_opset_import(0)->set_version(12);
     for (auto& n : *legacy.mutable_graph()->mutable_node())
       if (n.name() == "split") n.mutable_input()->RemoveLast();  // sizes: equal halves below
     CHECK(error_for(legacy) ==
           "m.onnx: node 'softmax' (Softmax): opset < 13 Softmax over axis 1 of [1,8,9,9] "
           "flattens the axes after it; only the last axis is imported");
+  }
+  {  // Reshapes that merge the batch axis into another and bring it back first: the same
+     // outputs as without them, at a batch other than the export's. An output whose first axis
+     // is not the batch's is an error naming the output.
+    onnx::ModelProto m = tiny();
+    onnx::GraphProto* g = m.mutable_graph();
+    auto target = [&](const std::string& name, std::vector<int64_t> dims) {
+      onnx::TensorProto* t = g->add_initializer();
+      t->set_name(name);
+      t->set_data_type(onnx::TensorProto::INT64);
+      t->add_dims(static_cast<int64_t>(dims.size()));
+      for (int64_t d : dims) t->add_int64_data(d);
+    };
+    target("merged", {-1, 3});      // (N, 2, 3, 3) to (6N, 3): the batch merged into rows
+    target("per_image", {-1, 18});  // back to (N, 18)
+    onnx::NodeProto merge, back;
+    merge.set_name("merge");
+    merge.set_op_type("Reshape");
+    merge.add_input("c");
+    merge.add_input("merged");
+    merge.add_output("rows");
+    back.set_name("back");
+    back.set_op_type("Reshape");
+    back.add_input("rows");
+    back.add_input("per_image");
+    back.add_output("f");
+    const onnx::NodeProto conv = g->node(0), fc = g->node(2);
+    onnx::ModelProto plain = m;
+    g->clear_node();
+    for (const onnx::NodeProto* n : {&conv, static_cast<const onnx::NodeProto*>(&merge),
+                                     static_cast<const onnx::NodeProto*>(&back), &fc})
+      *g->add_node() = *n;
+    REQUIRE(error_for(m).empty());
+    auto forward = [](const onnx::ModelProto& p) {
+      const std::string bytes = p.SerializeAsString();
+      const OnnxModel model = load_onnx_bytes("m.onnx", bytes.data(), bytes.size());
+      std::vector<float> x(2 * 4 * 5 * 5);
+      for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * static_cast<float>(i));
+      return onnx_forward(model, x);
+    };
+    const std::vector<float> got = forward(m), want = forward(plain);
+    REQUIRE(got.size() == 6);
+    CHECK(got == want);
+    CHECK(std::any_of(got.begin(), got.end(), [](float v) { return v != 0; }));
+    // The head's output (N, 3) reshaped to (3N, 1): its first axis is no longer the batch.
+    target("column", {-1, 1});
+    onnx::NodeProto* out = g->add_node();
+    out->set_name("column");
+    out->set_op_type("Reshape");
+    out->add_input("y");
+    out->add_input("column");
+    out->add_output("y_column");
+    g->mutable_output(0)->set_name("y_column");
+    CHECK(error_for(m) ==
+          "m.onnx: the output 'y_column' is [3,1] for a batch of 1: its first axis must be the "
+          "batch's (reshapes and transposes may move the batch axis on the way, but it must "
+          "come back first)");
   }
   {  // Unsqueeze and Squeeze of an activation are reshapes; of the batch axis, an error.
     onnx::ModelProto m = tiny();

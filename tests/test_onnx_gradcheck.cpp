@@ -1,6 +1,7 @@
 // Imported models' ops in float64 against finite differences, the weights drawn away from the
 // file's: instance and group normalization (InstanceNormalization, GroupNorm's five nodes),
-// PReLU (its slopes folded, or through Unsqueeze) and a class token expanded over the batch.
+// PReLU (its slopes folded, or through Unsqueeze), a class token expanded over the batch and a
+// tiny vision transformer.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -15,11 +16,13 @@ using namespace frugal::testing;
 
 namespace {
 
-// check_gradients' function of an imported model: m recorded over the input, every trainable
-// weight drawn in [-1, 1] (from `seed` on), away from the file's values.
+// check_gradients' function of an imported model: m recorded over the input, its constants
+// (attention's scale, say) the file's, every trainable weight drawn in [-1, 1] (from `seed`
+// on), away from the file's values.
 auto randomized(const OnnxModel& m, uint64_t seed) {
   return [&m, seed](std::span<const Value> in) {
     Value y = record_onnx(m, in[0]);
+    load_onnx_weights(y.tape().params(), m);
     uint64_t s = seed;
     for (const auto& [name, trainable] : m.graph->params)
       if (trainable) randomize_param(y.tape(), name, s++, -1, 1);
@@ -57,4 +60,12 @@ TEST_CASE("onnx: gradcheck of a class token expanded over the batch") {
   REQUIRE(m.graph->params.count("cls") == 1);
   CHECK(m.graph->params.at("cls"));  // trainable
   check_gradients(randomized(m, 60), {random_tensor({3, 3, 4, 6}, 11)}, {.tolerance = 1e-6});
+}
+
+// torchvision's VisionTransformer, tiny (2 layers of 2 heads, 16 wide), in float64 against
+// finite differences: attention's reshapes merge the batch axis with the tokens' and the heads'
+// and bring it back first; every weight and the input (the weights drawn away from the file's).
+TEST_CASE("onnx: gradcheck of a tiny vision transformer") {
+  const OnnxModel m = load_onnx((onnx_data() / "vit_net.onnx").string());
+  check_gradients(randomized(m, 70), {random_tensor({2, 3, 16, 16}, 13)}, {.tolerance = 1e-6});
 }
