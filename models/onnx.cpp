@@ -680,15 +680,16 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       o.kind = Kind::identity;
       o.inputs = {activation_input(n)};
       // In a training-mode export, Dropout(ratio, training_mode = true) is frugal's dropout
-      // (its mask output must go unread); in eval mode, or opset 11's attribute form, it folds.
+      // (its mask output must go unread); in eval mode, or opset 11's attribute form, it folds,
+      // and so does a ratio of 0 (a ViT's, whose masks would keep everything).
       if (op == "Dropout" && n.input_size() > 2 && !n.input(2).empty()) {
         const auto mode = int_constants.find(need(n, 2));
         if (mode == int_constants.end() || mode->second.values.size() != 1)
           r.fail(n, "training_mode must be a constant boolean");
         if (mode->second.values[0] != 0) {
-          o.kind = Kind::dropout;
           o.alpha = scalar(n, 1, 0.5);
           if (!(o.alpha >= 0 && o.alpha < 1)) r.fail(n, "ratio must be in [0, 1)");
+          if (o.alpha > 0) o.kind = Kind::dropout;
         }
       }
     } else if (op == "Pad") {

@@ -23,11 +23,14 @@ namespace {
 constexpr BinaryKind kAll[] = {BinaryKind::add, BinaryKind::sub, BinaryKind::mul, BinaryKind::div};
 
 // (a, b) shapes: one shape; SE's (N,C,1,1) on either side; per-channel (C,1,1); a scalar;
-// rows against a row (N,F) and (F); both broadcast ((N,1,H,1) against (1,C,1,W)).
+// rows against a row (N,F) and (F); both broadcast ((N,1,H,1) against (1,C,1,W)); a bias over
+// leading axes ((N,L,C) against (C), a position embedding (1,L,C), on either side); a broadcast
+// inside ((C,1,W) against (N,C,H,W)).
 const std::vector<std::pair<Shape, Shape>> kPatterns = {
     {{2, 3, 4, 5}, {2, 3, 4, 5}}, {{2, 3, 4, 5}, {2, 3, 1, 1}}, {{2, 3, 1, 1}, {2, 3, 4, 5}},
     {{2, 3, 4, 5}, {3, 1, 1}},    {{2, 3, 4, 5}, {1}},          {{3, 4}, {4}},
-    {{2, 1, 3, 1}, {1, 3, 1, 4}},
+    {{2, 1, 3, 1}, {1, 3, 1, 4}}, {{2, 3, 4, 5}, {5}},          {{5}, {2, 3, 4, 5}},
+    {{2, 3, 4, 5}, {1, 3, 4, 5}}, {{3, 4, 5}, {2, 3, 4, 5}},    {{2, 3, 4, 5}, {3, 1, 5}},
 };
 
 }  // namespace
@@ -50,9 +53,13 @@ TEST_CASE("binary ops: finite-difference gradients in f64 over every broadcast p
 
 TEST_CASE("binary ops: the CPU's row and broadcast loops give the shared formulas' bits") {
   // The CUDA kernels evaluate core/broadcast.h element by element; the CPU's fast paths (rows,
-  // operands of the output's shape, trailing-axis broadcasts) must give the same bits.
+  // operands of the output's shape, trailing-axis broadcasts, biases over leading axes) must
+  // give the same bits, on the threads too (a bias of 600 over 4 x 10 rows: blocks of 256).
+  std::vector<std::pair<Shape, Shape>> patterns = kPatterns;
+  patterns.push_back({{4, 10, 600}, {600}});
+  patterns.push_back({{1, 10, 600}, {4, 10, 600}});
   for (BinaryKind k : kAll)
-    for (const auto& [sa, sb] : kPatterns) {
+    for (const auto& [sa, sb] : patterns) {
       CAPTURE(std::string(binary_name(k)));
       CAPTURE(sa);
       CAPTURE(sb);

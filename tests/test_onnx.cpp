@@ -297,6 +297,19 @@ TEST_CASE("onnx: a training-mode export keeps BatchNorm and Dropout") {
   REQUIRE(std::count(kinds.begin(), kinds.end(), OnnxKind::dropout) == 1);
   for (const OnnxNode& n : m.graph->nodes)
     if (n.kind == OnnxKind::dropout) CHECK(n.alpha == doctest::Approx(0.25));
+  {  // A ratio of 0 keeps everything: the Dropout folds, as in eval mode.
+    onnx::ModelProto zero;
+    std::ifstream in(onnx_data() / "train_net.onnx", std::ios::binary);
+    REQUIRE(zero.ParseFromIstream(&in));
+    for (auto& n : *zero.mutable_graph()->mutable_node())
+      if (n.name() == "ratio")
+        n.mutable_attribute(0)->mutable_t()->set_raw_data(std::string(4, '\0'));
+    const std::string bytes = zero.SerializeAsString();
+    const OnnxModel folded = load_onnx_bytes("m.onnx", bytes.data(), bytes.size());
+    int dropouts = 0;
+    for (const OnnxNode& n : folded.graph->nodes) dropouts += n.kind == OnnxKind::dropout;
+    CHECK(dropouts == 0);
+  }
   // Its running statistics are outputs no node may read.
   onnx::ModelProto bad;
   {

@@ -26,10 +26,10 @@ TORCH_FLAGS = {
 TORCHVISION_CASES = [(f"tv-{n}", f"tv-{n}", 32, "training", "f32", [], 3, 1)
                      for n in ("squeezenet1_1", "mobilenet_v2", "shufflenet_v2_x1_0", "unet",
                                "resnet18", "efficientnet_b0", "resnet50", "densenet121",
-                               "convnext_tiny", "resnet18_gn")]
+                               "convnext_tiny", "resnet18_gn", "vit_b_16")]
 TORCHVISION_CASES += [(f"tv-{n}", f"tv-{n}", b, "inference", "f32", [], 3, 1)
                       for n in ("mobilenet_v2", "shufflenet_v2_x1_0", "unet", "resnet50",
-                                "convnext_tiny")
+                                "convnext_tiny", "vit_b_16")
                       for b in (1, 32)]
 # Issue 16, op-level recomputation on the torchvision models (--set recompute): frugal with
 # --recompute cheap against PyTorch's plain step, and DenseNet-121 also against torchvision's

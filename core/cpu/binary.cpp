@@ -1,8 +1,9 @@
 // Broadcast arithmetic kernels of the CPU backend: the element formulas of core/broadcast.h
 // (shared with the CUDA kernels) over static OpenMP splits, row by row of the innermost axis,
-// with the common patterns (one shape; a broadcast operand over trailing axes) on loops of
-// their own. Each gradient element is summed by one thread in the order reduce_grad fixes, so
-// the bits are the CUDA kernels' and do not depend on the thread count.
+// with the common patterns (one shape; a broadcast operand over trailing axes; a bias's
+// gradient, over leading axes) on loops of their own. Each gradient element is summed by one thread
+// in the order reduce_grad fixes, so the bits are the CUDA kernels' and do not depend on the thread
+// count.
 #include <algorithm>
 
 #include "core/broadcast.h"
@@ -95,6 +96,37 @@ bool suffix_gradient_t(BinaryKind k, const Broadcast& g, int which, const T* a, 
   return true;
 }
 
+// The gradient of an add's or sub's operand broadcast over leading axes only (a bias (C)
+// against (N, L, C)): element e sums dy at r * n + e over the rows r = 0, 1, ... in that order,
+// as reduce_grad does, with the elements of a block side by side in the inner loop. Only where
+// the gradient is +-dy: a product's terms could be fused into the sums differently here.
+template <typename T>
+bool prefix_gradient_t(BinaryKind k, const Broadcast& g, int which, const T* dy, T* dx, int64_t n) {
+  if (binary_backward_reads_inputs(k)) return false;
+  const int64_t* own = which == 0 ? g.a : g.b;
+  int64_t stride = 1;
+  int d = 3;
+  for (; d >= 0 && (g.size[d] == 1 || own[d] == stride); --d) stride *= g.size[d];
+  for (; d >= 0; --d)
+    if (own[d] != 0 && g.size[d] > 1) return false;  // not a trailing block of the output
+  if (stride != n) return false;
+  const int64_t rows = g.numel() / n;
+  constexpr int64_t kBlock = 256;
+#pragma omp parallel for schedule(static) if (g.numel() > kParallelMin)
+  for (int64_t e0 = 0; e0 < n; e0 += kBlock) {
+    const int64_t e1 = std::min(n, e0 + kBlock);
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* d0 = dy + r * n;
+      for (int64_t e = e0; e < e1; ++e) {
+        const T term = which == 0 ? binary_math::grad_a(k, T(0), T(0), d0[e])
+                                  : binary_math::grad_b(k, T(0), T(0), d0[e]);
+        dx[e] = r == 0 ? term : dx[e] + term;
+      }
+    }
+  }
+  return true;
+}
+
 template <typename T>
 void gradient_t(BinaryKind k, const Broadcast& g, int which, const T* a, const T* b, const T* dy,
                 T* dx) {
@@ -102,6 +134,7 @@ void gradient_t(BinaryKind k, const Broadcast& g, int which, const T* a, const T
   if (g.numel() == 0) return std::fill(dx, dx + n, T(0));  // a sum of no terms
   if (n == g.numel()) return full_gradient_t(k, g, which, a, b, dy, dx);
   if (suffix_gradient_t(k, g, which, a, b, dy, dx, n)) return;
+  if (prefix_gradient_t(k, g, which, dy, dx, n)) return;
 #pragma omp parallel for schedule(static) if (g.numel() > kParallelMin)
   for (int64_t e = 0; e < n; ++e) dx[e] = binary_math::reduce_grad(k, g, which, e, a, b, dy);
 }
