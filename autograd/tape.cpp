@@ -41,7 +41,7 @@ Value Tape::param(Parameter& p) {
 
 std::vector<Value> Tape::record(std::unique_ptr<Op> op, std::vector<Value> inputs,
                                 std::source_location where) {
-  const std::string at = source_line(where);
+  const std::string at = origin_.empty() ? source_line(where) : origin_;
   std::vector<TensorMeta> metas;
   for (const Value& v : inputs) {
     FRUGAL_CHECK(v.valid() && &v.tape() == this, at, ": ", op->name(),

@@ -86,6 +86,21 @@ class Tape {
     Tape& t_;
     size_t previous_;
   };
+  // Where the ops recorded while it lives come from, in place of their source lines: an
+  // importer's node ("model.onnx: node 'conv3' (Conv)"), which errors and check_finite name.
+  class Origin {
+   public:
+    Origin(Tape& t, std::string origin) : t_(t), previous_(std::move(t.origin_)) {
+      t.origin_ = std::move(origin);
+    }
+    ~Origin() { t_.origin_ = std::move(previous_); }
+    Origin(const Origin&) = delete;
+    Origin& operator=(const Origin&) = delete;
+
+   private:
+    Tape& t_;
+    std::string previous_;
+  };
   // A fresh name for an op of kind `kind` in the current scope ("conv2d3").
   std::string unique_name(const std::string& kind);
   // Takes over another tape's scope and name counters (a sub-graph recorded apart names its
@@ -109,6 +124,7 @@ class Tape {
   std::vector<ValueNode> values_;
   std::vector<OpNode> ops_;
   std::string scope_;
+  std::string origin_;  // Origin's, or empty: the recording call's source line
   std::vector<std::pair<std::string, int>> counters_;  // (scope/kind, count)
   std::map<const Parameter*, int> param_values_;       // parameter -> its value id
 };

@@ -355,6 +355,9 @@ Value record_onnx(const OnnxModel& model, Value images) {
   auto record_node = [&](const OnnxNode& n) {
     std::vector<Value> in;
     const auto where = std::source_location::current();
+    // The node, not the importer's lines, is where its ops come from (errors, check_finite).
+    const std::string origin = model.path + ": node '" + n.name + "' (" + n.op_type + ")";
+    Tape::Origin from(tape, origin);
     Value y;
     try {
       for (const std::string& s : n.inputs) in.push_back(value(s));
@@ -605,10 +608,11 @@ Value record_onnx(const OnnxModel& model, Value images) {
           throw Error("unexpected op kind");
       }
     } catch (const Error& e) {
-      throw Error(model.path + ": node '" + n.name + "' (" + n.op_type + "): " + e.what());
+      const std::string what = e.what();
+      if (what.starts_with(origin + ": ")) throw;  // a shape error the tape named the node in
+      throw Error(origin + ": " + what);
     } catch (const std::out_of_range&) {  // a value the checks let through unread: still an error
-      throw Error(model.path + ": node '" + n.name + "' (" + n.op_type +
-                  "): reads a value that is not defined");
+      throw Error(origin + ": reads a value that is not defined");
     }
     env[n.output] = y;
   };
@@ -624,6 +628,8 @@ Value record_onnx(const OnnxModel& model, Value images) {
     if (!n.group_norm_chain.empty()) {
       std::vector<const OnnxNode*> chain;
       for (const std::string& name : n.group_norm_chain) chain.push_back(waiting.at(name));
+      Tape::Origin from(tape, model.path + ": nodes '" + chain.front()->name + "' to '" + n.name +
+                                  "' (GroupNorm)");
       const Value y = record_group_norm(n, chain, ints, g, value);
       if (y.valid()) {
         env[n.output] = y;

@@ -10,6 +10,7 @@
 
 #include "models/onnx.h"
 #include "models/onnx_graph.h"
+#include "run/executor.h"
 #include "tests/onnx_edit.h"
 #include "tests/onnx_support.h"
 
@@ -134,10 +135,10 @@ TEST_CASE("onnx: bad files, unsupported ops and attributes are errors naming wha
     // Split after it finds one channel where it cuts two.
     for (auto& n : *batch.mutable_graph()->mutable_node())
       if (n.name() == "shape4") n.set_input(0, "minus1"), n.set_input(1, "un");  // (-1, N, H, W)
-    CHECK(error_for(batch).starts_with("m.onnx: node 'split' (Split): "));
-    CHECK(
-        error_for(batch).ends_with("split: sizes of 2 parts do not cut axis 1 of x [8,1,8,8] "
-                                   "(1) into parts of at least 1"));
+    // The node is named once, and no line of the importer's.
+    CHECK(error_for(batch) ==
+          "m.onnx: node 'split' (Split): split: sizes of 2 parts do not cut axis 1 of x "
+          "[8,1,8,8] (1) into parts of at least 1");
     legacy.mutable_opset_import(0)->set_version(12);
     for (auto& n : *legacy.mutable_graph()->mutable_node())
       if (n.name() == "split") n.mutable_input()->RemoveLast();  // sizes: equal halves below
@@ -201,6 +202,34 @@ TEST_CASE("onnx: bad files, unsupported ops and attributes are errors naming wha
           "m.onnx: the output 'y_column' is [3,1] for a batch of 1: its first axis must be the "
           "batch's (reshapes and transposes may move the batch axis on the way, but it must "
           "come back first)");
+  }
+  {  // check_finite names the ONNX node whose op wrote the first NaN, not an importer's line.
+    onnx::ModelProto m = tiny();
+    onnx::GraphProto* g = m.mutable_graph();
+    onnx::NodeProto root;
+    root.set_name("root");
+    root.set_op_type("Sqrt");
+    root.add_input("c");
+    root.add_output("r");
+    g->mutable_node(1)->set_input(0, "r");  // flatten reads the roots
+    const onnx::NodeProto conv = g->node(0), flat = g->node(1), fc = g->node(2);
+    g->clear_node();
+    for (const onnx::NodeProto* n : {&conv, static_cast<const onnx::NodeProto*>(&root), &flat, &fc})
+      *g->add_node() = *n;
+    const std::string bytes = m.SerializeAsString();
+    const OnnxModel model = load_onnx_bytes("m.onnx", bytes.data(), bytes.size());
+    ParamStore store(1);
+    Tape tape(store);
+    Value x = tape.input("x", Shape{1, 4, 5, 5}, DType::f32);
+    Value y = record_onnx(model, x);
+    load_onnx_weights(store, model);
+    Executor ex(tape, cpu_backend(), {.mode = Mode::inference, .keep = {y}, .check_finite = true});
+    Tensor images = Tensor::empty(x.shape(), DType::f32);
+    for (int64_t i = 0; i < images.numel(); ++i) images.data<float>()[i] = -1;  // conv < 0
+    ex.set_input(x, images);
+    const std::string error = error_message([&] { ex.forward(); });
+    CHECK(error.find("(m.onnx: node 'root' (Sqrt)) forward wrote") != std::string::npos);
+    CHECK(error.find(".cpp") == std::string::npos);
   }
   {  // Unsqueeze and Squeeze of an activation are reshapes; of the batch axis, an error.
     onnx::ModelProto m = tiny();

@@ -32,11 +32,18 @@ frugal="$build/apps/frugal"
 debian_torch() {
   [[ "$(dpkg-query -W -f='${Status}' python3-torch 2>/dev/null)" == "install ok installed" ]]
 }
-if ! debian_torch && command -v apt-get >/dev/null; then
-  say "installing Debian's python3-torch"
+# Debian's python3-torch runs its matrix products (nn.Linear, matmul, the FC layers) on whatever
+# libblas.so.3 the system selects: with --no-install-recommends that is the reference BLAS, some
+# 50x slower than OpenBLAS (a 197x768x3072 product: 0.16 s against 0.01 s here). OpenBLAS
+# registers itself as the system's libblas.so.3, so PyTorch gets an optimized BLAS.
+openblas() {
+  [[ "$(dpkg-query -W -f='${Status}' libopenblas0-pthread 2>/dev/null)" == "install ok installed" ]]
+}
+if { ! debian_torch || ! openblas; } && command -v apt-get >/dev/null; then
+  say "installing Debian's python3-torch and OpenBLAS"
   "${sudo[@]}" apt-get update -qq || true
   "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-    python3-torch python3-venv || true
+    python3-torch python3-venv libopenblas0-pthread || true
 fi
 if debian_torch; then
   python=/usr/bin/python3  # the interpreter whose dist-packages hold python3-torch
