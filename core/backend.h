@@ -292,7 +292,9 @@ class Backend {
   virtual void binary_forward(BinaryKind k, const Broadcast& g, const Tensor& a, const Tensor& b,
                               Tensor& y) = 0;
   // da and db, each undefined where not wanted: binary_math::reduce_grad at every element. a
-  // and b are read by mul and div only (undefined will do for add and sub). A reduced gradient
+  // and b are read by mul and div only (undefined will do for add and sub), and only for the
+  // gradients that need them: a for db; b for da, and for div's db (an operand no wanted
+  // gradient reads may be undefined: x * c with a constant c needs only c). A reduced gradient
   // is written before a full-sized one, and db before da when both are full-sized: the one
   // written last (da, or db where only b is full-sized) may alias dy.
   virtual void binary_backward(BinaryKind k, const Broadcast& g, const Tensor& a, const Tensor& b,

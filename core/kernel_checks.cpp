@@ -151,7 +151,12 @@ void check_binary_forward(BinaryKind k, const Broadcast& g, const Tensor& a, con
 void check_binary_backward(BinaryKind k, const Broadcast& g, const Tensor& a, const Tensor& b,
                            const Tensor& dy, const Tensor& da, const Tensor& db,
                            const Device& device) {
-  if (binary_backward_reads_inputs(k)) check_binary_forward(k, g, a, b, dy, device);
+  if (binary_backward_reads_inputs(k)) {  // a for b's gradient; b for a's, and div's b's too
+    if (db.defined()) check_defined(binary_name(k), "operand a", a);
+    if (da.defined() || (k == BinaryKind::div && db.defined()))
+      check_defined(binary_name(k), "operand b", b);
+    check_binary(binary_name(k), g, a, b, dy, device);
+  }
   check_binary(binary_name(k), g, da, db, dy, device);
 }
 

@@ -30,8 +30,18 @@ struct ScratchChoice {
 };
 
 // The contract between an op and the planner (docs/ARCHITECTURE.md, "The roles contract").
+// An input that backward reads only to compute another input's gradient (Roles::reads_only_for).
+struct ReadFor {
+  int input = 0;  // the input read
+  int grad = 0;   // the input whose gradient needs it
+};
+
 struct Roles {
-  std::vector<int> backward_reads_inputs;   // inputs backward reads (must stay alive)
+  std::vector<int> backward_reads_inputs;  // inputs backward reads (must stay alive)
+  // Inputs of backward_reads_inputs read only for some gradients: such an input stays alive
+  // for backward only where one of its listed gradients is wanted. A product's operand is read
+  // for the other operand's gradient alone, so x * c with a constant c keeps c and lets x die.
+  std::vector<ReadFor> reads_only_for;
   std::vector<int> backward_reads_outputs;  // outputs backward reads
   std::vector<TensorMeta> saved;            // extra state written in forward, read in backward
   size_t forward_scratch = 0;               // bytes, live during forward only
@@ -74,6 +84,10 @@ struct Roles {
 // cost).
 enum class Recompute { none, cheap, all };
 const char* recompute_name(Recompute r);
+
+// Whether backward reads input `slot` of an op with roles r, given which of its inputs get a
+// gradient (grads[i]): in backward_reads_inputs, and not only for gradients nobody wants.
+bool backward_reads_input(const Roles& r, int slot, const std::vector<bool>& grads);
 
 // Marks r rebuildable from inputs `reads`, one rebuild costing `flops` arithmetic operations
 // and moving `bytes_moved` bytes (read and written).

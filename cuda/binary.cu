@@ -29,8 +29,8 @@ template <typename T>
 void backward_t(BinaryKind k, const Broadcast& g, const Tensor& a, const Tensor& b,
                 const Tensor& dy, Tensor& da, Tensor& db) {
   const bool reads = binary_backward_reads_inputs(k);
-  const T* av = reads ? a.device_data<T>() : nullptr;
-  const T* bv = reads ? b.device_data<T>() : nullptr;
+  const T* av = reads && a.defined() ? a.device_data<T>() : nullptr;
+  const T* bv = reads && b.defined() ? b.device_data<T>() : nullptr;
   int order[2];
   binary_gradient_order(g, order);
   for (int which : order) {

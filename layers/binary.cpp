@@ -31,7 +31,13 @@ Roles BinaryOp::roles(Mode mode, const Backend&) const {
   if (b_full_) r.aliases.push_back({.output = 0, .input = 1});
   if (mode != Mode::training) return r;
   rebuild_by_forward(r, mode, {0, 1}, 2.0 * static_cast<double>(y_.bytes()), y_, 1);
-  if (binary_backward_reads_inputs(kind_)) r.backward_reads_inputs = {0, 1};
+  if (binary_backward_reads_inputs(kind_)) {
+    r.backward_reads_inputs = {0, 1};
+    // a is read for b's gradient alone (b * dy; div: -dy * a / b^2); b for a's (mul), or for
+    // both (div): a product by a constant keeps the constant, not the activation.
+    r.reads_only_for = {{.input = 0, .grad = 1}};
+    if (kind_ == BinaryKind::mul) r.reads_only_for.push_back({.input = 1, .grad = 0});
+  }
   if (a_full_)
     r.grad_aliases = {{.output = 0, .input = 0}};
   else if (b_full_)
@@ -48,8 +54,11 @@ void BinaryOp::backward(const OpContext& ctx) {
   const bool reads = binary_backward_reads_inputs(kind_);
   Tensor da = ctx.needs_grad_input(0) ? ctx.grad_input(0) : none;
   Tensor db = ctx.needs_grad_input(1) ? ctx.grad_input(1) : none;
-  ctx.backend().binary_backward(kind_, g_, reads ? ctx.input(0) : none, reads ? ctx.input(1) : none,
-                                ctx.grad_output(0), da, db);
+  // Only what the wanted gradients read (Roles::reads_only_for): a is b's, b is a's (div: both).
+  const bool read_a = reads && db.defined();
+  const bool read_b = reads && (da.defined() || kind_ == BinaryKind::div);
+  ctx.backend().binary_backward(kind_, g_, read_a ? ctx.input(0) : none,
+                                read_b ? ctx.input(1) : none, ctx.grad_output(0), da, db);
 }
 
 Value binary(BinaryKind kind, Value a, Value b, std::source_location where) {

@@ -119,7 +119,8 @@ class Analysis {
 
   bool reads_in_backward(int op, int slot) const {
     return training() && runs_backward_[static_cast<size_t>(op)] &&
-           contains(L_.roles[static_cast<size_t>(op)].backward_reads_inputs, slot);
+           backward_reads_input(L_.roles[static_cast<size_t>(op)], slot,
+                                needs_grad_[static_cast<size_t>(op)]);
   }
 
   void add_values() {

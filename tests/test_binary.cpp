@@ -13,6 +13,7 @@
 #include "layers/avgpool2d.h"
 #include "layers/binary.h"
 #include "layers/conv2d.h"
+#include "layers/relu.h"
 #include "run/executor.h"
 
 using namespace frugal;
@@ -166,4 +167,40 @@ TEST_CASE("binary ops: bad input names the op and both shapes") {
   CHECK_THROWS_WITH_AS(sub(labels, labels),
                        doctest::Contains("sub: inputs must be both f32 or both f64, got i32"),
                        Error);
+}
+
+// A product or quotient by a constant (a weight that is not trained: attention's 1/sqrt(d), a
+// fixed gain) reads only the constant in backward, so the activation it scales may die after
+// forward: a ReLU before it keeps a 1-bit mask instead of its output. A trained factor keeps
+// it. Gradients in f64 against finite differences; planned == baseline bitwise.
+TEST_CASE("binary ops: a product by a constant keeps the constant, not the activation") {
+  for (BinaryKind k : {BinaryKind::mul, BinaryKind::div}) {
+    CAPTURE(std::string(binary_name(k)));
+    auto scaled = [k](Value v, bool trained) {
+      Value c = v.tape().param("c", Shape{4, 1, 1}, Init::constant(1.25), trained);
+      return binary(k, relu(v), c);
+    };
+    check_gradients(
+        [&](auto x) {
+          return std::vector<Value>{scaled(conv2d(x[0], {.out = 4, .kernel = 3}), false)};
+        },
+        {random_tensor({2, 3, 6, 6}, 8)});
+    check_planned_equals_baseline([&](Value v) { return scaled(v, false); });
+    for (bool trained : {false, true}) {
+      CAPTURE(trained);
+      ParamStore store(1);
+      Tape tape(store, DType::f32);
+      Value x = tape.input("x", {8, 3, 16, 16}, DType::f32, true);
+      Value r = relu(conv2d(x, {.out = 4, .kernel = 3, .pad = 1}));
+      Value c = tape.param("c", Shape{4, 1, 1}, Init::constant(1.25), trained);
+      Value y = conv2d(binary(k, r, c), {.out = 2, .kernel = 3});
+      Executor ex(
+          tape, cpu_backend(),
+          {.memory = MemoryMode::planned, .keep = {y}, .optimizer = OptimizerConfig{.lr = 0.1}});
+      const Liveness& live = ex.liveness();
+      const int b = live.value_buffer[r.id()];
+      // Dies in forward (its 1-bit mask kept) where nothing wants c's gradient.
+      CHECK((live.buffers[static_cast<size_t>(b)].last < live.ops) == !trained);
+    }
+  }
 }

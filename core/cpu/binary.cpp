@@ -143,8 +143,8 @@ template <typename T>
 void backward_t(BinaryKind k, const Broadcast& g, const Tensor& a, const Tensor& b,
                 const Tensor& dy, Tensor& da, Tensor& db) {
   const bool reads = binary_backward_reads_inputs(k);
-  const T* av = reads ? a.data<T>() : nullptr;
-  const T* bv = reads ? b.data<T>() : nullptr;
+  const T* av = reads && a.defined() ? a.data<T>() : nullptr;
+  const T* bv = reads && b.defined() ? b.data<T>() : nullptr;
   int order[2];
   binary_gradient_order(g, order);
   for (int which : order) {
