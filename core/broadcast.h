@@ -141,6 +141,13 @@ inline void binary_gradient_order(const Broadcast& g, int order[2]) {
 inline bool binary_backward_reads_inputs(BinaryKind k) {
   return k == BinaryKind::mul || k == BinaryKind::div;
 }
+// Whether backward reads operand `which` (0: a, 1: b) for the gradients wanted: a for db
+// (mul's a * dy, div's -dy * a / b^2), b for da (mul's b * dy, div's dy / b) and for div's db.
+// BinaryOp's Roles::reads_only_for declares the same to the planner.
+inline bool binary_backward_reads_operand(BinaryKind k, int which, bool wants_da, bool wants_db) {
+  if (!binary_backward_reads_inputs(k)) return false;
+  return which == 0 ? wants_db : wants_da || (k == BinaryKind::div && wants_db);
+}
 
 #if !defined(__CUDACC__)
 // The broadcast of operands of shapes a and b (rank 1 to 4 each): right-aligned, each axis of

@@ -151,12 +151,11 @@ void check_binary_forward(BinaryKind k, const Broadcast& g, const Tensor& a, con
 void check_binary_backward(BinaryKind k, const Broadcast& g, const Tensor& a, const Tensor& b,
                            const Tensor& dy, const Tensor& da, const Tensor& db,
                            const Device& device) {
-  if (binary_backward_reads_inputs(k)) {  // a for b's gradient; b for a's, and div's b's too
-    if (db.defined()) check_defined(binary_name(k), "operand a", a);
-    if (da.defined() || (k == BinaryKind::div && db.defined()))
-      check_defined(binary_name(k), "operand b", b);
-    check_binary(binary_name(k), g, a, b, dy, device);
-  }
+  if (binary_backward_reads_operand(k, 0, da.defined(), db.defined()))
+    check_defined(binary_name(k), "operand a", a);
+  if (binary_backward_reads_operand(k, 1, da.defined(), db.defined()))
+    check_defined(binary_name(k), "operand b", b);
+  if (binary_backward_reads_inputs(k)) check_binary(binary_name(k), g, a, b, dy, device);
   check_binary(binary_name(k), g, da, db, dy, device);
 }
 

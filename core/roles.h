@@ -29,13 +29,13 @@ struct ScratchChoice {
   std::string name;  // "implicit precomputed GEMM", for the report
 };
 
-// The contract between an op and the planner (docs/ARCHITECTURE.md, "The roles contract").
 // An input that backward reads only to compute another input's gradient (Roles::reads_only_for).
 struct ReadFor {
   int input = 0;  // the input read
   int grad = 0;   // the input whose gradient needs it
 };
 
+// The contract between an op and the planner (docs/ARCHITECTURE.md, "The roles contract").
 struct Roles {
   std::vector<int> backward_reads_inputs;  // inputs backward reads (must stay alive)
   // Inputs of backward_reads_inputs read only for some gradients: such an input stays alive

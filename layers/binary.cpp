@@ -51,14 +51,14 @@ void BinaryOp::forward(const OpContext& ctx) {
 
 void BinaryOp::backward(const OpContext& ctx) {
   Tensor none;
-  const bool reads = binary_backward_reads_inputs(kind_);
   Tensor da = ctx.needs_grad_input(0) ? ctx.grad_input(0) : none;
   Tensor db = ctx.needs_grad_input(1) ? ctx.grad_input(1) : none;
-  // Only what the wanted gradients read (Roles::reads_only_for): a is b's, b is a's (div: both).
-  const bool read_a = reads && db.defined();
-  const bool read_b = reads && (da.defined() || kind_ == BinaryKind::div);
-  ctx.backend().binary_backward(kind_, g_, read_a ? ctx.input(0) : none,
-                                read_b ? ctx.input(1) : none, ctx.grad_output(0), da, db);
+  // Only the operands the wanted gradients read (the others may be gone: reads_only_for).
+  auto operand = [&](int i) {
+    return binary_backward_reads_operand(kind_, i, da.defined(), db.defined()) ? ctx.input(i)
+                                                                               : none;
+  };
+  ctx.backend().binary_backward(kind_, g_, operand(0), operand(1), ctx.grad_output(0), da, db);
 }
 
 Value binary(BinaryKind kind, Value a, Value b, std::source_location where) {

@@ -22,9 +22,7 @@ int choose_encodings(Step& step, std::span<const int> keep, bool free_for_grads)
       for (int c : step.value(out).consumers) {
         const StepOp& reader = step.ops[static_cast<size_t>(c)];
         const Roles& r = reader.roles;
-        std::vector<bool> grads;  // which of the reader's inputs get a gradient
-        for (size_t i = 0; i < reader.inputs.size(); ++i)
-          grads.push_back(reader.differentiable[i] && step.value(reader.inputs[i]).requires_grad);
+        const std::vector<bool> grads = step.input_grads(reader);
         for (int slot : r.backward_reads_inputs) {
           if (!backward_reads_input(r, slot, grads)) continue;
           const bool frees =

@@ -108,12 +108,8 @@ class Analysis {
     needs_grad_.resize(ops.size());
     runs_backward_.assign(ops.size(), false);
     for (size_t k = 0; k < ops.size(); ++k) {
-      const StepOp& node = ops[k];
-      for (size_t i = 0; i < node.inputs.size(); ++i) {
-        bool g = node.differentiable[i] && step_.value(node.inputs[i]).requires_grad;
-        needs_grad_[k].push_back(g);
-        if (g) runs_backward_[k] = true;
-      }
+      needs_grad_[k] = step_.input_grads(ops[k]);
+      for (bool g : needs_grad_[k]) runs_backward_[k] = runs_backward_[k] || g;
     }
   }
 

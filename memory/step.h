@@ -44,6 +44,13 @@ struct Step {
   std::vector<StepValue> values;
   std::vector<StepOp> ops;
   const StepValue& value(int id) const { return values.at(static_cast<size_t>(id)); }
+  // Which of op's input slots receive a gradient: differentiable, and the value requires one.
+  std::vector<bool> input_grads(const StepOp& op) const {
+    std::vector<bool> grads;
+    for (size_t i = 0; i < op.inputs.size(); ++i)
+      grads.push_back(op.differentiable[i] && value(op.inputs[i]).requires_grad);
+    return grads;
+  }
 };
 
 }  // namespace frugal

@@ -270,7 +270,7 @@ OpContext Executor::context(int k, Pass pass) {
     const auto& temps = layout_.live.grad_temp_buffers[static_cast<size_t>(k)];
     for (size_t i = 0; i < node.inputs.size(); ++i) {
       Tensor* g = nullptr;
-      if (node.op->differentiable(static_cast<int>(i)) && tape_.value(node.inputs[i]).requires_grad)
+      if (grads[i])
         g = temps[i] >= 0 ? buffer(temps[i])
                           : buffer(layout_.live.grad_buffer[static_cast<size_t>(node.inputs[i])]);
       c.grad_inputs.push_back(g);
