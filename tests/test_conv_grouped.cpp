@@ -191,6 +191,11 @@ TEST_CASE(
       {2, 6, 8, 8, 4, 3, 3, params(2, 1, 1, 2)},    // grouped, stride 2
       {2, 3, 8, 7, 4, 3, 2, uneven},                // one group, uneven padding and steps
       {2, 3, 9, 9, 4, 3, 3, params(1, 2, 2, 1)},    // one group, dilated (no direct kernel)
+      // Rows a block wide or more (AVX-512's 32 floats): forward and data gradient in row pairs
+      // (an odd row left over), the 5x5 filter gradient a row of taps at once.
+      {1, 2, 9, 36, 2, 5, 5, params(1, 2, 1, 2)},  // EfficientNet's 5x5
+      {2, 3, 8, 33, 3, 3, 3, params(1, 1, 1, 3)},  // MobileNet's 3x3
+      {1, 2, 7, 30, 4, 5, 5, params(1, 2, 1, 2)},  // 2 filters per channel: forward pairs only
   };
   for (const Geo& c : cases) {
     check_against_direct(c, DType::f64, 1e-12);

@@ -261,12 +261,101 @@ inline void block_taps(std::span<const int64_t> offset, const T* wk, const T* in
   store(out + kLanes<T>, a1);
 }
 
+// Makes the compiler hold x0 and x1 in registers once loaded: left to itself it folds the
+// load into each multiply-add that reads it, loading the same vector twice.
+template <typename T>
+inline void keep_in_register(V<T>& x0, V<T>& x1) {
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+  asm("" : "+v"(x0), "+v"(x1));
+#else
+  (void)x0, (void)x1;
+#endif
+}
+
+// Two rows of outputs at once where a pass runs at stride 1 down the rows without dilation
+// there (R x C taps, both known at compile time: 3x3 and 5x5): the outputs at out1 and at out2,
+// two vectors each, whose rows' taps read the same input rows one row apart. Input row j
+// (`rows` + j*step, its taps' columns at `col`) serves out1's taps (j, .) and out2's (j - 1, .),
+// each vector of it loaded once for both: (R + 1) * C loads of two vectors for 2 * R * C taps
+// instead of 2 * R * C, and the weights, broadcast once per plane (`wv`), stay in registers where
+// the machine has enough. Each output still adds its taps in (r, c) order, `acc + w * x` as
+// block_taps adds them: the same bits.
+template <int R, int C, typename T>
+inline void pair_taps(const V<T> (&wv)[R * C], const int64_t (&col)[C], int64_t step, const T* rows,
+                      const T* init1, const T* init2, T* out1, T* out2) {
+  constexpr int64_t L = kLanes<T>;
+  V<T> a0, a1, b0, b1;
+  load(a0, init1);
+  load(a1, init1 + L);
+  load(b0, init2);
+  load(b1, init2 + L);
+#pragma GCC unroll 64
+  for (int j = 0; j <= R; ++j) {
+    const T* row = rows + j * step;
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) {
+      V<T> x0, x1;
+      load(x0, row + col[c]);
+      load(x1, row + col[c] + L);
+      keep_in_register<T>(x0, x1);
+      if (j < R) {
+        a0 = a0 + wv[j * C + c] * x0;
+        a1 = a1 + wv[j * C + c] * x1;
+      }
+      if (j > 0) {
+        b0 = b0 + wv[(j - 1) * C + c] * x0;
+        b1 = b1 + wv[(j - 1) * C + c] * x1;
+      }
+    }
+  }
+  store(out1, a0);
+  store(out1 + L, a1);
+  store(out2, b0);
+  store(out2 + L, b1);
+}
+
+// The row pairs of [begin, end), whole rows Ws wide: pair(i) computes the blocks at i and at
+// i + Ws, for blocks covering the first row of each pair (the last may run into the next row:
+// those outputs are computed again later, from the start). Returns where the rows left over
+// begin. Used only where recomputing an output gives what computing it once gives (the forward,
+// and the data gradient with one filter per channel).
+template <typename T, typename F>
+int64_t over_row_pairs(int64_t begin, int64_t end, int64_t Ws, const F& pair) {
+  constexpr int64_t B = kBlock<T>;
+  const int64_t covered = (Ws + B - 1) / B * B;
+  int64_t i = begin;
+  for (; i + Ws + covered <= end; i += 2 * Ws)
+    for (int64_t j = i; j < i + Ws; j += B) pair(j);
+  return i;
+}
+
+// The taps' weights broadcast into vectors, and the columns of row 0's taps.
+template <int R, int C, typename T>
+struct PairTaps {
+  V<T> wv[R * C];
+  int64_t col[C];
+  PairTaps(const T* wk, const int64_t* cols) {
+    for (int t = 0; t < R * C; ++t) wv[t] = V<T>{} + wk[t];
+    for (int c = 0; c < C; ++c) col[c] = cols[c];
+  }
+};
+
 // Every tap's offset in the padded plane, in (r, s) order: the same for every plane of a pass.
 std::vector<int64_t> tap_offsets(const Conv2dGeometry& g, const Wide& v) {
   std::vector<int64_t> offset;
   for (int64_t r = 0; r < g.R; ++r)
     for (int64_t s = 0; s < g.S; ++s) offset.push_back(tap_offset(g, v, r, s));
   return offset;
+}
+
+// Whether rows go in pairs (pair_taps): a square filter of `taps` (3 or 5) rows and columns,
+// stride 1 and no dilation down the rows, and rows at least a block wide (narrower ones would
+// compute each output more than once). 3x3 on AVX-512 only: with AVX2's 16 registers the pairs
+// were 5-10% slower than one row at a time (bench_conv, 2026-11-27).
+template <typename T>
+bool pairs_apply(const Conv2dGeometry& g, const Wide& v, int64_t taps) {
+  return g.R == taps && g.S == taps && g.stride_h == 1 && g.dilation_h == 1 && v.Ws >= kBlock<T> &&
+         (taps == 5 || kVecBytes == 64);
 }
 
 template <typename T>
@@ -277,6 +366,14 @@ void forward_wide(const Conv2dGeometry& g, const Wide& v, std::span<const int64_
   T biases[B];
   std::fill(biases, biases + B, bias);
   int64_t i = 0;
+  auto pairs = [&]<int R, int C>() {
+    const PairTaps<R, C, T> k(wk, offset.data());
+    i = over_row_pairs<T>(0, v.wide, v.Ws, [&](int64_t j) {
+      pair_taps<R, C>(k.wv, k.col, v.Ws, xp + j, biases, biases, wide + j, wide + j + v.Ws);
+    });
+  };
+  if (pairs_apply<T>(g, v, 3)) pairs.template operator()<3, 3>();
+  if (pairs_apply<T>(g, v, 5)) pairs.template operator()<5, 5>();
   for (; i + B <= v.wide; i += B) block_taps(offset, wk, xp + i, biases, wide + i);
   for (; i < v.wide; ++i) {
     T acc = bias;
@@ -338,6 +435,18 @@ void data_wide(const Conv2dGeometry& g, const Wide& v, const Gather& z, const T*
       T* o = out + f * v.plane;
       int64_t i = ceil_pos(g.pad_h - a, g.stride_h) * v.Ws;
       const int64_t end = ceil_pos(g.pad_h + g.H - a, g.stride_h) * v.Ws;
+      // Row pairs: dx's row below reads dy one row further down, so out1 is the lower row
+      // (its taps' first row of dy is the pair's last) and the rows step up.
+      auto pairs = [&]<int R, int C>() {
+        const PairTaps<R, C, T> t(wf, back.data());
+        i = over_row_pairs<T>(i, end, v.Ws, [&](int64_t j) {
+          pair_taps<R, C>(t.wv, t.col, -v.Ws, dyz + j + v.Ws, zeros, zeros, o + j + v.Ws, o + j);
+        });
+      };
+      if (g.stride_w == 1 && k1 - k0 == 1) {  // one phase; each dx element computed from zero
+        if (pairs_apply<T>(g, v, 3)) pairs.template operator()<3, 3>();
+        if (pairs_apply<T>(g, v, 5)) pairs.template operator()<5, 5>();
+      }
       for (; i + B <= end; i += B) block_taps(back, wf, dyz + i, k == k0 ? zeros : o + i, o + i);
       for (; i < end; ++i) {
         T acc = k == k0 ? T(0) : o[i];
@@ -355,39 +464,101 @@ constexpr int64_t kSum = 32;
 // kCount taps' sums over the whole blocks [0, full) of the widened dy and the taps' shifted
 // planes `in`, added into `sums`, held in registers: kCount is a constant, so the compiler keeps
 // every accumulator in a register (with a count known only at run time it kept them on the
-// stack, a load and a store per multiply-add).
+// stack, a load and a store per multiply-add). Each vector of dy is loaded once for the group
+// and each of x once (held, not folded into a multiply-add): kCount * (vectors per tap's sums)
+// accumulators, one dy and one x vector in registers.
 template <int kCount, typename T>
 void group_sums(const T* dyw, const T* const* in, int64_t full, T* const* sums) {
   constexpr int64_t NV = kSum / kLanes<T>;  // vectors per tap's sums
   V<T> acc[kCount][NV];
   for (int u = 0; u < kCount; ++u)
     for (int64_t e = 0; e < NV; ++e) load(acc[u][e], sums[u] + e * kLanes<T>);
-  for (int64_t i = 0; i < full; i += kSum) {
-    V<T> d[NV];
-    for (int64_t e = 0; e < NV; ++e) load(d[e], dyw + i + e * kLanes<T>);
-    for (int u = 0; u < kCount; ++u)
-      for (int64_t e = 0; e < NV; ++e) {
+  for (int64_t i = 0; i < full; i += kSum)
+#pragma GCC unroll 8
+    for (int64_t e = 0; e < NV; ++e) {
+      V<T> d;
+      load(d, dyw + i + e * kLanes<T>);
+#pragma GCC unroll 16
+      for (int u = 0; u < kCount; ++u) {
         V<T> xv;
         load(xv, in[u] + i + e * kLanes<T>);
-        acc[u][e] = acc[u][e] + d[e] * xv;
+        acc[u][e] = acc[u][e] + d * xv;
       }
-  }
+    }
   for (int u = 0; u < kCount; ++u)
     for (int64_t e = 0; e < NV; ++e) store(sums[u] + e * kLanes<T>, acc[u][e]);
 }
+// group_sums for a count known at run time, 1 to kMax.
+template <int kMax, typename T>
+void group_sums_of(int64_t count, const T* dyw, const T* const* in, int64_t full, T* const* sums) {
+  if constexpr (kMax >= 1) {
+    if (count == kMax) return group_sums<kMax>(dyw, in, full, sums);
+    group_sums_of<kMax - 1>(count, dyw, in, full, sums);
+  }
+}
+
+// A vector of x shifted by s elements: lanes s.. of cur, then nxt's first.
+template <int s, typename T, size_t... I>
+inline V<T> shifted(const V<T>& cur, const V<T>& nxt, std::index_sequence<I...>) {
+  return __builtin_shufflevector(cur, nxt, (s + I)...);
+}
+// Where row_sums is used: 5x5 filters in f32 on AVX-512, whose 32 registers hold a row's
+// sums (3x3 rows were slower than groups of taps).
+template <typename T>
+constexpr bool kRowSums = kVecBytes == 64 && sizeof(T) == 4;
+// A row's S taps (columns next to each other: stride 1, no dilation across) at once on AVX-512:
+// tap s reads x at `row` + s, so each block loads x's vectors once and shifts them across
+// lanes for the other taps (one load and S - 1 shuffles instead of S loads), each lane of each
+// tap adding d * x in the order of the flat index as group_sums does: the same bits. Reads up to
+// a vector past the last tap's elements (the thread's scratch goes on: the wide dy plane).
+template <int S, typename T>
+void row_sums(const T* dyw, const T* row, int64_t full, T* sums) {
+  constexpr int64_t L = kLanes<T>, NV = kSum / L;
+  V<T> acc[S][NV];
+  for (int s = 0; s < S; ++s)
+    for (int64_t e = 0; e < NV; ++e) load(acc[s][e], sums + s * kSum + e * L);
+  for (int64_t i = 0; i < full; i += kSum) {
+    V<T> cur;
+    load(cur, row + i);
+#pragma GCC unroll 8
+    for (int64_t e = 0; e < NV; ++e) {
+      V<T> d, nxt;
+      load(d, dyw + i + e * L);
+      load(nxt, row + i + (e + 1) * L);
+      [&]<size_t... s>(std::index_sequence<s...>) {
+        ((acc[s][e] = acc[s][e] + d * shifted<s, T>(cur, nxt, std::make_index_sequence<L>())), ...);
+      }
+      (std::make_index_sequence<S>());
+      cur = nxt;
+    }
+  }
+  for (int s = 0; s < S; ++s)
+    for (int64_t e = 0; e < NV; ++e) store(sums + s * kSum + e * L, acc[s][e]);
+}
+
+// Taps per group: 4 on AVX-512 (8 were no faster); on AVX2 as many as leave a register for dy
+// and one for x beside their sums (3 in f32, 1 in f64: a group of 4 spilled and was slower than
+// one tap at a time). SSE goes one tap at a time with the compiler's own vectors, and so does
+// AVX2 on planes of fewer blocks than kGroupFrom: loading and storing a group's sums for each
+// plane cost more than the group saved (MobileNetV2's 14x14 layer, 7 blocks: 14% slower).
+template <typename T>
+constexpr int64_t kGroup = kVecBytes == 64 ? 4 : std::max<int64_t>(1, 14 / (kSum / kLanes<T>));
+constexpr int64_t kGroupFrom = 16;
 
 // dw of filter k in the wide form: each tap's dot product of the widened dy with the shifted
 // padded x, over samples in order, in 32 lanes of the flat index; then the lanes in order. The
-// taps go kGroup at a time over the plane on AVX-512, each block of dy read once for the group
-// and every tap's 32 sums in registers (each lane still adds its products in the order of the
-// flat index, as one tap at a time adds them); elsewhere one tap at a time (grouped, AVX2's 16
-// registers spilled and the step was slower than this).
+// taps go kGroup at a time over the plane, each block of dy read once for the group and every
+// tap's 32 sums in registers, or a row of 5 at once (row_sums); each lane still adds its
+// products in the order of the flat index, as one tap at a time adds them.
 template <typename T>
 void filter_wide(const Conv2dGeometry& g, const Wide& v, const T* x, const T* dy, int64_t k, T* dwk,
                  T* xp, T* dyw) {
-  constexpr int64_t kTaps = 49, kGroup = 4;
+  constexpr int64_t kTaps = 49;
   const int64_t c = k / (g.K / g.C), taps = g.R * g.S;
   const int64_t full = v.wide / kSum * kSum;
+  // Rows of taps at once (row_sums) where they fit AVX-512's registers.
+  const bool rows_apply = kRowSums<T> && g.S == 5 && g.stride_w == 1 && g.dilation_w == 1 &&
+                          g.stride_h == 1 && taps <= kTaps;
   for (int64_t t0 = 0; t0 < taps; t0 += kTaps) {
     const int64_t t1 = std::min(taps, t0 + kTaps);
     alignas(64) T lanes[kTaps][kSum] = {};
@@ -398,24 +569,18 @@ void filter_wide(const Conv2dGeometry& g, const Wide& v, const T* x, const T* dy
       }
       pad_plane(g, v, x + (n * g.C + c) * g.H * g.W, xp);
       widen_plane(g, v, dy + (n * g.K + k) * g.P * g.Q, dyw);
-      if constexpr (kVecBytes == 64) {
-        for (int64_t u0 = t0; u0 < t1; u0 += kGroup) {
-          const int64_t count = std::min(t1 - u0, kGroup);
-          const T* in[kGroup];
-          T* sums[kGroup];
-          for (int64_t u = 0; u < count; ++u) {
-            in[u] = xp + tap_offset(g, v, (u0 + u) / g.S, (u0 + u) % g.S);
-            sums[u] = lanes[u0 + u - t0];
-          }
-          if (count == 4) group_sums<4>(dyw, in, full, sums);
-          if (count == 3) group_sums<3>(dyw, in, full, sums);
-          if (count == 2) group_sums<2>(dyw, in, full, sums);
-          if (count == 1) group_sums<1>(dyw, in, full, sums);
-          for (int64_t u = 0; u < count; ++u)
+      if (rows_apply) {
+        for (int64_t r = 0; r < g.R; ++r) {
+          const T* row = xp + tap_offset(g, v, r, 0);
+          T* sums = lanes[r * g.S];
+          if constexpr (kRowSums<T>) row_sums<5>(dyw, row, full, sums);
+          for (int64_t s = 0; s < g.S; ++s)
             for (int64_t l = 0; full + l < v.wide; ++l)
-              sums[u][l] += dyw[full + l] * in[u][full + l];
+              sums[s * kSum + l] += dyw[full + l] * row[s + full + l];
         }
-      } else {  // AVX2 and SSE: the compiler's own vectors, tap by tap, do better
+        continue;
+      }
+      if (kVecBytes == 16 || (kVecBytes == 32 && full < kGroupFrom * kSum)) {
         for (int64_t t = t0; t < t1; ++t) {
           T* acc = lanes[t - t0];
           const T* in = xp + tap_offset(g, v, t / g.S, t % g.S);
@@ -424,6 +589,19 @@ void filter_wide(const Conv2dGeometry& g, const Wide& v, const T* x, const T* dy
             for (int64_t l = 0; l < kSum; ++l) acc[l] += dyw[i + l] * in[i + l];
           for (int64_t l = 0; i + l < v.wide; ++l) acc[l] += dyw[i + l] * in[i + l];
         }
+        continue;
+      }
+      for (int64_t u0 = t0; u0 < t1; u0 += kGroup<T>) {
+        const int64_t count = std::min(t1 - u0, kGroup<T>);
+        const T* in[kGroup<T>];
+        T* sums[kGroup<T>];
+        for (int64_t u = 0; u < count; ++u) {
+          in[u] = xp + tap_offset(g, v, (u0 + u) / g.S, (u0 + u) % g.S);
+          sums[u] = lanes[u0 + u - t0];
+        }
+        group_sums_of<kGroup<T>>(count, dyw, in, full, sums);
+        for (int64_t u = 0; u < count; ++u)
+          for (int64_t l = 0; full + l < v.wide; ++l) sums[u][l] += dyw[full + l] * in[u][full + l];
       }
     }
     for (int64_t t = t0; t < t1; ++t) {

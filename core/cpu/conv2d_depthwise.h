@@ -4,10 +4,12 @@
 // weight times a shifted input plane into the output. The padded input plane is split into a
 // phase plane per position in the stride (one at stride 1), where every tap is a shift of one
 // phase plane, and the outputs are taken over rows as wide as a phase plane (the extra columns
-// dropped): forward in blocks of two vectors whose sums stay in registers over every tap; the
-// data gradient the same way over each phase of dx with the taps that reach it (a gather: each
-// element's terms in the order a tap-by-tap scatter adds them); the filter gradient (on
-// AVX-512) a group of taps at a time with their sums in registers. Any stride, dilation and
+// dropped): forward in blocks of two vectors whose sums stay in registers over every tap (at
+// stride 1, 5x5 and, on AVX-512, 3x3 filters two rows at once, each input vector loaded once for
+// both); the data gradient the same way over each phase of dx with the taps that reach it (a
+// gather: each element's terms in the order a tap-by-tap scatter adds them); the filter gradient
+// a group of taps at a time with their sums in registers (on AVX-512 a 5x5 filter's row of taps
+// from one load, shifted across lanes). Any stride, dilation and
 // padding; f32 and f64. Forward and the data gradient are split over output (resp. input)
 // planes, the filter gradient over filters, each summed by one thread in a fixed order: the
 // bits do not depend on the thread count. Private to the CPU backend (core/cpu/conv2d.cpp
