@@ -28,6 +28,7 @@
 #include "models/registry.h"
 #include "models/step.h"
 #include "recompute/budget.h"
+#include "report/profile.h"
 #include "run/executor.h"
 #include "train/step_budget.h"
 #include "train/train_data.h"
@@ -51,6 +52,8 @@ struct BenchOptions : ModelChoice {
   int ranks = 0;             // > 1 outside mpirun: run again under mpirun with this many
   int zero = 0;              // several ranks: ZeRO stage (ExecutorOptions::zero)
   bool sync_bn = false;      // several ranks: synchronized batch norm
+  bool profile = false;      // time each op's passes (the measured steps)
+  int profile_top = 10;      // with profile: how many of the slowest ops to list
 };
 
 struct BenchResult {
@@ -70,6 +73,7 @@ struct BenchResult {
   // reading (after each step), cuDNN's and cuBLAS's own allocations and the context included.
   bool driver = false;
   size_t driver_start = 0, driver_peak = 0;
+  std::optional<Profile> profile;  // with --profile
 };
 
 // The process's peak resident set so far (ru_maxrss is in KiB on Linux).
@@ -140,7 +144,8 @@ BenchResult run_bench(const BenchOptions& o, Communicator* comm) {
                .rebuild_budget = o.rebuild_budget,
                .comm = comm,
                .zero = comm ? o.zero : 0,
-               .sync_bn_comm = o.sync_bn ? comm : nullptr});
+               .sync_bn_comm = o.sync_bn ? comm : nullptr,
+               .profile = o.profile});
   ex.set_grad_scale(double(r.local_batch) / double(o.batch));
   if (o.rebuild_budget > 0)
     std::fprintf(stderr, "memory budget %s: op outputs rebuilt in backward, planned arena %s\n",
@@ -181,6 +186,7 @@ BenchResult run_bench(const BenchOptions& o, Communicator* comm) {
   for (int s = 0; s < o.steps; ++s) {
     // Step 0 warms up (and creates the momentum); with one step it is also the measured one.
     if (s == 1 || o.steps == 1) alloc.reset_peaks();
+    if (s == 1) ex.reset_op_times();  // the profile leaves the warm-up out
     const auto start = std::chrono::steady_clock::now();
     const double waited_before = batches ? batches->data_wait_seconds() : 0.0;
     if (batches) batches->copy(be, s * o.batch, ex.input(images), training ? ex.input(labels) : y);
@@ -206,6 +212,7 @@ BenchResult run_bench(const BenchOptions& o, Communicator* comm) {
   r.arena = ex.arena_bytes();
   r.executor = ex.memory_bytes();
   r.rss_peak = peak_rss_bytes();
+  if (o.profile) r.profile = profile_of(tape, ex, o.profile_top);
   return r;
 }
 
@@ -280,6 +287,7 @@ void print_result(const BenchOptions& o, const BenchResult& r) {
       j["driver_start_bytes"] = r.driver_start;
       j["driver_peak_bytes"] = r.driver_peak;
     }
+    if (r.profile) j["profile"] = profile_json(*r.profile);
     std::printf("%s\n", j.dump().c_str());
     return;
   }
@@ -323,6 +331,7 @@ void print_result(const BenchOptions& o, const BenchResult& r) {
         "device memory in use (driver, cudaMemGetInfo): peak %.2f MiB, %.2f MiB above the %.2f "
         "MiB before the model was recorded\n",
         to_mib(r.driver_peak), to_mib(r.driver_peak - r.driver_start), to_mib(r.driver_start));
+  if (r.profile) std::printf("%s", profile_text(*r.profile).c_str());
 }
 
 }  // namespace
@@ -371,6 +380,11 @@ Action add_bench_command(CLI::App& app) {
                 "gradients reduce-scattered)")
       ->check(CLI::Range(0, 2));
   c->add_flag("--sync-bn", o->sync_bn, "Under mpirun: batch norm statistics over every rank");
+  c->add_flag("--profile", o->profile,
+              "Time each op's passes over the measured steps: ms per step by op kind and the "
+              "slowest ops (a device is synchronized after each pass)");
+  c->add_option("--profile-top", o->profile_top, "With --profile: the slowest ops listed")
+      ->check(whole_number(0, 1000000));
   c->add_flag("--decode-only", o->decode_only,
               "With --data: time the decode pipeline alone (images per second), no network");
   return [o, memory] {

@@ -3,6 +3,7 @@
 #include "run/executor.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 
@@ -279,6 +280,21 @@ OpContext Executor::context(int k, Pass pass) {
   return c;
 }
 
+template <typename F>
+void Executor::timed(double& slot, F&& f) {
+  if (!opt_.profile) return f();
+  const auto start = std::chrono::steady_clock::now();
+  f();
+  backend_.synchronize();
+  slot += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+void Executor::reset_op_times() {
+  op_times_.assign(tape_.ops().size(), OpTimes{});
+  other_times_ = {};
+  profiled_steps_ = 0;
+}
+
 void Executor::forward() {
   const int n = layout_.live.ops;
   if (opt_.borrow_inputs)
@@ -287,16 +303,19 @@ void Executor::forward() {
                        buffers_[static_cast<size_t>(layout_.live.value_buffer[v])].defined(),
                    "executor: input '", tape_.values()[v].name, "' is borrowed and not bound");
   if (opt_.check_finite) check_finite_before_forward();
+  if (op_times_.size() != tape_.ops().size()) reset_op_times();
+  if (opt_.profile) backend_.synchronize();  // the step's own time starts here
   for (int k = 0; k < n; ++k) {
     start_lifetime(k);
     OpContext& c = forward_ctx_[static_cast<size_t>(k)];
     c.seed_ = step_seed();
     c.update_state_ = update_state_;
-    tape_.ops()[static_cast<size_t>(k)].op->forward(c);
+    timed(op_times_[static_cast<size_t>(k)].forward_s,
+          [&] { tape_.ops()[static_cast<size_t>(k)].op->forward(c); });
     if (opt_.check_finite) check_finite_after(k, false);
   }
   forward_done_ = true;
-  if (opt_.mode == Mode::inference) ++step_;
+  if (opt_.mode == Mode::inference) ++step_, profiled_steps_ += opt_.profile;
 }
 
 void Executor::backward(Value loss) {
@@ -341,18 +360,23 @@ void Executor::backward(std::span<const std::pair<Value, Tensor>> seeds) {
       OpContext& c = rebuild_ctx_[static_cast<size_t>(k)];
       c.seed_ = step_seed();
       c.update_state_ = false;
-      tape_.ops()[static_cast<size_t>(k)].op->rebuild(c);
+      timed(op_times_[static_cast<size_t>(k)].rebuild_s,
+            [&] { tape_.ops()[static_cast<size_t>(k)].op->rebuild(c); });
     }
     run_backward_step(2 * n - 1 - s);
-    sync_buckets(s);
+    timed(other_times_.update_s, [&] { sync_buckets(s); });
   }
   start_lifetime(layout_.live.final_step());
-  sync_buckets(layout_.live.final_step());
-  for (size_t v = 0; v < layout_.live.update_step.size(); ++v)
-    if (layout_.live.update_step[v] == layout_.live.final_step() && !bucketed(static_cast<int>(v)))
-      optimizer_update(static_cast<int>(v));
+  timed(other_times_.update_s, [&] {
+    sync_buckets(layout_.live.final_step());
+    for (size_t v = 0; v < layout_.live.update_step.size(); ++v)
+      if (layout_.live.update_step[v] == layout_.live.final_step() &&
+          !bucketed(static_cast<int>(v)))
+        optimizer_update(static_cast<int>(v));
+  });
   forward_done_ = false;
   ++step_;
+  profiled_steps_ += opt_.profile;
 }
 
 void Executor::run_backward_step(int k) {
@@ -363,23 +387,29 @@ void Executor::run_backward_step(int k) {
   if (!any) return;
   c.seed_ = step_seed();
   c.update_state_ = update_state_;
-  node.op->backward(c);
+  OpTimes& times = op_times_[static_cast<size_t>(k)];
+  timed(times.backward_s, [&] { node.op->backward(c); });
   if (opt_.check_finite) check_finite_after(k, true);
   // Second contributions to a gradient, summed in slot order.
   const auto& temps = layout_.live.grad_temp_buffers[static_cast<size_t>(k)];
-  for (size_t i = 0; i < temps.size(); ++i) {
-    if (temps[i] < 0) continue;
-    const int g = layout_.live.grad_buffer[static_cast<size_t>(node.inputs[i])];
-    backend_.accumulate(buffers_[static_cast<size_t>(temps[i])], buffers_[static_cast<size_t>(g)]);
-  }
+  timed(times.backward_s, [&] {
+    for (size_t i = 0; i < temps.size(); ++i) {
+      if (temps[i] < 0) continue;
+      const int g = layout_.live.grad_buffer[static_cast<size_t>(node.inputs[i])];
+      backend_.accumulate(buffers_[static_cast<size_t>(temps[i])],
+                          buffers_[static_cast<size_t>(g)]);
+    }
+  });
   const int step = layout_.live.backward_step(k);
-  for (size_t i = 0; i < node.inputs.size(); ++i) {
-    const int v = node.inputs[i];
-    const bool repeated =
-        std::find(node.inputs.begin(), node.inputs.begin() + i, v) != node.inputs.begin() + i;
-    if (!repeated && layout_.live.update_step[static_cast<size_t>(v)] == step && !bucketed(v))
-      optimizer_update(v);
-  }
+  timed(times.update_s, [&] {
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      const int v = node.inputs[i];
+      const bool repeated =
+          std::find(node.inputs.begin(), node.inputs.begin() + i, v) != node.inputs.begin() + i;
+      if (!repeated && layout_.live.update_step[static_cast<size_t>(v)] == step && !bucketed(v))
+        optimizer_update(v);
+    }
+  });
 }
 
 void Executor::optimizer_update(int v) {

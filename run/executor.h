@@ -81,6 +81,18 @@ struct ExecutorOptions {
   // Inputs take no memory of their own: bind_input hands each one a tensor its caller holds
   // (a sub-graph reading a half its op keeps anyway) before forward.
   bool borrow_inputs = false;
+  // Time each op's passes (Executor::op_times): wall clock, the backend synchronized after each
+  // pass so that a device's work lands on the op that queued it (which costs a device some
+  // speed: a profile, not a timing).
+  bool profile = false;
+};
+
+// One op's time over the steps profiled (ExecutorOptions::profile), in seconds: its forward,
+// its backward (with the sums of second gradient contributions), its rebuilds in backward
+// (recompute), and the optimizer updates of the parameters whose gradients it finished.
+struct OpTimes {
+  double forward_s = 0, backward_s = 0, rebuild_s = 0, update_s = 0;
+  double total() const { return forward_s + backward_s + rebuild_s + update_s; }
 };
 
 // The gradient bucket size an executor with a communicator uses when none is given: an eighth
@@ -159,6 +171,13 @@ class Executor {
   void release_gathered_state();
   // Bytes of optimizer state this executor's updates hold (whole, or this rank's chunks).
   size_t optimizer_state_bytes() const;
+  // With ExecutorOptions::profile: each op's times (tape order) summed over the steps since
+  // the last reset, and what ran outside any op (the updates at the step's end, waiting for
+  // gradient buckets); reset_op_times() starts again (after a warm-up step).
+  const std::vector<OpTimes>& op_times() const { return op_times_; }
+  const OpTimes& other_times() const { return other_times_; }
+  int profiled_steps() const { return profiled_steps_; }
+  void reset_op_times();
 
  private:
   void bind();
@@ -202,6 +221,12 @@ class Executor {
   bool forward_done_ = false;
   bool update_state_ = true;
   std::optional<uint64_t> fixed_seed_;
+  std::vector<OpTimes> op_times_;  // with opt_.profile: op -> its time
+  OpTimes other_times_;
+  int profiled_steps_ = 0;
+  // Runs f, adding its time to `slot` when profiling (the backend synchronized first).
+  template <typename F>
+  void timed(double& slot, F&& f);
 };
 
 }  // namespace frugal
