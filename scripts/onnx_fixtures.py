@@ -415,6 +415,20 @@ def main(out):
     write(dense_net(), out)
 
 
+def plain_googlenet(num_classes):
+    """torchvision's GoogLeNet without its auxiliary heads (their outputs are a tuple)."""
+    import torchvision
+    return torchvision.models.googlenet(num_classes=num_classes, aux_logits=False,
+                                        init_weights=True)
+
+
+def plain_inception_v3(num_classes):
+    """torchvision's Inception v3 without its auxiliary head."""
+    import torchvision
+    return torchvision.models.inception_v3(num_classes=num_classes, aux_logits=False,
+                                           init_weights=True)
+
+
 def torchvision_models(out, only=()):
     import copy
 
@@ -438,8 +452,7 @@ def torchvision_models(out, only=()):
              ("mobilenet_v3_large", torchvision.models.mobilenet_v3_large, 64, 15, True),
              ("regnet_y_400mf", torchvision.models.regnet_y_400mf, 64, 15, True),
              ("resnext50_32x4d", torchvision.models.resnext50_32x4d, 64, 15, False),
-             ("googlenet", lambda num_classes: torchvision.models.googlenet(
-                 num_classes=num_classes, aux_logits=False, init_weights=True), 64, 15, True),
+             ("googlenet", plain_googlenet, 64, 15, True),
              ("efficientnet_v2_s", torchvision.models.efficientnet_v2_s, 64, 15, True)]
     # Not here: MNASNet 0.5 and Inception v3 import and match PyTorch's float64 gradients
     # (--torchvision-training), but at these sizes their float32 input gradients differ from
@@ -1098,7 +1111,7 @@ def torchvision_training(out, only=()):
                  num_classes=num_classes, norm_layer=lambda c: torch.nn.GroupNorm(32, c)), 64),
              # More of torchvision's classifiers, as a user brings them: hardswish and
              # squeeze-and-excitation with hardsigmoid, grouped convolutions, Inception's
-             # branches and asymmetric kernels, shifted windows' attention.
+             # branches and asymmetric kernels.
              ("mobilenet_v3_small", torchvision.models.mobilenet_v3_small, 64),
              ("mobilenet_v3_large", torchvision.models.mobilenet_v3_large, 64),
              ("regnet_y_400mf", torchvision.models.regnet_y_400mf, 64),
@@ -1106,10 +1119,8 @@ def torchvision_training(out, only=()):
              ("resnext50_32x4d", torchvision.models.resnext50_32x4d, 64),
              ("mnasnet0_5", torchvision.models.mnasnet0_5, 64),
              ("squeezenet1_0", torchvision.models.squeezenet1_0, 96),
-             ("googlenet", lambda num_classes: torchvision.models.googlenet(
-                 num_classes=num_classes, aux_logits=False, init_weights=True), 64),
-             ("inception_v3", lambda num_classes: torchvision.models.inception_v3(
-                 num_classes=num_classes, aux_logits=False, init_weights=True), 96),
+             ("googlenet", plain_googlenet, 64),
+             ("inception_v3", plain_inception_v3, 96),
              ("efficientnet_v2_s", torchvision.models.efficientnet_v2_s, 64)]
     for name, make, side in cases:
         if only and name not in only:
