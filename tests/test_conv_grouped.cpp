@@ -196,6 +196,10 @@ TEST_CASE(
       {1, 2, 9, 36, 2, 5, 5, params(1, 2, 1, 2)},  // EfficientNet's 5x5
       {2, 3, 8, 33, 3, 3, 3, params(1, 1, 1, 3)},  // MobileNet's 3x3
       {1, 2, 7, 30, 4, 5, 5, params(1, 2, 1, 2)},  // 2 filters per channel: forward pairs only
+      // Padding and dilation wider than the plane (DeepLabV3's ASPP: rates 12-36 around a 4x4
+      // map): im2col's row shifts pass every element of the plane.
+      {1, 2, 4, 4, 3, 3, 3, params(1, 24, 24, 1)},
+      {2, 3, 3, 5, 4, 3, 3, params(1, 7, 7, 1)},
   };
   for (const Geo& c : cases) {
     check_against_direct(c, DType::f64, 1e-12);

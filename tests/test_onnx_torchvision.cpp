@@ -52,7 +52,12 @@ TEST_CASE(
     io.replace_extension(".io");
     const std::vector<float> data = read_floats(io);
     const int64_t in = 2 * m.input.numel();
-    REQUIRE(static_cast<int64_t>(data.size()) == in + 2 * m.classes);
+    // The output: (2, classes), or (2, classes, H, W) for a segmentation model.
+    std::vector<int64_t> out_dims{2, m.classes};
+    for (int64_t d : m.label_shape.dims()) out_dims.push_back(d);
+    const Shape out_shape(out_dims);
+    const int64_t out = out_shape.numel();
+    REQUIRE(static_cast<int64_t>(data.size()) == in + out);
     const std::vector<float> got =
         onnx_forward(m, std::vector<float>(data.begin(), data.begin() + in));
     double worst = 0, scale = 0;
@@ -77,7 +82,7 @@ TEST_CASE(
     grad.replace_extension(".grad");
     if (!fs::exists(grad)) continue;
     const std::vector<float> g = read_floats(grad);
-    REQUIRE(static_cast<int64_t>(g.size()) == 2 * m.classes + in);
+    REQUIRE(static_cast<int64_t>(g.size()) == out + in);
     // PyTorch's gradient is of the eval-mode network; frugal's backward runs BatchNorm in
     // training mode, on batch statistics. Where the export kept a BatchNorm (one that follows
     // no convolution, as DenseNet's) the two are different functions.
@@ -102,14 +107,14 @@ TEST_CASE(
       std::memcpy(xt.raw(), data.data(), xt.bytes());
       ex.set_input(x, xt);
       ex.forward();
-      Tensor r = Tensor::empty({2, m.classes}, DType::f32);
+      Tensor r = Tensor::empty(out_shape, DType::f32);
       std::memcpy(r.raw(), g.data(), r.bytes());
       std::pair<Value, Tensor> seed{y, r};
       ex.backward(std::span<const std::pair<Value, Tensor>>(&seed, 1));
       const float* dx = ex.grad(x).data<float>();
       double gworst = 0, gscale = 0, diff2 = 0, norm2 = 0;
       for (int64_t i = 0; i < in; ++i) {
-        const double want = g[static_cast<size_t>(2 * m.classes + i)];
+        const double want = g[static_cast<size_t>(out + i)];
         gworst = std::max(gworst, std::abs(dx[i] - want));
         gscale = std::max(gscale, std::abs(want));
         diff2 += (dx[i] - want) * (dx[i] - want), norm2 += want * want;

@@ -109,12 +109,14 @@ void im2col(const Conv2dGeometry& g, const T* x, int64_t j0, int64_t j1, int64_t
     T* out = cols + (j - j0) * L;  // column (p-p0)*Q + q
     std::fill(out, out + (ps.lo - p0) * g.Q, T(0));
     if (flat && ps.hi > ps.lo) {
-      // out[i] = in[i + w0] over the rows' n elements, reading only inside those rows.
+      // out[i] = in[i + w0] over the rows' n elements, reading only inside those rows (none
+      // where the shift passes them all: padding wider than the plane, as ASPP's dilation 36
+      // around a 4x4 map).
       const int64_t n = (ps.hi - ps.lo) * g.W;
       const int64_t a = std::max<int64_t>(0, -w0), b = n - std::max<int64_t>(0, w0);
       T* o = out + (ps.lo - p0) * g.Q;
       const T* in = x + (c * g.H + ps.lo - g.pad_h + r) * g.W;
-      std::copy(in + a + w0, in + b + w0, o + a);
+      if (a < b) std::copy(in + a + w0, in + b + w0, o + a);
       zero_padding_columns(g, o, ps.hi - ps.lo, qs);  // [0, a) and [b, n) are among these
       std::fill(out + (ps.hi - p0) * g.Q, out + L, T(0));
       continue;
