@@ -200,7 +200,8 @@ def torchvision_model(name):
 
 
 TORCHVISION = ["mobilenet_v2", "efficientnet_b0", "resnet18", "resnet50", "squeezenet1_1",
-               "densenet121", "shufflenet_v2_x1_0", "convnext_tiny", "vit_b_16"]
+               "densenet121", "shufflenet_v2_x1_0", "convnext_tiny", "vit_b_16",
+               "mobilenet_v3_large", "regnet_y_400mf", "resnext50_32x4d"]
 for _name in TORCHVISION:
     NETS["tv-" + _name] = (lambda d, bn, seg, n=_name: torchvision_model(n), (3, 224, 224), 1000,
                            False)

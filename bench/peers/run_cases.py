@@ -26,10 +26,13 @@ TORCH_FLAGS = {
 TORCHVISION_CASES = [(f"tv-{n}", f"tv-{n}", 32, "training", "f32", [], 3, 1)
                      for n in ("squeezenet1_1", "mobilenet_v2", "shufflenet_v2_x1_0", "unet",
                                "resnet18", "efficientnet_b0", "resnet50", "densenet121",
-                               "convnext_tiny", "resnet18_gn", "vit_b_16")]
+                               "convnext_tiny", "resnet18_gn", "vit_b_16",
+                               # beyond issue 17's list: hardswish and squeeze-and-excitation,
+                               # RegNet's grouped convolutions, ResNeXt's 32 groups
+                               "mobilenet_v3_large", "regnet_y_400mf", "resnext50_32x4d")]
 TORCHVISION_CASES += [(f"tv-{n}", f"tv-{n}", b, "inference", "f32", [], 3, 1)
                       for n in ("mobilenet_v2", "shufflenet_v2_x1_0", "unet", "resnet50",
-                                "convnext_tiny", "vit_b_16")
+                                "convnext_tiny", "vit_b_16", "mobilenet_v3_large")
                       for b in (1, 32)]
 # Issue 16, op-level recomputation on the torchvision models (--set recompute): frugal with
 # --recompute cheap against PyTorch's plain step, and DenseNet-121 also against torchvision's
