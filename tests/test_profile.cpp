@@ -21,9 +21,11 @@ struct Run {
   Tape tape{store};
   ModelStep step;
   std::unique_ptr<Executor> ex;
-  Run(Mode mode, bool profile) {
-    step = record_model_step(tape, find_model("small-cnn"), 4, mode);
+  Run(Mode mode, bool profile, const char* model = "small-cnn",
+      Recompute recompute = Recompute::none) {
+    step = record_model_step(tape, find_model(model), 4, mode);
     ExecutorOptions o{.mode = mode, .memory = MemoryMode::planned, .keep = {step.out()}};
+    o.recompute = recompute;
     if (mode == Mode::training) o.optimizer = OptimizerConfig{.lr = 0.1, .momentum = 0.9};
     o.profile = profile;
     ex = std::make_unique<Executor>(tape, cpu_backend(), o);
@@ -107,4 +109,16 @@ TEST_CASE("profile: a profiled run gives the same bits") {
     CAPTURE(pa[i]->name);
     CHECK(std::memcmp(pa[i]->value.raw(), pb[i]->value.raw(), pa[i]->value.bytes()) == 0);
   }
+}
+
+TEST_CASE("profile: ops rebuilt in backward have their rebuilds timed") {
+  Run run(Mode::training, true, "resnet20", Recompute::cheap);
+  run.steps(1);
+  int rebuilt = 0;
+  for (const auto& at : run.ex->liveness().rebuilds_at) rebuilt += static_cast<int>(at.size());
+  REQUIRE(rebuilt > 0);  // --recompute cheap rebuilds some of ResNet-20's BatchNorms and ReLUs
+  double rebuild = 0;
+  for (const OpTimes& o : run.ex->op_times()) rebuild += o.rebuild_s;
+  CHECK(rebuild > 0);
+  CHECK(profile_of(run.tape, *run.ex).all.rebuild_s == doctest::Approx(rebuild).epsilon(1e-12));
 }
