@@ -109,9 +109,7 @@ void im2col(const Conv2dGeometry& g, const T* x, int64_t j0, int64_t j1, int64_t
     T* out = cols + (j - j0) * L;  // column (p-p0)*Q + q
     std::fill(out, out + (ps.lo - p0) * g.Q, T(0));
     if (flat && ps.hi > ps.lo) {
-      // out[i] = in[i + w0] over the rows' n elements, reading only inside those rows (none
-      // where the shift passes them all: padding wider than the plane, as ASPP's dilation 36
-      // around a 4x4 map).
+      // out[i] = in[i + w0] over the rows' n elements, reading only inside those rows (if any).
       const int64_t n = (ps.hi - ps.lo) * g.W;
       const int64_t a = std::max<int64_t>(0, -w0), b = n - std::max<int64_t>(0, w0);
       T* o = out + (ps.lo - p0) * g.Q;
