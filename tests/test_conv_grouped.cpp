@@ -200,6 +200,10 @@ TEST_CASE(
       // map): im2col's row shifts pass every element of the plane.
       {1, 2, 4, 4, 3, 3, 3, params(1, 24, 24, 1)},
       {2, 3, 3, 5, 4, 3, 3, params(1, 7, 7, 1)},
+      {1, 2, 2, 2, 3, 3, 3, params(1, 5, 1, 1)},  // plain, padding past the plane
+      {1, 3, 2, 3, 3, 3, 3, params(1, 5, 1, 3)},  // depthwise, the same
+      {1, 3, 3, 2, 6, 3, 3, params(2, 6, 3, 3)},  // depthwise, strided and dilated, the same
+      {2, 2, 3, 3, 4, 3, 3, params(3, 7, 1, 1)},  // plain at stride 3, the same
   };
   for (const Geo& c : cases) {
     check_against_direct(c, DType::f64, 1e-12);
