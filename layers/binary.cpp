@@ -33,10 +33,13 @@ Roles BinaryOp::roles(Mode mode, const Backend&) const {
   rebuild_by_forward(r, mode, {0, 1}, 2.0 * static_cast<double>(y_.bytes()), y_, 1);
   if (binary_backward_reads_inputs(kind_)) {
     r.backward_reads_inputs = {0, 1};
-    // a is read for b's gradient alone (b * dy; div: -dy * a / b^2); b for a's (mul), or for
-    // both (div): a product by a constant keeps the constant, not the activation.
-    r.reads_only_for = {{.input = 0, .grad = 1}};
-    if (kind_ == BinaryKind::mul) r.reads_only_for.push_back({.input = 1, .grad = 0});
+    // Each operand is read only for the gradients binary_backward_reads_operand names (a for
+    // b's; b for a's, and div's b for both): a product by a constant keeps the constant, not
+    // the activation.
+    for (int input : {0, 1})
+      for (int grad : {0, 1})
+        if (binary_backward_reads_operand(kind_, input, grad == 0, grad == 1))
+          r.reads_only_for.push_back({.input = input, .grad = grad});
   }
   if (a_full_)
     r.grad_aliases = {{.output = 0, .input = 0}};

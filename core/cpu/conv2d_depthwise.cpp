@@ -488,6 +488,12 @@ void group_sums(const T* dyw, const T* const* in, int64_t full, T* const* sums) 
   for (int u = 0; u < kCount; ++u)
     for (int64_t e = 0; e < NV; ++e) store(sums[u] + e * kLanes<T>, acc[u][e]);
 }
+// One tap's products past the whole blocks, [full, wide), into its lanes, as the blocks add
+// theirs.
+template <typename T>
+inline void tail_sums(const T* dyw, const T* in, int64_t full, int64_t wide, T* sums) {
+  for (int64_t l = 0; full + l < wide; ++l) sums[l] += dyw[full + l] * in[full + l];
+}
 // group_sums for a count known at run time, 1 to kMax.
 template <int kMax, typename T>
 void group_sums_of(int64_t count, const T* dyw, const T* const* in, int64_t full, T* const* sums) {
@@ -574,9 +580,7 @@ void filter_wide(const Conv2dGeometry& g, const Wide& v, const T* x, const T* dy
           const T* row = xp + tap_offset(g, v, r, 0);
           T* sums = lanes[r * g.S];
           if constexpr (kRowSums<T>) row_sums<5>(dyw, row, full, sums);
-          for (int64_t s = 0; s < g.S; ++s)
-            for (int64_t l = 0; full + l < v.wide; ++l)
-              sums[s * kSum + l] += dyw[full + l] * row[s + full + l];
+          for (int64_t s = 0; s < g.S; ++s) tail_sums(dyw, row + s, full, v.wide, sums + s * kSum);
         }
         continue;
       }
@@ -600,8 +604,7 @@ void filter_wide(const Conv2dGeometry& g, const Wide& v, const T* x, const T* dy
           sums[u] = lanes[u0 + u - t0];
         }
         group_sums_of<kGroup<T>>(count, dyw, in, full, sums);
-        for (int64_t u = 0; u < count; ++u)
-          for (int64_t l = 0; full + l < v.wide; ++l) sums[u][l] += dyw[full + l] * in[u][full + l];
+        for (int64_t u = 0; u < count; ++u) tail_sums(dyw, in[u], full, v.wide, sums[u]);
       }
     }
     for (int64_t t = t0; t < t1; ++t) {
