@@ -22,24 +22,50 @@ const char* binary_name(BinaryKind k) {
 }
 
 Broadcast broadcast_of(const Shape& a, const Shape& b, Shape* out) {
-  FRUGAL_CHECK(a.rank() >= 1 && a.rank() <= 4 && b.rank() >= 1 && b.rank() <= 4, "broadcast of ", a,
-               " and ", b, ": ranks 1 to 4 only");
+  FRUGAL_CHECK(a.rank() >= 1 && b.rank() >= 1, "broadcast of ", a, " and ", b,
+               ": ranks 1 and up only");
+  const int rank = std::max(a.rank(), b.rank());
+  // Every axis (shapes right-aligned): the output's size and each operand's own.
+  std::vector<int64_t> size(static_cast<size_t>(rank)), na(size), nb(size);
+  for (int d = 0; d < rank; ++d) {
+    const int ia = d - (rank - a.rank()), ib = d - (rank - b.rank());
+    const auto k = static_cast<size_t>(d);
+    na[k] = ia >= 0 ? a[ia] : 1, nb[k] = ib >= 0 ? b[ib] : 1;
+    FRUGAL_CHECK(na[k] == nb[k] || na[k] == 1 || nb[k] == 1, "shapes ", a, " and ", b,
+                 " do not broadcast (axis ", d - rank, ": ", na[k], " against ", nb[k], ")");
+    size[k] = na[k] == 1 ? nb[k] : na[k];
+  }
+  *out = Shape(size);
+  if (rank > 4) {
+    // Past four axes (a mask over windows and heads, (1, nW, 1, 49, 49)): axes of extent 1
+    // dropped and neighbours that both operands read alike merged, which keeps the row-major
+    // order of every element; four axes at most must remain.
+    std::vector<int64_t> ms, ma, mb;
+    for (size_t k = 0; k < size.size(); ++k) {
+      if (size[k] == 1) continue;
+      if (!ms.empty() && (ma.back() == 1) == (na[k] == 1) && (mb.back() == 1) == (nb[k] == 1)) {
+        ms.back() *= size[k], ma.back() *= na[k], mb.back() *= nb[k];
+        continue;
+      }
+      ms.push_back(size[k]), ma.push_back(na[k]), mb.push_back(nb[k]);
+    }
+    FRUGAL_CHECK(ms.size() <= 4, "broadcast of ", a, " and ", b,
+                 ": more than four axes remain after merging those read alike");
+    if (ms.empty()) ms = ma = mb = {1};
+    size = ms, na = ma, nb = mb;
+  }
   Broadcast g;
   int64_t sa = 1, sb = 1;  // the operands' element strides so far, innermost axis first
-  std::vector<int64_t> dims(4);
+  const auto r = static_cast<int>(size.size());
   for (int d = 3; d >= 0; --d) {
-    const int ia = d - (4 - a.rank()), ib = d - (4 - b.rank());
-    const int64_t na = ia >= 0 ? a[ia] : 1, nb = ib >= 0 ? b[ib] : 1;
-    FRUGAL_CHECK(na == nb || na == 1 || nb == 1, "shapes ", a, " and ", b,
-                 " do not broadcast (axis ", d - 4, ": ", na, " against ", nb, ")");
-    g.size[d] = na == 1 ? nb : na;
-    g.a[d] = na == 1 ? 0 : sa;
-    g.b[d] = nb == 1 ? 0 : sb;
-    sa *= na, sb *= nb;
-    dims[static_cast<size_t>(d)] = g.size[d];
+    const int k = d - (4 - r);
+    if (k < 0) break;
+    const auto i = static_cast<size_t>(k);
+    g.size[d] = size[i];
+    g.a[d] = na[i] == 1 ? 0 : sa;
+    g.b[d] = nb[i] == 1 ? 0 : sb;
+    sa *= na[i], sb *= nb[i];
   }
-  const int rank = std::max(a.rank(), b.rank());
-  *out = Shape(std::vector<int64_t>(dims.end() - rank, dims.end()));
   return g;
 }
 

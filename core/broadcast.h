@@ -1,8 +1,8 @@
-// Elementwise binary arithmetic with broadcasting (ONNX's and NumPy's rule over at most four
-// dimensions): which operation, how an output element finds its two operands, and one
-// element's result and partial derivatives, shared by the CPU and CUDA kernels so both compute
-// the same formulas in the same order. Squeeze-and-excitation's x * s (s (N,C,1,1)), a
-// per-channel scale or shift (C,1,1), and a scalar are all this.
+// Elementwise binary arithmetic with broadcasting (ONNX's and NumPy's rule, over at most four
+// dimensions once those read alike are merged): which operation, how an output element finds its
+// two operands, and one element's result and partial derivatives, shared by the CPU and CUDA
+// kernels so both compute the same formulas in the same order. Squeeze-and-excitation's x * s (s
+// (N,C,1,1)), a per-channel scale or shift (C,1,1), and a scalar are all this.
 #pragma once
 
 #include <cstdint>
@@ -150,8 +150,9 @@ inline bool binary_backward_reads_operand(BinaryKind k, int which, bool wants_da
 }
 
 #if !defined(__CUDACC__)
-// The broadcast of operands of shapes a and b (rank 1 to 4 each): right-aligned, each axis of
-// the same size or 1. Writes the output's shape to *out; throws naming both shapes otherwise.
+// The broadcast of operands of shapes a and b (rank 1 and up): right-aligned, each axis of the
+// same size or 1. Past rank 4, axes are merged where both operands read them alike, and at
+// most four may remain. Writes the output's shape to *out; throws naming both shapes otherwise.
 Broadcast broadcast_of(const Shape& a, const Shape& b, Shape* out);
 #endif
 

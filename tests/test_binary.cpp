@@ -28,10 +28,22 @@ constexpr BinaryKind kAll[] = {BinaryKind::add, BinaryKind::sub, BinaryKind::mul
 // leading axes ((N,L,C) against (C), a position embedding (1,L,C), on either side); a broadcast
 // inside ((C,1,W) against (N,C,H,W)).
 const std::vector<std::pair<Shape, Shape>> kPatterns = {
-    {{2, 3, 4, 5}, {2, 3, 4, 5}}, {{2, 3, 4, 5}, {2, 3, 1, 1}}, {{2, 3, 1, 1}, {2, 3, 4, 5}},
-    {{2, 3, 4, 5}, {3, 1, 1}},    {{2, 3, 4, 5}, {1}},          {{3, 4}, {4}},
-    {{2, 1, 3, 1}, {1, 3, 1, 4}}, {{2, 3, 4, 5}, {5}},          {{5}, {2, 3, 4, 5}},
-    {{2, 3, 4, 5}, {1, 3, 4, 5}}, {{3, 4, 5}, {2, 3, 4, 5}},    {{2, 3, 4, 5}, {3, 1, 5}},
+    {{2, 3, 4, 5}, {2, 3, 4, 5}},
+    {{2, 3, 4, 5}, {2, 3, 1, 1}},
+    {{2, 3, 1, 1}, {2, 3, 4, 5}},
+    {{2, 3, 4, 5}, {3, 1, 1}},
+    {{2, 3, 4, 5}, {1}},
+    {{3, 4}, {4}},
+    {{2, 1, 3, 1}, {1, 3, 1, 4}},
+    {{2, 3, 4, 5}, {5}},
+    {{5}, {2, 3, 4, 5}},
+    {{2, 3, 4, 5}, {1, 3, 4, 5}},
+    {{3, 4, 5}, {2, 3, 4, 5}},
+    {{2, 3, 4, 5}, {3, 1, 5}},
+    // Past rank 4, axes read alike merged: Swin's mask over windows and heads, (B, nW, heads,
+    // L, L) against (1, nW, 1, L, L); six axes that merge to four.
+    {{2, 4, 3, 2, 5}, {1, 4, 1, 2, 5}},
+    {{2, 1, 3, 2, 2, 2}, {2, 2, 1, 2, 2, 2}},
 };
 
 }  // namespace
@@ -162,7 +174,13 @@ TEST_CASE("binary ops: bad input names the op and both shapes") {
                                          "(axis -3: 3 against 4)"),
                        Error);
   Value five = tape.input("five", {1, 2, 3, 4, 5}, DType::f32);
-  CHECK_THROWS_WITH_AS(div(five, a), doctest::Contains("div: broadcast of"), Error);
+  CHECK(div(five, a).shape() == Shape{1, 2, 3, 4, 5});  // one axis, once merged
+  Value odd = tape.input("odd", {2, 1, 2, 1, 2}, DType::f32);
+  Value even = tape.input("even", {1, 2, 1, 2, 1}, DType::f32);
+  CHECK_THROWS_WITH_AS(
+      binary(BinaryKind::add, odd, even),
+      doctest::Contains("add: broadcast of [2,1,2,1,2] and [1,2,1,2,1]: more than four axes"),
+      Error);
   Value labels = tape.input("labels", {2}, DType::i32);
   CHECK_THROWS_WITH_AS(sub(labels, labels),
                        doctest::Contains("sub: inputs must be both f32 or both f64, got i32"),
