@@ -71,6 +71,12 @@ void Backend::reduce_rows_backward(Reduction r, const Tensor&, const Tensor&, co
   throw Error(std::string(reduction_name(r)) + " backward: no reduction kernels on " +
               device().str());
 }
+void Backend::gather_forward(const Tensor&, std::span<const int64_t>, int64_t, Tensor&) {
+  throw Error("gather: no gather kernels on " + device().str());
+}
+void Backend::gather_backward(const Tensor&, std::span<const int64_t>, int64_t, Tensor&) {
+  throw Error("gather backward: no gather kernels on " + device().str());
+}
 void Backend::pow_forward(const Tensor&, double, Tensor&) {
   throw Error("pow: no pow kernels on " + device().str());
 }

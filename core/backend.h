@@ -286,6 +286,16 @@ class Backend {
   // y not overlapping x): transposes, slices, splits, pads, concats on any axis.
   virtual void strided_copy(const CopyBox& g, const Tensor& x, Tensor& y) = 0;
 
+  // --- gather along one axis (x viewed as (O, D, I), y as (O, K, I), K = index.size()) -------
+  // y[o, k, i] = x[o, index[k], i], each index in [0, D). Devices without these kernels throw
+  // naming themselves.
+  virtual void gather_forward(const Tensor& x, std::span<const int64_t> index, int64_t outer,
+                              Tensor& y);
+  // dx (O, D, I), overwritten: zero, then each dy[o, k, i] added at dx[o, index[k], i] in
+  // ascending k (a repeated index sums in that order).
+  virtual void gather_backward(const Tensor& dy, std::span<const int64_t> index, int64_t outer,
+                               Tensor& dx);
+
   // --- broadcast arithmetic (core/broadcast.h) ------------------------------------------------
   // y = a op b over g: y holds g.numel() elements, a and b are read through g's strides. y may
   // alias an operand with as many elements.

@@ -629,6 +629,25 @@ void check_resize(const char* op, const ResizeGeometry& g, const Tensor& x, cons
                " (scales ", g.scale_h, ", ", g.scale_w, ")");
 }
 
+std::pair<int64_t, int64_t> check_gather(const char* op, const Tensor& x,
+                                         std::span<const int64_t> index, int64_t outer,
+                                         const Tensor& y, const Device& device) {
+  check_defined(op, "x", x);
+  check_defined(op, "y", y);
+  check_device(op, {&x, &y}, device);
+  const auto K = static_cast<int64_t>(index.size());
+  const int64_t I = outer > 0 && K > 0 ? y.numel() / (outer * K) : 0;
+  const int64_t D = outer > 0 && I > 0 ? x.numel() / (outer * I) : 0;
+  FRUGAL_CHECK(is_float(x) && x.dtype() == y.dtype() && I > 0 && D > 0 &&
+                   y.numel() == outer * K * I && x.numel() == outer * D * I,
+               op, ": x ", x.shape(), " ", dtype_name(x.dtype()), " and y ", y.shape(), " ",
+               dtype_name(y.dtype()), " are not (", outer, ", D, I) and (", outer, ", ", K,
+               ", I) of one float type");
+  for (int64_t k : index)
+    FRUGAL_CHECK(k >= 0 && k < D, op, ": index ", k, " outside an axis of ", D);
+  return {D, I};
+}
+
 void check_matmul(const MatmulGeometry& g, const Tensor& a, const Tensor& b, const Tensor& c,
                   const Device& device) {
   check_defined("batched_matmul", "a", a);

@@ -10,6 +10,7 @@
 #include <limits>
 #include <span>
 #include <string>
+#include <utility>
 
 #include "core/backend.h"
 
@@ -36,6 +37,11 @@ void check_matmul(const MatmulGeometry& g, const Tensor& a, const Tensor& b, con
 // Bilinear resizing: x (N,C,H,W) and y (N,C,P,Q) of g, one float dtype, sizes >= 1.
 void check_resize(const char* op, const ResizeGeometry& g, const Tensor& x, const Tensor& y,
                   const Device& device);
+// Gather along an axis: x (O, D, I) and y (O, K, I), one float dtype, K = index.size() with O
+// and I whole, every index in [0, D); returns {D, I}.
+std::pair<int64_t, int64_t> check_gather(const char* op, const Tensor& x,
+                                         std::span<const int64_t> index, int64_t outer,
+                                         const Tensor& y, const Device& device);
 // x and y: defined, one dtype, the box inside both (every index it reaches), y not x's memory.
 void check_strided_copy(const CopyBox& g, const Tensor& x, const Tensor& y, const Device& device);
 // Softmax: x and y (and dy) one shape and float dtype, axis inside the rank; returns the sizes

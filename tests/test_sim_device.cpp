@@ -14,10 +14,13 @@
 #include "check/gradcheck.h"
 #include "data/synthetic.h"
 #include "layers/activation.h"
+#include "layers/binary.h"
 #include "layers/concat.h"
+#include "layers/constant.h"
 #include "layers/conv2d.h"
 #include "layers/fixed_point.h"
 #include "layers/flatten.h"
+#include "layers/gather.h"
 #include "layers/group_norm.h"
 #include "layers/layer_norm.h"
 #include "layers/leaky_relu.h"
@@ -145,6 +148,22 @@ TEST_CASE("sim device: the activations' and pow's steps equal the CPU's bitwise"
           Activation::softplus, Activation::softsign, Activation::neg})
       x = activation(x, a);
     x = power(power(sigmoid(x), 3), -0.5);
+    return linear(flatten(x), {.out = 5});
+  };
+  for (MemoryMode memory : {MemoryMode::baseline, MemoryMode::planned})
+    check_all_bitwise(train_on(cpu_backend(), net, {2, 3, 6, 6}, 5, memory, 2),
+                      train_on(sim_backend(), net, {2, 3, 6, 6}, 5, memory, 2));
+}
+
+TEST_CASE("sim device: gather's and constant's steps equal the CPU's bitwise") {
+  const Network net = [](Value x) {
+    x = conv2d(x, {.out = 4, .kernel = 3, .pad = 1});  // (2, 4, 6, 6)
+    Tensor c = Tensor::empty({1, 1, 6, 6}, DType::f32);
+    for (int64_t i = 0; i < c.numel(); ++i) c.data<float>()[i] = i % 4 == 0 ? -1.f : 0.5f;
+    x = binary(BinaryKind::add, x, constant(x.tape(), c));
+    Value table = x.tape().param("table", {3, 4}, Init::normal(0.5));
+    Value bias = reshape(gather(table, 0, {2, 0, 1, 2}, {4}), Shape{1, 4, 4, 1});
+    x = binary(BinaryKind::add, gather(x, 2, {5, 0, 3, 3}, {4}), bias);  // (2, 4, 4, 6)
     return linear(flatten(x), {.out = 5});
   };
   for (MemoryMode memory : {MemoryMode::baseline, MemoryMode::planned})

@@ -108,6 +108,10 @@ class CpuBackend final : public Backend {
   void binary_backward(BinaryKind k, const Broadcast& g, const Tensor& a, const Tensor& b,
                        const Tensor& dy, Tensor& da, Tensor& db) override;
   void activation_backward(Activation a, const Tensor& v, const Tensor& dy, Tensor& dx) override;
+  void gather_forward(const Tensor& x, std::span<const int64_t> index, int64_t outer,
+                      Tensor& y) override;
+  void gather_backward(const Tensor& dy, std::span<const int64_t> index, int64_t outer,
+                       Tensor& dx) override;
   void pow_forward(const Tensor& x, double exponent, Tensor& y) override;
   void pow_backward(const Tensor& x, double exponent, const Tensor& dy, Tensor& dx) override;
   void leaky_relu_forward(const Tensor& x, double slope, Tensor& y, Tensor& mask) override;

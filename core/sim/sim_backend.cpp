@@ -492,6 +492,18 @@ void SimBackend::activation_backward(Activation a, const Tensor& v, const Tensor
   cpu_.activation_backward(a, view(v), view(dy), view(dx));
 }
 
+void SimBackend::gather_forward(const Tensor& x, std::span<const int64_t> index, int64_t outer,
+                                Tensor& y) {
+  Views view(alloc_, "gather_forward");
+  cpu_.gather_forward(view(x), index, outer, view(y));
+}
+
+void SimBackend::gather_backward(const Tensor& dy, std::span<const int64_t> index, int64_t outer,
+                                 Tensor& dx) {
+  Views view(alloc_, "gather_backward");
+  cpu_.gather_backward(view(dy), index, outer, view(dx));
+}
+
 void SimBackend::pow_forward(const Tensor& x, double exponent, Tensor& y) {
   Views view(alloc_, "pow_forward");
   cpu_.pow_forward(view(x), exponent, view(y));
