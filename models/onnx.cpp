@@ -56,13 +56,19 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
   std::map<std::string, IntTensor>& int_constants = graph->int_constants;
   std::map<std::string, Tensor> float_constants;
   std::set<std::string> int_values;  // integer values computed while recording
+  // Values computed from weights alone (a Gather of a table, then its reshapes): no batch axis.
+  std::set<std::string> weight_values;
+  // Activations whose axis 0 is not the batch: a Transpose moved it (attention's qkv, split
+  // into q, k and v along the new axis 0).
+  std::set<std::string> batch_moved;
   for (const onnx::TensorProto& t : g.initializer()) {
     std::vector<int64_t> ints;
     Tensor v = r.tensor(t, &ints);
     if (v.defined())
       graph->initializers[t.name()] = v;
     else
-      int_constants[t.name()] = IntTensor{{t.dims().begin(), t.dims().end()}, ints};
+      int_constants[t.name()] =
+          IntTensor{.dims = {t.dims().begin(), t.dims().end()}, .values = ints};
   }
   // The image input: the one graph input that is not an initializer.
   OnnxModel model;
@@ -163,11 +169,27 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
   // An integer operand (a shape, indices, pads): a constant or a value computed from shapes.
   auto int_input = [&](const onnx::NodeProto& n, int i) -> std::string {
     const std::string name = need(n, i);
+    if (auto c = float_constants.find(name); c != float_constants.end() && !is_int(name)) {
+      // A float Constant in arithmetic over shapes (masked_fill's value): a real constant. (A
+      // float initializer is a weight, whose gradient that arithmetic would lose: an error.)
+      IntTensor t{.dims = c->second.shape().dims(), .real = true};
+      for (int64_t k = 0; k < c->second.numel(); ++k)
+        t.reals.push_back(element_as_double(c->second, k));
+      int_constants[name] = std::move(t);
+    }
     if (!is_int(name))
       r.fail(n, "input " + std::to_string(i) + " ('" + name +
                     "') must be an int64 constant or "
                     "shape value");
     return name;
+  };
+  // Whether every operand is a constant or computed from shapes (a node to evaluate while
+  // recording: PyTorch leaves (C // heads) ** -0.5 as a Pow of two Constants).
+  auto all_constant = [&](const onnx::NodeProto& n) {
+    for (const std::string& name : n.input())
+      if (!name.empty() && !is_int(canon(name)) && !float_constants.count(canon(name)))
+        return false;
+    return n.input_size() > 0;
   };
   auto activation_input_at = [&](const onnx::NodeProto& n, int i) -> std::string {
     const std::string x = need(n, i);
@@ -206,7 +228,8 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       if (t.defined())
         float_constants[o.output] = t;
       else
-        int_constants[o.output] = IntTensor{{v->t().dims().begin(), v->t().dims().end()}, ints};
+        int_constants[o.output] =
+            IntTensor{.dims = {v->t().dims().begin(), v->t().dims().end()}, .values = ints};
       continue;  // folded: read by the nodes that take constants
     }
     if (op == "Conv") {
@@ -324,6 +347,41 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
         o.kind = Kind::matmul;
         o.inputs = {activation_input(n), activation_input_at(n, 1)};
       }
+    } else if (op == "Einsum") {
+      // A batched product of two activations, as attention writes it ("bhid,bhjd->bhij"): the
+      // same leading axes on every side, one axis summed, each operand's other axis kept in
+      // order (either operand's last two axes may be swapped: a transpose before the product).
+      o.kind = Kind::matmul;
+      o.inputs = {activation_input(n), activation_input_at(n, 1)};
+      if (n.input_size() != 2) r.fail(n, "only an Einsum of two operands is imported");
+      std::string eq;
+      for (char c : r.get_string(n, "equation", ""))
+        if (c != ' ') eq += c;
+      const size_t comma = eq.find(','), arrow = eq.find("->");
+      if (comma == std::string::npos || arrow == std::string::npos || arrow < comma ||
+          eq.find('.') != std::string::npos)
+        r.fail(n, "equation '" + eq + "': expected 'A,B->Y' without ellipses");
+      const std::string a = eq.substr(0, comma), b = eq.substr(comma + 1, arrow - comma - 1),
+                        y = eq.substr(arrow + 2);
+      const size_t lead = y.size() >= 2 ? y.size() - 2 : 0;
+      const std::string batch = y.substr(0, lead), i = y.substr(lead, 1),
+                        j = y.size() >= 2 ? y.substr(lead + 1, 1) : "";
+      auto fits = [&](const std::string& t, const std::string& kept, bool& swapped) {
+        if (t.size() != batch.size() + 2 || t.compare(0, batch.size(), batch) != 0) return false;
+        const std::string rest = t.substr(batch.size());
+        swapped = rest[1] == kept[0];  // (kept, summed) unless the kept axis comes second
+        const char summed = swapped ? rest[0] : rest[1];
+        return (rest[0] == kept[0] || rest[1] == kept[0]) && y.find(summed) == std::string::npos;
+      };
+      bool swap_a = false, swap_b = false, distinct = true;
+      for (size_t p = 0; p < y.size(); ++p) distinct = distinct && y.find(y[p], p + 1) == y.npos;
+      if (y.size() < 2 || !distinct || !fits(a, i, swap_a) || !fits(b, j, swap_b) ||
+          (swap_a ? a[a.size() - 2] : a.back()) != (swap_b ? b[b.size() - 2] : b.back()))
+        r.fail(n, "equation '" + eq +
+                      "': only batched products (leading axes alike, one axis "
+                      "summed, as 'bhid,bhjd->bhij') are imported");
+      // The product reads a as (..., i, k) and b as (..., k, j): a's kept axis first, b's last.
+      o.ints = {swap_a ? 1 : 0, swap_b ? 0 : 1};
     } else if (op == "MaxPool" || op == "AveragePool") {
       o.kind = op == "MaxPool" ? Kind::max_pool : Kind::avg_pool;
       r.window(n, o);
@@ -382,6 +440,8 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       o.inputs = {activation_input(n)};
       o.int_inputs = {int_input(n, 1)};
       o.allow_zero = r.get_int(n, "allowzero", 0) != 0;
+      o.of_weight = weight_values.count(o.inputs[0]) > 0;  // its target has no batch to stand for
+      if (o.of_weight) weight_values.insert(o.output);
     } else if (op == "Transpose" && graph->initializers.count(need(n, 0)) &&
                graph->initializers.at(need(n, 0)).shape().rank() == 2 &&
                (r.get_ints(n, "perm").empty() ||
@@ -394,6 +454,8 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       o.kind = Kind::transpose;
       o.ints = r.get_ints(n, "perm");
       o.inputs = {activation_input(n)};
+      if (weight_values.count(o.inputs[0])) weight_values.insert(o.output);
+      if (o.ints.empty() || o.ints[0] != 0) batch_moved.insert(o.output);
     } else if (op == "Softmax") {
       o.kind = Kind::softmax;
       o.legacy = opset < 13;
@@ -418,12 +480,13 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
         if (v.empty()) break;
         o.int_inputs.push_back(v);
       }
-    } else if (op == "Shape" || op == "ConstantOfShape" ||
+    } else if (op == "Shape" || op == "ConstantOfShape" || op == "Range" ||
                ((op == "Gather" || op == "Unsqueeze" || op == "Squeeze" || op == "Cast" ||
                  op == "Concat" || op == "Add" || op == "Sub" || op == "Mul" || op == "Div" ||
-                 op == "Reshape" || op == "Slice" || op == "Transpose" || op == "Equal" ||
-                 op == "Where") &&
-                is_int(need(n, 0)))) {
+                 op == "Mod" || op == "Pow" || op == "Reshape" || op == "Slice" ||
+                 op == "Transpose" || op == "Equal" || op == "Where" || op == "Not" ||
+                 op == "ScatterND" || op == "Expand") &&
+                (is_int(need(n, 0)) || all_constant(n)))) {
       // Integer shape arithmetic: evaluated while recording (models/onnx_ints.h).
       o.kind = Kind::integer;
       IntNode& k = o.int_node;
@@ -444,10 +507,16 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
         int64_t value = 0;
         if (const onnx::AttributeProto* v = r.attr(n, "value")) {
           std::vector<int64_t> ints;
-          if (v->type() != onnx::AttributeProto::TENSOR || r.tensor(v->t(), &ints).defined() ||
-              ints.size() != 1)
-            r.fail(n, "only an int64 value is imported (shape arithmetic)");
-          value = ints[0];
+          if (v->type() != onnx::AttributeProto::TENSOR)
+            r.fail(n, "'value' must be a tensor of one element");
+          const Tensor t = r.tensor(v->t(), &ints);
+          if ((t.defined() ? t.numel() : static_cast<int64_t>(ints.size())) != 1)
+            r.fail(n, "'value' must be a tensor of one element");
+          k.real = t.defined();  // x.new_zeros(H, W): a float constant
+          if (k.real)
+            k.real_value = element_as_double(t, 0);
+          else
+            value = ints[0];
         }
         k.attrs = {value};
       } else if (op == "Gather") {
@@ -460,9 +529,12 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
         all_ints(0);
       } else if (op == "Cast") {
         const int64_t to = r.get_int(n, "to", 0);
-        if (to != onnx::TensorProto::INT64 && to != onnx::TensorProto::INT32)
-          r.fail(n, "a Cast of an integer shape value to a non-integer type is not imported");
+        k.real = to == onnx::TensorProto::FLOAT || to == onnx::TensorProto::DOUBLE;
+        const bool to_bool = to == onnx::TensorProto::BOOL;
+        if (to != onnx::TensorProto::INT64 && to != onnx::TensorProto::INT32 && !k.real && !to_bool)
+          r.fail(n, "a Cast of a shape value to other than int64, int32, bool, float or double");
         k.op = IntOp::cast;
+        k.attrs = {to_bool ? 1 : 0};
         k.ints = {int_input(n, 0)};
       } else if (op == "Concat") {
         k.op = IntOp::concat;
@@ -487,10 +559,51 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       } else if (op == "Where") {
         k.op = IntOp::where;
         k.ints = {int_input(n, 0), int_input(n, 1), int_input(n, 2)};
+      } else if (op == "Range" || op == "ScatterND") {
+        if (op == "ScatterND" && r.get_string(n, "reduction", "none") != "none")
+          r.fail(n, "only reduction 'none' is imported");
+        k.op = op == "Range" ? IntOp::range : IntOp::scatter_nd;
+        k.ints = {int_input(n, 0), int_input(n, 1), int_input(n, 2)};
+      } else if (op == "Not") {
+        k.op = IntOp::logical_not;
+        k.ints = {int_input(n, 0)};
+      } else if (op == "Expand") {
+        k.op = IntOp::expand;
+        k.ints = {int_input(n, 0), int_input(n, 1)};
+      } else if (op == "Mod") {
+        k.op = IntOp::mod;
+        k.attrs = {r.get_int(n, "fmod", 0)};
+        k.ints = {int_input(n, 0), int_input(n, 1)};
+      } else if (op == "Pow") {
+        k.op = IntOp::pow;
+        k.ints = {int_input(n, 0), int_input(n, 1)};
       } else {
         k.op = IntOp::binary;
         k.binary = arithmetic(op);
         k.ints = {int_input(n, 0), int_input(n, 1)};
+      }
+      // Every operand a constant of the file: folded now (a float result becomes a float
+      // constant, as if the export had folded it: nn.Upsample's scales, a Pow of two numbers).
+      const bool folds = op != "Shape" && std::all_of(k.ints.begin(), k.ints.end(), [&](auto& i) {
+                           return int_constants.count(i) > 0;
+                         });
+      if (folds) {
+        IntTensor v;
+        try {
+          v = eval_int_node(k, int_constants, nullptr);
+        } catch (const Error& e) {
+          r.fail(n, e.what());
+        }
+        if (!v.real) {
+          int_constants[o.output] = std::move(v);
+          continue;
+        }
+        DType dtype = DType::f32;  // f64 where a float operand is
+        for (const std::string& i : k.ints)
+          if (auto c = float_constants.find(i); c != float_constants.end())
+            if (c->second.dtype() == DType::f64) dtype = DType::f64;
+        float_constants[o.output] = host_tensor(v, dtype);
+        continue;
       }
     } else if (op == "Unsqueeze" || op == "Squeeze") {
       // Of an activation: a reshape adding or dropping axes of extent 1 (the axes as in the
@@ -502,8 +615,19 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       if (const std::string axes = optional_int_input(n, 1); !axes.empty())
         o.int_node.ints = {axes};
       const std::string x = need(n, 0);
-      o.of_weight = graph->initializers.count(x) > 0 || float_constants.count(x) > 0;
+      o.of_weight = graph->initializers.count(x) > 0 || float_constants.count(x) > 0 ||
+                    weight_values.count(x) > 0;
       o.inputs = {o.of_weight ? operand(n, 0) : activation_input(n)};
+      if (o.of_weight) weight_values.insert(o.output);
+    } else if (op == "Gather" && graph->initializers.count(need(n, 0))) {
+      // Of a weight by constant indices (Swin's relative position bias table[index]): a gather
+      // op, whose gradient adds back into the table.
+      o.kind = Kind::gather;
+      o.of_weight = true;
+      o.axis = r.get_int(n, "axis", 0);
+      o.inputs = {operand(n, 0)};
+      o.int_inputs = {int_input(n, 1)};
+      weight_values.insert(o.output);
     } else if (op == "Gather") {
       // Over an activation by constant indices (x[:, 0], x[:, [2, 0]]): slices of one element
       // along the axis, joined, the axis dropped for a scalar index.
@@ -511,6 +635,7 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       o.axis = r.get_int(n, "axis", 0);
       o.inputs = {activation_input(n)};
       o.int_inputs = {int_input(n, 1)};
+      o.batch_moved = batch_moved.count(o.inputs[0]) > 0;
     } else if (op == "Expand") {
       // To a shape (read while recording): unit axes repeated, NumPy's broadcasting. Of an
       // activation never over its batch axis; of a weight over any axis (a vision
@@ -716,9 +841,10 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
           "Split, Slice, Pad, Concat, Softmax, Resize, Add, Sub, Mul, Div, Relu, LeakyRelu, PRelu, "
           "Sigmoid, Tanh, HardSigmoid, HardSwish, Clip, Elu, Selu, Softplus, Softsign, Exp, Log, "
           "Neg, Reciprocal, Dropout, Identity, Constant, Erf, Sqrt, "
-          "Abs, "
+          "Abs, Einsum (batched products), "
           "Pow, LayerNormalization, InstanceNormalization, Expand, and "
-          "Unsqueeze, Squeeze, and Shape, Gather, Cast, Equal, Where over integer shape values");
+          "Unsqueeze, Squeeze, and Shape, Gather, Cast, Equal, Where, Not, Mod, Range, "
+          "ScatterND over shape values (and the float constants computed from them)");
     }
     const bool integer = o.kind == Kind::integer;
     if (o.outputs.empty()) o.outputs = {o.output};

@@ -4,13 +4,11 @@
 // file (their values are loaded with load_onnx_weights); the graph's image input becomes the
 // tape's input at the batch size asked for.
 //
-// What it imports today: Conv (square kernels, one stride, symmetric padding, no groups or
-// dilation), BatchNormalization (inference form), Gemm (transB = 1, as nn.Linear exports),
-// MaxPool and AveragePool (square, ceil mode; average pooling counts padding), GlobalAveragePool,
-// Flatten and Reshape to (N, -1), Add of two same-shape tensors, Concat over channels, Relu,
-// LeakyRelu, Sigmoid, Tanh, HardSigmoid (PyTorch's 1/6, 1/2), HardSwish, Clip to [0, 6] or
-// [0, inf), and Dropout, Identity and Constant folded away. Anything else is an error naming
-// the node, its op type and what is missing, when the file is read.
+// What it imports: the ops of README.md's ONNX list (convolutions of any groups, dilation and
+// padding, normalizations, pooling, resizing, attention's products and softmax, data movement
+// on any axis, elementwise arithmetic broadcast as numpy), shape arithmetic and the constants
+// computed from it evaluated while recording. Anything else is an error naming the node, its
+// op type and what is missing, when the file is read.
 #pragma once
 
 #include <cstddef>

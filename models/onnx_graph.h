@@ -47,7 +47,7 @@ enum class OnnxKind {
   transpose,     // ints: perm (empty: reversed)
   reshape,       // int_inputs[0]: the target shape
   reshape_axes,  // Unsqueeze or Squeeze of an activation: int_node (its axes)
-  matmul,        // MatMul between two activations
+  matmul,        // MatMul or Einsum between two activations; ints: {swap a, swap b} (Einsum)
   slice,         // int_inputs: starts, ends[, axes[, steps]]
   split,         // outputs; int_inputs[0] (or ints): sizes, else equal parts
   gather,        // int_inputs[0]: indices (a scalar drops the axis); axis
@@ -90,8 +90,9 @@ struct OnnxNode {
   bool allow_zero = false;        // reshape's allowzero
   bool empty_axes_noop = false;   // reduce: noop_with_empty_axes (empty axes: x itself)
   bool transpose_weight = false;  // gemm: the weight is (in, out) (Gemm transB = 0, MatMul)
-  bool of_weight = false;         // reshape_axes: of a weight or constant (no batch axis)
-  int concat_pieces = 0;          // batch_norm: of its first this many inputs joined (fused)
+  bool batch_moved = false;       // gather: of a value whose axis 0 a Transpose made not the batch
+  bool of_weight = false;  // reshape_axes, reshape, gather: of weights or constants (no batch)
+  int concat_pieces = 0;   // batch_norm: of its first this many inputs joined (fused)
   // GroupNorm's export (fuse_onnx_graph): its first four nodes wait (deferred) for the Add
   // that ends it, which names them in order (Reshape, InstanceNormalization, Reshape, Mul).
   bool deferred = false;

@@ -1,8 +1,11 @@
-// Evaluating the integer shape arithmetic of an ONNX graph (models/onnx_ints.h).
+// Evaluating the shape arithmetic of an ONNX graph and the constants computed from it
+// (models/onnx_ints.h): one switch over the ops, and the element moves they share (transpose,
+// slice, numpy's broadcast, ScatterND), which is why this file runs past 400 lines.
 #include "models/onnx_ints.h"
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <numeric>
 #include <sstream>
 
@@ -100,7 +103,7 @@ IntTensor slice(const IntTensor& x, const std::vector<int64_t>& starts,
     }
     first[a] = b, step[a] = s;
   }
-  IntTensor y{dims, std::vector<int64_t>(static_cast<size_t>(count(dims)))};
+  IntTensor y{.dims = dims, .values = std::vector<int64_t>(static_cast<size_t>(count(dims)))};
   std::vector<int64_t> stride(r, 1);
   for (size_t k = r; k-- > 1;) stride[k - 1] = stride[k] * x.dims[k];
   for (size_t i = 0; i < y.values.size(); ++i) {
@@ -115,19 +118,178 @@ IntTensor slice(const IntTensor& x, const std::vector<int64_t>& starts,
   return y;
 }
 
+// numpy's broadcast of two dims, aligned at their last axes, an extent of 1 on either side
+// taking the other's.
+std::vector<int64_t> broadcast_dims(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+  const size_t r = std::max(a.size(), b.size());
+  std::vector<int64_t> y(r);
+  for (size_t k = 0; k < r; ++k) {
+    const int64_t p = k + a.size() < r ? 1 : a[k + a.size() - r];
+    const int64_t q = k + b.size() < r ? 1 : b[k + b.size() - r];
+    FRUGAL_CHECK(p >= 0 && q >= 0 && (p == q || p == 1 || q == 1), "dims ", Shape(a), " and ",
+                 Shape(b), " do not broadcast");
+    y[k] = p == 1 ? q : p;
+  }
+  count(y);
+  return y;
+}
+
+// For each element of a tensor of dims `x` broadcast to `dims` (broadcast_dims of x and some
+// other), the element of x it reads.
+std::vector<size_t> broadcast_sources(const std::vector<int64_t>& x,
+                                      const std::vector<int64_t>& dims) {
+  const size_t r = dims.size(), lead = r - x.size();
+  std::vector<size_t> src(static_cast<size_t>(count(dims)));
+  for (size_t i = 0; i < src.size(); ++i) {
+    int64_t rest = static_cast<int64_t>(i), at = 0, stride = 1;
+    for (size_t k = r; k-- > lead;) {
+      const int64_t j = rest % dims[k];
+      rest /= dims[k];
+      const int64_t d = x[k - lead];
+      if (d != 1) at += j * stride;
+      stride *= d;
+    }
+    src[i] = static_cast<size_t>(at);
+  }
+  return src;
+}
+
+// ONNX's Expand: x broadcast against `shape` (both ways).
+IntTensor expand(const IntTensor& x, const std::vector<int64_t>& shape) {
+  IntTensor y{.dims = broadcast_dims(x.dims, shape)};
+  for (size_t k : broadcast_sources(x.dims, y.dims)) y.values.push_back(x.values[k]);
+  return y;
+}
+
+// ONNX's ScatterND without reduction: data with the slices `indices` (..., k) name replaced by
+// `updates` (..., data's dims past k), later indices writing over earlier ones.
+IntTensor scatter_nd(const IntTensor& data, const IntTensor& indices, const IntTensor& updates) {
+  FRUGAL_CHECK(!indices.dims.empty(), "scatter_nd with scalar indices");
+  const size_t k = static_cast<size_t>(indices.dims.back()), r = data.dims.size();
+  FRUGAL_CHECK(k >= 1 && k <= r, "scatter_nd indices of last extent ", k, " into rank ", r);
+  std::vector<int64_t> want(indices.dims.begin(), indices.dims.end() - 1);
+  want.insert(want.end(), data.dims.begin() + static_cast<int64_t>(k), data.dims.end());
+  FRUGAL_CHECK(updates.dims == want, "scatter_nd updates ", Shape(updates.dims), " where indices ",
+               Shape(indices.dims), " into ", Shape(data.dims), " need ", Shape(want));
+  const int64_t inner = product(data.dims, k, r);
+  const int64_t tuples = product(indices.dims, 0, indices.dims.size() - 1);
+  IntTensor y = data;
+  for (int64_t t = 0; t < tuples; ++t) {
+    int64_t at = 0;
+    for (size_t a = 0; a < k; ++a) {
+      const int64_t d = data.dims[a];
+      int64_t i = indices.values[static_cast<size_t>(t) * k + a];
+      FRUGAL_CHECK(i >= -d && i < d, "scatter_nd index ", i, " outside an axis of ", d);
+      at = at * d + (i < 0 ? i + d : i);
+    }
+    std::copy_n(updates.values.begin() + t * inner, inner, y.values.begin() + at * inner);
+  }
+  return y;
+}
+
 }  // namespace
 
 std::string IntTensor::str() const {
   std::ostringstream os;
   if (dims.size() > 1) os << Shape(dims);
   os << "(";
-  for (size_t i = 0; i < values.size(); ++i) os << (i ? "," : "") << values[i];
+  for (int64_t i = 0; i < size(); ++i) {
+    const auto k = static_cast<size_t>(i);
+    os << (i ? "," : "");
+    if (real)
+      os << reals[k];
+    else
+      os << values[k];
+  }
   os << ")";
   return os.str();
 }
 
-IntTensor eval_int_node(const IntNode& n, const std::map<std::string, IntTensor>& env,
-                        const std::vector<int64_t>* shape) {
+namespace {
+
+// Whether `op` only moves elements (each output element is one of its operands'): such ops
+// run on float tensors over their elements' indices (eval_int_node).
+bool moves_elements(IntOp op) {
+  switch (op) {
+    case IntOp::gather:
+    case IntOp::unsqueeze:
+    case IntOp::squeeze:
+    case IntOp::concat:
+    case IntOp::reshape:
+    case IntOp::slice:
+    case IntOp::transpose:
+    case IntOp::where:
+    case IntOp::scatter_nd:
+    case IntOp::expand:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Whether operand i of an element-moving op is one it moves (the others are indices, shapes,
+// axes or a condition, which must be integers).
+bool moved_operand(IntOp op, size_t i) {
+  switch (op) {
+    case IntOp::concat:
+      return true;
+    case IntOp::where:
+      return i >= 1;
+    case IntOp::scatter_nd:
+      return i != 1;
+    default:  // gather, unsqueeze, squeeze, reshape, slice, transpose, expand: the data
+      return i == 0;
+  }
+}
+
+double as_real(const IntTensor& t, size_t i) {
+  return t.real ? t.reals[i] : static_cast<double>(t.values[i]);
+}
+
+// Float arithmetic (a real operand, or Cast to a float type): Add/Sub/Mul/Div/Mod/Pow and
+// Equal, broadcast as numpy.
+IntTensor eval_reals(const IntNode& n, const IntTensor& a, const IntTensor& b) {
+  IntTensor y{.dims = broadcast_dims(a.dims, b.dims)};
+  const std::vector<size_t> sa = broadcast_sources(a.dims, y.dims),
+                            sb = broadcast_sources(b.dims, y.dims);
+  const size_t size = sa.size();
+  y.real = n.op != IntOp::equal;
+  if (y.real)
+    y.reals.resize(size);
+  else
+    y.values.resize(size);
+  for (size_t i = 0; i < size; ++i) {
+    const double x = as_real(a, sa[i]), z = as_real(b, sb[i]);
+    if (n.op == IntOp::equal) {
+      y.values[i] = x == z ? 1 : 0;
+    } else if (n.op == IntOp::pow) {
+      y.reals[i] = std::pow(x, z);
+    } else if (n.op == IntOp::mod) {
+      FRUGAL_CHECK(z != 0, "modulo ", x, " by 0");
+      const double r = std::fmod(x, z);
+      y.reals[i] = n.attrs.at(0) == 0 && r != 0 && (r < 0) != (z < 0) ? r + z : r;
+    } else {
+      switch (n.binary) {
+        case BinaryKind::add:
+          y.reals[i] = x + z;
+          break;
+        case BinaryKind::sub:
+          y.reals[i] = x - z;
+          break;
+        case BinaryKind::mul:
+          y.reals[i] = x * z;
+          break;
+        case BinaryKind::div:
+          y.reals[i] = x / z;
+          break;
+      }
+    }
+  }
+  return y;
+}
+
+IntTensor eval_ints(const IntNode& n, const std::map<std::string, IntTensor>& env,
+                    const std::vector<int64_t>* shape) {
   auto in = [&](size_t i) -> const IntTensor& {
     FRUGAL_CHECK(i < n.ints.size(), "an integer op with ", n.ints.size(),
                  " operands where it reads ", i + 1);
@@ -135,13 +297,20 @@ IntTensor eval_int_node(const IntNode& n, const std::map<std::string, IntTensor>
     FRUGAL_CHECK(it != env.end(), "integer operand '", n.ints[i], "' is not computed");
     return it->second;
   };
+  // Arithmetic reads float operands; everything else reads integers (shapes, axes, indices,
+  // conditions; moved float data reaches here as indices, eval_int_node).
+  const bool reads_reals = n.op == IntOp::binary || n.op == IntOp::equal || n.op == IntOp::mod ||
+                           n.op == IntOp::pow || n.op == IntOp::cast || n.op == IntOp::range ||
+                           n.op == IntOp::shape_of;
+  for (size_t i = 0; !reads_reals && i < n.ints.size(); ++i)
+    FRUGAL_CHECK(!in(i).real, "a float tensor ('", n.ints[i], "') where integers are read");
   switch (n.op) {
     case IntOp::shape_of: {
       const std::vector<int64_t>& d = shape ? *shape : in(0).dims;
       const auto r = static_cast<int64_t>(d.size());
       auto clamp = [&](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + r : v, 0, r); };
       const int64_t b = clamp(n.attrs[0]), e = clamp(n.attrs[1]);
-      IntTensor y{{std::max<int64_t>(0, e - b)}, {}};
+      IntTensor y{.dims = {std::max<int64_t>(0, e - b)}};
       if (e > b) y.values.assign(d.begin() + b, d.begin() + e);
       return y;
     }
@@ -193,7 +362,7 @@ IntTensor eval_int_node(const IntNode& n, const std::map<std::string, IntTensor>
       const IntTensor& first = in(0);
       FRUGAL_CHECK(!first.dims.empty(), "concat of scalars");
       const auto a = static_cast<size_t>(axis_in(n.attrs.at(0), first.dims.size()));
-      IntTensor y{first.dims, {}};
+      IntTensor y{.dims = first.dims};
       y.dims[a] = 0;
       for (size_t i = 0; i < n.ints.size(); ++i) {
         const IntTensor& p = in(i);
@@ -214,34 +383,45 @@ IntTensor eval_int_node(const IntNode& n, const std::map<std::string, IntTensor>
       count(y.dims);
       return y;
     }
-    case IntOp::where: {
-      // Operands of one shape, or single values that stand for every element.
+    case IntOp::where: {  // the three operands broadcast as numpy
       const IntTensor &c = in(0), &a = in(1), &b = in(2);
-      IntTensor y = c;
-      for (const IntTensor* t : {&a, &b})
-        if (t->values.size() > y.values.size() ||
-            (t->values.size() == y.values.size() && t->dims.size() > y.dims.size()))
-          y = *t;
-      for (const IntTensor* t : {&c, &a, &b})
-        FRUGAL_CHECK(t->dims == y.dims || t->values.size() == 1, "where over ", c.str(), ", ",
-                     a.str(), " and ", b.str(), ": operands that do not broadcast");
-      auto at = [](const IntTensor& t, size_t i) { return t.values[t.values.size() == 1 ? 0 : i]; };
-      for (size_t i = 0; i < y.values.size(); ++i)
-        y.values[i] = at(c, i) != 0 ? at(a, i) : at(b, i);
+      IntTensor y{.dims = broadcast_dims(broadcast_dims(c.dims, a.dims), b.dims)};
+      const std::vector<size_t> sc = broadcast_sources(c.dims, y.dims),
+                                sa = broadcast_sources(a.dims, y.dims),
+                                sb = broadcast_sources(b.dims, y.dims);
+      for (size_t i = 0; i < sc.size(); ++i)
+        y.values.push_back(c.values[sc[i]] != 0 ? a.values[sa[i]] : b.values[sb[i]]);
       return y;
     }
     case IntOp::equal:
+    case IntOp::mod:
+    case IntOp::pow:
     case IntOp::binary: {
       const IntTensor &a = in(0), &b = in(1);
-      const bool a_one = a.values.size() == 1, b_one = b.values.size() == 1;
-      FRUGAL_CHECK(a.dims == b.dims || a_one || b_one, "operands ", a.str(), " and ", b.str(),
-                   " do not broadcast");
-      IntTensor y = a_one && !b_one ? b : a;
-      if (a_one && b_one && b.dims.size() > a.dims.size()) y.dims = b.dims;
+      if (a.real || b.real) return eval_reals(n, a, b);
+      IntTensor y{.dims = broadcast_dims(a.dims, b.dims)};
+      const std::vector<size_t> sa = broadcast_sources(a.dims, y.dims),
+                                sb = broadcast_sources(b.dims, y.dims);
+      y.values.resize(sa.size());
       for (size_t i = 0; i < y.values.size(); ++i) {
-        const int64_t x = a.values[a_one ? 0 : i], z = b.values[b_one ? 0 : i];
+        const int64_t x = a.values[sa[i]], z = b.values[sb[i]];
         if (n.op == IntOp::equal) {
           y.values[i] = x == z ? 1 : 0;
+          continue;
+        }
+        if (n.op == IntOp::pow) {  // by a whole exponent: repeated products
+          FRUGAL_CHECK(z >= 0 && z < 64, "integer power ", x, " ** ", z);
+          int64_t v = 1;
+          for (int64_t k = 0; k < z; ++k)
+            FRUGAL_CHECK(!__builtin_mul_overflow(v, x, &v), "integer power ", x, " ** ", z,
+                         " overflows");
+          y.values[i] = v;
+          continue;
+        }
+        if (n.op == IntOp::mod) {  // C's remainder, moved to the divisor's sign unless fmod
+          FRUGAL_CHECK(z != 0, "integer modulo ", x, " by 0");
+          const int64_t r = z == -1 ? 0 : x % z;
+          y.values[i] = n.attrs.at(0) == 0 && r != 0 && (r < 0) != (z < 0) ? r + z : r;
           continue;
         }
         int64_t& v = y.values[i];
@@ -265,13 +445,64 @@ IntTensor eval_int_node(const IntNode& n, const std::map<std::string, IntTensor>
       }
       return y;
     }
-    case IntOp::cast:
-      return in(0);
-    case IntOp::constant_of_shape: {
-      IntTensor y{in(0).values, {}};
-      y.values.assign(static_cast<size_t>(count(y.dims)), n.attrs.at(0));
+    case IntOp::cast: {
+      const IntTensor& x = in(0);
+      const bool to_bool = !n.attrs.empty() && n.attrs[0] != 0;
+      if (x.real == n.real && !to_bool) return x;
+      IntTensor y{.dims = x.dims};
+      y.real = n.real;
+      for (int64_t i = 0; i < x.size(); ++i) {
+        const auto k = static_cast<size_t>(i);
+        if (n.real) {
+          y.reals.push_back(static_cast<double>(x.values[k]));
+        } else if (to_bool) {
+          y.values.push_back(as_real(x, k) != 0 ? 1 : 0);
+        } else {  // toward zero, as ONNX's Cast
+          const double v = x.reals[k];
+          FRUGAL_CHECK(std::isfinite(v) && std::fabs(v) < 9.2e18, "cast of ", v, " to an integer");
+          y.values.push_back(static_cast<int64_t>(v));
+        }
+      }
       return y;
     }
+    case IntOp::constant_of_shape: {
+      IntTensor y{.dims = in(0).values};
+      const auto size = static_cast<size_t>(count(y.dims));
+      y.real = n.real;
+      if (n.real)
+        y.reals.assign(size, n.real_value);
+      else
+        y.values.assign(size, n.attrs.at(0));
+      return y;
+    }
+    case IntOp::range: {
+      const IntTensor &start = in(0), &limit = in(1), &delta = in(2);
+      for (const IntTensor* t : {&start, &limit, &delta})
+        FRUGAL_CHECK(t->size() == 1, "range over ", t->str(), ": expected single values");
+      const double b = as_real(start, 0), e = as_real(limit, 0), d = as_real(delta, 0);
+      FRUGAL_CHECK(d != 0, "range with delta 0");
+      const double steps = std::max(std::ceil((e - b) / d), 0.0);
+      FRUGAL_CHECK(steps <= static_cast<double>(kMaxIntElements), "range of ", steps,
+                   " elements is too large (more than ", kMaxIntElements, ")");
+      IntTensor y{.dims = {static_cast<int64_t>(steps)}};
+      y.real = start.real || limit.real || delta.real;
+      for (int64_t i = 0; i < y.dims[0]; ++i) {
+        if (y.real)
+          y.reals.push_back(b + static_cast<double>(i) * d);
+        else
+          y.values.push_back(start.values[0] + i * delta.values[0]);
+      }
+      return y;
+    }
+    case IntOp::logical_not: {
+      IntTensor y = in(0);
+      for (int64_t& v : y.values) v = v == 0 ? 1 : 0;
+      return y;
+    }
+    case IntOp::scatter_nd:
+      return scatter_nd(in(0), in(1), in(2));
+    case IntOp::expand:
+      return expand(in(0), in(1).values);
     case IntOp::reshape: {
       IntTensor y = in(0);
       y.dims = resolve_reshape(Shape(in(0).dims), in(1).values, n.attrs.at(0) != 0).dims();
@@ -285,6 +516,59 @@ IntTensor eval_int_node(const IntNode& n, const std::map<std::string, IntTensor>
       return transpose(in(0), n.attrs);
   }
   throw Error("unknown integer op");
+}
+
+}  // namespace
+
+Tensor host_tensor(const IntTensor& t, DType dtype) {
+  FRUGAL_CHECK(t.real, "a float tensor expected, got the integers ", t.str());
+  Tensor y = Tensor::empty(Shape(t.dims), dtype);
+  for (size_t i = 0; i < t.reals.size(); ++i) {
+    if (dtype == DType::f64)
+      y.data<double>()[i] = t.reals[i];
+    else
+      y.data<float>()[i] = static_cast<float>(t.reals[i]);
+  }
+  return y;
+}
+
+IntTensor eval_int_node(const IntNode& n, const std::map<std::string, IntTensor>& env,
+                        const std::vector<int64_t>* shape) {
+  auto operand = [&](size_t i) -> const IntTensor& {
+    auto it = env.find(n.ints[i]);
+    FRUGAL_CHECK(it != env.end(), "integer operand '", n.ints[i], "' is not computed");
+    return it->second;
+  };
+  bool moves_reals = false;
+  if (moves_elements(n.op))
+    for (size_t i = 0; i < n.ints.size(); ++i)
+      moves_reals = moves_reals || (moved_operand(n.op, i) && operand(i).real);
+  if (!moves_reals) return eval_ints(n, env, shape);
+  // Float data: the op runs over its elements' indices into one pool (integer data joining
+  // them converted), then each output index is replaced by its element.
+  std::map<std::string, IntTensor> indices;
+  std::vector<double> pool;
+  for (size_t i = 0; i < n.ints.size(); ++i) {
+    if (!moved_operand(n.op, i) || indices.count(n.ints[i])) continue;
+    const IntTensor& t = operand(i);
+    IntTensor k{.dims = t.dims};
+    for (int64_t e = 0; e < t.size(); ++e) {
+      k.values.push_back(static_cast<int64_t>(pool.size()));
+      pool.push_back(as_real(t, static_cast<size_t>(e)));
+    }
+    indices[n.ints[i]] = std::move(k);
+  }
+  for (size_t i = 0; i < n.ints.size(); ++i) {
+    if (moved_operand(n.op, i)) continue;
+    FRUGAL_CHECK(!indices.count(n.ints[i]), "operand '", n.ints[i],
+                 "' is both moved and read as indices");
+    indices.try_emplace(n.ints[i], operand(i));
+  }
+  IntTensor y = eval_ints(n, indices, shape);
+  y.real = true;
+  for (int64_t k : y.values) y.reals.push_back(pool[static_cast<size_t>(k)]);
+  y.values.clear();
+  return y;
 }
 
 }  // namespace frugal

@@ -1,8 +1,11 @@
 // The integer tensors of an ONNX graph's shape arithmetic: what torch.onnx.export writes where
 // a model reads sizes (x.size(0) with a dynamic batch, F.pad to a skip's size): Shape, Gather,
-// Unsqueeze, Squeeze, Concat, Add/Sub/Mul/Div, Cast, ConstantOfShape, Reshape, Slice and
-// Transpose over int64 tensors. They are evaluated while recording, when every activation's
-// shape is known, and feed the ops that take shapes (Reshape, Slice, Pad, Split).
+// Unsqueeze, Squeeze, Concat, Add/Sub/Mul/Div/Mod, Cast, ConstantOfShape, Reshape, Slice,
+// Transpose, Range, Equal, Not, Where and ScatterND over int64 tensors. They are evaluated while
+// recording, when every activation's shape is known, and feed the ops that take shapes
+// (Reshape, Slice, Pad, Split). The same ops evaluate float constants computed from shapes
+// (Swin's shifted-window attention mask: x.new_zeros(H, W), filled by slices, compared), in
+// double precision; such a tensor is `real`.
 #pragma once
 
 #include <cstdint>
@@ -11,13 +14,17 @@
 #include <vector>
 
 #include "core/broadcast.h"
+#include "core/tensor.h"
 
 namespace frugal {
 
 struct IntTensor {
-  std::vector<int64_t> dims;    // empty: a scalar
-  std::vector<int64_t> values;  // row-major
-  std::string str() const;      // "(1,2,3)" or "[2,2](...)"
+  std::vector<int64_t> dims = {};    // empty: a scalar
+  std::vector<int64_t> values = {};  // row-major (empty where real)
+  std::vector<double> reals = {};    // a float tensor's elements, row-major
+  bool real = false;                 // a float tensor: its elements are `reals`
+  int64_t size() const { return static_cast<int64_t>(real ? reals.size() : values.size()); }
+  std::string str() const;  // "(1,2,3)" or "[2,2](...)"
 };
 
 // An integer op of the graph, as read from its node.
@@ -28,13 +35,19 @@ enum class IntOp {
   squeeze,            // ints: x[, axes]; attrs: axes
   concat,             // ints: parts; attrs: {axis}
   binary,             // ints: a, b
-  cast,               // ints: x
+  cast,               // ints: x; attrs: {to bool}; real: to a float type
   constant_of_shape,  // ints: shape; attrs: {value}
   reshape,            // ints: x, shape; attrs: {allowzero}
   slice,              // ints: x, starts, ends[, axes[, steps]]
   transpose,          // ints: x; attrs: perm
   equal,              // ints: a, b (1 where equal, else 0: ONNX's bool as 0 and 1)
   where,              // ints: condition, a, b (a where the condition is not 0, else b)
+  mod,                // ints: a, b; attrs: {fmod} (0: the divisor's sign, as Python's %)
+  pow,                // ints: a, b (a to the power b)
+  range,              // ints: start, limit, delta (scalars)
+  logical_not,        // ints: x (ONNX's Not: 1 where x is 0, else 0)
+  scatter_nd,         // ints: data, indices, updates
+  expand,             // ints: x, shape (broadcast both ways, as numpy)
 };
 
 struct IntNode {
@@ -42,7 +55,13 @@ struct IntNode {
   BinaryKind binary = BinaryKind::add;
   std::vector<std::string> ints = {};  // integer operands
   std::vector<int64_t> attrs = {};
+  // cast: to a float type; constant_of_shape: the value is `real_value`, a float
+  bool real = false;
+  double real_value = 0;
 };
+
+// A real tensor's elements as a host tensor of `dtype` (f32: each rounded), of its dims.
+Tensor host_tensor(const IntTensor& t, DType dtype);
 
 // Evaluates `n` over the integer tensors `env`; `shape` is the activation's shape for shape_of
 // of an activation. Throws naming what does not fit (the caller adds the node).

@@ -17,10 +17,12 @@
 #include "layers/binary.h"
 #include "layers/concat.h"
 #include "layers/concat_batch_norm.h"
+#include "layers/constant.h"
 #include "layers/conv2d.h"
 #include "layers/conv_transpose2d.h"
 #include "layers/dropout.h"
 #include "layers/flatten.h"
+#include "layers/gather.h"
 #include "layers/group_norm.h"
 #include "layers/layer_norm.h"
 #include "layers/leaky_relu.h"
@@ -177,6 +179,9 @@ Value repeat_unit_axes(Value x, const Shape& to, const std::string& what, bool o
     FRUGAL_CHECK(s[k] == 1, what, ": axis ", k, " is ", s[k], " and ", to[k],
                  ", which do not broadcast");
     FRUGAL_CHECK(k > 0 || of_weight, what, ": broadcasting over the batch axis is not imported");
+    constexpr int64_t kMaxCopies = 65536;  // one concatenated piece per copy
+    FRUGAL_CHECK(to[k] <= kMaxCopies, what, ": axis ", k, " repeated ", to[k],
+                 " times; frugal imports at most ", kMaxCopies);
     if (k == 0) {  // a weight's copies side by side in (1, copies, numel): the bytes of (n, ...)
       const std::vector<Value> copies(static_cast<size_t>(to[0]),
                                       reshape(x, Shape{1, 1, s.numel()}));
@@ -295,7 +300,7 @@ Value record_prelu(const Value& x, const Value& slope, std::source_location wher
 Shape reshape_target(const OnnxNode& n, const std::map<std::string, IntTensor>& ints,
                      const OnnxGraph& g, const Shape& from) {
   Ints target = ints.at(n.int_inputs[0]).values;
-  if (g.int_constants.count(n.int_inputs[0]) && !target.empty() && target[0] > 0)
+  if (!n.of_weight && g.int_constants.count(n.int_inputs[0]) && !target.empty() && target[0] > 0)
     target[0] = from[0];
   return resolve_reshape(from, target, n.allow_zero);
 }
@@ -345,6 +350,12 @@ Value record_onnx(const OnnxModel& model, Value images) {
   std::map<std::string, IntTensor> ints = g.int_constants;
   auto value = [&](const std::string& name) -> Value {
     if (auto it = env.find(name); it != env.end()) return it->second;
+    if (auto c = ints.find(name); c != ints.end() && c->second.real) {
+      // A float constant computed from shapes (an attention mask): an op holding its values.
+      Tensor t = host_tensor(c->second, images.dtype());
+      if (t.shape().rank() == 0) t = t.reshape(Shape{1});  // a scalar, as weights are
+      return env[name] = constant(tape, std::move(t));
+    }
     auto p = g.params.find(name);
     FRUGAL_CHECK(p != g.params.end(), model.path, ": '", name,
                  "' is neither a node's output nor a weight");
@@ -526,9 +537,20 @@ Value record_onnx(const OnnxModel& model, Value images) {
           y = to == in[0].shape() ? in[0] : reshape(in[0], to);
           break;
         }
-        case Kind::matmul:
-          y = record_matmul(in[0], in[1]);
+        case Kind::matmul: {
+          Value a = in[0], b = in[1];  // an Einsum's operands, their last two axes swapped first
+          auto swap_last = [](Value v) {
+            std::vector<int64_t> perm(static_cast<size_t>(v.shape().rank()));
+            for (size_t k = 0; k < perm.size(); ++k) perm[k] = static_cast<int64_t>(k);
+            FRUGAL_CHECK(perm.size() >= 2, "an Einsum operand of ", v.shape());
+            std::swap(perm[perm.size() - 2], perm.back());
+            return transpose(v, perm);
+          };
+          if (!n.ints.empty() && n.ints[0]) a = swap_last(a);
+          if (!n.ints.empty() && n.ints[1]) b = swap_last(b);
+          y = record_matmul(a, b);
           break;
+        }
         case Kind::reshape_axes: {
           IntNode k = n.int_node;  // the axes arithmetic over the activation's dims
           if (k.op == IntOp::squeeze && k.ints.empty() && k.attrs.empty())
@@ -539,7 +561,7 @@ Value record_onnx(const OnnxModel& model, Value images) {
             break;
           }
           std::map<std::string, IntTensor> dims = ints;
-          dims["\x01x"] = IntTensor{in[0].shape().dims(), {}};
+          dims["\x01x"] = IntTensor{.dims = in[0].shape().dims()};
           k.ints.insert(k.ints.begin(), "\x01x");
           const Shape to(eval_int_node(k, dims, nullptr).dims);
           const Ints axes = k.ints.size() < 2 ? k.attrs : ints.at(k.ints[1]).values;
@@ -568,7 +590,12 @@ Value record_onnx(const OnnxModel& model, Value images) {
           y = record_slice(n, ints, in[0]);
           break;
         case Kind::gather:
-          y = record_gather(n, ints.at(n.int_inputs[0]), in[0]);
+          if (n.of_weight || (n.batch_moved && axis_of(n.axis, in[0].shape().rank()) == 0)) {
+            const IntTensor& index = ints.at(n.int_inputs[0]);
+            y = gather(in[0], axis_of(n.axis, in[0].shape().rank()), index.values, index.dims);
+          } else {
+            y = record_gather(n, ints.at(n.int_inputs[0]), in[0]);
+          }
           break;
         case Kind::expand:
           y = record_expand(ints.at(n.int_inputs[0]).values, in[0], n.of_weight);

@@ -388,6 +388,59 @@ def dense_net():
     return model("dense_net", n, i, [3, 8, 8], 5, opset=14)
 
 
+def mask_net():
+    """What Swin's shifted windows export, in a few nodes: a float mask built from x's shape
+    (Shape, Gather, ConstantOfShape with a float value, ScatterND, Range, Mod, Cast to float,
+    an Add broadcast (H, W) + (W), Equal, Not, Where over floats), a weight table gathered by
+    constant indices (3, 4) and transposed (a relative position bias), a Pow of two constants;
+    opset 13. Its own random weights, so the other models' stay as they were."""
+    r = np.random.default_rng(21)
+
+    def const(name, values, dtype):
+        return numpy_helper.from_array(np.array(values, dtype), name)
+
+    # Float constants as PyTorch writes them: Constant nodes (initializers are weights).
+    n = [helper.make_node("Constant", [], [name], name=name, value=numpy_helper.from_array(
+        np.array(v, np.float32), name)) for name, v in
+         [("fives", [[5, 5, 5, 5]]), ("fzero", 0), ("minus", -1.5), ("sixteen", 16),
+          ("minus_half", -0.5)]]
+    n += [helper.make_node("Shape", ["x"], ["s"], name="shape"),
+         helper.make_node("Gather", ["s", "i2"], ["h"], name="h", axis=0),
+         helper.make_node("Gather", ["s", "i3"], ["w"], name="w", axis=0),
+         helper.make_node("Unsqueeze", ["h", "axes0"], ["h1"], name="h1"),
+         helper.make_node("Unsqueeze", ["w", "axes0"], ["w1"], name="w1"),
+         helper.make_node("Concat", ["h1", "w1"], ["hw"], name="hw", axis=0),
+         helper.make_node("ConstantOfShape", ["hw"], ["zeros"], name="zeros",
+                          value=helper.make_tensor("v", TensorProto.FLOAT, [1], [0.0])),
+         helper.make_node("ScatterND", ["zeros", "rows", "fives"], ["m1"], name="scatter"),
+         helper.make_node("Range", ["zero", "w", "one"], ["cols"], name="range"),
+         helper.make_node("Mod", ["cols", "two"], ["parity"], name="mod"),
+         helper.make_node("Cast", ["parity"], ["parity_f"], name="cast", to=TensorProto.FLOAT),
+         helper.make_node("Add", ["m1", "parity_f"], ["m2"], name="add_mask"),
+         helper.make_node("Equal", ["m2", "fzero"], ["eq"], name="equal"),
+         helper.make_node("Not", ["eq"], ["ne"], name="not"),
+         helper.make_node("Where", ["ne", "minus", "fzero"], ["mask"], name="where"),
+         helper.make_node("Unsqueeze", ["mask", "axes01"], ["mask4"], name="mask4"),
+         helper.make_node("Add", ["x", "mask4"], ["a"], name="add_x"),
+         helper.make_node("Gather", ["table", "index"], ["g"], name="bias", axis=0),
+         helper.make_node("Transpose", ["g"], ["bias"], name="bias_t", perm=[2, 0, 1]),
+         helper.make_node("Add", ["a", "bias"], ["b"], name="add_bias"),
+         helper.make_node("Pow", ["sixteen", "minus_half"], ["scale"], name="pow"),
+         helper.make_node("Mul", ["b", "scale"], ["c"], name="scale"),
+         helper.make_node("GlobalAveragePool", ["c"], ["gap"], name="gap"),
+         helper.make_node("Flatten", ["gap"], ["flat"], name="flatten", axis=1),
+         helper.make_node("Gemm", ["flat", "fc.weight", "fc.bias"], ["y"], name="fc", transB=1)]
+    i = [const("i2", 2, np.int64), const("i3", 3, np.int64), const("axes0", [0], np.int64),
+         const("axes01", [0, 1], np.int64), const("rows", [[1]], np.int64),
+         const("zero", 0, np.int64), const("one", 1, np.int64), const("two", 2, np.int64),
+         const("index", r.integers(0, 5, (3, 4)), np.int64),
+         numpy_helper.from_array(r.standard_normal((5, 2)).astype(np.float32), "table"),
+         numpy_helper.from_array((r.standard_normal((3, 2)) * 0.5).astype(np.float32),
+                                 "fc.weight"),
+         numpy_helper.from_array((r.standard_normal(3) * 0.1).astype(np.float32), "fc.bias")]
+    return model("mask_net", n, i, [2, 3, 4], 3, opset=13)
+
+
 def write(m, out):
     name = m.graph.name
     if name == "train_net":
@@ -413,6 +466,7 @@ def main(out):
     write(unet_net(), out)
     write(shuffle_net(), out)
     write(dense_net(), out)
+    write(mask_net(), out)
 
 
 def plain_googlenet(num_classes):
@@ -478,7 +532,13 @@ def torchvision_models(out, only=()):
              ("deeplabv3_mobilenet_v3_large", segmentation(tvs.deeplabv3_mobilenet_v3_large),
               64, 15, True),
              ("lraspp_mobilenet_v3_large", segmentation(tvs.lraspp_mobilenet_v3_large), 64, 15,
-              True)]
+              True),
+             # Swin-T: shifted windows (their mask and relative position bias computed in the
+             # graph), exported unfolded below so the bias tables stay weights.
+             ("swin_t", torchvision.models.swin_t, 64, 17, False),
+             # MaxViT-T (224 px: its windows and grids of 7 must divide every stage's map):
+             # attention as Einsum, MBConv blocks with squeeze-and-excitation.
+             ("maxvit_t", torchvision.models.maxvit_t, 224, 17, True)]
     # Not here: MNASNet 0.5 and Inception v3 import and match PyTorch's float64 gradients
     # (--torchvision-training), but at these sizes their float32 eval outputs and input
     # gradients are off PyTorch's past this comparison's bounds (Inception v3's output by 2e-4
@@ -504,7 +564,8 @@ def torchvision_models(out, only=()):
         path = f"{out}/{name}.onnx"
         torch.onnx.export(net, x, path, opset_version=opset,
                           input_names=["x"], output_names=["y"],
-                          dynamic_axes={"x": {0: "N"}, "y": {0: "N"}})
+                          dynamic_axes={"x": {0: "N"}, "y": {0: "N"}},
+                          do_constant_folding=not name.startswith("swin"))
         # d sum(R * y) / d x for a random R: the backward pass through every op, independent of
         # how the export names or folds the weights (eval mode: BatchNorm is linear). Computed
         # in float64, the truth both float32 runs (PyTorch's and frugal's) approach. (frugal
@@ -917,6 +978,57 @@ def vit_net(out):
     export_with_output(net, x, out, "vit_net", 15)
 
 
+def swin_net(out):
+    """torchvision's SwinTransformer, tiny (10 x 10 images in 2 x 2 patches, windows of 3, two
+    stages of 2 blocks, 8 and 16 wide): feature maps padded to whole windows, the cyclic shift
+    (Slice and Concat), the shifted windows' attention mask computed from shapes (ConstantOfShape,
+    ScatterND, Equal, Where: constants frugal evaluates while recording), the relative position
+    bias gathered from a learned table, q, k and v taken along an axis a transpose put first;
+    tests/data/onnx/swin_net.onnx with PyTorch's float32 output."""
+
+    import torch
+    from torchvision.models import SwinTransformer
+
+    torch.manual_seed(17)
+    net = SwinTransformer(patch_size=[2, 2], embed_dim=8, depths=[2, 2], num_heads=[2, 2],
+                          window_size=[3, 3], stochastic_depth_prob=0.0, num_classes=5).eval()
+    with torch.no_grad():  # torchvision starts the bias tables near zero (std 0.02)
+        for name, p in net.named_parameters():
+            if "relative_position_bias_table" in name:
+                p.normal_(0, 0.5)
+    x = torch.rand(2, 3, 10, 10) * 2 - 1
+    # Unfolded, as a training-mode export: the tables stay weights, gathered in the graph
+    # (folded, the export writes each block's bias as a constant it computed).
+    export_with_output(net, x, out, "swin_net", 17, fold=False)
+
+
+def einsum_net(out):
+    """torch.einsum's batched products (Einsum, opset 13): q k^T as "bhid,bhjd->bhij" (the
+    second operand's last two axes swapped), its softmax times v as "bhij,bhjd->bhid", and
+    "bhdi,bhdj->bhij" (the first operand's swapped), over (N, 3, 4, 6) inputs;
+    tests/data/onnx/einsum_net.onnx with PyTorch's float32 output."""
+
+    import torch
+    from torch import nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.head = nn.Linear(3, 5)
+
+        def forward(self, x):
+            k = x * 0.5 + 0.25
+            s = torch.einsum("bhid,bhjd->bhij", x, k)
+            t = torch.einsum("bhij,bhjd->bhid", s.softmax(-1), x)
+            u = torch.einsum("bhdi,bhdj->bhij", x, k)
+            return self.head(t.mean((2, 3)) + u.mean((2, 3)))
+
+    torch.manual_seed(19)
+    net = Net().eval()
+    x = torch.rand(2, 3, 4, 6) * 2 - 1
+    export_with_output(net, x, out, "einsum_net", 13)
+
+
 def instance_norm_net(out):
     """Instance and group normalization as PyTorch exports them: InstanceNorm2d with an affine
     scale and bias (InstanceNormalization reading the weights), GroupNorm (a Reshape to (N,
@@ -1148,7 +1260,9 @@ def torchvision_training(out, only=()):
              ("squeezenet1_0", torchvision.models.squeezenet1_0, 96),
              ("googlenet", plain_googlenet, 64),
              ("inception_v3", plain_inception_v3, 96),
-             ("efficientnet_v2_s", torchvision.models.efficientnet_v2_s, 64)]
+             ("efficientnet_v2_s", torchvision.models.efficientnet_v2_s, 64),
+             ("swin_t", torchvision.models.swin_t, 64),
+             ("maxvit_t", torchvision.models.maxvit_t, 224)]
     for name, make, side in cases:
         if only and name not in only:
             continue
@@ -1252,6 +1366,8 @@ if __name__ == "__main__":
         expand_net(sys.argv[2])
         class_token_net(sys.argv[2])
         vit_net(sys.argv[2])
+        swin_net(sys.argv[2])
+        einsum_net(sys.argv[2])
         instance_norm_net(sys.argv[2])
         group_norm_lookalike_net(sys.argv[2])
         prelu_net(sys.argv[2])

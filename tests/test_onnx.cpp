@@ -55,6 +55,9 @@ const char* const kFixtures[] = {"residual_net",
                                  "prelu_unfolded_net",
                                  "class_token_net",
                                  "vit_net",
+                                 "swin_net",
+                                 "mask_net",
+                                 "einsum_net",
                                  "activation_net",
                                  "bilinear_net",
                                  "matmul_net",
@@ -78,6 +81,12 @@ TEST_CASE("onnx: imported models give ONNX's reference outputs") {
   // expanded over the batch (Expand of a weight) and joined in front of the patch tokens.
   // vit_net: PyTorch's output; torchvision's VisionTransformer (tiny), whose attention moves
   // the batch axis by reshapes and transposes and brings it back.
+  // swin_net: PyTorch's output; torchvision's SwinTransformer (tiny): padding to whole windows,
+  // the cyclic shift, the shifted windows' mask (float constants computed from shapes), the
+  // relative position bias gathered from its table, a rank-5 broadcast add.
+  // mask_net: ONNX's reference evaluator; the same in a few nodes (ScatterND, Range, Mod, Not,
+  // Where and Cast over floats, a weight table's Gather, a Pow of two constants).
+  // einsum_net: PyTorch's output; torch.einsum's batched products, either operand transposed.
   // instance_norm_net: PyTorch's output; InstanceNorm2d with and without affine weights and
   // GroupNorm's export (Reshape, InstanceNormalization, Reshape, Mul, Add); unfolded, its
   // weights through Unsqueeze (a reshape of the parameter).

@@ -69,3 +69,27 @@ TEST_CASE("onnx: gradcheck of a tiny vision transformer") {
   const OnnxModel m = load_onnx((onnx_data() / "vit_net.onnx").string());
   check_gradients(randomized(m, 70), {random_tensor({2, 3, 16, 16}, 13)}, {.tolerance = 1e-6});
 }
+
+// torch.einsum's batched products (q k^T, its softmax times v, a product over the first axis
+// of both), in float64 against finite differences.
+TEST_CASE("onnx: gradcheck of Einsum's batched products") {
+  const OnnxModel m = load_onnx((onnx_data() / "einsum_net.onnx").string());
+  check_gradients(randomized(m, 95), {random_tensor({2, 3, 4, 6}, 21)}, {.tolerance = 1e-6});
+}
+
+// torchvision's SwinTransformer, tiny (10 x 10 images, windows of 3), in float64 against finite
+// differences: the relative position bias tables' gradients (a gather's, summed where pairs
+// share an offset), the shifted windows' mask (a constant), padding to whole windows and the
+// cyclic shift; every weight and the input.
+TEST_CASE("onnx: gradcheck of a tiny Swin transformer") {
+  const OnnxModel m = load_onnx((onnx_data() / "swin_net.onnx").string());
+  int tables = 0;
+  for (const auto& [name, trainable] : m.graph->params)
+    tables += name.find("relative_position_bias_table") != std::string::npos && trainable;
+  CHECK(tables == 4);  // one per block
+  check_gradients(randomized(m, 80), {random_tensor({2, 3, 10, 10}, 17)}, {.tolerance = 1e-6});
+  // mask_net: the mask's arithmetic in a few nodes, a (5, 2) table gathered at 12 indices.
+  const OnnxModel mask = load_onnx((onnx_data() / "mask_net.onnx").string());
+  CHECK(mask.graph->params.at("table"));
+  check_gradients(randomized(mask, 90), {random_tensor({2, 2, 3, 4}, 19)}, {.tolerance = 1e-6});
+}

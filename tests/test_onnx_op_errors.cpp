@@ -210,3 +210,28 @@ TEST_CASE(
     CHECK(error_for(outside).find("(Gather): index 7 is outside axis") != std::string::npos);
   }
 }
+
+// Einsum: only batched products of two activations (the leading axes alike, one axis summed).
+TEST_CASE("onnx: an Einsum other than a batched product is an error naming the equation") {
+  onnx::ModelProto m;
+  std::ifstream in(onnx_data() / "einsum_net.onnx", std::ios::binary);
+  REQUIRE(m.ParseFromIstream(&in));
+  auto with = [&](const std::string& equation) {
+    onnx::ModelProto e = m;
+    for (auto& n : *e.mutable_graph()->mutable_node())
+      if (n.op_type() == "Einsum") {
+        attribute(&n, "equation")->set_s(equation);
+        break;
+      }
+    return error_for(e);
+  };
+  CHECK(with("bh i d, bh j d -> bh i j").empty());  // spaces are ignored
+  CHECK(with("bhid,bhjd->bhij").empty());
+  for (const char* bad :
+       {"bhid,bhjd->bhji", "bhid,bhjd->bhid", "...id,...jd->...ij", "bhid,bhjd", "bhid,hbjd->bhij",
+        "bhii,bhjd->bhij", "bhid,bhje->bhij", "bhid,bhjd->bhiij"}) {
+    CAPTURE(bad);
+    const std::string e = with(bad);
+    CHECK(e.find("(Einsum): equation '") != std::string::npos);
+  }
+}

@@ -105,7 +105,7 @@ TEST_CASE("onnx integer arithmetic: what F.pad, a dynamic-batch view and expand 
   CHECK(run({.op = IntOp::where, .ints = {"eq", "zero", "want"}}).values ==
         std::vector<int64_t>{0, 3, 0});  // a single value stands for every element
   CHECK_THROWS_WITH_AS(run({.op = IntOp::where, .ints = {"eq", "pairs_shape", "want"}}),
-                       doctest::Contains("operands that do not broadcast"), Error);
+                       doctest::Contains("dims [3] and [2] do not broadcast"), Error);
   env["huge"] = {{}, {INT64_MAX}};
   CHECK_THROWS_WITH_AS(
       run({.op = IntOp::binary, .binary = BinaryKind::mul, .ints = {"huge", "two"}}),
@@ -113,4 +113,100 @@ TEST_CASE("onnx integer arithmetic: what F.pad, a dynamic-batch view and expand 
   env["big"] = {{2}, {1 << 20, 1 << 20}};
   CHECK_THROWS_WITH_AS(run({.op = IntOp::constant_of_shape, .ints = {"big"}, .attrs = {0}}),
                        doctest::Contains("is too large"), Error);
+}
+
+// What Swin's shifted-window attention exports: window counts by Mod, coordinates by Range,
+// the mask as a float tensor of zeros filled by ScatterND, compared with Equal, Not, Where,
+// and arithmetic broadcast both ways as numpy.
+TEST_CASE("onnx constant arithmetic: Mod, Range, ScatterND, Expand and float tensors") {
+  std::map<std::string, IntTensor> env;
+  auto ints = [](std::vector<int64_t> dims, std::vector<int64_t> values) {
+    return IntTensor{.dims = std::move(dims), .values = std::move(values)};
+  };
+  auto run = [&](IntNode n) { return eval_int_node(n, env, nullptr); };
+  env["a"] = ints({4}, {7, -7, 7, -7});
+  env["b"] = ints({4}, {3, 3, -3, -3});
+  CHECK(run({.op = IntOp::mod, .ints = {"a", "b"}, .attrs = {0}}).values ==
+        std::vector<int64_t>{1, 2, -2, -1});  // the divisor's sign, as Python
+  CHECK(run({.op = IntOp::mod, .ints = {"a", "b"}, .attrs = {1}}).values ==
+        std::vector<int64_t>{1, -1, 1, -1});  // fmod: the dividend's
+  env["zero"] = ints({}, {0});
+  CHECK_THROWS_WITH_AS(run({.op = IntOp::mod, .ints = {"a", "zero"}, .attrs = {0}}),
+                       doctest::Contains("modulo 7 by 0"), Error);
+  env["start"] = ints({}, {2});
+  env["limit"] = ints({}, {-5});
+  env["delta"] = ints({}, {-3});
+  const IntTensor r = run({.op = IntOp::range, .ints = {"start", "limit", "delta"}});
+  CHECK(r.dims == std::vector<int64_t>{3});
+  CHECK(r.values == std::vector<int64_t>{2, -1, -4});
+  CHECK(run({.op = IntOp::range, .ints = {"limit", "start", "delta"}}).dims ==
+        std::vector<int64_t>{0});  // nothing between
+  CHECK_THROWS_WITH_AS(run({.op = IntOp::range, .ints = {"start", "limit", "zero"}}),
+                       doctest::Contains("delta 0"), Error);
+  CHECK(run({.op = IntOp::logical_not, .ints = {"zero"}}).values == std::vector<int64_t>{1});
+  // (49, 1) + (49,) is (49, 49): numpy's broadcast, both ways.
+  env["col"] = ints({3, 1}, {0, 10, 20});
+  env["row"] = ints({3}, {1, 2, 3});
+  const IntTensor sum =
+      run({.op = IntOp::binary, .binary = BinaryKind::add, .ints = {"col", "row"}});
+  CHECK(sum.dims == std::vector<int64_t>{3, 3});
+  CHECK(sum.values == std::vector<int64_t>{1, 2, 3, 11, 12, 13, 21, 22, 23});
+  env["shape"] = ints({3}, {2, 1, 2});
+  const IntTensor e = run({.op = IntOp::expand, .ints = {"col", "shape"}});
+  CHECK(e.dims == std::vector<int64_t>{2, 3, 2});
+  CHECK(e.values == std::vector<int64_t>{0, 0, 10, 10, 20, 20, 0, 0, 10, 10, 20, 20});
+  env["bad"] = ints({1}, {4});
+  CHECK_THROWS_WITH_AS(run({.op = IntOp::expand, .ints = {"row", "bad"}}),
+                       doctest::Contains("dims [3] and [4] do not broadcast"), Error);
+  // x.new_zeros(3, 4), rows 1: filled with 5 (ScatterND of row indices), then == 0 and Where.
+  env["hw"] = ints({2}, {3, 4});
+  env["mask"] = run({.op = IntOp::constant_of_shape, .ints = {"hw"}, .real = true});
+  CHECK(env["mask"].real);
+  CHECK(env["mask"].reals == std::vector<double>(12, 0.0));
+  env["rows"] = ints({2, 1}, {1, -1});
+  env["fill"] = IntTensor{.dims = {2, 4}, .reals = {5, 5, 5, 5, 7, 7, 7, 7}, .real = true};
+  const IntTensor filled = run({.op = IntOp::scatter_nd, .ints = {"mask", "rows", "fill"}});
+  CHECK(filled.real);
+  CHECK(filled.reals == std::vector<double>{0, 0, 0, 0, 5, 5, 5, 5, 7, 7, 7, 7});
+  env["filled"] = filled;
+  env["fzero"] = IntTensor{.dims = {}, .reals = {0}, .real = true};
+  env["minus"] = IntTensor{.dims = {}, .reals = {-100}, .real = true};
+  env["is0"] = run({.op = IntOp::equal, .ints = {"filled", "fzero"}});
+  CHECK(!env["is0"].real);
+  const IntTensor masked = run({.op = IntOp::where, .ints = {"is0", "fzero", "minus"}});
+  CHECK(masked.real);  // a float Where, its operands broadcast
+  CHECK(masked.reals ==
+        std::vector<double>{0, 0, 0, 0, -100, -100, -100, -100, -100, -100, -100, -100});
+  env["rows_t"] = run({.op = IntOp::transpose, .ints = {"filled"}, .attrs = {1, 0}});
+  CHECK(env["rows_t"].real);
+  CHECK(env["rows_t"].reals[1] == 5);
+  env["bad_rows"] = ints({1, 1}, {3});
+  CHECK_THROWS_WITH_AS(run({.op = IntOp::scatter_nd, .ints = {"mask", "bad_rows", "fill"}}),
+                       doctest::Contains("scatter_nd updates [2,4]"), Error);
+  env["one_row"] = IntTensor{.dims = {1, 4}, .reals = {1, 1, 1, 1}, .real = true};
+  CHECK_THROWS_WITH_AS(run({.op = IntOp::scatter_nd, .ints = {"mask", "bad_rows", "one_row"}}),
+                       doctest::Contains("scatter_nd index 3 outside an axis of 3"), Error);
+  env["halves"] = IntTensor{.dims = {3}, .reals = {-1.5, 0, 2.5}, .real = true};
+  // Integers joined to floats become floats; a float where indices are read is an error.
+  const IntTensor joined = run({.op = IntOp::concat, .ints = {"halves", "row"}, .attrs = {0}});
+  CHECK(joined.real);
+  CHECK(joined.reals == std::vector<double>{-1.5, 0, 2.5, 1, 2, 3});
+  CHECK_THROWS_WITH_AS(run({.op = IntOp::gather, .ints = {"row", "halves"}, .attrs = {0}}),
+                       doctest::Contains("a float tensor ('halves') where integers are read"),
+                       Error);
+  CHECK_THROWS_WITH_AS(run({.op = IntOp::gather, .ints = {"halves", "halves"}, .attrs = {0}}),
+                       doctest::Contains("'halves' is both moved and read as indices"), Error);
+  CHECK_THROWS_WITH_AS(run({.op = IntOp::logical_not, .ints = {"halves"}}),
+                       doctest::Contains("where integers are read"), Error);
+  // Casts: to float, back toward zero, to bool; Pow in float.
+  CHECK(run({.op = IntOp::cast, .ints = {"halves"}}).values == std::vector<int64_t>{-1, 0, 2});
+  CHECK(run({.op = IntOp::cast, .ints = {"halves"}, .attrs = {1}}).values ==
+        std::vector<int64_t>{1, 0, 1});
+  CHECK(run({.op = IntOp::cast, .ints = {"row"}, .real = true}).reals ==
+        std::vector<double>{1, 2, 3});
+  env["32"] = ints({}, {32});
+  env["half"] = IntTensor{.dims = {}, .reals = {-0.5}, .real = true};
+  CHECK(run({.op = IntOp::pow, .ints = {"32", "half"}}).reals[0] == doctest::Approx(0.1767767));
+  env["three"] = ints({}, {3});
+  CHECK(run({.op = IntOp::pow, .ints = {"start", "three"}}).values == std::vector<int64_t>{8});
 }
