@@ -190,18 +190,22 @@ NETS = {
 
 # torchvision's models as published (ImageNet: 3 x 224 x 224, 1000 classes), for the peers on
 # real-world networks: frugal runs the same model through a training-mode ONNX export
-# (export_torchvision.py). EfficientNet-B0 and ConvNeXt-Tiny without stochastic depth, whose
-# random skips a training-mode export cannot write; both sides then run the same network.
+# (export_torchvision.py). EfficientNet-B0, ConvNeXt-Tiny and Swin-T without stochastic depth,
+# whose random skips a training-mode export cannot write; both sides then run the same network.
 def torchvision_model(name):
     import torchvision
-    skips = name.startswith("efficientnet") or name.startswith("convnext")
+    skips = name.startswith(("efficientnet", "convnext"))
     kwargs = {"stochastic_depth_prob": 0.0} if skips else {}
-    return getattr(torchvision.models, name)(num_classes=1000, **kwargs)
+    model = getattr(torchvision.models, name)(num_classes=1000, **kwargs)
+    for m in model.modules():  # swin_t sets its own probability: its skips turned off here
+        if type(m).__name__ == "StochasticDepth":
+            m.p = 0.0
+    return model
 
 
 TORCHVISION = ["mobilenet_v2", "efficientnet_b0", "resnet18", "resnet50", "squeezenet1_1",
                "densenet121", "shufflenet_v2_x1_0", "convnext_tiny", "vit_b_16",
-               "mobilenet_v3_large", "regnet_y_400mf", "resnext50_32x4d"]
+               "mobilenet_v3_large", "regnet_y_400mf", "resnext50_32x4d", "swin_t"]
 for _name in TORCHVISION:
     NETS["tv-" + _name] = (lambda d, bn, seg, n=_name: torchvision_model(n), (3, 224, 224), 1000,
                            False)

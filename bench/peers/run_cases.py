@@ -28,11 +28,13 @@ TORCHVISION_CASES = [(f"tv-{n}", f"tv-{n}", 32, "training", "f32", [], 3, 1)
                                "resnet18", "efficientnet_b0", "resnet50", "densenet121",
                                "convnext_tiny", "resnet18_gn", "vit_b_16",
                                # beyond issue 17's list: hardswish and squeeze-and-excitation,
-                               # RegNet's grouped convolutions, ResNeXt's 32 groups
-                               "mobilenet_v3_large", "regnet_y_400mf", "resnext50_32x4d")]
+                               # RegNet's grouped convolutions, ResNeXt's 32 groups, Swin-T's
+                               # shifted windows
+                               "mobilenet_v3_large", "regnet_y_400mf", "resnext50_32x4d",
+                               "swin_t")]
 TORCHVISION_CASES += [(f"tv-{n}", f"tv-{n}", b, "inference", "f32", [], 3, 1)
                       for n in ("mobilenet_v2", "shufflenet_v2_x1_0", "unet", "resnet50",
-                                "convnext_tiny", "vit_b_16", "mobilenet_v3_large")
+                                "convnext_tiny", "vit_b_16", "mobilenet_v3_large", "swin_t")
                       for b in (1, 32)]
 # Issue 16, op-level recomputation on the torchvision models (--set recompute): frugal with
 # --recompute cheap against PyTorch's plain step, and DenseNet-121 also against torchvision's
@@ -41,7 +43,7 @@ REBUILD = ["--recompute", "cheap"]
 RECOMPUTE_CASES = [(f"tv-{n}-rebuild", f"tv-{n}", 32, "training", "f32", REBUILD, 3, 1)
                    for n in ("densenet121", "resnet50", "mobilenet_v2", "resnet18",
                              "efficientnet_b0", "squeezenet1_1", "shufflenet_v2_x1_0", "unet",
-                             "resnet18_gn")]
+                             "resnet18_gn", "swin_t")]
 RECOMPUTE_CASES.insert(1, ("tv-densenet121-rebuild-vs-efficient", "tv-densenet121", 32,
                            "training", "f32", REBUILD, 3, 1))
 # frugal's bundled DenseNet-121 with --recompute cheap (--set recompute too).
