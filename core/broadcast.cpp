@@ -21,21 +21,37 @@ const char* binary_name(BinaryKind k) {
   }
 }
 
+namespace {
+// s's extent at axis d of a rank-`rank` broadcast (s right-aligned, 1 in front of it).
+int64_t aligned(const Shape& s, int rank, int d) {
+  const int i = d - (rank - s.rank());
+  return i >= 0 ? s[i] : 1;
+}
+}  // namespace
+
+Shape broadcast_shape(const Shape& a, const Shape& b) {
+  const int rank = std::max(a.rank(), b.rank());
+  std::vector<int64_t> size(static_cast<size_t>(rank));
+  for (int d = 0; d < rank; ++d) {
+    const int64_t na = aligned(a, rank, d), nb = aligned(b, rank, d);
+    FRUGAL_CHECK(na == nb || na == 1 || nb == 1, "shapes ", a, " and ", b,
+                 " do not broadcast (axis ", d - rank, ": ", na, " against ", nb, ")");
+    size[static_cast<size_t>(d)] = na == 1 ? nb : na;
+  }
+  return Shape(size);
+}
+
 Broadcast broadcast_of(const Shape& a, const Shape& b, Shape* out) {
   FRUGAL_CHECK(a.rank() >= 1 && b.rank() >= 1, "broadcast of ", a, " and ", b,
                ": ranks 1 and up only");
-  const int rank = std::max(a.rank(), b.rank());
+  *out = broadcast_shape(a, b);
+  const int rank = out->rank();
   // Every axis (shapes right-aligned): the output's size and each operand's own.
-  std::vector<int64_t> size(static_cast<size_t>(rank)), na(size), nb(size);
+  std::vector<int64_t> size = out->dims(), na(size.size()), nb(size.size());
   for (int d = 0; d < rank; ++d) {
-    const int ia = d - (rank - a.rank()), ib = d - (rank - b.rank());
-    const auto k = static_cast<size_t>(d);
-    na[k] = ia >= 0 ? a[ia] : 1, nb[k] = ib >= 0 ? b[ib] : 1;
-    FRUGAL_CHECK(na[k] == nb[k] || na[k] == 1 || nb[k] == 1, "shapes ", a, " and ", b,
-                 " do not broadcast (axis ", d - rank, ": ", na[k], " against ", nb[k], ")");
-    size[k] = na[k] == 1 ? nb[k] : na[k];
+    na[static_cast<size_t>(d)] = aligned(a, rank, d);
+    nb[static_cast<size_t>(d)] = aligned(b, rank, d);
   }
-  *out = Shape(size);
   if (rank > 4) {
     // Past four axes (a mask over windows and heads, (1, nW, 1, 49, 49)): axes of extent 1
     // dropped and neighbours that both operands read alike merged, which keeps the row-major

@@ -150,6 +150,9 @@ inline bool binary_backward_reads_operand(BinaryKind k, int which, bool wants_da
 }
 
 #if !defined(__CUDACC__)
+// NumPy's broadcast of shapes a and b (any ranks, 0 included): right-aligned, each axis of the
+// same extent or 1, the output's extent the larger; throws naming both shapes and the axis.
+Shape broadcast_shape(const Shape& a, const Shape& b);
 // The broadcast of operands of shapes a and b (rank 1 and up): right-aligned, each axis of the
 // same size or 1. Past rank 4, axes are merged where both operands read them alike, and at
 // most four may remain. Writes the output's shape to *out; throws naming both shapes otherwise.

@@ -629,8 +629,8 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       o.int_inputs = {int_input(n, 1)};
       weight_values.insert(o.output);
     } else if (op == "Gather") {
-      // Over an activation by constant indices (x[:, 0], x[:, [2, 0]]): slices of one element
-      // along the axis, joined, the axis dropped for a scalar index.
+      // Over an activation by constant indices (x[:, 0], x[:, [2, 0]]): a gather op, the axis
+      // dropped for a scalar index.
       o.kind = Kind::gather;
       o.axis = r.get_int(n, "axis", 0);
       o.inputs = {activation_input(n)};

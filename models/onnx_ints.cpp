@@ -118,20 +118,9 @@ IntTensor slice(const IntTensor& x, const std::vector<int64_t>& starts,
   return y;
 }
 
-// numpy's broadcast of two dims, aligned at their last axes, an extent of 1 on either side
-// taking the other's.
+// NumPy's broadcast of two dims (core/broadcast.h).
 std::vector<int64_t> broadcast_dims(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
-  const size_t r = std::max(a.size(), b.size());
-  std::vector<int64_t> y(r);
-  for (size_t k = 0; k < r; ++k) {
-    const int64_t p = k + a.size() < r ? 1 : a[k + a.size() - r];
-    const int64_t q = k + b.size() < r ? 1 : b[k + b.size() - r];
-    FRUGAL_CHECK(p >= 0 && q >= 0 && (p == q || p == 1 || q == 1), "dims ", Shape(a), " and ",
-                 Shape(b), " do not broadcast");
-    y[k] = p == 1 ? q : p;
-  }
-  count(y);
-  return y;
+  return broadcast_shape(Shape(a), Shape(b)).dims();
 }
 
 // For each element of a tensor of dims `x` broadcast to `dims` (broadcast_dims of x and some
@@ -156,6 +145,7 @@ std::vector<size_t> broadcast_sources(const std::vector<int64_t>& x,
 
 // ONNX's Expand: x broadcast against `shape` (both ways).
 IntTensor expand(const IntTensor& x, const std::vector<int64_t>& shape) {
+  for (int64_t d : shape) FRUGAL_CHECK(d >= 0, "expand to ", Shape(shape), ": a negative extent");
   IntTensor y{.dims = broadcast_dims(x.dims, shape)};
   for (size_t k : broadcast_sources(x.dims, y.dims)) y.values.push_back(x.values[k]);
   return y;

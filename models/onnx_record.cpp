@@ -107,27 +107,14 @@ Value record_slice(const OnnxNode& n, const std::map<std::string, IntTensor>& in
   return x;
 }
 
-// Gather over an activation by constant indices along a non-batch axis: one slice per index
-// (negative from the end), joined by a concat; a scalar index drops the axis (x[:, 0]).
+// Gather over an activation by constant indices (x[:, 0], x[:, [2, 0]]; a scalar index drops
+// the axis), or of a weight table (Swin's relative position bias): one gather op. Never along an
+// activation's batch axis, but along an axis 0 a Transpose made another (attention's q, k, v).
 Value record_gather(const OnnxNode& n, const IntTensor& indices, Value x) {
-  const Shape s = x.shape();  // a copy: x is recorded over below
-  const int64_t a = axis_of(n.axis, s.rank());
-  FRUGAL_CHECK(a != 0, "a Gather along the batch axis is not imported");
-  FRUGAL_CHECK(indices.dims.size() <= 1 && !indices.values.empty(), "indices ", indices.str(),
-               ": frugal imports a scalar or a non-empty 1-D list");
-  const int64_t dim = s[static_cast<int>(a)];
-  std::vector<Value> parts;
-  for (int64_t i : indices.values) {
-    FRUGAL_CHECK(i >= -dim && i < dim, "index ", i, " is outside axis ", a, " of ", s);
-    const int64_t j = i < 0 ? i + dim : i;
-    parts.push_back(slice(x, a, j, j + 1));
-  }
-  Value y = parts.size() == 1 ? parts[0] : concat(parts, a);
-  if (!indices.dims.empty()) return y;
-  std::vector<int64_t> out;
-  for (int k = 0; k < s.rank(); ++k)
-    if (k != a) out.push_back(s[k]);
-  return reshape(y, Shape(out));
+  const int64_t a = axis_of(n.axis, x.shape().rank());
+  FRUGAL_CHECK(a != 0 || n.of_weight || n.batch_moved,
+               "a Gather along the batch axis is not imported");
+  return gather(x, a, indices.values, indices.dims);
 }
 
 // A reduction over `axes` (any but the batch's). The mean over H and W of (N, C, H, W) is a
@@ -590,12 +577,7 @@ Value record_onnx(const OnnxModel& model, Value images) {
           y = record_slice(n, ints, in[0]);
           break;
         case Kind::gather:
-          if (n.of_weight || (n.batch_moved && axis_of(n.axis, in[0].shape().rank()) == 0)) {
-            const IntTensor& index = ints.at(n.int_inputs[0]);
-            y = gather(in[0], axis_of(n.axis, in[0].shape().rank()), index.values, index.dims);
-          } else {
-            y = record_gather(n, ints.at(n.int_inputs[0]), in[0]);
-          }
+          y = record_gather(n, ints.at(n.int_inputs[0]), in[0]);
           break;
         case Kind::expand:
           y = record_expand(ints.at(n.int_inputs[0]).values, in[0], n.of_weight);

@@ -207,7 +207,7 @@ TEST_CASE(
         t->clear_int64_data();
         t->add_int64_data(7);
       }
-    CHECK(error_for(outside).find("(Gather): index 7 is outside axis") != std::string::npos);
+    CHECK(error_for(outside).find("(Gather): gather: index 7 outside axis 1") != std::string::npos);
   }
 }
 

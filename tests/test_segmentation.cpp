@@ -105,7 +105,7 @@ TEST_CASE("onnx integer arithmetic: what F.pad, a dynamic-batch view and expand 
   CHECK(run({.op = IntOp::where, .ints = {"eq", "zero", "want"}}).values ==
         std::vector<int64_t>{0, 3, 0});  // a single value stands for every element
   CHECK_THROWS_WITH_AS(run({.op = IntOp::where, .ints = {"eq", "pairs_shape", "want"}}),
-                       doctest::Contains("dims [3] and [2] do not broadcast"), Error);
+                       doctest::Contains("shapes [3] and [2] do not broadcast"), Error);
   env["huge"] = {{}, {INT64_MAX}};
   CHECK_THROWS_WITH_AS(
       run({.op = IntOp::binary, .binary = BinaryKind::mul, .ints = {"huge", "two"}}),
@@ -157,7 +157,7 @@ TEST_CASE("onnx constant arithmetic: Mod, Range, ScatterND, Expand and float ten
   CHECK(e.values == std::vector<int64_t>{0, 0, 10, 10, 20, 20, 0, 0, 10, 10, 20, 20});
   env["bad"] = ints({1}, {4});
   CHECK_THROWS_WITH_AS(run({.op = IntOp::expand, .ints = {"row", "bad"}}),
-                       doctest::Contains("dims [3] and [4] do not broadcast"), Error);
+                       doctest::Contains("shapes [3] and [4] do not broadcast"), Error);
   // x.new_zeros(3, 4), rows 1: filled with 5 (ScatterND of row indices), then == 0 and Where.
   env["hw"] = ints({2}, {3, 4});
   env["mask"] = run({.op = IntOp::constant_of_shape, .ints = {"hw"}, .real = true});
