@@ -149,6 +149,9 @@ int main(int argc, char** argv) {
   app.add_flag("--quick", quick, "fewer sizes, one short round (a smoke test)");
   bool depthwise_only = false;
   app.add_flag("--depthwise-only", depthwise_only, "only the depthwise table (no SGEMM rate)");
+  std::string layer;
+  app.add_option("--layer", layer,
+                 "only the depthwise layers whose name contains this text, e.g. efficientnet");
   CLI11_PARSE(app, argc, argv);
   const Budget budget = quick ? Budget{0.05, 1} : Budget{};
   if (quick) rounds = 1;
@@ -246,6 +249,12 @@ int main(int argc, char** argv) {
       {"efficientnet N32 240ch 28x28 k5", 32, 240, 28, 5, 1},
   };
   if (quick) depthwise = {{"mobilenetv2 N2 144ch 56x56 k3", 2, 144, 56, 3, 1}};
+  std::erase_if(depthwise,
+                [&](const DepthwiseCase& c) { return c.name.find(layer) == std::string::npos; });
+  if (depthwise.empty()) {
+    std::fprintf(stderr, "bench_conv: no depthwise layer's name contains '%s'\n", layer.c_str());
+    return 2;
+  }
   std::printf(
       "\ndepthwise conv2d, f32: milliseconds per pass and its multiple of the time to read its "
       "input and write its output once (at the rate of a copy of as many bytes), median of %d "
