@@ -188,6 +188,18 @@ FRUGAL_ACTIVATION_HD inline T pow_backward(T x, T e, T dy) {
   return e == T(0) ? T(0) : dy * e * FRUGAL_MATH(pow)(x, e - T(1));
 }
 
+// clamp(x, lo, hi) and its derivative as PyTorch computes them: x below lo is lo, above hi is
+// hi, NaN stays NaN; the gradient passes where lo <= x <= hi (the bounds included), 0 elsewhere
+// and at NaN.
+template <typename T>
+FRUGAL_ACTIVATION_HD inline T clamp_forward(T x, T lo, T hi) {
+  return x < lo ? lo : x > hi ? hi : x;
+}
+template <typename T>
+FRUGAL_ACTIVATION_HD inline T clamp_backward(T x, T lo, T hi, T dy) {
+  return x >= lo && x <= hi ? dy : T(0);
+}
+
 #undef FRUGAL_MATH
 
 }  // namespace activation_math

@@ -83,6 +83,12 @@ void Backend::pow_forward(const Tensor&, double, Tensor&) {
 void Backend::pow_backward(const Tensor&, double, const Tensor&, Tensor&) {
   throw Error("pow backward: no pow kernels on " + device().str());
 }
+void Backend::clamp_forward(const Tensor&, double, double, Tensor&) {
+  throw Error("clamp: no clamp kernels on " + device().str());
+}
+void Backend::clamp_backward(const Tensor&, double, double, const Tensor&, Tensor&) {
+  throw Error("clamp backward: no clamp kernels on " + device().str());
+}
 // Synchronized batch norm: only devices that run several ranks implement it.
 void Backend::batchnorm_sums(const Tensor&, const Tensor&, const Tensor&, const Tensor&, Tensor&) {
   throw Error("batchnorm_sums: synchronized batch norm (--sync-bn) does not run on " +

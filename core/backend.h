@@ -330,6 +330,11 @@ class Backend {
   virtual void pow_forward(const Tensor& x, double exponent, Tensor& y);
   // dx = dy exponent x^(exponent - 1) (0 for exponent 0); dx may alias dy.
   virtual void pow_backward(const Tensor& x, double exponent, const Tensor& dy, Tensor& dx);
+  // y = clamp(x, lo, hi) elementwise (activation_math::clamp_forward; lo <= hi, either may be
+  // infinite); y may alias x. Devices without it throw naming themselves.
+  virtual void clamp_forward(const Tensor& x, double lo, double hi, Tensor& y);
+  // dx = dy where lo <= x <= hi, else 0; dx may alias dy.
+  virtual void clamp_backward(const Tensor& x, double lo, double hi, const Tensor& dy, Tensor& dx);
 
   // --- fixed-point grid (layers/fixed_point.h): multiples of 2^-frac below 2^range_bits, with
   // frac = 24 - range_bits in f32, 53 - range_bits in f64 (1 <= range_bits < those) --------------

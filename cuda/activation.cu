@@ -34,7 +34,43 @@ __global__ void pow_backward_kernel(const T* x, T e, const T* dy, T* dx, int64_t
   if (i < n) dx[i] = activation_math::pow_backward(x[i], e, dy[i]);
 }
 
+template <typename T>
+__global__ void clamp_forward_kernel(const T* x, T lo, T hi, T* y, int64_t n) {
+  const int64_t i = thread_index();
+  if (i < n) y[i] = activation_math::clamp_forward(x[i], lo, hi);
+}
+
+template <typename T>
+__global__ void clamp_backward_kernel(const T* x, T lo, T hi, const T* dy, T* dx, int64_t n) {
+  const int64_t i = thread_index();
+  if (i < n) dx[i] = activation_math::clamp_backward(x[i], lo, hi, dy[i]);
+}
+
 }  // namespace
+
+void CudaBackend::clamp_forward(const Tensor& x, double lo, double hi, Tensor& y) {
+  check_same("clamp", x, y, device());
+  const int64_t n = x.numel();
+  if (x.dtype() == DType::f32)
+    launch(n, clamp_forward_kernel<float>, x.device_data<float>(), static_cast<float>(lo),
+           static_cast<float>(hi), y.device_data<float>(), n);
+  else
+    launch(n, clamp_forward_kernel<double>, x.device_data<double>(), lo, hi,
+           y.device_data<double>(), n);
+}
+
+void CudaBackend::clamp_backward(const Tensor& x, double lo, double hi, const Tensor& dy,
+                                 Tensor& dx) {
+  check_same("clamp backward", dy, dx, device());
+  check_same("clamp backward", x, dx, device());
+  const int64_t n = x.numel();
+  if (x.dtype() == DType::f32)
+    launch(n, clamp_backward_kernel<float>, x.device_data<float>(), static_cast<float>(lo),
+           static_cast<float>(hi), dy.device_data<float>(), dx.device_data<float>(), n);
+  else
+    launch(n, clamp_backward_kernel<double>, x.device_data<double>(), lo, hi,
+           dy.device_data<double>(), dx.device_data<double>(), n);
+}
 
 void CudaBackend::pow_forward(const Tensor& x, double e, Tensor& y) {
   check_same("pow", x, y, device());

@@ -15,6 +15,7 @@
 #include "data/synthetic.h"
 #include "layers/activation.h"
 #include "layers/binary.h"
+#include "layers/clamp.h"
 #include "layers/concat.h"
 #include "layers/constant.h"
 #include "layers/conv2d.h"
@@ -138,7 +139,7 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("sim device: the activations' and pow's steps equal the CPU's bitwise") {
+TEST_CASE("sim device: the activations', pow's and clamp's steps equal the CPU's bitwise") {
   const Network net = [](Value x) {
     x = conv2d(x, {.out = 4, .kernel = 3, .pad = 1});
     for (Activation a :
@@ -148,6 +149,7 @@ TEST_CASE("sim device: the activations' and pow's steps equal the CPU's bitwise"
           Activation::softplus, Activation::softsign, Activation::neg})
       x = activation(x, a);
     x = power(power(sigmoid(x), 3), -0.5);
+    x = clamp(x, 0.9, 1.6);
     return linear(flatten(x), {.out = 5});
   };
   for (MemoryMode memory : {MemoryMode::baseline, MemoryMode::planned})

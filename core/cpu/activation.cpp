@@ -33,7 +33,39 @@ void pow_backward_t(const T* x, T e, const T* dy, T* dx, int64_t n) {
   for (int64_t i = 0; i < n; ++i) dx[i] = activation_math::pow_backward(x[i], e, dy[i]);
 }
 
+template <typename T>
+void clamp_forward_t(const T* x, T lo, T hi, T* y, int64_t n) {
+#pragma omp parallel for schedule(static) if (n > 16384)
+  for (int64_t i = 0; i < n; ++i) y[i] = activation_math::clamp_forward(x[i], lo, hi);
+}
+
+template <typename T>
+void clamp_backward_t(const T* x, T lo, T hi, const T* dy, T* dx, int64_t n) {
+#pragma omp parallel for schedule(static) if (n > 16384)
+  for (int64_t i = 0; i < n; ++i) dx[i] = activation_math::clamp_backward(x[i], lo, hi, dy[i]);
+}
+
 }  // namespace
+
+void CpuBackend::clamp_forward(const Tensor& x, double lo, double hi, Tensor& y) {
+  check_same("clamp", x, y, device());
+  if (x.dtype() == DType::f32)
+    clamp_forward_t(x.data<float>(), static_cast<float>(lo), static_cast<float>(hi),
+                    y.data<float>(), x.numel());
+  else
+    clamp_forward_t(x.data<double>(), lo, hi, y.data<double>(), x.numel());
+}
+
+void CpuBackend::clamp_backward(const Tensor& x, double lo, double hi, const Tensor& dy,
+                                Tensor& dx) {
+  check_same("clamp backward", dy, dx, device());
+  check_same("clamp backward", x, dx, device());
+  if (x.dtype() == DType::f32)
+    clamp_backward_t(x.data<float>(), static_cast<float>(lo), static_cast<float>(hi),
+                     dy.data<float>(), dx.data<float>(), x.numel());
+  else
+    clamp_backward_t(x.data<double>(), lo, hi, dy.data<double>(), dx.data<double>(), x.numel());
+}
 
 void CpuBackend::pow_forward(const Tensor& x, double e, Tensor& y) {
   check_same("pow", x, y, device());

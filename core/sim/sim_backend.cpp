@@ -514,4 +514,15 @@ void SimBackend::pow_backward(const Tensor& x, double exponent, const Tensor& dy
   cpu_.pow_backward(view(x), exponent, view(dy), view(dx));
 }
 
+void SimBackend::clamp_forward(const Tensor& x, double lo, double hi, Tensor& y) {
+  Views view(alloc_, "clamp_forward");
+  cpu_.clamp_forward(view(x), lo, hi, view(y));
+}
+
+void SimBackend::clamp_backward(const Tensor& x, double lo, double hi, const Tensor& dy,
+                                Tensor& dx) {
+  Views view(alloc_, "clamp_backward");
+  cpu_.clamp_backward(view(x), lo, hi, view(dy), view(dx));
+}
+
 }  // namespace frugal

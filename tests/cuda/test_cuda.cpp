@@ -644,6 +644,20 @@ TEST_CASE("cuda pow: the CPU's formulas within rounding, NaN where the CPU's is"
   }
 }
 
+TEST_CASE("cuda clamp: the CPU's values and gradients bitwise") {
+  const Shape s{7, 143};
+  for (DType t : kFloats) {
+    Pair x = random_pair(s, t, 96, -2, 2), dy = random_pair(s, t, 97);
+    Pair y = empty_pair(s, t), dx = empty_pair(s, t);
+    on_both([&](Backend& be, auto side) {
+      be.clamp_forward(side(x), -0.5, 1.25, side(y));
+      be.clamp_backward(side(x), -0.5, 1.25, side(dy), side(dx));
+    });
+    CHECK(bitwise_equal(download(y.gpu), y.cpu));
+    CHECK(bitwise_equal(download(dx.gpu), dx.cpu));
+  }
+}
+
 TEST_CASE("cuda reductions: the CPU's values and gradients within rounding, its extremes exactly") {
   // Rows shorter and longer than a block; every reduction; the extremes' columns are the CPU's.
   for (const auto& [s, c] : {std::pair<Shape, int64_t>{{5, 7, 33}, 33}, {{3, 700}, 700}}) {
