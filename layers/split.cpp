@@ -10,9 +10,8 @@ std::vector<TensorMeta> SplitOp::infer(std::span<const TensorMeta> in) {
   FRUGAL_CHECK(in[0].dtype == DType::f32 || in[0].dtype == DType::f64,
                "split: input must be f32 or f64, got ", dtype_name(in[0].dtype));
   const Shape& s = in[0].shape;
-  FRUGAL_CHECK(s.rank() >= 2 && s.rank() <= CopyBox::kMaxRank && axis_ >= 1 && axis_ < s.rank(),
-               "split: axis ", axis_, " of x ", s,
-               " (ranks 2 to 6, axes 1 to rank-1: the batch axis is not split)");
+  FRUGAL_CHECK(s.rank() >= 2 && s.rank() <= CopyBox::kMaxRank && axis_ >= 0 && axis_ < s.rank(),
+               "split: axis ", axis_, " of x ", s, " (ranks 2 to 6, axes 0 to rank-1)");
   // Each size checked against what is left of the axis before it is added: sizes from a file
   // may be anything, and their sum must not overflow.
   const int64_t extent = s[static_cast<int>(axis_)];

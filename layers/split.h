@@ -1,6 +1,8 @@
 // Split: x cut along one axis into consecutive parts of the given sizes, one output each
 // (ONNX's Split, torch's split and chunk: ShuffleNetV2 halves its channels so). Backward joins
-// the parts' gradients (an unused part's gradient is zero). Backward reads nothing.
+// the parts' gradients (an unused part's gradient is zero). Backward reads nothing. Any axis:
+// the ONNX importer splits axis 0 only where a Transpose moved the batch off it (attention's
+// q, k, v out of one tensor, timm's `qkv.unbind(0)`).
 #pragma once
 
 #include <source_location>
@@ -27,7 +29,7 @@ class SplitOp final : public Op {
   std::vector<TensorMeta> parts_;
 };
 
-// The parts of x along `axis` (1 to rank-1), sizes summing to x's extent there, each >= 1.
+// The parts of x along `axis` (0 to rank-1), sizes summing to x's extent there, each >= 1.
 std::vector<Value> split(Value x, int64_t axis, std::vector<int64_t> sizes,
                          std::source_location where = std::source_location::current());
 

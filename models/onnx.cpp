@@ -10,6 +10,7 @@
 #include <climits>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -28,6 +29,17 @@ BinaryKind arithmetic(const std::string& op) {
          : op == "Sub" ? BinaryKind::sub
          : op == "Mul" ? BinaryKind::mul
                        : BinaryKind::div;
+}
+
+// The elementwise function an op computes on shape values and the constants computed from them
+// (Neg, Abs, Sqrt, Exp and Log of an activation are activation ops), or none.
+std::optional<UnaryKind> unary_kind(const std::string& op) {
+  static const std::map<std::string, UnaryKind> kinds = {
+      {"Ceil", UnaryKind::ceil}, {"Floor", UnaryKind::floor}, {"Sin", UnaryKind::sin},
+      {"Cos", UnaryKind::cos},   {"Sqrt", UnaryKind::sqrt},   {"Exp", UnaryKind::exp},
+      {"Log", UnaryKind::log},   {"Neg", UnaryKind::neg},     {"Abs", UnaryKind::abs}};
+  const auto it = kinds.find(op);
+  return it == kinds.end() ? std::nullopt : std::optional<UnaryKind>(it->second);
 }
 }  // namespace
 
@@ -56,6 +68,10 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
   std::map<std::string, IntTensor>& int_constants = graph->int_constants;
   std::map<std::string, Tensor> float_constants;
   std::set<std::string> int_values;  // integer values computed while recording
+  // Values of the shape evaluator that may be float tensors (computed from a float constant or
+  // cast to a float type): an activation op may read them (as a `constant` op, when recording
+  // finds them float: EdgeNeXt's position features into a convolution).
+  std::set<std::string> maybe_real;
   // Values computed from weights alone (a Gather of a table, then its reshapes): no batch axis.
   std::set<std::string> weight_values;
   // Activations whose axis 0 is not the batch: a Transpose moved it (attention's qkv, split
@@ -94,6 +110,8 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       chw.push_back(d.dim_value());
     }
     model.input = Shape(chw);
+    const auto& batch = shape.dim(0);
+    if (batch.has_dim_value() && batch.dim_value() >= 1) graph->export_batch = batch.dim_value();
   }
   FRUGAL_CHECK(!graph->input.empty(), path, ": the graph has no image input");
   for (const auto& [name, t] : graph->initializers)
@@ -130,6 +148,15 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
   };
   auto param = [&](const onnx::NodeProto& n, int i, bool trainable) -> std::string {
     const std::string name = need(n, i);
+    if (weight_values.count(name)) return name;  // computed from weights (standardized)
+    if (auto c = float_constants.find(name);
+        c != float_constants.end() && !graph->initializers.count(name)) {
+      // A Constant node's tensor (a buffer the export wrote as a constant: TResNet's blur
+      // filter): a fixed weight.
+      graph->initializers[name] = c->second;
+      graph->params[name] = false;
+      return name;
+    }
     if (!graph->initializers.count(name))
       r.fail(n, "input " + std::to_string(i) + " ('" + name +
                     "') must be a float initializer (a weight)");
@@ -158,11 +185,16 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
   auto is_int = [&](const std::string& name) {
     return int_constants.count(name) > 0 || int_values.count(name) > 0;
   };
+  // A weight, a Constant's float tensor, or a value computed from them alone (no batch axis).
+  auto is_weight = [&](const std::string& name) {
+    return graph->initializers.count(name) > 0 || float_constants.count(name) > 0 ||
+           weight_values.count(name) > 0;
+  };
   auto activation_input = [&](const onnx::NodeProto& n) -> std::string {
     const std::string x = need(n, 0);
     if (graph->initializers.count(x) || float_constants.count(x))
       r.fail(n, "input 0 is a constant; frugal imports ops over activations");
-    if (is_int(x))
+    if (is_int(x) && !maybe_real.count(x))
       r.fail(n, "input 0 is an integer (shape) value; frugal imports this op over activations");
     return x;
   };
@@ -176,6 +208,7 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       for (int64_t k = 0; k < c->second.numel(); ++k)
         t.reals.push_back(element_as_double(c->second, k));
       int_constants[name] = std::move(t);
+      maybe_real.insert(name);
     }
     if (!is_int(name))
       r.fail(n, "input " + std::to_string(i) + " ('" + name +
@@ -210,7 +243,30 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
     return element_as_double(*t, 0);
   };
 
-  for (const onnx::NodeProto& n : g.node()) {
+  // The nodes the output depends on, found backwards from it: an export may leave others (a
+  // training-mode BatchNorm's running statistics of a weight, which timm's weight
+  // standardization computes and nothing reads back), which are skipped unread.
+  std::set<std::string> live = {graph->output};
+  std::vector<bool> node_live(static_cast<size_t>(g.node_size()), false);
+  for (int i = g.node_size() - 1; i >= 0; --i) {
+    const onnx::NodeProto& n = g.node(i);
+    if (std::none_of(n.output().begin(), n.output().end(),
+                     [&](const std::string& o) { return live.count(o) > 0; }))
+      continue;
+    node_live[static_cast<size_t>(i)] = true;
+    // A BatchNorm in training mode whose statistics outputs nothing reads: its running
+    // statistics inputs are initializers (frugal keeps its own) or computed for nothing.
+    const bool stats_unread = n.op_type() == "BatchNormalization" &&
+                              r.get_int(n, "training_mode", 0) != 0 &&
+                              std::none_of(n.output().begin() + 1, n.output().end(),
+                                           [&](const std::string& o) { return live.count(o) > 0; });
+    for (int k = 0; k < n.input_size(); ++k)
+      if (!(stats_unread && k >= 3)) live.insert(n.input(k));
+  }
+
+  for (int node_index = 0; node_index < g.node_size(); ++node_index) {
+    if (!node_live[static_cast<size_t>(node_index)]) continue;
+    const onnx::NodeProto& n = g.node(node_index);
     const std::string& op = n.op_type();
     if (!n.domain().empty() && n.domain() != "ai.onnx")
       r.fail(n, "domain '" + n.domain() + "' is not imported");
@@ -310,6 +366,17 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
         r.fail(n, "mode " + mode + " is not imported (nearest or linear)");
       }
       o.inputs = {activation_input(n)};
+    } else if (op == "BatchNormalization" && is_weight(need(n, 0))) {
+      // Over a weight, in training mode: weight standardization (timm's StdConv2d and NFNets'
+      // ScaledStdConv2d: F.batch_norm(w.reshape(1, out, -1), training=True)), each output
+      // channel's weights normalized by their own mean and variance, then scaled and shifted.
+      if (r.get_int(n, "training_mode", 0) == 0)
+        r.fail(n, "a BatchNorm of a weight in eval mode (running statistics) is not imported");
+      o.kind = Kind::weight_standardize;
+      o.eps = r.get_float(n, "epsilon", 1e-5);
+      if (!(o.eps > 0)) r.fail(n, "epsilon out of range");
+      o.inputs = {operand(n, 0), operand(n, 1), operand(n, 2)};
+      weight_values.insert(o.output);
     } else if (op == "BatchNormalization") {
       // An export in training mode (torch.onnx.TrainingMode.TRAINING) keeps BatchNorm with its
       // running statistics as extra outputs, which frugal updates in place: no node may read
@@ -429,18 +496,35 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       }
       o.squeeze = r.get_int(n, "keepdims", 1) == 0;
       o.inputs = {activation_input(n)};
+    } else if (op == "Cast" && !is_int(need(n, 0)) && !all_constant(n)) {
+      // Of an activation to the model's own float type (EfficientViT casts to float before its
+      // attention): nothing to do, the whole graph computing in one type (the file's, or the
+      // one a step asks for).
+      const int64_t to = r.get_int(n, "to", 0);
+      const int64_t own =
+          model.dtype == DType::f64 ? onnx::TensorProto::DOUBLE : onnx::TensorProto::FLOAT;
+      if (to != own)
+        r.fail(n, std::string("a Cast of an activation to other than the model's own type, ") +
+                      (own == onnx::TensorProto::FLOAT ? "float" : "double"));
+      o.kind = Kind::identity;
+      o.inputs = {activation_input(n)};
     } else if (op == "Flatten") {
       o.kind = Kind::flatten;
-      if (r.get_int(n, "axis", 1) != 1) r.fail(n, "only axis 1 is imported");
+      o.axis = r.get_int(n, "axis", 1);
+      if (o.axis == 0) r.fail(n, "axis 0 would move the batch axis; frugal imports axes from 1 on");
       o.inputs = {activation_input(n)};
     } else if (op == "Reshape" && !is_int(need(n, 0))) {
       // A constant target is written at the export's batch size: its first entry stands for the
       // batch, whatever the batch is when recording. A computed one is exact.
       o.kind = Kind::reshape;
-      o.inputs = {activation_input(n)};
+      const std::string x = need(n, 0);
+      // Of a weight (a layer scale's gamma.view(-1, 1, 1) in a training-mode export): the
+      // reshape of the parameter, its gradient flowing back; its target has no batch.
+      o.of_weight = graph->initializers.count(x) > 0 || float_constants.count(x) > 0 ||
+                    weight_values.count(x) > 0;
+      o.inputs = {o.of_weight ? operand(n, 0) : activation_input(n)};
       o.int_inputs = {int_input(n, 1)};
       o.allow_zero = r.get_int(n, "allowzero", 0) != 0;
-      o.of_weight = weight_values.count(o.inputs[0]) > 0;  // its target has no batch to stand for
       if (o.of_weight) weight_values.insert(o.output);
     } else if (op == "Transpose" && graph->initializers.count(need(n, 0)) &&
                graph->initializers.at(need(n, 0)).shape().rank() == 2 &&
@@ -472,6 +556,9 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       if (const std::string sizes = optional_int_input(n, 1); !sizes.empty())
         o.int_inputs = {sizes};
       o.inputs = {activation_input(n)};
+      // Along an axis 0 that is not the batch's, so are the parts' (unbind's Squeeze follows).
+      o.batch_moved = batch_moved.count(o.inputs[0]) > 0;
+      if (o.batch_moved) batch_moved.insert(o.outputs.begin(), o.outputs.end());
     } else if (op == "Slice" && !is_int(need(n, 0))) {
       o.kind = Kind::slice;
       o.inputs = {activation_input(n)};
@@ -485,7 +572,8 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
                  op == "Concat" || op == "Add" || op == "Sub" || op == "Mul" || op == "Div" ||
                  op == "Mod" || op == "Pow" || op == "Reshape" || op == "Slice" ||
                  op == "Transpose" || op == "Equal" || op == "Where" || op == "Not" ||
-                 op == "ScatterND" || op == "Expand") &&
+                 op == "ScatterND" || op == "Expand" || op == "Clip" || op == "CumSum" ||
+                 unary_kind(op)) &&
                 (is_int(need(n, 0)) || all_constant(n)))) {
       // Integer shape arithmetic: evaluated while recording (models/onnx_ints.h).
       o.kind = Kind::integer;
@@ -497,7 +585,19 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       if (op == "Shape") {
         k.op = IntOp::shape_of;
         k.attrs = {r.get_int(n, "start", 0), r.get_int(n, "end", INT64_MAX)};
-        if (is_int(need(n, 0)))
+        const std::string x = need(n, 0);
+        const Tensor* known = graph->initializers.count(x) ? &graph->initializers.at(x)
+                              : float_constants.count(x)   ? &float_constants.at(x)
+                                                           : nullptr;
+        if (known) {  // of a weight or a float constant (an export at a fixed batch): folded
+          try {
+            int_constants[o.output] = eval_int_node(k, {}, &known->shape().dims());
+          } catch (const Error& e) {
+            r.fail(n, e.what());
+          }
+          continue;
+        }
+        if (is_int(x))
           k.ints = {int_input(n, 0)};
         else
           o.inputs = {activation_input(n)};
@@ -567,6 +667,25 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       } else if (op == "Not") {
         k.op = IntOp::logical_not;
         k.ints = {int_input(n, 0)};
+      } else if (const std::optional<UnaryKind> f = unary_kind(op)) {
+        k.op = IntOp::unary;
+        k.attrs = {static_cast<int64_t>(*f)};
+        k.ints = {int_input(n, 0)};
+      } else if (op == "Clip") {
+        if (r.attr(n, "min") || r.attr(n, "max"))
+          r.fail(n, "Clip of shape values with min and max attributes (opsets < 11)");
+        k.op = IntOp::clip;
+        k.ints = {int_input(n, 0)};
+        k.attrs = {0, 0};
+        for (int i = 1; i < 3; ++i)
+          if (const std::string b = optional_int_input(n, i); !b.empty()) {
+            k.ints.push_back(b);
+            k.attrs[static_cast<size_t>(i - 1)] = 1;
+          }
+      } else if (op == "CumSum") {
+        k.op = IntOp::cumsum;
+        k.attrs = {r.get_int(n, "exclusive", 0), r.get_int(n, "reverse", 0)};
+        k.ints = {int_input(n, 0), int_input(n, 1)};
       } else if (op == "Expand") {
         k.op = IntOp::expand;
         k.ints = {int_input(n, 0), int_input(n, 1)};
@@ -582,6 +701,12 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
         k.binary = arithmetic(op);
         k.ints = {int_input(n, 0), int_input(n, 1)};
       }
+      const bool from_real = std::any_of(k.ints.begin(), k.ints.end(),
+                                         [&](const std::string& i) { return maybe_real.count(i); });
+      const bool to_int = (op == "Cast" && !k.real) || op == "Equal" || op == "Shape";
+      if (k.real || (from_real && !to_int) ||
+          (k.op == IntOp::unary && static_cast<UnaryKind>(k.attrs[0]) > UnaryKind::floor))
+        maybe_real.insert(o.output);
       // Every operand a constant of the file: folded now (a float result becomes a float
       // constant, as if the export had folded it: nn.Upsample's scales, a Pow of two numbers).
       const bool folds = op != "Shape" && std::all_of(k.ints.begin(), k.ints.end(), [&](auto& i) {
@@ -619,6 +744,7 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
                     weight_values.count(x) > 0;
       o.inputs = {o.of_weight ? operand(n, 0) : activation_input(n)};
       if (o.of_weight) weight_values.insert(o.output);
+      o.batch_moved = batch_moved.count(x) > 0;  // (its output is taken to have it first again)
     } else if (op == "Gather" && graph->initializers.count(need(n, 0))) {
       // Of a weight by constant indices (Swin's relative position bias table[index]): a gather
       // op, whose gradient adds back into the table.
@@ -649,8 +775,13 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       o.kind = Kind::binary;
       o.binary = arithmetic(op);
       o.inputs = {operand(n, 0), operand(n, 1)};
-      if (graph->initializers.count(o.inputs[0]) && graph->initializers.count(o.inputs[1]))
+      auto fixed = [&](const std::string& i) {
+        return graph->initializers.count(i) && !graph->params.at(i);
+      };
+      if (fixed(o.inputs[0]) && fixed(o.inputs[1]))
         r.fail(n, "both inputs are constants (fold them before exporting)");
+      // A weight times a weight or a constant (NFNets' gain * scale): computed from weights.
+      if (is_weight(o.inputs[0]) && is_weight(o.inputs[1])) weight_values.insert(o.output);
     } else if (op == "Concat" && n.input_size() >= 1 &&
                std::all_of(n.input().begin(), n.input().end(),
                            [&](const std::string& i) { return float_constants.count(canon(i)); })) {
@@ -789,10 +920,14 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       if (lo == 0 && hi == 6) {
         o.kind = Kind::activation;
         o.activation = Activation::relu6;
-      } else if (lo == 0 && std::isinf(hi)) {
+      } else if (lo == 0 && std::isinf(hi) && hi > 0) {
         o.kind = Kind::relu;
       } else {
-        r.fail(n, "only Clip to [0, 6] (ReLU6) or [0, inf) (ReLU) is imported");
+        if (std::isnan(lo) || std::isnan(hi) || lo > hi)
+          r.fail(n, "bounds [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                        "]: expected numbers with min <= max");
+        o.kind = Kind::clamp;
+        o.clip_lo = lo, o.clip_hi = hi;
       }
       o.inputs = {activation_input(n)};
     } else if (op == "Dropout" || op == "Identity") {

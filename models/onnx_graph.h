@@ -41,7 +41,10 @@ enum class OnnxKind {
   leaky_relu,
   prelu,  // inputs {x, slope}: the slope one value per channel (axis 1) or one for all
   activation,
-  pow,  // by the constant alpha (Pow by 2, 0.5 and 1 are mul, sqrt and identity)
+  pow,    // by the constant alpha (Pow by 2, 0.5 and 1 are mul, sqrt and identity)
+  clamp,  // Clip to [clip_lo, clip_hi] (to [0, 6] and [0, inf): relu6 and relu)
+  // BatchNorm in training mode over a weight (1, C, L): inputs {w, scale, bias}; eps
+  weight_standardize,
   identity,
   dropout,       // a training-mode export's Dropout; alpha holds the ratio
   transpose,     // ints: perm (empty: reversed)
@@ -74,6 +77,7 @@ struct OnnxNode {
   double resize_scale_h = 0, resize_scale_w = 0;                  // its scales, or 0: sizes
   bool ceil = false, count_include_pad = true;
   double eps = 1e-5, momentum = 0.1, alpha = 0;
+  double clip_lo = 0, clip_hi = 0;  // clamp
   Activation activation = Activation::sigmoid;
   Reduction reduction = Reduction::sum;
   BinaryKind binary = BinaryKind::add;
@@ -90,7 +94,8 @@ struct OnnxNode {
   bool allow_zero = false;        // reshape's allowzero
   bool empty_axes_noop = false;   // reduce: noop_with_empty_axes (empty axes: x itself)
   bool transpose_weight = false;  // gemm: the weight is (in, out) (Gemm transB = 0, MatMul)
-  bool batch_moved = false;       // gather: of a value whose axis 0 a Transpose made not the batch
+  // gather, split, squeeze: of a value whose axis 0 a Transpose made not the batch
+  bool batch_moved = false;
   bool of_weight = false;  // reshape_axes, reshape, gather: of weights or constants (no batch)
   int concat_pieces = 0;   // batch_norm: of its first this many inputs joined (fused)
   // GroupNorm's export (fuse_onnx_graph): its first four nodes wait (deferred) for the Add
@@ -107,6 +112,7 @@ struct OnnxGraph {
   std::map<std::string, bool> params;              // initializer -> trainable, for those ops read
   std::map<std::string, IntTensor> int_constants;  // int64 initializers and Constants
   std::string input, output;
+  int64_t export_batch = 0;  // the input's batch where the file fixes it, else 0 (dynamic)
 };
 
 // Fuses patterns into frugal's ops after checking: x * sigmoid(x) into SiLU,

@@ -278,6 +278,31 @@ IntTensor eval_reals(const IntNode& n, const IntTensor& a, const IntTensor& b) {
   return y;
 }
 
+// UnaryKind k of v, in double.
+double unary_of(UnaryKind k, double v) {
+  switch (k) {
+    case UnaryKind::ceil:
+      return std::ceil(v);
+    case UnaryKind::floor:
+      return std::floor(v);
+    case UnaryKind::sin:
+      return std::sin(v);
+    case UnaryKind::cos:
+      return std::cos(v);
+    case UnaryKind::sqrt:
+      return std::sqrt(v);
+    case UnaryKind::exp:
+      return std::exp(v);
+    case UnaryKind::log:
+      return std::log(v);
+    case UnaryKind::neg:
+      return -v;
+    case UnaryKind::abs:
+      return std::fabs(v);
+  }
+  return v;
+}
+
 IntTensor eval_ints(const IntNode& n, const std::map<std::string, IntTensor>& env,
                     const std::vector<int64_t>* shape) {
   auto in = [&](size_t i) -> const IntTensor& {
@@ -291,7 +316,8 @@ IntTensor eval_ints(const IntNode& n, const std::map<std::string, IntTensor>& en
   // conditions; moved float data reaches here as indices, eval_int_node).
   const bool reads_reals = n.op == IntOp::binary || n.op == IntOp::equal || n.op == IntOp::mod ||
                            n.op == IntOp::pow || n.op == IntOp::cast || n.op == IntOp::range ||
-                           n.op == IntOp::shape_of;
+                           n.op == IntOp::shape_of || n.op == IntOp::unary || n.op == IntOp::clip ||
+                           n.op == IntOp::cumsum;
   for (size_t i = 0; !reads_reals && i < n.ints.size(); ++i)
     FRUGAL_CHECK(!in(i).real, "a float tensor ('", n.ints[i], "') where integers are read");
   switch (n.op) {
@@ -487,6 +513,82 @@ IntTensor eval_ints(const IntNode& n, const std::map<std::string, IntTensor>& en
     case IntOp::logical_not: {
       IntTensor y = in(0);
       for (int64_t& v : y.values) v = v == 0 ? 1 : 0;
+      return y;
+    }
+    case IntOp::unary: {
+      const auto kind = static_cast<UnaryKind>(n.attrs.at(0));
+      const IntTensor& x = in(0);
+      if (!x.real && (kind == UnaryKind::ceil || kind == UnaryKind::floor)) return x;
+      if (!x.real && (kind == UnaryKind::neg || kind == UnaryKind::abs)) {
+        IntTensor y = x;
+        for (int64_t& v : y.values) {
+          FRUGAL_CHECK(v != INT64_MIN, "integer ", v, " negated overflows");
+          v = kind == UnaryKind::neg || v < 0 ? -v : v;
+        }
+        return y;
+      }
+      IntTensor y{.dims = x.dims, .real = true};
+      for (int64_t i = 0; i < x.size(); ++i)
+        y.reals.push_back(unary_of(kind, as_real(x, static_cast<size_t>(i))));
+      return y;
+    }
+    case IntOp::cumsum: {  // running sums along one axis (EdgeNeXt's positions: ones summed)
+      const IntTensor &x = in(0), &axis = in(1);
+      FRUGAL_CHECK(!axis.real && axis.size() == 1, "CumSum axis ", axis.str(),
+                   ": expected one integer");
+      const auto rank = static_cast<int64_t>(x.dims.size());
+      const int64_t a = axis.values[0] < 0 ? axis.values[0] + rank : axis.values[0];
+      FRUGAL_CHECK(a >= 0 && a < rank, "CumSum axis ", axis.values[0], " of ", x.str());
+      const bool exclusive = n.attrs.at(0) != 0, reverse = n.attrs.at(1) != 0;
+      int64_t outer = 1, extent = x.dims[static_cast<size_t>(a)], inner = 1;
+      for (int64_t d = 0; d < a; ++d) outer *= x.dims[static_cast<size_t>(d)];
+      for (int64_t d = a + 1; d < rank; ++d) inner *= x.dims[static_cast<size_t>(d)];
+      IntTensor y = x;
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t i = 0; i < inner; ++i) {
+          double real_sum = 0;
+          int64_t int_sum = 0;
+          for (int64_t s = 0; s < extent; ++s) {
+            const int64_t j = reverse ? extent - 1 - s : s;
+            const auto k = static_cast<size_t>((o * extent + j) * inner + i);
+            if (x.real) {
+              const double v = x.reals[k];
+              y.reals[k] = exclusive ? real_sum : real_sum + v;
+              real_sum += v;
+            } else {
+              const int64_t v = x.values[k];
+              int64_t next = 0;
+              FRUGAL_CHECK(!__builtin_add_overflow(int_sum, v, &next), "CumSum overflows");
+              y.values[k] = exclusive ? int_sum : next;
+              int_sum = next;
+            }
+          }
+        }
+      return y;
+    }
+    case IntOp::clip: {  // bounds of one element each, as ONNX's Clip (opset 11 on)
+      IntTensor y = in(0);
+      size_t next = 1;
+      for (int side = 0; side < 2; ++side) {
+        if (n.attrs.at(static_cast<size_t>(side)) == 0) continue;
+        const IntTensor& bound = in(next++);
+        FRUGAL_CHECK(bound.size() == 1, "Clip bound ", bound.str(), ": expected one value");
+        if (bound.real && !y.real) {  // an integer clipped by a float bound becomes a float
+          y.reals.assign(y.values.begin(), y.values.end());
+          y.values.clear();
+          y.real = true;
+        }
+        for (int64_t i = 0; i < y.size(); ++i) {
+          const auto k = static_cast<size_t>(i);
+          if (y.real) {
+            const double b = as_real(bound, 0);
+            y.reals[k] = side == 0 ? std::max(y.reals[k], b) : std::min(y.reals[k], b);
+          } else {
+            const int64_t b = bound.values[0];
+            y.values[k] = side == 0 ? std::max(y.values[k], b) : std::min(y.values[k], b);
+          }
+        }
+      }
       return y;
     }
     case IntOp::scatter_nd:

@@ -94,15 +94,25 @@ struct OnnxReader {
 
   // A Conv's strides, pads (each side its own), dilations and group; the kernel comes from the
   // weight, which kernel_shape (optional) must agree with when the weight is recorded.
+  // A 1-D window (Conv1d over (N, C, L): one value each, two pads) is taken as 2-D with a
+  // height of 1, the recorder running it over (N, C, 1, L).
   void conv_window(const onnx::NodeProto& n, OnnxNode& o) const {
+    const size_t dims = !get_ints(n, "kernel_shape").empty() ? get_ints(n, "kernel_shape").size()
+                        : !get_ints(n, "strides").empty()    ? get_ints(n, "strides").size()
+                        : !get_ints(n, "dilations").empty()  ? get_ints(n, "dilations").size()
+                        : get_ints(n, "pads").size() == 2    ? 1
+                                                             : 2;
     auto pair = [&](const char* name, int64_t lo) {
       std::vector<int64_t> v = get_ints(n, name);
-      if (v.empty()) v = {1, 1};
+      if (v.empty()) v = std::vector<int64_t>(dims, 1);
+      if (v.size() == 1 && dims == 1) v.insert(v.begin(), 1);
       if (v.size() != 2 || v[0] < lo || v[1] < lo || v[0] > kMaxWindow || v[1] > kMaxWindow)
-        fail(n, std::string(name) + " must be two values in " + std::to_string(lo) + ".." +
-                    std::to_string(kMaxWindow));
+        fail(n, std::string(name) + " must be " + (dims == 1 ? "one value" : "two values") +
+                    " in " + std::to_string(lo) + ".." + std::to_string(kMaxWindow));
       return v;
     };
+    if (dims != 1 && dims != 2)
+      fail(n, std::to_string(dims) + "-D windows are not imported (1-D and 2-D are)");
     const std::vector<int64_t> s = pair("strides", 1), d = pair("dilations", 1);
     if (!get_ints(n, "kernel_shape").empty()) {
       const std::vector<int64_t> k = pair("kernel_shape", 1);
@@ -110,6 +120,7 @@ struct OnnxReader {
     }
     std::vector<int64_t> p = get_ints(n, "pads");
     if (p.empty()) p = {0, 0, 0, 0};
+    if (dims == 1 && p.size() == 2) p = {0, p[0], 0, p[1]};
     if (p.size() != 4 || *std::min_element(p.begin(), p.end()) < 0 ||
         *std::max_element(p.begin(), p.end()) > kMaxWindow)
       fail(n, "pads must be four values in 0.." + std::to_string(kMaxWindow) +
@@ -131,7 +142,8 @@ struct OnnxReader {
       fail(n, "auto_pad " + auto_pad + " is not imported (export with explicit pads)");
   }
 
-  // TensorProto -> host tensor: FLOAT as f32, DOUBLE as f64, INT64 as i64 values in `ints`.
+  // TensorProto -> host tensor: FLOAT as f32, DOUBLE as f64, INT64 and INT32 (and BOOL) as
+  // int64 values in `ints`.
   Tensor tensor(const onnx::TensorProto& t, std::vector<int64_t>* ints) const {
     int64_t count = 1;
     std::vector<int64_t> dims;
@@ -181,6 +193,24 @@ struct OnnxReader {
       }
       return {};
     }
+    if (t.data_type() == onnx::TensorProto::INT32 && ints) {
+      // Shapes and indices some exports write as int32 (timm's EdgeNeXt): read as int64.
+      ints->clear();
+      if (!raw.empty()) {
+        FRUGAL_CHECK(static_cast<int64_t>(raw.size()) == count * 4, path, ": tensor '", t.name(),
+                     "' holds ", raw.size(), " bytes of data for ", count, " int32 values");
+        for (int64_t i = 0; i < count; ++i) {
+          int32_t v;
+          std::memcpy(&v, raw.data() + 4 * i, 4);
+          ints->push_back(v);
+        }
+      } else {
+        FRUGAL_CHECK(t.int32_data_size() == count, path, ": tensor '", t.name(), "' holds ",
+                     t.int32_data_size(), " int32 values for ", count, " elements");
+        ints->assign(t.int32_data().begin(), t.int32_data().end());
+      }
+      return {};
+    }
     if (t.data_type() == onnx::TensorProto::BOOL && ints) {
       // Dropout's training_mode: one byte per value (raw) or int32_data.
       ints->clear();
@@ -195,9 +225,9 @@ struct OnnxReader {
       }
       return {};
     }
-    throw Error(path + ": tensor '" + t.name() + "' has data type " +
-                std::to_string(t.data_type()) +
-                "; frugal imports float32 and float64 weights (and int64 shapes, booleans)");
+    throw Error(
+        path + ": tensor '" + t.name() + "' has data type " + std::to_string(t.data_type()) +
+        "; frugal imports float32 and float64 weights (and int64 or int32 shapes, booleans)");
   }
 };
 

@@ -15,6 +15,7 @@
 #include "layers/avgpool2d.h"
 #include "layers/batchnorm2d.h"
 #include "layers/binary.h"
+#include "layers/clamp.h"
 #include "layers/concat.h"
 #include "layers/concat_batch_norm.h"
 #include "layers/constant.h"
@@ -282,14 +283,48 @@ Value record_prelu(const Value& x, const Value& slope, std::source_location wher
   return x.tape().record(std::make_unique<PReluOp>(), {x, a}, where)[0];
 }
 
-// A Reshape's target for an input of shape `from`: a constant target holds the export's batch
-// first, which stands for the batch.
+// Conv1d over (N, C, L) with a weight (K, C/groups, k): the 2-D convolution of the window
+// conv_window read (a height of 1) over (N, C, 1, L) and (K, C/groups, 1, k), back to
+// (N, K, L'). ECA's channel attention (timm's ECA-ResNets) convolves so.
+Value record_conv1d(const OnnxNode& n, std::span<const Value> in) {
+  // Copies: a reference into the tape's values dangles once an op is recorded (found by
+  // fuzz_onnx: tests/fuzz/regressions/onnx/conv1d-shape-after-reshape.onnx).
+  const Shape x = in[0].shape(), w = in[1].shape();
+  FRUGAL_CHECK(n.conv.stride_h == 1 && n.conv.dilation_h == 1 && n.conv.pad_top == 0 &&
+                   n.conv.pad_bottom == 0,
+               "a 1-D convolution of ", x, " with a 2-D window");
+  FRUGAL_CHECK(n.kernel_h == 0 || (n.kernel_h == 1 && n.kernel_w == w[2]), "kernel_shape ",
+               n.kernel_w, " but the weight is ", w);
+  std::vector<Value> args{reshape(in[0], Shape{x[0], x[1], 1, x[2]}),
+                          reshape(in[1], Shape{w[0], w[1], 1, w[2]})};
+  if (in.size() > 2) args.push_back(in[2]);
+  const Value y = in[0].tape().record(std::make_unique<Conv2dOp>(n.conv), args,
+                                      std::source_location::current())[0];
+  const Shape s = y.shape();
+  return reshape(y, Shape{s[0], s[1], s[3]});
+}
+
+// A Reshape's target for an input of shape `from`, recording a batch of `batch`: a constant
+// target was written at the export's batch size. Where the file fixes that batch (B), a first
+// entry k * B stands for k * batch (the batch merged with windows or heads: MobileViT's
+// patches); where the batch is dynamic, a constant first entry stands for the batch (the
+// input's first extent).
 Shape reshape_target(const OnnxNode& n, const std::map<std::string, IntTensor>& ints,
-                     const OnnxGraph& g, const Shape& from) {
+                     const OnnxGraph& g, const Shape& from, int64_t batch) {
   Ints target = ints.at(n.int_inputs[0]).values;
   if (!n.of_weight && g.int_constants.count(n.int_inputs[0]) && !target.empty() && target[0] > 0)
-    target[0] = from[0];
-  return resolve_reshape(from, target, n.allow_zero);
+    target[0] = g.export_batch > 0 && target[0] % g.export_batch == 0
+                    ? target[0] / g.export_batch * batch
+                    : from[0];
+  try {
+    return resolve_reshape(from, target, n.allow_zero);
+  } catch (const Error& e) {
+    if (g.export_batch <= 0) throw;
+    throw Error(std::string(e.what()) + " (the file was exported at a fixed batch of " +
+                std::to_string(g.export_batch) +
+                ", which its computed shapes may hold: export with dynamic_axes={'x': {0: "
+                "'N'}} so that they follow the batch)");
+  }
 }
 
 // GroupNorm's five nodes (fuse_onnx_graph: `chain` is Reshape, InstanceNormalization, Reshape,
@@ -308,9 +343,9 @@ Value record_group_norm(const OnnxNode& add, std::span<const OnnxNode* const> ch
     const Value x = value(r.inputs[0]);
     const Shape s = x.shape();
     if (s.rank() < 3) return {};
-    const Shape grouped = reshape_target(r, ints, g, s);
+    const Shape grouped = reshape_target(r, ints, g, s, s[0]);
     if (grouped.rank() != 3 || grouped[0] != s[0] || grouped[1] < 1 || s[1] % grouped[1] != 0 ||
-        reshape_target(back, ints, g, grouped) != s)
+        reshape_target(back, ints, g, grouped, s[0]) != s)
       return {};
     const Value w = value(operand(mul, back.output)), b = value(operand(add, mul.output));
     auto per_channel = [&](const Value& v) {
@@ -367,6 +402,10 @@ Value record_onnx(const OnnxModel& model, Value images) {
       switch (n.kind) {
         case Kind::conv: {
           const Shape& w = in[1].shape();
+          if (in[0].shape().rank() == 3 && w.rank() == 3) {
+            y = record_conv1d(n, in);
+            break;
+          }
           FRUGAL_CHECK(
               w.rank() != 4 || n.kernel_h == 0 || (w[2] == n.kernel_h && w[3] == n.kernel_w),
               "kernel_shape ", n.kernel_h, "x", n.kernel_w, " but the weight is ", w);
@@ -480,11 +519,21 @@ Value record_onnx(const OnnxModel& model, Value images) {
         case Kind::instance_norm:
           y = record_instance_norm(n, in, where);
           break;
-        case Kind::flatten:
-          y = in[0].shape().rank() == 2 ? in[0] : flatten(in[0]);
+        case Kind::flatten: {
+          const Shape s = in[0].shape();
+          const int64_t a = axis_of(n.axis, s.rank());
+          if (a != 1) {  // (N * ..., rest): LeViT's BatchNorm1d over its tokens
+            FRUGAL_CHECK(a > 0, "Flatten of ", s, " at axis 0 would move the batch axis");
+            int64_t lead = 1;
+            for (int d = 0; d < a; ++d) lead *= s[d];
+            y = reshape(in[0], Shape{lead, s.numel() / lead});
+            break;
+          }
+          y = s.rank() == 2 ? in[0] : flatten(in[0]);
           FRUGAL_CHECK(n.flatten_features < 0 || y.shape()[1] == n.flatten_features, "reshape of ",
                        in[0].shape(), " to (N, ", n.flatten_features, ")");
           break;
+        }
         case Kind::binary:
           // Two values of one shape: the residual add, which may take either operand's bytes.
           y = n.binary == BinaryKind::add && in[0].shape() == in[1].shape()
@@ -509,6 +558,23 @@ Value record_onnx(const OnnxModel& model, Value images) {
         case Kind::identity:
           y = in[0];
           break;
+        case Kind::clamp:
+          y = clamp(in[0], n.clip_lo, n.clip_hi);
+          break;
+        case Kind::weight_standardize: {  // each channel of (1, C, L) by its own statistics
+          const Shape s = in[0].shape();
+          FRUGAL_CHECK(s.rank() >= 2 && s[0] == 1, "a BatchNorm of a weight ", s,
+                       ": expected (1, C, ...)");
+          auto per_channel = [&](const Value& v) {
+            FRUGAL_CHECK(v.shape().numel() == s[1], "a BatchNorm of a weight ", s,
+                         ": scale or bias ", v.shape(), " is not one value per channel");
+            return v.shape() == Shape{s[1]} ? v : reshape(v, Shape{s[1]});
+          };
+          const Value scale = per_channel(in[1]), bias = per_channel(in[2]);
+          y = tape.record(std::make_unique<GroupNormOp>(s[1], n.eps), {in[0], scale, bias},
+                          where)[0];
+          break;
+        }
         case Kind::pow:
           y = power(in[0], n.alpha);
           break;
@@ -520,7 +586,7 @@ Value record_onnx(const OnnxModel& model, Value images) {
           break;
         }
         case Kind::reshape: {
-          const Shape to = reshape_target(n, ints, g, in[0].shape());
+          const Shape to = reshape_target(n, ints, g, in[0].shape(), images.shape()[0]);
           y = to == in[0].shape() ? in[0] : reshape(in[0], to);
           break;
         }
@@ -555,7 +621,8 @@ Value record_onnx(const OnnxModel& model, Value images) {
           const int64_t rank = n.int_node.op == IntOp::unsqueeze ? to.rank() : in[0].shape().rank();
           const bool batch = std::any_of(axes.begin(), axes.end(),
                                          [&](int64_t a) { return a == 0 || a == -rank; });
-          FRUGAL_CHECK(n.of_weight || (!batch && to.rank() >= 1 && to[0] == in[0].shape()[0]),
+          FRUGAL_CHECK(n.of_weight || n.batch_moved ||
+                           (!batch && to.rank() >= 1 && to[0] == in[0].shape()[0]),
                        n.op_type, " of ", in[0].shape(), " to ", to,
                        " moves the batch axis; frugal imports those that keep it");
           y = reshape(in[0], to);
@@ -579,9 +646,16 @@ Value record_onnx(const OnnxModel& model, Value images) {
         case Kind::gather:
           y = record_gather(n, ints.at(n.int_inputs[0]), in[0]);
           break;
-        case Kind::expand:
-          y = record_expand(ints.at(n.int_inputs[0]).values, in[0], n.of_weight);
+        case Kind::expand: {
+          Ints shape = ints.at(n.int_inputs[0]).values;
+          // A weight's constant shape from an export at a fixed batch: (B, 1, D) for a class
+          // token stands for the batch.
+          if (n.of_weight && g.export_batch > 0 && g.int_constants.count(n.int_inputs[0]) &&
+              !shape.empty() && shape[0] == g.export_batch)
+            shape[0] = images.shape()[0];
+          y = record_expand(shape, in[0], n.of_weight);
           break;
+        }
         case Kind::pad: {
           const Ints& pads = ints.at(n.int_inputs[0]).values;
           const int rank = in[0].shape().rank();
@@ -598,6 +672,7 @@ Value record_onnx(const OnnxModel& model, Value images) {
         case Kind::split: {
           const int rank = in[0].shape().rank();
           const int64_t a = axis_of(n.axis, rank);
+          FRUGAL_CHECK(a != 0 || n.batch_moved, "a Split along the batch axis is not imported");
           const int64_t dim = in[0].shape()[static_cast<int>(a)];
           Ints sizes = n.int_inputs.empty() ? n.ints : ints.at(n.int_inputs[0]).values;
           const auto parts = static_cast<int64_t>(n.outputs.size());

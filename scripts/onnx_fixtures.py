@@ -50,7 +50,10 @@ import sys
 
 import numpy as np
 
-if not {"--torchvision", "--torchvision-training", "--segmentation", "--pytorch"} & set(sys.argv):
+# The ONNX builders' modules, where they run (imported, this file lends its PyTorch export
+# helpers to scripts/timm_exports.py, which needs only PyTorch).
+if __name__ == "__main__" and not {"--torchvision", "--torchvision-training", "--segmentation",
+                                   "--pytorch"} & set(sys.argv):
     import onnx
     from onnx import TensorProto, helper, numpy_helper
     from onnx.reference import ReferenceEvaluator
@@ -501,8 +504,6 @@ def segmentation(make):
 
 
 def torchvision_models(out, only=()):
-    import copy
-
     import torch
     import torchvision
     import torchvision.models.segmentation as tvs
@@ -550,44 +551,68 @@ def torchvision_models(out, only=()):
             continue
         net = make(num_classes=10)
         if calibrate:
-            for m in net.modules():
-                if isinstance(m, torch.nn.modules.batchnorm._BatchNorm):
-                    m.momentum = None  # a plain average over the calibration batches
-            net.train()
-            with torch.no_grad():
-                for _ in range(4):
-                    net(torch.rand(16, 3, side, side) * 2 - 1)
-        net = net.eval()
-        x = torch.rand(2, 3, side, side) * 2 - 1
-        with torch.no_grad():
-            y = net(x)
-        path = f"{out}/{name}.onnx"
-        torch.onnx.export(net, x, path, opset_version=opset,
+            calibrate_batch_norm(net, side)
+        export_eval_with_grad(net.eval(), out, name, side, opset, fold=not name.startswith("swin"))
+
+
+def calibrate_batch_norm(net, side):
+    """Runs a few random batches in training mode so that BatchNorm's running statistics fit
+    the data (a plain average over them)."""
+    import torch
+
+    for m in net.modules():
+        if isinstance(m, torch.nn.modules.batchnorm._BatchNorm):
+            m.momentum = None  # a plain average over the calibration batches
+    net.train()
+    with torch.no_grad():
+        for _ in range(4):
+            net(torch.rand(16, 3, side, side) * 2 - 1)
+
+
+def export_eval_with_grad(net, out, name, side, opset, fold=True):
+    """Exports `net` (eval mode) with a dynamic batch to <out>/<name>.onnx, never leaving a
+    partial file, with PyTorch's output of two random images (<name>.io) and the input gradient
+    of sum(R * y) for a random R (<name>.grad: R, then d input), for the test "onnx: torchvision
+    exports give PyTorch's outputs" (FRUGAL_ONNX_MODELS)."""
+    import copy
+    import os
+    import warnings
+
+    import torch
+
+    x = torch.rand(2, 3, side, side) * 2 - 1
+    with torch.no_grad():
+        y = net(x)
+    path = f"{out}/{name}.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(net, x, path + ".tmp", opset_version=opset,
                           input_names=["x"], output_names=["y"],
                           dynamic_axes={"x": {0: "N"}, "y": {0: "N"}},
-                          do_constant_folding=not name.startswith("swin"))
-        # d sum(R * y) / d x for a random R: the backward pass through every op, independent of
-        # how the export names or folds the weights (eval mode: BatchNorm is linear). Computed
-        # in float64, the truth both float32 runs (PyTorch's and frugal's) approach. (frugal
-        # takes gradients in training mode, so the test compares them only where the export
-        # folded every BatchNorm into a convolution.)
-        r = torch.rand(y.shape) * 2 - 1
-        xg = x.double().requires_grad_(True)
-        (copy.deepcopy(net).double()(xg) * r.double()).sum().backward()
-        with open(f"{out}/{name}.io", "wb") as f:
-            f.write(x.numpy().astype("<f4").tobytes())
-            f.write(y.numpy().astype("<f4").tobytes())
-        with open(f"{out}/{name}.grad", "wb") as f:
-            f.write(r.numpy().astype("<f4").tobytes())
-            f.write(xg.grad.numpy().astype("<f4").tobytes())
-        print(f"{out}/{name}.onnx: input {tuple(x.shape)}, output {tuple(y.shape)}, opset {opset}")
+                          do_constant_folding=fold)
+    os.replace(path + ".tmp", path)
+    # d sum(R * y) / d x for a random R: the backward pass through every op, independent of
+    # how the export names or folds the weights (eval mode: BatchNorm is linear). Computed
+    # in float64, the truth both float32 runs (PyTorch's and frugal's) approach. (frugal
+    # takes gradients in training mode, so the test compares them only where the export
+    # folded every BatchNorm into a convolution.)
+    r = torch.rand(y.shape) * 2 - 1
+    xg = x.double().requires_grad_(True)
+    (copy.deepcopy(net).double()(xg) * r.double()).sum().backward()
+    with open(f"{out}/{name}.io", "wb") as f:
+        f.write(x.numpy().astype("<f4").tobytes())
+        f.write(y.numpy().astype("<f4").tobytes())
+    with open(f"{out}/{name}.grad", "wb") as f:
+        f.write(r.numpy().astype("<f4").tobytes())
+        f.write(xg.grad.numpy().astype("<f4").tobytes())
+    print(f"{out}/{name}.onnx: input {tuple(x.shape)}, output {tuple(y.shape)}, opset {opset}")
 
 
-def export_with_output(net, x, out, name, opset, fold=True, dynamic=True):
-    """Exports `net` (eval mode) at input x with a dynamic batch (`dynamic` False: x's),
-    never leaving a partial file, and writes x and PyTorch's output beside it (<name>.io, in
-    x's float type); `fold` False leaves constant expressions unfolded, as training-mode
-    exports do."""
+def export_with_output(net, x, out, name, opset, fold=True, dynamic=True, fixed_batch=None):
+    """Exports `net` (eval mode) at input x with a dynamic batch (`dynamic` False: x's; or
+    `fixed_batch`: at x's first images, the file fixing that batch), never leaving a partial
+    file, and writes x and PyTorch's output beside it (<name>.io, in x's float type); `fold`
+    False leaves constant expressions unfolded, as training-mode exports do."""
     import os
     import warnings
 
@@ -596,9 +621,12 @@ def export_with_output(net, x, out, name, opset, fold=True, dynamic=True):
     with torch.no_grad():
         y = net(x)
     path = f"{out}/{name}.onnx"
+    if fixed_batch is not None:
+        dynamic = False
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        torch.onnx.export(net, x, path + ".tmp", opset_version=opset, input_names=["x"],
+        torch.onnx.export(net, x if fixed_batch is None else x[:fixed_batch], path + ".tmp",
+                          opset_version=opset, input_names=["x"],
                           output_names=["y"],
                           dynamic_axes={"x": {0: "N"}, "y": {0: "N"}} if dynamic else None,
                           do_constant_folding=fold)
@@ -959,6 +987,93 @@ def class_token_net(out):
     export_with_output(net, x, out, "class_token_net", 15)
 
 
+def timm_net(out):
+    """Blocks as timm writes them: TF's "same" padding computed from the input's size
+    (Ceil, Clip over shapes, then Pad), NFNets' weight-standardized convolution with a learned
+    gain (F.batch_norm over the weight in training mode), ECA's channel attention (a 1-D convolution over the
+    pooled channels), a class token, attention whose q, k and v are unbound from one tensor
+    (Split along an axis 0 a Transpose moved the batch off, then Squeeze) with q and k
+    normalized (F.normalize: ReduceL2, Clip to a minimum, Div), LeViT's BatchNorm1d over the
+    tokens (Flatten at axis 2), a clamp to [-1.5, 2]; tests/data/onnx/timm_net.onnx (a
+    dynamic batch) and timm_static_net.onnx (exported at a fixed batch of 1, its output
+    PyTorch's at a batch of 2), each with PyTorch's float32 output."""
+
+    import torch
+    from torch import nn
+    from torch.nn import functional as F
+
+    def pad_same(x, k, s):  # timm.layers.padding.pad_same, its traced form
+        ih, iw = x.size()[-2:]
+
+        def amount(size):
+            if isinstance(size, torch.Tensor):
+                return torch.clamp(((size / s).ceil() - 1) * s + (k - 1) + 1 - size, min=0)
+            return max((-(-size // s) - 1) * s + (k - 1) + 1 - size, 0)
+
+        ph, pw = amount(ih), amount(iw)
+        return F.pad(x, (pw // 2, pw - pw // 2, ph // 2, ph - ph // 2))
+
+    class Attention(nn.Module):
+        def __init__(self, dim, heads):
+            super().__init__()
+            self.heads = heads
+            self.qkv = nn.Linear(dim, dim * 3)
+            self.proj = nn.Linear(dim, dim)
+
+        def forward(self, x):
+            b, n, c = x.shape
+            qkv = self.qkv(x).reshape(b, n, 3, self.heads, c // self.heads).permute(2, 0, 3, 1, 4)
+            q, k, v = qkv.unbind(0)
+            q, k = F.normalize(q, dim=-1), F.normalize(k, dim=-1)
+            attn = ((q @ k.transpose(-2, -1)) * 3.0).softmax(dim=-1)
+            return self.proj((attn @ v).transpose(1, 2).reshape(b, n, c))
+
+    class ScaledStdConv2d(nn.Conv2d):  # timm.layers.std_conv.ScaledStdConv2d
+        def __init__(self, cin, cout, k):
+            super().__init__(cin, cout, k, padding=k // 2)
+            self.gain = nn.Parameter(torch.rand(cout, 1, 1, 1) + 0.5)
+            self.scale = (cin * k * k) ** -0.5
+
+        def forward(self, x):
+            w = F.batch_norm(self.weight.reshape(1, self.out_channels, -1), None, None,
+                             weight=(self.gain * self.scale).view(-1), training=True,
+                             momentum=0.0, eps=1e-6).reshape_as(self.weight)
+            return F.conv2d(x, w, self.bias, self.stride, self.padding)
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem = nn.Conv2d(3, 8, 3, stride=2)
+            self.std = ScaledStdConv2d(8, 8, 3)
+            self.eca = nn.Conv1d(1, 1, 3, padding=1, bias=False)
+            self.cls = nn.Parameter(torch.randn(1, 1, 8) * 0.5)
+            self.attn = Attention(8, 2)
+            self.bn = nn.BatchNorm1d(8)
+            self.head = nn.Linear(8, 5)
+
+        def forward(self, x):
+            x = self.std(self.stem(pad_same(x, 3, 2)))
+            b = x.shape[0]
+            y = self.eca(x.mean((2, 3)).view(b, 1, -1)).view(b, -1, 1, 1).sigmoid()
+            t = (x * y).flatten(2).transpose(1, 2)
+            t = torch.cat([self.cls.expand(b, -1, -1), t], dim=1)
+            t = t + self.attn(t)
+            t = self.bn(t.flatten(0, 1)).reshape(t.shape)
+            return self.head(torch.clamp(t, -1.5, 2.0)[:, 0])
+
+    torch.manual_seed(22)
+    net = Net()
+    with torch.no_grad():
+        net.bn.running_mean.uniform_(-0.2, 0.2)
+        net.bn.running_var.uniform_(0.5, 1.5)
+        net.bn.weight.uniform_(0.5, 1.5)
+        net.bn.bias.uniform_(-0.3, 0.3)
+    net = net.eval()
+    x = torch.rand(2, 3, 7, 9) * 4 - 2
+    export_with_output(net, x, out, "timm_net", 17)
+    export_with_output(net, x, out, "timm_static_net", 17, fixed_batch=1)
+
+
 def vit_net(out):
     """torchvision's VisionTransformer, tiny (16 x 16 images in 4 x 4 patches, 2 layers of 2
     heads, 16 wide): nn.MultiheadAttention's export moves the batch axis (tokens (L, N, E) to
@@ -1228,9 +1343,6 @@ def torchvision_training(out, only=()):
     (4, 3, S, S), the i32 labels (4), then each parameter's gradient of the mean cross-entropy,
     computed in float64 and stored as f32, in the order of <name>.pgrad.txt, one "name count"
     line each). Dropout and stochastic depth are set to 0 so the step is deterministic."""
-    import copy
-    import warnings
-
     import torch
     import torchvision
 
@@ -1272,45 +1384,63 @@ def torchvision_training(out, only=()):
             with torch.no_grad():
                 net.heads.head.weight.normal_(0, 0.3)
                 net.class_token.normal_(0, 0.5)
-        for m in net.modules():
-            if isinstance(m, torch.nn.Dropout) or type(m).__name__ == "StochasticDepth":
+        export_training_with_grads(net, out, name, side)
+
+
+def export_training_with_grads(net, out, name, side):
+    """Exports `net` in training mode (opset 15, dropout and stochastic depth set to 0) with
+    PyTorch's float64 parameter gradients of one step beside it (<name>.pgrad, <name>.pgrad.txt:
+    see torchvision_training)."""
+    import copy
+    import os
+    import warnings
+
+    import torch
+
+    for m in net.modules():
+        if isinstance(m, torch.nn.Dropout) or type(m).__name__ in ("StochasticDepth",
+                                                                    "DropPath"):
+            if hasattr(m, "p"):
                 m.p = 0.0
-        net.train()
-        x = torch.rand(4, 3, side, side) * 2 - 1
-        labels = torch.randint(0, 10, (4,))
-        path = f"{out}/{name}.onnx"
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            torch.onnx.export(copy.deepcopy(net), x, path + ".tmp", opset_version=15,
-                              training=torch.onnx.TrainingMode.TRAINING,
-                              do_constant_folding=False, input_names=["x"], output_names=["y"],
-                              dynamic_axes={"x": {0: "N"}, "y": {0: "N"}})
-        import os
-        os.replace(path + ".tmp", path)
-        net64 = copy.deepcopy(net).double()
-        loss = torch.nn.functional.cross_entropy(net64(x.double()), labels)
-        loss.backward()
-        params = sorted((n, p) for n, p in net64.named_parameters() if p.grad is not None)
-        with open(f"{out}/{name}.pgrad", "wb") as f:
-            f.write(x.numpy().astype("<f4").tobytes())
-            f.write(labels.numpy().astype("<i4").tobytes())
-            for _, p in params:
-                f.write(p.grad.numpy().astype("<f4").tobytes())
-        with open(f"{out}/{name}.pgrad.txt", "w") as f:
-            for n, p in params:
-                f.write(f"{n} {p.numel()}\n")
-        # PyTorch's own float32 step against its float64 one, measured as the test measures
-        # frugal's: how far rounding alone moves these gradients.
-        net32 = copy.deepcopy(net)
-        torch.nn.functional.cross_entropy(net32(x), labels).backward()
-        got32 = dict(net32.named_parameters())
-        scale = max(p.grad.abs().max().item() for _, p in params)
-        worst, worst_name = max((((got32[n].grad.double() - p.grad).abs().max() /
-                                  max(p.grad.abs().max().item(), 1e-2 * scale)).item(), n)
-                                for n, p in params)
-        print(f"{path}: training-mode export, {len(params)} parameter gradients; PyTorch's "
-              f"float32 step differs from its float64 one by {worst:.3g} of a tensor's scale "
-              f"({worst_name})")
+            if hasattr(m, "drop_prob"):
+                m.drop_prob = 0.0
+        if isinstance(getattr(m, "drop_rate", None), float):  # timm's F.dropout in its heads
+            m.drop_rate = 0.0
+    net.train()
+    x = torch.rand(4, 3, side, side) * 2 - 1
+    labels = torch.randint(0, 10, (4,))
+    path = f"{out}/{name}.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(copy.deepcopy(net), x, path + ".tmp", opset_version=15,
+                          training=torch.onnx.TrainingMode.TRAINING,
+                          do_constant_folding=False, input_names=["x"], output_names=["y"],
+                          dynamic_axes={"x": {0: "N"}, "y": {0: "N"}})
+    os.replace(path + ".tmp", path)
+    net64 = copy.deepcopy(net).double()
+    loss = torch.nn.functional.cross_entropy(net64(x.double()), labels)
+    loss.backward()
+    params = sorted((n, p) for n, p in net64.named_parameters() if p.grad is not None)
+    with open(f"{out}/{name}.pgrad", "wb") as f:
+        f.write(x.numpy().astype("<f4").tobytes())
+        f.write(labels.numpy().astype("<i4").tobytes())
+        for _, p in params:
+            f.write(p.grad.numpy().astype("<f4").tobytes())
+    with open(f"{out}/{name}.pgrad.txt", "w") as f:
+        for n, p in params:
+            f.write(f"{n} {p.numel()}\n")
+    # PyTorch's own float32 step against its float64 one, measured as the test measures
+    # frugal's: how far rounding alone moves these gradients.
+    net32 = copy.deepcopy(net)
+    torch.nn.functional.cross_entropy(net32(x), labels).backward()
+    got32 = dict(net32.named_parameters())
+    scale = max(p.grad.abs().max().item() for _, p in params)
+    worst, worst_name = max((((got32[n].grad.double() - p.grad).abs().max() /
+                              max(p.grad.abs().max().item(), 1e-2 * scale)).item(), n)
+                            for n, p in params)
+    print(f"{path}: training-mode export, {len(params)} parameter gradients; PyTorch's "
+          f"float32 step differs from its float64 one by {worst:.3g} of a tensor's scale "
+          f"({worst_name})")
 
 
 def unet_segmentation(out, base=16, side=32, name="unet"):
@@ -1366,6 +1496,7 @@ if __name__ == "__main__":
         expand_net(sys.argv[2])
         class_token_net(sys.argv[2])
         vit_net(sys.argv[2])
+        timm_net(sys.argv[2])
         swin_net(sys.argv[2])
         einsum_net(sys.argv[2])
         instance_norm_net(sys.argv[2])

@@ -113,6 +113,12 @@ TEST_CASE("data movement: finite-difference gradients in f64") {
       },
       {random_tensor({2, 3, 5, 4}, 18)});
   check_gradients([](auto x) { return split(x[0], 1, {1, 3, 2}); }, {random_tensor({2, 6, 3}, 4)});
+  // Along axis 0 (attention's q, k, v unbound where a transpose moved the batch off it).
+  check_gradients(
+      [](auto x) {
+        return split(transpose(x[0], {1, 0, 2}), 0, {2, 1, 3});
+      },
+      {random_tensor({2, 6, 3}, 6)});
   check_gradients(
       [](auto x) {
         return one(pad(x[0], {.before = {0, 1, 2, 0}, .after = {0, 0, 1, 3}, .value = 0.5}));

@@ -55,6 +55,8 @@ const char* const kFixtures[] = {"residual_net",
                                  "prelu_unfolded_net",
                                  "class_token_net",
                                  "vit_net",
+                                 "timm_net",
+                                 "timm_static_net",
                                  "swin_net",
                                  "mask_net",
                                  "einsum_net",
@@ -81,6 +83,12 @@ TEST_CASE("onnx: imported models give ONNX's reference outputs") {
   // expanded over the batch (Expand of a weight) and joined in front of the patch tokens.
   // vit_net: PyTorch's output; torchvision's VisionTransformer (tiny), whose attention moves
   // the batch axis by reshapes and transposes and brings it back.
+  // timm_net: PyTorch's output; blocks as timm writes them: TF's "same" padding computed from
+  // shapes (Ceil, Clip), ECA's 1-D convolution, a class token, attention unbinding q, k, v from
+  // one tensor (Split along an axis 0 a Transpose made not the batch's), F.normalize (a Clip to
+  // a minimum), LeViT's BatchNorm1d over flattened tokens (Flatten at axis 2), a clamp.
+  // timm_static_net: the same exported at a fixed batch of 1 (its constant shapes hold 1),
+  // run at a batch of 2 against PyTorch's output there.
   // swin_net: PyTorch's output; torchvision's SwinTransformer (tiny): padding to whole windows,
   // the cyclic shift, the shifted windows' mask (float constants computed from shapes), the
   // relative position bias gathered from its table, a rank-5 broadcast add.

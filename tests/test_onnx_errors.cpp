@@ -383,3 +383,20 @@ TEST_CASE("onnx: bad files, unsupported ops and attributes are errors naming wha
     CHECK(e.starts_with("t.onnx: "));
   }
 }
+
+TEST_CASE("onnx: nodes the output does not depend on are skipped, whatever they are") {
+  // An export may leave nodes nothing reads (a training-mode BatchNorm's running statistics of a
+  // weight): an op frugal does not import, there, is no error; read by the output, it is.
+  onnx::ModelProto m = tiny();
+  auto* nodes = m.mutable_graph()->mutable_node();
+  onnx::NodeProto* dead = nodes->Add();
+  dead->set_name("dead");
+  dead->set_op_type("NonMaxSuppression");
+  dead->add_input(nodes->Get(0).output(0));  // the Conv's output
+  dead->add_output("unread");
+  for (int i = nodes->size() - 1; i > 1; --i) nodes->SwapElements(i, i - 1);  // after the Conv
+  CHECK(error_for(m).empty());
+  for (auto& n : *m.mutable_graph()->mutable_node())
+    if (n.op_type() == "Flatten") n.set_input(0, "unread");
+  CHECK(error_for(m).starts_with("m.onnx: node 'dead' (NonMaxSuppression): op not imported yet"));
+}

@@ -93,3 +93,20 @@ TEST_CASE("onnx: gradcheck of a tiny Swin transformer") {
   CHECK(mask.graph->params.at("table"));
   check_gradients(randomized(mask, 90), {random_tensor({2, 2, 3, 4}, 19)}, {.tolerance = 1e-6});
 }
+
+// timm's blocks (timm_net: TF's "same" padding computed from shapes, ECA's 1-D convolution, a
+// class token, attention unbinding q, k, v by a Split along an axis 0 that is not the batch's,
+// F.normalize's clamp to a minimum, LeViT's BatchNorm1d over flattened tokens, a clamp to
+// [-1.5, 2]) in float64 against finite differences, the weights drawn away from the file's.
+TEST_CASE("onnx: gradcheck of timm's blocks") {
+  const OnnxModel m = load_onnx((onnx_data() / "timm_net.onnx").string());
+  int clamps = 0, splits = 0;
+  for (const OnnxNode& n : m.graph->nodes) {
+    clamps += n.kind == OnnxKind::clamp;
+    splits += n.kind == OnnxKind::split && n.batch_moved;
+  }
+  CHECK(clamps == 3);  // two F.normalize, one torch.clamp
+  CHECK(splits == 1);
+  check_gradients(randomized(m, 100), {random_tensor({2, 3, 7, 9}, 23, -2, 2)},
+                  {.tolerance = 1e-6});
+}

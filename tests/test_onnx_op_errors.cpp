@@ -235,3 +235,73 @@ TEST_CASE("onnx: an Einsum other than a batched product is an error naming the e
     CHECK(e.find("(Einsum): equation '") != std::string::npos);
   }
 }
+
+TEST_CASE("onnx: timm's ops where they do not fit are errors naming what is wrong") {
+  onnx::ModelProto m;
+  std::ifstream in(onnx_data() / "timm_net.onnx", std::ios::binary);
+  REQUIRE(m.ParseFromIstream(&in));
+  REQUIRE(error_for(m).empty());
+  auto node = [](onnx::ModelProto& p, const std::string& op) -> onnx::NodeProto* {
+    for (auto& n : *p.mutable_graph()->mutable_node())
+      if (n.op_type() == op) return &n;
+    return nullptr;
+  };
+  // Attention's unbind along an axis 0 that is the batch's (the Transpose keeping it first).
+  onnx::ModelProto batch = m;
+  for (auto& n : *batch.mutable_graph()->mutable_node())
+    if (n.op_type() == "Transpose" && n.output(0) == node(batch, "Split")->input(0)) {
+      onnx::AttributeProto* perm = attribute(&n, "perm");
+      perm->clear_ints();
+      for (int p : {0, 2, 3, 1, 4}) perm->add_ints(p);
+    }
+  CHECK(error_for(batch).ends_with("(Split): a Split along the batch axis is not imported"));
+  // LeViT's Flatten at axis 0: the batch axis would move.
+  onnx::ModelProto flat = m;
+  attribute(node(flat, "Flatten"), "axis")->set_i(0);
+  CHECK(error_for(flat).ends_with(
+      "(Flatten): axis 0 would move the batch axis; frugal imports axes from 1 on"));
+  // ECA's 1-D convolution with a 3-D window.
+  onnx::ModelProto cube = m;
+  for (auto& n : *cube.mutable_graph()->mutable_node())
+    if (n.op_type() == "Conv" && attribute(&n, "kernel_shape")->ints_size() == 1) {
+      attribute(&n, "kernel_shape")->add_ints(3);
+      attribute(&n, "kernel_shape")->add_ints(3);
+    }
+  CHECK(error_for(cube).ends_with("(Conv): 3-D windows are not imported (1-D and 2-D are)"));
+  // torch.clamp(t, -1.5, 2) with its bounds crossed: min 3 above max 2.
+  onnx::ModelProto crossed = m;
+  std::string low;
+  for (auto& n : crossed.graph().node())
+    if (n.op_type() == "Clip" && n.input_size() == 3) low = n.input(1);
+  REQUIRE(!low.empty());
+  for (auto& n : *crossed.mutable_graph()->mutable_node())
+    if (n.op_type() == "Constant" && n.output(0) == low) {
+      onnx::TensorProto* t = attribute(&n, "value")->mutable_t();
+      t->clear_raw_data();
+      t->add_float_data(3);
+    }
+  CHECK(error_for(crossed).ends_with(
+      "(Clip): bounds [3.000000, 2.000000]: expected numbers with min <= max"));
+  // A Cast of an activation to its own type is nothing; to float64 in a float32 model, an error.
+  for (int64_t to : {onnx::TensorProto::FLOAT, onnx::TensorProto::DOUBLE}) {
+    CAPTURE(to);
+    onnx::ModelProto cast = m;
+    auto* nodes = cast.mutable_graph()->mutable_node();
+    int flatten = 0;
+    while (nodes->Get(flatten).op_type() != "Flatten") ++flatten;
+    onnx::NodeProto* c = nodes->Add();
+    c->set_name("cast");
+    c->set_op_type("Cast");
+    c->add_input(nodes->Get(flatten).input(0));
+    c->add_output("cast_out");
+    attribute(c, "to")->set_i(to);
+    attribute(c, "to")->set_type(onnx::AttributeProto::INT);
+    for (int i = nodes->size() - 1; i > flatten; --i) nodes->SwapElements(i, i - 1);
+    nodes->Mutable(flatten + 1)->set_input(0, "cast_out");
+    if (to == onnx::TensorProto::FLOAT)
+      CHECK(error_for(cast).empty());
+    else
+      CHECK(error_for(cast).ends_with(
+          "(Cast): a Cast of an activation to other than the model's own type, float"));
+  }
+}

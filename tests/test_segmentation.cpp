@@ -210,3 +210,54 @@ TEST_CASE("onnx constant arithmetic: Mod, Range, ScatterND, Expand and float ten
   env["three"] = ints({}, {3});
   CHECK(run({.op = IntOp::pow, .ints = {"start", "three"}}).values == std::vector<int64_t>{8});
 }
+
+TEST_CASE("onnx constant arithmetic: Ceil, Floor, Sin, Cos, Neg, Abs, Clip and CumSum") {
+  std::map<std::string, IntTensor> env;
+  auto run = [&](IntNode n) { return eval_int_node(n, env, nullptr); };
+  auto unary = [&](UnaryKind k, const char* x) {
+    return run({.op = IntOp::unary, .ints = {x}, .attrs = {static_cast<int64_t>(k)}});
+  };
+  env["halves"] = IntTensor{.dims = {3}, .reals = {-1.5, 0.25, 2.5}, .real = true};
+  env["row"] = IntTensor{.dims = {3}, .values = {-2, 0, 5}};
+  // TF's "same" padding: ceil(size / stride) over floats; integers pass Ceil unchanged.
+  CHECK(unary(UnaryKind::ceil, "halves").reals == std::vector<double>{-1, 1, 3});
+  CHECK(unary(UnaryKind::floor, "halves").reals == std::vector<double>{-2, 0, 2});
+  CHECK(unary(UnaryKind::ceil, "row").values == std::vector<int64_t>{-2, 0, 5});
+  CHECK(unary(UnaryKind::neg, "row").values == std::vector<int64_t>{2, 0, -5});
+  CHECK(unary(UnaryKind::abs, "row").values == std::vector<int64_t>{2, 0, 5});
+  const IntTensor s = unary(UnaryKind::sin, "row");  // of integers: floats
+  CHECK(s.real);
+  CHECK(s.reals[2] == doctest::Approx(std::sin(5.0)));
+  CHECK(unary(UnaryKind::cos, "halves").reals[1] == doctest::Approx(std::cos(0.25)));
+  env["min_lo"] = IntTensor{.dims = {}, .values = {-1}};
+  env["max_hi"] = IntTensor{.dims = {1}, .values = {3}};
+  CHECK(run({.op = IntOp::clip, .ints = {"row", "min_lo", "max_hi"}, .attrs = {1, 1}}).values ==
+        std::vector<int64_t>{-1, 0, 3});
+  CHECK(run({.op = IntOp::clip, .ints = {"row", "max_hi"}, .attrs = {0, 1}}).values ==
+        std::vector<int64_t>{-2, 0, 3});  // a max alone
+  env["fmin"] = IntTensor{.dims = {}, .reals = {0.5}, .real = true};
+  const IntTensor c = run({.op = IntOp::clip, .ints = {"row", "fmin"}, .attrs = {1, 0}});
+  CHECK(c.real);  // an integer clipped by a float bound is a float
+  CHECK(c.reals == std::vector<double>{0.5, 0.5, 5});
+  CHECK_THROWS_WITH_AS(run({.op = IntOp::clip, .ints = {"row", "row"}, .attrs = {1, 0}}),
+                       doctest::Contains("Clip bound (-2,0,5): expected one value"), Error);
+  // EdgeNeXt's positions: ones summed along an axis, forward, exclusive, reversed.
+  env["ones"] = IntTensor{.dims = {2, 3}, .values = {1, 1, 1, 2, 2, 2}};
+  env["axis1"] = IntTensor{.dims = {}, .values = {1}};
+  env["axis0"] = IntTensor{.dims = {}, .values = {-2}};
+  CHECK(run({.op = IntOp::cumsum, .ints = {"ones", "axis1"}, .attrs = {0, 0}}).values ==
+        std::vector<int64_t>{1, 2, 3, 2, 4, 6});
+  CHECK(run({.op = IntOp::cumsum, .ints = {"ones", "axis1"}, .attrs = {1, 0}}).values ==
+        std::vector<int64_t>{0, 1, 2, 0, 2, 4});
+  CHECK(run({.op = IntOp::cumsum, .ints = {"ones", "axis0"}, .attrs = {0, 1}}).values ==
+        std::vector<int64_t>{3, 3, 3, 2, 2, 2});
+  env["fones"] = IntTensor{.dims = {3}, .reals = {0.5, 0.25, 1}, .real = true};
+  env["axis_0"] = IntTensor{.dims = {}, .values = {0}};
+  CHECK(run({.op = IntOp::cumsum, .ints = {"fones", "axis_0"}, .attrs = {0, 0}}).reals ==
+        std::vector<double>{0.5, 0.75, 1.75});
+  env["axis5"] = IntTensor{.dims = {}, .values = {5}};
+  CHECK_THROWS_WITH_AS(run({.op = IntOp::cumsum, .ints = {"ones", "axis5"}, .attrs = {0, 0}}),
+                       doctest::Contains("CumSum axis 5 of"), Error);
+  CHECK_THROWS_WITH_AS(run({.op = IntOp::cumsum, .ints = {"ones", "fones"}, .attrs = {0, 0}}),
+                       doctest::Contains("CumSum axis"), Error);
+}
