@@ -55,6 +55,18 @@ Roles in_place_mask_roles(Mode mode, int64_t n, bool saves_mask) {
   return r;
 }
 
+Roles input_reading_roles(Mode mode, const TensorMeta& x, double flops_per_element) {
+  Roles r;
+  if (mode == Mode::training) {
+    r.backward_reads_inputs = {0};
+    r.grad_aliases = {{.output = 0, .input = 0}};  // dx may take dy's bytes
+    rebuild_by_forward(r, mode, {0}, static_cast<double>(x.bytes()), x, flops_per_element);
+  } else {
+    r.aliases = {{.output = 0, .input = 0}};  // nothing reads x again
+  }
+  return r;
+}
+
 void rebuild_by_forward(Roles& r, Mode mode, std::vector<int> reads, double read_bytes,
                         const TensorMeta& out, double flops_per_element) {
   if (mode != Mode::training) return;

@@ -105,4 +105,9 @@ Roles in_place_mask_roles(Mode mode, int64_t n, bool saves_mask = true);
 void rebuild_by_forward(Roles& r, Mode mode, std::vector<int> reads, double read_bytes,
                         const TensorMeta& out, double flops_per_element);
 
+// The roles of an elementwise op y = f(x) whose backward reads x (pow, clamp, GELU, ...): in
+// training, dx may take dy's bytes and y is rebuildable from x (`flops` per element); in
+// inference, y may take x's bytes (nothing reads x again).
+Roles input_reading_roles(Mode mode, const TensorMeta& x, double flops_per_element);
+
 }  // namespace frugal

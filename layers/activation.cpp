@@ -19,15 +19,7 @@ Roles ActivationOp::roles(Mode mode, const Backend&) const {
     rebuild_by_forward(r, mode, {0}, static_cast<double>(x_.bytes()), x_, 8);
     return r;
   }
-  Roles r;
-  rebuild_by_forward(r, mode, {0}, static_cast<double>(x_.bytes()), x_, 8);
-  if (mode == Mode::training) {
-    r.backward_reads_inputs = {0};
-    r.grad_aliases = {{.output = 0, .input = 0}};  // dx may take dy's bytes
-  } else {
-    r.aliases = {{.output = 0, .input = 0}};  // nothing reads x again
-  }
-  return r;
+  return input_reading_roles(mode, x_, 8);
 }
 
 void ActivationOp::forward(const OpContext& ctx) {

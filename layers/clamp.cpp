@@ -17,15 +17,7 @@ std::vector<TensorMeta> ClampOp::infer(std::span<const TensorMeta> in) {
 }
 
 Roles ClampOp::roles(Mode mode, const Backend&) const {
-  Roles r;
-  if (mode == Mode::training) {
-    r.backward_reads_inputs = {0};
-    r.grad_aliases = {{.output = 0, .input = 0}};  // dx may take dy's bytes
-    rebuild_by_forward(r, mode, {0}, static_cast<double>(x_.bytes()), x_, 1);
-  } else {
-    r.aliases = {{.output = 0, .input = 0}};  // nothing reads x again
-  }
-  return r;
+  return input_reading_roles(mode, x_, 1);
 }
 
 void ClampOp::forward(const OpContext& ctx) {
