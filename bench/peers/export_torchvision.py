@@ -1,5 +1,6 @@
-# Writes a torchvision model (pytorch_nets.TORCHVISION) as a training-mode ONNX export: the
-# network measure_torch.py builds for --model tv-NAME (same constructor, same seed, same
+# Writes a torchvision model (pytorch_nets.TORCHVISION; or a timm model, pytorch_nets.TIMM,
+# tm-NAME) as a training-mode ONNX export: the network measure_torch.py builds for --model
+# tv-NAME (same constructor, same seed, same
 # weights), with BatchNorm and Dropout kept as they train (torch.onnx.TrainingMode.TRAINING,
 # opset 15), and a dynamic batch. `frugal bench --onnx FILE` then runs what PyTorch runs.
 #   python3 export_torchvision.py --model tv-mobilenet_v2 --out build/peers-onnx/tv-mobilenet_v2.onnx
@@ -15,7 +16,7 @@ import pytorch_nets
 def main():
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--model", required=True,
-                   choices=sorted(n for n in pytorch_nets.NETS if n.startswith("tv-")))
+                   choices=sorted(n for n in pytorch_nets.NETS if n.startswith(("tv-", "tm-"))))
     p.add_argument("--out", required=True)
     o = p.parse_args()
     torch.manual_seed(0)

@@ -209,6 +209,20 @@ TORCHVISION = ["mobilenet_v2", "efficientnet_b0", "resnet18", "resnet50", "squee
 for _name in TORCHVISION:
     NETS["tv-" + _name] = (lambda d, bn, seg, n=_name: torchvision_model(n), (3, 224, 224), 1000,
                            False)
+
+# timm's models as users bring them (--set timm: `pip install --no-deps timm==0.9.16
+# huggingface_hub safetensors` beside Debian's PyTorch; not a dependency of anything else):
+# ViT-S/16, ResNet-50-D and NF-ResNet-26 (its weights standardized in the graph), without
+# dropout or stochastic depth, whose random draws a training-mode export cannot write.
+def timm_model(name):
+    import timm
+    return timm.create_model(name, pretrained=False, num_classes=1000, drop_rate=0.0,
+                             drop_path_rate=0.0)
+
+
+TIMM = ["vit_small_patch16_224", "resnet50d", "nf_resnet26"]
+for _name in TIMM:
+    NETS["tm-" + _name] = (lambda d, bn, seg, n=_name: timm_model(n), (3, 224, 224), 1000, False)
 # ResNet-18 with GroupNorm (32 groups) for BatchNorm, as GN-ResNets are built: its export
 # reaches frugal as InstanceNormalization between Reshapes.
 NETS["tv-resnet18_gn"] = (

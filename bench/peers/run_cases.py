@@ -36,6 +36,11 @@ TORCHVISION_CASES += [(f"tv-{n}", f"tv-{n}", b, "inference", "f32", [], 3, 1)
                       for n in ("mobilenet_v2", "shufflenet_v2_x1_0", "unet", "resnet50",
                                 "convnext_tiny", "vit_b_16", "mobilenet_v3_large", "swin_t")
                       for b in (1, 32)]
+# timm's models (--set timm), as the torchvision ones: b32 training, b1 and b32 inference.
+TIMM_CASES = [(f"tm-{n}", f"tm-{n}", 32, "training", "f32", [], 3, 1)
+              for n in ("vit_small_patch16_224", "resnet50d", "nf_resnet26")]
+TIMM_CASES += [(f"tm-{n}", f"tm-{n}", b, "inference", "f32", [], 3, 1)
+               for n in ("vit_small_patch16_224", "resnet50d") for b in (1, 32)]
 # Issue 16, op-level recomputation on the torchvision models (--set recompute): frugal with
 # --recompute cheap against PyTorch's plain step, and DenseNet-121 also against torchvision's
 # densenet121(memory_efficient=True), which checkpoints each dense layer's concat-BN-ReLU-conv.
@@ -121,13 +126,15 @@ def main():
     p.add_argument("--torch-max-isa", choices=["avx2"], default="",
                    help="hold PyTorch's kernels to this instruction set (compare with a frugal "
                    "built for it)")
-    p.add_argument("--set", choices=["bundled", "torchvision", "recompute"], default="bundled",
-                   help="the bundled networks, torchvision's through ONNX, or those with "
-                   "--recompute cheap")
+    p.add_argument("--set", choices=["bundled", "torchvision", "recompute", "timm"],
+                   default="bundled",
+                   help="the bundled networks, torchvision's through ONNX, those with "
+                   "--recompute cheap, or timm's through ONNX")
     o = p.parse_args()
 
     only = set(filter(None, o.only.split(",")))
-    cases = {"torchvision": TORCHVISION_CASES, "recompute": RECOMPUTE_CASES}.get(o.set, CASES)
+    cases = {"torchvision": TORCHVISION_CASES, "recompute": RECOMPUTE_CASES,
+             "timm": TIMM_CASES}.get(o.set, CASES)
     onnx_dir = os.path.join(os.path.dirname(os.path.abspath(o.out)), "peers-onnx")
     start = time.time()
     with open(o.out, "w") as out:
@@ -146,7 +153,7 @@ def main():
             common = ["--model", model, "--batch", str(batch), "--steps", str(steps),
                       "--mode", mode, "--dtype", dtype, "--threads", "2", "--json", *flags]
             frugal = [o.frugal, "bench", "--memory", "planned", *common]
-            if model.startswith("tv-"):  # frugal runs the model's training-mode export
+            if model.startswith(("tv-", "tm-")):  # frugal runs the model's training-mode export
                 onnx = os.path.join(onnx_dir, model + ".onnx")
                 if not os.path.exists(onnx):
                     os.makedirs(onnx_dir, exist_ok=True)
