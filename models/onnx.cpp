@@ -520,8 +520,7 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       const std::string x = need(n, 0);
       // Of a weight (a layer scale's gamma.view(-1, 1, 1) in a training-mode export): the
       // reshape of the parameter, its gradient flowing back; its target has no batch.
-      o.of_weight = graph->initializers.count(x) > 0 || float_constants.count(x) > 0 ||
-                    weight_values.count(x) > 0;
+      o.of_weight = is_weight(x);
       o.inputs = {o.of_weight ? operand(n, 0) : activation_input(n)};
       o.int_inputs = {int_input(n, 1)};
       o.allow_zero = r.get_int(n, "allowzero", 0) != 0;
@@ -705,7 +704,7 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
                                          [&](const std::string& i) { return maybe_real.count(i); });
       const bool to_int = (op == "Cast" && !k.real) || op == "Equal" || op == "Shape";
       if (k.real || (from_real && !to_int) ||
-          (k.op == IntOp::unary && static_cast<UnaryKind>(k.attrs[0]) > UnaryKind::floor))
+          (k.op == IntOp::unary && !unary_keeps_integers(static_cast<UnaryKind>(k.attrs[0]))))
         maybe_real.insert(o.output);
       // Every operand a constant of the file: folded now (a float result becomes a float
       // constant, as if the export had folded it: nn.Upsample's scales, a Pow of two numbers).
@@ -740,8 +739,7 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       if (const std::string axes = optional_int_input(n, 1); !axes.empty())
         o.int_node.ints = {axes};
       const std::string x = need(n, 0);
-      o.of_weight = graph->initializers.count(x) > 0 || float_constants.count(x) > 0 ||
-                    weight_values.count(x) > 0;
+      o.of_weight = is_weight(x);
       o.inputs = {o.of_weight ? operand(n, 0) : activation_input(n)};
       if (o.of_weight) weight_values.insert(o.output);
       o.batch_moved = batch_moved.count(x) > 0;  // (its output is taken to have it first again)

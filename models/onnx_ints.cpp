@@ -518,13 +518,13 @@ IntTensor eval_ints(const IntNode& n, const std::map<std::string, IntTensor>& en
     case IntOp::unary: {
       const auto kind = static_cast<UnaryKind>(n.attrs.at(0));
       const IntTensor& x = in(0);
-      if (!x.real && (kind == UnaryKind::ceil || kind == UnaryKind::floor)) return x;
-      if (!x.real && (kind == UnaryKind::neg || kind == UnaryKind::abs)) {
+      if (!x.real && unary_keeps_integers(kind)) {  // Ceil and Floor: x itself
         IntTensor y = x;
-        for (int64_t& v : y.values) {
-          FRUGAL_CHECK(v != INT64_MIN, "integer ", v, " negated overflows");
-          v = kind == UnaryKind::neg || v < 0 ? -v : v;
-        }
+        if (kind == UnaryKind::neg || kind == UnaryKind::abs)
+          for (int64_t& v : y.values) {
+            FRUGAL_CHECK(v != INT64_MIN, "integer ", v, " negated overflows");
+            v = kind == UnaryKind::neg || v < 0 ? -v : v;
+          }
         return y;
       }
       IntTensor y{.dims = x.dims, .real = true};
@@ -536,13 +536,10 @@ IntTensor eval_ints(const IntNode& n, const std::map<std::string, IntTensor>& en
       const IntTensor &x = in(0), &axis = in(1);
       FRUGAL_CHECK(!axis.real && axis.size() == 1, "CumSum axis ", axis.str(),
                    ": expected one integer");
-      const auto rank = static_cast<int64_t>(x.dims.size());
-      const int64_t a = axis.values[0] < 0 ? axis.values[0] + rank : axis.values[0];
-      FRUGAL_CHECK(a >= 0 && a < rank, "CumSum axis ", axis.values[0], " of ", x.str());
+      const auto a = static_cast<size_t>(axis_in(axis.values[0], x.dims.size()));
       const bool exclusive = n.attrs.at(0) != 0, reverse = n.attrs.at(1) != 0;
-      int64_t outer = 1, extent = x.dims[static_cast<size_t>(a)], inner = 1;
-      for (int64_t d = 0; d < a; ++d) outer *= x.dims[static_cast<size_t>(d)];
-      for (int64_t d = a + 1; d < rank; ++d) inner *= x.dims[static_cast<size_t>(d)];
+      const int64_t outer = product(x.dims, 0, a), extent = x.dims[a],
+                    inner = product(x.dims, a + 1, x.dims.size());
       IntTensor y = x;
       for (int64_t o = 0; o < outer; ++o)
         for (int64_t i = 0; i < inner; ++i) {

@@ -57,6 +57,12 @@ enum class IntOp {
 
 // The elementwise functions of `IntOp::unary`, as the ONNX ops of these names.
 enum class UnaryKind : int64_t { ceil, floor, sin, cos, sqrt, exp, log, neg, abs };
+// Whether `k` of an integer tensor is an integer tensor (Ceil, Floor, Neg, Abs); the others
+// give floats.
+inline bool unary_keeps_integers(UnaryKind k) {
+  return k == UnaryKind::ceil || k == UnaryKind::floor || k == UnaryKind::neg ||
+         k == UnaryKind::abs;
+}
 
 struct IntNode {
   IntOp op = IntOp::cast;

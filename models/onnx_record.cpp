@@ -286,7 +286,7 @@ Value record_prelu(const Value& x, const Value& slope, std::source_location wher
 // Conv1d over (N, C, L) with a weight (K, C/groups, k): the 2-D convolution of the window
 // conv_window read (a height of 1) over (N, C, 1, L) and (K, C/groups, 1, k), back to
 // (N, K, L'). ECA's channel attention (timm's ECA-ResNets) convolves so.
-Value record_conv1d(const OnnxNode& n, std::span<const Value> in) {
+Value record_conv1d(const OnnxNode& n, std::span<const Value> in, std::source_location where) {
   // Copies: a reference into the tape's values dangles once an op is recorded (found by
   // fuzz_onnx: tests/fuzz/regressions/onnx/conv1d-shape-after-reshape.onnx).
   const Shape x = in[0].shape(), w = in[1].shape();
@@ -298,8 +298,7 @@ Value record_conv1d(const OnnxNode& n, std::span<const Value> in) {
   std::vector<Value> args{reshape(in[0], Shape{x[0], x[1], 1, x[2]}),
                           reshape(in[1], Shape{w[0], w[1], 1, w[2]})};
   if (in.size() > 2) args.push_back(in[2]);
-  const Value y = in[0].tape().record(std::make_unique<Conv2dOp>(n.conv), args,
-                                      std::source_location::current())[0];
+  const Value y = in[0].tape().record(std::make_unique<Conv2dOp>(n.conv), args, where)[0];
   const Shape s = y.shape();
   return reshape(y, Shape{s[0], s[1], s[3]});
 }
@@ -403,7 +402,7 @@ Value record_onnx(const OnnxModel& model, Value images) {
         case Kind::conv: {
           const Shape& w = in[1].shape();
           if (in[0].shape().rank() == 3 && w.rank() == 3) {
-            y = record_conv1d(n, in);
+            y = record_conv1d(n, in, where);
             break;
           }
           FRUGAL_CHECK(

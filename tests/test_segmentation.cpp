@@ -257,7 +257,7 @@ TEST_CASE("onnx constant arithmetic: Ceil, Floor, Sin, Cos, Neg, Abs, Clip and C
         std::vector<double>{0.5, 0.75, 1.75});
   env["axis5"] = IntTensor{.dims = {}, .values = {5}};
   CHECK_THROWS_WITH_AS(run({.op = IntOp::cumsum, .ints = {"ones", "axis5"}, .attrs = {0, 0}}),
-                       doctest::Contains("CumSum axis 5 of"), Error);
+                       doctest::Contains("axis 5 is outside a rank-2 tensor"), Error);
   CHECK_THROWS_WITH_AS(run({.op = IntOp::cumsum, .ints = {"ones", "fones"}, .attrs = {0, 0}}),
                        doctest::Contains("CumSum axis"), Error);
 }
