@@ -291,8 +291,12 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
     if (op == "Conv") {
       o.kind = Kind::conv;
       r.conv_window(n, o);
-      o.inputs = {activation_input(n), param(n, 1, true)};
+      // Over a weight or constant (XCiT's position grid, folded in an export at a fixed
+      // batch): computed from weights, without a batch axis.
+      const bool of_weight = is_weight(need(n, 0));
+      o.inputs = {of_weight ? operand(n, 0) : activation_input(n), param(n, 1, true)};
       if (n.input_size() > 2 && !n.input(2).empty()) o.inputs.push_back(param(n, 2, true));
+      if (of_weight) weight_values.insert(o.output);
     } else if (op == "ConvTranspose") {
       o.kind = Kind::conv_transpose;
       r.conv_window(n, o);
@@ -572,7 +576,7 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
                  op == "Mod" || op == "Pow" || op == "Reshape" || op == "Slice" ||
                  op == "Transpose" || op == "Equal" || op == "Where" || op == "Not" ||
                  op == "ScatterND" || op == "Expand" || op == "Clip" || op == "CumSum" ||
-                 unary_kind(op)) &&
+                 op == "Tile" || unary_kind(op)) &&
                 (is_int(need(n, 0)) || all_constant(n)))) {
       // Integer shape arithmetic: evaluated while recording (models/onnx_ints.h).
       o.kind = Kind::integer;
@@ -685,8 +689,8 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
         k.op = IntOp::cumsum;
         k.attrs = {r.get_int(n, "exclusive", 0), r.get_int(n, "reverse", 0)};
         k.ints = {int_input(n, 0), int_input(n, 1)};
-      } else if (op == "Expand") {
-        k.op = IntOp::expand;
+      } else if (op == "Expand" || op == "Tile") {
+        k.op = op == "Expand" ? IntOp::expand : IntOp::tile;
         k.ints = {int_input(n, 0), int_input(n, 1)};
       } else if (op == "Mod") {
         k.op = IntOp::mod;
@@ -769,6 +773,15 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       o.of_weight = graph->initializers.count(x) > 0 || float_constants.count(x) > 0;
       o.inputs = {o.of_weight ? operand(n, 0) : activation_input(n)};
       o.int_inputs = {int_input(n, 1)};
+    } else if (op == "Tile") {
+      // Copies one after another along each axis, the batch's too (x.repeat(...): GCViT's
+      // global queries once per window, XCiT's position features once per sample).
+      o.kind = Kind::tile;
+      const std::string x = need(n, 0);
+      o.of_weight = is_weight(x);
+      o.inputs = {o.of_weight ? operand(n, 0) : activation_input(n)};
+      o.int_inputs = {int_input(n, 1)};
+      if (o.of_weight) weight_values.insert(o.output);
     } else if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
       o.kind = Kind::binary;
       o.binary = arithmetic(op);
@@ -975,7 +988,7 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
           "Sigmoid, Tanh, HardSigmoid, HardSwish, Clip, Elu, Selu, Softplus, Softsign, Exp, Log, "
           "Neg, Reciprocal, Dropout, Identity, Constant, Erf, Sqrt, "
           "Abs, Einsum (batched products), "
-          "Pow, LayerNormalization, InstanceNormalization, Expand, and "
+          "Pow, LayerNormalization, InstanceNormalization, Expand, Tile, and "
           "Unsqueeze, Squeeze, and Shape, Gather, Cast, Equal, Where, Not, Mod, Range, "
           "ScatterND over shape values (and the float constants computed from them)");
     }

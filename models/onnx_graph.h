@@ -55,6 +55,7 @@ enum class OnnxKind {
   split,         // outputs; int_inputs[0] (or ints): sizes, else equal parts
   gather,        // int_inputs[0]: indices (a scalar drops the axis); axis
   expand,        // int_inputs[0]: the shape an activation broadcasts to
+  tile,          // int_inputs[0]: the repeat counts, one per axis
   pad,           // int_inputs[0]: pads (begins, then ends); pad_value
   softmax,       // axis; legacy: opset < 13's flattening form
   // Integer shape arithmetic (models/onnx_ints.h: torch.onnx.export's dynamic batch, F.pad),
@@ -96,7 +97,7 @@ struct OnnxNode {
   bool transpose_weight = false;  // gemm: the weight is (in, out) (Gemm transB = 0, MatMul)
   // gather, split, squeeze: of a value whose axis 0 a Transpose made not the batch
   bool batch_moved = false;
-  bool of_weight = false;  // reshape_axes, reshape, gather: of weights or constants (no batch)
+  bool of_weight = false;  // reshape_axes, reshape, gather, tile: of weights or constants
   int concat_pieces = 0;   // batch_norm: of its first this many inputs joined (fused)
   // GroupNorm's export (fuse_onnx_graph): its first four nodes wait (deferred) for the Add
   // that ends it, which names them in order (Reshape, InstanceNormalization, Reshape, Mul).

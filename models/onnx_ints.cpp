@@ -151,6 +151,30 @@ IntTensor expand(const IntTensor& x, const std::vector<int64_t>& shape) {
   return y;
 }
 
+// ONNX's Tile: x's axis k repeated repeats[k] times (the copies one after another).
+IntTensor tile(const IntTensor& x, const std::vector<int64_t>& repeats) {
+  FRUGAL_CHECK(repeats.size() == x.dims.size(), "tile of ", Shape(x.dims), " by ", Shape(repeats),
+               ": expected one repeat count per axis");
+  IntTensor y{.dims = x.dims};
+  for (size_t k = 0; k < repeats.size(); ++k) {
+    FRUGAL_CHECK(repeats[k] >= 0 && !__builtin_mul_overflow(x.dims[k], repeats[k], &y.dims[k]),
+                 "tile of ", Shape(x.dims), " by ", Shape(repeats), ": a repeat count below 0 or ",
+                 "too large");
+  }
+  const int64_t size = count(y.dims);
+  y.values.resize(static_cast<size_t>(size));
+  for (int64_t i = 0; i < size; ++i) {
+    int64_t rest = i, src = 0, stride = 1;
+    for (size_t k = y.dims.size(); k-- > 0;) {
+      src += (rest % y.dims[k]) % x.dims[k] * stride;
+      rest /= y.dims[k];
+      stride *= x.dims[k];
+    }
+    y.values[static_cast<size_t>(i)] = x.values[static_cast<size_t>(src)];
+  }
+  return y;
+}
+
 // ONNX's ScatterND without reduction: data with the slices `indices` (..., k) name replaced by
 // `updates` (..., data's dims past k), later indices writing over earlier ones.
 IntTensor scatter_nd(const IntTensor& data, const IntTensor& indices, const IntTensor& updates) {
@@ -211,6 +235,7 @@ bool moves_elements(IntOp op) {
     case IntOp::where:
     case IntOp::scatter_nd:
     case IntOp::expand:
+    case IntOp::tile:
       return true;
     default:
       return false;
@@ -227,7 +252,7 @@ bool moved_operand(IntOp op, size_t i) {
       return i >= 1;
     case IntOp::scatter_nd:
       return i != 1;
-    default:  // gather, unsqueeze, squeeze, reshape, slice, transpose, expand: the data
+    default:  // gather, unsqueeze, squeeze, reshape, slice, transpose, expand, tile: the data
       return i == 0;
   }
 }
@@ -592,6 +617,8 @@ IntTensor eval_ints(const IntNode& n, const std::map<std::string, IntTensor>& en
       return scatter_nd(in(0), in(1), in(2));
     case IntOp::expand:
       return expand(in(0), in(1).values);
+    case IntOp::tile:
+      return tile(in(0), in(1).values);
     case IntOp::reshape: {
       IntTensor y = in(0);
       y.dims = resolve_reshape(Shape(in(0).dims), in(1).values, n.attrs.at(0) != 0).dims();

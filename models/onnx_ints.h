@@ -1,9 +1,9 @@
 // The integer tensors of an ONNX graph's shape arithmetic: what torch.onnx.export writes where
 // a model reads sizes (x.size(0) with a dynamic batch, F.pad to a skip's size): Shape, Gather,
 // Unsqueeze, Squeeze, Concat, Add/Sub/Mul/Div/Mod, Cast, ConstantOfShape, Reshape, Slice,
-// Transpose, Range, Equal, Not, Where, ScatterND, Clip, CumSum and elementwise functions (Ceil,
-// Floor, Sin, Cos, ...) over int64 tensors: TF's "same" padding in timm's tf_ models computes
-// its pads so, and EdgeNeXt its Fourier position features. They are evaluated while
+// Transpose, Range, Equal, Not, Where, ScatterND, Clip, CumSum, Tile and elementwise functions
+// (Ceil, Floor, Sin, Cos, ...) over int64 tensors: TF's "same" padding in timm's tf_ models
+// computes its pads so, and EdgeNeXt its Fourier position features. They are evaluated while
 // recording, when every activation's shape is known, and feed the ops that take shapes
 // (Reshape, Slice, Pad, Split). The same ops evaluate float constants computed from shapes
 // (Swin's shifted-window attention mask: x.new_zeros(H, W), filled by slices, compared), in
@@ -53,6 +53,7 @@ enum class IntOp {
   unary,              // ints: x; attrs: {UnaryKind} (Ceil and Floor pass integers unchanged)
   clip,               // ints: x[, min][, max]; attrs: {has min, has max}
   cumsum,             // ints: x, axis; attrs: {exclusive, reverse}
+  tile,               // ints: x, repeats (one per axis: axis k of y is x's times repeats[k])
 };
 
 // The elementwise functions of `IntOp::unary`, as the ONNX ops of these names.

@@ -209,6 +209,33 @@ Value record_expand(const Ints& shape, Value x, bool of_weight) {
   return repeat_unit_axes(x, Shape(to), what, of_weight);
 }
 
+// ONNX's Tile: x's axis k repeated repeats[k] times, the copies one after another (a concat of
+// copies per repeated axis, whose backward sums their gradients). Over the batch axis too: the
+// copies of (n, ...) side by side in (1, copies, numel) are the bytes of (copies * n, ...).
+Value record_tile(const Ints& repeats, Value x) {
+  const Shape s = x.shape();  // a copy: x is recorded over below
+  const std::string what = detail::concat("Tile of ", s, " by ", str(repeats));
+  FRUGAL_CHECK(static_cast<int>(repeats.size()) == s.rank(), what,
+               ": expected one repeat count per axis");
+  constexpr int64_t kMaxCopies = 65536;  // one concatenated piece per copy
+  for (int64_t r : repeats)
+    FRUGAL_CHECK(r >= 1 && r <= kMaxCopies, what, ": frugal imports repeat counts of 1 to ",
+                 kMaxCopies);
+  std::vector<int64_t> d(s.dims().begin(), s.dims().end());
+  for (int k = 0; k < s.rank(); ++k) {
+    const auto r = static_cast<size_t>(repeats[static_cast<size_t>(k)]);
+    if (r == 1) continue;
+    if (k == 0) {
+      const std::vector<Value> copies(r, reshape(x, Shape{1, 1, x.shape().numel()}));
+      d[0] *= static_cast<int64_t>(r);
+      x = reshape(concat(copies, 1), Shape(d));
+      continue;
+    }
+    x = concat(std::vector<Value>(r, x), k);
+  }
+  return x;
+}
+
 // MatMul between two activations with NumPy's broadcasting of the leading axes: the shorter
 // shape gains leading unit axes, and each unit axis the other operand has more of is repeated
 // (a concat of that many copies, whose backward sums the copies' gradients) before the batched
@@ -653,6 +680,16 @@ Value record_onnx(const OnnxModel& model, Value images) {
               !shape.empty() && shape[0] == g.export_batch)
             shape[0] = images.shape()[0];
           y = record_expand(shape, in[0], n.of_weight);
+          break;
+        }
+        case Kind::tile: {
+          Ints repeats = ints.at(n.int_inputs[0]).values;
+          // From an export at a fixed batch B: a value without a batch (1, ...) repeated B
+          // times (XCiT's position features) is repeated for the batch recorded.
+          if (g.export_batch > 0 && g.int_constants.count(n.int_inputs[0]) && !repeats.empty() &&
+              repeats[0] == g.export_batch && in[0].shape().rank() >= 1 && in[0].shape()[0] == 1)
+            repeats[0] = images.shape()[0];
+          y = record_tile(repeats, in[0]);
           break;
         }
         case Kind::pad: {

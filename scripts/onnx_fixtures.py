@@ -1074,6 +1074,53 @@ def timm_net(out):
     export_with_output(net, x, out, "timm_static_net", 17, fixed_batch=1)
 
 
+def tile_net(out):
+    """x.repeat(...) (ONNX Tile) as timm's models write it: XCiT's position features, a
+    convolution over a grid computed from the image's size (Range, then Tile over shape values),
+    repeated for each sample (a Tile over a batch axis of 1); GCViT's global query, one per
+    sample, repeated for each window of the batch (a Tile over the batch axis: window w of
+    sample i reads copy (i * windows + w) // batch, as timm lays the copies out) and over the
+    tokens; a weight repeated along its channels; tests/data/onnx/tile_net.onnx (a dynamic
+    batch) and tile_static_net.onnx (exported at a fixed batch of 1, its output PyTorch's at a
+    batch of 2), each with PyTorch's float32 output."""
+
+    import torch
+    from torch import nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem = nn.Conv2d(3, 8, 3, stride=2, padding=1)
+            self.pos = nn.Conv2d(4, 8, 1)
+            self.q = nn.Linear(8, 8)
+            self.kv = nn.Linear(8, 16)
+            self.gain = nn.Parameter(torch.rand(1, 4) + 0.5)
+            self.head = nn.Linear(16, 5)
+
+        def forward(self, x):
+            x = self.stem(x)
+            b, c, h, w = x.shape
+            ys = torch.arange(1, h + 1, dtype=torch.float32).view(1, 1, h, 1).repeat(1, 1, 1, w)
+            xs = torch.arange(1, w + 1, dtype=torch.float32).view(1, 1, 1, w).repeat(1, 1, h, 1)
+            grid = torch.cat([ys / h, xs / w, (ys * 3.0 / h).sin(), (xs * 3.0 / w).cos()], dim=1)
+            x = x + self.pos(grid).repeat(b, 1, 1, 1)
+            # 2 x 2 windows of 2 x 2 pixels: (B * 4, 4, C)
+            t = x.permute(0, 2, 3, 1).reshape(b, h // 2, 2, w // 2, 2, c)
+            t = t.permute(0, 1, 3, 2, 4, 5).reshape(-1, 4, c)
+            g = self.q(x.mean((2, 3)).view(b, 1, c))
+            q = g.repeat(t.shape[0] // b, 4, 1)
+            k, v = self.kv(t).chunk(2, dim=-1)
+            a = ((q @ k.transpose(1, 2)) * c ** -0.5).softmax(-1) @ v
+            a = a.reshape(b, -1, c).mean(1)
+            return self.head(torch.cat([a, self.gain.repeat(1, 2) * a], dim=1))
+
+    torch.manual_seed(23)
+    net = Net().eval()
+    x = torch.rand(2, 3, 8, 8) * 4 - 2
+    export_with_output(net, x, out, "tile_net", 17)
+    export_with_output(net, x, out, "tile_static_net", 17, fixed_batch=1)
+
+
 def vit_net(out):
     """torchvision's VisionTransformer, tiny (16 x 16 images in 4 x 4 patches, 2 layers of 2
     heads, 16 wide): nn.MultiheadAttention's export moves the batch axis (tokens (L, N, E) to
@@ -1497,6 +1544,7 @@ if __name__ == "__main__":
         class_token_net(sys.argv[2])
         vit_net(sys.argv[2])
         timm_net(sys.argv[2])
+        tile_net(sys.argv[2])
         swin_net(sys.argv[2])
         einsum_net(sys.argv[2])
         instance_norm_net(sys.argv[2])

@@ -59,6 +59,7 @@ EVAL = [
     ("focalnet_tiny_srf", 64, False), ("coatnet_nano_rw_224", 224, True),
     ("maxvit_nano_rw_256", 256, True), ("mixer_s16_224", 224, False),
     ("resmlp_12_224", 224, False), ("gmlp_ti16_224", 224, False),
+    ("xcit_nano_12_p16_224", 224, True), ("gcvit_xxtiny", 224, True),
 ]
 # Not in EVAL: EfficientFormer-L1, ESE-VoVNet-19b-DW and BiT's ResNetV2-50x1 give PyTorch's
 # outputs, but their float32 input gradients are 4.6%, 1.4% and 1.0% of the largest off
@@ -74,7 +75,8 @@ TRAINING = [
     ("mobilevit_xxs", 64), ("efficientformer_l1", 224), ("levit_128s", 224),
     ("vit_tiny_patch16_224", 224), ("deit_tiny_distilled_patch16_224", 224),
     ("swin_tiny_patch4_window7_224", 224), ("pvt_v2_b0", 64), ("davit_tiny", 64),
-    ("poolformer_s12", 64), ("mixer_s16_224", 224),
+    ("poolformer_s12", 64), ("mixer_s16_224", 224), ("xcit_nano_12_p16_224", 224),
+    ("gcvit_xxtiny", 224),
 ]
 # Not in TRAINING: SKResNet-18, ResNeSt-14d, MobileOne-S0, RepVGG-A2, ESE-VoVNet-19b-DW and
 # BiT's ResNetV2-50x1 match PyTorch's float64 gradients within 1.3e-7 of each tensor's scale,

@@ -57,6 +57,8 @@ const char* const kFixtures[] = {"residual_net",
                                  "vit_net",
                                  "timm_net",
                                  "timm_static_net",
+                                 "tile_net",
+                                 "tile_static_net",
                                  "swin_net",
                                  "mask_net",
                                  "einsum_net",
@@ -89,6 +91,11 @@ TEST_CASE("onnx: imported models give ONNX's reference outputs") {
   // a minimum), LeViT's BatchNorm1d over flattened tokens (Flatten at axis 2), a clamp.
   // timm_static_net: the same exported at a fixed batch of 1 (its constant shapes hold 1),
   // run at a batch of 2 against PyTorch's output there.
+  // tile_net: PyTorch's output; x.repeat as timm writes it (Tile): XCiT's position features
+  // (a convolution over a grid computed from shapes, repeated for each sample), GCViT's global
+  // query repeated over the batch axis for each window and over the tokens, a weight repeated.
+  // tile_static_net: the same exported at a fixed batch of 1 (the grid folded into a constant,
+  // its repeats holding 1), run at a batch of 2 against PyTorch's output there.
   // swin_net: PyTorch's output; torchvision's SwinTransformer (tiny): padding to whole windows,
   // the cyclic shift, the shifted windows' mask (float constants computed from shapes), the
   // relative position bias gathered from its table, a rank-5 broadcast add.

@@ -110,3 +110,15 @@ TEST_CASE("onnx: gradcheck of timm's blocks") {
   check_gradients(randomized(m, 100), {random_tensor({2, 3, 7, 9}, 23, -2, 2)},
                   {.tolerance = 1e-6});
 }
+
+// x.repeat (tile_net: XCiT's position features repeated for each sample, GCViT's global query
+// repeated over the batch axis for each window and over the tokens, a weight repeated along
+// its channels) in float64 against finite differences: each copy's gradient sums back.
+TEST_CASE("onnx: gradcheck of Tile") {
+  const OnnxModel m = load_onnx((onnx_data() / "tile_net.onnx").string());
+  int tiles = 0;
+  for (const OnnxNode& n : m.graph->nodes) tiles += n.kind == OnnxKind::tile;
+  CHECK(tiles == 3);  // the grid's two are over shape values
+  check_gradients(randomized(m, 110), {random_tensor({2, 3, 8, 8}, 29, -2, 2)},
+                  {.tolerance = 1e-6});
+}

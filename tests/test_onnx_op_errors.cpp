@@ -305,3 +305,32 @@ TEST_CASE("onnx: timm's ops where they do not fit are errors naming what is wron
           "(Cast): a Cast of an activation to other than the model's own type, float"));
   }
 }
+
+TEST_CASE("onnx: a Tile that does not fit is an error naming what is wrong") {
+  onnx::ModelProto m;
+  std::ifstream in(onnx_data() / "tile_static_net.onnx", std::ios::binary);
+  REQUIRE(m.ParseFromIstream(&in));
+  REQUIRE(error_for(m).empty());
+  // GCViT's query repeated (4, 4, 1): its repeat counts rewritten.
+  auto with_repeats = [&](std::vector<int64_t> repeats) {
+    onnx::ModelProto e = m;
+    std::string name;
+    for (auto& n : e.graph().node())
+      if (n.op_type() == "Tile" && n.name() == "/Tile_3") name = n.input(1);
+    for (auto& n : *e.mutable_graph()->mutable_node())
+      if (n.op_type() == "Constant" && n.output(0) == name) {
+        onnx::TensorProto* t = attribute(&n, "value")->mutable_t();
+        t->clear_raw_data();
+        t->clear_int64_data();
+        t->clear_dims();
+        t->add_dims(static_cast<int64_t>(repeats.size()));
+        for (int64_t r : repeats) t->add_int64_data(r);
+      }
+    return error_for(e);
+  };
+  CHECK(with_repeats({4, 4, 1}).empty());
+  CHECK(with_repeats({4, 4}).ends_with(
+      "(Tile): Tile of [1,1,8] by (4,4): expected one repeat count per axis"));
+  CHECK(with_repeats({4, 0, 1}).ends_with(
+      "(Tile): Tile of [1,1,8] by (4,0,1): frugal imports repeat counts of 1 to 65536"));
+}

@@ -261,3 +261,35 @@ TEST_CASE("onnx constant arithmetic: Ceil, Floor, Sin, Cos, Neg, Abs, Clip and C
   CHECK_THROWS_WITH_AS(run({.op = IntOp::cumsum, .ints = {"ones", "fones"}, .attrs = {0, 0}}),
                        doctest::Contains("CumSum axis"), Error);
 }
+
+TEST_CASE("onnx constant arithmetic: Tile") {
+  std::map<std::string, IntTensor> env;
+  auto run = [&](IntNode n) { return eval_int_node(n, env, nullptr); };
+  env["m"] = IntTensor{.dims = {2, 2}, .values = {1, 2, 3, 4}};
+  env["r12"] = IntTensor{.dims = {2}, .values = {1, 2}};
+  env["r21"] = IntTensor{.dims = {2}, .values = {2, 1}};
+  // Copies one after another along each axis, as numpy.tile.
+  IntTensor y = run({.op = IntOp::tile, .ints = {"m", "r12"}});
+  CHECK(y.dims == std::vector<int64_t>{2, 4});
+  CHECK(y.values == std::vector<int64_t>{1, 2, 1, 2, 3, 4, 3, 4});
+  y = run({.op = IntOp::tile, .ints = {"m", "r21"}});
+  CHECK(y.dims == std::vector<int64_t>{4, 2});
+  CHECK(y.values == std::vector<int64_t>{1, 2, 3, 4, 1, 2, 3, 4});
+  // XCiT's grid: arange(1, H + 1) as floats, (1, 1, 3, 1) repeated along the width.
+  env["col"] = IntTensor{.dims = {1, 1, 3, 1}, .reals = {1, 2, 3}, .real = true};
+  env["w2"] = IntTensor{.dims = {4}, .values = {1, 1, 1, 2}};
+  y = run({.op = IntOp::tile, .ints = {"col", "w2"}});
+  CHECK(y.real);
+  CHECK(y.dims == std::vector<int64_t>{1, 1, 3, 2});
+  CHECK(y.reals == std::vector<double>{1, 1, 2, 2, 3, 3});
+  env["zero"] = IntTensor{.dims = {2}, .values = {0, 3}};
+  CHECK(run({.op = IntOp::tile, .ints = {"m", "zero"}}).dims == std::vector<int64_t>{0, 6});
+  CHECK_THROWS_WITH_AS(run({.op = IntOp::tile, .ints = {"m", "w2"}}),
+                       doctest::Contains("expected one repeat count per axis"), Error);
+  env["neg"] = IntTensor{.dims = {2}, .values = {1, -1}};
+  CHECK_THROWS_WITH_AS(run({.op = IntOp::tile, .ints = {"m", "neg"}}),
+                       doctest::Contains("a repeat count below 0 or too large"), Error);
+  env["huge"] = IntTensor{.dims = {2}, .values = {int64_t{1} << 40, 1}};
+  CHECK_THROWS_WITH_AS(run({.op = IntOp::tile, .ints = {"m", "huge"}}),
+                       doctest::Contains("too large"), Error);
+}
