@@ -71,6 +71,7 @@ struct OnnxNode {
   std::string output;
   int64_t kernel = 1, stride = 1, pad = 0;  // pools
   Conv2dParams conv{};                      // Conv, and its kernel_shape (0 where absent)
+  int unit_axis = 0;  // Conv with a 3-D window: its axis (2 to 4) 1 wide, `conv` the others'
   int64_t kernel_h = 0, kernel_w = 0;
   int64_t output_padding_h = 0, output_padding_w = 0;  // ConvTranspose
   int64_t scale_h = 0, scale_w = 0;                    // Resize by scales, or 0 with its sizes:

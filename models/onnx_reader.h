@@ -96,14 +96,36 @@ struct OnnxReader {
   // weight, which kernel_shape (optional) must agree with when the weight is recorded.
   // A 1-D window (Conv1d over (N, C, L): one value each, two pads) is taken as 2-D with a
   // height of 1, the recorder running it over (N, C, 1, L).
-  void conv_window(const onnx::NodeProto& n, OnnxNode& o) const {
-    const size_t dims = !get_ints(n, "kernel_shape").empty() ? get_ints(n, "kernel_shape").size()
-                        : !get_ints(n, "strides").empty()    ? get_ints(n, "strides").size()
-                        : !get_ints(n, "dilations").empty()  ? get_ints(n, "dilations").size()
-                        : get_ints(n, "pads").size() == 2    ? 1
-                                                             : 2;
+  void conv_window(const onnx::NodeProto& n, OnnxNode& o, bool unit_axis_3d = false) const {
+    size_t dims = !get_ints(n, "kernel_shape").empty() ? get_ints(n, "kernel_shape").size()
+                  : !get_ints(n, "strides").empty()    ? get_ints(n, "strides").size()
+                  : !get_ints(n, "dilations").empty()  ? get_ints(n, "dilations").size()
+                  : get_ints(n, "pads").size() == 2    ? 1
+                                                       : 2;
+    // A 3-D window one of whose axes is 1 wide, with stride 1 and no padding (LambdaNetworks'
+    // (k, k, 1) over (N, 1, H, W, V)): the 2-D window of the other two, that axis recorded
+    // into the batch (o.unit_axis, 2 to 4).
+    std::vector<size_t> unit_drop;  // the attribute entries of the other two axes
+    if (dims == 3 && unit_axis_3d) {
+      const std::vector<int64_t> k = get_ints(n, "kernel_shape"), st = get_ints(n, "strides"),
+                                 pads = get_ints(n, "pads");
+      for (size_t a = 3; a-- > 0 && k.size() == 3;)
+        if (k[a] == 1 && (st.empty() || (st.size() == 3 && st[a] == 1)) &&
+            (pads.empty() || (pads.size() == 6 && pads[a] == 0 && pads[a + 3] == 0))) {
+          o.unit_axis = static_cast<int>(a) + 2;
+          break;
+        }
+      if (o.unit_axis == 0)
+        fail(n,
+             "a 3-D window is imported where one axis is 1 wide with stride 1 and no "
+             "padding (kernel_shape written); this one has none");
+      dims = 2;
+      for (size_t a = 0; a < 3; ++a)
+        if (static_cast<int>(a) + 2 != o.unit_axis) unit_drop.push_back(a);
+    }
     auto pair = [&](const char* name, int64_t lo) {
       std::vector<int64_t> v = get_ints(n, name);
+      if (!unit_drop.empty() && v.size() == 3) v = {v[unit_drop[0]], v[unit_drop[1]]};
       if (v.empty()) v = std::vector<int64_t>(dims, 1);
       if (v.size() == 1 && dims == 1) v.insert(v.begin(), 1);
       if (v.size() != 2 || v[0] < lo || v[1] < lo || v[0] > kMaxWindow || v[1] > kMaxWindow)
@@ -112,13 +134,16 @@ struct OnnxReader {
       return v;
     };
     if (dims != 1 && dims != 2)
-      fail(n, std::to_string(dims) + "-D windows are not imported (1-D and 2-D are)");
+      fail(n, std::to_string(dims) + "-D windows are not imported (1-D and 2-D are" +
+                  (unit_axis_3d ? ", and 3-D ones with an axis 1 wide)" : ")"));
     const std::vector<int64_t> s = pair("strides", 1), d = pair("dilations", 1);
     if (!get_ints(n, "kernel_shape").empty()) {
       const std::vector<int64_t> k = pair("kernel_shape", 1);
       o.kernel_h = k[0], o.kernel_w = k[1];
     }
     std::vector<int64_t> p = get_ints(n, "pads");
+    if (!unit_drop.empty() && p.size() == 6)
+      p = {p[unit_drop[0]], p[unit_drop[1]], p[unit_drop[0] + 3], p[unit_drop[1] + 3]};
     if (p.empty()) p = {0, 0, 0, 0};
     if (dims == 1 && p.size() == 2) p = {0, p[0], 0, p[1]};
     if (p.size() != 4 || *std::min_element(p.begin(), p.end()) < 0 ||

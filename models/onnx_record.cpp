@@ -330,6 +330,32 @@ Value record_conv1d(const OnnxNode& n, std::span<const Value> in, std::source_lo
   return reshape(y, Shape{s[0], s[1], s[3]});
 }
 
+// Conv3d over (N, C, D2, D3, D4) whose window is 1 wide along axis u (conv_window: stride 1,
+// no padding there; LambdaNetworks' (k, k, 1) position lambdas): axis u moved next to the
+// batch and merged into it, the 2-D convolution of the other two axes over (N * Du, C, Da, Db)
+// with the weight's unit axis dropped, then back to (N, K, ...) with Du where it was.
+Value record_conv3d(const OnnxNode& n, std::span<const Value> in, std::source_location where) {
+  const Shape x = in[0].shape(), w = in[1].shape();  // copies (record_conv1d says why)
+  const int u = n.unit_axis;
+  FRUGAL_CHECK(u >= 2 && u <= 4 && w[u] == 1, "a 3-D convolution of ", x, " with weight ", w,
+               ": the window is 1 wide along axis ", u, " in kernel_shape, not in the weight");
+  std::vector<int64_t> perm{0, u, 1}, wd{w[0], w[1]};
+  for (int a = 2; a < 5; ++a)
+    if (a != u) perm.push_back(a), wd.push_back(w[a]);
+  FRUGAL_CHECK(n.kernel_h == 0 || (wd[2] == n.kernel_h && wd[3] == n.kernel_w), "kernel_shape ",
+               n.kernel_h, "x", n.kernel_w, " (the axes other than ", u, ") but the weight is ", w);
+  const Value moved = transpose(in[0], perm);  // (N, Du, C, Da, Db)
+  std::vector<Value> args{reshape(moved, Shape{x[0] * x[u], x[1], x[perm[3]], x[perm[4]]}),
+                          reshape(in[1], Shape(wd))};
+  if (in.size() > 2) args.push_back(in[2]);
+  const Value y = in[0].tape().record(std::make_unique<Conv2dOp>(n.conv), args, where)[0];
+  const Shape s = y.shape();  // (N * Du, K, Ea, Eb)
+  const Value split = reshape(y, Shape{x[0], x[u], s[1], s[2], s[3]});
+  std::vector<int64_t> back{0, 2};  // (N, Du, K, Ea, Eb) -> (N, K, ...) with Du at axis u
+  for (int a = 2, next = 3; a < 5; ++a) back.push_back(a == u ? 1 : next++);
+  return transpose(split, back);
+}
+
 // A Reshape's target for an input of shape `from`, recording a batch of `batch`: a constant
 // target was written at the export's batch size. Where the file fixes that batch (B), a first
 // entry k * B stands for k * batch (the batch merged with windows or heads: MobileViT's
@@ -430,6 +456,12 @@ Value record_onnx(const OnnxModel& model, Value images) {
           const Shape& w = in[1].shape();
           if (in[0].shape().rank() == 3 && w.rank() == 3) {
             y = record_conv1d(n, in, where);
+            break;
+          }
+          if (n.unit_axis != 0) {
+            FRUGAL_CHECK(in[0].shape().rank() == 5 && w.rank() == 5, "a 3-D window over ",
+                         in[0].shape(), " with weight ", w, ": expected (N, C, D, H, W)");
+            y = record_conv3d(n, in, where);
             break;
           }
           FRUGAL_CHECK(

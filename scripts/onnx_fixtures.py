@@ -1121,6 +1121,37 @@ def tile_net(out):
     export_with_output(net, x, out, "tile_static_net", 17, fixed_batch=1)
 
 
+def conv3d_net(out):
+    """nn.Conv3d whose window is 1 wide along one axis: LambdaNetworks' position lambdas, a
+    (3, 3, 1) window over (N, 1, D, H, W) padded along the first two; a grouped (1, 3, 3)
+    window with a stride; a (2, 1, 3) window dilated along the last axis;
+    tests/data/onnx/conv3d_net.onnx with PyTorch's float32 output."""
+
+    import torch
+    from torch import nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem = nn.Conv2d(3, 4, 3, padding=1)
+            self.last = nn.Conv3d(1, 2, (3, 3, 1), padding=(1, 1, 0))
+            self.first = nn.Conv3d(2, 4, (1, 3, 3), stride=(1, 2, 1), padding=(0, 1, 1), groups=2)
+            self.middle = nn.Conv3d(4, 3, (2, 1, 3), dilation=(1, 1, 2), bias=False)
+            self.head = nn.Linear(3, 5)
+
+        def forward(self, x):
+            x = self.stem(x)
+            b, c, h, w = x.shape
+            v = self.last(x.reshape(b, 1, c, h, w)).relu()
+            v = self.middle(self.first(v).relu())
+            return self.head(v.mean((2, 3, 4)))
+
+    torch.manual_seed(24)
+    net = Net().eval()
+    x = torch.rand(2, 3, 6, 7) * 4 - 2
+    export_with_output(net, x, out, "conv3d_net", 17)
+
+
 def vit_net(out):
     """torchvision's VisionTransformer, tiny (16 x 16 images in 4 x 4 patches, 2 layers of 2
     heads, 16 wide): nn.MultiheadAttention's export moves the batch axis (tokens (L, N, E) to
@@ -1545,6 +1576,7 @@ if __name__ == "__main__":
         vit_net(sys.argv[2])
         timm_net(sys.argv[2])
         tile_net(sys.argv[2])
+        conv3d_net(sys.argv[2])
         swin_net(sys.argv[2])
         einsum_net(sys.argv[2])
         instance_norm_net(sys.argv[2])

@@ -59,6 +59,7 @@ const char* const kFixtures[] = {"residual_net",
                                  "timm_static_net",
                                  "tile_net",
                                  "tile_static_net",
+                                 "conv3d_net",
                                  "swin_net",
                                  "mask_net",
                                  "einsum_net",
@@ -96,6 +97,8 @@ TEST_CASE("onnx: imported models give ONNX's reference outputs") {
   // query repeated over the batch axis for each window and over the tokens, a weight repeated.
   // tile_static_net: the same exported at a fixed batch of 1 (the grid folded into a constant,
   // its repeats holding 1), run at a batch of 2 against PyTorch's output there.
+  // conv3d_net: PyTorch's output; Conv3d whose window is 1 wide along one axis (the last:
+  // LambdaNetworks' position lambdas; the first, grouped and strided; the middle, dilated).
   // swin_net: PyTorch's output; torchvision's SwinTransformer (tiny): padding to whole windows,
   // the cyclic shift, the shifted windows' mask (float constants computed from shapes), the
   // relative position bias gathered from its table, a rank-5 broadcast add.

@@ -122,3 +122,15 @@ TEST_CASE("onnx: gradcheck of Tile") {
   check_gradients(randomized(m, 110), {random_tensor({2, 3, 8, 8}, 29, -2, 2)},
                   {.tolerance = 1e-6});
 }
+
+// Conv3d with a window 1 wide along one axis (conv3d_net: along the last, the first and the
+// middle axis; grouped, strided, padded, dilated) in float64 against finite differences.
+TEST_CASE("onnx: gradcheck of 3-D convolutions with an axis 1 wide") {
+  const OnnxModel m = load_onnx((onnx_data() / "conv3d_net.onnx").string());
+  std::vector<int> axes;
+  for (const OnnxNode& n : m.graph->nodes)
+    if (n.kind == OnnxKind::conv && n.unit_axis != 0) axes.push_back(n.unit_axis);
+  CHECK(axes == std::vector<int>{4, 2, 3});
+  check_gradients(randomized(m, 120), {random_tensor({2, 3, 6, 7}, 31, -2, 2)},
+                  {.tolerance = 1e-6});
+}

@@ -260,14 +260,16 @@ TEST_CASE("onnx: timm's ops where they do not fit are errors naming what is wron
   attribute(node(flat, "Flatten"), "axis")->set_i(0);
   CHECK(error_for(flat).ends_with(
       "(Flatten): axis 0 would move the batch axis; frugal imports axes from 1 on"));
-  // ECA's 1-D convolution with a 3-D window.
+  // ECA's 1-D convolution with a 3-D window, none of whose axes is 1 wide.
   onnx::ModelProto cube = m;
   for (auto& n : *cube.mutable_graph()->mutable_node())
     if (n.op_type() == "Conv" && attribute(&n, "kernel_shape")->ints_size() == 1) {
       attribute(&n, "kernel_shape")->add_ints(3);
       attribute(&n, "kernel_shape")->add_ints(3);
     }
-  CHECK(error_for(cube).ends_with("(Conv): 3-D windows are not imported (1-D and 2-D are)"));
+  CHECK(error_for(cube).ends_with(
+      "(Conv): a 3-D window is imported where one axis is 1 wide with stride 1 and no padding "
+      "(kernel_shape written); this one has none"));
   // torch.clamp(t, -1.5, 2) with its bounds crossed: min 3 above max 2.
   onnx::ModelProto crossed = m;
   std::string low;
@@ -333,4 +335,33 @@ TEST_CASE("onnx: a Tile that does not fit is an error naming what is wrong") {
       "(Tile): Tile of [1,1,8] by (4,4): expected one repeat count per axis"));
   CHECK(with_repeats({4, 0, 1}).ends_with(
       "(Tile): Tile of [1,1,8] by (4,0,1): frugal imports repeat counts of 1 to 65536"));
+}
+
+TEST_CASE("onnx: a 3-D convolution frugal does not import is an error naming what is wrong") {
+  onnx::ModelProto m;
+  std::ifstream in(onnx_data() / "conv3d_net.onnx", std::ios::binary);
+  REQUIRE(m.ParseFromIstream(&in));
+  REQUIRE(error_for(m).empty());
+  // The first Conv3d, LambdaNetworks' (3, 3, 1) window padded (1, 1, 0), rewritten.
+  auto with_window = [&](std::vector<int64_t> kernel, std::vector<int64_t> pads) {
+    onnx::ModelProto e = m;
+    for (auto& n : *e.mutable_graph()->mutable_node())
+      if (n.op_type() == "Conv" && attribute(&n, "kernel_shape")->ints_size() == 3) {
+        attribute(&n, "kernel_shape")->clear_ints();
+        for (int64_t k : kernel) attribute(&n, "kernel_shape")->add_ints(k);
+        attribute(&n, "pads")->clear_ints();
+        for (int64_t p : pads) attribute(&n, "pads")->add_ints(p);
+        break;
+      }
+    return error_for(e);
+  };
+  CHECK(with_window({3, 3, 1}, {1, 1, 0, 1, 1, 0}).empty());
+  const std::string none =
+      "(Conv): a 3-D window is imported where one axis is 1 wide with stride 1 and no padding "
+      "(kernel_shape written); this one has none";
+  CHECK(with_window({3, 3, 2}, {1, 1, 0, 1, 1, 0}).ends_with(none));
+  CHECK(with_window({3, 3, 1}, {1, 1, 1, 1, 1, 0}).ends_with(none));  // padded along it
+  CHECK(with_window({1, 3, 3}, {0, 0, 0, 0, 0, 0})
+            .ends_with("(Conv): a 3-D convolution of [1,1,4,6,7] with weight [2,1,3,3,1]: the "
+                       "window is 1 wide along axis 2 in kernel_shape, not in the weight"));
 }
