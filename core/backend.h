@@ -151,11 +151,12 @@ class Backend {
   // dx[n,c,h,w] = the sum of dy's kernel_h x kernel_w block, row by row: a fixed order
   virtual void upsample_nearest_backward(const Pool2dGeometry& g, const Tensor& dy, Tensor& dx) = 0;
 
-  // --- bilinear resizing (core/resize.h): x (N,C,H,W) -> y (N,C,P,Q), each output the two by
-  // two neighbours of resize_tap weighted; backward adds each dy into those four dx, plane by
-  // plane in output order (the same bits on any thread count).
-  virtual void resize_bilinear_forward(const ResizeGeometry& g, const Tensor& x, Tensor& y) = 0;
-  virtual void resize_bilinear_backward(const ResizeGeometry& g, const Tensor& dy, Tensor& dx) = 0;
+  // --- resizing (core/resize.h): x (N,C,H,W) -> y (N,C,P,Q), each output the two by two
+  // neighbours of resize_tap (g.method linear) or the four by four of resize_cubic_tap (cubic)
+  // weighted; backward adds each dy into those dx, plane by plane in output order (the same
+  // bits on any thread count).
+  virtual void resize_forward(const ResizeGeometry& g, const Tensor& x, Tensor& y) = 0;
+  virtual void resize_backward(const ResizeGeometry& g, const Tensor& dy, Tensor& dx) = 0;
 
   // c = op(a) op(b) for each batch of g (MatmulGeometry above); c overlaps neither operand.
   // One batch's product has the same bits whatever the batch count or the thread count.

@@ -1,6 +1,6 @@
-// The CUDA backend's bilinear resizing: forward one thread per output element; backward one
-// thread per (n, c) plane walking the outputs in the CPU's order (no atomics: the same sums
-// every run, in the CPU's order, though not always its bits where the compiler fuses a
+// The CUDA backend's resizing, bilinear and bicubic: forward one thread per output element;
+// backward one thread per (n, c) plane walking the outputs in the CPU's order (no atomics: the same
+// sums every run, in the CPU's order, though not always its bits where the compiler fuses a
 // multiply and add differently).
 #include "core/kernel_checks.h"
 #include "cuda/cuda_backend.h"
@@ -45,26 +45,68 @@ __global__ void resize_backward_kernel(ResizeGeometry g, const T* dy, T* dx) {
   }
 }
 
-}  // namespace
-
-void CudaBackend::resize_bilinear_forward(const ResizeGeometry& g, const Tensor& x, Tensor& y) {
-  check_resize("resize_bilinear", g, x, y, device());
-  const int64_t n = g.N * g.C * g.P * g.Q;
-  if (x.dtype() == DType::f32)
-    launch(n, resize_forward_kernel<float>, g, x.device_data<float>(), y.device_data<float>());
-  else
-    launch(n, resize_forward_kernel<double>, g, x.device_data<double>(), y.device_data<double>());
+template <typename T>
+__global__ void cubic_forward_kernel(ResizeGeometry g, const T* x, T* y) {
+  const int64_t i = thread_index();
+  if (i >= g.N * g.C * g.P * g.Q) return;
+  const int64_t q = i % g.Q, p = (i / g.Q) % g.P, nc = i / (g.P * g.Q);
+  const ResizeCubicTap r = resize_cubic_tap(p, g.H, g.P, g.scale_h, g.mode, g.cubic_a);
+  const ResizeCubicTap c = resize_cubic_tap(q, g.W, g.Q, g.scale_w, g.mode, g.cubic_a);
+  T sum = T(0);
+  for (int k = 0; k < 4; ++k) {
+    const T* row = x + (nc * g.H + r.i[k]) * g.W;
+    const T along = static_cast<T>(c.w[0]) * row[c.i[0]] + static_cast<T>(c.w[1]) * row[c.i[1]] +
+                    static_cast<T>(c.w[2]) * row[c.i[2]] + static_cast<T>(c.w[3]) * row[c.i[3]];
+    sum += static_cast<T>(r.w[k]) * along;
+  }
+  y[i] = sum;
 }
 
-void CudaBackend::resize_bilinear_backward(const ResizeGeometry& g, const Tensor& dy, Tensor& dx) {
-  check_resize("resize_bilinear backward", g, dx, dy, device());
-  const int64_t planes = g.N * g.C;
-  if (dy.dtype() == DType::f32)
-    launch(planes, resize_backward_kernel<float>, g, dy.device_data<float>(),
-           dx.device_data<float>());
+template <typename T>
+__global__ void cubic_backward_kernel(ResizeGeometry g, const T* dy, T* dx) {
+  const int64_t nc = thread_index();
+  if (nc >= g.N * g.C) return;
+  T* dp = dx + nc * g.H * g.W;
+  const T* gp = dy + nc * g.P * g.Q;
+  for (int64_t i = 0; i < g.H * g.W; ++i) dp[i] = T(0);
+  for (int64_t p = 0; p < g.P; ++p) {
+    const ResizeCubicTap r = resize_cubic_tap(p, g.H, g.P, g.scale_h, g.mode, g.cubic_a);
+    for (int64_t q = 0; q < g.Q; ++q) {
+      const ResizeCubicTap c = resize_cubic_tap(q, g.W, g.Q, g.scale_w, g.mode, g.cubic_a);
+      const T d = gp[p * g.Q + q];
+      for (int k = 0; k < 4; ++k) {
+        T* row = dp + r.i[k] * g.W;
+        const T dr = static_cast<T>(r.w[k]) * d;
+        for (int j = 0; j < 4; ++j) row[c.i[j]] += static_cast<T>(c.w[j]) * dr;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void CudaBackend::resize_forward(const ResizeGeometry& g, const Tensor& x, Tensor& y) {
+  check_resize("resize", g, x, y, device());
+  const int64_t n = g.N * g.C * g.P * g.Q;
+  const bool cubic = g.method == ResizeMethod::cubic;
+  if (x.dtype() == DType::f32)
+    launch(n, cubic ? cubic_forward_kernel<float> : resize_forward_kernel<float>, g,
+           x.device_data<float>(), y.device_data<float>());
   else
-    launch(planes, resize_backward_kernel<double>, g, dy.device_data<double>(),
-           dx.device_data<double>());
+    launch(n, cubic ? cubic_forward_kernel<double> : resize_forward_kernel<double>, g,
+           x.device_data<double>(), y.device_data<double>());
+}
+
+void CudaBackend::resize_backward(const ResizeGeometry& g, const Tensor& dy, Tensor& dx) {
+  check_resize("resize backward", g, dx, dy, device());
+  const int64_t planes = g.N * g.C;
+  const bool cubic = g.method == ResizeMethod::cubic;
+  if (dy.dtype() == DType::f32)
+    launch(planes, cubic ? cubic_backward_kernel<float> : resize_backward_kernel<float>, g,
+           dy.device_data<float>(), dx.device_data<float>());
+  else
+    launch(planes, cubic ? cubic_backward_kernel<double> : resize_backward_kernel<double>, g,
+           dy.device_data<double>(), dx.device_data<double>());
 }
 
 }  // namespace frugal

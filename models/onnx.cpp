@@ -229,6 +229,13 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
     if (is_int(x)) r.fail(n, "input " + std::to_string(i) + " is an integer (shape) value");
     return x;
   };
+  // A reduction of a value whose axis 0 is not the batch's may reduce that axis (the mean of
+  // torch.stack(xs, dim=0) over it); without keepdims the batch is axis 0 again.
+  auto moved_reduction = [&](OnnxNode& o, const std::vector<int64_t>& axes) {
+    o.batch_moved = batch_moved.count(o.inputs[0]) > 0;
+    const bool drops_0 = o.squeeze && std::find(axes.begin(), axes.end(), 0) != axes.end();
+    if (o.batch_moved && !drops_0) batch_moved.insert(o.output);
+  };
   auto optional_int_input = [&](const onnx::NodeProto& n, int i) -> std::string {
     return i < n.input_size() && !n.input(i).empty() ? int_input(n, i) : std::string();
   };
@@ -313,7 +320,8 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
     } else if (op == "Resize") {
       // Nearest by whole factors, as nn.Upsample(scale_factor=k, mode="nearest") exports it
       // (asymmetric with floor; half-pixel centres pick the same pixels at whole factors), or
-      // bilinear to any size (interpolate(mode="bilinear"), align_corners either way).
+      // bilinear or bicubic to any size (interpolate(mode="bilinear" or "bicubic"),
+      // align_corners either way).
       const std::string mode = r.get_string(n, "mode", "nearest");
       const std::string ctm = r.get_string(n, "coordinate_transformation_mode", "half_pixel");
       auto input = [&](int i) {
@@ -352,8 +360,15 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
             r.fail(n, "scales must be a constant (1, 1, s_h, s_w) of whole numbers in 1..4096");
           o.scale_h = static_cast<int64_t>(scales[2]), o.scale_w = static_cast<int64_t>(scales[3]);
         }
-      } else if (mode == "linear") {
-        o.kind = Kind::resize_bilinear;
+      } else if (mode == "linear" || mode == "cubic") {
+        o.kind = Kind::resize;
+        if (mode == "cubic") {
+          o.resize_method = ResizeMethod::cubic;
+          o.cubic_a = r.get_float(n, "cubic_coeff_a", -0.75);
+          if (!std::isfinite(o.cubic_a)) r.fail(n, "cubic_coeff_a is not a finite number");
+          if (r.get_int(n, "exclude_outside", 0) != 0)
+            r.fail(n, "exclude_outside 1 is not imported (PyTorch exports 0: the edge repeated)");
+        }
         if (ctm == "half_pixel")
           o.resize_mode = ResizeCoordinates::half_pixel;
         else if (ctm == "pytorch_half_pixel")
@@ -363,11 +378,12 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
         else if (ctm == "asymmetric")
           o.resize_mode = ResizeCoordinates::asymmetric;
         else
-          r.fail(n, "coordinate_transformation_mode " + ctm + " is not imported in linear mode");
+          r.fail(n,
+                 "coordinate_transformation_mode " + ctm + " is not imported in " + mode + " mode");
         o.resize_scale_h = scales[2];
         o.resize_scale_w = scales[3];
       } else {
-        r.fail(n, "mode " + mode + " is not imported (nearest or linear)");
+        r.fail(n, "mode " + mode + " is not imported (nearest, linear or cubic)");
       }
       o.inputs = {activation_input(n)};
     } else if (op == "BatchNormalization" && is_weight(need(n, 0))) {
@@ -474,6 +490,7 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       if (o.ints.empty()) r.fail(n, "no axes: the mean over every axis, the batch's included");
       o.squeeze = r.get_int(n, "keepdims", 1) == 0;
       o.inputs = {activation_input(n)};
+      moved_reduction(o, o.ints);
     } else if (op == "ReduceSum" || op == "ReduceMax" || op == "ReduceMin" ||
                op == "ReduceSumSquare" || op == "ReduceL1" || op == "ReduceL2" ||
                op == "ReduceLogSumExp") {
@@ -500,6 +517,9 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       }
       o.squeeze = r.get_int(n, "keepdims", 1) == 0;
       o.inputs = {activation_input(n)};
+      moved_reduction(o, axes.empty()                ? o.ints
+                         : int_constants.count(axes) ? int_constants.at(axes).values
+                                                     : std::vector<int64_t>{});
     } else if (op == "Cast" && !is_int(need(n, 0)) && !all_constant(n)) {
       // Of an activation to the model's own float type (EfficientViT casts to float before its
       // attention): nothing to do, the whole graph computing in one type (the file's, or the
@@ -747,6 +767,17 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       o.inputs = {o.of_weight ? operand(n, 0) : activation_input(n)};
       if (o.of_weight) weight_values.insert(o.output);
       o.batch_moved = batch_moved.count(x) > 0;  // (its output is taken to have it first again)
+      // A new axis 0 in front of the batch (torch.stack(xs, dim=0): CrossViT's heads, averaged
+      // over that axis after a Concat along it).
+      const std::vector<int64_t> axes =
+          !o.int_node.ints.empty() && int_constants.count(o.int_node.ints[0])
+              ? int_constants.at(o.int_node.ints[0]).values
+              : o.int_node.attrs;
+      if (op == "Unsqueeze" && !o.of_weight &&
+          std::find(axes.begin(), axes.end(), 0) != axes.end()) {
+        o.batch_moved = true;
+        batch_moved.insert(o.output);
+      }
     } else if (op == "Gather" && graph->initializers.count(need(n, 0))) {
       // Of a weight by constant indices (Swin's relative position bias table[index]): a gather
       // op, whose gradient adds back into the table.
@@ -818,6 +849,10 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       o.kind = Kind::concat;
       o.axis = r.get_int(n, "axis", 0);
       for (int i = 0; i < n.input_size(); ++i) o.inputs.push_back(activation_input_at(n, i));
+      // Values stacked along an axis 0 that is not the batch's (torch.stack's Unsqueeze first).
+      o.batch_moved = std::any_of(o.inputs.begin(), o.inputs.end(),
+                                  [&](const std::string& i) { return batch_moved.count(i) > 0; });
+      if (o.batch_moved) batch_moved.insert(o.output);
     } else if (op == "Erf") {
       o.kind = Kind::activation;  // or part of GELU (fuse_onnx_graph)
       o.activation = Activation::erf;

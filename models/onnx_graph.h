@@ -22,7 +22,7 @@ enum class OnnxKind {
   conv,
   conv_transpose,
   upsample_nearest,  // Resize in nearest mode by whole factors
-  resize_bilinear,   // Resize in linear mode
+  resize,            // Resize in linear or cubic mode (resize_method, cubic_a)
   batch_norm,
   gemm,
   max_pool,
@@ -76,6 +76,8 @@ struct OnnxNode {
   int64_t output_padding_h = 0, output_padding_w = 0;  // ConvTranspose
   int64_t scale_h = 0, scale_w = 0;                    // Resize by scales, or 0 with its sizes:
   ResizeCoordinates resize_mode = ResizeCoordinates::half_pixel;  // Resize in linear mode
+  ResizeMethod resize_method = ResizeMethod::linear;              // or cubic mode,
+  double cubic_a = -0.75;                                         // its cubic_coeff_a
   double resize_scale_h = 0, resize_scale_w = 0;                  // its scales, or 0: sizes
   bool ceil = false, count_include_pad = true;
   double eps = 1e-5, momentum = 0.1, alpha = 0;

@@ -36,7 +36,7 @@
 #include "layers/reduce.h"
 #include "layers/relu.h"
 #include "layers/reshape.h"
-#include "layers/resize_bilinear.h"
+#include "layers/resize.h"
 #include "layers/slice.h"
 #include "layers/softmax.h"
 #include "layers/split.h"
@@ -134,8 +134,25 @@ Value record_reduce(const OnnxNode& n, const Ints& axes, Value x) {
                  " is outside the rank");
     reduced[static_cast<size_t>(axis_of(a, rank))] = true;
   }
-  FRUGAL_CHECK(!reduced[0], what, " over axes ", str(axes), " of ", s,
+  FRUGAL_CHECK(!reduced[0] || n.batch_moved, what, " over axes ", str(axes), " of ", s,
                " includes the batch axis; frugal imports reductions over the other axes");
+  if (reduced[0]) {  // over an axis 0 that is not the batch's: rows of (1, kept, reduced)
+    Ints perm, out;
+    int64_t kept = 1, count = 1;
+    for (int a = 0; a < rank; ++a)
+      if (!reduced[static_cast<size_t>(a)]) perm.push_back(a), kept *= s[a];
+    for (int a = 0; a < rank; ++a)
+      if (reduced[static_cast<size_t>(a)]) perm.push_back(a), count *= s[a];
+    for (int a = 0; a < rank; ++a)
+      if (!reduced[static_cast<size_t>(a)] || !n.squeeze)
+        out.push_back(reduced[static_cast<size_t>(a)] ? 1 : s[a]);
+    if (out.empty()) out.push_back(1);
+    x = transpose(x, perm);
+    Value y =
+        mean ? avg_pool2d(reshape(x, Shape{1, kept, 1, count}), {.kernel = 1, .kernel_w = count})
+             : reduce(reshape(x, Shape{1, kept, count}), n.reduction, 1);
+    return reshape(y, Shape(out));
+  }
   if (mean && rank == 4 && !reduced[1] && reduced[2] && reduced[3]) {
     Value y = avg_pool2d(x, {.kernel = s[2], .kernel_w = s[3]});
     return n.squeeze ? flatten(y) : y;
@@ -234,6 +251,27 @@ Value record_tile(const Ints& repeats, Value x) {
     x = concat(std::vector<Value>(r, x), k);
   }
   return x;
+}
+
+// Concat along any axis; along an axis 0 that is not the batch's (torch.stack(xs, dim=0)) the
+// pieces side by side in (1, numel) are the bytes of the joined (sum of k_i, ...).
+Value record_concat(const OnnxNode& n, std::span<const Value> in) {
+  const Shape s = in[0].shape();  // a copy: values are recorded below
+  const int64_t a = axis_of(n.axis, s.rank());
+  if (a != 0 || !n.batch_moved) return concat({in.begin(), in.end()}, a);
+  std::vector<Value> flat;
+  std::vector<int64_t> d(s.dims().begin(), s.dims().end());
+  d[0] = 0;
+  for (const Value& v : in) {
+    const Shape p = v.shape();
+    FRUGAL_CHECK(p.rank() == s.rank(), "Concat along axis 0 of ", s, " and ", p, ": ranks differ");
+    for (int k = 1; k < s.rank(); ++k)
+      FRUGAL_CHECK(p[k] == s[k], "Concat along axis 0 of ", s, " and ", p, ": axis ", k,
+                   " differs");
+    d[0] += p[0];
+    flat.push_back(reshape(v, Shape{1, p.numel()}));
+  }
+  return reshape(concat(flat, 1), Shape(d));
 }
 
 // MatMul between two activations with NumPy's broadcasting of the leading axes: the shorter
@@ -481,7 +519,7 @@ Value record_onnx(const OnnxModel& model, Value images) {
           break;
         }
         case Kind::upsample_nearest:
-        case Kind::resize_bilinear: {
+        case Kind::resize: {
           const Shape& x = in[0].shape();
           FRUGAL_CHECK(x.rank() == 4, "resizes (N, C, H, W) values, got ", x);
           int64_t out_h = 0, out_w = 0;  // from the sizes, or 0: from the scales
@@ -505,11 +543,14 @@ Value record_onnx(const OnnxModel& model, Value images) {
               out_h = static_cast<int64_t>(std::floor(double(x[2]) * n.resize_scale_h));
               out_w = static_cast<int64_t>(std::floor(double(x[3]) * n.resize_scale_w));
             }
-            y = resize_bilinear(in[0], {.height = out_h,
-                                        .width = out_w,
-                                        .mode = n.resize_mode,
-                                        .scale_h = n.resize_scale_h,
-                                        .scale_w = n.resize_scale_w});
+            const ResizeOptions o{.height = out_h,
+                                  .width = out_w,
+                                  .mode = n.resize_mode,
+                                  .scale_h = n.resize_scale_h,
+                                  .scale_w = n.resize_scale_w,
+                                  .cubic_a = n.cubic_a};
+            y = n.resize_method == ResizeMethod::cubic ? resize_bicubic(in[0], o)
+                                                       : resize_bilinear(in[0], o);
           }
           break;
         }
@@ -696,7 +737,7 @@ Value record_onnx(const OnnxModel& model, Value images) {
           break;
         }
         case Kind::concat:
-          y = in.size() == 1 ? in[0] : concat(in, axis_of(n.axis, in[0].shape().rank()));
+          y = in.size() == 1 ? in[0] : record_concat(n, in);
           break;
         case Kind::slice:
           y = record_slice(n, ints, in[0]);

@@ -1152,6 +1152,40 @@ def conv3d_net(out):
     export_with_output(net, x, out, "conv3d_net", 17)
 
 
+def bicubic_net(out):
+    """Bicubic resizing as PyTorch exports it (Resize in cubic mode, Keys' coefficient -0.75):
+    CrossViT's input scaled down to its second branch's size, an upscale by 1.5 and one to a
+    size with align_corners; and CrossViT's head, torch.stack(xs, dim=0) of two branches'
+    logits averaged over the new axis 0 (Unsqueeze, Concat along it, ReduceMean over it);
+    tests/data/onnx/bicubic_net.onnx with PyTorch's float32 output."""
+
+    import torch
+    from torch import nn
+    from torch.nn import functional as F
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Conv2d(3, 4, 3, padding=1)
+            self.b = nn.Conv2d(3, 4, 3, padding=1)
+            self.head_a = nn.Linear(4, 5)
+            self.head_b = nn.Linear(8, 5)
+
+        def forward(self, x):
+            a = self.a(x)
+            b = self.b(F.interpolate(x, size=(7, 7), mode="bicubic", align_corners=False))
+            up = F.interpolate(b, scale_factor=1.5, mode="bicubic")
+            c = F.interpolate(b, size=(9, 12), mode="bicubic", align_corners=True)
+            ya = self.head_a(a.mean((2, 3)))
+            yb = self.head_b(torch.cat([up.mean((2, 3)), c.amax((2, 3))], dim=1))
+            return torch.mean(torch.stack([ya, yb], dim=0), dim=0)
+
+    torch.manual_seed(25)
+    net = Net().eval()
+    x = torch.rand(2, 3, 9, 9) * 4 - 2
+    export_with_output(net, x, out, "bicubic_net", 17)
+
+
 def vit_net(out):
     """torchvision's VisionTransformer, tiny (16 x 16 images in 4 x 4 patches, 2 layers of 2
     heads, 16 wide): nn.MultiheadAttention's export moves the batch axis (tokens (L, N, E) to
@@ -1577,6 +1611,7 @@ if __name__ == "__main__":
         timm_net(sys.argv[2])
         tile_net(sys.argv[2])
         conv3d_net(sys.argv[2])
+        bicubic_net(sys.argv[2])
         swin_net(sys.argv[2])
         einsum_net(sys.argv[2])
         instance_norm_net(sys.argv[2])

@@ -60,6 +60,7 @@ const char* const kFixtures[] = {"residual_net",
                                  "tile_net",
                                  "tile_static_net",
                                  "conv3d_net",
+                                 "bicubic_net",
                                  "swin_net",
                                  "mask_net",
                                  "einsum_net",
@@ -99,6 +100,8 @@ TEST_CASE("onnx: imported models give ONNX's reference outputs") {
   // its repeats holding 1), run at a batch of 2 against PyTorch's output there.
   // conv3d_net: PyTorch's output; Conv3d whose window is 1 wide along one axis (the last:
   // LambdaNetworks' position lambdas; the first, grouped and strided; the middle, dilated).
+  // bicubic_net: PyTorch's output; bicubic resizing down, up by 1.5 and to a size with
+  // align_corners, and torch.stack(xs, dim=0) averaged over the new axis 0 (CrossViT's head).
   // swin_net: PyTorch's output; torchvision's SwinTransformer (tiny): padding to whole windows,
   // the cyclic shift, the shifted windows' mask (float constants computed from shapes), the
   // relative position bias gathered from its table, a rank-5 broadcast add.

@@ -89,12 +89,17 @@ TEST_CASE("onnx: bad files, unsupported ops and attributes are errors naming wha
     CHECK(error_for(padded) ==
           "m.onnx: node 'up2' (ConvTranspose): output_padding must be two values, each below its "
           "stride");
-    // Resize: cubic, a fractional scale in nearest mode, and asymmetric rounding are refused.
-    onnx::ModelProto linear = m, fraction = m, rounded = m;
+    // Resize: an unknown mode, a fractional scale in nearest mode, and asymmetric rounding are
+    // refused; cubic is imported.
+    onnx::ModelProto linear = m, fraction = m, rounded = m, cubic = m;
     for (auto& n : *linear.mutable_graph()->mutable_node())
-      if (n.name() == "resize") attribute(&n, "mode")->set_s("cubic");
+      if (n.name() == "resize") attribute(&n, "mode")->set_s("lanczos");
     CHECK(error_for(linear) ==
-          "m.onnx: node 'resize' (Resize): mode cubic is not imported (nearest or linear)");
+          "m.onnx: node 'resize' (Resize): mode lanczos is not imported "
+          "(nearest, linear or cubic)");
+    for (auto& n : *cubic.mutable_graph()->mutable_node())
+      if (n.name() == "resize") attribute(&n, "mode")->set_s("cubic");
+    CHECK(error_for(cubic).empty());
     for (auto& t : *fraction.mutable_graph()->mutable_initializer())
       if (t.name() == "scales") {
         t.clear_raw_data();
@@ -263,7 +268,11 @@ TEST_CASE("onnx: bad files, unsupported ops and attributes are errors naming wha
     int reshapes = 0;
     for (const OnnxNode& n : model.graph->nodes) reshapes += n.kind == OnnxKind::reshape_axes;
     CHECK(reshapes == 2);
+    // A new axis 0 (torch.stack's), squeezed again: the batch first again.
     axes->set_int64_data(0, 0);
+    CHECK(error_for(m).empty());
+    // The Squeeze alone over axis 0, the batch's: an error.
+    g->mutable_node(2)->set_input(0, "c");
     CHECK(error_for(m).ends_with("moves the batch axis; frugal imports those that keep it"));
   }
   {  // MatMul whose leading axes do not broadcast: x (N,4,5,5) against its first two channels.

@@ -134,3 +134,18 @@ TEST_CASE("onnx: gradcheck of 3-D convolutions with an axis 1 wide") {
   check_gradients(randomized(m, 120), {random_tensor({2, 3, 6, 7}, 31, -2, 2)},
                   {.tolerance = 1e-6});
 }
+
+// Bicubic resizing three ways and torch.stack(xs, dim=0).mean(0) (bicubic_net) in float64
+// against finite differences.
+TEST_CASE("onnx: gradcheck of bicubic resizing and a stack averaged over its new axis") {
+  const OnnxModel m = load_onnx((onnx_data() / "bicubic_net.onnx").string());
+  int cubic = 0, moved = 0;
+  for (const OnnxNode& n : m.graph->nodes) {
+    cubic += n.kind == OnnxKind::resize && n.resize_method == ResizeMethod::cubic;
+    moved += n.batch_moved;
+  }
+  CHECK(cubic == 3);
+  CHECK(moved == 4);  // two Unsqueeze, the Concat and the ReduceMean over axis 0
+  check_gradients(randomized(m, 130), {random_tensor({2, 3, 9, 9}, 37, -2, 2)},
+                  {.tolerance = 1e-6});
+}

@@ -365,3 +365,35 @@ TEST_CASE("onnx: a 3-D convolution frugal does not import is an error naming wha
             .ends_with("(Conv): a 3-D convolution of [1,1,4,6,7] with weight [2,1,3,3,1]: the "
                        "window is 1 wide along axis 2 in kernel_shape, not in the weight"));
 }
+
+TEST_CASE("onnx: bicubic resizing and stacking that frugal does not import are errors") {
+  onnx::ModelProto m;
+  std::ifstream in(onnx_data() / "bicubic_net.onnx", std::ios::binary);
+  REQUIRE(m.ParseFromIstream(&in));
+  REQUIRE(error_for(m).empty());
+  auto first = [](onnx::ModelProto& p, const std::string& op) -> onnx::NodeProto* {
+    for (auto& n : *p.mutable_graph()->mutable_node())
+      if (n.op_type() == op) return &n;
+    return nullptr;
+  };
+  onnx::ModelProto outside = m, coeff = m, crop = m, batch = m;
+  onnx::AttributeProto* e = attribute(first(outside, "Resize"), "exclude_outside");
+  e->set_type(onnx::AttributeProto::INT);
+  e->set_i(1);
+  CHECK(error_for(outside).ends_with(
+      "(Resize): exclude_outside 1 is not imported (PyTorch exports 0: the edge repeated)"));
+  attribute(first(coeff, "Resize"), "cubic_coeff_a")->set_f(NAN);
+  CHECK(error_for(coeff).ends_with("(Resize): cubic_coeff_a is not a finite number"));
+  attribute(first(crop, "Resize"), "coordinate_transformation_mode")->set_s("tf_crop_and_resize");
+  CHECK(error_for(crop).ends_with(
+      "(Resize): coordinate_transformation_mode tf_crop_and_resize is not imported in cubic "
+      "mode"));
+  // The stack's mean over axis 1 instead, the batch's: the output is not (N, ...).
+  for (auto& n : *batch.mutable_graph()->mutable_node())
+    if (n.op_type() == "ReduceMean" && attribute(&n, "axes")->ints(0) == 0)
+      attribute(&n, "axes")->set_ints(0, 1);
+  CHECK(
+      error_for(batch).ends_with("the output 'y' is [2,5] for a batch of 1: its first axis "
+                                 "must be the batch's (reshapes and transposes may move the "
+                                 "batch axis on the way, but it must come back first)"));
+}

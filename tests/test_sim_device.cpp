@@ -33,7 +33,7 @@
 #include "layers/reduce.h"
 #include "layers/relu.h"
 #include "layers/reshape.h"
-#include "layers/resize_bilinear.h"
+#include "layers/resize.h"
 #include "layers/slice.h"
 #include "layers/softmax.h"
 #include "layers/softmax_cross_entropy.h"
@@ -213,7 +213,8 @@ TEST_CASE("sim device: the reductions' steps equal the CPU's bitwise") {
 }
 
 TEST_CASE(
-    "sim device: data movement, softmax, bilinear resizing and matmul equal the CPU's bitwise") {
+    "sim device: data movement, softmax, bilinear and bicubic resizing and matmul equal the CPU's "
+    "bitwise") {
   const Network net = [](Value x) {
     x = conv2d(x, {.out = 4, .kernel = 3, .pad = 1});
     auto parts = split(x, 1, {1, 3});
@@ -221,7 +222,8 @@ TEST_CASE(
     Value p = pad(slice(t, 3, 1, 5), {.before = {0, 0, 0, 1}, .after = {0, 0, 0, 1}, .value = 1});
     Value j = softmax(concat({p, parts[0]}, 1), 1);
     Value r = resize_bilinear(x, {.height = 9, .width = 6, .mode = ResizeCoordinates::half_pixel});
-    return linear(flatten(concat({matmul(j, j), r}, 2)), {.out = 5});
+    Value c = resize_bicubic(x, {.height = 5, .width = 6});
+    return linear(flatten(concat({matmul(j, j), r, c}, 2)), {.out = 5});
   };
   for (MemoryMode memory : {MemoryMode::baseline, MemoryMode::planned})
     check_all_bitwise(train_on(cpu_backend(), net, {2, 3, 6, 6}, 5, memory, 2),

@@ -99,8 +99,8 @@ class CpuBackend final : public Backend {
   void strided_copy(const CopyBox& g, const Tensor& x, Tensor& y) override;
   void batched_matmul(const MatmulGeometry& g, const Tensor& a, const Tensor& b,
                       Tensor& c) override;
-  void resize_bilinear_forward(const ResizeGeometry& g, const Tensor& x, Tensor& y) override;
-  void resize_bilinear_backward(const ResizeGeometry& g, const Tensor& dy, Tensor& dx) override;
+  void resize_forward(const ResizeGeometry& g, const Tensor& x, Tensor& y) override;
+  void resize_backward(const ResizeGeometry& g, const Tensor& dy, Tensor& dx) override;
 
   void activation_forward(Activation a, const Tensor& x, Tensor& y) override;
   void binary_forward(BinaryKind k, const Broadcast& g, const Tensor& a, const Tensor& b,

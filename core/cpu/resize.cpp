@@ -1,6 +1,7 @@
-// The CPU's bilinear resizing: the taps of every output row and column computed once
-// (core/resize.h), planes in parallel; backward adds each output gradient into its four inputs
-// in output order within a plane, so a plane's sums have one order on any thread count.
+// The CPU's resizing, bilinear and bicubic: the taps of every output row and column computed
+// once (core/resize.h), planes in parallel; backward adds each output gradient into its four
+// (sixteen) inputs in output order within a plane, so a plane's sums have one order on any
+// thread count.
 #include <vector>
 
 #include "core/cpu/cpu_backend.h"
@@ -63,22 +64,83 @@ void backward_t(const ResizeGeometry& g, const T* dy, T* dx) {
   }
 }
 
-}  // namespace
-
-void CpuBackend::resize_bilinear_forward(const ResizeGeometry& g, const Tensor& x, Tensor& y) {
-  check_resize("resize_bilinear", g, x, y, device());
-  if (x.dtype() == DType::f32)
-    forward_t(g, x.data<float>(), y.data<float>());
-  else
-    forward_t(g, x.data<double>(), y.data<double>());
+std::vector<ResizeCubicTap> cubic_taps(int64_t in, int64_t out, double scale,
+                                       ResizeCoordinates mode, double a) {
+  std::vector<ResizeCubicTap> t;
+  for (int64_t o = 0; o < out; ++o) t.push_back(resize_cubic_tap(o, in, out, scale, mode, a));
+  return t;
 }
 
-void CpuBackend::resize_bilinear_backward(const ResizeGeometry& g, const Tensor& dy, Tensor& dx) {
-  check_resize("resize_bilinear backward", g, dx, dy, device());
-  if (dy.dtype() == DType::f32)
-    backward_t(g, dy.data<float>(), dx.data<float>());
+// Along each of the four rows first, then down the column of those four (PyTorch's order).
+template <typename T>
+void cubic_forward_t(const ResizeGeometry& g, const T* x, T* y) {
+  const std::vector<ResizeCubicTap> rows = cubic_taps(g.H, g.P, g.scale_h, g.mode, g.cubic_a);
+  const std::vector<ResizeCubicTap> cols = cubic_taps(g.W, g.Q, g.scale_w, g.mode, g.cubic_a);
+#pragma omp parallel for schedule(static)
+  for (int64_t nc = 0; nc < g.N * g.C; ++nc) {
+    const T* xp = x + nc * g.H * g.W;
+    T* yp = y + nc * g.P * g.Q;
+    for (int64_t p = 0; p < g.P; ++p) {
+      const ResizeCubicTap& r = rows[static_cast<size_t>(p)];
+      for (int64_t q = 0; q < g.Q; ++q) {
+        const ResizeCubicTap& c = cols[static_cast<size_t>(q)];
+        T sum = T(0);
+        for (int k = 0; k < 4; ++k) {
+          const T* row = xp + r.i[k] * g.W;
+          const T along =
+              static_cast<T>(c.w[0]) * row[c.i[0]] + static_cast<T>(c.w[1]) * row[c.i[1]] +
+              static_cast<T>(c.w[2]) * row[c.i[2]] + static_cast<T>(c.w[3]) * row[c.i[3]];
+          sum += static_cast<T>(r.w[k]) * along;
+        }
+        yp[p * g.Q + q] = sum;
+      }
+    }
+  }
+}
+
+template <typename T>
+void cubic_backward_t(const ResizeGeometry& g, const T* dy, T* dx) {
+  const std::vector<ResizeCubicTap> rows = cubic_taps(g.H, g.P, g.scale_h, g.mode, g.cubic_a);
+  const std::vector<ResizeCubicTap> cols = cubic_taps(g.W, g.Q, g.scale_w, g.mode, g.cubic_a);
+#pragma omp parallel for schedule(static)
+  for (int64_t nc = 0; nc < g.N * g.C; ++nc) {
+    T* dp = dx + nc * g.H * g.W;
+    const T* gp = dy + nc * g.P * g.Q;
+    for (int64_t i = 0; i < g.H * g.W; ++i) dp[i] = T(0);
+    for (int64_t p = 0; p < g.P; ++p) {
+      const ResizeCubicTap& r = rows[static_cast<size_t>(p)];
+      for (int64_t q = 0; q < g.Q; ++q) {
+        const ResizeCubicTap& c = cols[static_cast<size_t>(q)];
+        const T d = gp[p * g.Q + q];
+        for (int k = 0; k < 4; ++k) {
+          T* row = dp + r.i[k] * g.W;
+          const T dr = static_cast<T>(r.w[k]) * d;
+          for (int j = 0; j < 4; ++j) row[c.i[j]] += static_cast<T>(c.w[j]) * dr;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void CpuBackend::resize_forward(const ResizeGeometry& g, const Tensor& x, Tensor& y) {
+  check_resize("resize", g, x, y, device());
+  const bool cubic = g.method == ResizeMethod::cubic;
+  if (x.dtype() == DType::f32)
+    (cubic ? cubic_forward_t<float> : forward_t<float>)(g, x.data<float>(), y.data<float>());
   else
-    backward_t(g, dy.data<double>(), dx.data<double>());
+    (cubic ? cubic_forward_t<double> : forward_t<double>)(g, x.data<double>(), y.data<double>());
+}
+
+void CpuBackend::resize_backward(const ResizeGeometry& g, const Tensor& dy, Tensor& dx) {
+  check_resize("resize backward", g, dx, dy, device());
+  const bool cubic = g.method == ResizeMethod::cubic;
+  if (dy.dtype() == DType::f32)
+    (cubic ? cubic_backward_t<float> : backward_t<float>)(g, dy.data<float>(), dx.data<float>());
+  else
+    (cubic ? cubic_backward_t<double> : backward_t<double>)(g, dy.data<double>(),
+                                                            dx.data<double>());
 }
 
 }  // namespace frugal

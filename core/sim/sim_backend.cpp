@@ -358,14 +358,14 @@ void SimBackend::strided_copy(const CopyBox& g, const Tensor& x, Tensor& y) {
   cpu_.strided_copy(g, view(x), view(y));
 }
 
-void SimBackend::resize_bilinear_forward(const ResizeGeometry& g, const Tensor& x, Tensor& y) {
-  Views view(alloc_, "resize_bilinear_forward");
-  cpu_.resize_bilinear_forward(g, view(x), view(y));
+void SimBackend::resize_forward(const ResizeGeometry& g, const Tensor& x, Tensor& y) {
+  Views view(alloc_, "resize_forward");
+  cpu_.resize_forward(g, view(x), view(y));
 }
 
-void SimBackend::resize_bilinear_backward(const ResizeGeometry& g, const Tensor& dy, Tensor& dx) {
-  Views view(alloc_, "resize_bilinear_backward");
-  cpu_.resize_bilinear_backward(g, view(dy), view(dx));
+void SimBackend::resize_backward(const ResizeGeometry& g, const Tensor& dy, Tensor& dx) {
+  Views view(alloc_, "resize_backward");
+  cpu_.resize_backward(g, view(dy), view(dx));
 }
 
 void SimBackend::batched_matmul(const MatmulGeometry& g, const Tensor& a, const Tensor& b,

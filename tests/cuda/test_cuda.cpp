@@ -843,7 +843,7 @@ TEST_CASE("cuda concat: forward and backward, undefined parts skipped") {
   }
 }
 
-TEST_CASE("cuda strided copy, softmax, bilinear resize, batched matmul") {
+TEST_CASE("cuda strided copy, softmax, bilinear and bicubic resize, batched matmul") {
   for (DType t : kFloats) {
     Pair x = random_pair({2, 3, 4, 5}, t, 63, -3, 3);
     const std::vector<int64_t> perm{0, 2, 3, 1};
@@ -870,25 +870,27 @@ TEST_CASE("cuda strided copy, softmax, bilinear resize, batched matmul") {
       check_close(s, "softmax y");
       check_close(dx, "softmax dx");
     }
-    for (ResizeCoordinates m : {ResizeCoordinates::half_pixel, ResizeCoordinates::align_corners}) {
-      const ResizeGeometry g{.N = 2,
-                             .C = 3,
-                             .H = 4,
-                             .W = 5,
-                             .P = 9,
-                             .Q = 7,
-                             .mode = m,
-                             .scale_h = 9.0 / 4,
-                             .scale_w = 7.0 / 5};
-      Pair ry = empty_pair({2, 3, 9, 7}, t), rdy = random_pair({2, 3, 9, 7}, t, 65);
-      Pair rdx = empty_pair({2, 3, 4, 5}, t);
-      on_both([&](Backend& be, auto side) {
-        be.resize_bilinear_forward(g, side(x), side(ry));
-        be.resize_bilinear_backward(g, side(rdy), side(rdx));
-      });
-      check_close(ry, "resize y");
-      check_close(rdx, "resize dx");
-    }
+    for (ResizeCoordinates m : {ResizeCoordinates::half_pixel, ResizeCoordinates::align_corners})
+      for (ResizeMethod method : {ResizeMethod::linear, ResizeMethod::cubic}) {
+        const ResizeGeometry g{.N = 2,
+                               .C = 3,
+                               .H = 4,
+                               .W = 5,
+                               .P = 9,
+                               .Q = 7,
+                               .mode = m,
+                               .scale_h = 9.0 / 4,
+                               .scale_w = 7.0 / 5,
+                               .method = method};
+        Pair ry = empty_pair({2, 3, 9, 7}, t), rdy = random_pair({2, 3, 9, 7}, t, 65);
+        Pair rdx = empty_pair({2, 3, 4, 5}, t);
+        on_both([&](Backend& be, auto side) {
+          be.resize_forward(g, side(x), side(ry));
+          be.resize_backward(g, side(rdy), side(rdx));
+        });
+        check_close(ry, "resize y");
+        check_close(rdx, "resize dx");
+      }
     for (bool ta : {false, true})
       for (bool tb : {false, true}) {
         const MatmulGeometry g{.batch = 3, .M = 5, .N = 7, .K = 9, .trans_a = ta, .trans_b = tb};
