@@ -584,7 +584,14 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       if (o.batch_moved) batch_moved.insert(o.outputs.begin(), o.outputs.end());
     } else if (op == "Slice" && !is_int(need(n, 0))) {
       o.kind = Kind::slice;
-      o.inputs = {activation_input(n)};
+      // Of a weight (a training-mode export's LSTM: its gates' blocks of weight_ih cut apart
+      // and joined in ONNX's order), of any axis; of an activation whose axis 0 is not the
+      // batch's, of that axis too.
+      const bool of_weight = is_weight(need(n, 0));
+      o.inputs = {of_weight ? operand(n, 0) : activation_input(n)};
+      if (of_weight) weight_values.insert(o.output);
+      o.batch_moved = of_weight || batch_moved.count(o.inputs[0]) > 0;
+      if (batch_moved.count(o.inputs[0])) batch_moved.insert(o.output);
       for (int i = 1; i < 5; ++i) {
         const std::string v = i < 3 ? int_input(n, i) : optional_int_input(n, i);
         if (v.empty()) break;
@@ -804,6 +811,44 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       o.of_weight = graph->initializers.count(x) > 0 || float_constants.count(x) > 0;
       o.inputs = {o.of_weight ? operand(n, 0) : activation_input(n)};
       o.int_inputs = {int_input(n, 1)};
+    } else if (op == "LSTM") {
+      // nn.LSTM's export (opsets 11-17: layout 0, X (T, N, I)), unrolled while recording.
+      o.kind = Kind::lstm;
+      const std::string dir = r.get_string(n, "direction", "forward");
+      if (dir != "forward" && dir != "reverse" && dir != "bidirectional")
+        r.fail(n, "direction " + dir + " is not forward, reverse or bidirectional");
+      o.lstm.direction = dir == "forward"   ? OnnxLstm::forward
+                         : dir == "reverse" ? OnnxLstm::reverse
+                                            : OnnxLstm::both;
+      o.lstm.hidden = r.get_int(n, "hidden_size", 0);
+      if (o.lstm.hidden < 1 || o.lstm.hidden > (int64_t{1} << 20))
+        r.fail(n, "hidden_size must be 1 to 2^20");
+      if (r.get_int(n, "layout", 0) != 0) r.fail(n, "layout 1 (batch first) is not imported");
+      if (r.get_int(n, "input_forget", 0) != 0) r.fail(n, "input_forget 1 is not imported");
+      if (r.attr(n, "clip")) r.fail(n, "a cell clip is not imported");
+      if (const onnx::AttributeProto* a = r.attr(n, "activations")) {
+        const char* want[] = {"Sigmoid", "Tanh", "Tanh"};
+        for (int i = 0; i < a->strings_size(); ++i)
+          if (a->strings(i) != want[i % 3])
+            r.fail(n, "activations other than Sigmoid, Tanh, Tanh are not imported");
+      }
+      auto given = [&](int i) { return i < n.input_size() && !n.input(i).empty(); };
+      if (given(4)) r.fail(n, "sequence_lens is not imported (every sequence full length)");
+      if (given(7)) r.fail(n, "peepholes (P) are not imported");
+      o.inputs = {activation_input(n), param(n, 1, true), param(n, 2, true)};
+      if ((o.lstm.has_bias = given(3))) o.inputs.push_back(param(n, 3, true));
+      for (int i : {5, 6}) {
+        if (!given(i)) continue;
+        const std::string s = need(n, i);  // an activation, or zeros computed from shapes
+        if (is_int(s) && !maybe_real.count(s))
+          r.fail(n, "input " + std::to_string(i) + " is an integer (shape) value");
+        (i == 5 ? o.lstm.has_initial_h : o.lstm.has_initial_c) = true;
+        o.inputs.push_back(is_weight(s) ? operand(n, i) : s);
+      }
+      for (int i = 0; i < 3; ++i) o.outputs.push_back(i < n.output_size() ? n.output(i) : "");
+      // Y (T, D, N, H) and the states (D, N, H): axis 0 is not the batch's.
+      for (const std::string& out : o.outputs)
+        if (!out.empty()) batch_moved.insert(out);
     } else if (op == "Tile") {
       // Copies one after another along each axis, the batch's too (x.repeat(...): GCViT's
       // global queries once per window, XCiT's position features once per sample).
@@ -849,10 +894,18 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       o.kind = Kind::concat;
       o.axis = r.get_int(n, "axis", 0);
       for (int i = 0; i < n.input_size(); ++i) o.inputs.push_back(activation_input_at(n, i));
-      // Values stacked along an axis 0 that is not the batch's (torch.stack's Unsqueeze first).
-      o.batch_moved = std::any_of(o.inputs.begin(), o.inputs.end(),
-                                  [&](const std::string& i) { return batch_moved.count(i) > 0; });
-      if (o.batch_moved) batch_moved.insert(o.output);
+      // Values stacked along an axis 0 that is not the batch's (torch.stack's Unsqueeze first),
+      // or weights joined along any axis (an LSTM's gates, its directions).
+      const bool weights = std::all_of(o.inputs.begin(), o.inputs.end(), is_weight);
+      if (weights)
+        for (int i = 0; i < n.input_size(); ++i) o.inputs[static_cast<size_t>(i)] = operand(n, i);
+      o.batch_moved =
+          weights || std::any_of(o.inputs.begin(), o.inputs.end(),
+                                 [&](const std::string& i) { return batch_moved.count(i) > 0; });
+      if (weights)
+        weight_values.insert(o.output);
+      else if (o.batch_moved)
+        batch_moved.insert(o.output);
     } else if (op == "Erf") {
       o.kind = Kind::activation;  // or part of GELU (fuse_onnx_graph)
       o.activation = Activation::erf;
@@ -1023,7 +1076,7 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
           "Sigmoid, Tanh, HardSigmoid, HardSwish, Clip, Elu, Selu, Softplus, Softsign, Exp, Log, "
           "Neg, Reciprocal, Dropout, Identity, Constant, Erf, Sqrt, "
           "Abs, Einsum (batched products), "
-          "Pow, LayerNormalization, InstanceNormalization, Expand, Tile, and "
+          "Pow, LayerNormalization, InstanceNormalization, Expand, Tile, LSTM, and "
           "Unsqueeze, Squeeze, and Shape, Gather, Cast, Equal, Where, Not, Mod, Range, "
           "ScatterND over shape values (and the float constants computed from them)");
     }

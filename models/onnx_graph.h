@@ -14,6 +14,7 @@
 #include "layers/conv2d.h"
 #include "layers/pad.h"
 #include "models/onnx_ints.h"
+#include "models/onnx_lstm.h"
 
 namespace frugal {
 
@@ -58,6 +59,7 @@ enum class OnnxKind {
   tile,          // int_inputs[0]: the repeat counts, one per axis
   pad,           // int_inputs[0]: pads (begins, then ends); pad_value
   softmax,       // axis; legacy: opset < 13's flattening form
+  lstm,          // lstm; outputs Y, Y_h, Y_c (an empty name: not read)
   // Integer shape arithmetic (models/onnx_ints.h: torch.onnx.export's dynamic batch, F.pad),
   // evaluated while recording, when every shape is known: int_node (inputs: the activation a
   // Shape reads).
@@ -95,6 +97,7 @@ struct OnnxNode {
   double pad_value = 0;
   PadMode pad_mode = PadMode::constant;
   bool legacy = false;            // softmax of opset < 13
+  OnnxLstm lstm;                  // LSTM: its direction, hidden size and optional inputs
   bool allow_zero = false;        // reshape's allowzero
   bool empty_axes_noop = false;   // reduce: noop_with_empty_axes (empty axes: x itself)
   bool transpose_weight = false;  // gemm: the weight is (in, out) (Gemm transB = 0, MatMul)

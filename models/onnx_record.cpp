@@ -100,9 +100,17 @@ Value record_slice(const OnnxNode& n, const std::map<std::string, IntTensor>& in
     const int64_t dim = x.shape()[static_cast<int>(a)];
     const auto [b, e] = slice_range(starts[i], ends[i], dim, steps[i]);
     if (b == 0 && e == dim && steps[i] == 1) continue;
-    FRUGAL_CHECK(a != 0, "slicing the batch axis is not imported");
+    FRUGAL_CHECK(a != 0 || n.batch_moved, "slicing the batch axis is not imported");
     FRUGAL_CHECK(steps[i] > 0 ? b < e : e < b, "slice [", starts[i], ", ", ends[i], ") step ",
                  steps[i], " of axis ", a, " of ", x.shape(), " is empty");
+    if (a == 0) {  // an axis 0 that is not the batch's (an LSTM's layers): as axis 1 of (1, ...)
+      std::vector<int64_t> d(x.shape().dims().begin(), x.shape().dims().end());
+      d.insert(d.begin(), 1);
+      x = slice(reshape(x, Shape(d)), 1, b, e, steps[i]);
+      d = x.shape().dims();
+      x = reshape(x, Shape(std::vector<int64_t>(d.begin() + 1, d.end())));
+      continue;
+    }
     x = slice(x, a, b, e, steps[i]);
   }
   return x;
@@ -776,6 +784,13 @@ Value record_onnx(const OnnxModel& model, Value images) {
                        .mode = n.pad_mode};
           const bool none = std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; });
           y = none ? in[0] : pad(in[0], o);
+          break;
+        }
+        case Kind::lstm: {
+          const std::vector<Value> ys = record_lstm(n.lstm, in, where);
+          for (size_t i = 1; i < ys.size(); ++i)
+            if (!n.outputs[i].empty()) env[n.outputs[i]] = ys[i];
+          y = ys[0];
           break;
         }
         case Kind::split: {

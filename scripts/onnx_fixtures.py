@@ -1186,6 +1186,45 @@ def bicubic_net(out):
     export_with_output(net, x, out, "bicubic_net", 17)
 
 
+def lstm_net(out):
+    """nn.LSTM as PyTorch exports it (ONNX LSTM, unrolled by the importer): Sequencer's
+    bidirectional LSTM along each row of a feature map (batch_first, a Transpose around it,
+    the states starting at zero), and a two-layer sequence-first LSTM without biases whose
+    initial hidden state is computed from the image (a Linear, permuted to (layers, N, H)),
+    its last layer's final h and c read (Gather of Y_h and Y_c);
+    tests/data/onnx/lstm_net.onnx with PyTorch's float32 output, and lstm_unfolded_net.onnx
+    exported without constant folding, as training-mode exports are: each LSTM's W, R and B
+    assembled in the graph from PyTorch's parameters (Slice of each gate's rows, Concat in
+    ONNX's gate order, Unsqueeze and Concat of the directions)."""
+
+    import torch
+    from torch import nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem = nn.Conv2d(3, 4, 3, stride=2, padding=1)
+            self.rows = nn.LSTM(4, 3, batch_first=True, bidirectional=True)
+            self.deep = nn.LSTM(6, 5, num_layers=2, bias=False)
+            self.init = nn.Linear(4, 10)
+            self.head = nn.Linear(11, 5)
+
+        def forward(self, x):
+            x = self.stem(x)
+            b, c, h, w = x.shape
+            y, _ = self.rows(x.permute(0, 2, 3, 1).reshape(b * h, w, c))
+            seq = y.reshape(b, h, w, 6).mean(2).permute(1, 0, 2)
+            h0 = torch.tanh(self.init(x.mean((2, 3)))).view(b, 2, 5).permute(1, 0, 2).contiguous()
+            _, (hn, cn) = self.deep(seq, (h0, torch.zeros_like(h0)))
+            return self.head(torch.cat([hn[-1] + cn[-1], y.reshape(b, h * w, 6).mean(1)], dim=1))
+
+    torch.manual_seed(26)
+    net = Net().eval()
+    x = torch.rand(2, 3, 8, 10) * 4 - 2
+    export_with_output(net, x, out, "lstm_net", 17)
+    export_with_output(net, x, out, "lstm_unfolded_net", 17, fold=False)
+
+
 def vit_net(out):
     """torchvision's VisionTransformer, tiny (16 x 16 images in 4 x 4 patches, 2 layers of 2
     heads, 16 wide): nn.MultiheadAttention's export moves the batch axis (tokens (L, N, E) to
@@ -1612,6 +1651,7 @@ if __name__ == "__main__":
         tile_net(sys.argv[2])
         conv3d_net(sys.argv[2])
         bicubic_net(sys.argv[2])
+        lstm_net(sys.argv[2])
         swin_net(sys.argv[2])
         einsum_net(sys.argv[2])
         instance_norm_net(sys.argv[2])

@@ -61,6 +61,7 @@ EVAL = [
     ("resmlp_12_224", 224, False), ("gmlp_ti16_224", 224, False),
     ("xcit_nano_12_p16_224", 224, True), ("gcvit_xxtiny", 224, True),
     ("lambda_resnet26t", 64, True), ("crossvit_tiny_240", 240, False),
+    ("sequencer2d_s", 64, False),
 ]
 # Not in EVAL: EfficientFormer-L1, ESE-VoVNet-19b-DW and BiT's ResNetV2-50x1 give PyTorch's
 # outputs, but their float32 input gradients are 4.6%, 1.4% and 1.0% of the largest off
@@ -78,6 +79,7 @@ TRAINING = [
     ("swin_tiny_patch4_window7_224", 224), ("pvt_v2_b0", 64), ("davit_tiny", 64),
     ("poolformer_s12", 64), ("mixer_s16_224", 224), ("xcit_nano_12_p16_224", 224),
     ("gcvit_xxtiny", 224), ("lambda_resnet26t", 64), ("crossvit_tiny_240", 240),
+    ("sequencer2d_s", 64),
 ]
 # Not in TRAINING: SKResNet-18, ResNeSt-14d, MobileOne-S0, RepVGG-A2, ESE-VoVNet-19b-DW and
 # BiT's ResNetV2-50x1 match PyTorch's float64 gradients within 1.3e-7 of each tensor's scale,

@@ -61,6 +61,8 @@ const char* const kFixtures[] = {"residual_net",
                                  "tile_static_net",
                                  "conv3d_net",
                                  "bicubic_net",
+                                 "lstm_net",
+                                 "lstm_unfolded_net",
                                  "swin_net",
                                  "mask_net",
                                  "einsum_net",
@@ -102,6 +104,11 @@ TEST_CASE("onnx: imported models give ONNX's reference outputs") {
   // LambdaNetworks' position lambdas; the first, grouped and strided; the middle, dilated).
   // bicubic_net: PyTorch's output; bicubic resizing down, up by 1.5 and to a size with
   // align_corners, and torch.stack(xs, dim=0) averaged over the new axis 0 (CrossViT's head).
+  // lstm_net: PyTorch's output; nn.LSTM's export (LSTM): bidirectional along each row of a map
+  // (batch first, states from zero), two layers without biases from a computed initial state
+  // (sliced per layer along an axis 0 that is not the batch's), the final h and c read.
+  // lstm_unfolded_net: the same exported without constant folding, W, R and B assembled in the
+  // graph from PyTorch's parameters (Slice, Concat, Unsqueeze of weights).
   // swin_net: PyTorch's output; torchvision's SwinTransformer (tiny): padding to whole windows,
   // the cyclic shift, the shifted windows' mask (float constants computed from shapes), the
   // relative position bias gathered from its table, a rank-5 broadcast add.

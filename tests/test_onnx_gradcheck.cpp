@@ -149,3 +149,27 @@ TEST_CASE("onnx: gradcheck of bicubic resizing and a stack averaged over its new
   check_gradients(randomized(m, 130), {random_tensor({2, 3, 9, 9}, 37, -2, 2)},
                   {.tolerance = 1e-6});
 }
+
+// nn.LSTM's export unrolled (lstm_net: bidirectional with biases, two layers without, an
+// initial state computed from the input; lstm_unfolded_net: the same with W, R and B assembled
+// in the graph) in float64 against finite differences: the weights', the biases' and the
+// input's gradients through every step.
+TEST_CASE("onnx: gradcheck of LSTM") {
+  const OnnxModel m = load_onnx((onnx_data() / "lstm_net.onnx").string());
+  int both = 0, forward = 0;
+  for (const OnnxNode& n : m.graph->nodes)
+    if (n.kind == OnnxKind::lstm) {
+      both += n.lstm.direction == OnnxLstm::both && n.lstm.has_bias;
+      forward += n.lstm.direction == OnnxLstm::forward && !n.lstm.has_bias &&
+                 n.lstm.has_initial_h && n.lstm.has_initial_c;
+    }
+  CHECK(both == 1);
+  CHECK(forward == 2);
+  check_gradients(randomized(m, 140), {random_tensor({2, 3, 8, 10}, 41, -2, 2)},
+                  {.tolerance = 1e-6});
+  // Unfolded: the gradients of PyTorch's own parameters through the gates' slices and joins.
+  const OnnxModel u = load_onnx((onnx_data() / "lstm_unfolded_net.onnx").string());
+  CHECK(u.graph->params.count("rows.weight_ih_l0_reverse") == 1);
+  check_gradients(randomized(u, 150), {random_tensor({2, 3, 8, 10}, 43, -2, 2)},
+                  {.tolerance = 1e-6});
+}

@@ -397,3 +397,45 @@ TEST_CASE("onnx: bicubic resizing and stacking that frugal does not import are e
                                  "must be the batch's (reshapes and transposes may move the "
                                  "batch axis on the way, but it must come back first)"));
 }
+
+TEST_CASE("onnx: an LSTM frugal does not import is an error naming what is wrong") {
+  onnx::ModelProto m;
+  std::ifstream in(onnx_data() / "lstm_net.onnx", std::ios::binary);
+  REQUIRE(m.ParseFromIstream(&in));
+  REQUIRE(error_for(m).empty());
+  auto edited = [&](auto edit) {
+    onnx::ModelProto e = m;
+    for (auto& n : *e.mutable_graph()->mutable_node())
+      if (n.op_type() == "LSTM") {
+        edit(n);
+        break;
+      }
+    return error_for(e);
+  };
+  auto set_int = [](onnx::NodeProto& n, const char* name, int64_t v) {
+    onnx::AttributeProto* a = attribute(&n, name);
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(v);
+  };
+  CHECK(edited([&](onnx::NodeProto& n) {
+          set_int(n, "layout", 1);
+        }).ends_with("(LSTM): layout 1 (batch first) is not imported"));
+  CHECK(edited([&](onnx::NodeProto& n) {
+          set_int(n, "input_forget", 1);
+        }).ends_with("(LSTM): input_forget 1 is not imported"));
+  CHECK(edited([&](onnx::NodeProto& n) {
+          set_int(n, "hidden_size", 4);
+        }).ends_with("(LSTM): LSTM of [5,4,4]: W is [2,12,4], expected [2,16,4]"));
+  CHECK(edited([&](onnx::NodeProto& n) {
+          attribute(&n, "direction")->set_s("sideways");
+        }).ends_with("(LSTM): direction sideways is not forward, reverse or bidirectional"));
+  CHECK(edited([&](onnx::NodeProto& n) {
+          onnx::AttributeProto* a = attribute(&n, "activations");
+          a->set_type(onnx::AttributeProto::STRINGS);
+          for (const char* f : {"Sigmoid", "Relu", "Tanh", "Sigmoid", "Tanh", "Tanh"})
+            a->add_strings(f);
+        }).ends_with("(LSTM): activations other than Sigmoid, Tanh, Tanh are not imported"));
+  CHECK(edited([&](onnx::NodeProto& n) {
+          n.set_input(4, n.input(5));
+        }).ends_with("(LSTM): sequence_lens is not imported (every sequence full length)"));
+}

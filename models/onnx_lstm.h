@@ -1,0 +1,27 @@
+// ONNX's LSTM recorded in frugal's ops (models/onnx_lstm.cpp): what the importer reads of the
+// node, and the recording.
+#pragma once
+
+#include <cstdint>
+#include <source_location>
+#include <span>
+#include <vector>
+
+#include "autograd/tape.h"
+
+namespace frugal {
+
+struct OnnxLstm {
+  enum Direction { forward, reverse, both };
+  Direction direction = forward;
+  int64_t hidden = 0;
+  bool has_bias = false, has_initial_h = false, has_initial_c = false;
+};
+
+// in: X (T, N, I), W (D, 4H, I), R (D, 4H, H)[, B (D, 8H)][, initial_h (D, N, H)][, initial_c]
+// (D directions, H hidden; the gates in ONNX's order: input, output, forget, cell; sigmoid and
+// tanh). Returns Y (T, D, N, H), Y_h and Y_c (D, N, H). Throws naming a shape that does not fit.
+std::vector<Value> record_lstm(const OnnxLstm& l, std::span<const Value> in,
+                               std::source_location where);
+
+}  // namespace frugal
