@@ -99,4 +99,30 @@ FRUGAL_RESIZE_HD inline ResizeCubicTap resize_cubic_tap(int64_t o, int64_t in, i
   return c;
 }
 
+// The output at taps r (rows) and c (columns) of an input plane W wide: along each of the four
+// rows first, then down the column of those four (PyTorch's order).
+template <typename T>
+FRUGAL_RESIZE_HD inline T resize_cubic_value(const T* plane, int64_t W, const ResizeCubicTap& r,
+                                             const ResizeCubicTap& c) {
+  T sum = T(0);
+  for (int k = 0; k < 4; ++k) {
+    const T* row = plane + r.i[k] * W;
+    const T along = static_cast<T>(c.w[0]) * row[c.i[0]] + static_cast<T>(c.w[1]) * row[c.i[1]] +
+                    static_cast<T>(c.w[2]) * row[c.i[2]] + static_cast<T>(c.w[3]) * row[c.i[3]];
+    sum += static_cast<T>(r.w[k]) * along;
+  }
+  return sum;
+}
+
+// Backward of one output: d added into the sixteen inputs it read, row by row.
+template <typename T>
+FRUGAL_RESIZE_HD inline void resize_cubic_add(T* plane, int64_t W, const ResizeCubicTap& r,
+                                              const ResizeCubicTap& c, T d) {
+  for (int k = 0; k < 4; ++k) {
+    T* row = plane + r.i[k] * W;
+    const T dr = static_cast<T>(r.w[k]) * d;
+    for (int j = 0; j < 4; ++j) row[c.i[j]] += static_cast<T>(c.w[j]) * dr;
+  }
+}
+
 }  // namespace frugal

@@ -52,14 +52,7 @@ __global__ void cubic_forward_kernel(ResizeGeometry g, const T* x, T* y) {
   const int64_t q = i % g.Q, p = (i / g.Q) % g.P, nc = i / (g.P * g.Q);
   const ResizeCubicTap r = resize_cubic_tap(p, g.H, g.P, g.scale_h, g.mode, g.cubic_a);
   const ResizeCubicTap c = resize_cubic_tap(q, g.W, g.Q, g.scale_w, g.mode, g.cubic_a);
-  T sum = T(0);
-  for (int k = 0; k < 4; ++k) {
-    const T* row = x + (nc * g.H + r.i[k]) * g.W;
-    const T along = static_cast<T>(c.w[0]) * row[c.i[0]] + static_cast<T>(c.w[1]) * row[c.i[1]] +
-                    static_cast<T>(c.w[2]) * row[c.i[2]] + static_cast<T>(c.w[3]) * row[c.i[3]];
-    sum += static_cast<T>(r.w[k]) * along;
-  }
-  y[i] = sum;
+  y[i] = resize_cubic_value(x + nc * g.H * g.W, g.W, r, c);
 }
 
 template <typename T>
@@ -73,12 +66,7 @@ __global__ void cubic_backward_kernel(ResizeGeometry g, const T* dy, T* dx) {
     const ResizeCubicTap r = resize_cubic_tap(p, g.H, g.P, g.scale_h, g.mode, g.cubic_a);
     for (int64_t q = 0; q < g.Q; ++q) {
       const ResizeCubicTap c = resize_cubic_tap(q, g.W, g.Q, g.scale_w, g.mode, g.cubic_a);
-      const T d = gp[p * g.Q + q];
-      for (int k = 0; k < 4; ++k) {
-        T* row = dp + r.i[k] * g.W;
-        const T dr = static_cast<T>(r.w[k]) * d;
-        for (int j = 0; j < 4; ++j) row[c.i[j]] += static_cast<T>(c.w[j]) * dr;
-      }
+      resize_cubic_add(dp, g.W, r, c, gp[p * g.Q + q]);
     }
   }
 }

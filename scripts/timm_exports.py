@@ -24,10 +24,11 @@ script with that interpreter:
 
 The lists hold one or two models of each family timm has that frugal imports (convolutional
 networks with squeeze-excitation, ECA's 1-D convolution, selective kernels, split attention,
-weight-standardized convolutions (NFNets, BiT),
-TF's "same" padding computed in the graph, reparameterizable blocks; vision transformers whose
-attention unbinds q, k and v from one tensor, hierarchical and windowed ones, convolution-
-attention hybrids, MLP mixers). What timm has that frugal does not import yet: see README.md.
+weight-standardized convolutions (NFNets, BiT), TF's "same" padding computed in the graph,
+reparameterizable blocks; vision transformers whose attention unbinds q, k and v from one
+tensor, hierarchical and windowed ones, convolution-attention hybrids, MLP mixers; XCiT's and
+GCViT's repeats, LambdaNetworks' 3-D convolution, CrossViT's bicubic resizing, Sequencer's
+LSTMs). What timm has that frugal does not import yet: see README.md.
 """
 
 import os

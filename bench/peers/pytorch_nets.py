@@ -212,7 +212,8 @@ for _name in TORCHVISION:
 
 # timm's models as users bring them (--set timm: `pip install --no-deps timm==0.9.16
 # huggingface_hub safetensors` beside Debian's PyTorch; not a dependency of anything else):
-# ViT-S/16, ResNet-50-D and NF-ResNet-26 (its weights standardized in the graph), without
+# ViT-S/16, ResNet-50-D, NF-ResNet-26 (its weights standardized in the graph), Sequencer2d-S
+# (LSTMs along rows and columns) and XCiT-nano (position features repeated per sample), without
 # dropout or stochastic depth, whose random draws a training-mode export cannot write.
 def timm_model(name):
     import timm
@@ -220,7 +221,8 @@ def timm_model(name):
                              drop_path_rate=0.0)
 
 
-TIMM = ["vit_small_patch16_224", "resnet50d", "nf_resnet26"]
+TIMM = ["vit_small_patch16_224", "resnet50d", "nf_resnet26", "sequencer2d_s",
+        "xcit_nano_12_p16_224"]
 for _name in TIMM:
     NETS["tm-" + _name] = (lambda d, bn, seg, n=_name: timm_model(n), (3, 224, 224), 1000, False)
 # ResNet-18 with GroupNorm (32 groups) for BatchNorm, as GN-ResNets are built: its export

@@ -38,7 +38,9 @@ TORCHVISION_CASES += [(f"tv-{n}", f"tv-{n}", b, "inference", "f32", [], 3, 1)
                       for b in (1, 32)]
 # timm's models (--set timm), as the torchvision ones: b32 training, b1 and b32 inference.
 TIMM_CASES = [(f"tm-{n}", f"tm-{n}", 32, "training", "f32", [], 3, 1)
-              for n in ("vit_small_patch16_224", "resnet50d", "nf_resnet26")]
+              for n in ("vit_small_patch16_224", "resnet50d", "nf_resnet26",
+                        # Sequencer's LSTMs (unrolled), XCiT's repeated position features
+                        "sequencer2d_s", "xcit_nano_12_p16_224")]
 TIMM_CASES += [(f"tm-{n}", f"tm-{n}", b, "inference", "f32", [], 3, 1)
                for n in ("vit_small_patch16_224", "resnet50d") for b in (1, 32)]
 # Issue 16, op-level recomputation on the torchvision models (--set recompute): frugal with

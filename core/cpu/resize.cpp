@@ -71,7 +71,6 @@ std::vector<ResizeCubicTap> cubic_taps(int64_t in, int64_t out, double scale,
   return t;
 }
 
-// Along each of the four rows first, then down the column of those four (PyTorch's order).
 template <typename T>
 void cubic_forward_t(const ResizeGeometry& g, const T* x, T* y) {
   const std::vector<ResizeCubicTap> rows = cubic_taps(g.H, g.P, g.scale_h, g.mode, g.cubic_a);
@@ -82,18 +81,8 @@ void cubic_forward_t(const ResizeGeometry& g, const T* x, T* y) {
     T* yp = y + nc * g.P * g.Q;
     for (int64_t p = 0; p < g.P; ++p) {
       const ResizeCubicTap& r = rows[static_cast<size_t>(p)];
-      for (int64_t q = 0; q < g.Q; ++q) {
-        const ResizeCubicTap& c = cols[static_cast<size_t>(q)];
-        T sum = T(0);
-        for (int k = 0; k < 4; ++k) {
-          const T* row = xp + r.i[k] * g.W;
-          const T along =
-              static_cast<T>(c.w[0]) * row[c.i[0]] + static_cast<T>(c.w[1]) * row[c.i[1]] +
-              static_cast<T>(c.w[2]) * row[c.i[2]] + static_cast<T>(c.w[3]) * row[c.i[3]];
-          sum += static_cast<T>(r.w[k]) * along;
-        }
-        yp[p * g.Q + q] = sum;
-      }
+      for (int64_t q = 0; q < g.Q; ++q)
+        yp[p * g.Q + q] = resize_cubic_value(xp, g.W, r, cols[static_cast<size_t>(q)]);
     }
   }
 }
@@ -109,15 +98,8 @@ void cubic_backward_t(const ResizeGeometry& g, const T* dy, T* dx) {
     for (int64_t i = 0; i < g.H * g.W; ++i) dp[i] = T(0);
     for (int64_t p = 0; p < g.P; ++p) {
       const ResizeCubicTap& r = rows[static_cast<size_t>(p)];
-      for (int64_t q = 0; q < g.Q; ++q) {
-        const ResizeCubicTap& c = cols[static_cast<size_t>(q)];
-        const T d = gp[p * g.Q + q];
-        for (int k = 0; k < 4; ++k) {
-          T* row = dp + r.i[k] * g.W;
-          const T dr = static_cast<T>(r.w[k]) * d;
-          for (int j = 0; j < 4; ++j) row[c.i[j]] += static_cast<T>(c.w[j]) * dr;
-        }
-      }
+      for (int64_t q = 0; q < g.Q; ++q)
+        resize_cubic_add(dp, g.W, r, cols[static_cast<size_t>(q)], gp[p * g.Q + q]);
     }
   }
 }
