@@ -244,6 +244,20 @@ void fuse_onnx_graph(OnnxGraph& g) {
     producer[y] = &g.nodes[i];
   }
   std::erase_if(g.nodes, [&](const OnnxNode& n) { return dead.count(n.output) > 0; });
+  // An Expand read only by broadcasting arithmetic (F.normalize's norm expanded to x's shape,
+  // then x / norm): the arithmetic broadcasts the unexpanded value itself, keeping no expanded
+  // copy for its backward (PyTorch's expand is a view).
+  std::map<std::string, bool> binary_readers;
+  for (const OnnxNode& n : g.nodes)
+    for (const std::string& in : n.inputs) {
+      auto [it, fresh] = binary_readers.try_emplace(in, true);
+      it->second = it->second && n.kind == OnnxKind::binary;
+    }
+  for (OnnxNode& n : g.nodes)
+    if (n.kind == OnnxKind::expand && n.output != g.output) {
+      auto it = binary_readers.find(n.output);
+      n.broadcast_only = it != binary_readers.end() && it->second;
+    }
   // Constants that only the fused patterns read are no weights of the model.
   std::set<std::string> read{g.output};
   for (const OnnxNode& n : g.nodes) read.insert(n.inputs.begin(), n.inputs.end());

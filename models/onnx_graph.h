@@ -104,7 +104,10 @@ struct OnnxNode {
   // gather, split, squeeze: of a value whose axis 0 a Transpose made not the batch
   bool batch_moved = false;
   bool of_weight = false;  // reshape_axes, reshape, gather, tile: of weights or constants
-  int concat_pieces = 0;   // batch_norm: of its first this many inputs joined (fused)
+  // expand: read only by Add/Sub/Mul/Div, which broadcast its input themselves where that gives
+  // their output's shape (fuse_onnx_graph marks it; recording decides per reader)
+  bool broadcast_only = false;
+  int concat_pieces = 0;  // batch_norm: of its first this many inputs joined (fused)
   // GroupNorm's export (fuse_onnx_graph): its first four nodes wait (deferred) for the Add
   // that ends it, which names them in order (Reshape, InstanceNormalization, Reshape, Mul).
   bool deferred = false;

@@ -234,6 +234,12 @@ Value record_expand(const Ints& shape, Value x, bool of_weight) {
   return repeat_unit_axes(x, Shape(to), what, of_weight);
 }
 
+// Add, Sub, Mul or Div with broadcasting; two values of one shape added: the residual add,
+// which may take either operand's bytes.
+Value record_arithmetic(BinaryKind kind, Value a, Value b) {
+  return kind == BinaryKind::add && a.shape() == b.shape() ? add(a, b) : binary(kind, a, b);
+}
+
 // ONNX's Tile: x's axis k repeated repeats[k] times, the copies one after another (a concat of
 // copies per repeated axis, whose backward sums their gradients). Over the batch axis too: the
 // copies of (n, ...) side by side in (1, copies, numel) are the bytes of (copies * n, ...).
@@ -468,8 +474,26 @@ Value record_onnx(const OnnxModel& model, Value images) {
   Tape& tape = images.tape();
   std::map<std::string, Value> env{{g.input, images}};
   std::map<std::string, IntTensor> ints = g.int_constants;
+  // Expands that broadcasting arithmetic alone reads (OnnxNode::broadcast_only): recorded only
+  // where a reader needs the expanded shape.
+  struct LazyExpand {
+    Value x;
+    Ints shape;
+    bool of_weight;
+    std::string origin;
+  };
+  std::map<std::string, LazyExpand> lazy;
+  auto expanded = [&](const std::string& name, const LazyExpand& l) {
+    Tape::Origin from(tape, l.origin);
+    try {
+      return env[name] = record_expand(l.shape, l.x, l.of_weight);
+    } catch (const Error& e) {
+      throw Error(l.origin + ": " + e.what());
+    }
+  };
   auto value = [&](const std::string& name) -> Value {
     if (auto it = env.find(name); it != env.end()) return it->second;
+    if (auto l = lazy.find(name); l != lazy.end()) return expanded(name, l->second);
     if (auto c = ints.find(name); c != ints.end() && c->second.real) {
       // A float constant computed from shapes (an attention mask): an op holding its values.
       Tensor t = host_tensor(c->second, images.dtype());
@@ -483,6 +507,25 @@ Value record_onnx(const OnnxModel& model, Value images) {
     env[name] = v;
     return v;
   };
+  // Arithmetic reading an Expand it can broadcast itself: over the unexpanded value where the
+  // output's shape is the same, else nothing recorded (the caller records it as usual).
+  auto record_broadcast = [&](const OnnxNode& n, std::vector<Value>& in) -> Value {
+    for (size_t side = 0; side < 2; ++side) {
+      auto l = lazy.find(n.inputs[side]);
+      if (l == lazy.end() || env.count(n.inputs[side])) continue;
+      const Value other = value(n.inputs[1 - side]);
+      const Shape o = other.shape(), x = l->second.x.shape();
+      try {
+        const Shape full = broadcast_shape(broadcast_shape(x, Shape(l->second.shape)), o);
+        if (broadcast_shape(x, o) != full) return {};
+        in = {side == 0 ? l->second.x : other, side == 0 ? other : l->second.x};
+        return record_arithmetic(n.binary, in[0], in[1]);
+      } catch (const Error&) {
+        return {};  // recorded with the expanded value, whose errors name the Expand
+      }
+    }
+    return {};
+  };
   auto record_node = [&](const OnnxNode& n) {
     std::vector<Value> in;
     const auto where = std::source_location::current();
@@ -491,6 +534,13 @@ Value record_onnx(const OnnxModel& model, Value images) {
     Tape::Origin from(tape, origin);
     Value y;
     try {
+      if (n.kind == Kind::binary && n.inputs.size() == 2) {
+        y = record_broadcast(n, in);
+        if (y.valid()) {
+          env[n.output] = y;
+          return;
+        }
+      }
       for (const std::string& s : n.inputs) in.push_back(value(s));
       if (n.kind == Kind::integer) {
         ints[n.output] =
@@ -642,10 +692,7 @@ Value record_onnx(const OnnxModel& model, Value images) {
           break;
         }
         case Kind::binary:
-          // Two values of one shape: the residual add, which may take either operand's bytes.
-          y = n.binary == BinaryKind::add && in[0].shape() == in[1].shape()
-                  ? add(in[0], in[1])
-                  : binary(n.binary, in[0], in[1]);
+          y = record_arithmetic(n.binary, in[0], in[1]);
           break;
         case Kind::relu:
           y = relu(in[0]);
@@ -760,6 +807,10 @@ Value record_onnx(const OnnxModel& model, Value images) {
           if (n.of_weight && g.export_batch > 0 && g.int_constants.count(n.int_inputs[0]) &&
               !shape.empty() && shape[0] == g.export_batch)
             shape[0] = images.shape()[0];
+          if (n.broadcast_only) {
+            lazy.emplace(n.output, LazyExpand{in[0], shape, n.of_weight, origin});
+            return;
+          }
           y = record_expand(shape, in[0], n.of_weight);
           break;
         }

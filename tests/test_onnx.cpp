@@ -412,3 +412,27 @@ TEST_CASE("onnx: the fuzz corpus and regressions read or fail with an error, in 
   }
   CHECK(files >= 4);
 }
+
+// An Expand read only by arithmetic (F.normalize's norm expanded to x's shape, then x / norm;
+// expand_net's one-channel gate) records no expanded copy where the arithmetic can broadcast
+// the unexpanded value to the same output: the fixtures' outputs above match PyTorch's either
+// way, and nothing of the Expand's size is kept for backward.
+TEST_CASE("onnx: an Expand that arithmetic alone reads is broadcast by the arithmetic") {
+  for (auto [name, flagged, concats] :
+       {std::tuple{"timm_net", 2, 2}, std::tuple{"expand_net", 2, 1}}) {
+    CAPTURE(name);
+    const OnnxModel m = load_onnx((onnx_data() / (std::string(name) + ".onnx")).string());
+    int marked = 0;
+    for (const OnnxNode& n : m.graph->nodes) marked += n.broadcast_only;
+    CHECK(marked == flagged);
+    ParamStore store(1);
+    Tape tape(store);
+    const Shape in = m.input;
+    record_onnx(m, tape.input("x", {2, in[0], in[1], in[2]}, DType::f32));
+    // timm_net: the class token's Expand and torch.cat, none from the norms; expand_net: the
+    // vector along a new axis, whose product needs the expanded shape, recorded as before.
+    int joined = 0;
+    for (const OpNode& op : tape.ops()) joined += op.op->name() == "concat";
+    CHECK(joined == concats);
+  }
+}
