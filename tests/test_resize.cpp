@@ -68,28 +68,40 @@ TEST_CASE("resize_bilinear: by hand") {
   CHECK(dx.data<double>()[0] == doctest::Approx(4));
 }
 
-TEST_CASE("resize_bilinear: planned equals baseline bitwise, and one thread equals two") {
-  check_planned_equals_baseline([](Value x) {
-    Value d = relu(conv2d(x, {.out = 5, .kernel = 3, .stride = 2, .pad = 1}));
-    Value u = resize_bilinear(d, {.height = 7, .width = 5});
-    return relu(conv2d(u, {.out = 3, .kernel = 3, .pad = 1}));
-  });
-  const ResizeGeometry g{
-      .N = 3, .C = 5, .H = 9, .W = 7, .P = 20, .Q = 13, .scale_h = 20.0 / 9, .scale_w = 13.0 / 7};
-  Tensor x = random_tensor({3, 5, 9, 7}, 3, -1, 1, DType::f32);
-  Tensor dy = random_tensor({3, 5, 20, 13}, 4, -1, 1, DType::f32);
-  Tensor y1 = Tensor::empty({3, 5, 20, 13}, DType::f32),
-         y2 = Tensor::empty({3, 5, 20, 13}, DType::f32);
-  Tensor d1 = Tensor::empty({3, 5, 9, 7}, DType::f32), d2 = Tensor::empty({3, 5, 9, 7}, DType::f32);
-  set_cpu_threads(1);
-  cpu_backend().resize_forward(g, x, y1);
-  cpu_backend().resize_backward(g, dy, d1);
-  set_cpu_threads(2);
-  cpu_backend().resize_forward(g, x, y2);
-  cpu_backend().resize_backward(g, dy, d2);
-  set_cpu_threads(0);
-  CHECK(std::memcmp(y1.raw(), y2.raw(), y1.bytes()) == 0);
-  CHECK(std::memcmp(d1.raw(), d2.raw(), d1.bytes()) == 0);
+TEST_CASE("resize: planned equals baseline bitwise, and one thread equals two, both methods") {
+  for (ResizeMethod method : {ResizeMethod::linear, ResizeMethod::cubic}) {
+    CAPTURE(static_cast<int>(method));
+    const auto resize = method == ResizeMethod::cubic ? resize_bicubic : resize_bilinear;
+    check_planned_equals_baseline([&](Value x) {
+      Value d = relu(conv2d(x, {.out = 5, .kernel = 3, .stride = 2, .pad = 1}));
+      Value u = resize(d, {.height = 7, .width = 5}, std::source_location::current());
+      return relu(conv2d(u, {.out = 3, .kernel = 3, .pad = 1}));
+    });
+    const ResizeGeometry g{.N = 3,
+                           .C = 5,
+                           .H = 9,
+                           .W = 7,
+                           .P = 20,
+                           .Q = 13,
+                           .scale_h = 20.0 / 9,
+                           .scale_w = 13.0 / 7,
+                           .method = method};
+    Tensor x = random_tensor({3, 5, 9, 7}, 3, -1, 1, DType::f32);
+    Tensor dy = random_tensor({3, 5, 20, 13}, 4, -1, 1, DType::f32);
+    Tensor y1 = Tensor::empty({3, 5, 20, 13}, DType::f32),
+           y2 = Tensor::empty({3, 5, 20, 13}, DType::f32);
+    Tensor d1 = Tensor::empty({3, 5, 9, 7}, DType::f32),
+           d2 = Tensor::empty({3, 5, 9, 7}, DType::f32);
+    set_cpu_threads(1);
+    cpu_backend().resize_forward(g, x, y1);
+    cpu_backend().resize_backward(g, dy, d1);
+    set_cpu_threads(2);
+    cpu_backend().resize_forward(g, x, y2);
+    cpu_backend().resize_backward(g, dy, d2);
+    set_cpu_threads(0);
+    CHECK(std::memcmp(y1.raw(), y2.raw(), y1.bytes()) == 0);
+    CHECK(std::memcmp(d1.raw(), d2.raw(), d1.bytes()) == 0);
+  }
 }
 
 TEST_CASE("resize_bilinear: errors name what is wrong") {
@@ -159,37 +171,6 @@ TEST_CASE("resize_bicubic: by hand") {
   double sum = 0;
   for (int i = 0; i < 4; ++i) sum += dx.data<double>()[i];
   CHECK(sum == doctest::Approx(7));
-}
-
-TEST_CASE("resize_bicubic: planned equals baseline bitwise, and one thread equals two") {
-  check_planned_equals_baseline([](Value x) {
-    Value d = relu(conv2d(x, {.out = 5, .kernel = 3, .stride = 2, .pad = 1}));
-    Value u = resize_bicubic(d, {.height = 7, .width = 5});
-    return relu(conv2d(u, {.out = 3, .kernel = 3, .pad = 1}));
-  });
-  const ResizeGeometry g{.N = 3,
-                         .C = 5,
-                         .H = 9,
-                         .W = 7,
-                         .P = 20,
-                         .Q = 13,
-                         .scale_h = 20.0 / 9,
-                         .scale_w = 13.0 / 7,
-                         .method = ResizeMethod::cubic};
-  Tensor x = random_tensor({3, 5, 9, 7}, 7, -1, 1, DType::f32);
-  Tensor dy = random_tensor({3, 5, 20, 13}, 8, -1, 1, DType::f32);
-  Tensor y1 = Tensor::empty({3, 5, 20, 13}, DType::f32),
-         y2 = Tensor::empty({3, 5, 20, 13}, DType::f32);
-  Tensor d1 = Tensor::empty({3, 5, 9, 7}, DType::f32), d2 = Tensor::empty({3, 5, 9, 7}, DType::f32);
-  set_cpu_threads(1);
-  cpu_backend().resize_forward(g, x, y1);
-  cpu_backend().resize_backward(g, dy, d1);
-  set_cpu_threads(2);
-  cpu_backend().resize_forward(g, x, y2);
-  cpu_backend().resize_backward(g, dy, d2);
-  set_cpu_threads(0);
-  CHECK(std::memcmp(y1.raw(), y2.raw(), y1.bytes()) == 0);
-  CHECK(std::memcmp(d1.raw(), d2.raw(), d1.bytes()) == 0);
 }
 
 TEST_CASE("resize_bicubic: errors name what is wrong") {

@@ -11,10 +11,16 @@ namespace frugal {
 
 namespace {
 
-std::vector<ResizeTap> taps(int64_t in, int64_t out, double scale, ResizeCoordinates mode) {
-  std::vector<ResizeTap> t;
-  for (int64_t o = 0; o < out; ++o) t.push_back(resize_tap(o, in, out, scale, mode));
+// The taps of every output index along one axis: tap(o) for o in [0, out).
+template <typename Tap>
+std::vector<Tap> taps_along(int64_t out, auto tap) {
+  std::vector<Tap> t;
+  for (int64_t o = 0; o < out; ++o) t.push_back(tap(o));
   return t;
+}
+
+std::vector<ResizeTap> taps(int64_t in, int64_t out, double scale, ResizeCoordinates mode) {
+  return taps_along<ResizeTap>(out, [&](int64_t o) { return resize_tap(o, in, out, scale, mode); });
 }
 
 template <typename T>
@@ -66,9 +72,8 @@ void backward_t(const ResizeGeometry& g, const T* dy, T* dx) {
 
 std::vector<ResizeCubicTap> cubic_taps(int64_t in, int64_t out, double scale,
                                        ResizeCoordinates mode, double a) {
-  std::vector<ResizeCubicTap> t;
-  for (int64_t o = 0; o < out; ++o) t.push_back(resize_cubic_tap(o, in, out, scale, mode, a));
-  return t;
+  return taps_along<ResizeCubicTap>(
+      out, [&](int64_t o) { return resize_cubic_tap(o, in, out, scale, mode, a); });
 }
 
 template <typename T>
