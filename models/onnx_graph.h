@@ -59,7 +59,7 @@ enum class OnnxKind {
   tile,          // int_inputs[0]: the repeat counts, one per axis
   pad,           // int_inputs[0]: pads (begins, then ends); pad_value
   softmax,       // axis; legacy: opset < 13's flattening form
-  lstm,          // lstm; outputs Y, Y_h, Y_c (an empty name: not read)
+  lstm,          // LSTM or GRU (lstm.gru); outputs Y, Y_h(, Y_c) (an empty name: not read)
   // Integer shape arithmetic (models/onnx_ints.h: torch.onnx.export's dynamic batch, F.pad),
   // evaluated while recording, when every shape is known: int_node (inputs: the activation a
   // Shape reads).

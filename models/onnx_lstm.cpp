@@ -1,7 +1,7 @@
-// ONNX's LSTM (nn.LSTM's export: Sequencer's row and column LSTMs), recorded step by step in
-// frugal's ops: one linear of every step's input by W, then per step a linear of the hidden
-// state by R, the four gates (split, sigmoid, tanh), the cell and hidden state (mul, add). Each
-// op keeps what its own backward reads, as PyTorch's step-by-step LSTM on the CPU does.
+// ONNX's LSTM and GRU (nn.LSTM's and nn.GRU's exports: Sequencer's row and column LSTMs),
+// recorded step by step in frugal's ops: one linear of every step's input by W, then per step a
+// linear of the hidden state by R, the gates (split, sigmoid, tanh), the cell and hidden state
+// (mul, add, sub). Each op keeps what its own backward reads.
 #include "models/onnx_lstm.h"
 
 #include "core/error.h"
@@ -33,34 +33,38 @@ std::vector<Value> pieces(Value v, const Shape& each) {
 std::vector<Value> record_lstm(const OnnxLstm& l, std::span<const Value> in,
                                std::source_location where) {
   const Shape x = in[0].shape(), w = in[1].shape(), r = in[2].shape();  // copies
+  const char* what = l.gru ? "GRU" : "LSTM";
   const int64_t hidden = l.hidden, dirs = l.direction == OnnxLstm::both ? 2 : 1;
-  FRUGAL_CHECK(x.rank() == 3, "LSTM of ", x, ": expected X (sequence, batch, input)");
+  const int64_t G = (l.gru ? 3 : 4) * hidden;  // the gates' rows of W and R
+  FRUGAL_CHECK(x.rank() == 3, what, " of ", x, ": expected X (sequence, batch, input)");
   const int64_t T = x[0], N = x[1], I = x[2];
-  FRUGAL_CHECK(w == Shape({dirs, 4 * hidden, I}), "LSTM of ", x, ": W is ", w, ", expected ",
-               Shape({dirs, 4 * hidden, I}));
-  FRUGAL_CHECK(r == Shape({dirs, 4 * hidden, hidden}), "LSTM of ", x, ": R is ", r, ", expected ",
-               Shape({dirs, 4 * hidden, hidden}));
+  FRUGAL_CHECK(w == Shape({dirs, G, I}), what, " of ", x, ": W is ", w, ", expected ",
+               Shape({dirs, G, I}));
+  FRUGAL_CHECK(r == Shape({dirs, G, hidden}), what, " of ", x, ": R is ", r, ", expected ",
+               Shape({dirs, G, hidden}));
   size_t next = 3;
   const Value* bias = l.has_bias ? &in[next++] : nullptr;
   if (bias != nullptr)
-    FRUGAL_CHECK(bias->shape() == Shape({dirs, 8 * hidden}), "LSTM of ", x, ": B is ",
-                 bias->shape(), ", expected ", Shape({dirs, 8 * hidden}));
+    FRUGAL_CHECK(bias->shape() == Shape({dirs, 2 * G}), what, " of ", x, ": B is ", bias->shape(),
+                 ", expected ", Shape({dirs, 2 * G}));
   const Value* initial[2] = {nullptr, nullptr};  // h, c
   for (int k = 0; k < 2; ++k) {
     if (!(k == 0 ? l.has_initial_h : l.has_initial_c)) continue;
     initial[k] = &in[next++];
-    FRUGAL_CHECK(initial[k]->shape() == Shape({dirs, N, hidden}), "LSTM of ", x, ": initial ",
+    FRUGAL_CHECK(initial[k]->shape() == Shape({dirs, N, hidden}), what, " of ", x, ": initial ",
                  k == 0 ? "h" : "c", " is ", initial[k]->shape(), ", expected ",
                  Shape({dirs, N, hidden}));
   }
   Tape& tape = in[0].tape();
   const Value rows = reshape(in[0], Shape{T * N, I});
-  const std::vector<Value> ws = pieces(in[1], Shape{4 * hidden, I}),
-                           rs = pieces(in[2], Shape{4 * hidden, hidden});
-  const std::vector<Value> bs = bias ? pieces(*bias, Shape{8 * hidden}) : std::vector<Value>{};
+  const std::vector<Value> ws = pieces(in[1], Shape{G, I}), rs = pieces(in[2], Shape{G, hidden});
+  const std::vector<Value> bs = bias ? pieces(*bias, Shape{2 * G}) : std::vector<Value>{};
   std::vector<Value> starts[2];
   for (int k = 0; k < 2; ++k)
     if (initial[k] != nullptr) starts[k] = pieces(*initial[k], Shape{N, hidden});
+  auto linear_of = [&](std::vector<Value> args) {
+    return tape.record(std::make_unique<LinearOp>(), std::move(args), where)[0];
+  };
   // Y's pieces (t, d) in its byte order, each (1, N * hidden); the last states per direction.
   std::vector<Value> ys(static_cast<size_t>(T * dirs));
   std::vector<Value> last_h, last_c;
@@ -68,40 +72,56 @@ std::vector<Value> record_lstm(const OnnxLstm& l, std::span<const Value> in,
     const bool reverse = l.direction == OnnxLstm::reverse || d == 1;
     const auto di = static_cast<size_t>(d);
     std::vector<Value> args{rows, ws[di]};
-    if (bias != nullptr) {  // Wb + Rb, the two halves of the direction's (8 hidden) row
-      const std::vector<Value> halves =
-          split(reshape(bs[di], Shape{1, 8 * hidden}), 1, {4 * hidden, 4 * hidden});
-      args.push_back(reshape(add(halves[0], halves[1]), Shape{4 * hidden}));
+    Value rb;               // GRU: R's bias, inside the reset gate's product
+    if (bias != nullptr) {  // the direction's Wb and Rb
+      const std::vector<Value> halves = split(reshape(bs[di], Shape{1, 2 * G}), 1, {G, G});
+      if (l.gru) {
+        args.push_back(reshape(halves[0], Shape{G}));
+        rb = reshape(halves[1], Shape{G});
+      } else {  // LSTM: Wb + Rb with X's product
+        args.push_back(reshape(add(halves[0], halves[1]), Shape{G}));
+      }
     }
-    // Every step's X W^T (+ B) at once, then one piece per step (N, 4 hidden).
-    const std::vector<Value> xw =
-        pieces(reshape(tape.record(std::make_unique<LinearOp>(), args, where)[0],
-                       Shape{T, N * 4 * hidden}),
-               Shape{N, 4 * hidden});
+    // Every step's X W^T (+ B) at once, then one piece per step (N, G).
+    const std::vector<Value> xw = pieces(reshape(linear_of(args), Shape{T, N * G}), Shape{N, G});
     auto start = [&](int k) {
       if (initial[k] != nullptr) return starts[k][di];
       return constant(tape, Tensor::zeros(Shape{N, hidden}, in[0].dtype()));
     };
-    Value h = start(0), c = start(1);
+    Value h = start(0), c = l.gru ? Value{} : start(1);
     for (int64_t s = 0; s < T; ++s) {
       const int64_t t = reverse ? T - 1 - s : s;
-      const Value gates = add(xw[static_cast<size_t>(t)],
-                              tape.record(std::make_unique<LinearOp>(), {h, rs[di]}, where)[0]);
-      // ONNX's order of the four: input, output, forget, cell.
-      const std::vector<Value> g = split(gates, 1, {hidden, hidden, hidden, hidden});
-      const Value i = sigmoid(g[0]), o = sigmoid(g[1]), f = sigmoid(g[2]), z = tanh(g[3]);
-      c = add(mul(f, c), mul(i, z));
-      h = mul(o, tanh(c));
+      const Value& xt = xw[static_cast<size_t>(t)];
+      if (l.gru) {
+        // ONNX's order of the three: update, reset, hidden; linear_before_reset (PyTorch's):
+        // n = tanh(x Wh^T + Wbh + r * (h Rh^T + Rbh)), h = n + z * (h - n).
+        const std::vector<Value> xg = split(xt, 1, {hidden, hidden, hidden});
+        const std::vector<Value> hg = split(linear_of(rb.valid() ? std::vector<Value>{h, rs[di], rb}
+                                                                 : std::vector<Value>{h, rs[di]}),
+                                            1, {hidden, hidden, hidden});
+        const Value z = sigmoid(add(xg[0], hg[0])), rr = sigmoid(add(xg[1], hg[1]));
+        const Value n = tanh(add(xg[2], mul(rr, hg[2])));
+        h = add(n, mul(z, binary(BinaryKind::sub, h, n)));
+      } else {
+        // ONNX's order of the four: input, output, forget, cell.
+        const std::vector<Value> g =
+            split(add(xt, linear_of({h, rs[di]})), 1, {hidden, hidden, hidden, hidden});
+        const Value i = sigmoid(g[0]), o = sigmoid(g[1]), f = sigmoid(g[2]), z = tanh(g[3]);
+        c = add(mul(f, c), mul(i, z));
+        h = mul(o, tanh(c));
+      }
       ys[static_cast<size_t>(t * dirs + d)] = reshape(h, Shape{1, N * hidden});
     }
     last_h.push_back(reshape(h, Shape{1, N * hidden}));
-    last_c.push_back(reshape(c, Shape{1, N * hidden}));
+    if (!l.gru) last_c.push_back(reshape(c, Shape{1, N * hidden}));
   }
   auto joined = [&](const std::vector<Value>& parts, Shape shape) {
     return reshape(parts.size() == 1 ? parts[0] : concat(parts, 1), std::move(shape));
   };
-  return {joined(ys, Shape{T, dirs, N, hidden}), joined(last_h, Shape{dirs, N, hidden}),
-          joined(last_c, Shape{dirs, N, hidden})};
+  std::vector<Value> out{joined(ys, Shape{T, dirs, N, hidden}),
+                         joined(last_h, Shape{dirs, N, hidden})};
+  if (!l.gru) out.push_back(joined(last_c, Shape{dirs, N, hidden}));
+  return out;
 }
 
 }  // namespace frugal

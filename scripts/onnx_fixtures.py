@@ -1225,6 +1225,42 @@ def lstm_net(out):
     export_with_output(net, x, out, "lstm_unfolded_net", 17, fold=False)
 
 
+def gru_net(out):
+    """nn.GRU as PyTorch exports it (ONNX GRU with linear_before_reset, unrolled by the
+    importer): a bidirectional GRU along each row of a feature map (batch_first, the state
+    starting at zero) and a two-layer sequence-first GRU without biases from an initial state
+    computed from the image, its final h read; tests/data/onnx/gru_net.onnx with PyTorch's
+    float32 output, and gru_unfolded_net.onnx exported without constant folding (W, R and B
+    assembled in the graph from PyTorch's parameters)."""
+
+    import torch
+    from torch import nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem = nn.Conv2d(3, 4, 3, stride=2, padding=1)
+            self.rows = nn.GRU(4, 3, batch_first=True, bidirectional=True)
+            self.deep = nn.GRU(6, 5, num_layers=2, bias=False)
+            self.init = nn.Linear(4, 10)
+            self.head = nn.Linear(11, 5)
+
+        def forward(self, x):
+            x = self.stem(x)
+            b, c, h, w = x.shape
+            y, _ = self.rows(x.permute(0, 2, 3, 1).reshape(b * h, w, c))
+            seq = y.reshape(b, h, w, 6).mean(2).permute(1, 0, 2)
+            h0 = torch.tanh(self.init(x.mean((2, 3)))).view(b, 2, 5).permute(1, 0, 2).contiguous()
+            _, hn = self.deep(seq, h0)
+            return self.head(torch.cat([hn[-1], y.reshape(b, h * w, 6).mean(1)], dim=1))
+
+    torch.manual_seed(27)
+    net = Net().eval()
+    x = torch.rand(2, 3, 8, 10) * 4 - 2
+    export_with_output(net, x, out, "gru_net", 17)
+    export_with_output(net, x, out, "gru_unfolded_net", 17, fold=False)
+
+
 def vit_net(out):
     """torchvision's VisionTransformer, tiny (16 x 16 images in 4 x 4 patches, 2 layers of 2
     heads, 16 wide): nn.MultiheadAttention's export moves the batch axis (tokens (L, N, E) to
@@ -1652,6 +1688,7 @@ if __name__ == "__main__":
         conv3d_net(sys.argv[2])
         bicubic_net(sys.argv[2])
         lstm_net(sys.argv[2])
+        gru_net(sys.argv[2])
         swin_net(sys.argv[2])
         einsum_net(sys.argv[2])
         instance_norm_net(sys.argv[2])

@@ -63,6 +63,8 @@ const char* const kFixtures[] = {"residual_net",
                                  "bicubic_net",
                                  "lstm_net",
                                  "lstm_unfolded_net",
+                                 "gru_net",
+                                 "gru_unfolded_net",
                                  "swin_net",
                                  "mask_net",
                                  "einsum_net",
@@ -109,6 +111,8 @@ TEST_CASE("onnx: imported models give ONNX's reference outputs") {
   // (sliced per layer along an axis 0 that is not the batch's), the final h and c read.
   // lstm_unfolded_net: the same exported without constant folding, W, R and B assembled in the
   // graph from PyTorch's parameters (Slice, Concat, Unsqueeze of weights).
+  // gru_net, gru_unfolded_net: PyTorch's output; nn.GRU's export (GRU, linear_before_reset) in
+  // the same two forms: bidirectional along rows, two layers without biases from a computed h.
   // swin_net: PyTorch's output; torchvision's SwinTransformer (tiny): padding to whole windows,
   // the cyclic shift, the shifted windows' mask (float constants computed from shapes), the
   // relative position bias gathered from its table, a rank-5 broadcast add.

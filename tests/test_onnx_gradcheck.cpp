@@ -173,3 +173,19 @@ TEST_CASE("onnx: gradcheck of LSTM") {
   check_gradients(randomized(u, 150), {random_tensor({2, 3, 8, 10}, 43, -2, 2)},
                   {.tolerance = 1e-6});
 }
+
+// nn.GRU's export unrolled (gru_net and gru_unfolded_net: bidirectional with biases, R's bias
+// inside the reset gate's product; two layers without, from a computed initial state) in
+// float64 against finite differences.
+TEST_CASE("onnx: gradcheck of GRU") {
+  int seed = 160;
+  for (const char* name : {"gru_net", "gru_unfolded_net"}) {
+    CAPTURE(name);
+    const OnnxModel m = load_onnx((onnx_data() / (std::string(name) + ".onnx")).string());
+    int grus = 0;
+    for (const OnnxNode& n : m.graph->nodes) grus += n.kind == OnnxKind::lstm && n.lstm.gru;
+    CHECK(grus == 3);
+    check_gradients(randomized(m, seed++), {random_tensor({2, 3, 8, 10}, 47, -2, 2)},
+                    {.tolerance = 1e-6});
+  }
+}

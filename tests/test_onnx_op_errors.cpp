@@ -439,3 +439,33 @@ TEST_CASE("onnx: an LSTM frugal does not import is an error naming what is wrong
           n.set_input(4, n.input(5));
         }).ends_with("(LSTM): sequence_lens is not imported (every sequence full length)"));
 }
+
+TEST_CASE("onnx: a GRU frugal does not import is an error naming what is wrong") {
+  onnx::ModelProto m;
+  std::ifstream in(onnx_data() / "gru_net.onnx", std::ios::binary);
+  REQUIRE(m.ParseFromIstream(&in));
+  REQUIRE(error_for(m).empty());
+  auto edited = [&](auto edit) {
+    onnx::ModelProto e = m;
+    for (auto& n : *e.mutable_graph()->mutable_node())
+      if (n.op_type() == "GRU") {
+        edit(n);
+        break;
+      }
+    return error_for(e);
+  };
+  CHECK(edited([](onnx::NodeProto& n) { attribute(&n, "linear_before_reset")->set_i(0); })
+            .ends_with("(GRU): linear_before_reset 0 is not imported (PyTorch's nn.GRU exports "
+                       "1)"));
+  CHECK(edited([](onnx::NodeProto& n) {
+          attribute(&n, "hidden_size")->set_i(4);
+        }).ends_with("(GRU): GRU of [5,4,4]: W is [2,9,4], expected [2,12,4]"));
+  CHECK(edited([](onnx::NodeProto& n) {
+          onnx::AttributeProto* a = attribute(&n, "activations");
+          a->set_type(onnx::AttributeProto::STRINGS);
+          for (const char* f : {"Sigmoid", "Tanh", "Relu", "Tanh"}) a->add_strings(f);
+        }).ends_with("(GRU): activations other than Sigmoid, Tanh are not imported"));
+  CHECK(edited([](onnx::NodeProto& n) {
+          n.add_output("c_out");
+        }).ends_with("(GRU): 3 outputs; a GRU has Y and Y_h"));
+}
