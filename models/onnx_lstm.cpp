@@ -8,27 +8,13 @@
 #include "layers/activation.h"
 #include "layers/add.h"
 #include "layers/binary.h"
-#include "layers/concat.h"
 #include "layers/constant.h"
 #include "layers/linear.h"
 #include "layers/reshape.h"
 #include "layers/split.h"
+#include "models/onnx_layout.h"
 
 namespace frugal {
-
-namespace {
-
-// v's k pieces along axis 0 (directions, steps), each of shape `each`: one split of v as
-// (1, k, rest), its gradient flowing back into the whole.
-std::vector<Value> pieces(Value v, const Shape& each) {
-  const int64_t k = v.shape()[0], rest = v.shape().numel() / k;
-  if (k == 1) return {reshape(v, each)};
-  std::vector<Value> p = split(reshape(v, Shape{1, k, rest}), 1, std::vector<int64_t>(k, 1));
-  for (Value& x : p) x = reshape(x, each);
-  return p;
-}
-
-}  // namespace
 
 std::vector<Value> record_lstm(const OnnxLstm& l, std::span<const Value> in,
                                std::source_location where) {
@@ -57,11 +43,12 @@ std::vector<Value> record_lstm(const OnnxLstm& l, std::span<const Value> in,
   }
   Tape& tape = in[0].tape();
   const Value rows = reshape(in[0], Shape{T * N, I});
-  const std::vector<Value> ws = pieces(in[1], Shape{G, I}), rs = pieces(in[2], Shape{G, hidden});
-  const std::vector<Value> bs = bias ? pieces(*bias, Shape{2 * G}) : std::vector<Value>{};
+  const std::vector<Value> ws = split_leading(in[1], Shape{G, I}),
+                           rs = split_leading(in[2], Shape{G, hidden});
+  const std::vector<Value> bs = bias ? split_leading(*bias, Shape{2 * G}) : std::vector<Value>{};
   std::vector<Value> starts[2];
   for (int k = 0; k < 2; ++k)
-    if (initial[k] != nullptr) starts[k] = pieces(*initial[k], Shape{N, hidden});
+    if (initial[k] != nullptr) starts[k] = split_leading(*initial[k], Shape{N, hidden});
   auto linear_of = [&](std::vector<Value> args) {
     return tape.record(std::make_unique<LinearOp>(), std::move(args), where)[0];
   };
@@ -83,7 +70,8 @@ std::vector<Value> record_lstm(const OnnxLstm& l, std::span<const Value> in,
       }
     }
     // Every step's X W^T (+ B) at once, then one piece per step (N, G).
-    const std::vector<Value> xw = pieces(reshape(linear_of(args), Shape{T, N * G}), Shape{N, G});
+    const std::vector<Value> xw =
+        split_leading(reshape(linear_of(args), Shape{T, N * G}), Shape{N, G});
     auto start = [&](int k) {
       if (initial[k] != nullptr) return starts[k][di];
       return constant(tape, Tensor::zeros(Shape{N, hidden}, in[0].dtype()));
@@ -116,7 +104,7 @@ std::vector<Value> record_lstm(const OnnxLstm& l, std::span<const Value> in,
     if (!l.gru) last_c.push_back(reshape(c, Shape{1, N * hidden}));
   }
   auto joined = [&](const std::vector<Value>& parts, Shape shape) {
-    return reshape(parts.size() == 1 ? parts[0] : concat(parts, 1), std::move(shape));
+    return reshape(join_leading(parts), std::move(shape));
   };
   std::vector<Value> out{joined(ys, Shape{T, dirs, N, hidden}),
                          joined(last_h, Shape{dirs, N, hidden})};

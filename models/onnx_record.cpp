@@ -44,6 +44,7 @@
 #include "layers/upsample2d.h"
 #include "models/onnx.h"
 #include "models/onnx_graph.h"
+#include "models/onnx_layout.h"
 
 namespace frugal {
 
@@ -103,15 +104,8 @@ Value record_slice(const OnnxNode& n, const std::map<std::string, IntTensor>& in
     FRUGAL_CHECK(a != 0 || n.batch_moved, "slicing the batch axis is not imported");
     FRUGAL_CHECK(steps[i] > 0 ? b < e : e < b, "slice [", starts[i], ", ", ends[i], ") step ",
                  steps[i], " of axis ", a, " of ", x.shape(), " is empty");
-    if (a == 0) {  // an axis 0 that is not the batch's (an LSTM's layers): as axis 1 of (1, ...)
-      std::vector<int64_t> d(x.shape().dims().begin(), x.shape().dims().end());
-      d.insert(d.begin(), 1);
-      x = slice(reshape(x, Shape(d)), 1, b, e, steps[i]);
-      d = x.shape().dims();
-      x = reshape(x, Shape(std::vector<int64_t>(d.begin() + 1, d.end())));
-      continue;
-    }
-    x = slice(x, a, b, e, steps[i]);
+    // (an axis 0 that is not the batch's: an LSTM's layers, a weight's rows)
+    x = a == 0 ? slice_leading(x, b, e, steps[i]) : slice(x, a, b, e, steps[i]);
   }
   return x;
 }
@@ -195,16 +189,8 @@ Value repeat_unit_axes(Value x, const Shape& to, const std::string& what, bool o
     constexpr int64_t kMaxCopies = 65536;  // one concatenated piece per copy
     FRUGAL_CHECK(to[k] <= kMaxCopies, what, ": axis ", k, " repeated ", to[k],
                  " times; frugal imports at most ", kMaxCopies);
-    if (k == 0) {  // a weight's copies side by side in (1, copies, numel): the bytes of (n, ...)
-      const std::vector<Value> copies(static_cast<size_t>(to[0]),
-                                      reshape(x, Shape{1, 1, s.numel()}));
-      std::vector<int64_t> d(s.dims().begin(), s.dims().end());
-      d[0] = to[0];
-      x = reshape(concat(copies, 1), Shape(d));
-      continue;
-    }
     const std::vector<Value> copies(static_cast<size_t>(to[k]), x);
-    x = concat(copies, k);
+    x = k == 0 ? join_leading(copies) : concat(copies, k);  // (axis 0: a weight's)
   }
   return x;
 }
@@ -241,8 +227,7 @@ Value record_arithmetic(BinaryKind kind, Value a, Value b) {
 }
 
 // ONNX's Tile: x's axis k repeated repeats[k] times, the copies one after another (a concat of
-// copies per repeated axis, whose backward sums their gradients). Over the batch axis too: the
-// copies of (n, ...) side by side in (1, copies, numel) are the bytes of (copies * n, ...).
+// copies per repeated axis, whose backward sums their gradients), over the batch axis too.
 Value record_tile(const Ints& repeats, Value x) {
   const Shape s = x.shape();  // a copy: x is recorded over below
   const std::string what = detail::concat("Tile of ", s, " by ", str(repeats));
@@ -252,40 +237,18 @@ Value record_tile(const Ints& repeats, Value x) {
   for (int64_t r : repeats)
     FRUGAL_CHECK(r >= 1 && r <= kMaxCopies, what, ": frugal imports repeat counts of 1 to ",
                  kMaxCopies);
-  std::vector<int64_t> d(s.dims().begin(), s.dims().end());
   for (int k = 0; k < s.rank(); ++k) {
-    const auto r = static_cast<size_t>(repeats[static_cast<size_t>(k)]);
-    if (r == 1) continue;
-    if (k == 0) {
-      const std::vector<Value> copies(r, reshape(x, Shape{1, 1, x.shape().numel()}));
-      d[0] *= static_cast<int64_t>(r);
-      x = reshape(concat(copies, 1), Shape(d));
-      continue;
-    }
-    x = concat(std::vector<Value>(r, x), k);
+    const std::vector<Value> copies(static_cast<size_t>(repeats[static_cast<size_t>(k)]), x);
+    if (copies.size() > 1) x = k == 0 ? join_leading(copies) : concat(copies, k);
   }
   return x;
 }
 
-// Concat along any axis; along an axis 0 that is not the batch's (torch.stack(xs, dim=0)) the
-// pieces side by side in (1, numel) are the bytes of the joined (sum of k_i, ...).
+// Concat along any axis; along an axis 0 that is not the batch's (torch.stack(xs, dim=0),
+// weights) through join_leading.
 Value record_concat(const OnnxNode& n, std::span<const Value> in) {
-  const Shape s = in[0].shape();  // a copy: values are recorded below
-  const int64_t a = axis_of(n.axis, s.rank());
-  if (a != 0 || !n.batch_moved) return concat({in.begin(), in.end()}, a);
-  std::vector<Value> flat;
-  std::vector<int64_t> d(s.dims().begin(), s.dims().end());
-  d[0] = 0;
-  for (const Value& v : in) {
-    const Shape p = v.shape();
-    FRUGAL_CHECK(p.rank() == s.rank(), "Concat along axis 0 of ", s, " and ", p, ": ranks differ");
-    for (int k = 1; k < s.rank(); ++k)
-      FRUGAL_CHECK(p[k] == s[k], "Concat along axis 0 of ", s, " and ", p, ": axis ", k,
-                   " differs");
-    d[0] += p[0];
-    flat.push_back(reshape(v, Shape{1, p.numel()}));
-  }
-  return reshape(concat(flat, 1), Shape(d));
+  const int64_t a = axis_of(n.axis, in[0].shape().rank());
+  return a == 0 && n.batch_moved ? join_leading(in) : concat({in.begin(), in.end()}, a);
 }
 
 // MatMul between two activations with NumPy's broadcasting of the leading axes: the shorter
@@ -868,7 +831,8 @@ Value record_onnx(const OnnxModel& model, Value images) {
       }
     } catch (const Error& e) {
       const std::string what = e.what();
-      if (what.starts_with(origin + ": ")) throw;  // a shape error the tape named the node in
+      // A shape error the tape named the node in, or a deferred Expand's, which names itself.
+      if (what.starts_with(model.path + ": node '")) throw;
       throw Error(origin + ": " + what);
     } catch (const std::out_of_range&) {  // a value the checks let through unread: still an error
       throw Error(origin + ": reads a value that is not defined");

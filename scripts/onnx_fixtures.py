@@ -1186,26 +1186,29 @@ def bicubic_net(out):
     export_with_output(net, x, out, "bicubic_net", 17)
 
 
-def lstm_net(out):
-    """nn.LSTM as PyTorch exports it (ONNX LSTM, unrolled by the importer): Sequencer's
-    bidirectional LSTM along each row of a feature map (batch_first, a Transpose around it,
-    the states starting at zero), and a two-layer sequence-first LSTM without biases whose
-    initial hidden state is computed from the image (a Linear, permuted to (layers, N, H)),
-    its last layer's final h and c read (Gather of Y_h and Y_c);
-    tests/data/onnx/lstm_net.onnx with PyTorch's float32 output, and lstm_unfolded_net.onnx
-    exported without constant folding, as training-mode exports are: each LSTM's W, R and B
-    assembled in the graph from PyTorch's parameters (Slice of each gate's rows, Concat in
-    ONNX's gate order, Unsqueeze and Concat of the directions)."""
+def recurrent_net(out, name, seed):
+    """nn.LSTM ("lstm") or nn.GRU ("gru") as PyTorch exports it (ONNX LSTM, or GRU with
+    linear_before_reset; unrolled by the importer): Sequencer's bidirectional layer along each
+    row of a feature map (batch_first, a Transpose around it, the state starting at zero), and
+    a two-layer sequence-first one without biases whose initial hidden state is computed from
+    the image (a Linear, permuted to (layers, N, H)), its last layer's final h (and c) read
+    (Gather of Y_h, Y_c); tests/data/onnx/<name>_net.onnx with PyTorch's float32 output, and
+    <name>_unfolded_net.onnx exported without constant folding, as training-mode exports are:
+    W, R and B assembled in the graph from PyTorch's parameters (Slice of each gate's rows,
+    Concat in ONNX's gate order, Unsqueeze and Concat of the directions)."""
 
     import torch
     from torch import nn
+
+    lstm = name == "lstm"
+    cell = nn.LSTM if lstm else nn.GRU
 
     class Net(nn.Module):
         def __init__(self):
             super().__init__()
             self.stem = nn.Conv2d(3, 4, 3, stride=2, padding=1)
-            self.rows = nn.LSTM(4, 3, batch_first=True, bidirectional=True)
-            self.deep = nn.LSTM(6, 5, num_layers=2, bias=False)
+            self.rows = cell(4, 3, batch_first=True, bidirectional=True)
+            self.deep = cell(6, 5, num_layers=2, bias=False)
             self.init = nn.Linear(4, 10)
             self.head = nn.Linear(11, 5)
 
@@ -1215,50 +1218,19 @@ def lstm_net(out):
             y, _ = self.rows(x.permute(0, 2, 3, 1).reshape(b * h, w, c))
             seq = y.reshape(b, h, w, 6).mean(2).permute(1, 0, 2)
             h0 = torch.tanh(self.init(x.mean((2, 3)))).view(b, 2, 5).permute(1, 0, 2).contiguous()
-            _, (hn, cn) = self.deep(seq, (h0, torch.zeros_like(h0)))
-            return self.head(torch.cat([hn[-1] + cn[-1], y.reshape(b, h * w, 6).mean(1)], dim=1))
+            if lstm:
+                _, (hn, cn) = self.deep(seq, (h0, torch.zeros_like(h0)))
+                last = hn[-1] + cn[-1]
+            else:
+                _, hn = self.deep(seq, h0)
+                last = hn[-1]
+            return self.head(torch.cat([last, y.reshape(b, h * w, 6).mean(1)], dim=1))
 
-    torch.manual_seed(26)
+    torch.manual_seed(seed)
     net = Net().eval()
     x = torch.rand(2, 3, 8, 10) * 4 - 2
-    export_with_output(net, x, out, "lstm_net", 17)
-    export_with_output(net, x, out, "lstm_unfolded_net", 17, fold=False)
-
-
-def gru_net(out):
-    """nn.GRU as PyTorch exports it (ONNX GRU with linear_before_reset, unrolled by the
-    importer): a bidirectional GRU along each row of a feature map (batch_first, the state
-    starting at zero) and a two-layer sequence-first GRU without biases from an initial state
-    computed from the image, its final h read; tests/data/onnx/gru_net.onnx with PyTorch's
-    float32 output, and gru_unfolded_net.onnx exported without constant folding (W, R and B
-    assembled in the graph from PyTorch's parameters)."""
-
-    import torch
-    from torch import nn
-
-    class Net(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.stem = nn.Conv2d(3, 4, 3, stride=2, padding=1)
-            self.rows = nn.GRU(4, 3, batch_first=True, bidirectional=True)
-            self.deep = nn.GRU(6, 5, num_layers=2, bias=False)
-            self.init = nn.Linear(4, 10)
-            self.head = nn.Linear(11, 5)
-
-        def forward(self, x):
-            x = self.stem(x)
-            b, c, h, w = x.shape
-            y, _ = self.rows(x.permute(0, 2, 3, 1).reshape(b * h, w, c))
-            seq = y.reshape(b, h, w, 6).mean(2).permute(1, 0, 2)
-            h0 = torch.tanh(self.init(x.mean((2, 3)))).view(b, 2, 5).permute(1, 0, 2).contiguous()
-            _, hn = self.deep(seq, h0)
-            return self.head(torch.cat([hn[-1], y.reshape(b, h * w, 6).mean(1)], dim=1))
-
-    torch.manual_seed(27)
-    net = Net().eval()
-    x = torch.rand(2, 3, 8, 10) * 4 - 2
-    export_with_output(net, x, out, "gru_net", 17)
-    export_with_output(net, x, out, "gru_unfolded_net", 17, fold=False)
+    export_with_output(net, x, out, f"{name}_net", 17)
+    export_with_output(net, x, out, f"{name}_unfolded_net", 17, fold=False)
 
 
 def vit_net(out):
@@ -1687,8 +1659,8 @@ if __name__ == "__main__":
         tile_net(sys.argv[2])
         conv3d_net(sys.argv[2])
         bicubic_net(sys.argv[2])
-        lstm_net(sys.argv[2])
-        gru_net(sys.argv[2])
+        recurrent_net(sys.argv[2], "lstm", 26)
+        recurrent_net(sys.argv[2], "gru", 27)
         swin_net(sys.argv[2])
         einsum_net(sys.argv[2])
         instance_norm_net(sys.argv[2])
