@@ -16,8 +16,22 @@ const char* binary_name(BinaryKind k) {
       return "sub";
     case BinaryKind::mul:
       return "mul";
-    default:
+    case BinaryKind::div:
       return "div";
+    case BinaryKind::mask:
+      return "mask";
+    case BinaryKind::unmask:
+      return "unmask";
+    case BinaryKind::greater:
+      return "greater";
+    case BinaryKind::less:
+      return "less";
+    case BinaryKind::greater_equal:
+      return "greater_equal";
+    case BinaryKind::less_equal:
+      return "less_equal";
+    default:
+      return "equal";
   }
 }
 

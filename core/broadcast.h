@@ -19,8 +19,38 @@
 
 namespace frugal {
 
-enum class BinaryKind { add, sub, mul, div };
-const char* binary_name(BinaryKind k);  // "add", "sub", "mul", "div"
+// add, sub, mul, div: arithmetic. mask: a where b != 0, else -0 (the sum's identity: x + -0 is x
+// for every x, -0, infinities and NaNs included); unmask: a where b == 0, else -0. So
+// where(c, a, b) is exactly mask(a, c) + unmask(b, c) (layers/select.h); the mask b gets no
+// gradient. greater .. equal: 1 where `a op b` holds, else 0 (ONNX's bools as numbers); no
+// gradient reaches either operand.
+enum class BinaryKind {
+  add,
+  sub,
+  mul,
+  div,
+  mask,
+  unmask,
+  greater,
+  less,
+  greater_equal,
+  less_equal,
+  equal
+};
+// "add", "sub", "mul", "div", "mask", "unmask", "greater", "less", "greater_equal",
+// "less_equal", "equal"
+const char* binary_name(BinaryKind k);
+// The comparisons, whose output is 0 or 1 and has no gradient.
+FRUGAL_BROADCAST_HD inline bool binary_compares(BinaryKind k) {
+  return k == BinaryKind::greater || k == BinaryKind::less || k == BinaryKind::greater_equal ||
+         k == BinaryKind::less_equal || k == BinaryKind::equal;
+}
+// Whether operand `which` (0: a, 1: b) can carry a gradient: a and b of arithmetic, a of the
+// masks, neither of a comparison.
+FRUGAL_BROADCAST_HD inline bool binary_differentiable(BinaryKind k, int which) {
+  if (binary_compares(k)) return false;
+  return which == 0 || !(k == BinaryKind::mask || k == BinaryKind::unmask);
+}
 
 // The output's four sizes (shapes right-aligned, padded with 1s in front) and each operand's
 // element strides, 0 along the axes it is broadcast over.
@@ -52,8 +82,22 @@ FRUGAL_BROADCAST_HD inline T forward(BinaryKind k, T a, T b) {
       return a - b;
     case BinaryKind::mul:
       return a * b;
-    default:
+    case BinaryKind::div:
       return a / b;
+    case BinaryKind::mask:
+      return b != T(0) ? a : -T(0);
+    case BinaryKind::unmask:
+      return b != T(0) ? -T(0) : a;
+    case BinaryKind::greater:
+      return a > b ? T(1) : T(0);
+    case BinaryKind::less:
+      return a < b ? T(1) : T(0);
+    case BinaryKind::greater_equal:
+      return a >= b ? T(1) : T(0);
+    case BinaryKind::less_equal:
+      return a <= b ? T(1) : T(0);
+    default:
+      return a == b ? T(1) : T(0);
   }
 }
 
@@ -67,8 +111,14 @@ FRUGAL_BROADCAST_HD inline T grad_a(BinaryKind k, T a, T b, T dy) {
       return dy;
     case BinaryKind::mul:
       return dy * b;
-    default:
+    case BinaryKind::div:
       return dy / b;
+    case BinaryKind::mask:
+      return b != T(0) ? dy : T(0);
+    case BinaryKind::unmask:
+      return b != T(0) ? T(0) : dy;
+    default:  // a comparison: no gradient
+      return T(0);
   }
 }
 template <typename T>
@@ -80,8 +130,10 @@ FRUGAL_BROADCAST_HD inline T grad_b(BinaryKind k, T a, T b, T dy) {
       return -dy;
     case BinaryKind::mul:
       return dy * a;
-    default:
+    case BinaryKind::div:
       return -(dy * (a / b) / b);
+    default:  // a mask or a comparison: no gradient
+      return T(0);
   }
 }
 
@@ -137,15 +189,19 @@ inline void binary_gradient_order(const Broadcast& g, int order[2]) {
   order[0] = a_last ? 1 : 0, order[1] = a_last ? 0 : 1;
 }
 
-// Whether backward needs the operands' values: mul and div do, add and sub do not.
+// Whether backward needs the operands' values: mul and div do, and the masks (their mask b);
+// add and sub do not, and a comparison has no backward.
 inline bool binary_backward_reads_inputs(BinaryKind k) {
-  return k == BinaryKind::mul || k == BinaryKind::div;
+  return k == BinaryKind::mul || k == BinaryKind::div || k == BinaryKind::mask ||
+         k == BinaryKind::unmask;
 }
 // Whether backward reads operand `which` (0: a, 1: b) for the gradients wanted: a for db
-// (mul's a * dy, div's -dy * a / b^2), b for da (mul's b * dy, div's dy / b) and for div's db.
+// (mul's a * dy, div's -dy * a / b^2), b for da (mul's b * dy, div's dy / b, a mask's
+// selection) and for div's db.
 // BinaryOp's Roles::reads_only_for declares the same to the planner.
 inline bool binary_backward_reads_operand(BinaryKind k, int which, bool wants_da, bool wants_db) {
   if (!binary_backward_reads_inputs(k)) return false;
+  if (k == BinaryKind::mask || k == BinaryKind::unmask) return which == 1 && wants_da;
   return which == 0 ? wants_db : wants_da || (k == BinaryKind::div && wants_db);
 }
 

@@ -1,8 +1,10 @@
-// Broadcast Mul, Sub, Div, Add: finite-difference gradients in f64 for every kind over every
+// Broadcast Mul, Sub, Div, Add (and the kernels' masks and comparisons, tests/test_select.cpp
+// for their op): finite-difference gradients in f64 for every kind over every
 // broadcast pattern a CNN uses, values by hand, in place where the roles allow, planned ==
 // baseline bitwise on a squeeze-and-excitation block, and errors that name both shapes.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -71,15 +73,29 @@ TEST_CASE("binary ops: the CPU's row and broadcast loops give the shared formula
   std::vector<std::pair<Shape, Shape>> patterns = kPatterns;
   patterns.push_back({{4, 10, 600}, {600}});
   patterns.push_back({{1, 10, 600}, {4, 10, 600}});
-  for (BinaryKind k : kAll)
+  // Every kind, the masks and comparisons of layers/select.h too: operands on a grid of
+  // quarters, so that comparisons find equal elements, and masks of 0s and 1s.
+  constexpr BinaryKind kEvery[] = {
+      BinaryKind::add,           BinaryKind::sub,        BinaryKind::mul,     BinaryKind::div,
+      BinaryKind::mask,          BinaryKind::unmask,     BinaryKind::greater, BinaryKind::less,
+      BinaryKind::greater_equal, BinaryKind::less_equal, BinaryKind::equal};
+  auto quarters = [](Tensor t, bool mask) {
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      float& v = t.data<float>()[i];
+      v = mask ? (v > 1 ? 1.0f : 0.0f) : std::round(v * 4) / 4;
+    }
+    return t;
+  };
+  for (BinaryKind k : kEvery)
     for (const auto& [sa, sb] : patterns) {
       CAPTURE(std::string(binary_name(k)));
       CAPTURE(sa);
       CAPTURE(sb);
       Shape ys;
       const Broadcast g = broadcast_of(sa, sb, &ys);
-      Tensor a = random_tensor(sa, 3, 0.5, 1.5, DType::f32);
-      Tensor b = random_tensor(sb, 4, 0.5, 1.5, DType::f32);
+      const bool masks = k == BinaryKind::mask || k == BinaryKind::unmask;
+      Tensor a = quarters(random_tensor(sa, 3, 0.5, 1.5, DType::f32), false);
+      Tensor b = quarters(random_tensor(sb, 4, 0.5, 1.5, DType::f32), masks);
       Tensor dy = random_tensor(ys, 5, -1, 1, DType::f32);
       Tensor y = Tensor::empty(ys, DType::f32), da = Tensor::empty(sa, DType::f32);
       Tensor db = Tensor::empty(sb, DType::f32);
