@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <optional>
 #include <set>
@@ -29,6 +30,23 @@ BinaryKind arithmetic(const std::string& op) {
          : op == "Sub" ? BinaryKind::sub
          : op == "Mul" ? BinaryKind::mul
                        : BinaryKind::div;
+}
+
+// ONNX's comparison ops, or nullopt.
+std::optional<BinaryKind> comparison(const std::string& op) {
+  static const std::map<std::string, BinaryKind> kinds = {
+      {"Greater", BinaryKind::greater},
+      {"Less", BinaryKind::less},
+      {"GreaterOrEqual", BinaryKind::greater_equal},
+      {"LessOrEqual", BinaryKind::less_equal},
+      {"Equal", BinaryKind::equal}};
+  const auto it = kinds.find(op);
+  return it == kinds.end() ? std::nullopt : std::optional<BinaryKind>(it->second);
+}
+
+// Add, Sub, Mul, Div or a comparison: over activations wherever an operand is one.
+bool arithmetic_or_comparison(const std::string& op) {
+  return op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || comparison(op);
 }
 
 // The elementwise function an op computes on shape values and the constants computed from them
@@ -72,6 +90,8 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
   // cast to a float type): an activation op may read them (as a `constant` op, when recording
   // finds them float: EdgeNeXt's position features into a convolution).
   std::set<std::string> maybe_real;
+  // Bools over activations (a comparison's output, its Not, an And of two): 0/1 masks.
+  std::set<std::string> masks;
   // Values computed from weights alone (a Gather of a table, then its reshapes): no batch axis.
   std::set<std::string> weight_values;
   // Activations whose axis 0 is not the batch: a Transpose moved it (attention's qkv, split
@@ -173,8 +193,11 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       graph->params[name] = false;
     } else if (graph->initializers.count(name)) {
       graph->params.try_emplace(name, true);
-    } else if (int_constants.count(name)) {
-      r.fail(n, "input " + std::to_string(i) + " ('" + name + "') is an integer constant");
+    } else if (int_constants.count(name) && !int_values.count(name)) {
+      // An integer constant of the file beside an activation (x + 1 written with an int64 1):
+      // its values in the model's float type, fixed.
+      graph->initializers[name] = host_tensor(int_constants.at(name), model.dtype);
+      graph->params[name] = false;
     } else {
       return name;
     }
@@ -223,6 +246,11 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       if (!name.empty() && !is_int(canon(name)) && !float_constants.count(canon(name)))
         return false;
     return n.input_size() > 0;
+  };
+  // Whether input i is a constant or computed from shapes (a Where that folds while recording).
+  auto constant_or_int = [&](const onnx::NodeProto& n, int i) {
+    const std::string name = need(n, i);
+    return is_int(name) || float_constants.count(name) > 0;
   };
   auto activation_input_at = [&](const onnx::NodeProto& n, int i) -> std::string {
     const std::string x = need(n, i);
@@ -527,7 +555,10 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       const int64_t to = r.get_int(n, "to", 0);
       const int64_t own =
           model.dtype == DType::f64 ? onnx::TensorProto::DOUBLE : onnx::TensorProto::FLOAT;
-      if (to != own)
+      const bool mask = masks.count(need(n, 0)) > 0;  // 0s and 1s as bools or floats
+      if (mask && (to == onnx::TensorProto::BOOL || to == own))
+        masks.insert(o.output);
+      else if (to != own)
         r.fail(n, std::string("a Cast of an activation to other than the model's own type, ") +
                       (own == onnx::TensorProto::FLOAT ? "float" : "double"));
       o.kind = Kind::identity;
@@ -568,6 +599,53 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       o.legacy = opset < 13;
       o.axis = r.get_int(n, "axis", o.legacy ? 1 : -1);
       o.inputs = {activation_input(n)};
+    } else if (op == "Split" && float_constants.count(need(n, 0)) &&
+               !graph->initializers.count(need(n, 0))) {
+      // Of a float constant (anchors a fixed-size export folded): folded into its parts.
+      const Tensor& x = float_constants.at(need(n, 0));
+      const int rank = x.shape().rank();
+      const int64_t axis = r.get_int(n, "axis", 0);
+      if (axis < -rank || axis >= rank)
+        r.fail(n, "axis " + std::to_string(axis) + " is outside the constant's rank");
+      const int a = static_cast<int>(axis < 0 ? axis + rank : axis);
+      std::vector<int64_t> sizes = r.get_ints(n, "split");
+      if (const std::string v = optional_int_input(n, 1); !v.empty()) {
+        if (!int_constants.count(v)) r.fail(n, "the sizes of a constant's split must be constant");
+        sizes = int_constants.at(v).values;
+      }
+      const int64_t extent = x.shape()[a];
+      const auto parts = static_cast<int64_t>(n.output_size());
+      if (sizes.empty()) {
+        if (parts < 1 || extent % parts != 0)
+          r.fail(n, "a constant of " + std::to_string(extent) + " along the axis does not split " +
+                        "into " + std::to_string(parts) + " equal parts");
+        sizes.assign(static_cast<size_t>(parts), extent / parts);
+      }
+      int64_t total = 0;
+      for (int64_t k : sizes) {
+        if (k < 0 || k > extent) r.fail(n, "split size " + std::to_string(k) + " of a constant");
+        total += k;
+      }
+      if (static_cast<int64_t>(sizes.size()) != parts || total != extent)
+        r.fail(n, "split sizes do not add up to the constant's extent " + std::to_string(extent));
+      int64_t outer = 1, inner = dtype_size(x.dtype());
+      for (int d = 0; d < a; ++d) outer *= x.shape()[d];
+      for (int d = a + 1; d < rank; ++d) inner *= x.shape()[d];
+      const auto* from = static_cast<const char*>(x.raw());
+      int64_t at = 0;
+      for (int64_t p = 0; p < parts; ++p) {
+        std::vector<int64_t> dims = x.shape().dims();
+        dims[static_cast<size_t>(a)] = sizes[static_cast<size_t>(p)];
+        Tensor part = Tensor::empty(Shape(dims), x.dtype());
+        auto* to = static_cast<char*>(part.raw());
+        const int64_t row = sizes[static_cast<size_t>(p)] * inner;
+        for (int64_t o = 0; o < outer; ++o)
+          std::memcpy(to + o * row, from + (o * extent + at) * inner, static_cast<size_t>(row));
+        at += sizes[static_cast<size_t>(p)];
+        if (!n.output(static_cast<int>(p)).empty())
+          float_constants[n.output(static_cast<int>(p))] = std::move(part);
+      }
+      continue;
     } else if (op == "Split") {
       o.kind = Kind::split;
       o.axis = r.get_int(n, "axis", 0);
@@ -597,14 +675,57 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
         if (v.empty()) break;
         o.int_inputs.push_back(v);
       }
+    } else if (comparison(op) && !all_constant(n)) {
+      // A comparison over activations (x > 0, torch.where's condition): a mask of 0s and 1s in
+      // the model's float type, through which no gradient flows.
+      o.kind = Kind::binary;
+      o.binary = *comparison(op);
+      o.inputs = {operand(n, 0), operand(n, 1)};
+      masks.insert(o.output);
+    } else if ((op == "Not" || op == "And") && masks.count(need(n, 0))) {
+      // Of masks: Not is 1 where the mask is 0 (a comparison with a constant 0), And a product.
+      o.kind = Kind::binary;
+      o.inputs = {need(n, 0)};
+      if (op == "Not") {
+        o.binary = BinaryKind::equal;
+        const std::string zero = o.output + ".zero";
+        graph->initializers[zero] = Tensor::zeros(Shape{1}, model.dtype);
+        graph->params[zero] = false;
+        o.inputs.push_back(zero);
+      } else {
+        const std::string other = need(n, 1);
+        if (!masks.count(other))
+          r.fail(n, "input 1 ('" + other + "') is not a comparison's output over activations");
+        o.binary = BinaryKind::mul;
+        o.inputs.push_back(other);
+      }
+      masks.insert(o.output);
+    } else if (op == "Where" && !(constant_or_int(n, 1) && constant_or_int(n, 2))) {
+      // Over activations (masked_fill, torch.where): a where the condition holds, b elsewhere.
+      // The condition is a mask over activations, or computed from shapes and constants alone
+      // (a causal mask: recorded as a constant).
+      o.kind = Kind::select;
+      const std::string c = need(n, 0);
+      if (is_int(c))
+        o.int_inputs = {int_input(n, 0)};
+      else if (masks.count(c))
+        o.inputs = {c};
+      else
+        r.fail(n, "input 0 ('" + c +
+                      "') is neither a comparison's output over activations nor computed from "
+                      "shapes and constants");
+      o.inputs.push_back(operand(n, 1));
+      o.inputs.push_back(operand(n, 2));
     } else if (op == "Shape" || op == "ConstantOfShape" || op == "Range" ||
                ((op == "Gather" || op == "Unsqueeze" || op == "Squeeze" || op == "Cast" ||
                  op == "Concat" || op == "Add" || op == "Sub" || op == "Mul" || op == "Div" ||
                  op == "Mod" || op == "Pow" || op == "Reshape" || op == "Slice" ||
-                 op == "Transpose" || op == "Equal" || op == "Where" || op == "Not" ||
+                 op == "Transpose" || comparison(op) || op == "Where" || op == "Not" ||
                  op == "ScatterND" || op == "Expand" || op == "Clip" || op == "CumSum" ||
                  op == "Tile" || unary_kind(op)) &&
-                (is_int(need(n, 0)) || all_constant(n)))) {
+                // (arithmetic and comparisons beside an activation are recorded over it: YOLO's
+                // anchor points minus box distances)
+                ((is_int(need(n, 0)) && !arithmetic_or_comparison(op)) || all_constant(n)))) {
       // Integer shape arithmetic: evaluated while recording (models/onnx_ints.h).
       o.kind = Kind::integer;
       IntNode& k = o.int_node;
@@ -683,8 +804,9 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
         k.op = IntOp::transpose;
         k.attrs = r.get_ints(n, "perm");
         k.ints = {int_input(n, 0)};
-      } else if (op == "Equal") {
-        k.op = IntOp::equal;
+      } else if (const std::optional<BinaryKind> c = comparison(op)) {
+        k.op = IntOp::compare;
+        k.attrs = {static_cast<int64_t>(*c)};
         k.ints = {int_input(n, 0), int_input(n, 1)};
       } else if (op == "Where") {
         k.op = IntOp::where;
@@ -733,7 +855,7 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       }
       const bool from_real = std::any_of(k.ints.begin(), k.ints.end(),
                                          [&](const std::string& i) { return maybe_real.count(i); });
-      const bool to_int = (op == "Cast" && !k.real) || op == "Equal" || op == "Shape";
+      const bool to_int = (op == "Cast" && !k.real) || comparison(op) || op == "Shape";
       if (k.real || (from_real && !to_int) ||
           (k.op == IntOp::unary && !unary_keeps_integers(static_cast<UnaryKind>(k.attrs[0]))))
         maybe_real.insert(o.output);
@@ -1088,8 +1210,9 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
           "Sigmoid, Tanh, HardSigmoid, HardSwish, Clip, Elu, Selu, Softplus, Softsign, Exp, Log, "
           "Neg, Reciprocal, Dropout, Identity, Constant, Erf, Sqrt, "
           "Abs, Einsum (batched products), "
-          "Pow, LayerNormalization, InstanceNormalization, Expand, Tile, LSTM, GRU, and "
-          "Unsqueeze, Squeeze, and Shape, Gather, Cast, Equal, Where, Not, Mod, Range, "
+          "Pow, LayerNormalization, InstanceNormalization, Expand, Tile, LSTM, GRU, Greater, "
+          "Less, GreaterOrEqual, LessOrEqual, Equal, Where, and Not and And of comparisons, and "
+          "Unsqueeze, Squeeze, and Shape, Gather, Cast, Where, Not, Mod, Range, "
           "ScatterND over shape values (and the float constants computed from them)");
     }
     const bool integer = o.kind == Kind::integer;

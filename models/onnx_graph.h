@@ -36,7 +36,9 @@ enum class OnnxKind {
   // scale of ones or bias of zeros being left out of the inputs
   instance_norm,
   flatten,
-  binary,  // Add (same shapes: the residual add), Sub, Mul, Div with broadcasting
+  // Add (same shapes: the residual add), Sub, Mul, Div with broadcasting; comparisons (masks of
+  // 0s and 1s), And (mul) and Not (equal to 0) of masks
+  binary,
   concat,
   relu,
   leaky_relu,
@@ -60,6 +62,9 @@ enum class OnnxKind {
   pad,           // int_inputs[0]: pads (begins, then ends); pad_value
   softmax,       // axis; legacy: opset < 13's flattening form
   lstm,          // LSTM or GRU (lstm.gru); outputs Y, Y_h(, Y_c) (an empty name: not read)
+  // Where over activations: inputs {c, a, b}, or {a, b} with int_inputs[0] the condition, computed
+  // from shapes and constants
+  select,
   // Integer shape arithmetic (models/onnx_ints.h: torch.onnx.export's dynamic batch, F.pad),
   // evaluated while recording, when every shape is known: int_node (inputs: the activation a
   // Shape reads).

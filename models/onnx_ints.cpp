@@ -257,6 +257,12 @@ bool moved_operand(IntOp op, size_t i) {
   }
 }
 
+// Whether IntOp::compare's comparison (attrs[0], a BinaryKind) holds of x and z.
+template <typename T>
+bool holds(const IntNode& n, T x, T z) {
+  return binary_math::forward(static_cast<BinaryKind>(n.attrs.at(0)), x, z) != T(0);
+}
+
 double as_real(const IntTensor& t, size_t i) {
   return t.real ? t.reals[i] : static_cast<double>(t.values[i]);
 }
@@ -268,15 +274,15 @@ IntTensor eval_reals(const IntNode& n, const IntTensor& a, const IntTensor& b) {
   const std::vector<size_t> sa = broadcast_sources(a.dims, y.dims),
                             sb = broadcast_sources(b.dims, y.dims);
   const size_t size = sa.size();
-  y.real = n.op != IntOp::equal;
+  y.real = n.op != IntOp::compare;
   if (y.real)
     y.reals.resize(size);
   else
     y.values.resize(size);
   for (size_t i = 0; i < size; ++i) {
     const double x = as_real(a, sa[i]), z = as_real(b, sb[i]);
-    if (n.op == IntOp::equal) {
-      y.values[i] = x == z ? 1 : 0;
+    if (n.op == IntOp::compare) {
+      y.values[i] = holds(n, x, z) ? 1 : 0;
     } else if (n.op == IntOp::pow) {
       y.reals[i] = std::pow(x, z);
     } else if (n.op == IntOp::mod) {
@@ -297,6 +303,8 @@ IntTensor eval_reals(const IntNode& n, const IntTensor& a, const IntTensor& b) {
         case BinaryKind::div:
           y.reals[i] = x / z;
           break;
+        default:
+          throw Error(detail::concat("'", binary_name(n.binary), "' over shape values"));
       }
     }
   }
@@ -339,7 +347,7 @@ IntTensor eval_ints(const IntNode& n, const std::map<std::string, IntTensor>& en
   };
   // Arithmetic reads float operands; everything else reads integers (shapes, axes, indices,
   // conditions; moved float data reaches here as indices, eval_int_node).
-  const bool reads_reals = n.op == IntOp::binary || n.op == IntOp::equal || n.op == IntOp::mod ||
+  const bool reads_reals = n.op == IntOp::binary || n.op == IntOp::compare || n.op == IntOp::mod ||
                            n.op == IntOp::pow || n.op == IntOp::cast || n.op == IntOp::range ||
                            n.op == IntOp::shape_of || n.op == IntOp::unary || n.op == IntOp::clip ||
                            n.op == IntOp::cumsum;
@@ -434,7 +442,7 @@ IntTensor eval_ints(const IntNode& n, const std::map<std::string, IntTensor>& en
         y.values.push_back(c.values[sc[i]] != 0 ? a.values[sa[i]] : b.values[sb[i]]);
       return y;
     }
-    case IntOp::equal:
+    case IntOp::compare:
     case IntOp::mod:
     case IntOp::pow:
     case IntOp::binary: {
@@ -446,8 +454,8 @@ IntTensor eval_ints(const IntNode& n, const std::map<std::string, IntTensor>& en
       y.values.resize(sa.size());
       for (size_t i = 0; i < y.values.size(); ++i) {
         const int64_t x = a.values[sa[i]], z = b.values[sb[i]];
-        if (n.op == IntOp::equal) {
-          y.values[i] = x == z ? 1 : 0;
+        if (n.op == IntOp::compare) {
+          y.values[i] = holds(n, x, z) ? 1 : 0;
           continue;
         }
         if (n.op == IntOp::pow) {  // by a whole exponent: repeated products
@@ -481,6 +489,8 @@ IntTensor eval_ints(const IntNode& n, const std::map<std::string, IntTensor>& en
             FRUGAL_CHECK(z != 0 && !(x == INT64_MIN && z == -1), "integer division ", x, " / ", z);
             v = x / z;
             break;
+          default:
+            throw Error(detail::concat("'", binary_name(n.binary), "' over shape values"));
         }
         FRUGAL_CHECK(!overflow, "integer arithmetic on ", x, " and ", z, " overflows");
       }
@@ -637,13 +647,13 @@ IntTensor eval_ints(const IntNode& n, const std::map<std::string, IntTensor>& en
 }  // namespace
 
 Tensor host_tensor(const IntTensor& t, DType dtype) {
-  FRUGAL_CHECK(t.real, "a float tensor expected, got the integers ", t.str());
   Tensor y = Tensor::empty(Shape(t.dims), dtype);
-  for (size_t i = 0; i < t.reals.size(); ++i) {
+  for (int64_t i = 0; i < t.size(); ++i) {
+    const double v = as_real(t, static_cast<size_t>(i));
     if (dtype == DType::f64)
-      y.data<double>()[i] = t.reals[i];
+      y.data<double>()[i] = v;
     else
-      y.data<float>()[i] = static_cast<float>(t.reals[i]);
+      y.data<float>()[i] = static_cast<float>(v);
   }
   return y;
 }

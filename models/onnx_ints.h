@@ -42,18 +42,18 @@ enum class IntOp {
   reshape,            // ints: x, shape; attrs: {allowzero}
   slice,              // ints: x, starts, ends[, axes[, steps]]
   transpose,          // ints: x; attrs: perm
-  equal,              // ints: a, b (1 where equal, else 0: ONNX's bool as 0 and 1)
-  where,              // ints: condition, a, b (a where the condition is not 0, else b)
-  mod,                // ints: a, b; attrs: {fmod} (0: the divisor's sign, as Python's %)
-  pow,                // ints: a, b (a to the power b)
-  range,              // ints: start, limit, delta (scalars)
-  logical_not,        // ints: x (ONNX's Not: 1 where x is 0, else 0)
-  scatter_nd,         // ints: data, indices, updates
-  expand,             // ints: x, shape (broadcast both ways, as numpy)
-  unary,              // ints: x; attrs: {UnaryKind} (Ceil and Floor pass integers unchanged)
-  clip,               // ints: x[, min][, max]; attrs: {has min, has max}
-  cumsum,             // ints: x, axis; attrs: {exclusive, reverse}
-  tile,               // ints: x, repeats (one per axis: axis k of y is x's times repeats[k])
+  compare,  // ints: a, b; attrs: {a BinaryKind that compares} (1 where it holds, else 0: a bool)
+  where,    // ints: condition, a, b (a where the condition is not 0, else b)
+  mod,      // ints: a, b; attrs: {fmod} (0: the divisor's sign, as Python's %)
+  pow,      // ints: a, b (a to the power b)
+  range,    // ints: start, limit, delta (scalars)
+  logical_not,  // ints: x (ONNX's Not: 1 where x is 0, else 0)
+  scatter_nd,   // ints: data, indices, updates
+  expand,       // ints: x, shape (broadcast both ways, as numpy)
+  unary,        // ints: x; attrs: {UnaryKind} (Ceil and Floor pass integers unchanged)
+  clip,         // ints: x[, min][, max]; attrs: {has min, has max}
+  cumsum,       // ints: x, axis; attrs: {exclusive, reverse}
+  tile,         // ints: x, repeats (one per axis: axis k of y is x's times repeats[k])
 };
 
 // The elementwise functions of `IntOp::unary`, as the ONNX ops of these names.
@@ -75,7 +75,8 @@ struct IntNode {
   double real_value = 0;
 };
 
-// A real tensor's elements as a host tensor of `dtype` (f32: each rounded), of its dims.
+// A tensor's elements (reals, or integers: a bool mask as 0s and 1s) as a host tensor of
+// `dtype` (f32: each rounded), of its dims.
 Tensor host_tensor(const IntTensor& t, DType dtype);
 
 // Evaluates `n` over the integer tensors `env`; `shape` is the activation's shape for shape_of

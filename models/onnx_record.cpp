@@ -37,6 +37,7 @@
 #include "layers/relu.h"
 #include "layers/reshape.h"
 #include "layers/resize.h"
+#include "layers/select.h"
 #include "layers/slice.h"
 #include "layers/softmax.h"
 #include "layers/split.h"
@@ -457,8 +458,9 @@ Value record_onnx(const OnnxModel& model, Value images) {
   auto value = [&](const std::string& name) -> Value {
     if (auto it = env.find(name); it != env.end()) return it->second;
     if (auto l = lazy.find(name); l != lazy.end()) return expanded(name, l->second);
-    if (auto c = ints.find(name); c != ints.end() && c->second.real) {
-      // A float constant computed from shapes (an attention mask): an op holding its values.
+    if (auto c = ints.find(name); c != ints.end()) {
+      // A constant computed from shapes (an attention mask, YOLO's anchor points), in the
+      // model's float type: an op holding its values.
       Tensor t = host_tensor(c->second, images.dtype());
       if (t.shape().rank() == 0) t = t.reshape(Shape{1});  // a scalar, as weights are
       return env[name] = constant(tape, std::move(t));
@@ -657,6 +659,17 @@ Value record_onnx(const OnnxModel& model, Value images) {
         case Kind::binary:
           y = record_arithmetic(n.binary, in[0], in[1]);
           break;
+        case Kind::select: {
+          Value c;
+          if (!n.int_inputs.empty()) {  // computed from shapes and constants: fixed
+            Tensor t = host_tensor(ints.at(n.int_inputs[0]), images.dtype());
+            if (t.shape().rank() == 0) t = t.reshape(Shape{1});
+            c = constant(tape, std::move(t), where);
+            in.insert(in.begin(), c);
+          }
+          y = select(in[0], in[1], in[2], where);
+          break;
+        }
         case Kind::relu:
           y = relu(in[0]);
           break;

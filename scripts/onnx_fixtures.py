@@ -1186,6 +1186,84 @@ def bicubic_net(out):
     export_with_output(net, x, out, "bicubic_net", 17)
 
 
+def where_net(out):
+    """Comparisons and selection over activations: torch.where(y > 0, y, 0.1 * y) (Greater,
+    Where), attention scores filled with -inf by a causal mask computed from shapes (Range,
+    Greater of integers, Where with a constant condition), a mask compared from activations
+    with Not and And (t < 0.5 and not t < -0.5) choosing between two activations, a constant
+    chosen where a >= t (GreaterOrEqual), and ReLU's zeros found by Equal, cast to float;
+    tests/data/onnx/where_net.onnx with PyTorch's float32 output."""
+
+    import torch
+    from torch import nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 6, 3, padding=1)
+            self.q = nn.Linear(6, 8)
+            self.k = nn.Linear(6, 8)
+            self.fc = nn.Linear(18, 5)
+
+        def forward(self, x):
+            y = self.conv(x)
+            y = torch.where(y > 0, y, 0.1 * y)
+            t = y.flatten(2).transpose(1, 2)  # (N, L, 6)
+            i = torch.arange(t.shape[1])
+            s = self.q(t) @ self.k(t).transpose(1, 2)
+            s = s.masked_fill(i[None, :] > i[:, None], float("-inf"))
+            a = s.softmax(-1) @ t
+            m = (t < 0.5) & ~(t < -0.5)
+            b = torch.where(m, a, t)
+            c = a.masked_fill(a >= t, 1.5)
+            z = (torch.relu(y) == 0).float() * y
+            return self.fc(torch.cat([b.mean(1), c.mean(1), z.mean((2, 3))], 1))
+
+    torch.manual_seed(28)
+    net = Net().eval()
+    x = torch.rand(2, 3, 4, 5) * 2 - 1
+    export_with_output(net, x, out, "where_net", 13)
+
+
+def anchor_net(out):
+    """A detection head's box decoding as ultralytics' YOLO heads write it: anchor points
+    computed from the feature map's shape (arange, meshgrid, stack: shape arithmetic), box
+    corners as the anchor points minus and plus predicted distances (Sub and Add whose first
+    operand is computed from shapes), scaled by the stride, beside class scores; and the
+    boxes scaled by each element of a constant tensor in turn (iterating it: a Split of a
+    Constant, as YOLO iterates its strides); tests/data/onnx/anchor_net.onnx with PyTorch's float32 output."""
+
+    import torch
+    from torch import nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 3, stride=2, padding=1)
+            self.box = nn.Conv2d(8, 4, 1)
+            self.cls = nn.Conv2d(8, 3, 1)
+            self.scales = torch.tensor([1.5, -0.25])  # neither a parameter nor a buffer
+
+        def forward(self, x):
+            f = torch.relu(self.conv(x))
+            h, w = f.shape[2], f.shape[3]
+            sx = torch.arange(w, dtype=torch.float32) + 0.5
+            sy = torch.arange(h, dtype=torch.float32) + 0.5
+            gy, gx = torch.meshgrid(sy, sx, indexing="ij")
+            anchors = torch.stack((gx, gy), -1).view(-1, 2).transpose(0, 1)  # (2, h * w)
+            lt, rb = self.box(f).flatten(2).chunk(2, 1)  # (N, 2, h * w) each
+            x1y1, x2y2 = anchors - lt, anchors + rb
+            boxes = torch.cat(((x1y1 + x2y2) / 2, x2y2 - x1y1), 1) * 2.0
+            scales = [s * boxes for s in self.scales]  # a constant tensor iterated: Split
+            return torch.cat([(scales[0] - scales[1]).flatten(1),
+                              self.cls(f).sigmoid().flatten(1)], 1)
+
+    torch.manual_seed(29)
+    net = Net().eval()
+    x = torch.rand(2, 3, 6, 8) * 2 - 1
+    export_with_output(net, x, out, "anchor_net", 13)
+
+
 def recurrent_net(out, name, seed):
     """nn.LSTM ("lstm") or nn.GRU ("gru") as PyTorch exports it (ONNX LSTM, or GRU with
     linear_before_reset; unrolled by the importer): Sequencer's bidirectional layer along each
@@ -1659,6 +1737,8 @@ if __name__ == "__main__":
         tile_net(sys.argv[2])
         conv3d_net(sys.argv[2])
         bicubic_net(sys.argv[2])
+        where_net(sys.argv[2])
+        anchor_net(sys.argv[2])
         recurrent_net(sys.argv[2], "lstm", 26)
         recurrent_net(sys.argv[2], "gru", 27)
         swin_net(sys.argv[2])

@@ -61,6 +61,8 @@ const char* const kFixtures[] = {"residual_net",
                                  "tile_static_net",
                                  "conv3d_net",
                                  "bicubic_net",
+                                 "where_net",
+                                 "anchor_net",
                                  "lstm_net",
                                  "lstm_unfolded_net",
                                  "gru_net",
@@ -106,6 +108,13 @@ TEST_CASE("onnx: imported models give ONNX's reference outputs") {
   // LambdaNetworks' position lambdas; the first, grouped and strided; the middle, dilated).
   // bicubic_net: PyTorch's output; bicubic resizing down, up by 1.5 and to a size with
   // align_corners, and torch.stack(xs, dim=0) averaged over the new axis 0 (CrossViT's head).
+  // where_net: PyTorch's output; comparisons and Where over activations: torch.where(y > 0,
+  // y, 0.1 * y), scores filled with -inf by a causal mask computed from shapes (Range, Greater
+  // of integers), a mask from Less, Not and And choosing between two activations, masked_fill
+  // by GreaterOrEqual, ReLU's zeros found by Equal and cast to float.
+  // anchor_net: PyTorch's output; a YOLO head's box decoding: anchor points computed from
+  // shapes minus and plus predicted distances (Sub and Add whose first operand is a shape
+  // value), boxes scaled by each element of a constant tensor.
   // lstm_net: PyTorch's output; nn.LSTM's export (LSTM): bidirectional along each row of a map
   // (batch first, states from zero), two layers without biases from a computed initial state
   // (sliced per layer along an axis 0 that is not the batch's), the final h and c read.
@@ -439,4 +448,48 @@ TEST_CASE("onnx: an Expand that arithmetic alone reads is broadcast by the arith
     for (const OpNode& op : tape.ops()) joined += op.op->name() == "concat";
     CHECK(joined == concats);
   }
+}
+
+// A constant split into parts (YOLO iterating its strides, a tensor that is neither parameter
+// nor buffer: Split of a Constant, then Squeeze) is folded while loading: anchor_net's output
+// scaled by the second of three parts gives the output times that part, bit for bit.
+TEST_CASE("onnx: a Split of a constant folds into constants") {
+  onnx::ModelProto m;
+  std::ifstream in(onnx_data() / "anchor_net.onnx", std::ios::binary);
+  REQUIRE(m.ParseFromIstream(&in));
+  onnx::GraphProto* g = m.mutable_graph();
+  const std::string y = g->output(0).name();
+  onnx::NodeProto* c = g->add_node();
+  c->set_op_type("Constant");
+  c->add_output("parts");
+  onnx::AttributeProto* v = c->add_attribute();
+  v->set_name("value");
+  v->set_type(onnx::AttributeProto::TENSOR);
+  v->mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
+  v->mutable_t()->add_dims(3);
+  for (float f : {1.5f, -0.25f, 2.0f}) v->mutable_t()->add_float_data(f);
+  onnx::NodeProto* split = g->add_node();
+  split->set_op_type("Split");
+  split->add_input("parts");
+  for (const char* o : {"p0", "p1", "p2"}) split->add_output(o);
+  onnx::NodeProto* mul = g->add_node();
+  mul->set_op_type("Mul");
+  mul->add_input(y);
+  mul->add_input("p1");
+  mul->add_output("scaled");
+  g->mutable_output(0)->set_name("scaled");
+  const std::string bytes = m.SerializeAsString();
+  const OnnxModel scaled = load_onnx_bytes("scaled.onnx", bytes.data(), bytes.size());
+  const OnnxModel plain = load_onnx((onnx_data() / "anchor_net.onnx").string());
+  const std::vector<float> io = read_floats(onnx_data() / "anchor_net.io");
+  const std::vector<float> x(io.begin(), io.begin() + 2 * plain.input.numel());
+  const std::vector<float> want = onnx_forward(plain, x), got = onnx_forward(scaled, x);
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) CHECK(got[i] == want[i] * -0.25f);
+  // Sizes that do not add up to the constant's extent are an error naming the node.
+  onnx::AttributeProto* sizes = split->add_attribute();
+  sizes->set_name("split");
+  sizes->set_type(onnx::AttributeProto::INTS);
+  for (int64_t s : {1, 1, 2}) sizes->add_ints(s);
+  CHECK(error_for(m).ends_with("(Split): split sizes do not add up to the constant's extent 3"));
 }

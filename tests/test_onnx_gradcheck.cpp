@@ -150,6 +150,33 @@ TEST_CASE("onnx: gradcheck of bicubic resizing and a stack averaged over its new
                   {.tolerance = 1e-6});
 }
 
+// Comparisons and Where over activations (where_net: a leaky activation by torch.where, a
+// causal mask computed from shapes filling scores with -inf, a mask from Less, Not and And
+// choosing between activations, masked_fill by a compared mask) in float64 against finite
+// differences: the gradient reaches the branch each element came from, none the conditions.
+TEST_CASE("onnx: gradcheck of comparisons and Where") {
+  const OnnxModel m = load_onnx((onnx_data() / "where_net.onnx").string());
+  int selects = 0, fixed = 0, compares = 0;
+  for (const OnnxNode& n : m.graph->nodes) {
+    selects += n.kind == OnnxKind::select;
+    fixed += n.kind == OnnxKind::select && !n.int_inputs.empty();
+    compares += n.kind == OnnxKind::binary && binary_compares(n.binary);
+  }
+  CHECK(selects == 4);
+  CHECK(fixed == 1);     // the causal mask
+  CHECK(compares == 6);  // Greater, two Less, GreaterOrEqual, Equal, and Not (an Equal to 0)
+  check_gradients(randomized(m, 140), {random_tensor({2, 3, 4, 5}, 41, -2, 2)},
+                  {.tolerance = 1e-6});
+}
+
+// A YOLO head's box decoding (anchor_net: anchor points computed from shapes, minus and plus
+// predicted distances, scaled by a constant's elements) in float64 against finite differences.
+TEST_CASE("onnx: gradcheck of box decoding around anchor points computed from shapes") {
+  const OnnxModel m = load_onnx((onnx_data() / "anchor_net.onnx").string());
+  check_gradients(randomized(m, 150), {random_tensor({2, 3, 6, 8}, 43, -2, 2)},
+                  {.tolerance = 1e-6});
+}
+
 // nn.LSTM's export unrolled (lstm_net: bidirectional with biases, two layers without, an
 // initial state computed from the input; lstm_unfolded_net: the same with W, R and B assembled
 // in the graph) in float64 against finite differences: the weights', the biases' and the

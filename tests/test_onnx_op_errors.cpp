@@ -468,3 +468,36 @@ TEST_CASE("onnx: a GRU frugal does not import is an error naming what is wrong")
           n.add_output("c_out");
         }).ends_with("(GRU): 3 outputs; a GRU has Y and Y_h"));
 }
+
+TEST_CASE("onnx: comparisons and Where frugal does not import are errors naming what is wrong") {
+  onnx::ModelProto m;
+  std::ifstream in(onnx_data() / "where_net.onnx", std::ios::binary);
+  REQUIRE(m.ParseFromIstream(&in));
+  REQUIRE(error_for(m).empty());
+  const std::string conv = "/conv/Conv_output_0";  // a float activation, no mask
+  CHECK(error_with_first(m, "Where", [&](onnx::NodeProto& n) { n.set_input(0, conv); })
+            .ends_with("(Where): input 0 ('/conv/Conv_output_0') is neither a comparison's "
+                       "output over activations nor computed from shapes and constants"));
+  CHECK(error_with_first(m, "And", [&](onnx::NodeProto& n) { n.set_input(1, conv); })
+            .ends_with("(And): input 1 ('/conv/Conv_output_0') is not a comparison's output over "
+                       "activations"));
+  CHECK(error_with_first(m, "And", [](onnx::NodeProto& n) {
+          n.set_op_type("Or");
+        }).find("(Or): op not imported yet") != std::string::npos);
+  CHECK(error_with_first(m, "Cast", [&](onnx::NodeProto& n) {
+          if (n.input(0) == "/GreaterOrEqual_output_0") n.set_input(0, conv);
+        }).empty());  // the first Cast is over shape values: unchanged
+  onnx::ModelProto to_bool = m;
+  for (auto& n : *to_bool.mutable_graph()->mutable_node())
+    if (n.op_type() == "Cast" && n.input(0) == "/GreaterOrEqual_output_0") n.set_input(0, conv);
+  CHECK(error_for(to_bool).ends_with(
+      "(Cast): a Cast of an activation to other than the model's own type, float"));
+  // A condition that does not broadcast against the branches, found while recording.
+  onnx::ModelProto wide = m;
+  for (auto& n : *wide.mutable_graph()->mutable_node())
+    if (n.op_type() == "Where" && n.input(0) == "/And_output_0") n.set_input(2, "/MatMul_output_0");
+  CHECK(
+      error_for(wide).ends_with("(Where): where: condition [1,20,6], a [1,20,6], b [1,20,20]: "
+                                "shapes [1,20,6] and [1,20,20] do not broadcast (axis -1: 6 "
+                                "against 20)"));
+}

@@ -11,6 +11,10 @@
 
 using namespace frugal;
 
+namespace {
+constexpr int64_t kEqual = static_cast<int64_t>(BinaryKind::equal);
+}  // namespace
+
 TEST_CASE("shapes: the task is a function of its seed, with every class drawn") {
   const SegmentationSet a = shapes_dataset(16, 3, 32, 5), b = shapes_dataset(16, 3, 32, 5);
   const SegmentationSet c = shapes_dataset(16, 3, 32, 6);
@@ -98,7 +102,7 @@ TEST_CASE("onnx integer arithmetic: what F.pad, a dynamic-batch view and expand 
   // expand(n, 3, c) with -1 for kept sizes: Where(Equal(shape, -1), ones, shape).
   env["want"] = {{3}, {-1, 3, -1}};
   env["ones"] = {{3}, {1, 1, 1}};
-  env["eq"] = run({.op = IntOp::equal, .ints = {"want", "m1"}});
+  env["eq"] = run({.op = IntOp::compare, .ints = {"want", "m1"}, .attrs = {kEqual}});
   CHECK(env["eq"].values == std::vector<int64_t>{1, 0, 1});
   CHECK(run({.op = IntOp::where, .ints = {"eq", "ones", "want"}}).values ==
         std::vector<int64_t>{1, 3, 1});
@@ -171,7 +175,7 @@ TEST_CASE("onnx constant arithmetic: Mod, Range, ScatterND, Expand and float ten
   env["filled"] = filled;
   env["fzero"] = IntTensor{.dims = {}, .reals = {0}, .real = true};
   env["minus"] = IntTensor{.dims = {}, .reals = {-100}, .real = true};
-  env["is0"] = run({.op = IntOp::equal, .ints = {"filled", "fzero"}});
+  env["is0"] = run({.op = IntOp::compare, .ints = {"filled", "fzero"}, .attrs = {kEqual}});
   CHECK(!env["is0"].real);
   const IntTensor masked = run({.op = IntOp::where, .ints = {"is0", "fzero", "minus"}});
   CHECK(masked.real);  // a float Where, its operands broadcast
