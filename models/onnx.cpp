@@ -716,6 +716,16 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
                       "shapes and constants");
       o.inputs.push_back(operand(n, 1));
       o.inputs.push_back(operand(n, 2));
+    } else if (op == "ScatterND" && !constant_or_int(n, 0)) {
+      // Into an activation (y[:, 2::3] = y[:, 2::3].sigmoid(): YOLOv8-pose's keypoints), at
+      // indices computed from shapes: each sample's positions taken from its own updates.
+      if (r.get_string(n, "reduction", "none") != "none")
+        r.fail(n, "only reduction 'none' is imported");
+      o.kind = Kind::scatter;
+      o.inputs = {activation_input(n), operand(n, 2)};
+      o.int_inputs = {int_input(n, 1)};
+      if (batch_moved.count(o.inputs[0]))
+        r.fail(n, "a ScatterND into a value whose axis 0 is not the batch's is not imported");
     } else if (op == "Shape" || op == "ConstantOfShape" || op == "Range" ||
                ((op == "Gather" || op == "Unsqueeze" || op == "Squeeze" || op == "Cast" ||
                  op == "Concat" || op == "Add" || op == "Sub" || op == "Mul" || op == "Div" ||
@@ -1211,7 +1221,8 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
           "Neg, Reciprocal, Dropout, Identity, Constant, Erf, Sqrt, "
           "Abs, Einsum (batched products), "
           "Pow, LayerNormalization, InstanceNormalization, Expand, Tile, LSTM, GRU, Greater, "
-          "Less, GreaterOrEqual, LessOrEqual, Equal, Where, and Not and And of comparisons, and "
+          "Less, GreaterOrEqual, LessOrEqual, Equal, Where, ScatterND, and Not and And of "
+          "comparisons, and "
           "Unsqueeze, Squeeze, and Shape, Gather, Cast, Where, Not, Mod, Range, "
           "ScatterND over shape values (and the float constants computed from them)");
     }

@@ -65,6 +65,9 @@ enum class OnnxKind {
   // Where over activations: inputs {c, a, b}, or {a, b} with int_inputs[0] the condition, computed
   // from shapes and constants
   select,
+  // ScatterND into an activation: inputs {data, updates}, int_inputs[0] the indices (each
+  // sample's positions written from its own updates, the same positions in every sample)
+  scatter,
   // Integer shape arithmetic (models/onnx_ints.h: torch.onnx.export's dynamic batch, F.pad),
   // evaluated while recording, when every shape is known: int_node (inputs: the activation a
   // Shape reads).

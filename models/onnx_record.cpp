@@ -46,6 +46,7 @@
 #include "models/onnx.h"
 #include "models/onnx_graph.h"
 #include "models/onnx_layout.h"
+#include "models/onnx_scatter.h"
 
 namespace frugal {
 
@@ -670,6 +671,9 @@ Value record_onnx(const OnnxModel& model, Value images) {
           y = select(in[0], in[1], in[2], where);
           break;
         }
+        case Kind::scatter:
+          y = record_scatter(ints.at(n.int_inputs[0]), in[0], in[1]);
+          break;
         case Kind::relu:
           y = relu(in[0]);
           break;

@@ -1264,6 +1264,36 @@ def anchor_net(out):
     export_with_output(net, x, out, "anchor_net", 13)
 
 
+def scatter_net(out):
+    """Assignments into slices of activations, as PyTorch exports them (ScatterND over
+    activations, the indices computed from shapes): YOLOv8-pose's y[:, 2::3] =
+    y[:, 2::3].sigmoid() on (N, C, L), a row overwritten by another activation (y[:, 1] = z),
+    and a column set to a constant (y[:, :, 0] = 0.5); tests/data/onnx/scatter_net.onnx with
+    PyTorch's float32 output."""
+
+    import torch
+    from torch import nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 9, 3, padding=1)
+            self.fc = nn.Linear(9, 5)
+
+        def forward(self, x):
+            f = self.conv(x)
+            y = f.flatten(2)  # (N, 9, L)
+            y[:, 2::3] = y[:, 2::3].sigmoid()
+            y[:, 1] = torch.tanh(y[:, 4] * 2)
+            y[:, :, 0] = 0.5
+            return self.fc((y * y).mean(2))
+
+    torch.manual_seed(30)
+    net = Net().eval()
+    x = torch.rand(2, 3, 4, 5) * 2 - 1
+    export_with_output(net, x, out, "scatter_net", 13)
+
+
 def recurrent_net(out, name, seed):
     """nn.LSTM ("lstm") or nn.GRU ("gru") as PyTorch exports it (ONNX LSTM, or GRU with
     linear_before_reset; unrolled by the importer): Sequencer's bidirectional layer along each
@@ -1739,6 +1769,7 @@ if __name__ == "__main__":
         bicubic_net(sys.argv[2])
         where_net(sys.argv[2])
         anchor_net(sys.argv[2])
+        scatter_net(sys.argv[2])
         recurrent_net(sys.argv[2], "lstm", 26)
         recurrent_net(sys.argv[2], "gru", 27)
         swin_net(sys.argv[2])

@@ -19,8 +19,10 @@ A detector's output is its decoded boxes and class scores, (N, 4 + classes, anch
 segmentation model's first output: with mask coefficients), flattened to (N, features) here so
 the test can compare it as it compares a classifier's. What the heads compute from shapes (the
 anchor points, the strides) frugal evaluates while recording; the box decoding subtracts
-predicted distances from those anchor points. Not imported yet: YOLOv8-pose, whose head writes
-the keypoints' sigmoid into a slice of its output (ScatterND over activations), and RT-DETR.
+predicted distances from those anchor points; YOLOv8-pose's head writes its keypoints' sigmoid
+into a slice of its output (ScatterND into an activation). PyTorch cannot differentiate that
+in-place write in eval mode, so the pose model has no input gradient to compare (<name>.grad).
+Not tried: RT-DETR.
 """
 
 import os
@@ -30,17 +32,18 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import onnx_fixtures  # noqa: E402  (the export helpers, one definition)
 
 # yaml name (ultralytics' own), the task's model class
-MODELS = [("yolov8n", "detect"), ("yolov8n-seg", "segment"), ("yolov8n-cls", "classify"),
-          ("yolov5nu", "detect"), ("yolov3-tinyu", "detect")]
+MODELS = [("yolov8n", "detect"), ("yolov8n-seg", "segment"), ("yolov8n-pose", "pose"),
+          ("yolov8n-cls", "classify"), ("yolov5nu", "detect"), ("yolov3-tinyu", "detect")]
 
 
 def main(out, only):
     import warnings
 
     import torch
-    from ultralytics.nn.tasks import ClassificationModel, DetectionModel, SegmentationModel
+    from ultralytics.nn.tasks import (ClassificationModel, DetectionModel, PoseModel,
+                                      SegmentationModel)
 
-    classes = {"detect": DetectionModel, "segment": SegmentationModel,
+    classes = {"detect": DetectionModel, "segment": SegmentationModel, "pose": PoseModel,
                "classify": ClassificationModel}
 
     class Flat(torch.nn.Module):
@@ -67,7 +70,11 @@ def main(out, only):
         if task != "classify":
             net.model[-1].dynamic = True  # anchors from each input's shape, none cached
         # eval() on the wrapper too: the export puts every module back in its mode afterwards
-        onnx_fixtures.export_eval_with_grad(Flat(net).eval(), out, name.replace("-", "_"), 64, 13)
+        flat, file = Flat(net).eval(), name.replace("-", "_")
+        if task == "pose":  # its head's in-place sigmoid: PyTorch's own backward refuses it
+            onnx_fixtures.export_with_output(flat, torch.rand(2, 3, 64, 64) * 2 - 1, out, file, 13)
+        else:
+            onnx_fixtures.export_eval_with_grad(flat, out, file, 64, 13)
 
 
 if __name__ == "__main__":

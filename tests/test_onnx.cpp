@@ -63,6 +63,7 @@ const char* const kFixtures[] = {"residual_net",
                                  "bicubic_net",
                                  "where_net",
                                  "anchor_net",
+                                 "scatter_net",
                                  "lstm_net",
                                  "lstm_unfolded_net",
                                  "gru_net",
@@ -115,6 +116,9 @@ TEST_CASE("onnx: imported models give ONNX's reference outputs") {
   // anchor_net: PyTorch's output; a YOLO head's box decoding: anchor points computed from
   // shapes minus and plus predicted distances (Sub and Add whose first operand is a shape
   // value), boxes scaled by each element of a constant tensor.
+  // scatter_net: PyTorch's output; assignments into slices of activations (ScatterND):
+  // YOLOv8-pose's y[:, 2::3] = y[:, 2::3].sigmoid(), a row from another activation, a column
+  // set to a constant.
   // lstm_net: PyTorch's output; nn.LSTM's export (LSTM): bidirectional along each row of a map
   // (batch first, states from zero), two layers without biases from a computed initial state
   // (sliced per layer along an axis 0 that is not the batch's), the final h and c read.

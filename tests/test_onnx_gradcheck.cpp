@@ -177,6 +177,19 @@ TEST_CASE("onnx: gradcheck of box decoding around anchor points computed from sh
                   {.tolerance = 1e-6});
 }
 
+// Assignments into slices of activations (scatter_net: ScatterND of a sigmoid into every third
+// channel, of another activation into a row, of a constant into a column) in float64 against
+// finite differences: overwritten elements pass no gradient back to the data, the updates get
+// theirs.
+TEST_CASE("onnx: gradcheck of ScatterND into activations") {
+  const OnnxModel m = load_onnx((onnx_data() / "scatter_net.onnx").string());
+  int scatters = 0;
+  for (const OnnxNode& n : m.graph->nodes) scatters += n.kind == OnnxKind::scatter;
+  CHECK(scatters == 3);
+  check_gradients(randomized(m, 160), {random_tensor({2, 3, 4, 5}, 47, -2, 2)},
+                  {.tolerance = 1e-6});
+}
+
 // nn.LSTM's export unrolled (lstm_net: bidirectional with biases, two layers without, an
 // initial state computed from the input; lstm_unfolded_net: the same with W, R and B assembled
 // in the graph) in float64 against finite differences: the weights', the biases' and the

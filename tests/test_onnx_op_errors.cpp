@@ -11,6 +11,7 @@
 
 #include "models/onnx.h"
 #include "models/onnx_graph.h"
+#include "models/onnx_scatter.h"
 #include "tests/onnx_edit.h"
 #include "tests/onnx_support.h"
 
@@ -500,4 +501,88 @@ TEST_CASE("onnx: comparisons and Where frugal does not import are errors naming 
       error_for(wide).ends_with("(Where): where: condition [1,20,6], a [1,20,6], b [1,20,20]: "
                                 "shapes [1,20,6] and [1,20,20] do not broadcast (axis -1: 6 "
                                 "against 20)"));
+}
+
+// scatter_net with one more ScatterND into its output (N, 5) at the indices given, from
+// constant updates (N, 1): the error of loading it or of recording it at a batch of 2.
+std::string scatter_error(const std::vector<int64_t>& dims, const std::vector<int64_t>& index,
+                          const std::string& reduction = "none") {
+  onnx::ModelProto m;
+  std::ifstream in(onnx_data() / "scatter_net.onnx", std::ios::binary);
+  REQUIRE(m.ParseFromIstream(&in));
+  onnx::GraphProto* g = m.mutable_graph();
+  auto constant = [&](const std::string& name, onnx::TensorProto::DataType type,
+                      const std::vector<int64_t>& shape) {
+    onnx::NodeProto* c = g->add_node();
+    c->set_op_type("Constant");
+    c->add_output(name);
+    onnx::AttributeProto* v = c->add_attribute();
+    v->set_name("value");
+    v->set_type(onnx::AttributeProto::TENSOR);
+    v->mutable_t()->set_data_type(type);
+    for (int64_t d : shape) v->mutable_t()->add_dims(d);
+    return v->mutable_t();
+  };
+  onnx::TensorProto* idx = constant("idx", onnx::TensorProto::INT64, dims);
+  for (int64_t i : index) idx->add_int64_data(i);
+  std::vector<int64_t> udims(dims.begin(), dims.end() - 1);
+  int64_t count = 1;
+  for (int64_t d : udims) count *= d;
+  onnx::TensorProto* upd = constant("upd", onnx::TensorProto::FLOAT, udims);
+  for (int64_t i = 0; i < count; ++i) upd->add_float_data(0.5f);
+  onnx::NodeProto* s = g->add_node();
+  s->set_op_type("ScatterND");
+  s->set_name("late");
+  for (const char* i : {"y", "idx", "upd"}) s->add_input(i);
+  s->add_output("scattered");
+  if (reduction != "none") {
+    onnx::AttributeProto* a = s->add_attribute();
+    a->set_name("reduction");
+    a->set_type(onnx::AttributeProto::STRING);
+    a->set_s(reduction);
+  }
+  g->mutable_output(0)->set_name("scattered");
+  const std::string bytes = m.SerializeAsString();
+  try {  // (recorded at the batch of 2 the constant indices were written for)
+    const OnnxModel loaded = load_onnx_bytes("scatter.onnx", bytes.data(), bytes.size());
+    const std::vector<float> io = read_floats(onnx_data() / "scatter_net.io");
+    onnx_forward(loaded, std::vector<float>(io.begin(), io.begin() + 2 * loaded.input.numel()));
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST_CASE("onnx: a ScatterND frugal does not import is an error naming what is wrong") {
+  // One index tuple per sample into scatter_net's output (N, 5): loads (checked at a batch of
+  // 1), and at a batch of 2 its indices' first axis is no longer the batch.
+  CHECK(
+      scatter_error({1, 1, 2}, {0, 3})
+          .find("node 'late' (ScatterND): indices [1,1,2] into [2,5]: frugal imports indices whose "
+                "first axis is the batch") != std::string::npos);
+  CHECK(scatter_error({1, 1, 2}, {0, 3}, "add")
+            .ends_with("(ScatterND): only reduction 'none' is imported"));
+  // At a batch of 2, by hand: a sample written from another's updates, samples written at
+  // different positions, an index out of range, updates of the wrong shape.
+  ParamStore store;
+  Tape tape(store);
+  Value data = tape.input("data", {2, 5}, DType::f32);
+  Value updates = tape.input("updates", {2, 1}, DType::f32);
+  auto error = [&](std::vector<int64_t> index, Value u) -> std::string {
+    try {
+      record_scatter(IntTensor{.dims = {2, 1, 2}, .values = std::move(index)}, data, u);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  CHECK(error({0, 3, 1, 3}, updates).empty());
+  CHECK(error({1, 3, 0, 3}, updates) ==
+        "index tuple 0 of [2,1,2] writes sample 1 from sample 0's updates; frugal imports each "
+        "sample's slices from its own");
+  CHECK(error({0, 3, 1, 2}, updates) ==
+        "sample 1's slices differ from sample 0's; frugal imports the same positions in every "
+        "sample");
+  CHECK(error({0, 3, 1, 5}, updates) == "index 5 outside axis 1 of [2,5]");
+  CHECK(error({0, 3, 1, 3}, data) == "updates [2,5] where indices [2,1,2] into [2,5] need [2,1]");
 }
