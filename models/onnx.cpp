@@ -943,11 +943,13 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       o.of_weight = graph->initializers.count(x) > 0 || float_constants.count(x) > 0;
       o.inputs = {o.of_weight ? operand(n, 0) : activation_input(n)};
       o.int_inputs = {int_input(n, 1)};
-    } else if (op == "LSTM" || op == "GRU") {
-      // nn.LSTM's and nn.GRU's exports (opsets 11-17: layout 0, X (T, N, I)), unrolled while
-      // recording.
+    } else if (op == "LSTM" || op == "GRU" || op == "RNN") {
+      // nn.LSTM's, nn.GRU's and nn.RNN's exports (opsets 11-17: layout 0, X (T, N, I)),
+      // unrolled while recording.
       o.kind = Kind::lstm;
       o.lstm.gru = op == "GRU";
+      o.lstm.rnn = op == "RNN";
+      const bool states_only = o.lstm.gru || o.lstm.rnn;  // no cell state: Y and Y_h
       const std::string dir = r.get_string(n, "direction", "forward");
       if (dir != "forward" && dir != "reverse" && dir != "bidirectional")
         r.fail(n, "direction " + dir + " is not forward, reverse or bidirectional");
@@ -962,7 +964,22 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       if (o.lstm.gru && r.get_int(n, "linear_before_reset", 0) == 0)
         r.fail(n, "linear_before_reset 0 is not imported (PyTorch's nn.GRU exports 1)");
       if (r.attr(n, "clip")) r.fail(n, "a cell clip is not imported");
-      if (const onnx::AttributeProto* a = r.attr(n, "activations")) {
+      if (o.lstm.rnn) {  // one per direction (or one for both), Tanh or Relu
+        const int dirs = o.lstm.direction == OnnxLstm::both ? 2 : 1;
+        if (r.attr(n, "activation_alpha") || r.attr(n, "activation_beta"))
+          r.fail(n, "activation_alpha and activation_beta are not imported");
+        if (const onnx::AttributeProto* a = r.attr(n, "activations")) {
+          if (a->strings_size() != 1 && a->strings_size() != dirs)
+            r.fail(n, std::to_string(a->strings_size()) + " activations for " +
+                          std::to_string(dirs) + " direction(s)");
+          for (int d = 0; d < dirs; ++d) {
+            const std::string& f = a->strings(a->strings_size() == 1 ? 0 : d);
+            if (f != "Tanh" && f != "Relu")
+              r.fail(n, "activation " + f + " is not imported (Tanh and Relu are)");
+            o.lstm.relu[d] = f == "Relu";
+          }
+        }
+      } else if (const onnx::AttributeProto* a = r.attr(n, "activations")) {
         const char* want[] = {"Sigmoid", "Tanh", "Tanh"};
         const int per = o.lstm.gru ? 2 : 3;  // f, g (and h)
         for (int i = 0; i < a->strings_size(); ++i)
@@ -974,7 +991,8 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       auto given = [&](int i) { return i < n.input_size() && !n.input(i).empty(); };
       if (given(4)) r.fail(n, "sequence_lens is not imported (every sequence full length)");
       if (given(7)) r.fail(n, "peepholes (P) are not imported");
-      if (o.lstm.gru && given(6)) r.fail(n, "a GRU has no input 6");
+      const std::string an = o.lstm.rnn ? "an RNN" : "a GRU";
+      if (states_only && given(6)) r.fail(n, an + " has no input 6");
       o.inputs = {activation_input(n), param(n, 1, true), param(n, 2, true)};
       if ((o.lstm.has_bias = given(3))) o.inputs.push_back(param(n, 3, true));
       for (int i : {5, 6}) {
@@ -985,11 +1003,11 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
         (i == 5 ? o.lstm.has_initial_h : o.lstm.has_initial_c) = true;
         o.inputs.push_back(is_weight(s) ? operand(n, i) : s);
       }
-      for (int i = 0; i < (o.lstm.gru ? 2 : 3); ++i)
+      for (int i = 0; i < (states_only ? 2 : 3); ++i)
         o.outputs.push_back(i < n.output_size() ? n.output(i) : "");
       if (n.output_size() > static_cast<int>(o.outputs.size()))
         r.fail(n, std::to_string(n.output_size()) + " outputs; " +
-                      (o.lstm.gru ? "a GRU has Y and Y_h" : "an LSTM has Y, Y_h and Y_c"));
+                      (states_only ? an + " has Y and Y_h" : "an LSTM has Y, Y_h and Y_c"));
       // Y (T, D, N, H) and the states (D, N, H): axis 0 is not the batch's.
       for (const std::string& out : o.outputs)
         if (!out.empty()) batch_moved.insert(out);
@@ -1220,7 +1238,7 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
           "Sigmoid, Tanh, HardSigmoid, HardSwish, Clip, Elu, Selu, Softplus, Softsign, Exp, Log, "
           "Neg, Reciprocal, Dropout, Identity, Constant, Erf, Sqrt, "
           "Abs, Einsum (batched products), "
-          "Pow, LayerNormalization, InstanceNormalization, Expand, Tile, LSTM, GRU, Greater, "
+          "Pow, LayerNormalization, InstanceNormalization, Expand, Tile, LSTM, GRU, RNN, Greater, "
           "Less, GreaterOrEqual, LessOrEqual, Equal, Where, ScatterND, and Not and And of "
           "comparisons, and "
           "Unsqueeze, Squeeze, and Shape, Gather, Cast, Where, Not, Mod, Range, "

@@ -1,4 +1,5 @@
-// ONNX's LSTM and GRU (nn.LSTM's and nn.GRU's exports: Sequencer's row and column LSTMs),
+// ONNX's LSTM, GRU and RNN (nn.LSTM's, nn.GRU's and nn.RNN's exports: Sequencer's row and
+// column LSTMs),
 // recorded step by step in frugal's ops: one linear of every step's input by W, then per step a
 // linear of the hidden state by R, the gates (split, sigmoid, tanh), the cell and hidden state
 // (mul, add, sub). Each op keeps what its own backward reads.
@@ -10,6 +11,7 @@
 #include "layers/binary.h"
 #include "layers/constant.h"
 #include "layers/linear.h"
+#include "layers/relu.h"
 #include "layers/reshape.h"
 #include "layers/split.h"
 #include "models/onnx_layout.h"
@@ -19,9 +21,10 @@ namespace frugal {
 std::vector<Value> record_lstm(const OnnxLstm& l, std::span<const Value> in,
                                std::source_location where) {
   const Shape x = in[0].shape(), w = in[1].shape(), r = in[2].shape();  // copies
-  const char* what = l.gru ? "GRU" : "LSTM";
+  const char* what = l.gru ? "GRU" : l.rnn ? "RNN" : "LSTM";
   const int64_t hidden = l.hidden, dirs = l.direction == OnnxLstm::both ? 2 : 1;
-  const int64_t G = (l.gru ? 3 : 4) * hidden;  // the gates' rows of W and R
+  const int64_t G = (l.gru ? 3 : l.rnn ? 1 : 4) * hidden;  // the gates' rows of W and R
+  const bool cell = !l.gru && !l.rnn;                      // an LSTM's cell state
   FRUGAL_CHECK(x.rank() == 3, what, " of ", x, ": expected X (sequence, batch, input)");
   const int64_t T = x[0], N = x[1], I = x[2];
   FRUGAL_CHECK(w == Shape({dirs, G, I}), what, " of ", x, ": W is ", w, ", expected ",
@@ -65,7 +68,7 @@ std::vector<Value> record_lstm(const OnnxLstm& l, std::span<const Value> in,
       if (l.gru) {
         args.push_back(reshape(halves[0], Shape{G}));
         rb = reshape(halves[1], Shape{G});
-      } else {  // LSTM: Wb + Rb with X's product
+      } else {  // LSTM, RNN: Wb + Rb with X's product
         args.push_back(reshape(add(halves[0], halves[1]), Shape{G}));
       }
     }
@@ -76,7 +79,7 @@ std::vector<Value> record_lstm(const OnnxLstm& l, std::span<const Value> in,
       if (initial[k] != nullptr) return starts[k][di];
       return constant(tape, Tensor::zeros(Shape{N, hidden}, in[0].dtype()));
     };
-    Value h = start(0), c = l.gru ? Value{} : start(1);
+    Value h = start(0), c = cell ? start(1) : Value{};
     for (int64_t s = 0; s < T; ++s) {
       const int64_t t = reverse ? T - 1 - s : s;
       const Value& xt = xw[static_cast<size_t>(t)];
@@ -90,6 +93,9 @@ std::vector<Value> record_lstm(const OnnxLstm& l, std::span<const Value> in,
         const Value z = sigmoid(add(xg[0], hg[0])), rr = sigmoid(add(xg[1], hg[1]));
         const Value n = tanh(add(xg[2], mul(rr, hg[2])));
         h = add(n, mul(z, binary(BinaryKind::sub, h, n)));
+      } else if (l.rnn) {
+        const Value a = add(xt, linear_of({h, rs[di]}));
+        h = l.relu[di] ? relu(a) : tanh(a);
       } else {
         // ONNX's order of the four: input, output, forget, cell.
         const std::vector<Value> g =
@@ -101,14 +107,14 @@ std::vector<Value> record_lstm(const OnnxLstm& l, std::span<const Value> in,
       ys[static_cast<size_t>(t * dirs + d)] = reshape(h, Shape{1, N * hidden});
     }
     last_h.push_back(reshape(h, Shape{1, N * hidden}));
-    if (!l.gru) last_c.push_back(reshape(c, Shape{1, N * hidden}));
+    if (cell) last_c.push_back(reshape(c, Shape{1, N * hidden}));
   }
   auto joined = [&](const std::vector<Value>& parts, Shape shape) {
     return reshape(join_leading(parts), std::move(shape));
   };
   std::vector<Value> out{joined(ys, Shape{T, dirs, N, hidden}),
                          joined(last_h, Shape{dirs, N, hidden})};
-  if (!l.gru) out.push_back(joined(last_c, Shape{dirs, N, hidden}));
+  if (cell) out.push_back(joined(last_c, Shape{dirs, N, hidden}));
   return out;
 }
 

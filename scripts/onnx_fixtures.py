@@ -1295,8 +1295,9 @@ def scatter_net(out):
 
 
 def recurrent_net(out, name, seed):
-    """nn.LSTM ("lstm") or nn.GRU ("gru") as PyTorch exports it (ONNX LSTM, or GRU with
-    linear_before_reset; unrolled by the importer): Sequencer's bidirectional layer along each
+    """nn.LSTM ("lstm"), nn.GRU ("gru") or nn.RNN ("rnn") as PyTorch exports it (ONNX LSTM, GRU
+    with linear_before_reset, or RNN: tanh along the rows, ReLU in the deep one; unrolled by the
+    importer): Sequencer's bidirectional layer along each
     row of a feature map (batch_first, a Transpose around it, the state starting at zero), and
     a two-layer sequence-first one without biases whose initial hidden state is computed from
     the image (a Linear, permuted to (layers, N, H)), its last layer's final h (and c) read
@@ -1309,14 +1310,15 @@ def recurrent_net(out, name, seed):
     from torch import nn
 
     lstm = name == "lstm"
-    cell = nn.LSTM if lstm else nn.GRU
+    cell = {"lstm": nn.LSTM, "gru": nn.GRU, "rnn": nn.RNN}[name]
+    relu = {"nonlinearity": "relu"} if name == "rnn" else {}  # the deep RNN's, the rows' tanh
 
     class Net(nn.Module):
         def __init__(self):
             super().__init__()
             self.stem = nn.Conv2d(3, 4, 3, stride=2, padding=1)
             self.rows = cell(4, 3, batch_first=True, bidirectional=True)
-            self.deep = cell(6, 5, num_layers=2, bias=False)
+            self.deep = cell(6, 5, num_layers=2, bias=False, **relu)
             self.init = nn.Linear(4, 10)
             self.head = nn.Linear(11, 5)
 
@@ -1772,6 +1774,7 @@ if __name__ == "__main__":
         scatter_net(sys.argv[2])
         recurrent_net(sys.argv[2], "lstm", 26)
         recurrent_net(sys.argv[2], "gru", 27)
+        recurrent_net(sys.argv[2], "rnn", 31)
         swin_net(sys.argv[2])
         einsum_net(sys.argv[2])
         instance_norm_net(sys.argv[2])

@@ -68,6 +68,8 @@ const char* const kFixtures[] = {"residual_net",
                                  "lstm_unfolded_net",
                                  "gru_net",
                                  "gru_unfolded_net",
+                                 "rnn_net",
+                                 "rnn_unfolded_net",
                                  "swin_net",
                                  "mask_net",
                                  "einsum_net",
@@ -126,6 +128,8 @@ TEST_CASE("onnx: imported models give ONNX's reference outputs") {
   // graph from PyTorch's parameters (Slice, Concat, Unsqueeze of weights).
   // gru_net, gru_unfolded_net: PyTorch's output; nn.GRU's export (GRU, linear_before_reset) in
   // the same two forms: bidirectional along rows, two layers without biases from a computed h.
+  // rnn_net, rnn_unfolded_net: PyTorch's output; nn.RNN's export (RNN) in the same two forms:
+  // bidirectional tanh along rows, two ReLU layers without biases from a computed h.
   // swin_net: PyTorch's output; torchvision's SwinTransformer (tiny): padding to whole windows,
   // the cyclic shift, the shifted windows' mask (float constants computed from shapes), the
   // relative position bias gathered from its table, a rank-5 broadcast add.

@@ -214,6 +214,26 @@ TEST_CASE("onnx: gradcheck of LSTM") {
                   {.tolerance = 1e-6});
 }
 
+// nn.RNN's export unrolled (rnn_net and rnn_unfolded_net: bidirectional tanh with biases; two
+// ReLU layers without, from a computed initial state) in float64 against finite differences.
+TEST_CASE("onnx: gradcheck of RNN") {
+  int seed = 170;
+  for (const char* name : {"rnn_net", "rnn_unfolded_net"}) {
+    CAPTURE(name);
+    const OnnxModel m = load_onnx((onnx_data() / (std::string(name) + ".onnx")).string());
+    int tanh_both = 0, relu = 0;
+    for (const OnnxNode& n : m.graph->nodes)
+      if (n.kind == OnnxKind::lstm && n.lstm.rnn) {
+        tanh_both += n.lstm.direction == OnnxLstm::both && !n.lstm.relu[0] && !n.lstm.relu[1];
+        relu += n.lstm.direction == OnnxLstm::forward && n.lstm.relu[0];
+      }
+    CHECK(tanh_both == 1);
+    CHECK(relu == 2);
+    check_gradients(randomized(m, seed++), {random_tensor({2, 3, 8, 10}, 53, -2, 2)},
+                    {.tolerance = 1e-6});
+  }
+}
+
 // nn.GRU's export unrolled (gru_net and gru_unfolded_net: bidirectional with biases, R's bias
 // inside the reset gate's product; two layers without, from a computed initial state) in
 // float64 against finite differences.

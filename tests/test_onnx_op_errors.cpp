@@ -586,3 +586,35 @@ TEST_CASE("onnx: a ScatterND frugal does not import is an error naming what is w
   CHECK(error({0, 3, 1, 5}, updates) == "index 5 outside axis 1 of [2,5]");
   CHECK(error({0, 3, 1, 3}, data) == "updates [2,5] where indices [2,1,2] into [2,5] need [2,1]");
 }
+
+TEST_CASE("onnx: an RNN frugal does not import is an error naming what is wrong") {
+  onnx::ModelProto m;
+  std::ifstream in(onnx_data() / "rnn_net.onnx", std::ios::binary);
+  REQUIRE(m.ParseFromIstream(&in));
+  REQUIRE(error_for(m).empty());
+  auto edited = [&](auto edit) { return error_with_first(m, "RNN", edit); };
+  auto activations = [](std::initializer_list<const char*> fs) {
+    return [fs](onnx::NodeProto& n) {
+      onnx::AttributeProto* a = attribute(&n, "activations");
+      a->clear_strings();
+      for (const char* f : fs) a->add_strings(f);
+    };
+  };
+  CHECK(edited(activations({"Sigmoid", "Tanh"}))
+            .ends_with("(RNN): activation Sigmoid is not imported (Tanh and Relu are)"));
+  CHECK(edited(activations({"Tanh", "Relu", "Tanh"}))
+            .ends_with("(RNN): 3 activations for 2 direction(s)"));
+  CHECK(edited(activations({"Relu"})).empty());  // one for both directions
+  CHECK(edited([](onnx::NodeProto& n) {
+          onnx::AttributeProto* a = n.add_attribute();
+          a->set_name("activation_alpha");
+          a->set_type(onnx::AttributeProto::FLOATS);
+          a->add_floats(0.5f);
+        }).ends_with("(RNN): activation_alpha and activation_beta are not imported"));
+  CHECK(edited([](onnx::NodeProto& n) {
+          n.add_output("c_out");
+        }).ends_with("(RNN): 3 outputs; an RNN has Y and Y_h"));
+  CHECK(edited([](onnx::NodeProto& n) {
+          attribute(&n, "hidden_size")->set_i(4);
+        }).ends_with("(RNN): RNN of [5,4,4]: W is [2,3,4], expected [2,4,4]"));
+}
