@@ -613,9 +613,16 @@ Value record_onnx(const OnnxModel& model, Value images) {
                                  .count_include_pad = n.count_include_pad});
           break;
         case Kind::global_avg_pool: {
-          const Shape& s = in[0].shape();
-          FRUGAL_CHECK(s.rank() == 4, "global average pooling of ", s, " (N, C, H, W) only");
-          y = avg_pool2d(in[0], {.kernel = s[2], .kernel_w = s[3]});
+          const Shape s = in[0].shape();  // a copy: recorded over below
+          FRUGAL_CHECK(s.rank() == 3 || s.rank() == 4, "global average pooling of ", s,
+                       ": (N, C, L) or (N, C, H, W) only");
+          if (s.rank() == 3) {  // nn.AdaptiveAvgPool1d(1) (Swin's pooler): as (N, C, 1, L)
+            y = avg_pool2d(reshape(in[0], Shape{s[0], s[1], 1, s[2]}),
+                           {.kernel = 1, .kernel_w = s[2]});
+            y = reshape(y, Shape{s[0], s[1], 1});
+          } else {
+            y = avg_pool2d(in[0], {.kernel = s[2], .kernel_w = s[3]});
+          }
           break;
         }
         case Kind::reduce_mean:

@@ -1294,6 +1294,31 @@ def scatter_net(out):
     export_with_output(net, x, out, "scatter_net", 13)
 
 
+def pool1d_net(out):
+    """nn.AdaptiveAvgPool1d(1) over tokens (N, C, L), as Hugging Face's Swin pools them
+    (GlobalAveragePool of a rank-3 value);
+    tests/data/onnx/pool1d_net.onnx with PyTorch's float32 output."""
+
+    import torch
+    from torch import nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 6, 3, padding=1)
+            self.pool = nn.AdaptiveAvgPool1d(1)
+            self.fc = nn.Linear(6, 5)
+
+        def forward(self, x):
+            t = torch.relu(self.conv(x)).flatten(2)  # (N, 6, L)
+            return self.fc(self.pool(t).flatten(1))
+
+    torch.manual_seed(32)
+    net = Net().eval()
+    x = torch.rand(2, 3, 4, 5) * 2 - 1
+    export_with_output(net, x, out, "pool1d_net", 14)
+
+
 def recurrent_net(out, name, seed):
     """nn.LSTM ("lstm"), nn.GRU ("gru") or nn.RNN ("rnn") as PyTorch exports it (ONNX LSTM, GRU
     with linear_before_reset, or RNN: tanh along the rows, ReLU in the deep one; unrolled by the
@@ -1772,6 +1797,7 @@ if __name__ == "__main__":
         where_net(sys.argv[2])
         anchor_net(sys.argv[2])
         scatter_net(sys.argv[2])
+        pool1d_net(sys.argv[2])
         recurrent_net(sys.argv[2], "lstm", 26)
         recurrent_net(sys.argv[2], "gru", 27)
         recurrent_net(sys.argv[2], "rnn", 31)

@@ -64,6 +64,7 @@ const char* const kFixtures[] = {"residual_net",
                                  "where_net",
                                  "anchor_net",
                                  "scatter_net",
+                                 "pool1d_net",
                                  "lstm_net",
                                  "lstm_unfolded_net",
                                  "gru_net",
@@ -121,6 +122,8 @@ TEST_CASE("onnx: imported models give ONNX's reference outputs") {
   // scatter_net: PyTorch's output; assignments into slices of activations (ScatterND):
   // YOLOv8-pose's y[:, 2::3] = y[:, 2::3].sigmoid(), a row from another activation, a column
   // set to a constant.
+  // pool1d_net: PyTorch's output; nn.AdaptiveAvgPool1d(1) over tokens (GlobalAveragePool of
+  // (N, C, L): Hugging Face's Swin).
   // lstm_net: PyTorch's output; nn.LSTM's export (LSTM): bidirectional along each row of a map
   // (batch first, states from zero), two layers without biases from a computed initial state
   // (sliced per layer along an axis 0 that is not the batch's), the final h and c read.

@@ -190,6 +190,13 @@ TEST_CASE("onnx: gradcheck of ScatterND into activations") {
                   {.tolerance = 1e-6});
 }
 
+// GlobalAveragePool of tokens (N, C, L) (pool1d_net) in float64 against finite differences.
+TEST_CASE("onnx: gradcheck of a global average pool over tokens") {
+  const OnnxModel m = load_onnx((onnx_data() / "pool1d_net.onnx").string());
+  check_gradients(randomized(m, 180), {random_tensor({2, 3, 4, 5}, 59, -2, 2)},
+                  {.tolerance = 1e-6});
+}
+
 // nn.LSTM's export unrolled (lstm_net: bidirectional with biases, two layers without, an
 // initial state computed from the input; lstm_unfolded_net: the same with W, R and B assembled
 // in the graph) in float64 against finite differences: the weights', the biases' and the
