@@ -44,9 +44,10 @@ std::optional<BinaryKind> comparison(const std::string& op) {
   return it == kinds.end() ? std::nullopt : std::optional<BinaryKind>(it->second);
 }
 
-// Add, Sub, Mul, Div or a comparison: over activations wherever an operand is one.
-bool arithmetic_or_comparison(const std::string& op) {
-  return op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || comparison(op);
+// Add, Sub, Mul, Div, a comparison or Concat: over activations wherever an operand is one.
+bool over_any_activation(const std::string& op) {
+  return op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Concat" ||
+         comparison(op);
 }
 
 // The elementwise function an op computes on shape values and the constants computed from them
@@ -733,9 +734,9 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
                  op == "Transpose" || comparison(op) || op == "Where" || op == "Not" ||
                  op == "ScatterND" || op == "Expand" || op == "Clip" || op == "CumSum" ||
                  op == "Tile" || unary_kind(op)) &&
-                // (arithmetic and comparisons beside an activation are recorded over it: YOLO's
-                // anchor points minus box distances)
-                ((is_int(need(n, 0)) && !arithmetic_or_comparison(op)) || all_constant(n)))) {
+                // (arithmetic, comparisons and joins beside an activation are recorded over it:
+                // YOLO's anchor points minus box distances, an empty placeholder feature)
+                ((is_int(need(n, 0)) && !over_any_activation(op)) || all_constant(n)))) {
       // Integer shape arithmetic: evaluated while recording (models/onnx_ints.h).
       o.kind = Kind::integer;
       IntNode& k = o.int_node;
@@ -1055,7 +1056,12 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
     } else if (op == "Concat") {
       o.kind = Kind::concat;
       o.axis = r.get_int(n, "axis", 0);
-      for (int i = 0; i < n.input_size(); ++i) o.inputs.push_back(activation_input_at(n, i));
+      for (int i = 0; i < n.input_size(); ++i) {
+        // A piece computed from shapes joins as a constant, or as nothing where it is empty
+        // (segmentation_models_pytorch's placeholder feature, torch.empty(N, 0, h, w)).
+        const std::string x = need(n, i);
+        o.inputs.push_back(int_values.count(x) ? x : activation_input_at(n, i));
+      }
       // Values stacked along an axis 0 that is not the batch's (torch.stack's Unsqueeze first),
       // or weights joined along any axis (an LSTM's gates, its directions).
       const bool weights = std::all_of(o.inputs.begin(), o.inputs.end(), is_weight);

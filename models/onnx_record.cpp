@@ -507,7 +507,11 @@ Value record_onnx(const OnnxModel& model, Value images) {
           return;
         }
       }
-      for (const std::string& s : n.inputs) in.push_back(value(s));
+      for (const std::string& s : n.inputs) {
+        auto c = ints.find(s);  // a Concat's empty piece computed from shapes: nothing to join
+        if (n.kind == Kind::concat && c != ints.end() && c->second.size() == 0) continue;
+        in.push_back(value(s));
+      }
       if (n.kind == Kind::integer) {
         ints[n.output] =
             eval_int_node(n.int_node, ints, in.empty() ? nullptr : &in[0].shape().dims());
@@ -779,6 +783,7 @@ Value record_onnx(const OnnxModel& model, Value images) {
           break;
         }
         case Kind::concat:
+          FRUGAL_CHECK(!in.empty(), "every input is empty");
           y = in.size() == 1 ? in[0] : record_concat(n, in);
           break;
         case Kind::slice:

@@ -1319,6 +1319,35 @@ def pool1d_net(out):
     export_with_output(net, x, out, "pool1d_net", 14)
 
 
+def empty_concat_net(out):
+    """A placeholder feature of no channels joined with activations, as
+    segmentation_models_pytorch's MixVisionTransformer encoder writes one (torch.empty(N, 0, h,
+    w), a ConstantOfShape computed from shapes, then torch.cat along the channels); and zeros
+    computed from shapes joined as channels (torch.zeros(N, 2, h, w));
+    tests/data/onnx/empty_concat_net.onnx with PyTorch's float32 output."""
+
+    import torch
+    from torch import nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 4, 3, padding=1)
+            self.fc = nn.Linear(6, 5)
+
+        def forward(self, x):
+            f = torch.relu(self.conv(x))
+            n, _, h, w = f.shape
+            empty = torch.empty(n, 0, h, w)
+            zeros = torch.zeros(n, 2, h, w)
+            return self.fc(torch.cat([empty, f, zeros], 1).mean((2, 3)))
+
+    torch.manual_seed(33)
+    net = Net().eval()
+    x = torch.rand(2, 3, 4, 5) * 2 - 1
+    export_with_output(net, x, out, "empty_concat_net", 13)
+
+
 def recurrent_net(out, name, seed):
     """nn.LSTM ("lstm"), nn.GRU ("gru") or nn.RNN ("rnn") as PyTorch exports it (ONNX LSTM, GRU
     with linear_before_reset, or RNN: tanh along the rows, ReLU in the deep one; unrolled by the
@@ -1798,6 +1827,7 @@ if __name__ == "__main__":
         anchor_net(sys.argv[2])
         scatter_net(sys.argv[2])
         pool1d_net(sys.argv[2])
+        empty_concat_net(sys.argv[2])
         recurrent_net(sys.argv[2], "lstm", 26)
         recurrent_net(sys.argv[2], "gru", 27)
         recurrent_net(sys.argv[2], "rnn", 31)

@@ -65,6 +65,7 @@ const char* const kFixtures[] = {"residual_net",
                                  "anchor_net",
                                  "scatter_net",
                                  "pool1d_net",
+                                 "empty_concat_net",
                                  "lstm_net",
                                  "lstm_unfolded_net",
                                  "gru_net",
@@ -124,6 +125,8 @@ TEST_CASE("onnx: imported models give ONNX's reference outputs") {
   // set to a constant.
   // pool1d_net: PyTorch's output; nn.AdaptiveAvgPool1d(1) over tokens (GlobalAveragePool of
   // (N, C, L): Hugging Face's Swin).
+  // empty_concat_net: PyTorch's output; torch.cat of activations with an empty placeholder
+  // (torch.empty(N, 0, h, w): segmentation_models_pytorch's) and zeros computed from shapes.
   // lstm_net: PyTorch's output; nn.LSTM's export (LSTM): bidirectional along each row of a map
   // (batch first, states from zero), two layers without biases from a computed initial state
   // (sliced per layer along an axis 0 that is not the batch's), the final h and c read.
