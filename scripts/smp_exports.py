@@ -17,8 +17,12 @@ keeps pip from replacing it.)
 
 Architectures: U-Net, U-Net++, FPN, DeepLabV3, DeepLabV3+, Linknet and MAnet, each over the
 ResNet-18, MobileNetV2, EfficientNet-B0 and RegNetX-200MF encoders, and U-Net, FPN and MAnet
-over SegFormer's MiT-B0 (the others do not take it). Not here: PSPNet, whose adaptive pools
-PyTorch 1.13 does not export at 64 px, and PAN, whose pyramid is too deep for 64 px.
+over SegFormer's MiT-B0 (the others do not take it); PSPNet over ResNet-18 at 192 px (its
+adaptive pools export only where their sizes divide the map). Not here: PAN, whose pyramid is
+too deep for 64 px; at 192 px it imports and gives PyTorch's output, but its float32 input
+gradient is off by up to 2% of the largest (ReLU inputs within frugal's float32 rounding of
+the kink in its dilated 12 x 12 stage: in float64, frugal's gradient is within 1.3e-7 of
+PyTorch's float64 one), past the test's bound.
 """
 
 import os
@@ -52,6 +56,10 @@ def main(out, only):
                 net = getattr(smp, arch)(encoder_name=encoder, encoder_weights=None,
                                          classes=3).eval()
                 onnx_fixtures.export_eval_with_grad(net, out, name, 64, 13)
+    if not only or "smp_pspnet_resnet18" in only:
+        torch.manual_seed(0)
+        net = smp.PSPNet(encoder_name="resnet18", encoder_weights=None, classes=3).eval()
+        onnx_fixtures.export_eval_with_grad(net, out, "smp_pspnet_resnet18", 192, 13)
 
 
 if __name__ == "__main__":
