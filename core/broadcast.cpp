@@ -30,8 +30,12 @@ const char* binary_name(BinaryKind k) {
       return "greater_equal";
     case BinaryKind::less_equal:
       return "less_equal";
-    default:
+    case BinaryKind::equal:
       return "equal";
+    case BinaryKind::logical_or:
+      return "or";
+    default:
+      return "xor";
   }
 }
 

@@ -22,8 +22,9 @@ namespace frugal {
 // add, sub, mul, div: arithmetic. mask: a where b != 0, else -0 (the sum's identity: x + -0 is x
 // for every x, -0, infinities and NaNs included); unmask: a where b == 0, else -0. So
 // where(c, a, b) is exactly mask(a, c) + unmask(b, c) (layers/select.h); the mask b gets no
-// gradient. greater .. equal: 1 where `a op b` holds, else 0 (ONNX's bools as numbers); no
-// gradient reaches either operand.
+// gradient. greater .. equal: 1 where `a op b` holds, else 0 (ONNX's bools as numbers);
+// logical_or, logical_xor: 1 where either / exactly one of a and b is non-zero, else 0. No
+// gradient reaches either operand of those seven.
 enum class BinaryKind {
   add,
   sub,
@@ -35,15 +36,18 @@ enum class BinaryKind {
   less,
   greater_equal,
   less_equal,
-  equal
+  equal,
+  logical_or,
+  logical_xor
 };
 // "add", "sub", "mul", "div", "mask", "unmask", "greater", "less", "greater_equal",
-// "less_equal", "equal"
+// "less_equal", "equal", "or", "xor"
 const char* binary_name(BinaryKind k);
-// The comparisons, whose output is 0 or 1 and has no gradient.
+// The comparisons and logical ops, whose output is 0 or 1 and has no gradient.
 FRUGAL_BROADCAST_HD inline bool binary_compares(BinaryKind k) {
   return k == BinaryKind::greater || k == BinaryKind::less || k == BinaryKind::greater_equal ||
-         k == BinaryKind::less_equal || k == BinaryKind::equal;
+         k == BinaryKind::less_equal || k == BinaryKind::equal || k == BinaryKind::logical_or ||
+         k == BinaryKind::logical_xor;
 }
 // Whether operand `which` (0: a, 1: b) can carry a gradient: a and b of arithmetic, a of the
 // masks, neither of a comparison.
@@ -96,8 +100,12 @@ FRUGAL_BROADCAST_HD inline T forward(BinaryKind k, T a, T b) {
       return a >= b ? T(1) : T(0);
     case BinaryKind::less_equal:
       return a <= b ? T(1) : T(0);
-    default:
+    case BinaryKind::equal:
       return a == b ? T(1) : T(0);
+    case BinaryKind::logical_or:
+      return a != T(0) || b != T(0) ? T(1) : T(0);
+    default:  // logical_xor
+      return (a != T(0)) != (b != T(0)) ? T(1) : T(0);
   }
 }
 

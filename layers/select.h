@@ -1,5 +1,6 @@
 // Comparisons and selection over activations (ONNX's Greater, Less, GreaterOrEqual, LessOrEqual,
-// Equal, Not, And and Where; PyTorch's x > 0, masked_fill, torch.where), broadcast as Mul is.
+// Equal, Not, And, Or, Xor and Where; PyTorch's x > 0, masked_fill, torch.where), broadcast as
+// Mul is.
 // A comparison is a BinaryOp whose output is 1 where it holds and 0 elsewhere, in its operands'
 // float type, with no gradient: frugal's bools are such masks. where(c, a, b) is two BinaryOps
 // and a sum, mask(a, c) + unmask(b, c), the masks writing -0 where they drop an element, so every
@@ -14,8 +15,8 @@
 
 namespace frugal {
 
-// 1 where `a kind b`, else 0 (kind one of the comparisons of BinaryKind); throws naming both
-// shapes where they do not broadcast, and for a kind that does not compare.
+// 1 where `a kind b`, else 0 (kind a comparison or logical op of BinaryKind: binary_compares);
+// throws naming both shapes where they do not broadcast, and for a kind that does not compare.
 Value compare(BinaryKind kind, Value a, Value b,
               std::source_location where = std::source_location::current());
 // 1 where m is 0, else 0 (a mask's complement).

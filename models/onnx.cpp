@@ -683,8 +683,10 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       o.binary = *comparison(op);
       o.inputs = {operand(n, 0), operand(n, 1)};
       masks.insert(o.output);
-    } else if ((op == "Not" || op == "And") && masks.count(need(n, 0))) {
-      // Of masks: Not is 1 where the mask is 0 (a comparison with a constant 0), And a product.
+    } else if ((op == "Not" || op == "And" || op == "Or" || op == "Xor") &&
+               masks.count(need(n, 0))) {
+      // Of masks: Not is 1 where the mask is 0 (a comparison with a constant 0), And a product,
+      // Or and Xor the logical ops.
       o.kind = Kind::binary;
       o.inputs = {need(n, 0)};
       if (op == "Not") {
@@ -697,7 +699,9 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
         const std::string other = need(n, 1);
         if (!masks.count(other))
           r.fail(n, "input 1 ('" + other + "') is not a comparison's output over activations");
-        o.binary = BinaryKind::mul;
+        o.binary = op == "And"  ? BinaryKind::mul
+                   : op == "Or" ? BinaryKind::logical_or
+                                : BinaryKind::logical_xor;
         o.inputs.push_back(other);
       }
       masks.insert(o.output);
@@ -1245,8 +1249,8 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
           "Neg, Reciprocal, Dropout, Identity, Constant, Erf, Sqrt, "
           "Abs, Einsum (batched products), "
           "Pow, LayerNormalization, InstanceNormalization, Expand, Tile, LSTM, GRU, RNN, Greater, "
-          "Less, GreaterOrEqual, LessOrEqual, Equal, Where, ScatterND, and Not and And of "
-          "comparisons, and "
+          "Less, GreaterOrEqual, LessOrEqual, Equal, Where, ScatterND, and Not, And, Or and Xor "
+          "of comparisons, and "
           "Unsqueeze, Squeeze, and Shape, Gather, Cast, Where, Not, Mod, Range, "
           "ScatterND over shape values (and the float constants computed from them)");
     }

@@ -76,9 +76,11 @@ TEST_CASE("binary ops: the CPU's row and broadcast loops give the shared formula
   // Every kind, the masks and comparisons of layers/select.h too: operands on a grid of
   // quarters, so that comparisons find equal elements, and masks of 0s and 1s.
   constexpr BinaryKind kEvery[] = {
-      BinaryKind::add,           BinaryKind::sub,        BinaryKind::mul,     BinaryKind::div,
-      BinaryKind::mask,          BinaryKind::unmask,     BinaryKind::greater, BinaryKind::less,
-      BinaryKind::greater_equal, BinaryKind::less_equal, BinaryKind::equal};
+      BinaryKind::add,        BinaryKind::sub,   BinaryKind::mul,
+      BinaryKind::div,        BinaryKind::mask,  BinaryKind::unmask,
+      BinaryKind::greater,    BinaryKind::less,  BinaryKind::greater_equal,
+      BinaryKind::less_equal, BinaryKind::equal, BinaryKind::logical_or,
+      BinaryKind::logical_xor};
   auto quarters = [](Tensor t, bool mask) {
     for (int64_t i = 0; i < t.numel(); ++i) {
       float& v = t.data<float>()[i];

@@ -85,7 +85,9 @@ TEST_CASE("select: values and gradients by hand, every element exactly a's or b'
   Value y = select(c, a, b);
   Value gt = compare(BinaryKind::greater, a, b);
   Value ne = logical_not(compare(BinaryKind::equal, a, b));
-  Executor ex(tape, cpu_backend(), {.keep = {a, b, y, gt, ne}});
+  Value either = compare(BinaryKind::logical_or, gt, c),
+        one = compare(BinaryKind::logical_xor, gt, c);
+  Executor ex(tape, cpu_backend(), {.keep = {a, b, y, gt, ne, either, one}});
   const float inf = std::numeric_limits<float>::infinity();
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float as[] = {-inf, nan, -0.0f, 2.0f, inf, 0.0f}, bs[] = {-0.0f};
@@ -107,9 +109,13 @@ TEST_CASE("select: values and gradients by hand, every element exactly a's or b'
   }
   // a > b (-0 and 0 equal, NaN compares false) and its complement's complement.
   const float gts[] = {0, 0, 0, 1, 1, 0}, nes[] = {1, 1, 0, 1, 1, 0};
+  // gt or c, gt xor c.
+  const float ors[] = {1, 1, 1, 1, 1, 0}, xors[] = {1, 1, 1, 1, 0, 0};
   for (int i = 0; i < 6; ++i) {
     CHECK(ex.value(gt).data<float>()[i] == gts[i]);
     CHECK(ex.value(ne).data<float>()[i] == nes[i]);
+    CHECK(ex.value(either).data<float>()[i] == ors[i]);
+    CHECK(ex.value(one).data<float>()[i] == xors[i]);
   }
   Tensor dy = Tensor::empty({6}, DType::f32);
   const float dys[] = {1, 2, 3, 4, 5, 6};
