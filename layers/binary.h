@@ -1,10 +1,10 @@
-// Mul, Sub, Div (and Add) with broadcasting, and the masks and comparisons of layers/select.h: y =
-// a op b where each axis of a and b (right- aligned, rank up to 4) has the output's size or 1.
+// Mul, Sub, Div (and Add) with broadcasting, and the masks and comparisons of layers/select.h:
+// y = a op b where each axis of a and b (right-aligned, rank up to 4) has the output's size or 1.
 // Squeeze-and-excitation's x * s with s (N,C,1,1), a per-channel scale (C,1,1), a scalar (1), or
-// two values of one shape. The output may take the bytes of an operand of its shape; backward reads
-// a and b for mul and div only, and the gradient of an operand of the output's shape may take dy's
-// bytes. The gradient of a broadcast operand is summed over the axes it was broadcast along, in a
-// fixed order.
+// two values of one shape. The output may take the bytes of an operand of its shape; backward
+// reads a and b for mul and div, b alone for a mask, nothing for add and sub (comparisons have
+// none), and the gradient of an operand of the output's shape may take dy's bytes. The gradient
+// of a broadcast operand is summed over the axes it was broadcast along, in a fixed order.
 #pragma once
 
 #include <source_location>

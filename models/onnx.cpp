@@ -91,7 +91,8 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
   // cast to a float type): an activation op may read them (as a `constant` op, when recording
   // finds them float: EdgeNeXt's position features into a convolution).
   std::set<std::string> maybe_real;
-  // Bools over activations (a comparison's output, its Not, an And of two): 0/1 masks.
+  // Bools over activations (a comparison's output, Not, And, Or and Xor of them, their Casts):
+  // 0/1 masks.
   std::set<std::string> masks;
   // Values computed from weights alone (a Gather of a table, then its reshapes): no batch axis.
   std::set<std::string> weight_values;

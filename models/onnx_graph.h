@@ -37,7 +37,7 @@ enum class OnnxKind {
   instance_norm,
   flatten,
   // Add (same shapes: the residual add), Sub, Mul, Div with broadcasting; comparisons (masks of
-  // 0s and 1s), And (mul) and Not (equal to 0) of masks
+  // 0s and 1s), And (mul), Or, Xor and Not (equal to 0) of masks
   binary,
   concat,
   relu,
@@ -61,7 +61,7 @@ enum class OnnxKind {
   tile,          // int_inputs[0]: the repeat counts, one per axis
   pad,           // int_inputs[0]: pads (begins, then ends); pad_value
   softmax,       // axis; legacy: opset < 13's flattening form
-  lstm,          // LSTM or GRU (lstm.gru); outputs Y, Y_h(, Y_c) (an empty name: not read)
+  lstm,          // LSTM, GRU or RNN (lstm.gru, .rnn); outputs Y, Y_h(, Y_c) (empty: not read)
   // Where over activations: inputs {c, a, b}, or {a, b} with int_inputs[0] the condition, computed
   // from shapes and constants
   select,

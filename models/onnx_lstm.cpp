@@ -1,8 +1,8 @@
 // ONNX's LSTM, GRU and RNN (nn.LSTM's, nn.GRU's and nn.RNN's exports: Sequencer's row and
-// column LSTMs),
-// recorded step by step in frugal's ops: one linear of every step's input by W, then per step a
-// linear of the hidden state by R, the gates (split, sigmoid, tanh), the cell and hidden state
-// (mul, add, sub). Each op keeps what its own backward reads.
+// column LSTMs), recorded step by step in frugal's ops: one linear of every step's input by W,
+// then per step a linear of the hidden state by R, the gates (split, sigmoid, tanh; an RNN's
+// tanh or relu), the cell and hidden state (mul, add, sub). Each op keeps what its own backward
+// reads.
 #include "models/onnx_lstm.h"
 
 #include "core/error.h"

@@ -1,7 +1,8 @@
 // ONNX import: the small models of scripts/onnx_fixtures.py give the outputs of ONNX's reference
 // evaluator or of PyTorch; their training steps are bitwise equal planned and baseline; weights
 // keep the file's names; the fuzz corpus reads or fails cleanly. (Bad files and unsupported ops:
-// tests/test_onnx_errors.cpp.)
+// tests/test_onnx_errors.cpp.) Past 400 lines: one list of fixtures, each with a line saying
+// what it exercises, read by the checks every fixture goes through.
 #include <doctest/doctest.h>
 #include <onnx/onnx_pb.h>
 

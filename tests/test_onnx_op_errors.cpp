@@ -1,7 +1,8 @@
-// ONNX import's errors for ops over activations whose shapes do not fit what frugal imports:
-// LayerNorm and InstanceNormalization, Pow, Expand's broadcasting, the reductions and Gather
-// each name the node, its op type and the reason (tests/test_onnx_errors.cpp has bad files and
-// the other ops).
+// ONNX import's errors for ops over activations that do not fit what frugal imports:
+// LayerNorm and InstanceNormalization, Pow, Expand's broadcasting, the reductions, Gather, LSTM,
+// GRU and RNN, comparisons and Where, ScatterND each name the node, its op type and the reason
+// (tests/test_onnx_errors.cpp has bad files and the other ops). Past 400 lines: a case per op,
+// each editing one fixture the same way (error_with_first).
 #include <doctest/doctest.h>
 #include <onnx/onnx_pb.h>
 
