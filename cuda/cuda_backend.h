@@ -9,6 +9,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
+#include <utility>
+#include <vector>
 
 #include "core/backend.h"
 #include "cuda/check.h"
@@ -17,6 +20,8 @@ namespace frugal {
 
 // The cuDNN algorithms, workspace sizes and descriptors of one convolution (cuda/conv2d.cu).
 struct ConvPlan;
+// A gather's index on the device, with the inverse lists its backward reads (cuda/gather.cu).
+struct GatherIndex;
 
 class CudaBackend final : public Backend {
  public:
@@ -114,6 +119,12 @@ class CudaBackend final : public Backend {
   void resize_backward(const ResizeGeometry& g, const Tensor& dy, Tensor& dx) override;
 
   void activation_forward(Activation a, const Tensor& x, Tensor& y) override;
+  // The index is copied to the device on first use and kept (gather_index).
+  void gather_forward(const Tensor& x, std::span<const int64_t> index, int64_t outer,
+                      Tensor& y) override;
+  void gather_backward(const Tensor& dy, std::span<const int64_t> index, int64_t outer,
+                       Tensor& dx) override;
+
   void binary_forward(BinaryKind k, const Broadcast& g, const Tensor& a, const Tensor& b,
                       Tensor& y) override;
   void binary_backward(BinaryKind k, const Broadcast& g, const Tensor& a, const Tensor& b,
@@ -158,6 +169,8 @@ class CudaBackend final : public Backend {
  private:
   // The plan for (g, t), made on first use and kept: planning and running agree on the bytes.
   const ConvPlan& conv_plan(const Conv2dGeometry& g, DType t) const;
+  // The device copy of (index into an axis of D), made on first use and kept.
+  const GatherIndex& gather_index(std::span<const int64_t> index, int64_t D);
   // Throws (op, sample, label, x's shape) if a label lies outside [0, C) (cuda/loss.cu).
   void check_label_values(const char* op, const Tensor& labels, const Tensor& x);
   void release() noexcept;
@@ -176,6 +189,10 @@ class CudaBackend final : public Backend {
 
   mutable std::mutex plans_mutex_;
   mutable std::map<std::array<int64_t, 19>, std::shared_ptr<const ConvPlan>> plans_;
+
+  std::mutex gather_mutex_;
+  std::map<std::pair<int64_t, std::vector<int64_t>>, std::shared_ptr<const GatherIndex>>
+      gather_indexes_;
 };
 
 }  // namespace frugal

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "core/broadcast.h"
 #include "core/copy_box.h"
 #include "core/rng.h"
 #include "cuda/cuda_entry.h"
@@ -682,24 +683,57 @@ TEST_CASE("cuda reductions: the CPU's values and gradients within rounding, its 
   }
 }
 
-TEST_CASE("cuda broadcast arithmetic: the CPU's formulas and summation order") {
-  for (BinaryKind k : {BinaryKind::add, BinaryKind::sub, BinaryKind::mul, BinaryKind::div})
+TEST_CASE("cuda broadcast arithmetic: the CPU's formulas and summation order, every kind") {
+  // Operands on a grid of halves in [-2, 2): ties, zeros and both signs of zero, so that the
+  // comparisons, the masks and the logical ops meet every case. The masks, comparisons and
+  // logical ops copy or compare, so their results are the CPU's bits; arithmetic is within
+  // rounding, and only kinds with a gradient run backward, for the operands that have one.
+  auto grid = [](Shape s, DType t, uint64_t seed) {
+    Tensor h = Tensor::empty(s, t);
+    Rng rng(seed);
+    for (int64_t i = 0; i < h.numel(); ++i) {
+      const double v = std::floor(8 * rng.uniform()) / 2 - 2;
+      const double w = v == 0 && rng.uniform() < 0.5 ? -0.0 : v;
+      if (t == DType::f32) h.data<float>()[i] = static_cast<float>(w);
+      if (t == DType::f64) h.data<double>()[i] = w;
+    }
+    return upload(h);
+  };
+  for (BinaryKind k :
+       {BinaryKind::add, BinaryKind::sub, BinaryKind::mul, BinaryKind::div, BinaryKind::mask,
+        BinaryKind::unmask, BinaryKind::greater, BinaryKind::less, BinaryKind::greater_equal,
+        BinaryKind::less_equal, BinaryKind::equal, BinaryKind::logical_or, BinaryKind::logical_xor})
     for (const auto& [sa, sb] : {std::pair<Shape, Shape>{{2, 3, 4, 5}, {2, 3, 1, 1}},
                                  {{3, 1, 1}, {2, 3, 4, 5}},
                                  {{2, 3, 4, 5}, {2, 3, 4, 5}}}) {
       CAPTURE(std::string(binary_name(k)));
+      const bool arithmetic = k == BinaryKind::add || k == BinaryKind::sub ||
+                              k == BinaryKind::mul || k == BinaryKind::div;
       Shape ys;
       const Broadcast g = broadcast_of(sa, sb, &ys);
       for (DType t : kFloats) {
-        Pair a = random_pair(sa, t, 94), b = random_pair(sb, t, 95), dy = random_pair(ys, t, 96);
-        Pair y = empty_pair(ys, t), da = empty_pair(sa, t), db = empty_pair(sb, t);
+        // Division keeps random operands: a grid's zeros would divide by zero.
+        Pair a = k == BinaryKind::div ? random_pair(sa, t, 94) : grid(sa, t, 94);
+        Pair b = k == BinaryKind::div ? random_pair(sb, t, 95, 0.5, 2) : grid(sb, t, 95);
+        Pair dy = random_pair(ys, t, 96), y = empty_pair(ys, t);
+        const bool da_wanted = binary_differentiable(k, 0), db_wanted = binary_differentiable(k, 1);
+        Pair da = empty_pair(da_wanted ? sa : Shape{0}, t);
+        Pair db = empty_pair(db_wanted ? sb : Shape{0}, t);
         on_both([&](Backend& be, auto side) {
           be.binary_forward(k, g, side(a), side(b), side(y));
-          be.binary_backward(k, g, side(a), side(b), side(dy), side(da), side(db));
+          if (!da_wanted && !db_wanted) return;
+          Tensor none;
+          be.binary_backward(k, g, side(a), side(b), side(dy), da_wanted ? side(da) : none,
+                             db_wanted ? side(db) : none);
         });
-        check_close(y, "binary y");
-        check_close(da, "binary da");
-        check_close(db, "binary db");
+        if (arithmetic) {
+          check_close(y, "binary y");
+          check_close(da, "binary da");
+          check_close(db, "binary db");
+        } else {
+          check_equal(y, "binary y");
+          if (da_wanted) check_equal(da, "binary da");
+        }
       }
     }
 }
@@ -900,6 +934,32 @@ TEST_CASE("cuda strided copy, softmax, bilinear and bicubic resize, batched matm
         check_close(c, "batched matmul");
       }
   }
+}
+
+TEST_CASE("cuda gather: the CPU's rows, and repeated indices summed in its order") {
+  // Along a middle axis (O 3, D 7, I 5) and the last one (I 1), with repeats, an unused
+  // position (its gradient +0) and the same index twice (the device copy made once, then reused).
+  const std::vector<int64_t> index{4, 0, 4, 6, 2, 4, 0, 1, 2};
+  const auto K = static_cast<int64_t>(index.size());
+  for (DType t : kFloats)
+    for (const auto& [xs, outer] : {std::pair<Shape, int64_t>{{3, 7, 5}, 3}, {{3, 4, 7}, 12}}) {
+      const int64_t I = xs.numel() / (outer * 7);
+      const Shape ys{outer, K, I};
+      for (int round = 0; round < 2; ++round) {
+        Pair x = random_pair(xs, t, 120 + round), dy = random_pair(ys, t, 122 + round);
+        Pair y = empty_pair(ys, t), dx = empty_pair(xs, t);
+        on_both([&](Backend& be, auto side) {
+          be.gather_forward(side(x), index, outer, side(y));
+          be.gather_backward(side(dy), index, outer, side(dx));
+        });
+        check_equal(y, "gather y");
+        check_equal(dx, "gather dx");
+      }
+    }
+  Pair x = random_pair({2, 3}, DType::f32, 124), y = empty_pair({2, 2}, DType::f32);
+  const std::vector<int64_t> bad{0, 3};
+  CHECK_THROWS_WITH_AS(gpu().gather_forward(x.gpu, bad, 2, y.gpu),
+                       doctest::Contains("gather: index 3 outside an axis of 3"), Error);
 }
 
 TEST_CASE("cuda losses: log-softmax, nll, softmax cross-entropy") {

@@ -12,6 +12,11 @@
 
 #include "cuda/cuda_entry.h"
 #include "data/synthetic.h"
+#include "layers/conv2d.h"
+#include "layers/flatten.h"
+#include "layers/gather.h"
+#include "layers/linear.h"
+#include "layers/select.h"
 #include "tests/device/harness.h"
 #include "tests/temp_dir.h"
 #include "train/trainer.h"
@@ -29,6 +34,16 @@ struct Case {
   const char* model;
   Shape shape;  // (N, C, H, W)
 };
+
+// A gather along the width with repeated and unused columns (its backward sums in index order),
+// then a choice by a comparison (torch.where): the kernels an imported Swin or YOLO head adds.
+Value gather_where_net(Value x) {
+  Value h = conv2d(x, {.out = 3, .kernel = 3, .pad = 1});
+  h = gather(h, 3, {5, 0, 0, 3, 2, 5, 1}, {7});
+  Value g = conv2d(h, {.out = 3, .kernel = 1});
+  h = select(compare(BinaryKind::greater, h, g), h, g);
+  return linear(flatten(h), {.out = 5});
+}
 
 }  // namespace
 
@@ -53,6 +68,13 @@ TEST_CASE("cuda device: planned steps equal baseline steps bitwise, and repeat e
     CAPTURE(memory_mode_name(memory));
     check_all_bitwise(train_on(gpu(), coupling_net, {2, 4, 6, 6}, 5, MemoryMode::baseline, 2),
                       train_on(gpu(), coupling_net, {2, 4, 6, 6}, 5, memory, 2));
+  }
+  // gather and select: planned == baseline on the device (their kernels against the CPU's are
+  // in test_cuda.cpp).
+  for (MemoryMode memory : {MemoryMode::baseline, MemoryMode::planned}) {
+    CAPTURE(memory_mode_name(memory));
+    check_all_bitwise(train_on(gpu(), gather_where_net, {2, 4, 6, 6}, 5, MemoryMode::baseline, 2),
+                      train_on(gpu(), gather_where_net, {2, 4, 6, 6}, 5, memory, 2));
   }
   // concat_batch_norm: the bits of concat then batch_norm on the device too.
   for (MemoryMode memory : {MemoryMode::baseline, MemoryMode::planned}) {
