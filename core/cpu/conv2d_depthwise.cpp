@@ -13,6 +13,10 @@
 
 #include "core/cpu/parts.h"
 
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
 namespace frugal::depthwise_conv {
 
 namespace {
@@ -65,17 +69,15 @@ inline T madd(T a, T b, T c) {
 #endif
 }
 
-// n elements from `from` to `to`, 16 bytes at a time, the last 16 overlapping the ones before
-// (rows of fewer elements one by one): inline, where std::copy calls memmove, whose call costs
-// more than copying a 14-wide row.
-template <typename T>
-inline void copy_row(const T* from, int64_t n, T* to) {
-  constexpr int64_t L = 16 / sizeof(T);
-  if (n < L) {
-    for (int64_t i = 0; i < n; ++i) to[i] = from[i];
-    return;
-  }
-  typedef T Chunk __attribute__((vector_size(16)));
+// n elements from `from` to `to`, B bytes at a time, the last B overlapping the ones before:
+// inline, where std::copy calls memmove, whose call costs more than copying a 14-wide row.
+// Rows of at least a machine vector go a vector at a time (a 28-wide f32 row in 2 pairs of
+// AVX-512 loads and stores, not 7 of 16 bytes), shorter ones 16 bytes at a time, rows of fewer
+// than 16 bytes element by element.
+template <int B, typename T>
+inline void copy_chunks(const T* from, int64_t n, T* to) {
+  constexpr int64_t L = B / sizeof(T);
+  typedef T Chunk __attribute__((vector_size(B)));
   Chunk c;
   for (int64_t i = 0; i + L < n; i += L) {
     std::memcpy(&c, from + i, sizeof c);
@@ -83,6 +85,13 @@ inline void copy_row(const T* from, int64_t n, T* to) {
   }
   std::memcpy(&c, from + n - L, sizeof c);
   std::memcpy(to + n - L, &c, sizeof c);
+}
+template <typename T>
+inline void copy_row(const T* from, int64_t n, T* to) {
+  const auto bytes = n * static_cast<int64_t>(sizeof(T));
+  if (bytes >= kVecBytes) return copy_chunks<kVecBytes>(from, n, to);
+  if (bytes >= 16) return copy_chunks<16>(from, n, to);
+  for (int64_t i = 0; i < n; ++i) to[i] = from[i];
 }
 
 // Asks for the `count` elements at p to be brought into the caches ahead of their use: the
@@ -503,9 +512,17 @@ void group_sums_of(int64_t count, const T* dyw, const T* const* in, int64_t full
   }
 }
 
-// A vector of x shifted by s elements: lanes s.. of cur, then nxt's first.
+// A vector of x shifted by s elements: lanes s.. of cur, then nxt's first. On AVX-512 f32
+// one valignd, which leaves its sources alone: GCC lowers the generic shuffle to vpermt2ps,
+// which overwrites its index operand, plus a register copy before each (Zen 4: the filter
+// gradient's row loop ran 8 copies per 10 multiply-adds).
 template <int s, typename T, size_t... I>
 inline V<T> shifted(const V<T>& cur, const V<T>& nxt, std::index_sequence<I...>) {
+#if defined(__AVX512F__)
+  if constexpr (sizeof(T) == 4 && s > 0) {
+    return (V<T>)_mm512_alignr_epi32((__m512i)nxt, (__m512i)cur, s);  // vector casts: same bits
+  }
+#endif
   return __builtin_shufflevector(cur, nxt, (s + I)...);
 }
 // Where row_sums is used: 5x5 filters in f32 on AVX-512, whose 32 registers hold a row's
