@@ -5,10 +5,17 @@
 // default scratch; the faster ones are offered to the planner as scratch choices
 // (memory/workspace.h), and each kernel runs the fastest algorithm that fits the scratch the
 // plan gave it. Planned and baseline steps get the same scratch, so the same algorithms.
+// cuDNN pads both sides of an axis alike; a geometry padded more on one side (TensorFlow's
+// "same" padding at stride 2, as exports of its models have it) is run as a convolution without
+// padding over a zero-padded copy of the input at the front of the op's scratch: forward and
+// the filter gradient fill it from x, the data gradient computes the padded dx there and copies
+// its interior out.
 #include <algorithm>
 #include <string>
 #include <vector>
 
+#include "core/allocator.h"
+#include "core/copy_box.h"
 #include "core/kernel_checks.h"
 #include "cuda/channel.h"
 #include "cuda/cuda_backend.h"
@@ -125,6 +132,13 @@ struct ConvPlan {
   std::vector<Measured<cudnnConvolutionBwdFilterAlgo_t>> backward_filter = {};
   size_t forward_bytes = 0, backward_bytes = 0;  // the least scratch of each pass
   std::vector<ScratchChoice> forward_choices = {}, backward_choices = {};
+  // Uneven padding: x (and dx) go through a zero-padded copy of padded_shape at the front of
+  // the scratch, padded_bytes (rounded up to 256), the workspace after it; x's descriptor is
+  // the padded copy's and the convolution pads nothing. shift: (0, 0, -pad_h, -pad_w).
+  bool padded = false;
+  Shape padded_shape = {};
+  size_t padded_bytes = 0;
+  std::vector<int64_t> shift = {};
 };
 
 namespace {
@@ -191,6 +205,22 @@ const Measured<Algo>* pick(const char* op, const std::vector<Measured<Algo>>& v,
   return m;
 }
 
+// The scratch after the padded copy (all of it where there is none): the workspace.
+Tensor workspace_of(const char* op, const ConvPlan& p, const Tensor& scratch) {
+  if (!p.padded) return scratch;
+  const size_t bytes = scratch.defined() ? scratch.bytes() : 0;
+  FRUGAL_CHECK(bytes >= p.padded_bytes, op, ": scratch of ", bytes, " bytes, needs at least ",
+               p.padded_bytes, " for the zero-padded input of uneven padding");
+  if (bytes == p.padded_bytes) return Tensor();
+  return Tensor(scratch.storage(), scratch.offset() + p.padded_bytes,
+                Shape{static_cast<int64_t>(bytes - p.padded_bytes)}, DType::u8);
+}
+
+// The padded copy at the front of the scratch, of x's type.
+Tensor padded_of(const ConvPlan& p, const Tensor& scratch, DType t) {
+  return Tensor(scratch.storage(), scratch.offset(), p.padded_shape, t);
+}
+
 }  // namespace
 
 const ConvPlan& CudaBackend::conv_plan(const Conv2dGeometry& g, DType t) const {
@@ -217,16 +247,26 @@ const ConvPlan& CudaBackend::conv_plan(const Conv2dGeometry& g, DType t) const {
   if (auto it = plans_.find(key); it != plans_.end()) return *it->second;
 
   const std::string geometry = geometry_str(g, t);
-  FRUGAL_CHECK(g.pad_h_end == g.pad_h && g.pad_w_end == g.pad_w,
-               "conv2d: cuDNN pads both sides alike; padding ", g.pad_h, ",", g.pad_w,
-               " before and ", g.pad_h_end, ",", g.pad_w_end, " after is not supported on CUDA (",
-               geometry, ")");
+  // What cuDNN runs: g itself, or with uneven padding g over the padded input, padding nothing.
+  Conv2dGeometry c = g;
+  const bool padded = g.pad_h_end != g.pad_h || g.pad_w_end != g.pad_w;
+  if (padded) {
+    c.H += g.pad_h + g.pad_h_end;
+    c.W += g.pad_w + g.pad_w_end;
+    c.pad_h = c.pad_w = c.pad_h_end = c.pad_w_end = 0;
+  }
   auto p = std::make_shared<ConvPlan>(ConvPlan{
-      .x = tensor_nchw(t, g.N, g.C, g.H, g.W),
+      .x = tensor_nchw(t, c.N, c.C, c.H, c.W),
       .y = tensor_nchw(t, g.N, g.K, g.P, g.Q),
       .w = filter_kcrs(t, g.K, g.C / g.groups, g.R, g.S),
-      .conv = convolution(t, g),
+      .conv = convolution(t, c),
   });
+  if (padded) {
+    p->padded = true;
+    p->padded_shape = Shape{c.N, c.C, c.H, c.W};
+    p->padded_bytes = round_up(static_cast<size_t>(p->padded_shape.numel()) * dtype_size(t), 256);
+    p->shift = {0, 0, -g.pad_h, -g.pad_w};
+  }
   int n = 0, count = 0;
   {
     FRUGAL_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(cudnn_, &count));
@@ -264,6 +304,11 @@ const ConvPlan& CudaBackend::conv_plan(const Conv2dGeometry& g, DType t) const {
   for (const auto& m : p->forward) forward.push_back({m.bytes, m.seconds, m.name});
   p->forward_choices = frontier(std::move(forward));
   p->backward_choices = backward_frontier(*p);
+  // Every pass's scratch also holds the padded copy in front of its workspace.
+  p->forward_bytes += p->padded_bytes;
+  p->backward_bytes += p->padded_bytes;
+  for (auto* choices : {&p->forward_choices, &p->backward_choices})
+    for (ScratchChoice& choice : *choices) choice.bytes += p->padded_bytes;
   return *plans_.emplace(key, std::move(p)).first->second;
 }
 
@@ -289,8 +334,16 @@ void CudaBackend::conv2d_forward(const Conv2dGeometry& g, const Tensor& x, const
   const ConvPlan& p = conv_plan(g, x.dtype());
   const Scalars s(x.dtype());
   void* ws = nullptr;
-  const auto* a = pick(op, p.forward, scratch, device(), ws);
-  FRUGAL_CUDNN_CHECK(cudnnConvolutionForward(cudnn_, s.one(), p.x.get(), x.device_raw(), p.w.get(),
+  const Tensor workspace = workspace_of(op, p, scratch);
+  const auto* a = pick(op, p.forward, workspace, device(), ws);
+  const void* in = x.device_raw();
+  if (p.padded) {
+    Tensor xp = padded_of(p, scratch, x.dtype());
+    fill(xp, 0);
+    strided_copy(shifted_box(x.shape(), p.padded_shape, p.shift), x, xp);
+    in = xp.device_raw();
+  }
+  FRUGAL_CUDNN_CHECK(cudnnConvolutionForward(cudnn_, s.one(), p.x.get(), in, p.w.get(),
                                              w.device_raw(), p.conv.get(), a->algo, ws, a->bytes,
                                              s.zero(), p.y.get(), y.device_raw()));
   if (b.defined()) add_channel_bias(b, g.N, g.K, g.P * g.Q, y);
@@ -305,10 +358,17 @@ void CudaBackend::conv2d_backward_data(const Conv2dGeometry& g, const Tensor& dy
   const ConvPlan& p = conv_plan(g, dy.dtype());
   const Scalars s(dy.dtype());
   void* ws = nullptr;
-  const auto* a = pick(op, p.backward_data, scratch, device(), ws);
+  const Tensor workspace = workspace_of(op, p, scratch);
+  const auto* a = pick(op, p.backward_data, workspace, device(), ws);
+  Tensor dxp = p.padded ? padded_of(p, scratch, dx.dtype()) : Tensor();
   FRUGAL_CUDNN_CHECK(cudnnConvolutionBackwardData(
       cudnn_, s.one(), p.w.get(), w.device_raw(), p.y.get(), dy.device_raw(), p.conv.get(), a->algo,
-      ws, a->bytes, s.zero(), p.x.get(), dx.device_raw()));
+      ws, a->bytes, s.zero(), p.x.get(), p.padded ? dxp.device_raw() : dx.device_raw()));
+  if (p.padded) {  // the interior; the padding's gradients are dropped
+    std::vector<int64_t> back(p.shift.size());
+    for (size_t i = 0; i < back.size(); ++i) back[i] = -p.shift[i];
+    strided_copy(shifted_box(p.padded_shape, dx.shape(), back), dxp, dx);
+  }
 }
 
 // x (N,C,H,W)  dy (N,K,P,Q)  dw (K,C,R,S) or undefined  db (K) or undefined
@@ -321,10 +381,18 @@ void CudaBackend::conv2d_backward_filter(const Conv2dGeometry& g, const Tensor& 
     const ConvPlan& p = conv_plan(g, x.dtype());
     const Scalars s(x.dtype());
     void* ws = nullptr;
-    const auto* a = pick(op, p.backward_filter, scratch, device(), ws);
+    const Tensor workspace = workspace_of(op, p, scratch);
+    const auto* a = pick(op, p.backward_filter, workspace, device(), ws);
+    const void* in = x.device_raw();
+    if (p.padded) {  // the padded copy again: the data gradient may have used the scratch
+      Tensor xp = padded_of(p, scratch, x.dtype());
+      fill(xp, 0);
+      strided_copy(shifted_box(x.shape(), p.padded_shape, p.shift), x, xp);
+      in = xp.device_raw();
+    }
     FRUGAL_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
-        cudnn_, s.one(), p.x.get(), x.device_raw(), p.y.get(), dy.device_raw(), p.conv.get(),
-        a->algo, ws, a->bytes, s.zero(), p.w.get(), dw.device_raw()));
+        cudnn_, s.one(), p.x.get(), in, p.y.get(), dy.device_raw(), p.conv.get(), a->algo, ws,
+        a->bytes, s.zero(), p.w.get(), dw.device_raw()));
   }
   if (db.defined()) sum_channels(dy, g.N, g.K, g.P * g.Q, db, partials(), sums());
 }

@@ -7,8 +7,11 @@
 #   scripts/gpu-check.sh --no-peers      # build and check only
 #   scripts/gpu-check.sh --peers-only    # build and run the peers only
 #   scripts/gpu-check.sh --tests-only    # build and run the CUDA tests only
+#   scripts/gpu-check.sh --onnx-only     # build, then users' models: the ONNX fixtures on the
+#                                        # device and the ONNX peers (.gpu-deps has ONNX)
 #   GPU_PEERS_ROUNDS=3 GPU_PEERS_ONLY=resnet110-b64 scripts/gpu-check.sh
 #   GPU_SANITIZE=1 scripts/gpu-check.sh  # the kernel twins under compute-sanitizer too
+#   GPU_ONNX_PEERS=0 scripts/gpu-check.sh --onnx-only   # the ONNX fixtures only
 # The machine needs nvcc, CMake, a C++20 compiler, cuDNN and NCCL (beside the toolkit, or the
 # nvidia-cudnn and nvidia-nccl Python wheels that PyTorch brings); the header-only libraries
 # and the image libraries come from .gpu-deps/ (scripts/gpu-bundle.sh, run on a Debian machine)
@@ -17,10 +20,11 @@
 # Logs go to $OUT (or build-gpu/logs) when set.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-peers=1 checks=1 cli=1
+peers=1 checks=1 cli=1 onnx_checks=1
 [ "${1:-}" = "--no-peers" ] && peers=0
-[ "${1:-}" = "--peers-only" ] && checks=0
-[ "${1:-}" = "--tests-only" ] && peers=0 cli=0
+[ "${1:-}" = "--peers-only" ] && checks=0 onnx_checks=0
+[ "${1:-}" = "--tests-only" ] && peers=0 cli=0 onnx_checks=0
+[ "${1:-}" = "--onnx-only" ] && peers=0 checks=0
 build="${FRUGAL_BUILD_DIR:-build-gpu}"
 logs="${OUT:-$build/logs}"
 mkdir -p "$logs"
@@ -76,17 +80,27 @@ say "NCCL: $found"
 
 prefix=()
 [ -d .gpu-deps ] && prefix=(-DCMAKE_PREFIX_PATH="$PWD/.gpu-deps" -DZLIB_ROOT="$PWD/.gpu-deps")
+# ONNX import where the bundle carries protobuf and ONNX's classes (their shared libraries on
+# the library path: libonnx_proto needs libprotobuf at run time).
+onnx=0
+if [ -f .gpu-deps/include/onnx/onnx-ml.pb.h ] && [ -f .gpu-deps/lib/libonnx_proto.so.1 ]; then
+  onnx=1
+  export LD_LIBRARY_PATH="$PWD/.gpu-deps/lib:${LD_LIBRARY_PATH:-}"
+fi
+say "ONNX import: $([ "$onnx" = 1 ] && echo "on (.gpu-deps)" || echo "off (no protobuf and ONNX in .gpu-deps)")"
 
 say "== build"
-# No ONNX import and no MPI there: the bundle carries no protobuf and no Open MPI. Only the
-# programs the checks run are built (the CPU suite runs in CI).
+# No MPI there: the bundle carries no Open MPI. Only the programs the checks run are built
+# (the CPU suite runs in CI).
 generator=()
 have ninja && generator=(-G Ninja)
 cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DFRUGAL_CUDA=ON \
-  -DFRUGAL_ONNX=OFF -DFRUGAL_MPI=OFF \
+  -DFRUGAL_ONNX="$([ "$onnx" = 1 ] && echo ON || echo OFF)" -DFRUGAL_MPI=OFF \
   -DCMAKE_CUDA_ARCHITECTURES="${FRUGAL_CUDA_ARCH:-90}" "${prefix[@]}" "${cudnn_args[@]}" \
   >"$build.configure.log" 2>&1 || { tail -30 "$build.configure.log"; exit 1; }
-cmake --build "$build" -j"$jobs" --target frugal_cli frugal_cuda_tests >"$build.build.log" 2>&1 || {
+targets=(frugal_cli)
+[ "$checks" = 1 ] && targets+=(frugal_cuda_tests)
+cmake --build "$build" -j"$jobs" --target "${targets[@]}" >"$build.build.log" 2>&1 || {
   grep -E "error|Error" "$build.build.log" | head -40; exit 1; }
 say "warnings in the build: $(grep -c 'warning' "$build.build.log")"
 grep -A3 'warning' "$build.build.log" | head -20 | tee -a "$logs/gpu-check.txt"
@@ -140,6 +154,44 @@ done
 cli bench --device cuda --model resnet110 --batch 64 --steps 6
 cli bench --device cuda --model resnet110 --batch 64 --steps 6 --memory baseline
 
+fi
+
+if [ "$onnx_checks" = 1 ] && [ "$onnx" = 1 ]; then
+  say "== users' models: the ONNX fixtures on the device"
+  # Each fixture's training step planned and measured on the GPU: measured == planned, a
+  # second step allocating nothing, planned and baseline losses bitwise equal.
+  total=0 passed=0
+  for f in tests/data/onnx/*.onnx; do
+    total=$((total + 1))
+    if timeout 120 "$frugal" memory --device cuda --onnx "$f" --batch 2 --mode training --run \
+      >"$build.onnx.log" 2>&1 && grep -q "losses are bitwise equal" "$build.onnx.log" &&
+      grep -q "(report: equal); a second step allocates 0 bytes more" "$build.onnx.log"; then
+      passed=$((passed + 1))
+    else
+      say "$(basename "$f"): $(grep -v '^$' "$build.onnx.log" | tail -2 | tr '\n' ' ')"
+      failed=1
+    fi
+  done
+  say "ONNX fixtures on the device: $passed of $total planned == measured, planned == baseline"
+  # Three training steps of each on synthetic data, the losses printed (compare them with a
+  # CPU run of the same command: the data and the weights are the same on both).
+  for f in tests/data/onnx/*.onnx; do
+    printf '%s' "$(basename "$f")" >>"$logs/onnx-train-cuda.txt"
+    timeout 120 "$frugal" train --device cuda --onnx "$f" --data synthetic --steps 3 --batch 2 \
+      --print-every 1 2>&1 | grep -o ' loss [^ ]*' | head -3 | tr -d '\n' >>"$logs/onnx-train-cuda.txt"
+    echo >>"$logs/onnx-train-cuda.txt"
+  done
+  say "== users' models: torchvision through ONNX beside PyTorch"
+  if [ "${GPU_ONNX_PEERS:-1}" = 0 ]; then
+    say "gpu-check: GPU_ONNX_PEERS=0: the ONNX peers were not run"
+  elif [ -d .gpu-deps/onnx ] && "$python" -c 'import torch, torchvision; assert torch.cuda.is_available()' 2>/dev/null; then
+    "$python" bench/peers/gpu_peers.py --frugal "$frugal" --set onnx --onnx-dir .gpu-deps/onnx \
+      --rounds "${GPU_PEERS_ROUNDS:-1}" --markdown "$logs/gpu-peers-onnx.md" \
+      --raw "$logs/gpu-peers-onnx.json" 2>"$logs/gpu-peers-onnx.log" | tee -a "$logs/gpu-check.txt" \
+      || { say "ONNX peers FAILED"; failed=1; }
+  else
+    say "gpu-check: no exports in .gpu-deps/onnx or no PyTorch with CUDA; the ONNX peers were not run"
+  fi
 fi
 
 if [ "$peers" = 1 ]; then

@@ -270,18 +270,29 @@ TEST_CASE("cuda linear") {
 }
 
 TEST_CASE("cuda conv2d: forward, backward data and filter, deterministic") {
-  // Depthwise (two filters per channel, stride 2), and two groups dilated by 2.
+  // Depthwise (two filters per channel, stride 2), two groups dilated by 2, uneven padding.
   Conv2dGeometry depthwise = conv(2, 4, 9, 9, 8, 3, 3, 2, 1, 1),
                  grouped = conv(2, 4, 9, 9, 6, 3, 3, 1, 2, 2);
   depthwise.groups = 4;
   grouped.groups = 2, grouped.dilation_h = grouped.dilation_w = 2;
   grouped.P = grouped.Q = conv_output_size(9, 3, 1, 2, 2, 2);
+  // Uneven padding, which cuDNN cannot express (run over a zero-padded copy in the scratch):
+  // TensorFlow's "same" depthwise at stride 2 (0 before, 1 after), and more after than before
+  // on both axes of a plain convolution.
+  Conv2dGeometry same = conv(2, 4, 9, 9, 4, 3, 3, 2, 0, 0),
+                 uneven = conv(2, 3, 8, 7, 5, 3, 3, 1, 1, 0);
+  same.groups = 4, same.pad_h_end = same.pad_w_end = 1;
+  same.P = same.Q = conv_output_size(9, 3, 2, 0, 1, 1);
+  uneven.pad_h_end = 2, uneven.pad_w_end = 1;
+  uneven.P = conv_output_size(8, 3, 1, 1, 2, 1), uneven.Q = conv_output_size(7, 3, 1, 0, 1, 1);
   const Conv2dGeometry geometries[] = {conv(2, 3, 9, 7, 4, 3, 3, 1, 1, 1),
                                        conv(3, 5, 8, 8, 6, 1, 1, 1, 0, 0),
                                        conv(2, 4, 11, 10, 3, 5, 3, 2, 2, 1),
                                        conv(1, 2, 6, 6, 2, 2, 2, 2, 0, 0),
                                        depthwise,
-                                       grouped};
+                                       grouped,
+                                       same,
+                                       uneven};
   for (DType t : kFloats)
     for (const Conv2dGeometry& g : geometries) {
       const Shape xs{g.N, g.C, g.H, g.W}, ws{g.K, g.C / g.groups, g.R, g.S}, ys{g.N, g.K, g.P, g.Q};
