@@ -216,6 +216,11 @@ Tensor workspace_of(const char* op, const ConvPlan& p, const Tensor& scratch) {
                 Shape{static_cast<int64_t>(bytes - p.padded_bytes)}, DType::u8);
 }
 
+// x's shape as the geometry has it (the tensor may hold it otherwise: a Conv1d's (N, C, L)).
+Shape input_shape(const Conv2dGeometry& g) {
+  return Shape{g.N, g.C, g.H, g.W};
+}
+
 // The padded copy at the front of the scratch, of x's type.
 Tensor padded_of(const ConvPlan& p, const Tensor& scratch, DType t) {
   return Tensor(scratch.storage(), scratch.offset(), p.padded_shape, t);
@@ -340,7 +345,7 @@ void CudaBackend::conv2d_forward(const Conv2dGeometry& g, const Tensor& x, const
   if (p.padded) {
     Tensor xp = padded_of(p, scratch, x.dtype());
     fill(xp, 0);
-    strided_copy(shifted_box(x.shape(), p.padded_shape, p.shift), x, xp);
+    strided_copy(shifted_box(input_shape(g), p.padded_shape, p.shift), x, xp);
     in = xp.device_raw();
   }
   FRUGAL_CUDNN_CHECK(cudnnConvolutionForward(cudnn_, s.one(), p.x.get(), in, p.w.get(),
@@ -367,7 +372,7 @@ void CudaBackend::conv2d_backward_data(const Conv2dGeometry& g, const Tensor& dy
   if (p.padded) {  // the interior; the padding's gradients are dropped
     std::vector<int64_t> back(p.shift.size());
     for (size_t i = 0; i < back.size(); ++i) back[i] = -p.shift[i];
-    strided_copy(shifted_box(p.padded_shape, dx.shape(), back), dxp, dx);
+    strided_copy(shifted_box(p.padded_shape, input_shape(g), back), dxp, dx);
   }
 }
 
@@ -387,7 +392,7 @@ void CudaBackend::conv2d_backward_filter(const Conv2dGeometry& g, const Tensor& 
     if (p.padded) {  // the padded copy again: the data gradient may have used the scratch
       Tensor xp = padded_of(p, scratch, x.dtype());
       fill(xp, 0);
-      strided_copy(shifted_box(x.shape(), p.padded_shape, p.shift), x, xp);
+      strided_copy(shifted_box(input_shape(g), p.padded_shape, p.shift), x, xp);
       in = xp.device_raw();
     }
     FRUGAL_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
