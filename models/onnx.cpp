@@ -953,9 +953,9 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       // nn.LSTM's, nn.GRU's and nn.RNN's exports (opsets 11-17: layout 0, X (T, N, I)),
       // unrolled while recording.
       o.kind = Kind::lstm;
-      o.lstm.gru = op == "GRU";
-      o.lstm.rnn = op == "RNN";
-      const bool states_only = o.lstm.gru || o.lstm.rnn;  // no cell state: Y and Y_h
+      o.lstm.cell = op == "GRU" ? OnnxLstm::gru : op == "RNN" ? OnnxLstm::rnn : OnnxLstm::lstm;
+      const bool gru = o.lstm.cell == OnnxLstm::gru, rnn = o.lstm.cell == OnnxLstm::rnn;
+      const bool states_only = gru || rnn;  // no cell state: Y and Y_h
       const std::string dir = r.get_string(n, "direction", "forward");
       if (dir != "forward" && dir != "reverse" && dir != "bidirectional")
         r.fail(n, "direction " + dir + " is not forward, reverse or bidirectional");
@@ -967,10 +967,10 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
         r.fail(n, "hidden_size must be 1 to 2^20");
       if (r.get_int(n, "layout", 0) != 0) r.fail(n, "layout 1 (batch first) is not imported");
       if (r.get_int(n, "input_forget", 0) != 0) r.fail(n, "input_forget 1 is not imported");
-      if (o.lstm.gru && r.get_int(n, "linear_before_reset", 0) == 0)
+      if (gru && r.get_int(n, "linear_before_reset", 0) == 0)
         r.fail(n, "linear_before_reset 0 is not imported (PyTorch's nn.GRU exports 1)");
       if (r.attr(n, "clip")) r.fail(n, "a cell clip is not imported");
-      if (o.lstm.rnn) {  // one per direction (or one for both), Tanh or Relu
+      if (rnn) {  // one per direction (or one for both), Tanh or Relu
         const int dirs = o.lstm.direction == OnnxLstm::both ? 2 : 1;
         if (r.attr(n, "activation_alpha") || r.attr(n, "activation_beta"))
           r.fail(n, "activation_alpha and activation_beta are not imported");
@@ -987,17 +987,16 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
         }
       } else if (const onnx::AttributeProto* a = r.attr(n, "activations")) {
         const char* want[] = {"Sigmoid", "Tanh", "Tanh"};
-        const int per = o.lstm.gru ? 2 : 3;  // f, g (and h)
+        const int per = gru ? 2 : 3;  // f, g (and h)
         for (int i = 0; i < a->strings_size(); ++i)
           if (a->strings(i) != want[i % per])
             r.fail(n, std::string("activations other than ") +
-                          (o.lstm.gru ? "Sigmoid, Tanh" : "Sigmoid, Tanh, Tanh") +
-                          " are not imported");
+                          (gru ? "Sigmoid, Tanh" : "Sigmoid, Tanh, Tanh") + " are not imported");
       }
       auto given = [&](int i) { return i < n.input_size() && !n.input(i).empty(); };
       if (given(4)) r.fail(n, "sequence_lens is not imported (every sequence full length)");
       if (given(7)) r.fail(n, "peepholes (P) are not imported");
-      const std::string an = o.lstm.rnn ? "an RNN" : "a GRU";
+      const std::string an = rnn ? "an RNN" : "a GRU";
       if (states_only && given(6)) r.fail(n, an + " has no input 6");
       o.inputs = {activation_input(n), param(n, 1, true), param(n, 2, true)};
       if ((o.lstm.has_bias = given(3))) o.inputs.push_back(param(n, 3, true));

@@ -61,7 +61,7 @@ enum class OnnxKind {
   tile,          // int_inputs[0]: the repeat counts, one per axis
   pad,           // int_inputs[0]: pads (begins, then ends); pad_value
   softmax,       // axis; legacy: opset < 13's flattening form
-  lstm,          // LSTM, GRU or RNN (lstm.gru, .rnn); outputs Y, Y_h(, Y_c) (empty: not read)
+  lstm,          // LSTM, GRU or RNN (lstm.cell); outputs Y, Y_h(, Y_c) (empty: not read)
   // Where over activations: inputs {c, a, b}, or {a, b} with int_inputs[0] the condition, computed
   // from shapes and constants
   select,

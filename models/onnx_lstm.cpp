@@ -21,10 +21,11 @@ namespace frugal {
 std::vector<Value> record_lstm(const OnnxLstm& l, std::span<const Value> in,
                                std::source_location where) {
   const Shape x = in[0].shape(), w = in[1].shape(), r = in[2].shape();  // copies
-  const char* what = l.gru ? "GRU" : l.rnn ? "RNN" : "LSTM";
+  const bool gru = l.cell == OnnxLstm::gru, rnn = l.cell == OnnxLstm::rnn;
+  const char* what = gru ? "GRU" : rnn ? "RNN" : "LSTM";
   const int64_t hidden = l.hidden, dirs = l.direction == OnnxLstm::both ? 2 : 1;
-  const int64_t G = (l.gru ? 3 : l.rnn ? 1 : 4) * hidden;  // the gates' rows of W and R
-  const bool cell = !l.gru && !l.rnn;                      // an LSTM's cell state
+  const int64_t G = (gru ? 3 : rnn ? 1 : 4) * hidden;  // the gates' rows of W and R
+  const bool cell = !gru && !rnn;                      // an LSTM's cell state
   FRUGAL_CHECK(x.rank() == 3, what, " of ", x, ": expected X (sequence, batch, input)");
   const int64_t T = x[0], N = x[1], I = x[2];
   FRUGAL_CHECK(w == Shape({dirs, G, I}), what, " of ", x, ": W is ", w, ", expected ",
@@ -65,7 +66,7 @@ std::vector<Value> record_lstm(const OnnxLstm& l, std::span<const Value> in,
     Value rb;               // GRU: R's bias, inside the reset gate's product
     if (bias != nullptr) {  // the direction's Wb and Rb
       const std::vector<Value> halves = split(reshape(bs[di], Shape{1, 2 * G}), 1, {G, G});
-      if (l.gru) {
+      if (gru) {
         args.push_back(reshape(halves[0], Shape{G}));
         rb = reshape(halves[1], Shape{G});
       } else {  // LSTM, RNN: Wb + Rb with X's product
@@ -83,7 +84,7 @@ std::vector<Value> record_lstm(const OnnxLstm& l, std::span<const Value> in,
     for (int64_t s = 0; s < T; ++s) {
       const int64_t t = reverse ? T - 1 - s : s;
       const Value& xt = xw[static_cast<size_t>(t)];
-      if (l.gru) {
+      if (gru) {
         // ONNX's order of the three: update, reset, hidden; linear_before_reset (PyTorch's):
         // n = tanh(x Wh^T + Wbh + r * (h Rh^T + Rbh)), h = n + z * (h - n).
         const std::vector<Value> xg = split(xt, 1, {hidden, hidden, hidden});
@@ -93,7 +94,7 @@ std::vector<Value> record_lstm(const OnnxLstm& l, std::span<const Value> in,
         const Value z = sigmoid(add(xg[0], hg[0])), rr = sigmoid(add(xg[1], hg[1]));
         const Value n = tanh(add(xg[2], mul(rr, hg[2])));
         h = add(n, mul(z, binary(BinaryKind::sub, h, n)));
-      } else if (l.rnn) {
+      } else if (rnn) {
         const Value a = add(xt, linear_of({h, rs[di]}));
         h = l.relu[di] ? relu(a) : tanh(a);
       } else {

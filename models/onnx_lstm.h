@@ -16,8 +16,10 @@ struct OnnxLstm {
   Direction direction = forward;
   int64_t hidden = 0;
   bool has_bias = false, has_initial_h = false, has_initial_c = false;
-  bool gru = false;               // a GRU (linear_before_reset: PyTorch's form), no cell state
-  bool rnn = false;               // a plain RNN: h = f(x W^T + Wb + h R^T + Rb), no cell state
+  // An LSTM; a GRU (linear_before_reset: PyTorch's form), no cell state; a plain RNN,
+  // h = f(x W^T + Wb + h R^T + Rb), no cell state.
+  enum Cell { lstm, gru, rnn };
+  Cell cell = lstm;
   bool relu[2] = {false, false};  // an RNN's f per direction: ReLU, else tanh
 };
 

@@ -230,7 +230,7 @@ TEST_CASE("onnx: gradcheck of RNN") {
     const OnnxModel m = load_onnx((onnx_data() / (std::string(name) + ".onnx")).string());
     int tanh_both = 0, relu = 0;
     for (const OnnxNode& n : m.graph->nodes)
-      if (n.kind == OnnxKind::lstm && n.lstm.rnn) {
+      if (n.kind == OnnxKind::lstm && n.lstm.cell == OnnxLstm::rnn) {
         tanh_both += n.lstm.direction == OnnxLstm::both && !n.lstm.relu[0] && !n.lstm.relu[1];
         relu += n.lstm.direction == OnnxLstm::forward && n.lstm.relu[0];
       }
@@ -250,7 +250,8 @@ TEST_CASE("onnx: gradcheck of GRU") {
     CAPTURE(name);
     const OnnxModel m = load_onnx((onnx_data() / (std::string(name) + ".onnx")).string());
     int grus = 0;
-    for (const OnnxNode& n : m.graph->nodes) grus += n.kind == OnnxKind::lstm && n.lstm.gru;
+    for (const OnnxNode& n : m.graph->nodes)
+      grus += n.kind == OnnxKind::lstm && n.lstm.cell == OnnxLstm::gru;
     CHECK(grus == 3);
     check_gradients(randomized(m, seed++), {random_tensor({2, 3, 8, 10}, 47, -2, 2)},
                     {.tolerance = 1e-6});
