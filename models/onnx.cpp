@@ -9,12 +9,13 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
-#include <cstring>
 #include <map>
 #include <optional>
 #include <set>
 #include <vector>
 
+#include "core/backend.h"
+#include "core/copy_box.h"
 #include "core/error.h"
 #include "models/onnx_graph.h"
 #include "models/onnx_reader.h"
@@ -630,20 +631,13 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       }
       if (static_cast<int64_t>(sizes.size()) != parts || total != extent)
         r.fail(n, "split sizes do not add up to the constant's extent " + std::to_string(extent));
-      int64_t outer = 1, inner = dtype_size(x.dtype());
-      for (int d = 0; d < a; ++d) outer *= x.shape()[d];
-      for (int d = a + 1; d < rank; ++d) inner *= x.shape()[d];
-      const auto* from = static_cast<const char*>(x.raw());
-      int64_t at = 0;
+      std::vector<int64_t> shift(static_cast<size_t>(rank), 0);  // the part's start along a
       for (int64_t p = 0; p < parts; ++p) {
         std::vector<int64_t> dims = x.shape().dims();
         dims[static_cast<size_t>(a)] = sizes[static_cast<size_t>(p)];
         Tensor part = Tensor::empty(Shape(dims), x.dtype());
-        auto* to = static_cast<char*>(part.raw());
-        const int64_t row = sizes[static_cast<size_t>(p)] * inner;
-        for (int64_t o = 0; o < outer; ++o)
-          std::memcpy(to + o * row, from + (o * extent + at) * inner, static_cast<size_t>(row));
-        at += sizes[static_cast<size_t>(p)];
+        cpu_backend().strided_copy(shifted_box(x.shape(), part.shape(), shift), x, part);
+        shift[static_cast<size_t>(a)] += sizes[static_cast<size_t>(p)];
         if (!n.output(static_cast<int>(p)).empty())
           float_constants[n.output(static_cast<int>(p))] = std::move(part);
       }
