@@ -501,10 +501,46 @@ TEST_CASE("onnx: a Split of a constant folds into constants") {
   const std::vector<float> want = onnx_forward(plain, x), got = onnx_forward(scaled, x);
   REQUIRE(got.size() == want.size());
   for (size_t i = 0; i < got.size(); ++i) CHECK(got[i] == want[i] * -0.25f);
+  // Along the last axis of a (1, F, 2) constant, F the output's width, so that the copy
+  // crosses rows: the second part (1, F, 1) holds elements 1, 3, 5, ...; reshaped to (1, F) by
+  // a Reshape (the former Mul) and multiplied by a new Mul.
+  const int64_t F = static_cast<int64_t>(want.size()) / 2;
+  onnx::TensorProto* t = v->mutable_t();
+  t->clear_dims();
+  t->clear_float_data();
+  for (int64_t d : {int64_t{1}, F, int64_t{2}}) t->add_dims(d);
+  for (int64_t i = 0; i < 2 * F; ++i) t->add_float_data(static_cast<float>(i % 7) - 3.0f);
+  split->clear_output();
+  for (const char* o : {"p0", "p1"}) split->add_output(o);
+  onnx::AttributeProto* axis = split->add_attribute();
+  axis->set_name("axis");
+  axis->set_type(onnx::AttributeProto::INT);
+  axis->set_i(2);
+  onnx::TensorProto* target = g->add_initializer();
+  target->set_name("row");
+  target->set_data_type(onnx::TensorProto::INT64);
+  target->add_dims(2);
+  for (int64_t d : {int64_t{1}, F}) target->add_int64_data(d);
+  mul->set_op_type("Reshape");
+  mul->set_input(0, "p1");
+  mul->set_input(1, "row");
+  mul->set_output(0, "r");
+  onnx::NodeProto* mul2 = g->add_node();
+  mul2->set_op_type("Mul");
+  mul2->add_input(y);
+  mul2->add_input("r");
+  mul2->add_output("scaled");
+  const std::string bytes2 = m.SerializeAsString();
+  const std::vector<float> rows =
+      onnx_forward(load_onnx_bytes("rows.onnx", bytes2.data(), bytes2.size()), x);
+  REQUIRE(rows.size() == want.size());
+  for (size_t i = 0; i < rows.size(); ++i)
+    CHECK(rows[i] ==
+          want[i] * (static_cast<float>((2 * (static_cast<int64_t>(i) % F) + 1) % 7) - 3.0f));
   // Sizes that do not add up to the constant's extent are an error naming the node.
   onnx::AttributeProto* sizes = split->add_attribute();
   sizes->set_name("split");
   sizes->set_type(onnx::AttributeProto::INTS);
-  for (int64_t s : {1, 1, 2}) sizes->add_ints(s);
-  CHECK(error_for(m).ends_with("(Split): split sizes do not add up to the constant's extent 3"));
+  for (int64_t s : {1, 2}) sizes->add_ints(s);
+  CHECK(error_for(m).ends_with("(Split): split sizes do not add up to the constant's extent 2"));
 }
