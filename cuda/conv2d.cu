@@ -9,7 +9,8 @@
 // "same" padding at stride 2, as exports of its models have it) is run as a convolution without
 // padding over a zero-padded copy of the input at the front of the op's scratch: forward and
 // the filter gradient fill it from x, the data gradient computes the padded dx there and copies
-// its interior out.
+// its interior out. Past 400 lines: the plan (descriptors, the timed algorithms, the scratch
+// choices, the padded copy) and the three passes that read it share ConvPlan, private here.
 #include <algorithm>
 #include <string>
 #include <vector>

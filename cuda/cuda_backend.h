@@ -5,6 +5,7 @@
 // Deterministic: no atomics in sums, fixed reduction trees, deterministic cuDNN algorithms only.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <map>
 #include <memory>
@@ -190,9 +191,24 @@ class CudaBackend final : public Backend {
   mutable std::mutex plans_mutex_;
   mutable std::map<std::array<int64_t, 19>, std::shared_ptr<const ConvPlan>> plans_;
 
+  // The device copies by (axis extent, index), found from the op's span with no copy of the
+  // index per call (a transparent order: the lookup runs in every step's forward and backward).
+  using GatherKey = std::pair<int64_t, std::vector<int64_t>>;
+  using GatherView = std::pair<int64_t, std::span<const int64_t>>;
+  struct GatherKeyLess {
+    using is_transparent = void;
+    static GatherView view(const GatherView& v) { return v; }
+    static GatherView view(const GatherKey& k) { return {k.first, k.second}; }
+    template <typename A, typename B>
+    bool operator()(const A& a, const B& b) const {
+      const GatherView x = view(a), y = view(b);
+      if (x.first != y.first) return x.first < y.first;
+      return std::lexicographical_compare(x.second.begin(), x.second.end(), y.second.begin(),
+                                          y.second.end());
+    }
+  };
   std::mutex gather_mutex_;
-  std::map<std::pair<int64_t, std::vector<int64_t>>, std::shared_ptr<const GatherIndex>>
-      gather_indexes_;
+  std::map<GatherKey, std::shared_ptr<const GatherIndex>, GatherKeyLess> gather_indexes_;
 };
 
 }  // namespace frugal

@@ -61,9 +61,10 @@ void copy_up(T*& to, const std::vector<T>& from) {
 }  // namespace
 
 const GatherIndex& CudaBackend::gather_index(std::span<const int64_t> index, int64_t D) {
-  std::pair<int64_t, std::vector<int64_t>> key{D, {index.begin(), index.end()}};
   std::lock_guard<std::mutex> lock(gather_mutex_);
-  if (auto it = gather_indexes_.find(key); it != gather_indexes_.end()) return *it->second;
+  if (auto it = gather_indexes_.find(GatherView{D, index}); it != gather_indexes_.end())
+    return *it->second;
+  GatherKey key{D, {index.begin(), index.end()}};
   // Counting sort of k by index[k]: stable, so each list is ascending in k.
   std::vector<int64_t> offsets(static_cast<size_t>(D) + 1, 0), order(index.size());
   for (int64_t d : index) ++offsets[static_cast<size_t>(d) + 1];

@@ -175,6 +175,7 @@ if [ "$onnx_checks" = 1 ] && [ "$onnx" = 1 ]; then
   say "ONNX fixtures on the device: $passed of $total planned == measured, planned == baseline"
   # Three training steps of each on synthetic data, the losses printed (compare them with a
   # CPU run of the same command: the data and the weights are the same on both).
+  : >"$logs/onnx-train-cuda.txt"
   for f in tests/data/onnx/*.onnx; do
     printf '%s' "$(basename "$f")" >>"$logs/onnx-train-cuda.txt"
     timeout 120 "$frugal" train --device cuda --onnx "$f" --data synthetic --steps 3 --batch 2 \
