@@ -196,6 +196,12 @@ TEST_CASE(
       {1, 2, 9, 36, 2, 5, 5, params(1, 2, 1, 2)},  // EfficientNet's 5x5
       {2, 3, 8, 33, 3, 3, 3, params(1, 1, 1, 3)},  // MobileNet's 3x3
       {1, 2, 7, 30, 4, 5, 5, params(1, 2, 1, 2)},  // 2 filters per channel: forward pairs only
+      // Padded rows whole vectors (16 and 32 floats; 8 of f64): the filter gradient a column of
+      // taps at once, over rows of dy whose vectors of sums differ, and a tail past the blocks.
+      {2, 3, 13, 14, 3, 3, 3, params(1, 1, 1, 3)},  // MobileNet's 14x14 layer, 13 rows
+      {1, 2, 9, 28, 2, 5, 5, params(1, 2, 1, 2)},   // EfficientNet's 28x28 layer, 9 rows
+      {2, 3, 6, 14, 6, 3, 3, params(1, 1, 1, 3)},   // 2 filters per channel
+      {2, 3, 12, 6, 3, 3, 5, params(1, 1, 1, 3)},   // 3x5: columns in groups of 3 and 2
       // Padding and dilation wider than the plane (DeepLabV3's ASPP: rates 12-36 around a 4x4
       // map): im2col's row shifts pass every element of the plane.
       {1, 2, 4, 4, 3, 3, 3, params(1, 24, 24, 1)},
