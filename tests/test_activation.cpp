@@ -4,13 +4,18 @@
 // in-place roles where backward allows them, and planned == baseline bitwise.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "check/gradcheck.h"
 #include "check/modecheck.h"
+#include "core/activation.h"
+#include "core/backend.h"
 #include "layers/activation.h"
 #include "layers/conv2d.h"
 #include "run/executor.h"
@@ -267,4 +272,73 @@ TEST_CASE("activations: bad input names the op") {
   Value labels = tape.input("labels", {4}, DType::i32);
   CHECK_THROWS_WITH_AS(gelu(labels), doctest::Contains("gelu: input must be f32 or f64, got i32"),
                        Error);
+}
+
+TEST_CASE("activations: f32 kernels give the element function's bits on every thread count") {
+  // The f32 CPU kernels of sigmoid, SiLU and exp (and SiLU's gradient) go 8 at a time with
+  // their own e^x (core/cpu/expf_avx2.h) where the build targets AVX2 and FMA; they must give
+  // the scalar loop's bits, std::exp's included. The scalar loop is the same kernel over
+  // pieces of 7 (fewer than 8: no vectors), since the element function's bits depend on how the
+  // compiler fuses its multiply-adds where it is inlined. x over a 2^20 spread of every float
+  // (each sign, exponent and a stride of mantissas), the ends of expf's main path (+-88,
+  // -103.97, +-88.72) with their neighbours, denormals, zeros, infinities and NaN; an odd
+  // count, so a scalar tail too.
+  std::vector<float> xs;
+  for (uint64_t b = 0; b < (uint64_t{1} << 32); b += 4093) {
+    float f;
+    const auto u = static_cast<uint32_t>(b);
+    std::memcpy(&f, &u, sizeof f);
+    xs.push_back(f);
+  }
+  for (float f : {0.0f, -0.0f, 88.0f, -88.0f, 88.7228f, 88.72284f, -103.97f, -103.28f, -104.0f,
+                  1e-40f, -1e-40f, std::numeric_limits<float>::infinity(),
+                  -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()})
+    for (float to :
+         {-std::numeric_limits<float>::infinity(), std::numeric_limits<float>::infinity()}) {
+      float g = f;  // f and its 3 neighbours each way
+      for (int k = 0; k < 4; ++k, g = std::nextafter(g, to)) xs.push_back(g);
+    }
+  if (xs.size() % 2 == 0) xs.push_back(0.5f);
+  const auto n = static_cast<int64_t>(xs.size());
+  Tensor x = Tensor::empty({n}, DType::f32), dy = Tensor::empty({n}, DType::f32);
+  std::memcpy(x.raw(), xs.data(), xs.size() * sizeof(float));
+  for (int64_t i = 0; i < n; ++i) dy.data<float>()[i] = 0.25f + static_cast<float>(i % 7);
+  // Forward into y and backward into dx over [begin, begin + count) of x and dy.
+  auto pass = [&](Activation a, int64_t begin, int64_t count, float* y, float* dx) {
+    Tensor xp = Tensor::empty({count}, DType::f32), yp = Tensor::empty({count}, DType::f32),
+           dyp = Tensor::empty({count}, DType::f32), dxp = Tensor::empty({count}, DType::f32);
+    std::memcpy(xp.raw(), x.data<float>() + begin, static_cast<size_t>(count) * sizeof(float));
+    std::memcpy(dyp.raw(), dy.data<float>() + begin, static_cast<size_t>(count) * sizeof(float));
+    cpu_backend().activation_forward(a, xp, yp);
+    cpu_backend().activation_backward(a, a == Activation::silu ? xp : yp, dyp, dxp);
+    std::memcpy(y + begin, yp.raw(), static_cast<size_t>(count) * sizeof(float));
+    std::memcpy(dx + begin, dxp.raw(), static_cast<size_t>(count) * sizeof(float));
+  };
+  auto wrong = [](const std::vector<float>& got, const std::vector<float>& want) {
+    int64_t count = 0;
+    for (size_t i = 0; i < got.size(); ++i)
+      count += std::memcmp(&got[i], &want[i], sizeof(float)) != 0 &&
+               !(std::isnan(got[i]) && std::isnan(want[i]));
+    return count;
+  };
+  const int saved = cpu_backend().threads();
+  for (Activation a : {Activation::sigmoid, Activation::silu, Activation::exp}) {
+    CAPTURE(std::string(activation_name(a)));
+    std::vector<float> y1(xs.size()), dx1(xs.size());
+    set_cpu_threads(1);
+    for (int64_t i = 0; i < n; i += 7)
+      pass(a, i, std::min<int64_t>(7, n - i), y1.data(), dx1.data());
+    for (int threads : {1, 2}) {
+      set_cpu_threads(threads);
+      std::vector<float> y(xs.size()), dx(xs.size());
+      pass(a, 0, n, y.data(), dx.data());
+      CHECK(wrong(y, y1) == 0);
+      CHECK(wrong(dx, dx1) == 0);
+    }
+    // The scalar pieces are the element function's values (to rounding: see above).
+    for (size_t i = 0; i < xs.size(); i += 997)
+      if (std::isfinite(y1[i]))
+        CHECK(y1[i] == doctest::Approx(activation_math::forward(a, xs[i])).epsilon(1e-6));
+  }
+  set_cpu_threads(saved);
 }
