@@ -274,7 +274,7 @@ TEST_CASE("activations: bad input names the op") {
                        Error);
 }
 
-TEST_CASE("activations: f32 kernels give the element function's bits on every thread count") {
+TEST_CASE("activations: f32 kernels give their scalar loop's bits on every thread count") {
   // The f32 CPU kernels of sigmoid, SiLU and exp (and SiLU's gradient) go 8 at a time with
   // their own e^x (core/cpu/expf_avx2.h) where the build targets AVX2 and FMA; they must give
   // the scalar loop's bits, std::exp's included. The scalar loop is the same kernel over

@@ -14,9 +14,9 @@ namespace {
 
 #if defined(FRUGAL_EXPF8)
 // The activations made of e^x, 8 floats at a time with expf8 (std::exp's bits) and the scalar
-// code's other operations in its order, so the same bits as activation_math's: sigmoid's
-// 1 / (1 + e^-x), SiLU's x times that, e^x; SiLU's derivative dy * s * (1 + v (1 - s)), whose
-// v (1 - s) + 1 the compiler fuses there too. The scalar loops called expf once per element
+// loop's other operations in its order, so the scalar loop's bits: sigmoid's 1 / (1 + e^-x),
+// SiLU's x times that, e^x; SiLU's derivative dy * s * (1 + v (1 - s)), whose v (1 - s) + 1
+// GCC fuses in the scalar loop too. The scalar loops called expf once per element
 // (EfficientNet-B0's SiLUs took over a third of its step).
 bool vector_forward(Activation a) {
   return a == Activation::sigmoid || a == Activation::silu || a == Activation::exp;
