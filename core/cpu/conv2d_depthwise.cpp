@@ -504,12 +504,13 @@ template <typename T>
 inline void tail_sums(const T* dyw, const T* in, int64_t full, int64_t wide, T* sums) {
   for (int64_t l = 0; full + l < wide; ++l) sums[l] += dyw[full + l] * in[full + l];
 }
-// group_sums for a count known at run time, 1 to kMax.
-template <int kMax, typename T>
-void group_sums_of(int64_t count, const T* dyw, const T* const* in, int64_t full, T* const* sums) {
+// f.template operator()<N>() for the N of 1 to kMax equal to n: a count known at run time
+// made a constant, so the kernel it picks keeps its sums in registers.
+template <int kMax, typename F>
+void with_count(int64_t n, const F& f) {
   if constexpr (kMax >= 1) {
-    if (count == kMax) return group_sums<kMax>(dyw, in, full, sums);
-    group_sums_of<kMax - 1>(count, dyw, in, full, sums);
+    if (n == kMax) return f.template operator()<kMax>();
+    with_count<kMax - 1>(n, f);
   }
 }
 
@@ -622,15 +623,6 @@ __attribute__((noinline)) void column_sums(const T* dyw, const T* x, int64_t Ws,
       for (int c = 0; c < NC; ++c) store(sums[r * NC + c] + at[r], acc[r][c]);
   }
 }
-// column_sums for NC known at run time, 1 to kMax.
-template <int R, int kMax, typename T>
-void column_sums_of(int64_t nc, const T* dyw, const T* x, int64_t Ws, int64_t full,
-                    T* const* sums) {
-  if constexpr (kMax >= 1) {
-    if (nc == kMax) return column_sums<R, kMax>(dyw, x, Ws, full, sums);
-    column_sums_of<R, kMax - 1>(nc, dyw, x, Ws, full, sums);
-  }
-}
 // Every tap of an R-row filter S wide by column_sums, kColumns<R> columns at a time; lanes[t]
 // holds tap t's sums, taps in (r, s) order.
 template <int R, typename T>
@@ -642,7 +634,7 @@ void all_column_sums(int64_t S, const T* dyw, const T* xp, int64_t Ws, int64_t f
     T* sums[R * kMax];
     for (int64_t r = 0; r < R; ++r)
       for (int64_t c = 0; c < nc; ++c) sums[r * nc + c] = lanes[r * S + s0 + c];
-    column_sums_of<R, kMax>(nc, dyw, xp + s0, Ws, full, sums);
+    with_count<kMax>(nc, [&]<int NC>() { column_sums<R, NC>(dyw, xp + s0, Ws, full, sums); });
   }
 }
 
@@ -670,6 +662,7 @@ void filter_wide(const Conv2dGeometry& g, const Wide& v, const T* x, const T* dy
   // Rows of taps at once (row_sums) where they fit AVX-512's registers.
   const bool rows_apply = kRowSums<T> && g.S == 5 && g.stride_w == 1 && g.dilation_w == 1 &&
                           g.stride_h == 1 && taps <= kTaps;
+  const bool columns = columns_apply<T>(g, v, full, kTaps);
   for (int64_t t0 = 0; t0 < taps; t0 += kTaps) {
     const int64_t t1 = std::min(taps, t0 + kTaps);
     alignas(64) T lanes[kTaps][kSum] = {};
@@ -689,7 +682,7 @@ void filter_wide(const Conv2dGeometry& g, const Wide& v, const T* x, const T* dy
         }
         continue;
       }
-      if (columns_apply<T>(g, v, full, kTaps)) {
+      if (columns) {
         if (g.R == 3) all_column_sums<3>(g.S, dyw, xp, v.Ws, full, lanes);
         if (g.R == 5) all_column_sums<5>(g.S, dyw, xp, v.Ws, full, lanes);
         for (int64_t t = 0; t < taps; ++t)
@@ -715,7 +708,7 @@ void filter_wide(const Conv2dGeometry& g, const Wide& v, const T* x, const T* dy
           in[u] = xp + tap_offset(g, v, (u0 + u) / g.S, (u0 + u) % g.S);
           sums[u] = lanes[u0 + u - t0];
         }
-        group_sums_of<kGroup<T>>(count, dyw, in, full, sums);
+        with_count<kGroup<T>>(count, [&]<int N>() { group_sums<N>(dyw, in, full, sums); });
         for (int64_t u = 0; u < count; ++u) tail_sums(dyw, in[u], full, v.wide, sums[u]);
       }
     }
