@@ -14,6 +14,7 @@
 #include "check/modecheck.h"
 #include "core/cpu/conv2d_depthwise.h"
 #include "core/cpu/conv2d_direct.h"
+#include "core/cpu/stream_out.h"
 #include "layers/conv2d.h"
 #include "layers/relu.h"
 
@@ -236,6 +237,68 @@ TEST_CASE(
   same.p = params(1, 1, 1, 1);
   CHECK(conv_is_plain(geometry(same)));
   CHECK_FALSE(conv_is_plain(geometry(cases[11])));
+}
+
+TEST_CASE("grouped conv2d: depthwise outputs streamed past the caches keep their bits") {
+  // Large outputs leave the forward and the data gradient through non-temporal stores
+  // (StreamOut); forced here on small ones. Each output starts one element past an aligned
+  // address between guard elements, so a thread's share starts and ends inside a vector:
+  // the same bits as plain stores on 1, 2 and 3 threads, and nothing written outside.
+  const Geo cases[] = {
+      {2, 5, 7, 7, 5, 3, 3, params(1, 1, 1, 5)},    // 49-element planes: shares end mid-vector
+      {1, 6, 28, 28, 6, 5, 5, params(1, 2, 1, 6)},  // EfficientNet's 28x28 5x5
+      {2, 3, 13, 14, 3, 3, 3, params(2, 1, 1, 3)},  // stride 2: rows joined from two phases
+      {2, 3, 9, 8, 6, 3, 3, params(1, 1, 1, 3)},    // 2 filters per channel
+      {1, 4, 5, 3, 4, 3, 3, params(1, 1, 1, 4)},    // rows shorter than a vector
+  };
+  const int saved = cpu_backend().threads();
+  const int64_t from = stream_from();
+  for (const Geo& c : cases)
+    for (DType t : {DType::f32, DType::f64}) {
+      const Conv2dGeometry g = geometry(c);
+      INFO("N,C,H,W ", g.N, ",", g.C, ",", g.H, ",", g.W, " K,R,S ", g.K, ",", g.R, ",", g.S,
+           " stride ", g.stride_h, " ", std::string(dtype_name(t)));
+      Tensor x = random_tensor({g.N, g.C, g.H, g.W}, 1, -1, 1, t);
+      Tensor w = random_tensor(Shape{g.K, 1, g.R, g.S}, 2, -1, 1, t);
+      Tensor dy = random_tensor({g.N, g.K, g.P, g.Q}, 4, -1, 1, t);
+      const int64_t guard = 40;
+      // Output `shape` inside a buffer of guards filled with 7s, one element past its start.
+      auto guarded = [&](Shape shape) {
+        Tensor all = Tensor::empty({shape.numel() + 2 * guard + 1}, t);
+        cpu_backend().fill(all, 7);
+        return Tensor(all.storage(), (guard + 1) * dtype_size(t), std::move(shape), t);
+      };
+      auto untouched = [&](const Tensor& out) {
+        const Tensor all(out.storage(), 0, {out.numel() + 2 * guard + 1}, t);
+        for (int64_t i = 0; i < all.numel(); ++i)
+          if ((i <= guard || i > guard + out.numel()) && element_as_double(all, i) != 7)
+            return false;
+        return true;
+      };
+      Tensor y_plain, dx_plain;
+      for (int threads : {1, 2, 3})
+        for (int64_t bytes : {std::numeric_limits<int64_t>::max(), int64_t{0}}) {
+          set_cpu_threads(threads);
+          set_stream_from(bytes);
+          Tensor y = guarded({g.N, g.K, g.P, g.Q}), dx = guarded(x.shape());
+          const size_t scratch_bytes =
+              std::max<size_t>({cpu_backend().conv2d_forward_scratch(g, t),
+                                cpu_backend().conv2d_backward_scratch(g, t), 1});
+          Tensor scratch = nan_tensor({static_cast<int64_t>(scratch_bytes)}, DType::u8);
+          cpu_backend().conv2d_forward(g, x, w, Tensor(), y, scratch);
+          cpu_backend().conv2d_backward_data(g, dy, w, dx, scratch);
+          CHECK(untouched(y));
+          CHECK(untouched(dx));
+          if (!y_plain.defined()) {
+            y_plain = y, dx_plain = dx;
+            continue;
+          }
+          CHECK(same_bits(y, y_plain));
+          CHECK(same_bits(dx, dx_plain));
+        }
+    }
+  set_stream_from(from);
+  set_cpu_threads(saved);
 }
 
 TEST_CASE("grouped conv2d: finite-difference gradients in f64") {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/cpu/parts.h"
+#include "core/cpu/stream_out.h"
 
 #if defined(__AVX512F__)
 #include <immintrin.h>
@@ -186,15 +187,23 @@ void join_row(const T* even, const T* odd, int64_t n, T* row) {
 // (i % stride_h, i / stride_h), kept as a running pair (a division per row costs as much as
 // copying a 14-wide row). Column w is padded column j = w + pad_w, of phase column
 // (j % stride_w, j / stride_w): at stride 2 the even columns go to one phase and the odd ones
-// to the other, split by shuffles.
+// to the other, split by shuffles. Out of the phases, at stride 1 or 2, the rows may go to
+// `out` (past the caches) in place of x.
 template <bool kInto, typename T>
 void move_plane(const Conv2dGeometry& g, const Wide& v, std::conditional_t<kInto, const T*, T*> x,
-                T* phases) {
+                T* phases, StreamOut<T>* out = nullptr) {
   const int64_t sw = g.stride_w;
   auto rows = [&](const auto& move) {  // move(row h, phase (., 0)'s padded row)
     int64_t a = g.pad_h % g.stride_h, i = g.pad_h / g.stride_h;
     for (int64_t h = 0; h < g.H; ++h) {
-      move(x + h * g.W, phases + a * sw * v.plane + i * v.Ws);
+      if constexpr (kInto) {
+        move(x + h * g.W, phases + a * sw * v.plane + i * v.Ws);
+      } else if (out) {
+        move(out->reserve(g.W), phases + a * sw * v.plane + i * v.Ws);
+        out->commit(g.W);
+      } else {
+        move(x + h * g.W, phases + a * sw * v.plane + i * v.Ws);
+      }
       if (++a == g.stride_h) a = 0, ++i;
     }
   };
@@ -368,15 +377,25 @@ bool pairs_apply(const Conv2dGeometry& g, const Wide& v, int64_t taps) {
          (taps == 5 || kVecBytes == 64);
 }
 
+// Whether a pass writes its output past the caches (StreamOut): outputs of `elements` larger
+// than the caches can hold for the next layer, in rows of `row` elements that fit the stage.
+template <typename T>
+bool streams(int64_t elements, int64_t row) {
+  return elements * static_cast<int64_t>(sizeof(T)) >= stream_from() &&
+         row <= StreamOut<T>::kRowMax;
+}
+
 template <typename T>
 void forward_wide(const Conv2dGeometry& g, const Wide& v, std::span<const int64_t> offset,
-                  const T* x, const T* wk, T bias, T* y, T* xp, T* wide) {
+                  const T* x, const T* wk, T bias, T* y, T* xp, T* wide, StreamOut<T>* out) {
   pad_plane(g, v, x, xp);
   constexpr int64_t B = kBlock<T>;
   T biases[B];
   std::fill(biases, biases + B, bias);
   int64_t i = 0;
-  auto pairs = [&]<int R, int C>() {
+  // Not inlined (here or in the data gradient): inlined into the pass, GCC spilled the 5x5
+  // pairs' sums on AVX-512, which took the data gradient from 7 to 13 ms on one thread.
+  auto pairs = [&]<int R, int C>() __attribute__((noinline)) {
     const PairTaps<R, C, T> k(wk, offset.data());
     i = over_row_pairs<T>(0, v.wide, v.Ws, [&](int64_t j) {
       pair_taps<R, C>(k.wv, k.col, v.Ws, xp + j, biases, biases, wide + j, wide + j + v.Ws);
@@ -390,7 +409,13 @@ void forward_wide(const Conv2dGeometry& g, const Wide& v, std::span<const int64_
     for (size_t t = 0; t < offset.size(); ++t) acc = madd(wk[t], xp[offset[t] + i], acc);
     wide[i] = acc;
   }
-  for (int64_t p = 0; p < g.P; ++p) copy_row(wide + p * v.Ws, g.Q, y + p * g.Q);
+  for (int64_t p = 0; p < g.P; ++p)
+    if (out) {
+      copy_row(wide + p * v.Ws, g.Q, out->reserve(g.Q));
+      out->commit(g.Q);
+    } else {
+      copy_row(wide + p * v.Ws, g.Q, y + p * g.Q);
+    }
 }
 
 // The data gradient gathers. dx's padded element (i, j) sums, over the channel's filters in
@@ -433,7 +458,7 @@ int64_t backward_each(const Conv2dGeometry& g, const Wide& v) {
 
 template <typename T>
 void data_wide(const Conv2dGeometry& g, const Wide& v, const Gather& z, const T* dy, const T* w,
-               int64_t k0, int64_t k1, T* dx, T* dyz, T* out, T* wf) {
+               int64_t k0, int64_t k1, T* dx, T* dyz, T* out, T* wf, StreamOut<T>* to) {
   constexpr int64_t B = kBlock<T>;
   static constexpr T zeros[B] = {};
   for (int64_t k = k0; k < k1; ++k) {
@@ -447,7 +472,7 @@ void data_wide(const Conv2dGeometry& g, const Wide& v, const Gather& z, const T*
       const int64_t end = ceil_pos(g.pad_h + g.H - a, g.stride_h) * v.Ws;
       // Row pairs: dx's row below reads dy one row further down, so out1 is the lower row
       // (its taps' first row of dy is the pair's last) and the rows step up.
-      auto pairs = [&]<int R, int C>() {
+      auto pairs = [&]<int R, int C>() __attribute__((noinline)) {
         const PairTaps<R, C, T> t(wf, back.data());
         i = over_row_pairs<T>(i, end, v.Ws, [&](int64_t j) {
           pair_taps<R, C>(t.wv, t.col, -v.Ws, dyz + j + v.Ws, zeros, zeros, o + j + v.Ws, o + j);
@@ -465,7 +490,7 @@ void data_wide(const Conv2dGeometry& g, const Wide& v, const Gather& z, const T*
       }
     }
   }
-  move_plane<false, T>(g, v, dx, out);
+  move_plane<false, T>(g, v, dx, out, to);
 }
 
 // The filter gradient's sums: 32 lanes of the flat index per tap.
@@ -726,16 +751,19 @@ void forward_t(const Conv2dGeometry& g, int threads, const T* x, const T* w, con
   const int64_t m = g.K / g.C, planes = g.N * g.K;
   const Wide v = wide_of(g);
   const std::vector<int64_t> offset = tap_offsets(g, v);
+  const bool stream = streams<T>(planes * g.P * g.Q, g.Q);
   for_parts(parts(planes, threads), planes, [&](int part, int64_t u0, int64_t u1) {
     T* xp = scratch + part * (v.padded + v.wide);
     std::fill(xp, xp + v.padded, T(0));
+    StreamOut<T> out(y + u0 * g.P * g.Q);
     for (int64_t u = u0; u < u1; ++u) {
       const int64_t n = u / g.K, k = u % g.K;
       if (u + 1 < u1)
         prefetch(x + ((u + 1) / g.K * g.C + (u + 1) % g.K / m) * g.H * g.W, g.H * g.W);
       forward_wide(g, v, offset, x + (n * g.C + k / m) * g.H * g.W, w + k * g.R * g.S,
-                   b ? b[k] : T(0), y + u * g.P * g.Q, xp, xp + v.padded);
+                   b ? b[k] : T(0), y + u * g.P * g.Q, xp, xp + v.padded, stream ? &out : nullptr);
     }
+    if (stream) out.finish();
   });
 }
 
@@ -745,17 +773,20 @@ void backward_data_t(const Conv2dGeometry& g, int threads, const T* dy, const T*
   const int64_t m = g.K / g.C, planes = g.N * g.C;
   const Wide v = wide_of(g);
   const Gather z = gather_of(g, v);
+  const bool stream = g.stride_w <= 2 && streams<T>(planes * g.H * g.W, g.W);
   for_parts(parts(planes, threads), planes, [&](int part, int64_t u0, int64_t u1) {
     T* dyz = scratch + part * backward_each(g, v);
     T* out = dyz + z.zplane;
     std::fill(dyz, dyz + z.zplane, T(0));
+    StreamOut<T> to(dx + u0 * g.H * g.W);
     for (int64_t u = u0; u < u1; ++u) {
       const int64_t n = u / g.C, c = u % g.C;
       if (u + 1 < u1)
         prefetch(dy + ((u + 1) / g.C * g.K + (u + 1) % g.C * m) * g.P * g.Q, m * g.P * g.Q);
       data_wide(g, v, z, dy + n * g.K * g.P * g.Q, w, c * m, (c + 1) * m, dx + u * g.H * g.W, dyz,
-                out, out + v.phases * v.plane);
+                out, out + v.phases * v.plane, stream ? &to : nullptr);
     }
+    if (stream) to.finish();
   });
 }
 
