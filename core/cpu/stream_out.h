@@ -20,9 +20,10 @@ namespace frugal {
 // cache a core of this project's Zen 4 EPYC shares (the C library reports the whole package's,
 // 320 MiB there). Smaller outputs may still be in that cache when the next layer reads them,
 // or, with the layer's input, stay there between runs: MobileNetV2's 14x14 depthwise layer at
-// batch 32 (14 MiB out) took 1.2-1.5x as long streamed, EfficientNet's 28x28 one (24 MiB) 0.9x
-// while other tenants loaded the machine's memory and 1.1x when they did not, its 56x56 ones
-// (57 MiB) 0.75-0.9x either way (docs/BENCHMARKS.md, "Depthwise outputs past the caches").
+// batch 32 (14 MiB out) took 1.1-1.5x as long streamed, EfficientNet's 28x28 one (24 MiB) 0.9x
+// while other tenants loaded the machine's memory and 0.94-1.15x when they did not, MobileNetV2's
+// 56x56 ones (57 MiB) 0.7-0.9x either way (docs/BENCHMARKS.md, "depthwise outputs past the
+// caches").
 // set_stream_from changes it (tests: 0 streams every output).
 inline std::atomic<int64_t>& stream_from_setting() {
   static std::atomic<int64_t> bytes{int64_t{32} << 20};
