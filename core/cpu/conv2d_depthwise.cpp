@@ -290,6 +290,51 @@ inline void keep_in_register(V<T>& x) {
 #endif
 }
 
+// pair_taps four vectors wide, for AVX2, whose 16 registers hold neither a 5x5 filter's weights
+// nor both rows' inputs beside their sums: each output's sum is a chain of R*C dependent
+// multiply-adds, and two vectors a row kept 4 chains in flight, half of what the FMA units take
+// (2 a cycle, 4 cycles each), so a plane in L1 waited on the chains. Here 8: each tap's weight
+// is broadcast into a register once per row and each multiply-add reads its vector of x from
+// memory (the loads cost less than the wait), 10 registers in all. A plane of EfficientNet's
+// 28x28 5x5 layer in L1 takes 0.73-0.79 us forward against 0.90-0.93, one of MobileNet's 56x56
+// 3x3 layers 1.45-1.54 us against 1.79-1.84 (one row at a time before). Each output adds its
+// taps in (r, c) order as pair_taps does: the same bits.
+template <int R, int C, typename T>
+inline void pair_taps_wide(const V<T> (&wv)[R * C], const int64_t (&col)[C], int64_t step,
+                           const T* rows, const T* init1, const T* init2, T* out1, T* out2) {
+  constexpr int64_t L = kLanes<T>;
+  V<T> a0, a1, a2, a3, b0, b1, b2, b3;
+  load(a0, init1), load(a1, init1 + L), load(a2, init1 + 2 * L), load(a3, init1 + 3 * L);
+  load(b0, init2), load(b1, init2 + L), load(b2, init2 + 2 * L), load(b3, init2 + 3 * L);
+  auto x = [](const T* p) {
+    V<T> v;
+    load(v, p);
+    return v;
+  };
+#pragma GCC unroll 64
+  for (int j = 0; j <= R; ++j) {
+    const T* row = rows + j * step;
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) {
+      const T* p = row + col[c];
+      if (j < R) {
+        V<T> w = wv[j * C + c];
+        keep_in_register<T>(w);
+        a0 = a0 + w * x(p), a1 = a1 + w * x(p + L), a2 = a2 + w * x(p + 2 * L),
+        a3 = a3 + w * x(p + 3 * L);
+      }
+      if (j > 0) {
+        V<T> w = wv[(j - 1) * C + c];
+        keep_in_register<T>(w);
+        b0 = b0 + w * x(p), b1 = b1 + w * x(p + L), b2 = b2 + w * x(p + 2 * L),
+        b3 = b3 + w * x(p + 3 * L);
+      }
+    }
+  }
+  store(out1, a0), store(out1 + L, a1), store(out1 + 2 * L, a2), store(out1 + 3 * L, a3);
+  store(out2, b0), store(out2 + L, b1), store(out2 + 2 * L, b2), store(out2 + 3 * L, b3);
+}
+
 // Two rows of outputs at once where a pass runs at stride 1 down the rows without dilation
 // there (R x C taps, both known at compile time: 3x3 and 5x5): the outputs at out1 and at out2,
 // two vectors each, whose rows' taps read the same input rows one row apart. Input row j
@@ -297,10 +342,11 @@ inline void keep_in_register(V<T>& x) {
 // each vector of it loaded once for both: (R + 1) * C loads of two vectors for 2 * R * C taps
 // instead of 2 * R * C, and the weights, broadcast once per plane (`wv`), stay in registers where
 // the machine has enough. Each output still adds its taps in (r, c) order, `acc + w * x` as
-// block_taps adds them: the same bits.
-template <int R, int C, typename T>
+// block_taps adds them: the same bits. NV vectors a row: 2, or 4 (pair_taps_wide).
+template <int R, int C, int NV, typename T>
 inline void pair_taps(const V<T> (&wv)[R * C], const int64_t (&col)[C], int64_t step, const T* rows,
                       const T* init1, const T* init2, T* out1, T* out2) {
+  if constexpr (NV == 4) return pair_taps_wide<R, C>(wv, col, step, rows, init1, init2, out1, out2);
   constexpr int64_t L = kLanes<T>;
   V<T> a0, a1, b0, b1;
   load(a0, init1);
@@ -333,19 +379,28 @@ inline void pair_taps(const V<T> (&wv)[R * C], const int64_t (&col)[C], int64_t 
   store(out2 + L, b1);
 }
 
-// The row pairs of [begin, end), whole rows Ws wide: pair(i) computes the blocks at i and at
-// i + Ws, for blocks covering the first row of each pair (the last may run into the next row:
-// those outputs are computed again later, from the start). Returns where the rows left over
-// begin. Used only where recomputing an output gives what computing it once gives (the forward,
-// and the data gradient with one filter per channel).
+// Whether row pairs go four vectors wide (pair_taps_wide): on AVX2, where a row is that wide.
+template <typename T>
+bool wide_pairs(int64_t Ws) {
+  return kVecBytes == 32 && Ws >= 4 * kLanes<T>;
+}
+
+// The row pairs of [begin, end), whole rows Ws wide: pair.template operator()<NV>(i) computes
+// the blocks of NV vectors at i and at i + Ws, for blocks covering the first row of each pair
+// (the last may run into the next row: those outputs are computed again later, from the start).
+// Returns where the rows left over begin. Used only where recomputing an output gives what
+// computing it once gives (the forward, and the data gradient with one filter per channel).
 template <typename T, typename F>
 int64_t over_row_pairs(int64_t begin, int64_t end, int64_t Ws, const F& pair) {
-  constexpr int64_t B = kBlock<T>;
-  const int64_t covered = (Ws + B - 1) / B * B;
-  int64_t i = begin;
-  for (; i + Ws + covered <= end; i += 2 * Ws)
-    for (int64_t j = i; j < i + Ws; j += B) pair(j);
-  return i;
+  auto rows = [&]<int NV>() {
+    constexpr int64_t B = NV * kLanes<T>;
+    const int64_t covered = (Ws + B - 1) / B * B;
+    int64_t i = begin;
+    for (; i + Ws + covered <= end; i += 2 * Ws)
+      for (int64_t j = i; j < i + Ws; j += B) pair.template operator()<NV>(j);
+    return i;
+  };
+  return wide_pairs<T>(Ws) ? rows.template operator()<4>() : rows.template operator()<2>();
 }
 
 // The taps' weights broadcast into vectors, and the columns of row 0's taps.
@@ -369,12 +424,12 @@ std::vector<int64_t> tap_offsets(const Conv2dGeometry& g, const Wide& v) {
 
 // Whether rows go in pairs (pair_taps): a square filter of `taps` (3 or 5) rows and columns,
 // stride 1 and no dilation down the rows, and rows at least a block wide (narrower ones would
-// compute each output more than once). 3x3 on AVX-512 only: with AVX2's 16 registers the pairs
-// were 5-10% slower than one row at a time (bench_conv, 2026-11-27).
+// compute each output more than once). 3x3 on AVX2 only four vectors wide: two vectors wide
+// the pairs were 5-10% slower than one row at a time (bench_conv, 2026-11-27).
 template <typename T>
 bool pairs_apply(const Conv2dGeometry& g, const Wide& v, int64_t taps) {
   return g.R == taps && g.S == taps && g.stride_h == 1 && g.dilation_h == 1 && v.Ws >= kBlock<T> &&
-         (taps == 5 || kVecBytes == 64);
+         (taps == 5 || kVecBytes == 64 || wide_pairs<T>(v.Ws));
 }
 
 // Whether a pass writes its output past the caches (StreamOut): outputs of `elements` larger
@@ -390,15 +445,15 @@ void forward_wide(const Conv2dGeometry& g, const Wide& v, std::span<const int64_
                   const T* x, const T* wk, T bias, T* y, T* xp, T* wide, StreamOut<T>* out) {
   pad_plane(g, v, x, xp);
   constexpr int64_t B = kBlock<T>;
-  T biases[B];
-  std::fill(biases, biases + B, bias);
+  T biases[2 * B];  // four vectors: pair_taps_wide starts from them
+  std::fill(biases, biases + 2 * B, bias);
   int64_t i = 0;
   // Not inlined (here or in the data gradient): inlined into the pass, GCC spilled the 5x5
   // pairs' sums on AVX-512, which took the data gradient from 7 to 13 ms on one thread.
   auto pairs = [&]<int R, int C>() __attribute__((noinline)) {
     const PairTaps<R, C, T> k(wk, offset.data());
-    i = over_row_pairs<T>(0, v.wide, v.Ws, [&](int64_t j) {
-      pair_taps<R, C>(k.wv, k.col, v.Ws, xp + j, biases, biases, wide + j, wide + j + v.Ws);
+    i = over_row_pairs<T>(0, v.wide, v.Ws, [&]<int NV>(int64_t j) {
+      pair_taps<R, C, NV>(k.wv, k.col, v.Ws, xp + j, biases, biases, wide + j, wide + j + v.Ws);
     });
   };
   if (pairs_apply<T>(g, v, 3)) pairs.template operator()<3, 3>();
@@ -460,7 +515,7 @@ template <typename T>
 void data_wide(const Conv2dGeometry& g, const Wide& v, const Gather& z, const T* dy, const T* w,
                int64_t k0, int64_t k1, T* dx, T* dyz, T* out, T* wf, StreamOut<T>* to) {
   constexpr int64_t B = kBlock<T>;
-  static constexpr T zeros[B] = {};
+  static constexpr T zeros[2 * B] = {};  // four vectors, as the forward's biases
   for (int64_t k = k0; k < k1; ++k) {
     widen_plane(g, v, dy + k * g.P * g.Q, dyz + z.margin);
     for (int64_t f = 0; f < v.phases; ++f) {
@@ -474,8 +529,9 @@ void data_wide(const Conv2dGeometry& g, const Wide& v, const Gather& z, const T*
       // (its taps' first row of dy is the pair's last) and the rows step up.
       auto pairs = [&]<int R, int C>() __attribute__((noinline)) {
         const PairTaps<R, C, T> t(wf, back.data());
-        i = over_row_pairs<T>(i, end, v.Ws, [&](int64_t j) {
-          pair_taps<R, C>(t.wv, t.col, -v.Ws, dyz + j + v.Ws, zeros, zeros, o + j + v.Ws, o + j);
+        i = over_row_pairs<T>(i, end, v.Ws, [&]<int NV>(int64_t j) {
+          pair_taps<R, C, NV>(t.wv, t.col, -v.Ws, dyz + j + v.Ws, zeros, zeros, o + j + v.Ws,
+                              o + j);
         });
       };
       if (g.stride_w == 1 && k1 - k0 == 1) {  // one phase; each dx element computed from zero
