@@ -248,6 +248,7 @@ TEST_CASE("grouped conv2d: depthwise outputs streamed past the caches keep their
       {2, 5, 7, 7, 5, 3, 3, params(1, 1, 1, 5)},    // 49-element planes: shares end mid-vector
       {1, 6, 28, 28, 6, 5, 5, params(1, 2, 1, 6)},  // EfficientNet's 28x28 5x5
       {2, 3, 13, 14, 3, 3, 3, params(2, 1, 1, 3)},  // stride 2: rows joined from two phases
+      {1, 2, 11, 13, 2, 3, 3, params(3, 1, 1, 2)},  // stride 3: rows gathered from three
       {2, 3, 9, 8, 6, 3, 3, params(1, 1, 1, 3)},    // 2 filters per channel
       {1, 4, 5, 3, 4, 3, 3, params(1, 1, 1, 4)},    // rows shorter than a vector
   };

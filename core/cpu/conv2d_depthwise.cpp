@@ -187,8 +187,8 @@ void join_row(const T* even, const T* odd, int64_t n, T* row) {
 // (i % stride_h, i / stride_h), kept as a running pair (a division per row costs as much as
 // copying a 14-wide row). Column w is padded column j = w + pad_w, of phase column
 // (j % stride_w, j / stride_w): at stride 2 the even columns go to one phase and the odd ones
-// to the other, split by shuffles. Out of the phases, at stride 1 or 2, the rows may go to
-// `out` (past the caches) in place of x.
+// to the other, split by shuffles. Out of the phases, the rows may go to `out` (past the
+// caches) in place of x.
 template <bool kInto, typename T>
 void move_plane(const Conv2dGeometry& g, const Wide& v, std::conditional_t<kInto, const T*, T*> x,
                 T* phases, StreamOut<T>* out = nullptr) {
@@ -196,13 +196,12 @@ void move_plane(const Conv2dGeometry& g, const Wide& v, std::conditional_t<kInto
   auto rows = [&](const auto& move) {  // move(row h, phase (., 0)'s padded row)
     int64_t a = g.pad_h % g.stride_h, i = g.pad_h / g.stride_h;
     for (int64_t h = 0; h < g.H; ++h) {
+      T* at = phases + a * sw * v.plane + i * v.Ws;
       if constexpr (kInto) {
-        move(x + h * g.W, phases + a * sw * v.plane + i * v.Ws);
-      } else if (out) {
-        move(out->reserve(g.W), phases + a * sw * v.plane + i * v.Ws);
-        out->commit(g.W);
+        move(x + h * g.W, at);
       } else {
-        move(x + h * g.W, phases + a * sw * v.plane + i * v.Ws);
+        move(out ? out->reserve(g.W) : x + h * g.W, at);
+        if (out) out->commit(g.W);
       }
       if (++a == g.stride_h) a = 0, ++i;
     }
@@ -464,13 +463,10 @@ void forward_wide(const Conv2dGeometry& g, const Wide& v, std::span<const int64_
     for (size_t t = 0; t < offset.size(); ++t) acc = madd(wk[t], xp[offset[t] + i], acc);
     wide[i] = acc;
   }
-  for (int64_t p = 0; p < g.P; ++p)
-    if (out) {
-      copy_row(wide + p * v.Ws, g.Q, out->reserve(g.Q));
-      out->commit(g.Q);
-    } else {
-      copy_row(wide + p * v.Ws, g.Q, y + p * g.Q);
-    }
+  for (int64_t p = 0; p < g.P; ++p) {
+    copy_row(wide + p * v.Ws, g.Q, out ? out->reserve(g.Q) : y + p * g.Q);
+    if (out) out->commit(g.Q);
+  }
 }
 
 // The data gradient gathers. dx's padded element (i, j) sums, over the channel's filters in
@@ -829,7 +825,7 @@ void backward_data_t(const Conv2dGeometry& g, int threads, const T* dy, const T*
   const int64_t m = g.K / g.C, planes = g.N * g.C;
   const Wide v = wide_of(g);
   const Gather z = gather_of(g, v);
-  const bool stream = g.stride_w <= 2 && streams<T>(planes * g.H * g.W, g.W);
+  const bool stream = streams<T>(planes * g.H * g.W, g.W);
   for_parts(parts(planes, threads), planes, [&](int part, int64_t u0, int64_t u1) {
     T* dyz = scratch + part * backward_each(g, v);
     T* out = dyz + z.zplane;
