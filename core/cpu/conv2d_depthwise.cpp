@@ -14,7 +14,7 @@
 #include "core/cpu/parts.h"
 #include "core/cpu/stream_out.h"
 
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || defined(__FMA__)
 #include <immintrin.h>
 #endif
 
@@ -68,6 +68,23 @@ inline T madd(T a, T b, T c) {
 #else
   return a * b + c;
 #endif
+}
+
+// acc + a * b for vectors, fused where the CPU fuses, as madd: said outright, not left to the
+// compiler's contraction, which GCC skipped for one multiply-add of column_sums's one-column
+// pass on AVX2 (a vmulps and a vaddps in the loop: filter gradients of 5x5 layers, f32 and f64,
+// a rounding off the tap-by-tap sums here and there).
+template <typename T>
+inline V<T> vmadd(const V<T>& a, const V<T>& b, const V<T>& acc) {
+#ifdef __FMA__
+  if constexpr (kVecBytes == 64 && sizeof(T) == 4) return _mm512_fmadd_ps(a, b, acc);
+  if constexpr (kVecBytes == 64 && sizeof(T) == 8) return _mm512_fmadd_pd(a, b, acc);
+  if constexpr (kVecBytes == 32 && sizeof(T) == 4) return _mm256_fmadd_ps(a, b, acc);
+  if constexpr (kVecBytes == 32 && sizeof(T) == 8) return _mm256_fmadd_pd(a, b, acc);
+  if constexpr (kVecBytes == 16 && sizeof(T) == 4) return _mm_fmadd_ps(a, b, acc);
+  if constexpr (kVecBytes == 16 && sizeof(T) == 8) return _mm_fmadd_pd(a, b, acc);
+#endif
+  return acc + a * b;
 }
 
 // n elements from `from` to `to`, B bytes at a time, the last B overlapping the ones before:
@@ -662,56 +679,86 @@ bool columns_apply(const Conv2dGeometry& g, const Wide& v, int64_t full, int64_t
 
 // Taps (r, c), r < R and c < NC, whose x starts at `x` + r*Ws + c: sums[r*NC + c] gains their
 // products over the whole blocks [0, full) of the widened dy. m runs over x's positions; row
-// r's tap reads dy at m - r*Ws where that lies in [0, full). Not inlined: inside filter_wide
-// GCC kept one of AVX2's 10 sums on the stack, a store and a load in its chain of
-// multiply-adds at every step (the EfficientNet layer's filter gradient 40% slower).
-template <int R, int NC, typename T>
+// r's tap reads dy at m - r*Ws where that lies in [0, full). NE of the sums' vectors go at once
+// (x's vectors at m + e*L): a column alone (NC = 1) would keep only R chains of multiply-adds in
+// flight, fewer than the FMA units take, and two vectors of sums double them (there only the
+// first and last rows' steps check which taps reach dy, the rest run without a branch; with one
+// vector the branches cost nothing measurable and the split slowed short planes). Not inlined:
+// inside filter_wide GCC kept one of AVX2's 10 sums on the stack, a store and a load in its chain
+// of multiply-adds at every step (the EfficientNet layer's filter gradient 40% slower).
+template <int R, int NC, int NE, typename T>
 __attribute__((noinline)) void column_sums(const T* dyw, const T* x, int64_t Ws, int64_t full,
                                            T* const* sums) {
   constexpr int64_t L = kLanes<T>, NV = kSum / L;
+  static_assert(NV % NE == 0);
   const int64_t rowv = Ws / L, end = full + (R - 1) * Ws;
-  for (int64_t em = 0; em < NV; ++em) {
-    V<T> acc[R][NC];
-    int64_t at[R];  // row r's vector of sums: the one its dy vectors fall in
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      at[r] = ((em - r * rowv) % NV + NV) % NV * L;
-#pragma GCC unroll 8
-      for (int c = 0; c < NC; ++c) load(acc[r][c], sums[r * NC + c] + at[r]);
-    }
-    for (int64_t m = em * L; m < end; m += kSum) {
-      V<T> xv[NC];
-#pragma GCC unroll 8
-      for (int c = 0; c < NC; ++c) load(xv[c], x + m + c);
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) {
-        const int64_t p = m - r * Ws;
-        if (p < 0 || p >= full) continue;
-        V<T> d;
-        load(d, dyw + p);
-        keep_in_register<T>(d);
-#pragma GCC unroll 8
-        for (int c = 0; c < NC; ++c) acc[r][c] = acc[r][c] + d * xv[c];
-      }
-    }
+  for (int64_t em = 0; em < NV; em += NE) {
+    V<T> acc[R][NC][NE];
+    int64_t at[R][NE];  // row r's vector of sums for em + e: the one its dy vectors fall in
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r)
 #pragma GCC unroll 8
-      for (int c = 0; c < NC; ++c) store(sums[r * NC + c] + at[r], acc[r][c]);
+      for (int e = 0; e < NE; ++e) {
+        at[r][e] = ((em + e - r * rowv) % NV + NV) % NV * L;
+#pragma GCC unroll 8
+        for (int c = 0; c < NC; ++c) load(acc[r][c][e], sums[r * NC + c] + at[r][e]);
+      }
+    // The products of x's vectors at m + e*L + c: where `checked`, those of the taps that reach
+    // dy, x read only up to where one-vector steps read it (m + e*L < end).
+    const auto step = [&]<bool checked>(int64_t m) __attribute__((always_inline)) {
+      V<T> xv[NE][NC];
+#pragma GCC unroll 8
+      for (int e = 0; e < NE; ++e)
+#pragma GCC unroll 8
+        for (int c = 0; c < NC; ++c)
+          if (!checked || m + e * L < end) load(xv[e][c], x + m + e * L + c);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+        for (int e = 0; e < NE; ++e) {
+          const int64_t p = m + e * L - r * Ws;
+          if (checked && (p < 0 || p >= full)) continue;
+          V<T> d;
+          load(d, dyw + p);
+          keep_in_register<T>(d);
+#pragma GCC unroll 8
+          for (int c = 0; c < NC; ++c) acc[r][c][e] = vmadd<T>(d, xv[e][c], acc[r][c][e]);
+        }
+    };
+    // Every tap reaches dy from m = (R-1)*Ws (row R-1's first) while m + (NE-1)*L < full.
+    const int64_t open = (R - 1) * Ws, close = full - (NE - 1) * L;
+    int64_t m = em * L;
+    if constexpr (NE > 1) {
+      for (; m < end && m < open; m += kSum) step.template operator()<true>(m);
+      for (; m < close; m += kSum) step.template operator()<false>(m);
+    }
+    for (; m < end; m += kSum) step.template operator()<true>(m);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+      for (int e = 0; e < NE; ++e)
+#pragma GCC unroll 8
+        for (int c = 0; c < NC; ++c) store(sums[r * NC + c] + at[r][e], acc[r][c][e]);
   }
 }
-// Every tap of an R-row filter S wide by column_sums, kColumns<R> columns at a time; lanes[t]
-// holds tap t's sums, taps in (r, s) order.
+// Every tap of an R-row filter S wide by column_sums, kColumns<R> columns at a time (a last
+// column alone two vectors of sums at a time, where their registers fit); lanes[t] holds tap t's
+// sums, taps in (r, s) order.
 template <int R, typename T>
 void all_column_sums(int64_t S, const T* dyw, const T* xp, int64_t Ws, int64_t full,
                      T (*lanes)[kSum]) {
   constexpr int64_t kMax = kColumns<R>;
+  constexpr bool kPairAlone = 2 * R + 3 <= kRegisters && kSum / kLanes<T> % 2 == 0;
   for (int64_t s0 = 0; s0 < S; s0 += kMax) {
     const int64_t nc = std::min(kMax, S - s0);
     T* sums[R * kMax];
     for (int64_t r = 0; r < R; ++r)
       for (int64_t c = 0; c < nc; ++c) sums[r * nc + c] = lanes[r * S + s0 + c];
-    with_count<kMax>(nc, [&]<int NC>() { column_sums<R, NC>(dyw, xp + s0, Ws, full, sums); });
+    if (kPairAlone && nc == 1 && kMax > 1) {
+      column_sums<R, 1, kPairAlone ? 2 : 1>(dyw, xp + s0, Ws, full, sums);
+      continue;
+    }
+    with_count<kMax>(nc, [&]<int NC>() { column_sums<R, NC, 1>(dyw, xp + s0, Ws, full, sums); });
   }
 }
 
