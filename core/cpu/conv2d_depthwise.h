@@ -9,7 +9,8 @@
 // both); the data gradient the same way over each phase of dx with the taps that reach it (a
 // gather: each element's terms in the order a tap-by-tap scatter adds them); the filter gradient
 // a group of taps at a time with their sums in registers (on AVX-512 a 5x5 filter's row of taps
-// from one load, shifted across lanes). Any stride, dilation and
+// from one load, shifted across lanes; where padded rows are whole vectors, columns of taps that
+// share each load of x). Every pass gives its tap-by-tap loop's bits. Any stride, dilation and
 // padding; f32 and f64. Forward and the data gradient are split over output (resp. input)
 // planes, the filter gradient over filters, each summed by one thread in a fixed order: the
 // bits do not depend on the thread count. Private to the CPU backend (core/cpu/conv2d.cpp
