@@ -73,7 +73,8 @@ inline T madd(T a, T b, T c) {
 // acc + a * b for vectors, fused where the CPU fuses, as madd: said outright, not left to the
 // compiler's contraction, which GCC skipped for one multiply-add of column_sums's one-column
 // pass on AVX2 (a vmulps and a vaddps in the loop: filter gradients of 5x5 layers, f32 and f64,
-// a rounding off the tap-by-tap sums here and there).
+// a rounding off the tap-by-tap sums here and there). Every blocked loop below adds its taps
+// through it, and every scalar loop through madd.
 template <typename T>
 inline V<T> vmadd(const V<T>& a, const V<T>& b, const V<T>& acc) {
 #ifdef __FMA__
@@ -269,13 +270,13 @@ void widen_plane(const Conv2dGeometry& g, const Wide& v, const T* dy, T* dyw) {
 
 // Two vectors of outputs at a time, their sums held in registers over every tap
 // (in (r, s) order): one store per output instead of one load and one store per tap. Each tap
-// is added as the tap-by-tap loops add it, `acc + w * x` in one expression, which the compiler
-// contracts into a fused multiply-add where the CPU has them and cannot where it has none, so
-// the blocked loops give those loops' bits in every build. GCC's vector extensions, not the
-// auto-vectorizer: left to itself it vectorized across the taps with gathers and kept the sums
-// on the stack. The scalar tail says the same with std::fma where the CPU fuses. The vectors
-// are the machine's width: wider generic vectors are lowered badly (64-byte ones made the
-// haswell build's forward about nine times slower than the loop they replace).
+// is added as the tap-by-tap loops add it, one fused multiply-add where the CPU has them and a
+// multiply and an add where it has none (vmadd), so the blocked loops give those loops' bits in
+// every build. GCC's vector extensions, not the auto-vectorizer: left to itself it vectorized
+// across the taps with gathers and kept the sums on the stack. The scalar tail says the same
+// with madd. The vectors are the machine's width: wider generic vectors are lowered badly
+// (64-byte ones made the haswell build's forward about nine times slower than the loop they
+// replace).
 // out[0, kBlock) = init[0, kBlock) + each tap's weight wk[t] times `in` shifted by offset[t].
 template <typename T>
 inline void block_taps(std::span<const int64_t> offset, const T* wk, const T* in, const T* init,
@@ -288,8 +289,8 @@ inline void block_taps(std::span<const int64_t> offset, const T* wk, const T* in
     const T* x = in + offset[t];
     load(x0, x);
     load(x1, x + kLanes<T>);
-    a0 = a0 + w * x0;
-    a1 = a1 + w * x1;
+    a0 = vmadd<T>(w, x0, a0);
+    a1 = vmadd<T>(w, x1, a1);
   }
   store(out, a0);
   store(out + kLanes<T>, a1);
@@ -336,14 +337,14 @@ inline void pair_taps_wide(const V<T> (&wv)[R * C], const int64_t (&col)[C], int
       if (j < R) {
         V<T> w = wv[j * C + c];
         keep_in_register<T>(w);
-        a0 = a0 + w * x(p), a1 = a1 + w * x(p + L), a2 = a2 + w * x(p + 2 * L),
-        a3 = a3 + w * x(p + 3 * L);
+        a0 = vmadd<T>(w, x(p), a0), a1 = vmadd<T>(w, x(p + L), a1);
+        a2 = vmadd<T>(w, x(p + 2 * L), a2), a3 = vmadd<T>(w, x(p + 3 * L), a3);
       }
       if (j > 0) {
         V<T> w = wv[(j - 1) * C + c];
         keep_in_register<T>(w);
-        b0 = b0 + w * x(p), b1 = b1 + w * x(p + L), b2 = b2 + w * x(p + 2 * L),
-        b3 = b3 + w * x(p + 3 * L);
+        b0 = vmadd<T>(w, x(p), b0), b1 = vmadd<T>(w, x(p + L), b1);
+        b2 = vmadd<T>(w, x(p + 2 * L), b2), b3 = vmadd<T>(w, x(p + 3 * L), b3);
       }
     }
   }
@@ -357,7 +358,7 @@ inline void pair_taps_wide(const V<T> (&wv)[R * C], const int64_t (&col)[C], int
 // (`rows` + j*step, its taps' columns at `col`) serves out1's taps (j, .) and out2's (j - 1, .),
 // each vector of it loaded once for both: (R + 1) * C loads of two vectors for 2 * R * C taps
 // instead of 2 * R * C, and the weights, broadcast once per plane (`wv`), stay in registers where
-// the machine has enough. Each output still adds its taps in (r, c) order, `acc + w * x` as
+// the machine has enough. Each output still adds its taps in (r, c) order, through vmadd as
 // block_taps adds them: the same bits. NV vectors a row: 2, or 4 (pair_taps_wide).
 template <int R, int C, int NV, typename T>
 inline void pair_taps(const V<T> (&wv)[R * C], const int64_t (&col)[C], int64_t step, const T* rows,
@@ -380,12 +381,12 @@ inline void pair_taps(const V<T> (&wv)[R * C], const int64_t (&col)[C], int64_t 
       keep_in_register<T>(x0);
       keep_in_register<T>(x1);
       if (j < R) {
-        a0 = a0 + wv[j * C + c] * x0;
-        a1 = a1 + wv[j * C + c] * x1;
+        a0 = vmadd<T>(wv[j * C + c], x0, a0);
+        a1 = vmadd<T>(wv[j * C + c], x1, a1);
       }
       if (j > 0) {
-        b0 = b0 + wv[(j - 1) * C + c] * x0;
-        b1 = b1 + wv[(j - 1) * C + c] * x1;
+        b0 = vmadd<T>(wv[(j - 1) * C + c], x0, b0);
+        b1 = vmadd<T>(wv[(j - 1) * C + c], x1, b1);
       }
     }
   }
@@ -586,7 +587,7 @@ void group_sums(const T* dyw, const T* const* in, int64_t full, T* const* sums) 
       for (int u = 0; u < kCount; ++u) {
         V<T> xv;
         load(xv, in[u] + i + e * kLanes<T>);
-        acc[u][e] = acc[u][e] + d * xv;
+        acc[u][e] = vmadd<T>(d, xv, acc[u][e]);
       }
     }
   for (int u = 0; u < kCount; ++u)
@@ -596,7 +597,7 @@ void group_sums(const T* dyw, const T* const* in, int64_t full, T* const* sums) 
 // theirs.
 template <typename T>
 inline void tail_sums(const T* dyw, const T* in, int64_t full, int64_t wide, T* sums) {
-  for (int64_t l = 0; full + l < wide; ++l) sums[l] += dyw[full + l] * in[full + l];
+  for (int64_t l = 0; full + l < wide; ++l) sums[l] = madd(dyw[full + l], in[full + l], sums[l]);
 }
 // f.template operator()<N>() for the N of 1 to kMax equal to n: a count known at run time
 // made a constant, so the kernel it picks keeps its sums in registers.
@@ -645,7 +646,9 @@ void row_sums(const T* dyw, const T* row, int64_t full, T* sums) {
       load(d, dyw + i + e * L);
       load(nxt, row + i + (e + 1) * L);
       [&]<size_t... s>(std::index_sequence<s...>) {
-        ((acc[s][e] = acc[s][e] + d * shifted<s, T>(cur, nxt, std::make_index_sequence<L>())), ...);
+        ((acc[s][e] =
+              vmadd<T>(d, shifted<s, T>(cur, nxt, std::make_index_sequence<L>()), acc[s][e])),
+         ...);
       }
       (std::make_index_sequence<S>());
       cur = nxt;
@@ -819,8 +822,8 @@ void filter_wide(const Conv2dGeometry& g, const Wide& v, const T* x, const T* dy
           const T* in = xp + tap_offset(g, v, t / g.S, t % g.S);
           int64_t i = 0;
           for (; i + kSum <= v.wide; i += kSum)
-            for (int64_t l = 0; l < kSum; ++l) acc[l] += dyw[i + l] * in[i + l];
-          for (int64_t l = 0; i + l < v.wide; ++l) acc[l] += dyw[i + l] * in[i + l];
+            for (int64_t l = 0; l < kSum; ++l) acc[l] = madd(dyw[i + l], in[i + l], acc[l]);
+          for (int64_t l = 0; i + l < v.wide; ++l) acc[l] = madd(dyw[i + l], in[i + l], acc[l]);
         }
         continue;
       }
