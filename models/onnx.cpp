@@ -513,6 +513,26 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
     } else if (op == "GlobalAveragePool") {
       o.kind = Kind::global_avg_pool;
       o.inputs = {activation_input(n)};
+    } else if (op == "GlobalMaxPool") {
+      // nn.AdaptiveMaxPool2d(1) (CBAM's channel attention): the maximum over every axis from 2
+      // on, kept as axes of 1.
+      o.kind = Kind::reduce;
+      o.reduction = Reduction::max;
+      o.global = true;
+      o.inputs = {activation_input(n)};
+    } else if (op == "DepthToSpace" || op == "SpaceToDepth") {
+      // nn.PixelShuffle (DepthToSpace in CRD mode) and PixelUnshuffle, a blocksize b: channels
+      // moved into b x b blocks of pixels and back, a reshape, a transpose and a reshape.
+      o.kind = op == "DepthToSpace" ? Kind::depth_to_space : Kind::space_to_depth;
+      o.kernel = r.get_int(n, "blocksize", 0);
+      if (o.kernel < 1) r.fail(n, "blocksize " + std::to_string(o.kernel) + ": at least 1");
+      if (op == "DepthToSpace") {
+        const std::string mode = r.get_string(n, "mode", "DCR");
+        if (mode != "DCR" && mode != "CRD")
+          r.fail(n, "mode " + mode + " is not one of DepthToSpace's (DCR, CRD)");
+        o.column_row_depth = mode == "CRD";
+      }
+      o.inputs = {activation_input(n)};
     } else if (op == "ReduceMean") {
       // The mean over any axes but the batch's (checked while recording, when the rank is
       // known): the spatial mean of squeeze-and-excitation, a channel mean, a LayerNorm's.
@@ -597,8 +617,8 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       o.inputs = {activation_input(n)};
       if (weight_values.count(o.inputs[0])) weight_values.insert(o.output);
       if (o.ints.empty() || o.ints[0] != 0) batch_moved.insert(o.output);
-    } else if (op == "Softmax") {
-      o.kind = Kind::softmax;
+    } else if (op == "Softmax" || op == "LogSoftmax") {
+      o.kind = op == "Softmax" ? Kind::softmax : Kind::log_softmax;
       o.legacy = opset < 13;
       o.axis = r.get_int(n, "axis", o.legacy ? 1 : -1);
       o.inputs = {activation_input(n)};
@@ -1238,7 +1258,8 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
           "MaxPool, AveragePool, GlobalAveragePool, ReduceMean, ReduceSum, ReduceMax, "
           "ReduceMin, ReduceSumSquare, ReduceL1, ReduceL2, ReduceLogSumExp, Flatten, Reshape, "
           "Transpose, "
-          "Split, Slice, Pad, Concat, Softmax, Resize, Add, Sub, Mul, Div, Relu, LeakyRelu, PRelu, "
+          "Split, Slice, Pad, Concat, Softmax, LogSoftmax, Resize, Add, Sub, Mul, Div, Relu, "
+          "LeakyRelu, PRelu, GlobalMaxPool, DepthToSpace, SpaceToDepth, "
           "Sigmoid, Tanh, HardSigmoid, HardSwish, Clip, Elu, Selu, Softplus, Softsign, Exp, Log, "
           "Neg, Reciprocal, Dropout, Identity, Constant, Erf, Sqrt, "
           "Abs, Einsum (batched products), "

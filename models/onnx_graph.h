@@ -61,7 +61,12 @@ enum class OnnxKind {
   tile,          // int_inputs[0]: the repeat counts, one per axis
   pad,           // int_inputs[0]: pads (begins, then ends); pad_value
   softmax,       // axis; legacy: opset < 13's flattening form
-  lstm,          // LSTM, GRU or RNN (lstm.cell); outputs Y, Y_h(, Y_c) (empty: not read)
+  log_softmax,   // LogSoftmax: as softmax
+  // DepthToSpace (nn.PixelShuffle) and SpaceToDepth: kernel the blocksize; column_row_depth:
+  // DepthToSpace's CRD mode (PixelShuffle's), else DCR
+  depth_to_space,
+  space_to_depth,
+  lstm,  // LSTM, GRU or RNN (lstm.cell); outputs Y, Y_h(, Y_c) (empty: not read)
   // Where over activations: inputs {c, a, b}, or {a, b} with int_inputs[0] the condition, computed
   // from shapes and constants
   select,
@@ -108,6 +113,8 @@ struct OnnxNode {
   OnnxLstm lstm;                  // LSTM: its direction, hidden size and optional inputs
   bool allow_zero = false;        // reshape's allowzero
   bool empty_axes_noop = false;   // reduce: noop_with_empty_axes (empty axes: x itself)
+  bool global = false;            // reduce: over every axis from 2 on (GlobalMaxPool)
+  bool column_row_depth = false;  // depth_to_space: CRD mode
   bool transpose_weight = false;  // gemm: the weight is (in, out) (Gemm transB = 0, MatMul)
   // gather, split, squeeze: of a value whose axis 0 a Transpose made not the batch
   bool batch_moved = false;

@@ -28,6 +28,7 @@
 #include "layers/layer_norm.h"
 #include "layers/leaky_relu.h"
 #include "layers/linear.h"
+#include "layers/log_softmax.h"
 #include "layers/matmul.h"
 #include "layers/maxpool2d.h"
 #include "layers/pad.h"
@@ -127,6 +128,50 @@ Value record_gather(const OnnxNode& n, const IntTensor& indices, Value x) {
 // moved last (a transpose, where they are not last already) and reduced as the rows of (N,
 // kept, reduced) (a mean: of an (N, kept, 1, reduced) average pool), then the result takes its
 // shape.
+// LogSoftmax over axis n.axis: log_softmax of rows (rows, C), the axis moved last first where
+// it is not.
+Value record_log_softmax(const OnnxNode& n, Value x) {
+  const Shape s = x.shape();  // a copy: x is recorded over below
+  const int rank = s.rank();
+  const int64_t a = axis_of(n.axis, rank);
+  FRUGAL_CHECK(!n.legacy || a == rank - 1 || rank == 2, "opset < 13 LogSoftmax over axis ", a,
+               " of ", s, " flattens the axes after it; only the last axis is imported");
+  Ints perm, back(static_cast<size_t>(rank));
+  for (int k = 0; k < rank; ++k)
+    if (k != a) perm.push_back(k);
+  perm.push_back(a);
+  for (int k = 0; k < rank; ++k) back[static_cast<size_t>(perm[static_cast<size_t>(k)])] = k;
+  if (a != rank - 1) x = transpose(x, perm);
+  const Shape moved = x.shape();
+  if (rank != 2) x = reshape(x, Shape{moved.numel() / s[a], s[a]});
+  Value y = log_softmax(x);
+  if (rank != 2) y = reshape(y, moved);
+  return a != rank - 1 ? transpose(y, back) : y;
+}
+
+// DepthToSpace and SpaceToDepth of (N, C, H, W) by blocksize b, as ONNX defines them: a reshape
+// to six axes, a transpose, a reshape.
+Value record_depth_space(const OnnxNode& n, Value x) {
+  const Shape s = x.shape();
+  const bool to_space = n.kind == OnnxKind::depth_to_space;
+  const char* what = to_space ? "DepthToSpace" : "SpaceToDepth";
+  FRUGAL_CHECK(s.rank() == 4, what, " of ", s, ": (N, C, H, W) only");
+  const int64_t b = n.kernel, N = s[0], C = s[1], H = s[2], W = s[3];
+  if (to_space) {
+    FRUGAL_CHECK(C % (b * b) == 0, what, " of ", s, " by blocks of ", b, ": ", C,
+                 " channels are not a multiple of ", b * b);
+    const int64_t c = C / (b * b);
+    x = reshape(x, n.column_row_depth ? Shape{N, c, b, b, H, W} : Shape{N, b, b, c, H, W});
+    x = transpose(x, n.column_row_depth ? Ints{0, 1, 4, 2, 5, 3} : Ints{0, 3, 4, 1, 5, 2});
+    return reshape(x, Shape{N, c, H * b, W * b});
+  }
+  FRUGAL_CHECK(H % b == 0 && W % b == 0, what, " of ", s, " by blocks of ", b, ": ", H, " x ", W,
+               " is not whole blocks");
+  x = reshape(x, Shape{N, C, H / b, b, W / b, b});
+  x = transpose(x, Ints{0, 3, 5, 1, 2, 4});
+  return reshape(x, Shape{N, C * b * b, H / b, W / b});
+}
+
 Value record_reduce(const OnnxNode& n, const Ints& axes, Value x) {
   const Shape s = x.shape();  // a copy: x is recorded over below
   const int rank = s.rank();
@@ -633,7 +678,13 @@ Value record_onnx(const OnnxModel& model, Value images) {
           y = record_reduce(n, n.ints, in[0]);
           break;
         case Kind::reduce: {
-          const Ints axes = n.int_inputs.empty() ? n.ints : ints.at(n.int_inputs[0]).values;
+          Ints axes = n.int_inputs.empty() ? n.ints : ints.at(n.int_inputs[0]).values;
+          if (n.global) {  // GlobalMaxPool
+            const int rank = in[0].shape().rank();
+            FRUGAL_CHECK(rank >= 3, "global max pooling of ", in[0].shape(),
+                         ": (N, C, ...) with at least one axis after the channels");
+            for (int a = 2; a < rank; ++a) axes.push_back(a);
+          }
           FRUGAL_CHECK(!axes.empty() || n.empty_axes_noop,
                        "no axes: the reduction over every axis, the batch's included");
           y = axes.empty() ? in[0] : record_reduce(n, axes, in[0]);
@@ -782,6 +833,13 @@ Value record_onnx(const OnnxModel& model, Value images) {
           y = softmax(in[0], a);
           break;
         }
+        case Kind::log_softmax:
+          y = record_log_softmax(n, in[0]);
+          break;
+        case Kind::depth_to_space:
+        case Kind::space_to_depth:
+          y = record_depth_space(n, in[0]);
+          break;
         case Kind::concat:
           FRUGAL_CHECK(!in.empty(), "every input is empty");
           y = in.size() == 1 ? in[0] : record_concat(n, in);

@@ -33,8 +33,8 @@ leading axes), gather_net.onnx (Gather over activations) and reduce_net.onnx, re
 (ReduceSum, ReduceMax, ReduceMin, ReduceL1, ReduceL2, ReduceLogSumExp at opsets 13 and 11) and
 expand_net.onnx (Expand over activations), instance_norm_net.onnx (InstanceNormalization,
 GroupNorm's export), group_norm_lookalike_net.onnx (GroupNorm's five nodes over a reshape
-that is no grouping), prelu_net.onnx (PReLU per channel and shared) and activation_net.onnx (ELU, SELU, Mish, Softplus, Exp, Neg, Log,
-Reciprocal):
+that is no grouping), prelu_net.onnx (PReLU per channel and shared), activation_net.onnx (ELU, SELU, Mish, Softplus, Exp, Neg, Log,
+Reciprocal) and pixel_net.onnx (PixelShuffle, PixelUnshuffle, GlobalMaxPool, LogSoftmax):
 
     /usr/bin/python3 scripts/onnx_fixtures.py --pytorch tests/data/onnx
 
@@ -1606,6 +1606,42 @@ def activation_net(out):
     export_with_output(net, x, out, "activation_net", 13)
 
 
+def pixel_net(out):
+    """nn.PixelShuffle (DepthToSpace, CRD mode) and nn.PixelUnshuffle as PyTorch exports them,
+    CBAM's channel attention (nn.AdaptiveMaxPool2d(1): GlobalMaxPool, beside the average),
+    log_softmax over the channels of a map and over its last axis, and a log_softmax head;
+    tests/data/onnx/pixel_net.onnx with PyTorch's float32 output."""
+
+    import torch
+    from torch import nn
+    from torch.nn import functional as F
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(3, 12, 3, padding=1)
+            self.shuffle = nn.PixelShuffle(2)
+            self.conv2 = nn.Conv2d(3, 4, 3, padding=1)
+            self.unshuffle = nn.PixelUnshuffle(2)
+            self.conv3 = nn.Conv2d(16, 8, 1)
+            self.gate = nn.Sequential(nn.Conv2d(8, 4, 1), nn.ReLU(), nn.Conv2d(4, 8, 1))
+            self.fc = nn.Linear(8, 5)
+
+        def forward(self, x):
+            x = self.conv2(self.shuffle(self.conv1(x)))
+            x = self.conv3(self.unshuffle(torch.tanh(x)))
+            a = F.adaptive_avg_pool2d(x, 1)
+            m = F.adaptive_max_pool2d(x, 1)
+            x = x * torch.sigmoid(self.gate(a) + self.gate(m))
+            x = x * torch.exp(F.log_softmax(x, dim=1)) + F.log_softmax(x, dim=-1)
+            return F.log_softmax(self.fc(x.mean((2, 3))), dim=1)
+
+    torch.manual_seed(15)
+    net = Net().eval()
+    x = torch.rand(2, 3, 6, 4) * 2 - 1
+    export_with_output(net, x, out, "pixel_net", 13)
+
+
 def norm_net(out):
     """LayerNorm as ConvNeXt uses it, exported at opset 17 (LayerNormalization) as norm_net and
     at opset 13 (nine nodes: ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add, fused
@@ -1837,6 +1873,7 @@ if __name__ == "__main__":
         group_norm_lookalike_net(sys.argv[2])
         prelu_net(sys.argv[2])
         activation_net(sys.argv[2])
+        pixel_net(sys.argv[2])
         sys.exit(0)
     if len(sys.argv) > 2 and sys.argv[1] == "--segmentation":
         # The U-Net of docs/TRAINING.md's segmentation run, and a small one for the tests

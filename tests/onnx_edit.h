@@ -1,6 +1,6 @@
-// Editing ONNX models in the tests (tests/test_onnx.cpp, tests/test_onnx_errors.cpp): a tiny
-// model of one Conv and a Gemm head to edit into error cases, the loader's message for a model,
-// and an attribute of a node to set. Header-only: built only where ONNX is.
+// Editing ONNX models in the tests (tests/test_onnx*.cpp): a tiny model of one Conv and a Gemm
+// head to edit into error cases, the loader's message for a model, an attribute of a node to
+// set, and an empty model to build others from. Header-only: built only where ONNX is.
 #pragma once
 
 #include <onnx/onnx_pb.h>
@@ -14,19 +14,25 @@
 
 namespace frugal::testing {
 
-inline onnx::ModelProto tiny() {
+// A model of no nodes yet at `opset`, its input x float (N, dims...), N dynamic.
+inline onnx::ModelProto empty_model(int opset, const std::vector<int64_t>& dims) {
   onnx::ModelProto m;
   m.set_ir_version(8);
-  auto* opset = m.add_opset_import();
-  opset->set_domain("");
-  opset->set_version(13);
-  onnx::GraphProto* g = m.mutable_graph();
-  auto* in = g->add_input();
+  auto* version = m.add_opset_import();
+  version->set_domain("");
+  version->set_version(opset);
+  auto* in = m.mutable_graph()->add_input();
   in->set_name("x");
   auto* tt = in->mutable_type()->mutable_tensor_type();
   tt->set_elem_type(onnx::TensorProto::FLOAT);
   tt->mutable_shape()->add_dim()->set_dim_param("N");
-  for (int d : {4, 5, 5}) tt->mutable_shape()->add_dim()->set_dim_value(d);
+  for (int64_t d : dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
+  return m;
+}
+
+inline onnx::ModelProto tiny() {
+  onnx::ModelProto m = empty_model(13, {4, 5, 5});
+  onnx::GraphProto* g = m.mutable_graph();
   auto weight = [&](const std::string& name, std::vector<int64_t> dims) {
     onnx::TensorProto* t = g->add_initializer();
     t->set_name(name);

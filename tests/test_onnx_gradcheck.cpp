@@ -1,9 +1,10 @@
 // Imported models' ops in float64 against finite differences, the weights drawn away from the
 // file's: instance and group normalization (InstanceNormalization, GroupNorm's five nodes),
 // PReLU (its slopes folded, or through Unsqueeze), a class token expanded over the batch and a
-// tiny vision transformer.
+// tiny vision transformer; pixel shuffles, GlobalMaxPool and LogSoftmax.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "check/gradcheck.h"
@@ -256,4 +257,21 @@ TEST_CASE("onnx: gradcheck of GRU") {
     check_gradients(randomized(m, seed++), {random_tensor({2, 3, 8, 10}, 47, -2, 2)},
                     {.tolerance = 1e-6});
   }
+}
+
+// nn.PixelShuffle (DepthToSpace, CRD), nn.PixelUnshuffle, GlobalMaxPool beside
+// GlobalAveragePool in CBAM's channel attention, and LogSoftmax over a map's channels, over its
+// last axis and as the head (pixel_net) in float64 against finite differences, the weights
+// drawn away from the file's.
+TEST_CASE("onnx: gradcheck of pixel shuffles, GlobalMaxPool and LogSoftmax") {
+  const OnnxModel m = load_onnx((onnx_data() / "pixel_net.onnx").string());
+  std::vector<OnnxKind> kinds;
+  for (const OnnxNode& n : m.graph->nodes) kinds.push_back(n.kind);
+  CHECK(std::count(kinds.begin(), kinds.end(), OnnxKind::depth_to_space) == 1);
+  CHECK(std::count(kinds.begin(), kinds.end(), OnnxKind::log_softmax) == 3);
+  int global_max = 0;
+  for (const OnnxNode& n : m.graph->nodes) global_max += n.kind == OnnxKind::reduce && n.global;
+  CHECK(global_max == 1);
+  check_gradients(randomized(m, 130), {random_tensor({2, 3, 6, 4}, 37, -2, 2)},
+                  {.tolerance = 1e-6});
 }

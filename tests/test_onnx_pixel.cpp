@@ -1,0 +1,154 @@
+// ONNX import of the ops that move channels into pixels and back (DepthToSpace in both modes,
+// SpaceToDepth), GlobalMaxPool and LogSoftmax: elements where ONNX's definitions put them, and
+// the errors for what does not fit. PyTorch's own outputs for nn.PixelShuffle, PixelUnshuffle,
+// adaptive max pooling and log_softmax are pixel_net's (tests/test_onnx.cpp).
+#include <doctest/doctest.h>
+#include <onnx/onnx_pb.h>
+
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "models/onnx.h"
+#include "tests/onnx_edit.h"
+#include "tests/onnx_support.h"
+
+using namespace frugal;
+using namespace frugal::testing;
+
+namespace {
+
+using Attrs = std::function<void(onnx::NodeProto*)>;
+const Attrs kNone = [](onnx::NodeProto*) {};
+
+// x (N, dims...) through a chain of nodes (op types and their attributes), named node0, node1,
+// ..., the last one's output y.
+onnx::ModelProto chain(const std::vector<int64_t>& dims,
+                       const std::vector<std::pair<std::string, Attrs>>& ops, int opset = 13) {
+  onnx::ModelProto m = empty_model(opset, dims);
+  onnx::GraphProto* g = m.mutable_graph();
+  std::string from = "x";
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const std::string name = "node" + std::to_string(i);
+    onnx::NodeProto* n = g->add_node();
+    n->set_name(name);
+    n->set_op_type(ops[i].first);
+    *n->add_input() = from;
+    from = i + 1 == ops.size() ? std::string("y") : name;
+    *n->add_output() = from;
+    ops[i].second(n);
+  }
+  g->add_output()->set_name(from);
+  return m;
+}
+
+// One node of `op` over x, then Flatten: its output as (N, features).
+onnx::ModelProto one_node(const std::string& op, const std::vector<int64_t>& dims,
+                          const Attrs& attrs) {
+  return chain(dims, {{op, attrs}, {"Flatten", kNone}});
+}
+
+OnnxModel load(const onnx::ModelProto& m) {
+  const std::string bytes = m.SerializeAsString();
+  return load_onnx_bytes("m.onnx", bytes.data(), bytes.size());
+}
+
+auto blocks(int64_t b, const char* mode = nullptr) {
+  return [b, mode](onnx::NodeProto* n) {
+    auto* a = attribute(n, "blocksize");
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(b);
+    if (mode) {
+      auto* s = attribute(n, "mode");
+      s->set_type(onnx::AttributeProto::STRING);
+      s->set_s(mode);
+    }
+  };
+}
+
+// Two samples of distinct values.
+std::vector<float> ramp(int64_t count) {
+  std::vector<float> x(static_cast<size_t>(count));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = 0.5f * static_cast<float>(i) - 7.0f;
+  return x;
+}
+
+}  // namespace
+
+TEST_CASE("onnx: DepthToSpace (DCR and CRD) and SpaceToDepth put elements where ONNX does") {
+  const int64_t b = 2, C = 3, H = 2, W = 3;  // DepthToSpace: (N, C*b*b, H, W) to (N, C, H*b, W*b)
+  for (const char* mode : {"DCR", "CRD"}) {
+    CAPTURE(std::string(mode));
+    const OnnxModel m = load(one_node("DepthToSpace", {C * b * b, H, W}, blocks(b, mode)));
+    const std::vector<float> x = ramp(2 * C * b * b * H * W), y = onnx_forward(m, x);
+    REQUIRE(y.size() == x.size());
+    const bool crd = std::string(mode) == "CRD";
+    int wrong = 0;
+    for (int64_t n = 0; n < 2; ++n)
+      for (int64_t c = 0; c < C; ++c)
+        for (int64_t i = 0; i < H * b; ++i)
+          for (int64_t j = 0; j < W * b; ++j) {
+            const int64_t bh = i % b, bw = j % b;
+            const int64_t from = crd ? c * b * b + bh * b + bw : (bh * b + bw) * C + c;
+            const float want =
+                x[static_cast<size_t>(((n * C * b * b + from) * H + i / b) * W + j / b)];
+            wrong += y[static_cast<size_t>(((n * C + c) * H * b + i) * W * b + j)] != want;
+          }
+    CHECK(wrong == 0);
+  }
+  // SpaceToDepth: (N, C, H*b, W*b) to (N, (bh*b + bw)*C + c, H, W), the inverse of DCR.
+  const OnnxModel m = load(one_node("SpaceToDepth", {C, H * b, W * b}, blocks(b)));
+  const std::vector<float> x = ramp(2 * C * b * b * H * W), y = onnx_forward(m, x);
+  REQUIRE(y.size() == x.size());
+  int wrong = 0;
+  for (int64_t n = 0; n < 2; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t i = 0; i < H * b; ++i)
+        for (int64_t j = 0; j < W * b; ++j) {
+          const int64_t to = ((i % b) * b + j % b) * C + c;
+          const float want = x[static_cast<size_t>(((n * C + c) * H * b + i) * W * b + j)];
+          wrong += y[static_cast<size_t>(((n * C * b * b + to) * H + i / b) * W + j / b)] != want;
+        }
+  CHECK(wrong == 0);
+}
+
+TEST_CASE("onnx: GlobalMaxPool is each channel's largest element") {
+  for (const std::vector<int64_t>& dims : {std::vector<int64_t>{3, 4, 5}, {3, 1, 7}}) {
+    CAPTURE(dims[2]);
+    const OnnxModel m = load(one_node("GlobalMaxPool", dims, kNone));
+    const int64_t plane = dims[1] * dims[2];
+    std::vector<float> x = ramp(2 * 3 * plane);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 37) % 101);
+    const std::vector<float> y = onnx_forward(m, x);
+    REQUIRE(y.size() == 6);
+    for (size_t p = 0; p < 6; ++p) {
+      float want = x[p * static_cast<size_t>(plane)];
+      for (int64_t e = 1; e < plane; ++e)
+        want = std::max(want, x[p * static_cast<size_t>(plane) + static_cast<size_t>(e)]);
+      CHECK(y[p] == want);
+    }
+  }
+}
+
+TEST_CASE("onnx: pixel moves, GlobalMaxPool and LogSoftmax that do not fit are errors") {
+  CHECK(error_for(one_node("DepthToSpace", {8, 2, 2}, blocks(0))) ==
+        "m.onnx: node 'node0' (DepthToSpace): blocksize 0: at least 1");
+  CHECK(error_for(one_node("DepthToSpace", {8, 2, 2}, blocks(2, "RCD"))) ==
+        "m.onnx: node 'node0' (DepthToSpace): mode RCD is not one of DepthToSpace's (DCR, CRD)");
+  CHECK(error_for(one_node("DepthToSpace", {6, 2, 2}, blocks(2))) ==
+        "m.onnx: node 'node0' (DepthToSpace): DepthToSpace of [1,6,2,2] by blocks of 2: 6 "
+        "channels are not a multiple of 4");
+  CHECK(error_for(one_node("SpaceToDepth", {2, 4, 5}, blocks(2))) ==
+        "m.onnx: node 'node0' (SpaceToDepth): SpaceToDepth of [1,2,4,5] by blocks of 2: 4 x 5 "
+        "is not whole blocks");
+  CHECK(error_for(chain({2, 4, 4}, {{"Flatten", kNone}, {"SpaceToDepth", blocks(2)}})) ==
+        "m.onnx: node 'node1' (SpaceToDepth): SpaceToDepth of [1,32]: (N, C, H, W) only");
+  CHECK(error_for(chain({2, 1, 5}, {{"Flatten", kNone}, {"GlobalMaxPool", kNone}})) ==
+        "m.onnx: node 'node1' (GlobalMaxPool): global max pooling of [1,10]: (N, C, ...) with "
+        "at least one axis after the channels");
+  // Opset 11's LogSoftmax flattens the axes from `axis` on: over a map's channels, not imported.
+  CHECK(error_for(chain({3, 2, 2}, {{"LogSoftmax", kNone}, {"Flatten", kNone}}, 11)) ==
+        "m.onnx: node 'node0' (LogSoftmax): opset < 13 LogSoftmax over axis 1 of [1,3,2,2] "
+        "flattens the axes after it; only the last axis is imported");
+}
