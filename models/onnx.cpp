@@ -520,6 +520,17 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       o.reduction = Reduction::max;
       o.global = true;
       o.inputs = {activation_input(n)};
+    } else if (op == "LRN") {
+      // nn.LocalResponseNorm (AlexNet's and GoogLeNet's as Caffe had them): x over (bias +
+      // alpha/size * the sum of squares over `size` channels around each)^beta.
+      o.kind = Kind::lrn;
+      o.kernel = r.get_int(n, "size", 0);
+      if (o.kernel < 1)
+        r.fail(n, "size " + std::to_string(o.kernel) + ": a window of at least 1 channel");
+      o.alpha = r.get_float(n, "alpha", 1e-4);
+      o.lrn_beta = r.get_float(n, "beta", 0.75);
+      o.lrn_bias = r.get_float(n, "bias", 1);
+      o.inputs = {activation_input(n)};
     } else if (op == "DepthToSpace" || op == "SpaceToDepth") {
       // nn.PixelShuffle (DepthToSpace in CRD mode) and PixelUnshuffle, a blocksize b: channels
       // moved into b x b blocks of pixels and back, a reshape, a transpose and a reshape.
@@ -1259,7 +1270,7 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
           "ReduceMin, ReduceSumSquare, ReduceL1, ReduceL2, ReduceLogSumExp, Flatten, Reshape, "
           "Transpose, "
           "Split, Slice, Pad, Concat, Softmax, LogSoftmax, Resize, Add, Sub, Mul, Div, Relu, "
-          "LeakyRelu, PRelu, GlobalMaxPool, DepthToSpace, SpaceToDepth, "
+          "LeakyRelu, PRelu, GlobalMaxPool, DepthToSpace, SpaceToDepth, LRN, "
           "Sigmoid, Tanh, HardSigmoid, HardSwish, Clip, Elu, Selu, Softplus, Softsign, Exp, Log, "
           "Neg, Reciprocal, Dropout, Identity, Constant, Erf, Sqrt, "
           "Abs, Einsum (batched products), "

@@ -66,6 +66,7 @@ enum class OnnxKind {
   // DepthToSpace's CRD mode (PixelShuffle's), else DCR
   depth_to_space,
   space_to_depth,
+  lrn,   // LRN (nn.LocalResponseNorm): kernel its size; alpha, lrn_beta, lrn_bias
   lstm,  // LSTM, GRU or RNN (lstm.cell); outputs Y, Y_h(, Y_c) (empty: not read)
   // Where over activations: inputs {c, a, b}, or {a, b} with int_inputs[0] the condition, computed
   // from shapes and constants
@@ -96,7 +97,8 @@ struct OnnxNode {
   double resize_scale_h = 0, resize_scale_w = 0;                  // its scales, or 0: sizes
   bool ceil = false, count_include_pad = true;
   double eps = 1e-5, momentum = 0.1, alpha = 0;
-  double clip_lo = 0, clip_hi = 0;  // clamp
+  double clip_lo = 0, clip_hi = 0;       // clamp
+  double lrn_beta = 0.75, lrn_bias = 1;  // lrn
   Activation activation = Activation::sigmoid;
   Reduction reduction = Reduction::sum;
   BinaryKind binary = BinaryKind::add;

@@ -172,6 +172,32 @@ Value record_depth_space(const OnnxNode& n, Value x) {
   return reshape(x, Shape{N, C * b * b, H / b, W / b});
 }
 
+// LRN as ONNX defines it: x / (bias + alpha/size * square_sum)^beta, square_sum over channels
+// c - floor((size-1)/2) to c + ceil((size-1)/2) (those inside). As ops, the way PyTorch's
+// F.local_response_norm computes it: x*x as (N, 1, C, rest), zeros padded along C, an average
+// pool of size x 1 (the sum over size), alpha times it plus bias, to the power beta, x over it.
+// PyTorch pads size/2 in front and (size-1)/2 behind: the same window for odd sizes, one channel
+// later for even ones (ONNX's, which its export keeps, is taken).
+Value record_lrn(const OnnxNode& n, Value x, std::source_location where) {
+  const Shape s = x.shape();
+  FRUGAL_CHECK(s.rank() >= 3, "LRN of ", s,
+               ": (N, C, ...) with at least one axis after the channels");
+  const int64_t size = n.kernel, rest = s.numel() / (s[0] * s[1]);
+  auto scalar = [&](double v) {
+    Tensor t = Tensor::empty(Shape{1}, x.dtype());
+    if (x.dtype() == DType::f64)
+      t.data<double>()[0] = v;
+    else
+      t.data<float>()[0] = static_cast<float>(v);
+    return constant(x.tape(), std::move(t), where);
+  };
+  Value sq = reshape(mul(x, x), Shape{s[0], 1, s[1], rest});
+  sq = pad(sq, {.before = {0, 0, (size - 1) / 2, 0}, .after = {0, 0, size / 2, 0}});
+  Value mean = reshape(avg_pool2d(sq, {.kernel = size, .kernel_w = 1, .stride = 1}), s);
+  Value base = binary(BinaryKind::add, mul(mean, scalar(n.alpha)), scalar(n.lrn_bias));
+  return div(x, power(base, n.lrn_beta));
+}
+
 Value record_reduce(const OnnxNode& n, const Ints& axes, Value x) {
   const Shape s = x.shape();  // a copy: x is recorded over below
   const int rank = s.rank();
@@ -835,6 +861,9 @@ Value record_onnx(const OnnxModel& model, Value images) {
         }
         case Kind::log_softmax:
           y = record_log_softmax(n, in[0]);
+          break;
+        case Kind::lrn:
+          y = record_lrn(n, in[0], where);
           break;
         case Kind::depth_to_space:
         case Kind::space_to_depth:

@@ -34,7 +34,8 @@ leading axes), gather_net.onnx (Gather over activations) and reduce_net.onnx, re
 expand_net.onnx (Expand over activations), instance_norm_net.onnx (InstanceNormalization,
 GroupNorm's export), group_norm_lookalike_net.onnx (GroupNorm's five nodes over a reshape
 that is no grouping), prelu_net.onnx (PReLU per channel and shared), activation_net.onnx (ELU, SELU, Mish, Softplus, Exp, Neg, Log,
-Reciprocal) and pixel_net.onnx (PixelShuffle, PixelUnshuffle, GlobalMaxPool, LogSoftmax):
+Reciprocal), pixel_net.onnx (PixelShuffle, PixelUnshuffle, GlobalMaxPool, LogSoftmax) and
+lrn_net.onnx (LocalResponseNorm):
 
     /usr/bin/python3 scripts/onnx_fixtures.py --pytorch tests/data/onnx
 
@@ -1642,6 +1643,71 @@ def pixel_net(out):
     export_with_output(net, x, out, "pixel_net", 13)
 
 
+def lrn_net(out):
+    """LRN nodes as ONNX's model zoo has them (AlexNet, GoogLeNet, CaffeNet converted from
+    Caffe: size 5 after a ReLU, and size 3 with a bias of 2 and a larger alpha after a max
+    pool), odd sizes, where PyTorch's nn.LocalResponseNorm window and ONNX's agree. PyTorch
+    1.13 exports nn.LocalResponseNorm as the ops of F.local_response_norm (a 3-D average pool
+    and an If), not as LRN, so the graph is written here with onnx.helper around the weights of
+    a PyTorch module, whose eager output is the reference; tests/data/onnx/lrn_net.onnx."""
+
+    import os
+
+    import onnx
+    import torch
+    from onnx import TensorProto, helper, numpy_helper
+    from torch import nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(3, 8, 3, padding=1)
+            self.lrn1 = nn.LocalResponseNorm(5, alpha=0.05, beta=0.75, k=1.0)
+            self.conv2 = nn.Conv2d(8, 6, 3, padding=1)
+            self.lrn2 = nn.LocalResponseNorm(3, alpha=0.3, beta=0.5, k=2.0)
+            self.fc = nn.Linear(6, 5)
+
+        def forward(self, x):
+            x = self.lrn1(torch.relu(self.conv1(x)))
+            x = self.lrn2(nn.functional.max_pool2d(self.conv2(x), 2))
+            return self.fc(x.mean((2, 3)))
+
+    torch.manual_seed(16)
+    net = Net().eval()
+    x = torch.rand(2, 3, 6, 8) * 4 - 2
+    with torch.no_grad():
+        y = net(x)
+    inits = [numpy_helper.from_array(p.detach().numpy(), name)
+             for name, p in net.named_parameters()]
+    node = helper.make_node
+    nodes = [
+        node("Conv", ["x", "conv1.weight", "conv1.bias"], ["c1"], name="conv1",
+             kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        node("Relu", ["c1"], ["r1"], name="relu1"),
+        node("LRN", ["r1"], ["l1"], name="lrn1", size=5, alpha=0.05, beta=0.75, bias=1.0),
+        node("Conv", ["l1", "conv2.weight", "conv2.bias"], ["c2"], name="conv2",
+             kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        node("MaxPool", ["c2"], ["p2"], name="pool", kernel_shape=[2, 2], strides=[2, 2]),
+        node("LRN", ["p2"], ["l2"], name="lrn2", size=3, alpha=0.3, beta=0.5, bias=2.0),
+        node("ReduceMean", ["l2"], ["m"], name="mean", axes=[2, 3], keepdims=0),
+        node("Gemm", ["m", "fc.weight", "fc.bias"], ["y"], name="fc", transB=1),
+    ]
+    graph = helper.make_graph(
+        nodes, "lrn_net", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 6, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 5])], inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
+                          producer_name="frugal scripts/onnx_fixtures.py")
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    path = f"{out}/lrn_net.onnx"
+    onnx.save(m, path + ".tmp")
+    os.replace(path + ".tmp", path)
+    with open(f"{out}/lrn_net.io", "wb") as f:
+        f.write(x.numpy().astype("<f4").tobytes())
+        f.write(y.numpy().astype("<f4").tobytes())
+    print(f"{path}: torch.float32, input {tuple(x.shape)}, output {tuple(y.shape)}")
+
+
 def norm_net(out):
     """LayerNorm as ConvNeXt uses it, exported at opset 17 (LayerNormalization) as norm_net and
     at opset 13 (nine nodes: ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add, fused
@@ -1874,6 +1940,7 @@ if __name__ == "__main__":
         prelu_net(sys.argv[2])
         activation_net(sys.argv[2])
         pixel_net(sys.argv[2])
+        lrn_net(sys.argv[2])
         sys.exit(0)
     if len(sys.argv) > 2 and sys.argv[1] == "--segmentation":
         # The U-Net of docs/TRAINING.md's segmentation run, and a small one for the tests

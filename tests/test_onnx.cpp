@@ -80,7 +80,8 @@ const char* const kFixtures[] = {"residual_net",
                                  "bilinear_net",
                                  "matmul_net",
                                  "expand_net",
-                                 "pixel_net"};
+                                 "pixel_net",
+                                 "lrn_net"};
 
 TEST_CASE("onnx: imported models give ONNX's reference outputs") {
   // focus_net: PyTorch's output; slices with steps (YOLOv5's focus layer, x[:, 1::3]).
@@ -156,6 +157,8 @@ TEST_CASE("onnx: imported models give ONNX's reference outputs") {
   // pixel_net: PyTorch's output; nn.PixelShuffle (DepthToSpace, CRD mode), nn.PixelUnshuffle
   // (Reshape, Transpose, Reshape), CBAM's channel attention (GlobalMaxPool beside
   // GlobalAveragePool), LogSoftmax over a map's channels, over its last axis, and as the head.
+  // lrn_net: PyTorch's output (nn.LocalResponseNorm, sizes 5 and 3) for LRN nodes written
+  // around its weights.
   // unet_seg: PyTorch's own eval-mode output (scripts/onnx_fixtures.py --segmentation --small),
   // a U-Net whose F.pad to the skip's size exports as shape arithmetic (ConstantOfShape, integer
   // Reshape, Slice with step -1, Transpose) and whose output is per pixel.

@@ -1,7 +1,7 @@
 // Imported models' ops in float64 against finite differences, the weights drawn away from the
 // file's: instance and group normalization (InstanceNormalization, GroupNorm's five nodes),
 // PReLU (its slopes folded, or through Unsqueeze), a class token expanded over the batch and a
-// tiny vision transformer; pixel shuffles, GlobalMaxPool and LogSoftmax.
+// tiny vision transformer; pixel shuffles, GlobalMaxPool, LogSoftmax and LRN.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -273,5 +273,16 @@ TEST_CASE("onnx: gradcheck of pixel shuffles, GlobalMaxPool and LogSoftmax") {
   for (const OnnxNode& n : m.graph->nodes) global_max += n.kind == OnnxKind::reduce && n.global;
   CHECK(global_max == 1);
   check_gradients(randomized(m, 130), {random_tensor({2, 3, 6, 4}, 37, -2, 2)},
+                  {.tolerance = 1e-6});
+}
+
+// LRN (lrn_net: sizes 5 and 3, after a ReLU and after a max pool) in float64 against finite
+// differences: x over a power of its neighbours' squares, every path's gradient.
+TEST_CASE("onnx: gradcheck of LRN") {
+  const OnnxModel m = load_onnx((onnx_data() / "lrn_net.onnx").string());
+  int lrns = 0;
+  for (const OnnxNode& n : m.graph->nodes) lrns += n.kind == OnnxKind::lrn;
+  CHECK(lrns == 2);
+  check_gradients(randomized(m, 140), {random_tensor({2, 3, 6, 8}, 41, -2, 2)},
                   {.tolerance = 1e-6});
 }

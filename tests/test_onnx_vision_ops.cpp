@@ -1,10 +1,12 @@
 // ONNX import of the ops that move channels into pixels and back (DepthToSpace in both modes,
-// SpaceToDepth), GlobalMaxPool and LogSoftmax: elements where ONNX's definitions put them, and
-// the errors for what does not fit. PyTorch's own outputs for nn.PixelShuffle, PixelUnshuffle,
-// adaptive max pooling and log_softmax are pixel_net's (tests/test_onnx.cpp).
+// SpaceToDepth), GlobalMaxPool, LRN and LogSoftmax: elements where ONNX's definitions put them,
+// and the errors for what does not fit. PyTorch's own outputs for nn.PixelShuffle,
+// PixelUnshuffle, adaptive max pooling and log_softmax are pixel_net's, for LocalResponseNorm
+// lrn_net's (tests/test_onnx.cpp).
 #include <doctest/doctest.h>
 #include <onnx/onnx_pb.h>
 
+#include <cmath>
 #include <functional>
 #include <string>
 #include <utility>
@@ -131,7 +133,44 @@ TEST_CASE("onnx: GlobalMaxPool is each channel's largest element") {
   }
 }
 
-TEST_CASE("onnx: pixel moves, GlobalMaxPool and LogSoftmax that do not fit are errors") {
+// ONNX's LRN for every window size, even ones included (there PyTorch's nn.LocalResponseNorm
+// takes the window one channel earlier; ONNX's definition is imported): x / (bias + alpha/size *
+// the sum of squares over channels c - floor((size-1)/2) to c + ceil((size-1)/2))^beta.
+TEST_CASE("onnx: LRN sums the squares over ONNX's window of channels") {
+  const int64_t C = 6, H = 2, W = 3;
+  for (int64_t size : {1, 2, 3, 4, 5, 8}) {
+    CAPTURE(size);
+    const double alpha = 0.2, beta = 0.75, bias = 1.5;
+    const OnnxModel m = load(one_node("LRN", {C, H, W}, [&](onnx::NodeProto* n) {
+      auto* s = attribute(n, "size");
+      s->set_type(onnx::AttributeProto::INT);
+      s->set_i(size);
+      for (auto [name, v] : {std::pair{"alpha", alpha}, {"beta", beta}, {"bias", bias}}) {
+        auto* a = attribute(n, name);
+        a->set_type(onnx::AttributeProto::FLOAT);
+        a->set_f(static_cast<float>(v));
+      }
+    }));
+    const std::vector<float> x = ramp(2 * C * H * W), y = onnx_forward(m, x);
+    REQUIRE(y.size() == x.size());
+    double worst = 0;
+    for (int64_t n = 0; n < 2; ++n)
+      for (int64_t c = 0; c < C; ++c)
+        for (int64_t p = 0; p < H * W; ++p) {
+          double sum = 0;
+          for (int64_t k = c - (size - 1) / 2; k <= c + size / 2; ++k)
+            if (k >= 0 && k < C)
+              sum += std::pow(x[static_cast<size_t>((n * C + k) * H * W + p)], 2);
+          const size_t at = static_cast<size_t>((n * C + c) * H * W + p);
+          const double want =
+              x[at] / std::pow(bias + alpha / static_cast<double>(size) * sum, beta);
+          worst = std::max(worst, std::abs(y[at] - want) / std::max(1.0, std::abs(want)));
+        }
+    CHECK(worst < 1e-6);
+  }
+}
+
+TEST_CASE("onnx: pixel moves, GlobalMaxPool, LRN and LogSoftmax that do not fit are errors") {
   CHECK(error_for(one_node("DepthToSpace", {8, 2, 2}, blocks(0))) ==
         "m.onnx: node 'node0' (DepthToSpace): blocksize 0: at least 1");
   CHECK(error_for(one_node("DepthToSpace", {8, 2, 2}, blocks(2, "RCD"))) ==
@@ -147,6 +186,8 @@ TEST_CASE("onnx: pixel moves, GlobalMaxPool and LogSoftmax that do not fit are e
   CHECK(error_for(chain({2, 1, 5}, {{"Flatten", kNone}, {"GlobalMaxPool", kNone}})) ==
         "m.onnx: node 'node1' (GlobalMaxPool): global max pooling of [1,10]: (N, C, ...) with "
         "at least one axis after the channels");
+  CHECK(error_for(one_node("LRN", {3, 2, 2}, kNone)) ==
+        "m.onnx: node 'node0' (LRN): size 0: a window of at least 1 channel");
   // Opset 11's LogSoftmax flattens the axes from `axis` on: over a map's channels, not imported.
   CHECK(error_for(chain({3, 2, 2}, {{"LogSoftmax", kNone}, {"Flatten", kNone}}, 11)) ==
         "m.onnx: node 'node0' (LogSoftmax): opset < 13 LogSoftmax over axis 1 of [1,3,2,2] "
