@@ -34,6 +34,10 @@ const char* binary_name(BinaryKind k) {
       return "equal";
     case BinaryKind::logical_or:
       return "or";
+    case BinaryKind::maximum:
+      return "maximum";
+    case BinaryKind::minimum:
+      return "minimum";
     default:
       return "xor";
   }

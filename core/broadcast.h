@@ -38,16 +38,22 @@ enum class BinaryKind {
   less_equal,
   equal,
   logical_or,
-  logical_xor
+  logical_xor,
+  maximum,  // torch.maximum: NaN if either is; at a tie each operand gets half the gradient
+  minimum
 };
 // "add", "sub", "mul", "div", "mask", "unmask", "greater", "less", "greater_equal",
-// "less_equal", "equal", "or", "xor"
+// "less_equal", "equal", "or", "xor", "maximum", "minimum"
 const char* binary_name(BinaryKind k);
 // The comparisons and logical ops, whose output is 0 or 1 and has no gradient.
 FRUGAL_BROADCAST_HD inline bool binary_compares(BinaryKind k) {
   return k == BinaryKind::greater || k == BinaryKind::less || k == BinaryKind::greater_equal ||
          k == BinaryKind::less_equal || k == BinaryKind::equal || k == BinaryKind::logical_or ||
          k == BinaryKind::logical_xor;
+}
+// maximum or minimum.
+FRUGAL_BROADCAST_HD inline bool binary_extreme(BinaryKind k) {
+  return k == BinaryKind::maximum || k == BinaryKind::minimum;
 }
 // Whether operand `which` (0: a, 1: b) can carry a gradient: a and b of arithmetic, a of the
 // masks, neither of a comparison.
@@ -104,16 +110,31 @@ FRUGAL_BROADCAST_HD inline T forward(BinaryKind k, T a, T b) {
       return a == b ? T(1) : T(0);
     case BinaryKind::logical_or:
       return a != T(0) || b != T(0) ? T(1) : T(0);
+    case BinaryKind::maximum:
+      return a != a || a > b ? a : b;  // a NaN a, else b (a NaN b included)
+    case BinaryKind::minimum:
+      return a != a || a < b ? a : b;
     default:  // logical_xor
       return (a != T(0)) != (b != T(0)) ? T(1) : T(0);
   }
 }
 
+// The share of maximum's (minimum's) gradient that goes to a, as torch.maximum's backward
+// gives it: none where b is the larger (smaller), half at a tie, else all of it (where either is
+// NaN too: both operands get dy there, as in PyTorch).
+template <typename T>
+FRUGAL_BROADCAST_HD inline T extreme_share(BinaryKind k, T a, T b, T dy) {
+  if (a == b) return dy / T(2);
+  return (k == BinaryKind::maximum ? a < b : a > b) ? T(0) : dy;
+}
+
 // dy times d(a op b)/da and d(a op b)/db at one element.
 template <typename T>
 FRUGAL_BROADCAST_HD inline T grad_a(BinaryKind k, T a, T b, T dy) {
-  (void)a;
   switch (k) {
+    case BinaryKind::maximum:
+    case BinaryKind::minimum:
+      return extreme_share(k, a, b, dy);
     case BinaryKind::add:
     case BinaryKind::sub:
       return dy;
@@ -140,6 +161,9 @@ FRUGAL_BROADCAST_HD inline T grad_b(BinaryKind k, T a, T b, T dy) {
       return dy * a;
     case BinaryKind::div:
       return -(dy * (a / b) / b);
+    case BinaryKind::maximum:
+    case BinaryKind::minimum:
+      return extreme_share(k, b, a, dy);
     default:  // a mask or a comparison: no gradient
       return T(0);
   }
@@ -197,18 +221,20 @@ inline void binary_gradient_order(const Broadcast& g, int order[2]) {
   order[0] = a_last ? 1 : 0, order[1] = a_last ? 0 : 1;
 }
 
-// Whether backward needs the operands' values: mul and div do, and the masks (their mask b);
-// add and sub do not, and a comparison has no backward.
+// Whether backward needs the operands' values: mul, div, maximum and minimum do, and the masks
+// (their mask b); add and sub do not, and a comparison has no backward.
 inline bool binary_backward_reads_inputs(BinaryKind k) {
   return k == BinaryKind::mul || k == BinaryKind::div || k == BinaryKind::mask ||
-         k == BinaryKind::unmask;
+         k == BinaryKind::unmask || binary_extreme(k);
 }
 // Whether backward reads operand `which` (0: a, 1: b) for the gradients wanted: a for db
 // (mul's a * dy, div's -dy * a / b^2), b for da (mul's b * dy, div's dy / b, a mask's
-// selection) and for div's db.
+// selection) and for div's db; both for either gradient of maximum and minimum (which operand
+// is the extreme).
 // BinaryOp's Roles::reads_only_for declares the same to the planner.
 inline bool binary_backward_reads_operand(BinaryKind k, int which, bool wants_da, bool wants_db) {
   if (!binary_backward_reads_inputs(k)) return false;
+  if (binary_extreme(k)) return wants_da || wants_db;
   if (k == BinaryKind::mask || k == BinaryKind::unmask) return which == 1 && wants_da;
   return which == 0 ? wants_db : wants_da || (k == BinaryKind::div && wants_db);
 }

@@ -23,8 +23,8 @@ std::vector<TensorMeta> BinaryOp::infer(std::span<const TensorMeta> in) {
 }
 
 // y may take an operand's bytes where it has y's shape (the planner allows it only where
-// nothing reads that operand later, so never for mul and div in training). The gradient
-// written last (Backend::binary_backward) may take dy's.
+// nothing reads that operand later, so never for mul, div, maximum and minimum in training). The
+// gradient written last (Backend::binary_backward) may take dy's.
 Roles BinaryOp::roles(Mode mode, const Backend&) const {
   Roles r;
   if (a_full_) r.aliases.push_back({.output = 0, .input = 0});
@@ -75,6 +75,12 @@ Value sub(Value a, Value b, std::source_location where) {
 }
 Value div(Value a, Value b, std::source_location where) {
   return binary(BinaryKind::div, a, b, where);
+}
+Value maximum(Value a, Value b, std::source_location where) {
+  return binary(BinaryKind::maximum, a, b, where);
+}
+Value minimum(Value a, Value b, std::source_location where) {
+  return binary(BinaryKind::minimum, a, b, where);
 }
 
 }  // namespace frugal

@@ -1,10 +1,11 @@
-// Mul, Sub, Div (and Add) with broadcasting, and the masks and comparisons of layers/select.h:
-// y = a op b where each axis of a and b (right-aligned, rank up to 4) has the output's size or 1.
-// Squeeze-and-excitation's x * s with s (N,C,1,1), a per-channel scale (C,1,1), a scalar (1), or
-// two values of one shape. The output may take the bytes of an operand of its shape; backward
-// reads a and b for mul and div, b alone for a mask, nothing for add and sub (comparisons have
-// none), and the gradient of an operand of the output's shape may take dy's bytes. The gradient
-// of a broadcast operand is summed over the axes it was broadcast along, in a fixed order.
+// Mul, Sub, Div (and Add), maximum and minimum with broadcasting, and the masks and comparisons
+// of layers/select.h: y = a op b where each axis of a and b (right-aligned, rank up to 4) has the
+// output's size or 1. Squeeze-and-excitation's x * s with s (N,C,1,1), a per-channel scale
+// (C,1,1), a scalar (1), or two values of one shape. The output may take the bytes of an operand
+// of its shape; backward reads a and b for mul, div, maximum and minimum, b alone for a mask,
+// nothing for add and sub (comparisons have none), and the gradient of an operand of the output's
+// shape may take dy's bytes. The gradient of a broadcast operand is summed over the axes it was
+// broadcast along, in a fixed order.
 #pragma once
 
 #include <source_location>
@@ -39,5 +40,9 @@ Value binary(BinaryKind kind, Value a, Value b,
 Value mul(Value a, Value b, std::source_location where = std::source_location::current());
 Value sub(Value a, Value b, std::source_location where = std::source_location::current());
 Value div(Value a, Value b, std::source_location where = std::source_location::current());
+// torch.maximum and torch.minimum (ONNX's Max and Min of two): NaN where either operand is; at a
+// tie each operand gets half the gradient.
+Value maximum(Value a, Value b, std::source_location where = std::source_location::current());
+Value minimum(Value a, Value b, std::source_location where = std::source_location::current());
 
 }  // namespace frugal

@@ -216,6 +216,19 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
     return graph->initializers.count(name) > 0 || float_constants.count(name) > 0 ||
            weight_values.count(name) > 0;
   };
+  // A binary node's two operands, any of them activations, weights or constants, but not both
+  // fixed constants.
+  auto arithmetic_operands = [&](OnnxNode& o, const onnx::NodeProto& n) {
+    o.kind = Kind::binary;
+    o.inputs = {operand(n, 0), operand(n, 1)};
+    auto fixed = [&](const std::string& i) {
+      return graph->initializers.count(i) && !graph->params.at(i);
+    };
+    if (fixed(o.inputs[0]) && fixed(o.inputs[1]))
+      r.fail(n, "both inputs are constants (fold them before exporting)");
+    // A weight times a weight or a constant (NFNets' gain * scale): computed from weights.
+    if (is_weight(o.inputs[0]) && is_weight(o.inputs[1])) weight_values.insert(o.output);
+  };
   auto activation_input = [&](const onnx::NodeProto& n) -> std::string {
     const std::string x = need(n, 0);
     if (graph->initializers.count(x) || float_constants.count(x))
@@ -1051,16 +1064,21 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       o.int_inputs = {int_input(n, 1)};
       if (o.of_weight) weight_values.insert(o.output);
     } else if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
-      o.kind = Kind::binary;
       o.binary = arithmetic(op);
-      o.inputs = {operand(n, 0), operand(n, 1)};
-      auto fixed = [&](const std::string& i) {
-        return graph->initializers.count(i) && !graph->params.at(i);
-      };
-      if (fixed(o.inputs[0]) && fixed(o.inputs[1]))
-        r.fail(n, "both inputs are constants (fold them before exporting)");
-      // A weight times a weight or a constant (NFNets' gain * scale): computed from weights.
-      if (is_weight(o.inputs[0]) && is_weight(o.inputs[1])) weight_values.insert(o.output);
+      arithmetic_operands(o, n);
+    } else if ((op == "Max" || op == "Min") && n.input_size() == 1) {
+      o.kind = Kind::identity;  // the extreme of one operand: itself
+      o.inputs = {activation_input(n)};
+    } else if (op == "Max" || op == "Min") {
+      // torch.maximum and torch.minimum, and torch.clamp by tensors (a Max, then a Min): of two
+      // operands, an activation among them, broadcast as Add's.
+      if (n.input_size() != 2)
+        r.fail(n,
+               std::to_string(n.input_size()) + " inputs: the extreme of one or two is imported");
+      for (int i = 0; i < 2; ++i)
+        if (is_int(need(n, i))) r.fail(n, "of shape values: not imported");
+      o.binary = op == "Max" ? BinaryKind::maximum : BinaryKind::minimum;
+      arithmetic_operands(o, n);
     } else if (op == "Concat" && n.input_size() >= 1 &&
                std::all_of(n.input().begin(), n.input().end(),
                            [&](const std::string& i) { return float_constants.count(canon(i)); })) {
@@ -1270,7 +1288,7 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
           "ReduceMin, ReduceSumSquare, ReduceL1, ReduceL2, ReduceLogSumExp, Flatten, Reshape, "
           "Transpose, "
           "Split, Slice, Pad, Concat, Softmax, LogSoftmax, Resize, Add, Sub, Mul, Div, Relu, "
-          "LeakyRelu, PRelu, GlobalMaxPool, DepthToSpace, SpaceToDepth, LRN, "
+          "LeakyRelu, PRelu, GlobalMaxPool, DepthToSpace, SpaceToDepth, LRN, Max, Min, "
           "Sigmoid, Tanh, HardSigmoid, HardSwish, Clip, Elu, Selu, Softplus, Softsign, Exp, Log, "
           "Neg, Reciprocal, Dropout, Identity, Constant, Erf, Sqrt, "
           "Abs, Einsum (batched products), "

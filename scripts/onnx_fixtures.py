@@ -34,8 +34,8 @@ leading axes), gather_net.onnx (Gather over activations) and reduce_net.onnx, re
 expand_net.onnx (Expand over activations), instance_norm_net.onnx (InstanceNormalization,
 GroupNorm's export), group_norm_lookalike_net.onnx (GroupNorm's five nodes over a reshape
 that is no grouping), prelu_net.onnx (PReLU per channel and shared), activation_net.onnx (ELU, SELU, Mish, Softplus, Exp, Neg, Log,
-Reciprocal), pixel_net.onnx (PixelShuffle, PixelUnshuffle, GlobalMaxPool, LogSoftmax) and
-lrn_net.onnx (LocalResponseNorm):
+Reciprocal), pixel_net.onnx (PixelShuffle, PixelUnshuffle, GlobalMaxPool, LogSoftmax),
+lrn_net.onnx (LocalResponseNorm) and minmax_net.onnx (torch.maximum, minimum, clamp by tensors):
 
     /usr/bin/python3 scripts/onnx_fixtures.py --pytorch tests/data/onnx
 
@@ -1643,6 +1643,35 @@ def pixel_net(out):
     export_with_output(net, x, out, "pixel_net", 13)
 
 
+def minmax_net(out):
+    """torch.maximum and torch.minimum (Max, Min) of two activations, of an activation and a
+    per-channel weight, of a map and its broadcast mean, and torch.clamp between two tensors
+    (a Max, then a Min); tests/data/onnx/minmax_net.onnx with PyTorch's float32 output."""
+
+    import torch
+    from torch import nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(3, 4, 3, padding=1)
+            self.conv2 = nn.Conv2d(3, 4, 3, padding=1)
+            self.floor = nn.Parameter(torch.rand(4, 1, 1) - 0.5)
+            self.fc = nn.Linear(4, 5)
+
+        def forward(self, x):
+            a, b = self.conv1(x), self.conv2(x)
+            y = torch.maximum(a, b) + torch.minimum(a, self.floor)
+            y = y + torch.max(a, b.mean((2, 3), keepdim=True))
+            y = torch.clamp(y, min=self.floor, max=self.floor + 1)
+            return self.fc(y.mean((2, 3)))
+
+    torch.manual_seed(17)
+    net = Net().eval()
+    x = torch.rand(2, 3, 5, 6) * 2 - 1
+    export_with_output(net, x, out, "minmax_net", 13)
+
+
 def lrn_net(out):
     """LRN nodes as ONNX's model zoo has them (AlexNet, GoogLeNet, CaffeNet converted from
     Caffe: size 5 after a ReLU, and size 3 with a bias of 2 and a larger alpha after a max
@@ -1941,6 +1970,7 @@ if __name__ == "__main__":
         activation_net(sys.argv[2])
         pixel_net(sys.argv[2])
         lrn_net(sys.argv[2])
+        minmax_net(sys.argv[2])
         sys.exit(0)
     if len(sys.argv) > 2 and sys.argv[1] == "--segmentation":
         # The U-Net of docs/TRAINING.md's segmentation run, and a small one for the tests

@@ -1,5 +1,5 @@
-// Broadcast Mul, Sub, Div, Add (and the kernels' masks and comparisons, tests/test_select.cpp
-// for their op): finite-difference gradients in f64 for every kind over every
+// Broadcast Mul, Sub, Div, Add, maximum and minimum (and the kernels' masks and comparisons,
+// tests/test_select.cpp for their op): finite-difference gradients in f64 for every kind over every
 // broadcast pattern a CNN uses, values by hand, in place where the roles allow, planned ==
 // baseline bitwise on a squeeze-and-excitation block, and errors that name both shapes.
 #include <doctest/doctest.h>
@@ -23,7 +23,8 @@ using namespace frugal::testing;
 
 namespace {
 
-constexpr BinaryKind kAll[] = {BinaryKind::add, BinaryKind::sub, BinaryKind::mul, BinaryKind::div};
+constexpr BinaryKind kAll[] = {BinaryKind::add, BinaryKind::sub,     BinaryKind::mul,
+                               BinaryKind::div, BinaryKind::maximum, BinaryKind::minimum};
 
 // (a, b) shapes: one shape; SE's (N,C,1,1) on either side; per-channel (C,1,1); a scalar;
 // rows against a row (N,F) and (F); both broadcast ((N,1,H,1) against (1,C,1,W)); a bias over
@@ -76,11 +77,11 @@ TEST_CASE("binary ops: the CPU's row and broadcast loops give the shared formula
   // Every kind, the masks and comparisons of layers/select.h too: operands on a grid of
   // quarters, so that comparisons find equal elements, and masks of 0s and 1s.
   constexpr BinaryKind kEvery[] = {
-      BinaryKind::add,        BinaryKind::sub,   BinaryKind::mul,
-      BinaryKind::div,        BinaryKind::mask,  BinaryKind::unmask,
-      BinaryKind::greater,    BinaryKind::less,  BinaryKind::greater_equal,
-      BinaryKind::less_equal, BinaryKind::equal, BinaryKind::logical_or,
-      BinaryKind::logical_xor};
+      BinaryKind::add,         BinaryKind::sub,     BinaryKind::mul,
+      BinaryKind::div,         BinaryKind::mask,    BinaryKind::unmask,
+      BinaryKind::greater,     BinaryKind::less,    BinaryKind::greater_equal,
+      BinaryKind::less_equal,  BinaryKind::equal,   BinaryKind::logical_or,
+      BinaryKind::logical_xor, BinaryKind::maximum, BinaryKind::minimum};
   auto quarters = [](Tensor t, bool mask) {
     for (int64_t i = 0; i < t.numel(); ++i) {
       float& v = t.data<float>()[i];
@@ -119,36 +120,68 @@ TEST_CASE("binary ops: the CPU's row and broadcast loops give the shared formula
     }
 }
 
-TEST_CASE("binary ops: values and gradients by hand") {
+namespace {
+
+// y = a op b in f64 for operands of these shapes and values, then its backward from dy: y, da
+// and db.
+struct ByHand {
+  std::vector<double> y, da, db;
+};
+ByHand by_hand(BinaryKind k, const Shape& sa, const std::vector<double>& as, const Shape& sb,
+               const std::vector<double>& bs, const std::vector<double>& dys) {
   ParamStore store;
   Tape tape(store, DType::f64);
-  Value a = tape.input("a", {1, 2, 1, 2}, DType::f64, true);
-  Value b = tape.input("b", {2, 1, 1}, DType::f64, true);
-  Value y = div(a, b);
+  Value a = tape.input("a", sa, DType::f64, true);
+  Value b = tape.input("b", sb, DType::f64, true);
+  Value y = binary(k, a, b);
   Executor ex(tape, cpu_backend(), {.keep = {a, b, y}});
-  Tensor av = Tensor::empty({1, 2, 1, 2}, DType::f64), bv = Tensor::empty({2, 1, 1}, DType::f64);
-  const double as[] = {1, 2, 3, 4}, bs[] = {2, 4};
-  std::memcpy(av.raw(), as, sizeof as);
-  std::memcpy(bv.raw(), bs, sizeof bs);
-  ex.set_input(a, av);
-  ex.set_input(b, bv);
+  auto tensor = [](const Shape& s, const std::vector<double>& v) {
+    Tensor t = Tensor::empty(s, DType::f64);
+    REQUIRE(static_cast<int64_t>(v.size()) == t.numel());
+    std::memcpy(t.raw(), v.data(), t.bytes());
+    return t;
+  };
+  ex.set_input(a, tensor(sa, as));
+  ex.set_input(b, tensor(sb, bs));
   ex.forward();
-  const double* yv = ex.value(y).data<double>();
-  CHECK(yv[0] == 0.5);
-  CHECK(yv[1] == 1);
-  CHECK(yv[2] == 0.75);
-  CHECK(yv[3] == 1);
-  Tensor ones = Tensor::empty({1, 2, 1, 2}, DType::f64);
-  cpu_backend().fill(ones, 1.0);
-  std::pair<Value, Tensor> seed{y, ones};
+  std::pair<Value, Tensor> seed{y, tensor(y.shape(), dys)};
   ex.backward(std::span<const std::pair<Value, Tensor>>(&seed, 1));
-  const double* da = ex.grad(a).data<double>();
-  CHECK(da[0] == 0.5);
-  CHECK(da[3] == 0.25);
+  auto values = [](const Tensor& t) {
+    return std::vector<double>(t.data<double>(), t.data<double>() + t.numel());
+  };
+  return {values(ex.value(y)), values(ex.grad(a)), values(ex.grad(b))};
+}
+
+}  // namespace
+
+TEST_CASE("binary ops: values and gradients by hand") {
+  // (1, 2, 1, 2) / (2, 1, 1): each pair of a divided by its own element of b.
+  const ByHand r =
+      by_hand(BinaryKind::div, {1, 2, 1, 2}, {1, 2, 3, 4}, {2, 1, 1}, {2, 4}, {1, 1, 1, 1});
+  CHECK(r.y == std::vector<double>{0.5, 1, 0.75, 1});
+  CHECK(r.da == std::vector<double>{0.5, 0.5, 0.25, 0.25});
   // d/db of (a0 + a1) / b0 = -(1 + 2) / 4; of (a2 + a3) / b1 = -(3 + 4) / 16.
-  const double* db = ex.grad(b).data<double>();
-  CHECK(db[0] == -0.75);
-  CHECK(db[1] == -7.0 / 16);
+  CHECK(r.db == std::vector<double>{-0.75, -7.0 / 16});
+}
+
+// torch.maximum and torch.minimum: the extreme, NaN where either operand is; the gradient to
+// the extreme operand, half to each at a tie (as torch.maximum's backward), summed over a
+// broadcast operand's copies.
+TEST_CASE("binary ops: maximum and minimum by hand, ties and NaN") {
+  for (BinaryKind k : {BinaryKind::maximum, BinaryKind::minimum}) {
+    CAPTURE(std::string(binary_name(k)));
+    const bool max = k == BinaryKind::maximum;
+    const ByHand r = by_hand(k, {1, 4}, {1, 2, 3, NAN}, {1}, {2}, {1, 10, 100, 1000});
+    CHECK(r.y[0] == (max ? 2 : 1));
+    CHECK(r.y[1] == 2);
+    CHECK(r.y[2] == (max ? 3 : 2));
+    CHECK(std::isnan(r.y[3]));
+    // a: all where it is the extreme, half of the tie, none where b is; at the NaN both
+    // operands get dy, as torch.maximum's backward gives it.
+    CHECK(r.da == std::vector<double>{max ? 0.0 : 1.0, 5, max ? 100.0 : 0.0, 1000});
+    // b: the element it is the extreme of, the other half of the tie, the NaN's dy.
+    CHECK(r.db == std::vector<double>{max ? 1.0 + 5 + 1000 : 5.0 + 100 + 1000});
+  }
 }
 
 TEST_CASE("binary ops: in place where the roles allow; planned equals baseline bitwise") {

@@ -81,7 +81,8 @@ const char* const kFixtures[] = {"residual_net",
                                  "matmul_net",
                                  "expand_net",
                                  "pixel_net",
-                                 "lrn_net"};
+                                 "lrn_net",
+                                 "minmax_net"};
 
 TEST_CASE("onnx: imported models give ONNX's reference outputs") {
   // focus_net: PyTorch's output; slices with steps (YOLOv5's focus layer, x[:, 1::3]).
@@ -159,6 +160,8 @@ TEST_CASE("onnx: imported models give ONNX's reference outputs") {
   // GlobalAveragePool), LogSoftmax over a map's channels, over its last axis, and as the head.
   // lrn_net: PyTorch's output (nn.LocalResponseNorm, sizes 5 and 3) for LRN nodes written
   // around its weights.
+  // minmax_net: PyTorch's output; torch.maximum and minimum (Max, Min) of activations, of an
+  // activation and a weight, broadcast, and torch.clamp between tensors.
   // unet_seg: PyTorch's own eval-mode output (scripts/onnx_fixtures.py --segmentation --small),
   // a U-Net whose F.pad to the skip's size exports as shape arithmetic (ConstantOfShape, integer
   // Reshape, Slice with step -1, Transpose) and whose output is per pixel.

@@ -1,7 +1,7 @@
 // Imported models' ops in float64 against finite differences, the weights drawn away from the
 // file's: instance and group normalization (InstanceNormalization, GroupNorm's five nodes),
 // PReLU (its slopes folded, or through Unsqueeze), a class token expanded over the batch and a
-// tiny vision transformer; pixel shuffles, GlobalMaxPool, LogSoftmax and LRN.
+// tiny vision transformer; pixel shuffles, GlobalMaxPool, LogSoftmax, LRN, Max and Min.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -284,5 +284,19 @@ TEST_CASE("onnx: gradcheck of LRN") {
   for (const OnnxNode& n : m.graph->nodes) lrns += n.kind == OnnxKind::lrn;
   CHECK(lrns == 2);
   check_gradients(randomized(m, 140), {random_tensor({2, 3, 6, 8}, 41, -2, 2)},
+                  {.tolerance = 1e-6});
+}
+
+// torch.maximum, torch.minimum and torch.clamp between tensors (minmax_net: Max and Min of two
+// activations, of an activation and a per-channel weight, of a map and its broadcast mean) in
+// float64 against finite differences: the gradient to the extreme operand, summed over the
+// broadcast ones.
+TEST_CASE("onnx: gradcheck of Max and Min") {
+  const OnnxModel m = load_onnx((onnx_data() / "minmax_net.onnx").string());
+  int extremes = 0;
+  for (const OnnxNode& n : m.graph->nodes)
+    extremes += n.kind == OnnxKind::binary && binary_extreme(n.binary);
+  CHECK(extremes == 5);
+  check_gradients(randomized(m, 150), {random_tensor({2, 3, 5, 6}, 43, -1, 1)},
                   {.tolerance = 1e-6});
 }

@@ -1,8 +1,8 @@
 // ONNX import of the ops that move channels into pixels and back (DepthToSpace in both modes,
 // SpaceToDepth), GlobalMaxPool, LRN and LogSoftmax: elements where ONNX's definitions put them,
-// and the errors for what does not fit. PyTorch's own outputs for nn.PixelShuffle,
-// PixelUnshuffle, adaptive max pooling and log_softmax are pixel_net's, for LocalResponseNorm
-// lrn_net's (tests/test_onnx.cpp).
+// and the errors for what does not fit (Max and Min's too). PyTorch's own outputs for
+// nn.PixelShuffle, PixelUnshuffle, adaptive max pooling and log_softmax are pixel_net's, for
+// LocalResponseNorm lrn_net's (tests/test_onnx.cpp).
 #include <doctest/doctest.h>
 #include <onnx/onnx_pb.h>
 
@@ -170,7 +170,8 @@ TEST_CASE("onnx: LRN sums the squares over ONNX's window of channels") {
   }
 }
 
-TEST_CASE("onnx: pixel moves, GlobalMaxPool, LRN and LogSoftmax that do not fit are errors") {
+TEST_CASE(
+    "onnx: pixel moves, GlobalMaxPool, Max, Min, LRN and LogSoftmax that do not fit are errors") {
   CHECK(error_for(one_node("DepthToSpace", {8, 2, 2}, blocks(0))) ==
         "m.onnx: node 'node0' (DepthToSpace): blocksize 0: at least 1");
   CHECK(error_for(one_node("DepthToSpace", {8, 2, 2}, blocks(2, "RCD"))) ==
@@ -186,6 +187,15 @@ TEST_CASE("onnx: pixel moves, GlobalMaxPool, LRN and LogSoftmax that do not fit 
   CHECK(error_for(chain({2, 1, 5}, {{"Flatten", kNone}, {"GlobalMaxPool", kNone}})) ==
         "m.onnx: node 'node1' (GlobalMaxPool): global max pooling of [1,10]: (N, C, ...) with "
         "at least one axis after the channels");
+  CHECK(error_for(one_node("Max", {3, 2, 2}, [](onnx::NodeProto* n) {
+          *n->add_input() = n->input(0);  // (add_input of a literal: GCC 12's -Wrestrict)
+          *n->add_input() = n->input(0);
+        })) == "m.onnx: node 'node0' (Max): 3 inputs: the extreme of one or two is imported");
+  CHECK(error_for(
+            chain({3, 2, 2}, {{"Shape", kNone},
+                              {"Min", [](onnx::NodeProto* n) { *n->add_input() = n->input(0); }},
+                              {"Flatten", kNone}})) ==
+        "m.onnx: node 'node1' (Min): of shape values: not imported");
   CHECK(error_for(one_node("LRN", {3, 2, 2}, kNone)) ==
         "m.onnx: node 'node0' (LRN): size 0: a window of at least 1 channel");
   // Opset 11's LogSoftmax flattens the axes from `axis` on: over a map's channels, not imported.

@@ -713,7 +713,8 @@ TEST_CASE("cuda broadcast arithmetic: the CPU's formulas and summation order, ev
   for (BinaryKind k :
        {BinaryKind::add, BinaryKind::sub, BinaryKind::mul, BinaryKind::div, BinaryKind::mask,
         BinaryKind::unmask, BinaryKind::greater, BinaryKind::less, BinaryKind::greater_equal,
-        BinaryKind::less_equal, BinaryKind::equal, BinaryKind::logical_or, BinaryKind::logical_xor})
+        BinaryKind::less_equal, BinaryKind::equal, BinaryKind::logical_or, BinaryKind::logical_xor,
+        BinaryKind::maximum, BinaryKind::minimum})
     for (const auto& [sa, sb] : {std::pair<Shape, Shape>{{2, 3, 4, 5}, {2, 3, 1, 1}},
                                  {{3, 1, 1}, {2, 3, 4, 5}},
                                  {{2, 3, 4, 5}, {2, 3, 4, 5}}}) {
@@ -741,9 +742,10 @@ TEST_CASE("cuda broadcast arithmetic: the CPU's formulas and summation order, ev
           check_close(y, "binary y");
           check_close(da, "binary da");
           check_close(db, "binary db");
-        } else {
+        } else {  // maximum's and minimum's gradients too: dy, half of it or none, summed alike
           check_equal(y, "binary y");
           if (da_wanted) check_equal(da, "binary da");
+          if (binary_extreme(k)) check_equal(db, "binary db");
         }
       }
     }
