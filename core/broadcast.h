@@ -111,7 +111,7 @@ FRUGAL_BROADCAST_HD inline T forward(BinaryKind k, T a, T b) {
     case BinaryKind::logical_or:
       return a != T(0) || b != T(0) ? T(1) : T(0);
     case BinaryKind::maximum:
-      return a != a || a > b ? a : b;  // a NaN a, else b (a NaN b included)
+      return a != a || a > b ? a : b;  // a where a is NaN, b where b is: NaN from either
     case BinaryKind::minimum:
       return a != a || a < b ? a : b;
     default:  // logical_xor

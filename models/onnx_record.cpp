@@ -123,11 +123,6 @@ Value record_gather(const OnnxNode& n, const IntTensor& indices, Value x) {
   return gather(x, a, indices.values, indices.dims);
 }
 
-// A reduction over `axes` (any but the batch's). The mean over H and W of (N, C, H, W) is a
-// global average pool (flattened to (N, C) without keepdims); otherwise the reduced axes are
-// moved last (a transpose, where they are not last already) and reduced as the rows of (N,
-// kept, reduced) (a mean: of an (N, kept, 1, reduced) average pool), then the result takes its
-// shape.
 // LogSoftmax over axis n.axis: log_softmax of rows (rows, C), the axis moved last first where
 // it is not.
 Value record_log_softmax(const OnnxNode& n, Value x) {
@@ -184,12 +179,8 @@ Value record_lrn(const OnnxNode& n, Value x, std::source_location where) {
                ": (N, C, ...) with at least one axis after the channels");
   const int64_t size = n.kernel, rest = s.numel() / (s[0] * s[1]);
   auto scalar = [&](double v) {
-    Tensor t = Tensor::empty(Shape{1}, x.dtype());
-    if (x.dtype() == DType::f64)
-      t.data<double>()[0] = v;
-    else
-      t.data<float>()[0] = static_cast<float>(v);
-    return constant(x.tape(), std::move(t), where);
+    return constant(x.tape(), host_tensor({.dims = {1}, .reals = {v}, .real = true}, x.dtype()),
+                    where);
   };
   Value sq = reshape(mul(x, x), Shape{s[0], 1, s[1], rest});
   sq = pad(sq, {.before = {0, 0, (size - 1) / 2, 0}, .after = {0, 0, size / 2, 0}});
@@ -198,6 +189,11 @@ Value record_lrn(const OnnxNode& n, Value x, std::source_location where) {
   return div(x, power(base, n.lrn_beta));
 }
 
+// A reduction over `axes` (any but the batch's). The mean over H and W of (N, C, H, W) is a
+// global average pool (flattened to (N, C) without keepdims); otherwise the reduced axes are
+// moved last (a transpose, where they are not last already) and reduced as the rows of (N,
+// kept, reduced) (a mean: of an (N, kept, 1, reduced) average pool), then the result takes its
+// shape.
 Value record_reduce(const OnnxNode& n, const Ints& axes, Value x) {
   const Shape s = x.shape();  // a copy: x is recorded over below
   const int rank = s.rank();
