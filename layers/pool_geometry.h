@@ -15,7 +15,11 @@ struct Pool2dOptions {
   int64_t kernel_w = 0;  // 0: kernel (a square window); else the window's width (global pooling)
   int64_t stride = 0;    // 0: same as kernel
   int64_t pad = 0;       // at most kernel / 2
-  bool ceil = false;     // ceil mode: a partial last window counts
+  // Along the width where it differs (ONNX's pools: 1-D ones as a height of 1, rectangular
+  // windows): stride_w 0 takes stride (the window's width where that is 0 too), pad_w < 0 pad.
+  int64_t stride_w = 0;
+  int64_t pad_w = -1;
+  bool ceil = false;  // ceil mode: a partial last window counts
   // Average pooling: the divisor counts the padding (PyTorch's default) or, when false, only
   // the window's elements inside the input.
   bool count_include_pad = true;

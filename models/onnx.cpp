@@ -294,30 +294,81 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
     return element_as_double(*t, 0);
   };
 
+  // The graph's nodes, an If's branches flattened in: where PyTorch cannot prove an axis 1 wide
+  // it writes squeeze(dim) as an If on that extent (F.local_response_norm's export), whose
+  // condition is computed from shapes and so known while recording. Each branch's nodes come
+  // before the If, guarded by its condition (recorded only where they are taken), and the If
+  // becomes a `choose` of the two branch outputs.
+  struct Flat {
+    const onnx::NodeProto* node;
+    std::vector<std::pair<std::string, bool>> guards;
+  };
+  std::vector<Flat> flat;
+  // Branch `b`'s graph, checked: one output, no inputs or initializers of its own.
+  auto branch = [&](const onnx::NodeProto& n, const char* b) -> const onnx::GraphProto& {
+    const onnx::AttributeProto* a = r.typed(n, b, onnx::AttributeProto::GRAPH, "a graph");
+    if (!a) r.fail(n, std::string("has no ") + b);
+    const onnx::GraphProto& sub = a->g();
+    if (sub.output_size() != 1)
+      r.fail(n, std::string(b) + " has " + std::to_string(sub.output_size()) +
+                    " outputs; frugal imports Ifs with one");
+    if (sub.initializer_size() > 0 || sub.input_size() > 0)
+      r.fail(n, std::string(b) + " has inputs or initializers of its own (not imported)");
+    return sub;
+  };
+  constexpr int kMaxIfDepth = 8;
+  const auto flatten = [&](const auto& self, const onnx::GraphProto& graph,
+                           const std::vector<std::pair<std::string, bool>>& guards) -> void {
+    for (const onnx::NodeProto& n : graph.node()) {
+      if (n.op_type() == "If" && (n.domain().empty() || n.domain() == "ai.onnx")) {
+        if (guards.size() >= kMaxIfDepth)
+          r.fail(n, "Ifs nested more than " + std::to_string(kMaxIfDepth) + " deep");
+        if (n.input_size() != 1 || n.input(0).empty() || n.output_size() != 1)
+          r.fail(n, "expects one input (the condition) and one output");
+        for (const bool then : {true, false}) {
+          auto inner = guards;
+          inner.emplace_back(n.input(0), then);
+          self(self, branch(n, then ? "then_branch" : "else_branch"), inner);
+        }
+      }
+      flat.push_back({&n, guards});
+    }
+  };
+  flatten(flatten, g, {});
+  // What a node reads: an If also its branches' outputs.
+  auto reads = [&](const onnx::NodeProto& n) {
+    std::vector<std::string> in(n.input().begin(), n.input().end());
+    if (n.op_type() == "If")
+      for (const char* b : {"then_branch", "else_branch"})
+        in.push_back(branch(n, b).output(0).name());
+    return in;
+  };
+
   // The nodes the output depends on, found backwards from it: an export may leave others (a
   // training-mode BatchNorm's running statistics of a weight, which timm's weight
   // standardization computes and nothing reads back), which are skipped unread.
   std::set<std::string> live = {graph->output};
-  std::vector<bool> node_live(static_cast<size_t>(g.node_size()), false);
-  for (int i = g.node_size() - 1; i >= 0; --i) {
-    const onnx::NodeProto& n = g.node(i);
+  std::vector<bool> node_live(flat.size(), false);
+  for (size_t i = flat.size(); i-- > 0;) {
+    const onnx::NodeProto& n = *flat[i].node;
     if (std::none_of(n.output().begin(), n.output().end(),
                      [&](const std::string& o) { return live.count(o) > 0; }))
       continue;
-    node_live[static_cast<size_t>(i)] = true;
+    node_live[i] = true;
     // A BatchNorm in training mode whose statistics outputs nothing reads: its running
     // statistics inputs are initializers (frugal keeps its own) or computed for nothing.
     const bool stats_unread = n.op_type() == "BatchNormalization" &&
                               r.get_int(n, "training_mode", 0) != 0 &&
                               std::none_of(n.output().begin() + 1, n.output().end(),
                                            [&](const std::string& o) { return live.count(o) > 0; });
-    for (int k = 0; k < n.input_size(); ++k)
-      if (!(stats_unread && k >= 3)) live.insert(n.input(k));
+    const std::vector<std::string> in = reads(n);
+    for (size_t k = 0; k < in.size(); ++k)
+      if (!(stats_unread && k >= 3)) live.insert(in[k]);
   }
 
-  for (int node_index = 0; node_index < g.node_size(); ++node_index) {
-    if (!node_live[static_cast<size_t>(node_index)]) continue;
-    const onnx::NodeProto& n = g.node(node_index);
+  for (size_t node_index = 0; node_index < flat.size(); ++node_index) {
+    if (!node_live[node_index]) continue;
+    const onnx::NodeProto& n = *flat[node_index].node;
     const std::string& op = n.op_type();
     if (!n.domain().empty() && n.domain() != "ai.onnx")
       r.fail(n, "domain '" + n.domain() + "' is not imported");
@@ -326,6 +377,8 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
     o.name = n.name();
     o.op_type = op;
     o.output = n.output(0);
+    for (const auto& [cond, then] : flat[node_index].guards)
+      o.guards.emplace_back(canon(cond), then);
     if (op == "Constant") {
       const onnx::AttributeProto* v = r.attr(n, "value");
       if (!v || v->type() != onnx::AttributeProto::TENSOR)
@@ -514,14 +567,26 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       // The product reads a as (..., i, k) and b as (..., k, j): a's kept axis first, b's last.
       o.ints = {swap_a ? 1 : 0, swap_b ? 0 : 1};
     } else if (op == "MaxPool" || op == "AveragePool") {
+      // 1-D, 2-D, or 3-D with an axis 1 wide (F.local_response_norm's (size, 1, 1) average).
       o.kind = op == "MaxPool" ? Kind::max_pool : Kind::avg_pool;
-      r.window(n, o);
+      const std::vector<int64_t> k = r.get_ints(n, "kernel_shape");
+      if (k.empty() || k.size() > 3) r.fail(n, "kernel_shape must have 1 to 3 values");
+      o.ints = {static_cast<int64_t>(k.size())};
+      r.conv_window(n, o, true);
+      const Conv2dParams& c = o.conv;
+      if (c.dilation_h != 1 || c.dilation_w != 1)
+        r.fail(n, "dilations other than 1 are not imported");
+      if (c.pad_top != c.pad_bottom || c.pad_left != c.pad_right)
+        r.fail(
+            n,
+            "asymmetric padding is not imported (a pad at an axis's start differs from its end)");
+      if (c.pad_top * 2 > o.kernel_h || c.pad_left * 2 > o.kernel_w)
+        r.fail(n, "padding above half the kernel");
       if (n.output_size() > 1 && !n.output(1).empty())
         r.fail(n, "the Indices output is not imported");
       if (r.get_int(n, "storage_order", 0) != 0) r.fail(n, "storage_order 1 is not imported");
       o.ceil = r.get_int(n, "ceil_mode", 0) != 0;
       o.count_include_pad = r.get_int(n, "count_include_pad", 0) != 0;
-      if (o.pad * 2 > o.kernel) r.fail(n, "padding above half the kernel");
       o.inputs = {activation_input(n)};
     } else if (op == "GlobalAveragePool") {
       o.kind = Kind::global_avg_pool;
@@ -744,6 +809,28 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
         o.inputs.push_back(other);
       }
       masks.insert(o.output);
+    } else if (op == "If") {
+      // Its branches' nodes are in the graph already, guarded by the condition (`flat`
+      // above): the output is the taken branch's, known once shapes are.
+      o.kind = Kind::choose;
+      const std::string c = need(n, 0);
+      if (!is_int(c))
+        r.fail(n, "the condition '" + c +
+                      "' is computed from activations; frugal imports Ifs whose condition is "
+                      "computed from shapes and constants");
+      o.int_inputs = {c};
+      for (const char* b : {"then_branch", "else_branch"}) {
+        const std::string out = canon(branch(n, b).output(0).name());
+        if (is_weight(out) || (!defined.count(out) && !is_int(out)))
+          r.fail(n, std::string(b) + "'s output '" + out +
+                        "' is a weight or constant; frugal imports Ifs that choose between "
+                        "activations or between shape values");
+        o.inputs.push_back(out);
+      }
+      if (is_int(o.inputs[0]) != is_int(o.inputs[1]))
+        r.fail(n, "one branch gives a shape value, the other an activation");
+      if (maybe_real.count(o.inputs[0]) || maybe_real.count(o.inputs[1]))
+        maybe_real.insert(o.output);
     } else if (op == "Where" && !(constant_or_int(n, 1) && constant_or_int(n, 2))) {
       // Over activations (masked_fill, torch.where): a where the condition holds, b elsewhere.
       // The condition is a mask over activations, or computed from shapes and constants alone
@@ -1290,7 +1377,8 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
           "Split, Slice, Pad, Concat, Softmax, LogSoftmax, Resize, Add, Sub, Mul, Div, Relu, "
           "LeakyRelu, PRelu, GlobalMaxPool, DepthToSpace, SpaceToDepth, LRN, Max, Min, "
           "Sigmoid, Tanh, HardSigmoid, HardSwish, Clip, Elu, Selu, Softplus, Softsign, Exp, Log, "
-          "Neg, Reciprocal, Dropout, Identity, Constant, Erf, Sqrt, "
+          "Neg, Reciprocal, Dropout, Identity, Constant, Erf, Sqrt, If (a condition computed "
+          "from shapes), "
           "Abs, Einsum (batched products), "
           "Pow, LayerNormalization, InstanceNormalization, Expand, Tile, LSTM, GRU, RNN, Greater, "
           "Less, GreaterOrEqual, LessOrEqual, Equal, Where, ScatterND, and Not, And, Or and Xor "
@@ -1298,7 +1386,7 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
           "Unsqueeze, Squeeze, and Shape, Gather, Cast, Where, Not, Mod, Range, "
           "ScatterND over shape values (and the float constants computed from them)");
     }
-    const bool integer = o.kind == Kind::integer;
+    const bool integer = o.kind == Kind::integer || (o.kind == Kind::choose && is_int(o.inputs[0]));
     if (o.outputs.empty()) o.outputs = {o.output};
     for (const std::string& out : o.outputs) (integer ? int_values : defined).insert(out);
     graph->nodes.push_back(std::move(o));

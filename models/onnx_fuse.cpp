@@ -20,7 +20,8 @@ void fuse_onnx_graph(OnnxGraph& g) {
   std::map<std::string, const OnnxNode*> producer;
   for (const OnnxNode& n : g.nodes) {
     for (const std::string& in : n.inputs) ++uses[in];
-    producer[n.output] = &n;
+    // A node of an If's branch starts no pattern whose other nodes it is not guarded with.
+    if (n.guards.empty()) producer[n.output] = &n;
   }
   std::set<std::string> dead;
   for (OnnxNode& n : g.nodes) {
@@ -230,7 +231,8 @@ void fuse_onnx_graph(OnnxGraph& g) {
     OnnxNode& m = g.nodes[i];
     if (m.kind != OnnxKind::max_pool || m.inputs.size() != 1) continue;
     auto p = producer.find(m.inputs[0]);
-    if (p == producer.end() || p->second->kind != OnnxKind::relu || uses[m.inputs[0]] != 1)
+    if (p == producer.end() || p->second->kind != OnnxKind::relu || uses[m.inputs[0]] != 1 ||
+        p->second->guards != m.guards)
       continue;
     const auto r = static_cast<size_t>(p->second - g.nodes.data());
     OnnxNode& relu = g.nodes[r];

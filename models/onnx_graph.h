@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/activation.h"
@@ -74,6 +75,11 @@ enum class OnnxKind {
   // ScatterND into an activation: inputs {data, updates}, int_inputs[0] the indices (each
   // sample's positions written from its own updates, the same positions in every sample)
   scatter,
+  // If (its condition computed from shapes and constants, so known while recording): inputs
+  // {then branch's output, else branch's}, int_inputs[0] the condition; the output names the
+  // one the condition picks (an activation or a shape value). The branches' nodes come before it
+  // in the graph, guarded (OnnxNode::guards).
+  choose,
   // Integer shape arithmetic (models/onnx_ints.h: torch.onnx.export's dynamic batch, F.pad),
   // evaluated while recording, when every shape is known: int_node (inputs: the activation a
   // Shape reads).
@@ -85,9 +91,9 @@ struct OnnxNode {
   std::string name, op_type;
   std::vector<std::string> inputs;  // the ones the frugal op reads, in its order
   std::string output;
-  int64_t kernel = 1, stride = 1, pad = 0;  // pools
-  Conv2dParams conv{};                      // Conv, and its kernel_shape (0 where absent)
-  int unit_axis = 0;  // Conv with a 3-D window: its axis (2 to 4) 1 wide, `conv` the others'
+  int64_t kernel = 1;   // lrn: its size; depth_to_space, space_to_depth: the blocksize
+  Conv2dParams conv{};  // Conv, and its kernel_shape (0 where absent); pools' windows alike
+  int unit_axis = 0;    // Conv with a 3-D window: its axis (2 to 4) 1 wide, `conv` the others'
   int64_t kernel_h = 0, kernel_w = 0;
   int64_t output_padding_h = 0, output_padding_w = 0;  // ConvTranspose
   int64_t scale_h = 0, scale_w = 0;                    // Resize by scales, or 0 with its sizes:
@@ -129,6 +135,10 @@ struct OnnxNode {
   // that ends it, which names them in order (Reshape, InstanceNormalization, Reshape, Mul).
   bool deferred = false;
   std::vector<std::string> group_norm_chain;
+  // A node of an If's branch: recorded only where every (condition, branch) holds, the
+  // condition's value nonzero for the then branch (nested Ifs: one pair per level, outermost
+  // first). Empty for the graph's own nodes.
+  std::vector<std::pair<std::string, bool>> guards;
 };
 
 struct OnnxGraph {

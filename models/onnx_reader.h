@@ -66,32 +66,6 @@ struct OnnxReader {
     return a ? a->s() : fallback;
   }
 
-  // A 2-D window's kernel, stride and padding: square, one stride, symmetric padding, no
-  // dilation, auto_pad NOTSET.
-  void window(const onnx::NodeProto& n, OnnxNode& o) const {
-    const std::vector<int64_t> k = get_ints(n, "kernel_shape");
-    if (k.size() != 2 || k[0] != k[1] || k[0] < 1 || k[0] > kMaxWindow)
-      fail(n, "kernel_shape must be two equal sides in 1.." + std::to_string(kMaxWindow) +
-                  " (square kernels only)");
-    o.kernel = k[0];
-    const std::vector<int64_t> s = get_ints(n, "strides");
-    if (!s.empty() && (s.size() != 2 || s[0] != s[1] || s[0] < 1 || s[0] > kMaxWindow))
-      fail(n, "strides must be two equal values in 1.." + std::to_string(kMaxWindow) +
-                  " (one stride for both axes)");
-    o.stride = s.empty() ? 1 : s[0];
-    const std::vector<int64_t> p = get_ints(n, "pads");
-    if (!p.empty() && (p.size() != 4 || p[0] != p[1] || p[0] != p[2] || p[0] != p[3] || p[0] < 0 ||
-                       p[0] > kMaxWindow))
-      fail(n, "pads must be four equal values in 0.." + std::to_string(kMaxWindow) +
-                  " (asymmetric padding is not imported yet)");
-    o.pad = p.empty() ? 0 : p[0];
-    for (int64_t d : get_ints(n, "dilations"))
-      if (d != 1) fail(n, "dilations other than 1 are not imported yet");
-    const std::string auto_pad = get_string(n, "auto_pad", "NOTSET");
-    if (auto_pad != "NOTSET")
-      fail(n, "auto_pad " + auto_pad + " is not imported (export with explicit pads)");
-  }
-
   // A Conv's strides, pads (each side its own), dilations and group; the kernel comes from the
   // weight, which kernel_shape (optional) must agree with when the weight is recorded.
   // A 1-D window (Conv1d over (N, C, L): one value each, two pads) is taken as 2-D with a

@@ -414,6 +414,53 @@ Value record_conv1d(const OnnxNode& n, std::span<const Value> in, std::source_lo
   return reshape(y, Shape{s[0], s[1], s[3]});
 }
 
+// MaxPool or AveragePool as the 2-D pool: over (N, C, L) as (N, C, 1, L); over
+// (N, C, D2, D3, D4) with the window 1 wide along axis u (conv_window: stride 1, no padding
+// there) as the pool of the other two axes over (N, C * Du, Da, Db), pooling being per channel:
+// a reshape where u is 2, or where u is 4 and axis 3 is 1 wide too (F.local_response_norm's
+// (size, 1, 1) window: axes 3 and 4 merged), else with axis u moved next to the channels.
+Value record_pool(const OnnxNode& n, Value x) {
+  const Shape s = x.shape();  // a copy (record_conv1d says why)
+  const Conv2dParams& c = n.conv;
+  const int64_t window = n.ints.at(0);
+  FRUGAL_CHECK(s.rank() == window + 2, "a ", window, "-D window over ", s, ": expected ",
+               window == 1   ? "(N, C, L)"
+               : window == 2 ? "(N, C, H, W)"
+                             : "(N, C, D, H, W)");
+  Pool2dOptions o{.kernel = n.kernel_h,
+                  .kernel_w = n.kernel_w,
+                  .stride = c.stride_h,
+                  .pad = c.pad_top,
+                  .stride_w = c.stride_w,
+                  .pad_w = c.pad_left,
+                  .ceil = n.ceil,
+                  .count_include_pad = n.count_include_pad};
+  auto pool = [&](Value v) {
+    return n.kind == Kind::max_pool ? max_pool2d(v, o) : avg_pool2d(v, o);
+  };
+  if (window == 1) {
+    const Value y = pool(reshape(x, Shape{s[0], s[1], 1, s[2]}));
+    return reshape(y, Shape{s[0], s[1], y.shape()[3]});
+  }
+  if (window == 2) return pool(x);
+  const int u = n.unit_axis;
+  if (u == 2) {
+    const Value y = pool(reshape(x, Shape{s[0], s[1] * s[2], s[3], s[4]}));
+    return reshape(y, Shape{s[0], s[1], s[2], y.shape()[2], y.shape()[3]});
+  }
+  if (u == 4 && n.kernel_w == 1 && c.stride_w == 1 && c.pad_left == 0) {
+    const Value y = pool(reshape(x, Shape{s[0], s[1], s[2], s[3] * s[4]}));
+    return reshape(y, Shape{s[0], s[1], y.shape()[2], s[3], s[4]});
+  }
+  std::vector<int64_t> perm{0, 1, u}, back(5);
+  for (int a = 2; a < 5; ++a)
+    if (a != u) perm.push_back(a);
+  for (int i = 0; i < 5; ++i) back[static_cast<size_t>(perm[static_cast<size_t>(i)])] = i;
+  const Value moved = transpose(x, perm);  // (N, C, Du, Da, Db)
+  const Value y = pool(reshape(moved, Shape{s[0], s[1] * s[u], s[perm[3]], s[perm[4]]}));
+  return transpose(reshape(y, Shape{s[0], s[1], s[u], y.shape()[2], y.shape()[3]}), back);
+}
+
 // Conv3d over (N, C, D2, D3, D4) whose window is 1 wide along axis u (conv_window: stride 1,
 // no padding there; LambdaNetworks' (k, k, 1) position lambdas): axis u moved next to the
 // batch and merged into it, the 2-D convolution of the other two axes over (N * Du, C, Da, Db)
@@ -559,6 +606,13 @@ Value record_onnx(const OnnxModel& model, Value images) {
     }
     return {};
   };
+  // An If's condition (a shape value, known now): nonzero takes the then branch.
+  auto condition = [&](const std::string& name) {
+    auto c = ints.find(name);
+    FRUGAL_CHECK(c != ints.end() && c->second.size() == 1, "the If condition '", name,
+                 "' is not one value computed from shapes");
+    return c->second.real ? c->second.reals[0] != 0 : c->second.values[0] != 0;
+  };
   auto record_node = [&](const OnnxNode& n) {
     std::vector<Value> in;
     const auto where = std::source_location::current();
@@ -573,6 +627,14 @@ Value record_onnx(const OnnxModel& model, Value images) {
           env[n.output] = y;
           return;
         }
+      }
+      if (n.kind == Kind::choose) {
+        const std::string& taken = n.inputs[condition(n.int_inputs[0]) ? 0 : 1];
+        if (auto c = ints.find(taken); c != ints.end())
+          ints[n.output] = c->second;
+        else
+          env[n.output] = value(taken);
+        return;
       }
       for (const std::string& s : n.inputs) {
         auto c = ints.find(s);  // a Concat's empty piece computed from shapes: nothing to join
@@ -673,15 +735,8 @@ Value record_onnx(const OnnxModel& model, Value images) {
           break;
         }
         case Kind::max_pool:
-          y = max_pool2d(in[0],
-                         {.kernel = n.kernel, .stride = n.stride, .pad = n.pad, .ceil = n.ceil});
-          break;
         case Kind::avg_pool:
-          y = avg_pool2d(in[0], {.kernel = n.kernel,
-                                 .stride = n.stride,
-                                 .pad = n.pad,
-                                 .ceil = n.ceil,
-                                 .count_include_pad = n.count_include_pad});
+          y = record_pool(n, in[0]);
           break;
         case Kind::global_avg_pool: {
           const Shape s = in[0].shape();  // a copy: recorded over below
@@ -956,6 +1011,15 @@ Value record_onnx(const OnnxModel& model, Value images) {
   // alone, so recording them later changes nothing).
   std::map<std::string, const OnnxNode*> waiting;
   for (const OnnxNode& n : g.nodes) {
+    // A node of an If's branch not taken.
+    if (std::any_of(n.guards.begin(), n.guards.end(), [&](const auto& guard) {
+          try {
+            return condition(guard.first) != guard.second;
+          } catch (const Error& e) {
+            throw Error(model.path + ": node '" + n.name + "' (" + n.op_type + "): " + e.what());
+          }
+        }))
+      continue;
     if (n.deferred) {
       waiting[n.output] = &n;
       continue;

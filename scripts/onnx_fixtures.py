@@ -35,7 +35,9 @@ expand_net.onnx (Expand over activations), instance_norm_net.onnx (InstanceNorma
 GroupNorm's export), group_norm_lookalike_net.onnx (GroupNorm's five nodes over a reshape
 that is no grouping), prelu_net.onnx (PReLU per channel and shared), activation_net.onnx (ELU, SELU, Mish, Softplus, Exp, Neg, Log,
 Reciprocal), pixel_net.onnx (PixelShuffle, PixelUnshuffle, GlobalMaxPool, LogSoftmax),
-lrn_net.onnx (LocalResponseNorm) and minmax_net.onnx (torch.maximum, minimum, clamp by tensors):
+lrn_net.onnx (LocalResponseNorm), minmax_net.onnx (torch.maximum, minimum, clamp by tensors),
+lrn_torch_net.onnx (LocalResponseNorm as PyTorch exports it: an If) and pool_window_net.onnx
+(rectangular, 1-D and 3-D pools):
 
     /usr/bin/python3 scripts/onnx_fixtures.py --pytorch tests/data/onnx
 
@@ -1672,6 +1674,32 @@ def minmax_net(out):
     export_with_output(net, x, out, "minmax_net", 13)
 
 
+def lrn_module(first, second, pool):
+    """A convolution, ReLU, nn.LocalResponseNorm `first`, a convolution (then a 2x2 max pool
+    where `pool`), `second`, a mean and a linear head: lrn_net's and lrn_torch_net's network,
+    built after the caller seeds PyTorch."""
+
+    import torch
+    from torch import nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(3, 8, 3, padding=1)
+            self.lrn1 = first
+            self.conv2 = nn.Conv2d(8, 6, 3, padding=1)
+            self.lrn2 = second
+            self.fc = nn.Linear(6, 5)
+
+        def forward(self, x):
+            x = self.lrn1(torch.relu(self.conv1(x)))
+            x = self.conv2(x)
+            x = self.lrn2(nn.functional.max_pool2d(x, 2) if pool else x)
+            return self.fc(x.mean((2, 3)))
+
+    return Net().eval()
+
+
 def lrn_net(out):
     """LRN nodes as ONNX's model zoo has them (AlexNet, GoogLeNet, CaffeNet converted from
     Caffe: size 5 after a ReLU, and size 3 with a bias of 2 and a larger alpha after a max
@@ -1687,22 +1715,9 @@ def lrn_net(out):
     from onnx import TensorProto, helper, numpy_helper
     from torch import nn
 
-    class Net(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.conv1 = nn.Conv2d(3, 8, 3, padding=1)
-            self.lrn1 = nn.LocalResponseNorm(5, alpha=0.05, beta=0.75, k=1.0)
-            self.conv2 = nn.Conv2d(8, 6, 3, padding=1)
-            self.lrn2 = nn.LocalResponseNorm(3, alpha=0.3, beta=0.5, k=2.0)
-            self.fc = nn.Linear(6, 5)
-
-        def forward(self, x):
-            x = self.lrn1(torch.relu(self.conv1(x)))
-            x = self.lrn2(nn.functional.max_pool2d(self.conv2(x), 2))
-            return self.fc(x.mean((2, 3)))
-
     torch.manual_seed(16)
-    net = Net().eval()
+    net = lrn_module(nn.LocalResponseNorm(5, alpha=0.05, beta=0.75, k=1.0),
+                     nn.LocalResponseNorm(3, alpha=0.3, beta=0.5, k=2.0), pool=True)
     x = torch.rand(2, 3, 6, 8) * 4 - 2
     with torch.no_grad():
         y = net(x)
@@ -1735,6 +1750,57 @@ def lrn_net(out):
         f.write(x.numpy().astype("<f4").tobytes())
         f.write(y.numpy().astype("<f4").tobytes())
     print(f"{path}: torch.float32, input {tuple(x.shape)}, output {tuple(y.shape)}")
+
+
+def lrn_torch_net(out):
+    """nn.LocalResponseNorm as PyTorch 1.13 exports it (F.local_response_norm's ops: x*x on a
+    5-D view, a Pad by computed pads, a (size, 1, 1) AveragePool and an If around a squeeze),
+    sizes 3 and 4 (even: PyTorch's window starts one channel earlier than ONNX's LRN);
+    tests/data/onnx/lrn_torch_net.onnx with PyTorch's float32 output."""
+
+    import torch
+    from torch import nn
+
+    torch.manual_seed(17)
+    net = lrn_module(nn.LocalResponseNorm(3, alpha=0.2, beta=0.75, k=1.0),
+                     nn.LocalResponseNorm(4, alpha=0.3, beta=0.5, k=2.0), pool=False)
+    x = torch.rand(2, 3, 5, 6) * 4 - 2
+    export_with_output(net, x, out, "lrn_torch_net", 13)
+
+
+def pool_window_net(out):
+    """Pools beyond square 2-D windows: MaxPool2d (3, 2) with strides (2, 1) and padding (1, 0),
+    AvgPool2d (2, 3) with padding (0, 1) not counted, MaxPool1d and AvgPool1d over (N, C, L), and
+    3-D pools over a 5-D view whose window is 1 wide along one axis (each of the three);
+    tests/data/onnx/pool_window_net.onnx with PyTorch's float32 output."""
+
+    import torch
+    from torch import nn
+    from torch.nn import functional as F
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 3, padding=1)
+            self.fc = nn.Linear(3 * 8 + 12, 5)
+
+        def forward(self, x):
+            x = torch.tanh(self.conv(x))  # (N, 8, 8, 10)
+            a = F.max_pool2d(x, (3, 2), stride=(2, 1), padding=(1, 0))  # (N, 8, 4, 9)
+            a = F.avg_pool2d(a, (2, 3), stride=(1, 2), padding=(0, 1), count_include_pad=False)
+            t = x.flatten(2)  # (N, 8, 80)
+            t = F.avg_pool1d(F.max_pool1d(t, 3, stride=2, padding=1), 4)  # (N, 8, 10)
+            v = x.reshape(x.shape[0], 2, 4, 8, 10)
+            v = F.avg_pool3d(v, (1, 2, 2))  # the first axis 1 wide
+            v = F.max_pool3d(v, (2, 2, 1), stride=(1, 2, 1))  # the last
+            v = F.avg_pool3d(v, (3, 1, 2), stride=(1, 1, 2), ceil_mode=True)  # the middle
+            feats = [a.mean((2, 3)), t.mean(2), t.amax(2), v.flatten(1)]
+            return self.fc(torch.cat(feats, 1))
+
+    torch.manual_seed(18)
+    net = Net().eval()
+    x = torch.rand(2, 3, 8, 10) * 2 - 1
+    export_with_output(net, x, out, "pool_window_net", 13)
 
 
 def norm_net(out):
@@ -1971,6 +2037,8 @@ if __name__ == "__main__":
         pixel_net(sys.argv[2])
         lrn_net(sys.argv[2])
         minmax_net(sys.argv[2])
+        lrn_torch_net(sys.argv[2])
+        pool_window_net(sys.argv[2])
         sys.exit(0)
     if len(sys.argv) > 2 and sys.argv[1] == "--segmentation":
         # The U-Net of docs/TRAINING.md's segmentation run, and a small one for the tests

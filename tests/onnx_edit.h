@@ -1,11 +1,14 @@
 // Editing ONNX models in the tests (tests/test_onnx*.cpp): a tiny model of one Conv and a Gemm
 // head to edit into error cases, the loader's message for a model, an attribute of a node to
-// set, and an empty model to build others from. Header-only: built only where ONNX is.
+// set, an empty model to build others from, and a chain of nodes over x. Header-only: built only
+// where ONNX is.
 #pragma once
 
 #include <onnx/onnx_pb.h>
 
+#include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "check/gradcheck.h"
@@ -84,6 +87,49 @@ inline onnx::AttributeProto* attribute(onnx::NodeProto* n, const std::string& na
   auto* a = n->add_attribute();
   a->set_name(name);
   return a;
+}
+
+using Attrs = std::function<void(onnx::NodeProto*)>;
+inline const Attrs kNone = [](onnx::NodeProto*) {};
+
+// x (N, dims...) through a chain of nodes (op types and their attributes), named node0, node1,
+// ..., the last one's output y.
+inline onnx::ModelProto chain(const std::vector<int64_t>& dims,
+                              const std::vector<std::pair<std::string, Attrs>>& ops,
+                              int opset = 13) {
+  onnx::ModelProto m = empty_model(opset, dims);
+  onnx::GraphProto* g = m.mutable_graph();
+  std::string from = "x";
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const std::string name = "node" + std::to_string(i);
+    onnx::NodeProto* n = g->add_node();
+    n->set_name(name);
+    n->set_op_type(ops[i].first);
+    *n->add_input() = from;
+    from = i + 1 == ops.size() ? std::string("y") : name;
+    *n->add_output() = from;
+    ops[i].second(n);
+  }
+  g->add_output()->set_name(from);
+  return m;
+}
+
+// One node of `op` over x, then Flatten: its output as (N, features).
+inline onnx::ModelProto one_node(const std::string& op, const std::vector<int64_t>& dims,
+                                 const Attrs& attrs) {
+  return chain(dims, {{op, attrs}, {"Flatten", kNone}});
+}
+
+inline OnnxModel load_model(const onnx::ModelProto& m) {
+  const std::string bytes = m.SerializeAsString();
+  return load_onnx_bytes("m.onnx", bytes.data(), bytes.size());
+}
+
+// Two samples of distinct values.
+inline std::vector<float> ramp(int64_t count) {
+  std::vector<float> x(static_cast<size_t>(count));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = 0.5f * static_cast<float>(i) - 7.0f;
+  return x;
 }
 
 }  // namespace frugal::testing

@@ -82,7 +82,9 @@ const char* const kFixtures[] = {"residual_net",
                                  "expand_net",
                                  "pixel_net",
                                  "lrn_net",
-                                 "minmax_net"};
+                                 "minmax_net",
+                                 "lrn_torch_net",
+                                 "pool_window_net"};
 
 TEST_CASE("onnx: imported models give ONNX's reference outputs") {
   // focus_net: PyTorch's output; slices with steps (YOLOv5's focus layer, x[:, 1::3]).
@@ -162,6 +164,10 @@ TEST_CASE("onnx: imported models give ONNX's reference outputs") {
   // around its weights.
   // minmax_net: PyTorch's output; torch.maximum and minimum (Max, Min) of activations, of an
   // activation and a weight, broadcast, and torch.clamp between tensors.
+  // lrn_torch_net: PyTorch's output; nn.LocalResponseNorm (sizes 3 and 4) as PyTorch exports
+  // it: a 5-D view, a Pad by computed pads, a (size, 1, 1) AveragePool, an If around a squeeze.
+  // pool_window_net: PyTorch's output; MaxPool and AveragePool with rectangular windows,
+  // strides and padding, over (N, C, L), and 3-D ones 1 wide along each of the three axes.
   // unet_seg: PyTorch's own eval-mode output (scripts/onnx_fixtures.py --segmentation --small),
   // a U-Net whose F.pad to the skip's size exports as shape arithmetic (ConstantOfShape, integer
   // Reshape, Slice with step -1, Transpose) and whose output is per pixel.

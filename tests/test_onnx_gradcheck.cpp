@@ -1,7 +1,8 @@
 // Imported models' ops in float64 against finite differences, the weights drawn away from the
 // file's: instance and group normalization (InstanceNormalization, GroupNorm's five nodes),
 // PReLU (its slopes folded, or through Unsqueeze), a class token expanded over the batch and a
-// tiny vision transformer; pixel shuffles, GlobalMaxPool, LogSoftmax, LRN, Max and Min.
+// tiny vision transformer; pixel shuffles, GlobalMaxPool, LogSoftmax, LRN, Max and Min;
+// PyTorch's LocalResponseNorm export (an If), rectangular, 1-D and 3-D pools.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -300,4 +301,36 @@ TEST_CASE("onnx: gradcheck of Max and Min") {
   CHECK(extremes == 5);
   check_gradients(randomized(m, 150), {random_tensor({2, 3, 5, 6}, 43, -1, 1)},
                   {.tolerance = 1e-6});
+}
+
+// nn.LocalResponseNorm as PyTorch exports it (lrn_torch_net: sizes 3 and 4), in float64
+// against finite differences: the If around each squeeze taken by its shape condition, the
+// (size, 1, 1) average pool over a 5-D view as a 2-D pool of the merged last axes.
+TEST_CASE("onnx: gradcheck of PyTorch's LocalResponseNorm export (If, 3-D AveragePool)") {
+  const OnnxModel m = load_onnx((onnx_data() / "lrn_torch_net.onnx").string());
+  int ifs = 0, guarded = 0, pools = 0;
+  for (const OnnxNode& n : m.graph->nodes) {
+    ifs += n.kind == OnnxKind::choose;
+    guarded += !n.guards.empty();
+    pools += n.kind == OnnxKind::avg_pool && n.ints.at(0) == 3;
+  }
+  CHECK(ifs == 2);
+  CHECK(guarded == 4);  // each If's squeeze and identity
+  CHECK(pools == 2);
+  check_gradients(randomized(m, 150), {random_tensor({2, 3, 5, 6}, 43, -2, 2)},
+                  {.tolerance = 1e-6});
+}
+
+// MaxPool and AveragePool beyond square 2-D windows (pool_window_net: rectangular windows,
+// strides and padding, 1-D pools over (N, C, L), 3-D pools 1 wide along each axis in turn) in
+// float64 against finite differences.
+TEST_CASE("onnx: gradcheck of rectangular, 1-D and 3-D pools") {
+  const OnnxModel m = load_onnx((onnx_data() / "pool_window_net.onnx").string());
+  int by_rank[4] = {};
+  for (const OnnxNode& n : m.graph->nodes)
+    if (n.kind == OnnxKind::max_pool || n.kind == OnnxKind::avg_pool) ++by_rank[n.ints.at(0)];
+  CHECK(by_rank[1] == 2);
+  CHECK(by_rank[2] == 2);
+  CHECK(by_rank[3] == 3);
+  check_gradients(randomized(m, 160), {random_tensor({2, 3, 8, 10}, 47)}, {.tolerance = 1e-6});
 }

@@ -21,41 +21,6 @@ using namespace frugal::testing;
 
 namespace {
 
-using Attrs = std::function<void(onnx::NodeProto*)>;
-const Attrs kNone = [](onnx::NodeProto*) {};
-
-// x (N, dims...) through a chain of nodes (op types and their attributes), named node0, node1,
-// ..., the last one's output y.
-onnx::ModelProto chain(const std::vector<int64_t>& dims,
-                       const std::vector<std::pair<std::string, Attrs>>& ops, int opset = 13) {
-  onnx::ModelProto m = empty_model(opset, dims);
-  onnx::GraphProto* g = m.mutable_graph();
-  std::string from = "x";
-  for (size_t i = 0; i < ops.size(); ++i) {
-    const std::string name = "node" + std::to_string(i);
-    onnx::NodeProto* n = g->add_node();
-    n->set_name(name);
-    n->set_op_type(ops[i].first);
-    *n->add_input() = from;
-    from = i + 1 == ops.size() ? std::string("y") : name;
-    *n->add_output() = from;
-    ops[i].second(n);
-  }
-  g->add_output()->set_name(from);
-  return m;
-}
-
-// One node of `op` over x, then Flatten: its output as (N, features).
-onnx::ModelProto one_node(const std::string& op, const std::vector<int64_t>& dims,
-                          const Attrs& attrs) {
-  return chain(dims, {{op, attrs}, {"Flatten", kNone}});
-}
-
-OnnxModel load(const onnx::ModelProto& m) {
-  const std::string bytes = m.SerializeAsString();
-  return load_onnx_bytes("m.onnx", bytes.data(), bytes.size());
-}
-
 auto blocks(int64_t b, const char* mode = nullptr) {
   return [b, mode](onnx::NodeProto* n) {
     auto* a = attribute(n, "blocksize");
@@ -69,20 +34,13 @@ auto blocks(int64_t b, const char* mode = nullptr) {
   };
 }
 
-// Two samples of distinct values.
-std::vector<float> ramp(int64_t count) {
-  std::vector<float> x(static_cast<size_t>(count));
-  for (size_t i = 0; i < x.size(); ++i) x[i] = 0.5f * static_cast<float>(i) - 7.0f;
-  return x;
-}
-
 }  // namespace
 
 TEST_CASE("onnx: DepthToSpace (DCR and CRD) and SpaceToDepth put elements where ONNX does") {
   const int64_t b = 2, C = 3, H = 2, W = 3;  // DepthToSpace: (N, C*b*b, H, W) to (N, C, H*b, W*b)
   for (const char* mode : {"DCR", "CRD"}) {
     CAPTURE(std::string(mode));
-    const OnnxModel m = load(one_node("DepthToSpace", {C * b * b, H, W}, blocks(b, mode)));
+    const OnnxModel m = load_model(one_node("DepthToSpace", {C * b * b, H, W}, blocks(b, mode)));
     const std::vector<float> x = ramp(2 * C * b * b * H * W), y = onnx_forward(m, x);
     REQUIRE(y.size() == x.size());
     const bool crd = std::string(mode) == "CRD";
@@ -100,7 +58,7 @@ TEST_CASE("onnx: DepthToSpace (DCR and CRD) and SpaceToDepth put elements where 
     CHECK(wrong == 0);
   }
   // SpaceToDepth: (N, C, H*b, W*b) to (N, (bh*b + bw)*C + c, H, W), the inverse of DCR.
-  const OnnxModel m = load(one_node("SpaceToDepth", {C, H * b, W * b}, blocks(b)));
+  const OnnxModel m = load_model(one_node("SpaceToDepth", {C, H * b, W * b}, blocks(b)));
   const std::vector<float> x = ramp(2 * C * b * b * H * W), y = onnx_forward(m, x);
   REQUIRE(y.size() == x.size());
   int wrong = 0;
@@ -118,7 +76,7 @@ TEST_CASE("onnx: DepthToSpace (DCR and CRD) and SpaceToDepth put elements where 
 TEST_CASE("onnx: GlobalMaxPool is each channel's largest element") {
   for (const std::vector<int64_t>& dims : {std::vector<int64_t>{3, 4, 5}, {3, 1, 7}}) {
     CAPTURE(dims[2]);
-    const OnnxModel m = load(one_node("GlobalMaxPool", dims, kNone));
+    const OnnxModel m = load_model(one_node("GlobalMaxPool", dims, kNone));
     const int64_t plane = dims[1] * dims[2];
     std::vector<float> x = ramp(2 * 3 * plane);
     for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 37) % 101);
@@ -141,7 +99,7 @@ TEST_CASE("onnx: LRN sums the squares over ONNX's window of channels") {
   for (int64_t size : {1, 2, 3, 4, 5, 8}) {
     CAPTURE(size);
     const double alpha = 0.2, beta = 0.75, bias = 1.5;
-    const OnnxModel m = load(one_node("LRN", {C, H, W}, [&](onnx::NodeProto* n) {
+    const OnnxModel m = load_model(one_node("LRN", {C, H, W}, [&](onnx::NodeProto* n) {
       auto* s = attribute(n, "size");
       s->set_type(onnx::AttributeProto::INT);
       s->set_i(size);
