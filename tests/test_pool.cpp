@@ -91,6 +91,11 @@ const std::vector<std::pair<Shape, Pool2dOptions>> kConfigs = {
     {{1, 2, 5, 4}, {.kernel = 3, .stride = 1, .pad = 1}},                // overlapping windows
     {{1, 1, 5, 3}, {.kernel = 2, .stride = 2, .pad = 1, .ceil = true}},  // ceil drops a window
     {{1, 2, 7, 8}, {.kernel = 2, .stride = 3}},                          // stride > kernel
+    // A stride and a padding per axis (ONNX's rectangular pools), and a 1-D pool's window over
+    // a height of 1.
+    {{1, 2, 7, 8},
+     {.kernel = 3, .kernel_w = 2, .stride = 2, .pad = 1, .stride_w = 1, .pad_w = 0, .ceil = true}},
+    {{2, 1, 1, 9}, {.kernel = 1, .kernel_w = 3, .stride = 1, .pad = 0, .stride_w = 2, .pad_w = 1}},
 };
 
 }  // namespace
@@ -192,7 +197,8 @@ TEST_CASE("avg_pool2d hand-computed") {
 TEST_CASE("gradcheck max_pool2d") {
   uint64_t seed = 1;
   for (const auto& [shape, o] : kConfigs) {
-    INFO("x ", shape, " kernel ", o.kernel, " stride ", o.stride, " pad ", o.pad, " ceil ", o.ceil);
+    INFO("x ", shape, " kernel ", o.kernel, "x", o.kernel_w, " stride ", o.stride, "x", o.stride_w,
+         " pad ", o.pad, "x", o.pad_w, " ceil ", o.ceil);
     check_gradients(
         [o](std::span<const Value> x) { return std::vector<Value>{max_pool2d(x[0], o)}; },
         {distinct(shape, seed++)});
@@ -599,6 +605,13 @@ TEST_CASE("pool errors name the op and the shapes") {
                        doctest::Contains("max_pool2d: pad 2 must be at most half of kernel 3 (x "
                                          "[1,2,8,8])"),
                        Error);
+  CHECK_THROWS_WITH_AS(max_pool2d(x, {.kernel = 3, .kernel_w = 2, .pad = 1, .pad_w = 2}),
+                       doctest::Contains("max_pool2d: pad 1x2 must be at most half of kernel 3x2 "
+                                         "(x [1,2,8,8])"),
+                       Error);
+  CHECK(
+      max_pool2d(x, {.kernel = 3, .kernel_w = 2, .stride = 2, .stride_w = 1, .pad_w = 1}).shape() ==
+      Shape{1, 2, 3, 9});
   CHECK_THROWS_WITH_AS(avg_pool2d(x, {.kernel = 11}),
                        doctest::Contains("avg_pool2d: kernel 11 is larger than the padded input "
                                          "(x [1,2,8,8], pad 0)"),
