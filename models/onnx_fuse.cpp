@@ -20,7 +20,7 @@ void fuse_onnx_graph(OnnxGraph& g) {
   std::map<std::string, const OnnxNode*> producer;
   for (const OnnxNode& n : g.nodes) {
     for (const std::string& in : n.inputs) ++uses[in];
-    // A node of an If's branch starts no pattern whose other nodes it is not guarded with.
+    // No pattern takes in a node of an If's branch (recorded only where its branch is taken).
     if (n.guards.empty()) producer[n.output] = &n;
   }
   std::set<std::string> dead;

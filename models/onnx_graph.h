@@ -110,7 +110,8 @@ struct OnnxNode {
   BinaryKind binary = BinaryKind::add;
   int64_t flatten_features = -1;  // Reshape to (N, F): F, or -1
   bool squeeze = false;           // a reduction without keepdims: the axes dropped
-  std::vector<int64_t> ints;  // transpose's perm, split's sizes (opsets < 13), ReduceMean's axes
+  // transpose's perm, split's sizes (opsets < 13), ReduceMean's axes; pools: {the window's rank}
+  std::vector<int64_t> ints;
   std::vector<std::string> int_inputs;  // integer operands, read while recording
   IntNode int_node;                     // kind integer
   std::vector<std::string> outputs;     // split: every output (`output` is the first)

@@ -109,7 +109,7 @@ std::vector<float> reference_pool(const std::vector<float>& x, const std::vector
   std::vector<float> y;
   for (int64_t p = 0; p < planes; ++p)
     for (int64_t o = 0; o < out_plane; ++o) {
-      std::vector<int64_t> at(s), w(s, 0);
+      std::vector<int64_t> at(s);
       for (int64_t r = o, a = static_cast<int64_t>(s) - 1; a >= 0; --a)
         at[static_cast<size_t>(a)] = r % out[static_cast<size_t>(a)],
         r /= out[static_cast<size_t>(a)];
@@ -117,17 +117,16 @@ std::vector<float> reference_pool(const std::vector<float>& x, const std::vector
       int64_t inside = 0, window = 1;
       for (size_t a = 0; a < s; ++a) window *= k[a];
       for (int64_t e = 0; e < window; ++e) {
-        int64_t flat = 0;
+        int64_t flat = 0, step = 1;  // the element's index in the plane, built from the last axis
         bool in = true;
         for (int64_t r = e, a = static_cast<int64_t>(s) - 1; a >= 0; --a) {
           const auto u = static_cast<size_t>(a);
           const int64_t i = at[u] * stride[u] - pad[u] + r % k[u];
           r /= k[u];
           in = in && i >= 0 && i < dims[u + 2];
-          w[u] = i;
+          flat += i * step, step *= dims[u + 2];
         }
         if (!in) continue;
-        for (size_t a = 0; a < s; ++a) flat = flat * dims[a + 2] + w[a];
         const double v = x[static_cast<size_t>(p * in_plane + flat)];
         best = std::max(best, v), sum += v, ++inside;
       }
