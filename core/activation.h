@@ -49,6 +49,18 @@ inline bool activation_backward_reads_nothing(Activation a) {
   return a == Activation::neg;
 }
 
+// PyTorch's ELU family (aten::elu): y = x > 0 ? scale x : alpha scale (e^(input_scale x) - 1).
+// nn.ELU(alpha) is {alpha, 1, 1}, nn.CELU(alpha) {alpha, 1, 1 / alpha}, SELU {its alpha, its
+// scale, 1}. (Activation::elu and ::selu are the defaults', kept as they were.)
+struct EluCoefficients {
+  double alpha = 1, scale = 1, input_scale = 1;
+};
+// Whether backward may read y instead of x: where alpha >= 0 and both scales are positive, y > 0
+// exactly where x > 0 (short of x * scale underflowing to 0), so the op may run in place.
+inline bool elu_backward_reads_output(const EluCoefficients& c) {
+  return c.alpha >= 0 && c.scale > 0 && c.input_scale > 0;
+}
+
 namespace activation_math {
 
 #if defined(__CUDA_ARCH__)
@@ -175,6 +187,31 @@ FRUGAL_ACTIVATION_HD inline T backward(Activation a, T v, T dy) {
       return -dy * (v * v);
   }
   return dy;
+}
+
+// The ELU family's element functions, as PyTorch's CPU kernels compute them, with the
+// coefficients in T (EluConstants: negative = T(alpha * scale), positive = T(scale), input =
+// T(input_scale)). Backward from x, or from y (elu_backward_reads_output): dy input (y +
+// negative) where y <= 0.
+template <typename T>
+struct EluConstants {
+  T negative, positive, input;
+  explicit EluConstants(const EluCoefficients& c)
+      : negative(static_cast<T>(c.alpha * c.scale)),
+        positive(static_cast<T>(c.scale)),
+        input(static_cast<T>(c.input_scale)) {}
+};
+template <typename T>
+FRUGAL_ACTIVATION_HD inline T elu_forward(T x, const EluConstants<T>& c) {
+  return x <= T(0) ? FRUGAL_MATH(expm1)(x * c.input) * c.negative : x * c.positive;
+}
+template <typename T>
+FRUGAL_ACTIVATION_HD inline T elu_backward_input(T x, const EluConstants<T>& c, T dy) {
+  return x <= T(0) ? dy * c.input * c.negative * FRUGAL_MATH(exp)(x * c.input) : dy * c.positive;
+}
+template <typename T>
+FRUGAL_ACTIVATION_HD inline T elu_backward_output(T y, const EluConstants<T>& c, T dy) {
+  return y <= T(0) ? dy * c.input * (y + c.negative) : dy * c.positive;
 }
 
 // x^e and its derivative as PyTorch computes them: pow(x, e) (NaN for a negative x and a

@@ -83,6 +83,12 @@ void Backend::pow_forward(const Tensor&, double, Tensor&) {
 void Backend::pow_backward(const Tensor&, double, const Tensor&, Tensor&) {
   throw Error("pow backward: no pow kernels on " + device().str());
 }
+void Backend::elu_forward(const Tensor&, const EluCoefficients&, Tensor&) {
+  throw Error("elu: no ELU-family kernels on " + device().str());
+}
+void Backend::elu_backward(const Tensor&, bool, const EluCoefficients&, const Tensor&, Tensor&) {
+  throw Error("elu backward: no ELU-family kernels on " + device().str());
+}
 void Backend::clamp_forward(const Tensor&, double, double, Tensor&) {
   throw Error("clamp: no clamp kernels on " + device().str());
 }

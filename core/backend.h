@@ -331,6 +331,13 @@ class Backend {
   virtual void pow_forward(const Tensor& x, double exponent, Tensor& y);
   // dx = dy exponent x^(exponent - 1) (0 for exponent 0); dx may alias dy.
   virtual void pow_backward(const Tensor& x, double exponent, const Tensor& dy, Tensor& dx);
+  // The ELU family (activation_math::elu_forward; nn.ELU and nn.CELU with any alpha, SELU with
+  // other constants); y may alias x. Devices without it throw naming themselves.
+  virtual void elu_forward(const Tensor& x, const EluCoefficients& c, Tensor& y);
+  // dx = dy f'(x) from `v`: y where from_output (elu_backward_reads_output(c) must hold), else x.
+  // dx may alias dy.
+  virtual void elu_backward(const Tensor& v, bool from_output, const EluCoefficients& c,
+                            const Tensor& dy, Tensor& dx);
   // y = clamp(x, lo, hi) elementwise (activation_math::clamp_forward; lo <= hi, either may be
   // infinite); y may alias x. Devices without it throw naming themselves.
   virtual void clamp_forward(const Tensor& x, double lo, double hi, Tensor& y);

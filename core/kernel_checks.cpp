@@ -49,6 +49,15 @@ void check_dropout_p(double p) {
   FRUGAL_CHECK(p >= 0 && p < 1, "dropout: p must be in [0, 1), got ", p);
 }
 
+void check_elu_backward(const Tensor& v, bool from_output, const EluCoefficients& c,
+                        const Tensor& dy, const Tensor& dx, const Device& device) {
+  check_same("elu backward", dy, dx, device);
+  check_same("elu backward", v, dx, device);
+  FRUGAL_CHECK(!from_output || elu_backward_reads_output(c),
+               "elu backward: reading the output needs alpha >= 0 and positive scales, got alpha ",
+               c.alpha, ", scale ", c.scale, ", input scale ", c.input_scale);
+}
+
 void check_add(const Tensor& a, const Tensor& b, const Tensor& y, const Device& device) {
   FRUGAL_CHECK(a.meta() == b.meta(), "add: a ", a.shape(), " ", dtype_name(a.dtype()), " and b ",
                b.shape(), " ", dtype_name(b.dtype()), " must match");

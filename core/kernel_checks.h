@@ -30,6 +30,10 @@ void check_required_mask(const char* op, const Tensor& mask, int64_t n, const De
 void check_defined(const char* op, const char* what, const Tensor& t);
 // Dropout's probability p lies in [0, 1).
 void check_dropout_p(double p);
+// The ELU family's backward: v, dy and dx one shape and float dtype; reading the output
+// (from_output) only where elu_backward_reads_output(c).
+void check_elu_backward(const Tensor& v, bool from_output, const EluCoefficients& c,
+                        const Tensor& dy, const Tensor& dx, const Device& device);
 
 // Batched matrix products: a, b, c defined, one float dtype, each holding batch x its matrix.
 void check_matmul(const MatmulGeometry& g, const Tensor& a, const Tensor& b, const Tensor& c,

@@ -1,5 +1,5 @@
-// Activation and pow kernels of the CUDA backend: one thread per element over the element
-// functions the CPU twin uses (core/activation.h).
+// Activation, ELU-family, pow and clamp kernels of the CUDA backend: one thread per element over
+// the element functions the CPU twin uses (core/activation.h).
 #include "core/activation.h"
 #include "core/kernel_checks.h"
 #include "cuda/cuda_backend.h"
@@ -46,7 +46,56 @@ __global__ void clamp_backward_kernel(const T* x, T lo, T hi, const T* dy, T* dx
   if (i < n) dx[i] = activation_math::clamp_backward(x[i], lo, hi, dy[i]);
 }
 
+template <typename T>
+__global__ void elu_forward_kernel(const T* x, activation_math::EluConstants<T> c, T* y,
+                                   int64_t n) {
+  const int64_t i = thread_index();
+  if (i < n) y[i] = activation_math::elu_forward(x[i], c);
+}
+
+template <typename T>
+__global__ void elu_backward_kernel(const T* v, bool from_output,
+                                    activation_math::EluConstants<T> c, const T* dy, T* dx,
+                                    int64_t n) {
+  const int64_t i = thread_index();
+  if (i < n)
+    dx[i] = from_output ? activation_math::elu_backward_output(v[i], c, dy[i])
+                        : activation_math::elu_backward_input(v[i], c, dy[i]);
+}
+
+template <typename T>
+void elu_forward_t(const Tensor& x, const EluCoefficients& c, Tensor& y) {
+  const int64_t n = x.numel();
+  launch(n, elu_forward_kernel<T>, x.device_data<T>(), activation_math::EluConstants<T>(c),
+         y.device_data<T>(), n);
+}
+
+template <typename T>
+void elu_backward_t(const Tensor& v, bool from_output, const EluCoefficients& c, const Tensor& dy,
+                    Tensor& dx) {
+  const int64_t n = v.numel();
+  launch(n, elu_backward_kernel<T>, v.device_data<T>(), from_output,
+         activation_math::EluConstants<T>(c), dy.device_data<T>(), dx.device_data<T>(), n);
+}
+
 }  // namespace
+
+void CudaBackend::elu_forward(const Tensor& x, const EluCoefficients& c, Tensor& y) {
+  check_same("elu", x, y, device());
+  if (x.dtype() == DType::f32)
+    elu_forward_t<float>(x, c, y);
+  else
+    elu_forward_t<double>(x, c, y);
+}
+
+void CudaBackend::elu_backward(const Tensor& v, bool from_output, const EluCoefficients& c,
+                               const Tensor& dy, Tensor& dx) {
+  check_elu_backward(v, from_output, c, dy, dx, device());
+  if (v.dtype() == DType::f32)
+    elu_backward_t<float>(v, from_output, c, dy, dx);
+  else
+    elu_backward_t<double>(v, from_output, c, dy, dx);
+}
 
 void CudaBackend::clamp_forward(const Tensor& x, double lo, double hi, Tensor& y) {
   check_same("clamp", x, y, device());

@@ -61,6 +61,29 @@ std::optional<UnaryKind> unary_kind(const std::string& op) {
   const auto it = kinds.find(op);
   return it == kinds.end() ? std::nullopt : std::optional<UnaryKind>(it->second);
 }
+
+// The ELU family's coefficients (layers/elu.h) of Celu (any alpha), Elu with an alpha other
+// than 1 and Selu with constants other than SELU's own (within float32's rounding of them);
+// nullopt for the others, Elu's and Selu's defaults being activation ops as before. Constants
+// that are not finite, and Celu's alpha of 0, are errors.
+std::optional<EluCoefficients> elu_coefficients(const OnnxReader& r, const onnx::NodeProto& n) {
+  const std::string& op = n.op_type();
+  if (op != "Celu" && op != "Elu" && op != "Selu") return std::nullopt;
+  EluCoefficients c;
+  c.alpha = r.get_float(n, "alpha", op == "Selu" ? activation_math::kSeluAlpha : 1);
+  if (op == "Selu") c.scale = r.get_float(n, "gamma", activation_math::kSeluScale);
+  auto near = [](double a, double b) { return std::abs(a / b - 1) <= 1e-6; };
+  if ((op == "Elu" && c.alpha == 1) ||
+      (op == "Selu" && near(c.alpha, activation_math::kSeluAlpha) &&
+       near(c.scale, activation_math::kSeluScale)))
+    return std::nullopt;
+  if (!std::isfinite(c.alpha) || !std::isfinite(c.scale) || (op == "Celu" && c.alpha == 0))
+    r.fail(n, op == "Celu"   ? "alpha must be finite and not 0"
+              : op == "Selu" ? "alpha and gamma must be finite"
+                             : "alpha must be finite");
+  if (op == "Celu") c.input_scale = 1 / c.alpha;
+  return c;
+}
 }  // namespace
 
 OnnxModel load_onnx(const std::string& path, bool keep_weights) {
@@ -1216,6 +1239,12 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       o.kind = Kind::activation;
       o.activation = op == "Sqrt" ? Activation::sqrt : Activation::abs;
       o.inputs = {activation_input(n)};
+    } else if (const std::optional<EluCoefficients> c = elu_coefficients(r, n)) {
+      // nn.CELU, nn.ELU with an alpha other than 1, SELU with constants of its own: the ELU
+      // family's op (layers/elu.h), whose backward reads y, not x.
+      o.kind = Kind::elu;
+      o.elu = *c;
+      o.inputs = {activation_input(n)};
     } else if (op == "Elu" || op == "Selu" || op == "Softplus" || op == "Softsign" || op == "Exp" ||
                op == "Log" || op == "Neg" || op == "Reciprocal") {
       // nn.ELU, nn.SELU, nn.Softplus, nn.Softsign, and nn.Mish as its export's Softplus, Tanh
@@ -1229,13 +1258,6 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
                      : op == "Log"      ? Activation::log
                      : op == "Neg"      ? Activation::neg
                                         : Activation::reciprocal;
-      if (op == "Elu" && r.get_float(n, "alpha", 1) != 1)
-        r.fail(n, "alpha other than 1 is not imported (nn.ELU's default)");
-      const double alpha = r.get_float(n, "alpha", activation_math::kSeluAlpha);
-      const double gamma = r.get_float(n, "gamma", activation_math::kSeluScale);
-      if (op == "Selu" && (std::abs(alpha / activation_math::kSeluAlpha - 1) > 1e-6 ||
-                           std::abs(gamma / activation_math::kSeluScale - 1) > 1e-6))
-        r.fail(n, "alpha and gamma other than SELU's own are not imported");
       o.inputs = {activation_input(n)};
     } else if (op == "Pow") {
       // By a constant exponent: 2 (a variance's square, as PyTorch's LayerNorm exports below
@@ -1376,7 +1398,8 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
           "Transpose, "
           "Split, Slice, Pad, Concat, Softmax, LogSoftmax, Resize, Add, Sub, Mul, Div, Relu, "
           "LeakyRelu, PRelu, GlobalMaxPool, DepthToSpace, SpaceToDepth, LRN, Max, Min, "
-          "Sigmoid, Tanh, HardSigmoid, HardSwish, Clip, Elu, Selu, Softplus, Softsign, Exp, Log, "
+          "Sigmoid, Tanh, HardSigmoid, HardSwish, Clip, Elu, Celu, Selu, Softplus, Softsign, Exp, "
+          "Log, "
           "Neg, Reciprocal, Dropout, Identity, Constant, Erf, Sqrt, If (a condition computed "
           "from shapes), "
           "Abs, Einsum (batched products), "

@@ -45,6 +45,7 @@ enum class OnnxKind {
   leaky_relu,
   prelu,  // inputs {x, slope}: the slope one value per channel (axis 1) or one for all
   activation,
+  elu,    // Elu, Celu and Selu with other constants than the defaults: elu (its coefficients)
   pow,    // by the constant alpha (Pow by 2, 0.5 and 1 are mul, sqrt and identity)
   clamp,  // Clip to [clip_lo, clip_hi] (to [0, 6] and [0, inf): relu6 and relu)
   // BatchNorm in training mode over a weight (1, C, L): inputs {w, scale, bias}; eps
@@ -106,6 +107,7 @@ struct OnnxNode {
   double clip_lo = 0, clip_hi = 0;       // clamp
   double lrn_beta = 0.75, lrn_bias = 1;  // lrn
   Activation activation = Activation::sigmoid;
+  EluCoefficients elu;  // kind elu
   Reduction reduction = Reduction::sum;
   BinaryKind binary = BinaryKind::add;
   int64_t flatten_features = -1;  // Reshape to (N, F): F, or -1

@@ -22,6 +22,7 @@
 #include "layers/conv2d.h"
 #include "layers/conv_transpose2d.h"
 #include "layers/dropout.h"
+#include "layers/elu.h"
 #include "layers/flatten.h"
 #include "layers/gather.h"
 #include "layers/group_norm.h"
@@ -824,6 +825,9 @@ Value record_onnx(const OnnxModel& model, Value images) {
           break;
         case Kind::activation:
           y = activation(in[0], n.activation);
+          break;
+        case Kind::elu:
+          y = elu_family(in[0], n.elu);
           break;
         case Kind::dropout:
           y = dropout(in[0], n.alpha);

@@ -34,7 +34,7 @@ leading axes), gather_net.onnx (Gather over activations) and reduce_net.onnx, re
 expand_net.onnx (Expand over activations), instance_norm_net.onnx (InstanceNormalization,
 GroupNorm's export), group_norm_lookalike_net.onnx (GroupNorm's five nodes over a reshape
 that is no grouping), prelu_net.onnx (PReLU per channel and shared), activation_net.onnx (ELU, SELU, Mish, Softplus, Exp, Neg, Log,
-Reciprocal), pixel_net.onnx (PixelShuffle, PixelUnshuffle, GlobalMaxPool, LogSoftmax),
+Reciprocal), elu_net.onnx (ELU and CELU with alphas of their own), pixel_net.onnx (PixelShuffle, PixelUnshuffle, GlobalMaxPool, LogSoftmax),
 lrn_net.onnx (LocalResponseNorm), minmax_net.onnx (torch.maximum, minimum, clamp by tensors),
 lrn_torch_net.onnx (LocalResponseNorm as PyTorch exports it: an If) and pool_window_net.onnx
 (rectangular, 1-D and 3-D pools):
@@ -1609,6 +1609,27 @@ def activation_net(out):
     export_with_output(net, x, out, "activation_net", 13)
 
 
+def elu_net(out):
+    """nn.ELU and nn.CELU with alphas of their own (Elu with alphas 0.5 and 1.7, Celu with 2.0
+    and with its default 1.0), after convolutions and on a head's features;
+    tests/data/onnx/elu_net.onnx with PyTorch's float32 output."""
+
+    import torch
+    from torch import nn
+
+    torch.manual_seed(15)
+    net = nn.Sequential(nn.Conv2d(3, 6, 3, padding=1), nn.ELU(alpha=0.5),
+                        nn.Conv2d(6, 6, 3, padding=1), nn.CELU(alpha=2.0),
+                        nn.Conv2d(6, 4, 3, padding=1), nn.CELU(),
+                        nn.Flatten(), nn.Linear(4 * 6 * 5, 8), nn.ELU(alpha=1.7), nn.Linear(8, 5))
+    for m in net.modules():
+        if isinstance(m, nn.Conv2d):
+            nn.init.normal_(m.weight, std=0.4)
+    net.eval()
+    x = torch.rand(2, 3, 6, 5) * 4 - 2
+    export_with_output(net, x, out, "elu_net", 13)
+
+
 def pixel_net(out):
     """nn.PixelShuffle (DepthToSpace, CRD mode) and nn.PixelUnshuffle as PyTorch exports them,
     CBAM's channel attention (nn.AdaptiveMaxPool2d(1): GlobalMaxPool, beside the average),
@@ -2034,6 +2055,7 @@ if __name__ == "__main__":
         group_norm_lookalike_net(sys.argv[2])
         prelu_net(sys.argv[2])
         activation_net(sys.argv[2])
+        elu_net(sys.argv[2])
         pixel_net(sys.argv[2])
         lrn_net(sys.argv[2])
         minmax_net(sys.argv[2])

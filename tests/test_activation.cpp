@@ -19,6 +19,7 @@
 #include "layers/activation.h"
 #include "layers/conv2d.h"
 #include "run/executor.h"
+#include "tests/tape_values.h"
 
 using namespace frugal;
 using namespace frugal::testing;
@@ -45,24 +46,7 @@ Tensor away_from_kinks(Shape shape, uint64_t seed) {
 // y = f(x) and dx for dy = 1 at the given points, through the op on the CPU (f64).
 std::pair<std::vector<double>, std::vector<double>> run(Activation a,
                                                         const std::vector<double>& xs) {
-  ParamStore store;
-  Tape tape(store, DType::f64);
-  const int64_t n = static_cast<int64_t>(xs.size());
-  Value x = tape.input("x", {n}, DType::f64, true);
-  Value y = activation(x, a);
-  Executor ex(tape, cpu_backend(), {.keep = {x, y}});
-  Tensor in = Tensor::empty({n}, DType::f64);
-  std::memcpy(in.raw(), xs.data(), xs.size() * sizeof(double));
-  ex.set_input(x, in);
-  ex.forward();
-  std::vector<double> out(xs.size()), grad(xs.size());
-  std::memcpy(out.data(), ex.value(y).raw(), out.size() * sizeof(double));
-  Tensor ones = Tensor::empty({n}, DType::f64);
-  cpu_backend().fill(ones, 1.0);
-  std::pair<Value, Tensor> seed{y, ones};
-  ex.backward(std::span<const std::pair<Value, Tensor>>(&seed, 1));
-  std::memcpy(grad.data(), ex.grad(x).raw(), grad.size() * sizeof(double));
-  return {out, grad};
+  return values_and_grads([a](Value x) { return activation(x, a); }, xs);
 }
 
 }  // namespace
@@ -171,27 +155,15 @@ TEST_CASE("activations: values by hand, the derivative at the kinks, NaN kept") 
 TEST_CASE("activations: in place where backward allows it; planned equals baseline bitwise") {
   for (Activation a : kAll) {
     CAPTURE(std::string(activation_name(a)));
-    ParamStore store(1);
-    Tape tape(store, DType::f32);
-    Value x = tape.input("x", {2, 3, 6, 6}, DType::f32, true);
-    Value h = conv2d(x, {.out = 4, .kernel = 3, .pad = 1});
-    Value act = activation(h, a);
-    Value y = conv2d(act, {.out = 2, .kernel = 3});
-    Executor ex(
-        tape, cpu_backend(),
-        {.memory = MemoryMode::planned, .keep = {y}, .optimizer = OptimizerConfig{.lr = 0.1}});
-    const Liveness& live = ex.liveness();
-    const bool in_place = live.buffers[static_cast<size_t>(live.value_buffer[act.id()])].alias_of ==
-                          live.value_buffer[h.id()];
-    CHECK(in_place ==
+    const InPlace in_place = planned_in_place([a](Value v) { return activation(v, a); });
+    CHECK(in_place.output ==
           (activation_backward_reads_output(a) || activation_backward_reads_nothing(a)));
+    CHECK(in_place.gradient);
     if (activation_backward_reads_nothing(a)) {  // neg keeps nothing for backward
       const Roles roles = ActivationOp(a).roles(Mode::training, cpu_backend());
       CHECK(roles.backward_reads_inputs.empty());
       CHECK(roles.backward_reads_outputs.empty());
     }
-    const int dh = live.grad_buffer[h.id()], dact = live.grad_buffer[act.id()];
-    CHECK(live.buffers[static_cast<size_t>(dh)].alias_of == dact);
     check_planned_equals_baseline([a](Value v) { return activation(v, a); });
   }
   // In inference every one of them runs in place.

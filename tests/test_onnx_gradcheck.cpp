@@ -2,7 +2,8 @@
 // file's: instance and group normalization (InstanceNormalization, GroupNorm's five nodes),
 // PReLU (its slopes folded, or through Unsqueeze), a class token expanded over the batch and a
 // tiny vision transformer; pixel shuffles, GlobalMaxPool, LogSoftmax, LRN, Max and Min;
-// PyTorch's LocalResponseNorm export (an If), rectangular, 1-D and 3-D pools.
+// PyTorch's LocalResponseNorm export (an If), rectangular, 1-D and 3-D pools; ELU and CELU
+// with their own alphas.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -333,4 +334,15 @@ TEST_CASE("onnx: gradcheck of rectangular, 1-D and 3-D pools") {
   CHECK(by_rank[2] == 2);
   CHECK(by_rank[3] == 3);
   check_gradients(randomized(m, 160), {random_tensor({2, 3, 8, 10}, 47)}, {.tolerance = 1e-6});
+}
+
+// nn.ELU and nn.CELU with alphas of their own (elu_net: Elu 0.5 and 1.7, Celu 2.0 and 1.0; the
+// ELU family's op, whose backward reads its output) in float64 against finite differences.
+TEST_CASE("onnx: gradcheck of ELU and CELU with their own alphas") {
+  const OnnxModel m = load_onnx((onnx_data() / "elu_net.onnx").string());
+  int elus = 0;
+  for (const OnnxNode& n : m.graph->nodes) elus += n.kind == OnnxKind::elu;
+  CHECK(elus == 4);
+  check_gradients(randomized(m, 170), {random_tensor({2, 3, 6, 5}, 49, -2, 2)},
+                  {.tolerance = 1e-6});
 }

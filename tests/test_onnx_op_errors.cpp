@@ -157,24 +157,25 @@ TEST_CASE(
     CHECK(error_for(m13).ends_with(
         "(ReduceSum): no axes: the reduction over every axis, the batch's included"));
   }
-  {  // ELU with another alpha, SELU with other constants.
+  {  // ELU, CELU and SELU with constants that are not finite, CELU's alpha of 0.
     onnx::ModelProto m;
     std::ifstream in(onnx_data() / "activation_net.onnx", std::ios::binary);
     REQUIRE(m.ParseFromIstream(&in));
-    onnx::ModelProto elu = m, selu = m;
-    for (auto& n : *elu.mutable_graph()->mutable_node())
-      if (n.op_type() == "Elu") {
-        attribute(&n, "alpha")->set_type(onnx::AttributeProto::FLOAT);
-        attribute(&n, "alpha")->set_f(0.5f);
-      }
-    CHECK(error_for(elu).ends_with("(Elu): alpha other than 1 is not imported (nn.ELU's default)"));
-    for (auto& n : *selu.mutable_graph()->mutable_node())
-      if (n.op_type() == "Selu") {
-        attribute(&n, "gamma")->set_type(onnx::AttributeProto::FLOAT);
-        attribute(&n, "gamma")->set_f(1.0f);
-      }
-    CHECK(error_for(selu).ends_with(
-        "(Selu): alpha and gamma other than SELU's own are not imported"));
+    onnx::ModelProto elu = m, selu = m, celu = m;
+    auto set = [](onnx::ModelProto& model, const char* op, const char* name, float value) {
+      for (auto& n : *model.mutable_graph()->mutable_node())
+        if (n.op_type() == "Elu") {
+          n.set_op_type(op);
+          attribute(&n, name)->set_type(onnx::AttributeProto::FLOAT);
+          attribute(&n, name)->set_f(value);
+        }
+    };
+    set(elu, "Elu", "alpha", INFINITY);
+    CHECK(error_for(elu).ends_with("(Elu): alpha must be finite"));
+    set(selu, "Selu", "gamma", NAN);
+    CHECK(error_for(selu).ends_with("(Selu): alpha and gamma must be finite"));
+    set(celu, "Celu", "alpha", 0);
+    CHECK(error_for(celu).ends_with("(Celu): alpha must be finite and not 0"));
   }
   {  // InstanceNormalization with a scale that is not one per channel, or a zero epsilon.
     onnx::ModelProto m;

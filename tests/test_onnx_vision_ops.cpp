@@ -1,11 +1,12 @@
 // ONNX import of the ops that move channels into pixels and back (DepthToSpace in both modes,
-// SpaceToDepth), GlobalMaxPool, LRN and LogSoftmax: elements where ONNX's definitions put them,
-// and the errors for what does not fit (Max and Min's too). PyTorch's own outputs for
-// nn.PixelShuffle, PixelUnshuffle, adaptive max pooling and log_softmax are pixel_net's, for
-// LocalResponseNorm lrn_net's (tests/test_onnx.cpp).
+// SpaceToDepth), GlobalMaxPool, LRN, LogSoftmax and the ELU family with its own constants:
+// elements where ONNX's definitions put them, and the errors for what does not fit (Max and
+// Min's too). PyTorch's own outputs for nn.PixelShuffle, PixelUnshuffle, adaptive max pooling
+// and log_softmax are pixel_net's, for LocalResponseNorm lrn_net's (tests/test_onnx.cpp).
 #include <doctest/doctest.h>
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <string>
@@ -160,4 +161,44 @@ TEST_CASE(
   CHECK(error_for(chain({3, 2, 2}, {{"LogSoftmax", kNone}, {"Flatten", kNone}}, 11)) ==
         "m.onnx: node 'node0' (LogSoftmax): opset < 13 LogSoftmax over axis 1 of [1,3,2,2] "
         "flattens the axes after it; only the last axis is imported");
+}
+
+// Elu with an alpha other than 1, Celu and Selu with constants of their own (the ELU family's
+// op, layers/elu.h) against ONNX's definitions: Elu x < 0 ? alpha (e^x - 1) : x; Celu max(0, x)
+// + min(0, alpha (e^(x / alpha) - 1)); Selu x <= 0 ? gamma (alpha e^x - alpha) : gamma x. nn.ELU
+// and nn.CELU as PyTorch exports them are elu_net's (tests/test_onnx.cpp).
+TEST_CASE("onnx: Elu, Celu and Selu with constants of their own follow ONNX's definitions") {
+  struct Case {
+    const char* op;
+    float alpha, gamma;  // gamma: Selu's alone
+    std::function<double(double)> f;
+  };
+  const Case cases[] = {
+      {"Elu", 0.25f, 0, [](double x) { return x < 0 ? 0.25 * std::expm1(x) : x; }},
+      {"Elu", -0.5f, 0, [](double x) { return x < 0 ? -0.5 * std::expm1(x) : x; }},
+      {"Celu", 2.5f, 0,
+       [](double x) { return std::max(0.0, x) + std::min(0.0, 2.5 * std::expm1(x / 2.5)); }},
+      {"Celu", 1.0f, 0, [](double x) { return std::max(0.0, x) + std::min(0.0, std::expm1(x)); }},
+      {"Selu", 1.5f, 2.0f, [](double x) { return x <= 0 ? 2 * (1.5 * std::exp(x) - 1.5) : 2 * x; }},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.op);
+    CAPTURE(c.alpha);
+    const OnnxModel m = load_model(one_node(c.op, {3, 2, 4}, [&](onnx::NodeProto* n) {
+      attribute(n, "alpha")->set_type(onnx::AttributeProto::FLOAT);
+      attribute(n, "alpha")->set_f(c.alpha);
+      if (c.gamma != 0) {
+        attribute(n, "gamma")->set_type(onnx::AttributeProto::FLOAT);
+        attribute(n, "gamma")->set_f(c.gamma);
+      }
+    }));
+    std::vector<float> x = ramp(2 * 3 * 2 * 4);
+    for (float& v : x) v *= 0.4f;  // -2.8 to 6.6
+    const std::vector<float> y = onnx_forward(m, x);
+    REQUIRE(y.size() == x.size());
+    double worst = 0;
+    for (size_t i = 0; i < x.size(); ++i)
+      worst = std::max(worst, std::abs(y[i] - c.f(x[i])) / std::max(1.0, std::abs(c.f(x[i]))));
+    CHECK(worst < 1e-6);
+  }
 }

@@ -19,6 +19,7 @@
 #include "layers/concat.h"
 #include "layers/constant.h"
 #include "layers/conv2d.h"
+#include "layers/elu.h"
 #include "layers/fixed_point.h"
 #include "layers/flatten.h"
 #include "layers/gather.h"
@@ -139,7 +140,7 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("sim device: the activations', pow's and clamp's steps equal the CPU's bitwise") {
+TEST_CASE("sim device: activation, ELU-family, pow and clamp steps equal the CPU's bitwise") {
   const Network net = [](Value x) {
     x = conv2d(x, {.out = 4, .kernel = 3, .pad = 1});
     for (Activation a :
@@ -148,6 +149,7 @@ TEST_CASE("sim device: the activations', pow's and clamp's steps equal the CPU's
           Activation::relu6, Activation::abs, Activation::elu, Activation::selu,
           Activation::softplus, Activation::softsign, Activation::neg})
       x = activation(x, a);
+    x = celu(elu(elu(x, 0.5), -0.3), 2);
     x = power(power(sigmoid(x), 3), -0.5);
     x = clamp(x, 0.9, 1.6);
     return linear(flatten(x), {.out = 5});

@@ -1,5 +1,6 @@
-// Activation and pow kernels of the CPU backend: one element function per activation
-// (core/activation.h, shared with the CUDA kernels), applied over static OpenMP splits.
+// Activation, ELU-family, pow and clamp kernels of the CPU backend: one element function per
+// activation (core/activation.h, shared with the CUDA kernels), applied over static OpenMP
+// splits.
 #include "core/activation.h"
 
 #include <type_traits>
@@ -102,7 +103,45 @@ void clamp_backward_t(const T* x, T lo, T hi, const T* dy, T* dx, int64_t n) {
   for (int64_t i = 0; i < n; ++i) dx[i] = activation_math::clamp_backward(x[i], lo, hi, dy[i]);
 }
 
+template <typename T>
+void elu_forward_t(const T* x, const EluCoefficients& coefficients, T* y, int64_t n) {
+  const activation_math::EluConstants<T> c(coefficients);
+#pragma omp parallel for schedule(static) if (n > 16384)
+  for (int64_t i = 0; i < n; ++i) y[i] = activation_math::elu_forward(x[i], c);
+}
+
+template <typename T>
+void elu_backward_t(const T* v, bool from_output, const EluCoefficients& coefficients, const T* dy,
+                    T* dx, int64_t n) {
+  const activation_math::EluConstants<T> c(coefficients);
+  if (from_output) {
+#pragma omp parallel for schedule(static) if (n > 16384)
+    for (int64_t i = 0; i < n; ++i) dx[i] = activation_math::elu_backward_output(v[i], c, dy[i]);
+  } else {
+#pragma omp parallel for schedule(static) if (n > 16384)
+    for (int64_t i = 0; i < n; ++i) dx[i] = activation_math::elu_backward_input(v[i], c, dy[i]);
+  }
+}
+
 }  // namespace
+
+void CpuBackend::elu_forward(const Tensor& x, const EluCoefficients& c, Tensor& y) {
+  check_same("elu", x, y, device());
+  if (x.dtype() == DType::f32)
+    elu_forward_t(x.data<float>(), c, y.data<float>(), x.numel());
+  else
+    elu_forward_t(x.data<double>(), c, y.data<double>(), x.numel());
+}
+
+void CpuBackend::elu_backward(const Tensor& v, bool from_output, const EluCoefficients& c,
+                              const Tensor& dy, Tensor& dx) {
+  check_elu_backward(v, from_output, c, dy, dx, device());
+  if (v.dtype() == DType::f32)
+    elu_backward_t(v.data<float>(), from_output, c, dy.data<float>(), dx.data<float>(), v.numel());
+  else
+    elu_backward_t(v.data<double>(), from_output, c, dy.data<double>(), dx.data<double>(),
+                   v.numel());
+}
 
 void CpuBackend::clamp_forward(const Tensor& x, double lo, double hi, Tensor& y) {
   check_same("clamp", x, y, device());

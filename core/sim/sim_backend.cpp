@@ -504,6 +504,17 @@ void SimBackend::gather_backward(const Tensor& dy, std::span<const int64_t> inde
   cpu_.gather_backward(view(dy), index, outer, view(dx));
 }
 
+void SimBackend::elu_forward(const Tensor& x, const EluCoefficients& c, Tensor& y) {
+  Views view(alloc_, "elu_forward");
+  cpu_.elu_forward(view(x), c, view(y));
+}
+
+void SimBackend::elu_backward(const Tensor& v, bool from_output, const EluCoefficients& c,
+                              const Tensor& dy, Tensor& dx) {
+  Views view(alloc_, "elu_backward");
+  cpu_.elu_backward(view(v), from_output, c, view(dy), view(dx));
+}
+
 void SimBackend::pow_forward(const Tensor& x, double exponent, Tensor& y) {
   Views view(alloc_, "pow_forward");
   cpu_.pow_forward(view(x), exponent, view(y));

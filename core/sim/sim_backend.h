@@ -114,6 +114,9 @@ class SimBackend final : public Backend {
                        Tensor& dx) override;
   void pow_forward(const Tensor& x, double exponent, Tensor& y) override;
   void pow_backward(const Tensor& x, double exponent, const Tensor& dy, Tensor& dx) override;
+  void elu_forward(const Tensor& x, const EluCoefficients& c, Tensor& y) override;
+  void elu_backward(const Tensor& v, bool from_output, const EluCoefficients& c, const Tensor& dy,
+                    Tensor& dx) override;
   void clamp_forward(const Tensor& x, double lo, double hi, Tensor& y) override;
   void clamp_backward(const Tensor& x, double lo, double hi, const Tensor& dy, Tensor& dx) override;
   void leaky_relu_forward(const Tensor& x, double slope, Tensor& y, Tensor& mask) override;

@@ -656,6 +656,29 @@ TEST_CASE("cuda pow: the CPU's formulas within rounding, NaN where the CPU's is"
   }
 }
 
+TEST_CASE("cuda elu family: the CPU's formulas within rounding, from x and from y") {
+  const Shape s{7, 143};
+  for (EluCoefficients c : {EluCoefficients{.alpha = 0.5}, EluCoefficients{.alpha = -0.5},
+                            EluCoefficients{.alpha = 2, .input_scale = 0.5},
+                            EluCoefficients{.alpha = 1.5, .scale = 2}}) {
+    CAPTURE(c.alpha);
+    CAPTURE(c.scale);
+    for (DType t : kFloats) {
+      Pair x = random_pair(s, t, 98, -3, 2), dy = random_pair(s, t, 99);
+      Pair y = empty_pair(s, t), dx = empty_pair(s, t), dxi = empty_pair(s, t);
+      const bool from_output = elu_backward_reads_output(c);
+      on_both([&](Backend& be, auto side) {
+        be.elu_forward(side(x), c, side(y));
+        be.elu_backward(from_output ? side(y) : side(x), from_output, c, side(dy), side(dx));
+        be.elu_backward(side(x), false, c, side(dy), side(dxi));
+      });
+      check_close(y, "elu y");
+      check_close(dx, "elu dx");
+      check_close(dxi, "elu dx from x");
+    }
+  }
+}
+
 TEST_CASE("cuda clamp: the CPU's values and gradients bitwise") {
   const Shape s{7, 143};
   for (DType t : kFloats) {
