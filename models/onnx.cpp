@@ -654,9 +654,10 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       o.squeeze = r.get_int(n, "keepdims", 1) == 0;
       o.inputs = {activation_input(n)};
       moved_reduction(o, o.ints);
-    } else if (op == "ReduceSum" || op == "ReduceMax" || op == "ReduceMin" ||
-               op == "ReduceSumSquare" || op == "ReduceL1" || op == "ReduceL2" ||
-               op == "ReduceLogSumExp") {
+    } else if ((op == "ReduceSum" || op == "ReduceMax" || op == "ReduceMin" ||
+                op == "ReduceSumSquare" || op == "ReduceL1" || op == "ReduceL2" ||
+                op == "ReduceLogSumExp") &&
+               !is_int(need(n, 0))) {
       // Over any axes but the batch's (checked while recording). ReduceSum takes its axes as
       // an input from opset 13, the others as an attribute up to opset 17.
       static const std::map<std::string, Reduction> kinds = {
@@ -886,7 +887,8 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
                  op == "Mod" || op == "Pow" || op == "Reshape" || op == "Slice" ||
                  op == "Transpose" || comparison(op) || op == "Where" || op == "Not" ||
                  op == "ScatterND" || op == "Expand" || op == "Clip" || op == "CumSum" ||
-                 op == "Tile" || unary_kind(op)) &&
+                 op == "Tile" || op == "ReduceSum" || op == "ReduceProd" || op == "ReduceMax" ||
+                 op == "ReduceMin" || unary_kind(op)) &&
                 // (arithmetic, comparisons and joins beside an activation are recorded over it:
                 // YOLO's anchor points minus box distances, an empty placeholder feature)
                 ((is_int(need(n, 0)) && !over_any_activation(op)) || all_constant(n)))) {
@@ -1009,6 +1011,17 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
         k.op = IntOp::mod;
         k.attrs = {r.get_int(n, "fmod", 0)};
         k.ints = {int_input(n, 0), int_input(n, 1)};
+      } else if (op.starts_with("Reduce")) {  // torch.var's count: a ReduceProd of sizes
+        k.op = IntOp::reduce;
+        k.attrs = {static_cast<int64_t>(op == "ReduceSum"    ? IntReduction::sum
+                                        : op == "ReduceProd" ? IntReduction::prod
+                                        : op == "ReduceMax"  ? IntReduction::max
+                                                             : IntReduction::min),
+                   r.get_int(n, "keepdims", 1), r.get_int(n, "noop_with_empty_axes", 0)};
+        for (int64_t a : r.get_ints(n, "axes")) k.attrs.push_back(a);
+        k.ints = {int_input(n, 0)};
+        if (const std::string axes = optional_int_input(n, 1); !axes.empty())
+          k.ints.push_back(axes);
       } else if (op == "Pow") {
         k.op = IntOp::pow;
         k.ints = {int_input(n, 0), int_input(n, 1)};
@@ -1407,7 +1420,8 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
           "Less, GreaterOrEqual, LessOrEqual, Equal, Where, ScatterND, and Not, And, Or and Xor "
           "of comparisons, and "
           "Unsqueeze, Squeeze, and Shape, Gather, Cast, Where, Not, Mod, Range, "
-          "ScatterND over shape values (and the float constants computed from them)");
+          "ScatterND, ReduceProd (torch.var's count) over shape values (and the float constants "
+          "computed from them)");
     }
     const bool integer = o.kind == Kind::integer || (o.kind == Kind::choose && is_int(o.inputs[0]));
     if (o.outputs.empty()) o.outputs = {o.output};

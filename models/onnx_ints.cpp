@@ -257,6 +257,70 @@ bool moved_operand(IntOp op, size_t i) {
   }
 }
 
+// IntOp::reduce: x reduced over `axes` (every axis where there are none, unless
+// noop_with_empty_axes: then x itself), the reduced axes kept as 1s where keepdims. Integer
+// sums and products that overflow are errors, as are the max and min of no elements.
+IntTensor reduce(const IntNode& n, const IntTensor& x, std::vector<int64_t> axes) {
+  const auto kind = static_cast<IntReduction>(n.attrs.at(0));
+  const bool keepdims = n.attrs.at(1) != 0;
+  const size_t rank = x.dims.size();
+  if (axes.empty()) {
+    if (n.attrs.at(2) != 0) return x;
+    for (size_t a = 0; a < rank; ++a) axes.push_back(static_cast<int64_t>(a));
+  }
+  std::vector<bool> reduced(rank, false);
+  for (int64_t a : axes) reduced[static_cast<size_t>(axis_in(a, rank))] = true;
+  IntTensor y{.real = x.real};
+  std::vector<int64_t> kept(rank);  // y's dims with the reduced axes as 1s
+  for (size_t a = 0; a < rank; ++a) {
+    kept[a] = reduced[a] ? 1 : x.dims[a];
+    if (!reduced[a] || keepdims) y.dims.push_back(kept[a]);
+  }
+  const auto size = static_cast<size_t>(count(kept));
+  std::vector<bool> seen(size, false);
+  std::vector<double> reals(size, kind == IntReduction::prod ? 1.0 : 0.0);
+  std::vector<int64_t> ints(size, kind == IntReduction::prod ? 1 : 0);
+  for (int64_t e = 0; e < x.size(); ++e) {
+    int64_t rest = e, j = 0, stride = 1;  // e's index into y: its kept coordinates
+    for (size_t a = rank; a-- > 0;) {
+      const int64_t c = rest % x.dims[a];
+      rest /= x.dims[a];
+      if (!reduced[a]) j += c * stride;
+      stride *= kept[a];
+    }
+    const auto k = static_cast<size_t>(j), i = static_cast<size_t>(e);
+    const bool first = !seen[k];
+    seen[k] = true;
+    if (x.real) {
+      const double v = x.reals[i];
+      double& r = reals[k];
+      r = kind == IntReduction::sum    ? r + v
+          : kind == IntReduction::prod ? r * v
+          : first                      ? v
+          : kind == IntReduction::max  ? std::max(r, v)
+                                       : std::min(r, v);
+    } else {
+      const int64_t v = x.values[i];
+      int64_t& r = ints[k];
+      if (kind == IntReduction::sum)
+        FRUGAL_CHECK(!__builtin_add_overflow(r, v, &r), "ReduceSum overflows");
+      else if (kind == IntReduction::prod)
+        FRUGAL_CHECK(!__builtin_mul_overflow(r, v, &r), "ReduceProd overflows");
+      else
+        r = first ? v : kind == IntReduction::max ? std::max(r, v) : std::min(r, v);
+    }
+  }
+  FRUGAL_CHECK(kind == IntReduction::sum || kind == IntReduction::prod ||
+                   std::find(seen.begin(), seen.end(), false) == seen.end(),
+               "the ", kind == IntReduction::max ? "max" : "min", " of no elements (dims ",
+               Shape(x.dims), ")");
+  if (x.real)
+    y.reals = std::move(reals);
+  else
+    y.values = std::move(ints);
+  return y;
+}
+
 // Whether IntOp::compare's comparison (attrs[0], a BinaryKind) holds of x and z.
 template <typename T>
 bool holds(const IntNode& n, T x, T z) {
@@ -350,7 +414,7 @@ IntTensor eval_ints(const IntNode& n, const std::map<std::string, IntTensor>& en
   const bool reads_reals = n.op == IntOp::binary || n.op == IntOp::compare || n.op == IntOp::mod ||
                            n.op == IntOp::pow || n.op == IntOp::cast || n.op == IntOp::range ||
                            n.op == IntOp::shape_of || n.op == IntOp::unary || n.op == IntOp::clip ||
-                           n.op == IntOp::cumsum;
+                           n.op == IntOp::cumsum || n.op == IntOp::reduce;
   for (size_t i = 0; !reads_reals && i < n.ints.size(); ++i)
     FRUGAL_CHECK(!in(i).real, "a float tensor ('", n.ints[i], "') where integers are read");
   switch (n.op) {
@@ -640,6 +704,12 @@ IntTensor eval_ints(const IntNode& n, const std::map<std::string, IntTensor>& en
                    n.ints.size() > 4 ? in(4).values : std::vector<int64_t>{});
     case IntOp::transpose:
       return transpose(in(0), n.attrs);
+    case IntOp::reduce:
+      FRUGAL_CHECK(n.ints.size() == 1 || !in(1).real, "reduction axes ", in(1).str(),
+                   ": expected integers");
+      return reduce(n, in(0),
+                    n.ints.size() > 1 ? in(1).values
+                                      : std::vector<int64_t>(n.attrs.begin() + 3, n.attrs.end()));
   }
   throw Error("unknown integer op");
 }

@@ -1,13 +1,13 @@
 // The integer tensors of an ONNX graph's shape arithmetic: what torch.onnx.export writes where
 // a model reads sizes (x.size(0) with a dynamic batch, F.pad to a skip's size): Shape, Gather,
 // Unsqueeze, Squeeze, Concat, Add/Sub/Mul/Div/Mod, Cast, ConstantOfShape, Reshape, Slice,
-// Transpose, Range, Equal, Not, Where, ScatterND, Clip, CumSum, Tile and elementwise functions
-// (Ceil, Floor, Sin, Cos, ...) over int64 tensors: TF's "same" padding in timm's tf_ models
-// computes its pads so, and EdgeNeXt its Fourier position features. They are evaluated while
-// recording, when every activation's shape is known, and feed the ops that take shapes
-// (Reshape, Slice, Pad, Split). The same ops evaluate float constants computed from shapes
-// (Swin's shifted-window attention mask: x.new_zeros(H, W), filled by slices, compared), in
-// double precision; such a tensor is `real`.
+// Transpose, Range, Equal, Not, Where, ScatterND, Clip, CumSum, Tile, the reductions (sum,
+// product, max, min) and elementwise functions (Ceil, Floor, Sin, Cos, ...) over int64 tensors:
+// TF's "same" padding in timm's tf_ models computes its pads so, and EdgeNeXt its Fourier position
+// features. They are evaluated while recording, when every activation's shape is known, and feed
+// the ops that take shapes (Reshape, Slice, Pad, Split). The same ops evaluate float constants
+// computed from shapes (Swin's shifted-window attention mask: x.new_zeros(H, W), filled by slices,
+// compared), in double precision; such a tensor is `real`.
 #pragma once
 
 #include <cstdint>
@@ -54,7 +54,13 @@ enum class IntOp {
   clip,         // ints: x[, min][, max]; attrs: {has min, has max}
   cumsum,       // ints: x, axis; attrs: {exclusive, reverse}
   tile,         // ints: x, repeats (one per axis: axis k of y is x's times repeats[k])
+  // ReduceSum, ReduceProd, ReduceMax, ReduceMin: ints x[, axes]; attrs: {IntReduction,
+  // keepdims, noop_with_empty_axes, the axes attribute...} (torch.var's count of elements)
+  reduce,
 };
+
+// The reductions of `IntOp::reduce`, as the ONNX ops of these names.
+enum class IntReduction : int64_t { sum, prod, max, min };
 
 // The elementwise functions of `IntOp::unary`, as the ONNX ops of these names.
 enum class UnaryKind : int64_t { ceil, floor, sin, cos, sqrt, exp, log, neg, abs };

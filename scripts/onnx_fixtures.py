@@ -34,7 +34,8 @@ leading axes), gather_net.onnx (Gather over activations) and reduce_net.onnx, re
 expand_net.onnx (Expand over activations), instance_norm_net.onnx (InstanceNormalization,
 GroupNorm's export), group_norm_lookalike_net.onnx (GroupNorm's five nodes over a reshape
 that is no grouping), prelu_net.onnx (PReLU per channel and shared), activation_net.onnx (ELU, SELU, Mish, Softplus, Exp, Neg, Log,
-Reciprocal), elu_net.onnx (ELU and CELU with alphas of their own), pixel_net.onnx (PixelShuffle, PixelUnshuffle, GlobalMaxPool, LogSoftmax),
+Reciprocal), elu_net.onnx (ELU and CELU with alphas of their own), var_net.onnx (torch.var and std),
+pixel_net.onnx (PixelShuffle, PixelUnshuffle, GlobalMaxPool, LogSoftmax),
 lrn_net.onnx (LocalResponseNorm), minmax_net.onnx (torch.maximum, minimum, clamp by tensors),
 lrn_torch_net.onnx (LocalResponseNorm as PyTorch exports it: an If) and pool_window_net.onnx
 (rectangular, 1-D and 3-D pools):
@@ -1630,6 +1631,36 @@ def elu_net(out):
     export_with_output(net, x, out, "elu_net", 13)
 
 
+def var_net(out):
+    """torch.std and torch.var (unbiased and not, over a map's pixels, its channels and a
+    sample's every element) as PyTorch exports them: the count of reduced elements a ReduceProd
+    of sizes; AdaIN-like normalization of each channel by its std, a channel variance, into a
+    head; tests/data/onnx/var_net.onnx with PyTorch's float32 output."""
+
+    import torch
+    from torch import nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(3, 6, 3, padding=1)
+            self.conv2 = nn.Conv2d(6, 6, 3, padding=1)
+            self.fc = nn.Linear(6, 5)
+
+        def forward(self, x):
+            x = self.conv1(x)
+            x = (x - x.mean((2, 3), keepdim=True)) / (x.std((2, 3), keepdim=True) + 1e-3)
+            x = self.conv2(torch.relu(x))
+            x = x / torch.sqrt(x.var(1, keepdim=True, unbiased=False) + 0.1)
+            x = x * x.var((1, 2, 3), keepdim=True)
+            return self.fc(x.mean((2, 3)))
+
+    torch.manual_seed(16)
+    net = Net().eval()
+    x = torch.rand(2, 3, 6, 5) * 4 - 2
+    export_with_output(net, x, out, "var_net", 13)
+
+
 def pixel_net(out):
     """nn.PixelShuffle (DepthToSpace, CRD mode) and nn.PixelUnshuffle as PyTorch exports them,
     CBAM's channel attention (nn.AdaptiveMaxPool2d(1): GlobalMaxPool, beside the average),
@@ -2056,6 +2087,7 @@ if __name__ == "__main__":
         prelu_net(sys.argv[2])
         activation_net(sys.argv[2])
         elu_net(sys.argv[2])
+        var_net(sys.argv[2])
         pixel_net(sys.argv[2])
         lrn_net(sys.argv[2])
         minmax_net(sys.argv[2])

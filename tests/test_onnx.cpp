@@ -85,7 +85,8 @@ const char* const kFixtures[] = {"residual_net",
                                  "minmax_net",
                                  "lrn_torch_net",
                                  "pool_window_net",
-                                 "elu_net"};
+                                 "elu_net",
+                                 "var_net"};
 
 TEST_CASE("onnx: imported models give ONNX's reference outputs") {
   // focus_net: PyTorch's output; slices with steps (YOLOv5's focus layer, x[:, 1::3]).
@@ -170,6 +171,8 @@ TEST_CASE("onnx: imported models give ONNX's reference outputs") {
   // pool_window_net: PyTorch's output; MaxPool and AveragePool with rectangular windows,
   // strides and padding, over (N, C, L), and 3-D ones 1 wide along each of the three axes.
   // elu_net: PyTorch's output; nn.ELU with alphas 0.5 and 1.7, nn.CELU with 2.0 and 1.0.
+  // var_net: PyTorch's output; torch.std and torch.var, unbiased (the count a ReduceProd of
+  // sizes) and not, over pixels, channels and whole samples.
   // unet_seg: PyTorch's own eval-mode output (scripts/onnx_fixtures.py --segmentation --small),
   // a U-Net whose F.pad to the skip's size exports as shape arithmetic (ConstantOfShape, integer
   // Reshape, Slice with step -1, Transpose) and whose output is per pixel.

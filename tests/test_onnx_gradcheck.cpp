@@ -3,7 +3,7 @@
 // PReLU (its slopes folded, or through Unsqueeze), a class token expanded over the batch and a
 // tiny vision transformer; pixel shuffles, GlobalMaxPool, LogSoftmax, LRN, Max and Min;
 // PyTorch's LocalResponseNorm export (an If), rectangular, 1-D and 3-D pools; ELU and CELU
-// with their own alphas.
+// with their own alphas; torch.std and torch.var.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -344,5 +344,18 @@ TEST_CASE("onnx: gradcheck of ELU and CELU with their own alphas") {
   for (const OnnxNode& n : m.graph->nodes) elus += n.kind == OnnxKind::elu;
   CHECK(elus == 4);
   check_gradients(randomized(m, 170), {random_tensor({2, 3, 6, 5}, 49, -2, 2)},
+                  {.tolerance = 1e-6});
+}
+
+// torch.std and torch.var as PyTorch exports them (var_net: the unbiased count a ReduceProd of
+// the reduced sizes, evaluated while recording; the biased variance a mean of squares) in
+// float64 against finite differences.
+TEST_CASE("onnx: gradcheck of torch.std and torch.var") {
+  const OnnxModel m = load_onnx((onnx_data() / "var_net.onnx").string());
+  int counts = 0;
+  for (const OnnxNode& n : m.graph->nodes)
+    counts += n.kind == OnnxKind::integer && n.int_node.op == IntOp::reduce;
+  CHECK(counts == 2);
+  check_gradients(randomized(m, 180), {random_tensor({2, 3, 6, 5}, 51, -2, 2)},
                   {.tolerance = 1e-6});
 }

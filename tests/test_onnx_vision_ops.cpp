@@ -202,3 +202,11 @@ TEST_CASE("onnx: Elu, Celu and Selu with constants of their own follow ONNX's de
     CHECK(worst < 1e-6);
   }
 }
+
+// ReduceProd is imported over shape values (torch.var's count of elements, tests/test_onnx.cpp's
+// var_net), not over activations: an error naming the node.
+TEST_CASE("onnx: ReduceProd of an activation is an error naming the node") {
+  const std::string e = error_for(one_node("ReduceProd", {3, 4, 5}, kNone));
+  CAPTURE(e);
+  CHECK(e.find("node 'node0' (ReduceProd): op not imported yet") != std::string::npos);
+}

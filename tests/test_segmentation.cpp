@@ -1,6 +1,6 @@
 // The segmentation pieces: the synthetic shapes task (deterministic, every class drawn, labels
 // where the shapes are), mean IoU by hand, and the integer shape arithmetic that ONNX exports
-// of U-Nets and ShuffleNets compute their pads and reshapes with.
+// of U-Nets and ShuffleNets compute their pads and reshapes with (and torch.var its count).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -296,4 +296,50 @@ TEST_CASE("onnx constant arithmetic: Tile") {
   env["huge"] = IntTensor{.dims = {2}, .values = {int64_t{1} << 40, 1}};
   CHECK_THROWS_WITH_AS(run({.op = IntOp::tile, .ints = {"m", "huge"}}),
                        doctest::Contains("too large"), Error);
+}
+
+TEST_CASE("onnx constant arithmetic: ReduceSum, ReduceProd, ReduceMax and ReduceMin") {
+  std::map<std::string, IntTensor> env;
+  auto run = [&](IntReduction k, const char* x, std::vector<int64_t> axes, bool keepdims,
+                 const char* axes_input = nullptr) {
+    IntNode n{
+        .op = IntOp::reduce, .ints = {x}, .attrs = {static_cast<int64_t>(k), keepdims ? 1 : 0, 0}};
+    n.attrs.insert(n.attrs.end(), axes.begin(), axes.end());
+    if (axes_input) n.ints.push_back(axes_input);
+    return eval_int_node(n, env, nullptr);
+  };
+  env["m"] = IntTensor{.dims = {2, 3}, .values = {1, -2, 3, 4, 5, -6}};
+  // torch.var's count: the product of the reduced extents, no axes and keepdims 0: a scalar.
+  env["sizes"] = IntTensor{.dims = {2}, .values = {7, 9}};
+  const IntTensor count = run(IntReduction::prod, "sizes", {}, false);
+  CHECK(count.dims.empty());
+  CHECK(count.values == std::vector<int64_t>{63});
+  CHECK(run(IntReduction::sum, "m", {1}, false).values == std::vector<int64_t>{2, 3});
+  const IntTensor kept = run(IntReduction::sum, "m", {0}, true);
+  CHECK(kept.dims == std::vector<int64_t>{1, 3});
+  CHECK(kept.values == std::vector<int64_t>{5, 3, -3});
+  CHECK(run(IntReduction::max, "m", {-1}, false).values == std::vector<int64_t>{3, 5});
+  CHECK(run(IntReduction::min, "m", {}, false).values == std::vector<int64_t>{-6});
+  CHECK(run(IntReduction::prod, "m", {0, 1}, true).values == std::vector<int64_t>{720});
+  env["axis1"] = IntTensor{.dims = {1}, .values = {1}};
+  CHECK(run(IntReduction::prod, "m", {}, false, "axis1").values == std::vector<int64_t>{-6, -120});
+  // Over floats computed from shapes, in double precision.
+  env["f"] = IntTensor{.dims = {2, 2}, .reals = {0.5, 4, -1, 0.25}, .real = true};
+  const IntTensor fp = run(IntReduction::prod, "f", {1}, false);
+  CHECK(fp.real);
+  CHECK(fp.reals == std::vector<double>{2, -0.25});
+  CHECK(run(IntReduction::max, "f", {0}, false).reals == std::vector<double>{0.5, 4});
+  // noop_with_empty_axes: no axes is x itself.
+  IntNode noop{.op = IntOp::reduce, .ints = {"m"}, .attrs = {0, 1, 1}};
+  CHECK(eval_int_node(noop, env, nullptr).values == env["m"].values);
+  // Errors: an overflowing product, the max of no elements, an axis outside the rank.
+  env["big"] = IntTensor{.dims = {2}, .values = {int64_t{1} << 40, int64_t{1} << 40}};
+  CHECK_THROWS_WITH_AS(run(IntReduction::prod, "big", {}, false),
+                       doctest::Contains("ReduceProd overflows"), Error);
+  env["none"] = IntTensor{.dims = {2, 0}, .values = {}};
+  CHECK(run(IntReduction::sum, "none", {1}, false).values == std::vector<int64_t>{0, 0});
+  CHECK_THROWS_WITH_AS(run(IntReduction::max, "none", {1}, false),
+                       doctest::Contains("the max of no elements"), Error);
+  CHECK_THROWS_WITH_AS(run(IntReduction::sum, "m", {2}, false),
+                       doctest::Contains("axis 2 is outside a rank-2 tensor"), Error);
 }
