@@ -43,6 +43,14 @@ const char* activation_name(Activation a) {
       return "neg";
     case Activation::reciprocal:
       return "reciprocal";
+    case Activation::sign:
+      return "sign";
+    case Activation::sin:
+      return "sin";
+    case Activation::cos:
+      return "cos";
+    case Activation::atan:
+      return "atan";
   }
   return "activation";
 }

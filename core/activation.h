@@ -34,19 +34,23 @@ enum class Activation {
   log,          // ln x (NaN below 0, -inf at 0, as torch.log)
   neg,          // -x
   reciprocal,   // 1 / x
+  sign,         // 1 above 0, -1 below, else 0 (NaN too, as torch.sign); gradient 0 (nn.LPPool2d)
+  sin,          // sin x
+  cos,          // cos x
+  atan,         // arctan x
 };
 const char* activation_name(Activation a);  // "sigmoid", ...
 
 // Whether backward reads the output (sigmoid, tanh, sqrt, exp, reciprocal: the derivative is a
 // function of y; relu6: 0 < y < 6 exactly where 0 < x < 6, clamping being exact; so the op may
-// run in place), nothing (neg: dx = -dy; in place too, nothing kept for backward), or the input
-// (the rest).
+// run in place), nothing (neg: dx = -dy; sign: dx = 0; in place too, nothing kept for
+// backward), or the input (the rest).
 inline bool activation_backward_reads_output(Activation a) {
   return a == Activation::sigmoid || a == Activation::tanh || a == Activation::relu6 ||
          a == Activation::sqrt || a == Activation::exp || a == Activation::reciprocal;
 }
 inline bool activation_backward_reads_nothing(Activation a) {
-  return a == Activation::neg;
+  return a == Activation::neg || a == Activation::sign;
 }
 
 // PyTorch's ELU family (aten::elu): y = x > 0 ? scale x : alpha scale (e^(input_scale x) - 1).
@@ -121,6 +125,14 @@ FRUGAL_ACTIVATION_HD inline T forward(Activation a, T x) {
       return -x;
     case Activation::reciprocal:
       return T(1) / x;
+    case Activation::sign:
+      return x > T(0) ? T(1) : x < T(0) ? T(-1) : T(0);
+    case Activation::sin:
+      return FRUGAL_MATH(sin)(x);
+    case Activation::cos:
+      return FRUGAL_MATH(cos)(x);
+    case Activation::atan:
+      return FRUGAL_MATH(atan)(x);
   }
   return x;
 }
@@ -185,6 +197,14 @@ FRUGAL_ACTIVATION_HD inline T backward(Activation a, T v, T dy) {
       return -dy;
     case Activation::reciprocal:  // from y: -dy y^2, as PyTorch
       return -dy * (v * v);
+    case Activation::sign:  // 0 everywhere, as PyTorch (v is dy: nothing is kept)
+      return T(0);
+    case Activation::sin:
+      return dy * FRUGAL_MATH(cos)(v);
+    case Activation::cos:  // dy * -sin x, as PyTorch
+      return dy * -FRUGAL_MATH(sin)(v);
+    case Activation::atan:  // dy / (x^2 + 1), as PyTorch
+      return dy / (v * v + T(1));
   }
   return dy;
 }

@@ -95,5 +95,17 @@ Value neg(Value x, std::source_location where) {
 Value reciprocal(Value x, std::source_location where) {
   return activation(x, Activation::reciprocal, where);
 }
+Value sign(Value x, std::source_location where) {
+  return activation(x, Activation::sign, where);
+}
+Value sin(Value x, std::source_location where) {
+  return activation(x, Activation::sin, where);
+}
+Value cos(Value x, std::source_location where) {
+  return activation(x, Activation::cos, where);
+}
+Value atan(Value x, std::source_location where) {
+  return activation(x, Activation::atan, where);
+}
 
 }  // namespace frugal

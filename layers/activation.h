@@ -1,9 +1,9 @@
 // Sigmoid, Tanh, SiLU, GELU (exact and tanh), Erf, Sqrt, HardSigmoid, HardSwish, ReLU6, Abs,
-// ELU, SELU, Softplus, Softsign, Exp, Log, Neg, Reciprocal: one op over the backend's activation
-// kernels (core/activation.h holds the formulas). Sigmoid, Tanh, Sqrt, ReLU6, Exp, Neg and
-// Reciprocal run in place and backward reads their output (Neg: nothing at all); the others'
-// backward reads their input, so they run in place only in inference. The input gradient may always
-// take the output gradient's bytes.
+// ELU, SELU, Softplus, Softsign, Exp, Log, Neg, Reciprocal, Sign, Sin, Cos, Atan: one op over
+// the backend's activation kernels (core/activation.h holds the formulas). Sigmoid, Tanh, Sqrt,
+// ReLU6, Exp, Neg, Sign and Reciprocal run in place and backward reads their output (Neg and
+// Sign: nothing at all); the others' backward reads their input, so they run in place only in
+// inference. The input gradient may always take the output gradient's bytes.
 #pragma once
 
 #include <source_location>
@@ -50,5 +50,9 @@ Value exp(Value x, std::source_location where = std::source_location::current())
 Value log(Value x, std::source_location where = std::source_location::current());
 Value neg(Value x, std::source_location where = std::source_location::current());
 Value reciprocal(Value x, std::source_location where = std::source_location::current());
+Value sign(Value x, std::source_location where = std::source_location::current());
+Value sin(Value x, std::source_location where = std::source_location::current());
+Value cos(Value x, std::source_location where = std::source_location::current());
+Value atan(Value x, std::source_location where = std::source_location::current());
 
 }  // namespace frugal

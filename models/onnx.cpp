@@ -1248,9 +1248,16 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       o.kind = Kind::activation;  // or part of GELU (fuse_onnx_graph)
       o.activation = Activation::erf;
       o.inputs = {activation_input(n)};
-    } else if (op == "Sqrt" || op == "Abs") {
+    } else if (op == "Sqrt" || op == "Abs" || op == "Sign" || op == "Sin" || op == "Cos" ||
+               op == "Atan") {
+      // (Sign: nn.LPPool2d's export; its gradient 0, as PyTorch's)
       o.kind = Kind::activation;
-      o.activation = op == "Sqrt" ? Activation::sqrt : Activation::abs;
+      o.activation = op == "Sqrt"   ? Activation::sqrt
+                     : op == "Abs"  ? Activation::abs
+                     : op == "Sign" ? Activation::sign
+                     : op == "Sin"  ? Activation::sin
+                     : op == "Cos"  ? Activation::cos
+                                    : Activation::atan;
       o.inputs = {activation_input(n)};
     } else if (const std::optional<EluCoefficients> c = elu_coefficients(r, n)) {
       // nn.CELU, nn.ELU with an alpha other than 1, SELU with constants of its own: the ELU
@@ -1413,7 +1420,8 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
           "LeakyRelu, PRelu, GlobalMaxPool, DepthToSpace, SpaceToDepth, LRN, Max, Min, "
           "Sigmoid, Tanh, HardSigmoid, HardSwish, Clip, Elu, Celu, Selu, Softplus, Softsign, Exp, "
           "Log, "
-          "Neg, Reciprocal, Dropout, Identity, Constant, Erf, Sqrt, If (a condition computed "
+          "Neg, Reciprocal, Sign, Sin, Cos, Atan, Dropout, Identity, Constant, Erf, Sqrt, If (a "
+          "condition computed "
           "from shapes), "
           "Abs, Einsum (batched products), "
           "Pow, LayerNormalization, InstanceNormalization, Expand, Tile, LSTM, GRU, RNN, Greater, "

@@ -35,7 +35,7 @@ expand_net.onnx (Expand over activations), instance_norm_net.onnx (InstanceNorma
 GroupNorm's export), group_norm_lookalike_net.onnx (GroupNorm's five nodes over a reshape
 that is no grouping), prelu_net.onnx (PReLU per channel and shared), activation_net.onnx (ELU, SELU, Mish, Softplus, Exp, Neg, Log,
 Reciprocal), elu_net.onnx (ELU and CELU with alphas of their own), var_net.onnx (torch.var and std),
-pixel_net.onnx (PixelShuffle, PixelUnshuffle, GlobalMaxPool, LogSoftmax),
+trig_net.onnx (sin, cos, atan, sign, LPPool2d), pixel_net.onnx (PixelShuffle, PixelUnshuffle, GlobalMaxPool, LogSoftmax),
 lrn_net.onnx (LocalResponseNorm), minmax_net.onnx (torch.maximum, minimum, clamp by tensors),
 lrn_torch_net.onnx (LocalResponseNorm as PyTorch exports it: an If) and pool_window_net.onnx
 (rectangular, 1-D and 3-D pools):
@@ -1661,6 +1661,36 @@ def var_net(out):
     export_with_output(net, x, out, "var_net", 13)
 
 
+def trig_net(out):
+    """torch.sin, cos, atan and sign of activations, and nn.LPPool2d (p = 2 and 3: its export's
+    Sign, Abs, Relu around an AveragePool of powers) into a head; tests/data/onnx/trig_net.onnx
+    with PyTorch's float32 output."""
+
+    import torch
+    from torch import nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(3, 6, 3, padding=1)
+            self.conv2 = nn.Conv2d(6, 6, 3, padding=1)
+            self.lp2 = nn.LPPool2d(2, 2)
+            self.lp3 = nn.LPPool2d(3, 3, stride=1)
+            self.fc = nn.Linear(12, 5)
+
+        def forward(self, x):
+            x = self.conv1(x)
+            x = torch.sin(x) * torch.cos(2 * x) + torch.atan(x) * torch.sign(x)
+            x = torch.relu(self.conv2(x)) + 0.1
+            a, b = self.lp2(x), self.lp3(x)
+            return self.fc(torch.cat([a.mean((2, 3)), b.mean((2, 3))], 1))
+
+    torch.manual_seed(17)
+    net = Net().eval()
+    x = torch.rand(2, 3, 6, 8) * 4 - 2
+    export_with_output(net, x, out, "trig_net", 13)
+
+
 def pixel_net(out):
     """nn.PixelShuffle (DepthToSpace, CRD mode) and nn.PixelUnshuffle as PyTorch exports them,
     CBAM's channel attention (nn.AdaptiveMaxPool2d(1): GlobalMaxPool, beside the average),
@@ -2088,6 +2118,7 @@ if __name__ == "__main__":
         activation_net(sys.argv[2])
         elu_net(sys.argv[2])
         var_net(sys.argv[2])
+        trig_net(sys.argv[2])
         pixel_net(sys.argv[2])
         lrn_net(sys.argv[2])
         minmax_net(sys.argv[2])

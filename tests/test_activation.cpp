@@ -1,7 +1,7 @@
 // Sigmoid, Tanh, SiLU, GELU, HardSigmoid, HardSwish, ReLU6, Abs, ELU, SELU, Softplus, Softsign,
-// Exp, Neg (and Log and Reciprocal on their domains): finite-difference gradient checks
-// in f64 (piecewise ones away from their kinks), values by hand and at the kinks, NaN kept,
-// in-place roles where backward allows them, and planned == baseline bitwise.
+// Exp, Neg, Sign, Sin, Cos, Atan (and Log and Reciprocal on their domains): finite-difference
+// gradient checks in f64 (piecewise ones away from their kinks), values by hand and at the kinks,
+// NaN kept, in-place roles where backward allows them, and planned == baseline bitwise.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -31,7 +31,8 @@ constexpr Activation kAll[] = {
     Activation::sigmoid,   Activation::tanh,     Activation::silu,        Activation::gelu,
     Activation::gelu_tanh, Activation::erf,      Activation::hardsigmoid, Activation::hardswish,
     Activation::relu6,     Activation::abs,      Activation::elu,         Activation::selu,
-    Activation::softplus,  Activation::softsign, Activation::exp,         Activation::neg};
+    Activation::softplus,  Activation::softsign, Activation::exp,         Activation::neg,
+    Activation::sign,      Activation::sin,      Activation::cos,         Activation::atan};
 
 // f64 inputs in [-5, 8) at least 0.05 from every kink (-3, 0, 3, 6).
 Tensor away_from_kinks(Shape shape, uint64_t seed) {
@@ -124,6 +125,20 @@ TEST_CASE("activations: values by hand, the derivative at the kinks, NaN kept") 
        {0.25, 2, 3},
        {4, 0.5, 0.3333333333333333},
        {-16, -0.25, -0.1111111111111111}},
+      // Sin, Cos, Atan, Sign: torch 1.13's float64 values and derivatives (sign's 0).
+      {Activation::sin,
+       {-2, 0, 0.5, 3},
+       {-0.9092974268256817, 0, 0.479425538604203, 0.1411200080598672},
+       {-0.4161468365471424, 1, 0.8775825618903728, -0.9899924966004454}},
+      {Activation::cos,
+       {-2, 0, 0.5, 3},
+       {-0.4161468365471424, 1, 0.8775825618903728, -0.9899924966004454},
+       {0.9092974268256817, 0, -0.479425538604203, -0.1411200080598672}},
+      {Activation::atan,
+       {-2, 0, 0.5, 3},
+       {-1.1071487177940904, 0, 0.4636476090008061, 1.2490457723982544},
+       {0.2, 1, 0.8, 0.1}},
+      {Activation::sign, {-2, 0, 0.5, 3}, {-1, 0, 1, 1}, {0, 0, 0, 0}},
   };
   for (const Case& c : cases) {
     CAPTURE(std::string(activation_name(c.a)));
@@ -135,11 +150,11 @@ TEST_CASE("activations: values by hand, the derivative at the kinks, NaN kept") 
         CHECK(dx[i] == doctest::Approx(c.dy[i]).epsilon(1e-12));
     }
     auto [ny, ndx] = run(c.a, {nan, 1.0});
-    CHECK(std::isnan(ny[0]));
+    CHECK(std::isnan(ny[0]) == (c.a != Activation::sign));  // torch.sign(nan) is 0
     // ELU's and SELU's right piece and Neg pass dy on without reading x: PyTorch's gradient at
-    // NaN is dy scaled there too.
-    const bool passes_dy =
-        c.a == Activation::elu || c.a == Activation::selu || c.a == Activation::neg;
+    // NaN is dy scaled there too; Sign's is 0.
+    const bool passes_dy = c.a == Activation::elu || c.a == Activation::selu ||
+                           c.a == Activation::neg || c.a == Activation::sign;
     CHECK(std::isnan(ndx[0]) != passes_dy);
     CHECK_FALSE(std::isnan(ny[1]));
   }

@@ -86,7 +86,8 @@ const char* const kFixtures[] = {"residual_net",
                                  "lrn_torch_net",
                                  "pool_window_net",
                                  "elu_net",
-                                 "var_net"};
+                                 "var_net",
+                                 "trig_net"};
 
 TEST_CASE("onnx: imported models give ONNX's reference outputs") {
   // focus_net: PyTorch's output; slices with steps (YOLOv5's focus layer, x[:, 1::3]).
@@ -173,6 +174,8 @@ TEST_CASE("onnx: imported models give ONNX's reference outputs") {
   // elu_net: PyTorch's output; nn.ELU with alphas 0.5 and 1.7, nn.CELU with 2.0 and 1.0.
   // var_net: PyTorch's output; torch.std and torch.var, unbiased (the count a ReduceProd of
   // sizes) and not, over pixels, channels and whole samples.
+  // trig_net: PyTorch's output; torch.sin, cos, atan and sign of activations, nn.LPPool2d with
+  // p = 2 and 3 (Sign, Abs and Relu around an AveragePool of powers).
   // unet_seg: PyTorch's own eval-mode output (scripts/onnx_fixtures.py --segmentation --small),
   // a U-Net whose F.pad to the skip's size exports as shape arithmetic (ConstantOfShape, integer
   // Reshape, Slice with step -1, Transpose) and whose output is per pixel.

@@ -3,7 +3,7 @@
 // PReLU (its slopes folded, or through Unsqueeze), a class token expanded over the batch and a
 // tiny vision transformer; pixel shuffles, GlobalMaxPool, LogSoftmax, LRN, Max and Min;
 // PyTorch's LocalResponseNorm export (an If), rectangular, 1-D and 3-D pools; ELU and CELU
-// with their own alphas; torch.std and torch.var.
+// with their own alphas; torch.std and torch.var; Sin, Cos, Atan, Sign and LPPool2d.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -357,5 +357,17 @@ TEST_CASE("onnx: gradcheck of torch.std and torch.var") {
     counts += n.kind == OnnxKind::integer && n.int_node.op == IntOp::reduce;
   CHECK(counts == 2);
   check_gradients(randomized(m, 180), {random_tensor({2, 3, 6, 5}, 51, -2, 2)},
+                  {.tolerance = 1e-6});
+}
+
+// torch.sin, cos, atan and sign of activations and nn.LPPool2d (trig_net; Sign's gradient 0) in
+// float64 against finite differences.
+TEST_CASE("onnx: gradcheck of Sin, Cos, Atan, Sign and LPPool2d") {
+  const OnnxModel m = load_onnx((onnx_data() / "trig_net.onnx").string());
+  int signs = 0;
+  for (const OnnxNode& n : m.graph->nodes)
+    signs += n.kind == OnnxKind::activation && n.activation == Activation::sign;
+  CHECK(signs == 3);
+  check_gradients(randomized(m, 190), {random_tensor({2, 3, 6, 8}, 53, -2, 2)},
                   {.tolerance = 1e-6});
 }

@@ -147,7 +147,8 @@ TEST_CASE("sim device: activation, ELU-family, pow and clamp steps equal the CPU
          {Activation::sigmoid, Activation::tanh, Activation::silu, Activation::gelu,
           Activation::gelu_tanh, Activation::erf, Activation::hardsigmoid, Activation::hardswish,
           Activation::relu6, Activation::abs, Activation::elu, Activation::selu,
-          Activation::softplus, Activation::softsign, Activation::neg})
+          Activation::softplus, Activation::softsign, Activation::neg, Activation::sin,
+          Activation::cos, Activation::atan, Activation::sign})
       x = activation(x, a);
     x = celu(elu(elu(x, 0.5), -0.3), 2);
     x = power(power(sigmoid(x), 3), -0.5);

@@ -514,7 +514,8 @@ TEST_CASE("cuda activations: the CPU's formulas within rounding, in place") {
        {Activation::sigmoid, Activation::tanh, Activation::silu, Activation::gelu,
         Activation::gelu_tanh, Activation::erf, Activation::hardsigmoid, Activation::hardswish,
         Activation::relu6, Activation::abs, Activation::elu, Activation::selu, Activation::softplus,
-        Activation::softsign, Activation::neg}) {
+        Activation::softsign, Activation::neg, Activation::sign, Activation::sin, Activation::cos,
+        Activation::atan}) {
     CAPTURE(std::string(activation_name(a)));
     for (DType t : kFloats) {
       Pair x = random_pair(s, t, 92), dy = random_pair(s, t, 93);
