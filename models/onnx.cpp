@@ -438,10 +438,8 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       o.inputs = {activation_input(n), param(n, 1, true)};
       if (n.input_size() > 2 && !n.input(2).empty()) o.inputs.push_back(param(n, 2, true));
     } else if (op == "Resize") {
-      // Nearest by whole factors, as nn.Upsample(scale_factor=k, mode="nearest") exports it
-      // (asymmetric with floor; half-pixel centres pick the same pixels at whole factors), or
-      // bilinear or bicubic to any size (interpolate(mode="bilinear" or "bicubic"),
-      // align_corners either way).
+      // Nearest, bilinear or bicubic to any size or by any scale (interpolate(mode="nearest",
+      // "bilinear" or "bicubic"), align_corners either way).
       const std::string mode = r.get_string(n, "mode", "nearest");
       const std::string ctm = r.get_string(n, "coordinate_transformation_mode", "half_pixel");
       auto input = [&](int i) {
@@ -465,20 +463,40 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
                  !(scales[3] > 0 && scales[3] <= 4096)) {
         r.fail(n, "scales must be (1, 1, s_h, s_w) with s_h and s_w in (0, 4096]");
       }
+      // The coordinate transformation, in any mode PyTorch writes.
+      static const std::map<std::string, ResizeCoordinates> transformations = {
+          {"half_pixel", ResizeCoordinates::half_pixel},
+          {"pytorch_half_pixel", ResizeCoordinates::pytorch_half_pixel},
+          {"align_corners", ResizeCoordinates::align_corners},
+          {"asymmetric", ResizeCoordinates::asymmetric}};
+      const auto transformation = transformations.find(ctm);
+      if (transformation == transformations.end())
+        r.fail(n,
+               "coordinate_transformation_mode " + ctm + " is not imported in " + mode + " mode");
+      o.resize_mode = transformation->second;
+      o.resize_scale_h = scales[2];
+      o.resize_scale_w = scales[3];
       if (mode == "nearest") {
+        // Any size or scale (models/onnx_resize.h); whole factors where the pixels picked are
+        // upsample_nearest2d's (asymmetric with floor; half-pixel centres rounded) one op.
         o.kind = Kind::upsample_nearest;
         const std::string nearest = r.get_string(n, "nearest_mode", "round_prefer_floor");
+        static const std::map<std::string, NearestMode> modes = {
+            {"round_prefer_floor", NearestMode::round_prefer_floor},
+            {"round_prefer_ceil", NearestMode::round_prefer_ceil},
+            {"floor", NearestMode::floor},
+            {"ceil", NearestMode::ceil}};
+        const auto m = modes.find(nearest);
+        if (m == modes.end()) r.fail(n, "nearest_mode " + nearest + " is not one of ONNX's");
+        o.nearest = m->second;
         const bool asymmetric = ctm == "asymmetric" && nearest == "floor";
         const bool half_pixel = (ctm == "half_pixel" || ctm == "pytorch_half_pixel") &&
                                 (nearest == "round_prefer_floor" || nearest == "round_prefer_ceil");
-        if (!asymmetric && !half_pixel)
-          r.fail(n, "coordinate_transformation_mode " + ctm + " with nearest_mode " + nearest +
-                        " is not imported (asymmetric with floor, or half_pixel)");
-        if (scales[2] != 0) {
-          if (scales[2] < 1 || scales[3] < 1 || scales[2] != std::floor(scales[2]) ||
-              scales[3] != std::floor(scales[3]))
-            r.fail(n, "scales must be a constant (1, 1, s_h, s_w) of whole numbers in 1..4096");
-          o.scale_h = static_cast<int64_t>(scales[2]), o.scale_w = static_cast<int64_t>(scales[3]);
+        o.nearest_whole = asymmetric || half_pixel;
+        if (o.nearest_whole && scales[2] >= 1 && scales[3] >= 1 &&
+            scales[2] == std::floor(scales[2]) && scales[3] == std::floor(scales[3])) {
+          o.scale_h = static_cast<int64_t>(scales[2]);
+          o.scale_w = static_cast<int64_t>(scales[3]);
         }
       } else if (mode == "linear" || mode == "cubic") {
         o.kind = Kind::resize;
@@ -489,19 +507,6 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
           if (r.get_int(n, "exclude_outside", 0) != 0)
             r.fail(n, "exclude_outside 1 is not imported (PyTorch exports 0: the edge repeated)");
         }
-        if (ctm == "half_pixel")
-          o.resize_mode = ResizeCoordinates::half_pixel;
-        else if (ctm == "pytorch_half_pixel")
-          o.resize_mode = ResizeCoordinates::pytorch_half_pixel;
-        else if (ctm == "align_corners")
-          o.resize_mode = ResizeCoordinates::align_corners;
-        else if (ctm == "asymmetric")
-          o.resize_mode = ResizeCoordinates::asymmetric;
-        else
-          r.fail(n,
-                 "coordinate_transformation_mode " + ctm + " is not imported in " + mode + " mode");
-        o.resize_scale_h = scales[2];
-        o.resize_scale_w = scales[3];
       } else {
         r.fail(n, "mode " + mode + " is not imported (nearest, linear or cubic)");
       }

@@ -16,6 +16,7 @@
 #include "layers/pad.h"
 #include "models/onnx_ints.h"
 #include "models/onnx_lstm.h"
+#include "models/onnx_resize.h"
 
 namespace frugal {
 
@@ -97,11 +98,16 @@ struct OnnxNode {
   int unit_axis = 0;    // Conv with a 3-D window: its axis (2 to 4) 1 wide, `conv` the others'
   int64_t kernel_h = 0, kernel_w = 0;
   int64_t output_padding_h = 0, output_padding_w = 0;  // ConvTranspose
-  int64_t scale_h = 0, scale_w = 0;                    // Resize by scales, or 0 with its sizes:
-  ResizeCoordinates resize_mode = ResizeCoordinates::half_pixel;  // Resize in linear mode
+  // Resize in nearest mode by whole scales (upsample_nearest2d), or 0: by gathers of the
+  // rows and columns `nearest` picks (models/onnx_resize.h), or its sizes by whole factors
+  // where nearest_whole (the pixels picked are upsample_nearest2d's);
+  int64_t scale_h = 0, scale_w = 0;
+  NearestMode nearest = NearestMode::floor;
+  bool nearest_whole = false;
+  ResizeCoordinates resize_mode = ResizeCoordinates::half_pixel;  // Resize in any mode
   ResizeMethod resize_method = ResizeMethod::linear;              // or cubic mode,
   double cubic_a = -0.75;                                         // its cubic_coeff_a
-  double resize_scale_h = 0, resize_scale_w = 0;                  // its scales, or 0: sizes
+  double resize_scale_h = 0, resize_scale_w = 0;                  // scales, or 0: sizes
   bool ceil = false, count_include_pad = true;
   double eps = 1e-5, momentum = 0.1, alpha = 0;
   double clip_lo = 0, clip_hi = 0;       // clamp

@@ -678,7 +678,7 @@ Value record_onnx(const OnnxModel& model, Value images) {
         }
         case Kind::upsample_nearest:
         case Kind::resize: {
-          const Shape& x = in[0].shape();
+          const Shape x = in[0].shape();  // a copy: recording may move the tape's values
           FRUGAL_CHECK(x.rank() == 4, "resizes (N, C, H, W) values, got ", x);
           int64_t out_h = 0, out_w = 0;  // from the sizes, or 0: from the scales
           if (!n.int_inputs.empty()) {
@@ -688,19 +688,28 @@ Value record_onnx(const OnnxModel& model, Value images) {
                          " for ", x, ": expected (N, C, H, W) with C kept");
             out_h = s[2], out_w = s[3];
           }
+          if (out_h == 0) {  // ONNX: floor(input * scale)
+            out_h = static_cast<int64_t>(std::floor(double(x[2]) * n.resize_scale_h));
+            out_w = static_cast<int64_t>(std::floor(double(x[3]) * n.resize_scale_w));
+            FRUGAL_CHECK(out_h >= 1 && out_w >= 1, "scales ", n.resize_scale_h, " and ",
+                         n.resize_scale_w, " leave no pixels of ", x);
+          }
           if (n.kind == Kind::upsample_nearest) {
             int64_t sh = n.scale_h, sw = n.scale_w;
-            if (sh == 0) {
-              FRUGAL_CHECK(out_h % x[2] == 0 && out_w % x[3] == 0, "sizes ", out_h, "x", out_w,
-                           " are not whole multiples of the input ", x);
+            if (sh == 0 && n.nearest_whole && n.resize_scale_h == 0 && out_h % x[2] == 0 &&
+                out_w % x[3] == 0)
               sh = out_h / x[2], sw = out_w / x[3];
+            if (sh > 0) {
+              y = tape.record(std::make_unique<UpsampleNearestOp>(sh, sw), in, where)[0];
+            } else {  // the rows, then the columns ONNX's definition picks
+              y = gather(in[0], 2,
+                         nearest_indices(x[2], out_h, n.resize_scale_h, n.resize_mode, n.nearest),
+                         {out_h}, where);
+              y = gather(y, 3,
+                         nearest_indices(x[3], out_w, n.resize_scale_w, n.resize_mode, n.nearest),
+                         {out_w}, where);
             }
-            y = tape.record(std::make_unique<UpsampleNearestOp>(sh, sw), in, where)[0];
           } else {
-            if (out_h == 0) {  // ONNX: floor(input * scale)
-              out_h = static_cast<int64_t>(std::floor(double(x[2]) * n.resize_scale_h));
-              out_w = static_cast<int64_t>(std::floor(double(x[3]) * n.resize_scale_w));
-            }
             const ResizeOptions o{.height = out_h,
                                   .width = out_w,
                                   .mode = n.resize_mode,

@@ -35,7 +35,8 @@ expand_net.onnx (Expand over activations), instance_norm_net.onnx (InstanceNorma
 GroupNorm's export), group_norm_lookalike_net.onnx (GroupNorm's five nodes over a reshape
 that is no grouping), prelu_net.onnx (PReLU per channel and shared), activation_net.onnx (ELU, SELU, Mish, Softplus, Exp, Neg, Log,
 Reciprocal), elu_net.onnx (ELU and CELU with alphas of their own), var_net.onnx (torch.var and std),
-trig_net.onnx (sin, cos, atan, sign, LPPool2d), pixel_net.onnx (PixelShuffle, PixelUnshuffle, GlobalMaxPool, LogSoftmax),
+trig_net.onnx (sin, cos, atan, sign, LPPool2d), nearest_net.onnx (nearest resizing to any
+size), pixel_net.onnx (PixelShuffle, PixelUnshuffle, GlobalMaxPool, LogSoftmax),
 lrn_net.onnx (LocalResponseNorm), minmax_net.onnx (torch.maximum, minimum, clamp by tensors),
 lrn_torch_net.onnx (LocalResponseNorm as PyTorch exports it: an If) and pool_window_net.onnx
 (rectangular, 1-D and 3-D pools):
@@ -1691,6 +1692,37 @@ def trig_net(out):
     export_with_output(net, x, out, "trig_net", 13)
 
 
+def nearest_net(out):
+    """F.interpolate in nearest mode to sizes that are no whole multiples (up and down) and by
+    scales of 1.5 and 0.5 (Resize, asymmetric, floor), each into a head;
+    tests/data/onnx/nearest_net.onnx with PyTorch's float32 output. ('nearest-exact' does not
+    export from PyTorch 1.13.)"""
+
+    import torch
+    from torch import nn
+    from torch.nn import functional as F
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 4, 3, padding=1)
+            self.fc = nn.Linear(4 * 4, 5)
+
+        def forward(self, x):
+            x = self.conv(x)
+            a = F.interpolate(x, size=(11, 13), mode="nearest")
+            b = F.interpolate(x, size=(5, 3), mode="nearest")
+            c = F.interpolate(x, scale_factor=1.5, mode="nearest")
+            d = F.interpolate(x, scale_factor=0.5, mode="nearest")
+            feats = [(t * t).mean((2, 3)) for t in (a, b, c, d)]
+            return self.fc(torch.cat(feats, 1))
+
+    torch.manual_seed(18)
+    net = Net().eval()
+    x = torch.rand(2, 3, 6, 8) * 4 - 2
+    export_with_output(net, x, out, "nearest_net", 13)
+
+
 def pixel_net(out):
     """nn.PixelShuffle (DepthToSpace, CRD mode) and nn.PixelUnshuffle as PyTorch exports them,
     CBAM's channel attention (nn.AdaptiveMaxPool2d(1): GlobalMaxPool, beside the average),
@@ -2119,6 +2151,7 @@ if __name__ == "__main__":
         elu_net(sys.argv[2])
         var_net(sys.argv[2])
         trig_net(sys.argv[2])
+        nearest_net(sys.argv[2])
         pixel_net(sys.argv[2])
         lrn_net(sys.argv[2])
         minmax_net(sys.argv[2])

@@ -89,30 +89,40 @@ TEST_CASE("onnx: bad files, unsupported ops and attributes are errors naming wha
     CHECK(error_for(padded) ==
           "m.onnx: node 'up2' (ConvTranspose): output_padding must be two values, each below its "
           "stride");
-    // Resize: an unknown mode, a fractional scale in nearest mode, and asymmetric rounding are
-    // refused; cubic is imported.
-    onnx::ModelProto linear = m, fraction = m, rounded = m, cubic = m;
-    for (auto& n : *linear.mutable_graph()->mutable_node())
-      if (n.name() == "resize") attribute(&n, "mode")->set_s("lanczos");
+    // Resize: an unknown mode, nearest_mode or coordinate transformation is refused; cubic, a
+    // fractional scale in nearest mode and asymmetric rounding are imported.
+    onnx::ModelProto linear = m, fraction = m, rounded = m, cubic = m, even = m, crop = m;
+    auto set = [](onnx::ModelProto& model, const char* name, const char* value) {
+      for (auto& n : *model.mutable_graph()->mutable_node())
+        if (n.name() == "resize") {
+          attribute(&n, name)->set_type(onnx::AttributeProto::STRING);
+          attribute(&n, name)->set_s(value);
+        }
+    };
+    set(linear, "mode", "lanczos");
     CHECK(error_for(linear) ==
           "m.onnx: node 'resize' (Resize): mode lanczos is not imported "
           "(nearest, linear or cubic)");
-    for (auto& n : *cubic.mutable_graph()->mutable_node())
-      if (n.name() == "resize") attribute(&n, "mode")->set_s("cubic");
+    set(cubic, "mode", "cubic");
     CHECK(error_for(cubic).empty());
     for (auto& t : *fraction.mutable_graph()->mutable_initializer())
       if (t.name() == "scales") {
         t.clear_raw_data();
         for (float v : {1.0f, 1.0f, 2.0f, 1.5f}) t.add_float_data(v);
       }
-    CHECK(error_for(fraction) ==
-          "m.onnx: node 'resize' (Resize): scales must be a constant (1, "
-          "1, s_h, s_w) of whole numbers in 1..4096");
-    for (auto& n : *rounded.mutable_graph()->mutable_node())
-      if (n.name() == "resize") attribute(&n, "nearest_mode")->set_s("round_prefer_ceil");
-    CHECK(error_for(rounded) ==
-          "m.onnx: node 'resize' (Resize): coordinate_transformation_mode asymmetric with "
-          "nearest_mode round_prefer_ceil is not imported (asymmetric with floor, or half_pixel)");
+    // The Resize imports; its 8 x 6 output no longer fits the skip connection's 8 x 8.
+    CHECK(
+        error_for(fraction).starts_with("m.onnx: node 'skip' (Concat): concat: input 2 "
+                                        "[1,6,8,6] does not match input 0 [1,4,8,8]"));
+    set(rounded, "nearest_mode", "round_prefer_ceil");
+    CHECK(error_for(rounded).empty());
+    set(even, "nearest_mode", "nearest_even");
+    CHECK(error_for(even) ==
+          "m.onnx: node 'resize' (Resize): nearest_mode nearest_even is not one of ONNX's");
+    set(crop, "coordinate_transformation_mode", "tf_crop_and_resize");
+    CHECK(error_for(crop) ==
+          "m.onnx: node 'resize' (Resize): coordinate_transformation_mode tf_crop_and_resize is "
+          "not imported in nearest mode");
   }
   {  // The data movement of shuffle_net: what is not imported names the node and the reason.
     onnx::ModelProto m;

@@ -3,7 +3,8 @@
 // PReLU (its slopes folded, or through Unsqueeze), a class token expanded over the batch and a
 // tiny vision transformer; pixel shuffles, GlobalMaxPool, LogSoftmax, LRN, Max and Min;
 // PyTorch's LocalResponseNorm export (an If), rectangular, 1-D and 3-D pools; ELU and CELU
-// with their own alphas; torch.std and torch.var; Sin, Cos, Atan, Sign and LPPool2d.
+// with their own alphas; torch.std and torch.var; Sin, Cos, Atan, Sign and LPPool2d; nearest
+// resizing to any size.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -369,5 +370,17 @@ TEST_CASE("onnx: gradcheck of Sin, Cos, Atan, Sign and LPPool2d") {
     signs += n.kind == OnnxKind::activation && n.activation == Activation::sign;
   CHECK(signs == 3);
   check_gradients(randomized(m, 190), {random_tensor({2, 3, 6, 8}, 53, -2, 2)},
+                  {.tolerance = 1e-6});
+}
+
+// Nearest resizing to sizes that are no whole multiples and by scales of 1.5 and 0.5
+// (nearest_net: each a gather of rows and one of columns, whose backward adds each output
+// gradient back to its source pixel) in float64 against finite differences.
+TEST_CASE("onnx: gradcheck of nearest resizing to any size") {
+  const OnnxModel m = load_onnx((onnx_data() / "nearest_net.onnx").string());
+  int nearest = 0;
+  for (const OnnxNode& n : m.graph->nodes) nearest += n.kind == OnnxKind::upsample_nearest;
+  CHECK(nearest == 4);
+  check_gradients(randomized(m, 200), {random_tensor({2, 3, 6, 8}, 55, -2, 2)},
                   {.tolerance = 1e-6});
 }

@@ -1,8 +1,9 @@
 // ONNX import of the ops that move channels into pixels and back (DepthToSpace in both modes,
-// SpaceToDepth), GlobalMaxPool, LRN, LogSoftmax and the ELU family with its own constants:
-// elements where ONNX's definitions put them, and the errors for what does not fit (Max and
-// Min's too). PyTorch's own outputs for nn.PixelShuffle, PixelUnshuffle, adaptive max pooling
-// and log_softmax are pixel_net's, for LocalResponseNorm lrn_net's (tests/test_onnx.cpp).
+// SpaceToDepth), GlobalMaxPool, LRN, LogSoftmax, the ELU family with its own constants and
+// nearest Resize's rows and columns: elements where ONNX's definitions put them, and the errors
+// for what does not fit (Max and Min's too). PyTorch's own outputs for nn.PixelShuffle,
+// PixelUnshuffle, adaptive max pooling and log_softmax are pixel_net's, for LocalResponseNorm
+// lrn_net's (tests/test_onnx.cpp).
 #include <doctest/doctest.h>
 #include <onnx/onnx_pb.h>
 
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "models/onnx.h"
+#include "models/onnx_resize.h"
 #include "tests/onnx_edit.h"
 #include "tests/onnx_support.h"
 
@@ -209,4 +211,28 @@ TEST_CASE("onnx: ReduceProd of an activation is an error naming the node") {
   const std::string e = error_for(one_node("ReduceProd", {3, 4, 5}, kNone));
   CAPTURE(e);
   CHECK(e.find("node 'node0' (ReduceProd): op not imported yet") != std::string::npos);
+}
+
+// Nearest Resize's source indices (models/onnx_resize.h) by hand from ONNX's definition, for
+// each coordinate transformation and nearest_mode, by sizes and by scales.
+TEST_CASE("onnx: nearest Resize picks the rows ONNX's definition does") {
+  using R = ResizeCoordinates;
+  using M = NearestMode;
+  using V = std::vector<int64_t>;
+  // 4 to 6 (scale 1.5): half-pixel centres (i + 0.5) / 1.5 - 0.5, ties at 0.5 and 2.5.
+  CHECK(nearest_indices(4, 6, 0, R::half_pixel, M::round_prefer_floor) == V{0, 0, 1, 2, 2, 3});
+  CHECK(nearest_indices(4, 6, 1.5, R::half_pixel, M::round_prefer_ceil) == V{0, 1, 1, 2, 3, 3});
+  CHECK(nearest_indices(4, 6, 0, R::pytorch_half_pixel, M::round_prefer_floor) ==
+        V{0, 0, 1, 2, 2, 3});
+  CHECK(nearest_indices(4, 1, 0, R::pytorch_half_pixel, M::floor) == V{0});
+  // Corners aligned: i * 3 / 5.
+  CHECK(nearest_indices(4, 6, 0, R::align_corners, M::round_prefer_floor) == V{0, 1, 1, 2, 2, 3});
+  // Asymmetric i / 1.5, floored (PyTorch's mode="nearest") and ceiled (clamped to 3).
+  CHECK(nearest_indices(4, 6, 1.5, R::asymmetric, M::floor) == V{0, 0, 1, 2, 2, 3});
+  CHECK(nearest_indices(4, 6, 1.5, R::asymmetric, M::ceil) == V{0, 1, 2, 2, 3, 3});
+  // Down by sizes, exactly: 8 to 3 is floor(i * 8 / 3); 6 to 4 floor(i * 1.5), whole at i = 2.
+  CHECK(nearest_indices(8, 3, 0, R::asymmetric, M::floor) == V{0, 2, 5});
+  CHECK(nearest_indices(6, 4, 0, R::asymmetric, M::floor) == V{0, 1, 3, 4});
+  CHECK_THROWS_WITH_AS(nearest_indices(0, 4, 0, R::asymmetric, M::floor),
+                       doctest::Contains("nearest resize from 0 to 4"), Error);
 }
