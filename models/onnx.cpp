@@ -17,6 +17,7 @@
 #include "core/backend.h"
 #include "core/copy_box.h"
 #include "core/error.h"
+#include "models/onnx_einsum.h"
 #include "models/onnx_graph.h"
 #include "models/onnx_reader.h"
 
@@ -562,38 +563,57 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
     } else if (op == "Einsum") {
       // A batched product of two activations, as attention writes it ("bhid,bhjd->bhij"): the
       // same leading axes on every side, one axis summed, each operand's other axis kept in
-      // order (either operand's last two axes may be swapped: a transpose before the product).
-      o.kind = Kind::matmul;
-      o.inputs = {activation_input(n), activation_input_at(n, 1)};
-      if (n.input_size() != 2) r.fail(n, "only an Einsum of two operands is imported");
+      // order (either operand's last two axes may be swapped: a transpose before the product),
+      // is one matmul. Any other equation of one or two operands (no ellipsis, no diagonal) is
+      // recorded in general (models/onnx_einsum.h), the batch axis staying first.
       std::string eq;
       for (char c : r.get_string(n, "equation", ""))
         if (c != ' ') eq += c;
-      const size_t comma = eq.find(','), arrow = eq.find("->");
-      if (comma == std::string::npos || arrow == std::string::npos || arrow < comma ||
-          eq.find('.') != std::string::npos)
-        r.fail(n, "equation '" + eq + "': expected 'A,B->Y' without ellipses");
-      const std::string a = eq.substr(0, comma), b = eq.substr(comma + 1, arrow - comma - 1),
-                        y = eq.substr(arrow + 2);
-      const size_t lead = y.size() >= 2 ? y.size() - 2 : 0;
-      const std::string batch = y.substr(0, lead), i = y.substr(lead, 1),
-                        j = y.size() >= 2 ? y.substr(lead + 1, 1) : "";
-      auto fits = [&](const std::string& t, const std::string& kept, bool& swapped) {
-        if (t.size() != batch.size() + 2 || t.compare(0, batch.size(), batch) != 0) return false;
-        const std::string rest = t.substr(batch.size());
-        swapped = rest[1] == kept[0];  // (kept, summed) unless the kept axis comes second
-        const char summed = swapped ? rest[0] : rest[1];
-        return (rest[0] == kept[0] || rest[1] == kept[0]) && y.find(summed) == std::string::npos;
-      };
-      bool swap_a = false, swap_b = false, distinct = true;
-      for (size_t p = 0; p < y.size(); ++p) distinct = distinct && y.find(y[p], p + 1) == y.npos;
-      if (y.size() < 2 || !distinct || !fits(a, i, swap_a) || !fits(b, j, swap_b) ||
-          (swap_a ? a[a.size() - 2] : a.back()) != (swap_b ? b[b.size() - 2] : b.back()))
+      EinsumEquation e;
+      try {
+        e = parse_einsum(eq);
+      } catch (const Error& error) {
+        r.fail(n, error.what());
+      }
+      if (e.operands.size() != static_cast<size_t>(n.input_size()))
+        r.fail(n, "equation '" + eq + "' has " + std::to_string(e.operands.size()) +
+                      " operand terms for " + std::to_string(n.input_size()) + " inputs");
+      o.inputs = {activation_input(n)};
+      if (n.input_size() == 2)  // an activation, or a weight ('nchw,kc->nkhw')
+        o.inputs.push_back(is_weight(need(n, 1)) ? param(n, 1, true) : activation_input_at(n, 1));
+      for (const std::string& i : o.inputs)
+        if (batch_moved.count(i))
+          r.fail(n, "an Einsum of a value whose axis 0 is not the batch's is not imported");
+      const std::string &a = e.operands[0], &y = e.output;
+      o.kind = Kind::einsum;
+      o.equation = eq;
+      if (o.inputs.size() == 2) {  // the one-matmul form (OnnxKind::matmul)
+        const std::string& b = e.operands[1];
+        const size_t lead = y.size() >= 2 ? y.size() - 2 : 0;
+        const std::string batch = y.substr(0, lead), i = y.substr(lead, 1),
+                          j = y.size() >= 2 ? y.substr(lead + 1, 1) : "";
+        auto fits = [&](const std::string& t, const std::string& kept, bool& swapped) {
+          if (t.size() != batch.size() + 2 || t.compare(0, batch.size(), batch) != 0) return false;
+          const std::string rest = t.substr(batch.size());
+          swapped = rest[1] == kept[0];  // (kept, summed) unless the kept axis comes second
+          const char summed = swapped ? rest[0] : rest[1];
+          return (rest[0] == kept[0] || rest[1] == kept[0]) && y.find(summed) == std::string::npos;
+        };
+        bool swap_a = false, swap_b = false;
+        if (y.size() >= 2 && fits(a, i, swap_a) && fits(b, j, swap_b) &&
+            (swap_a ? a[a.size() - 2] : a.back()) == (swap_b ? b[b.size() - 2] : b.back())) {
+          // The product reads a as (..., i, k) and b as (..., k, j): a's kept axis first, b's
+          // last.
+          o.kind = Kind::matmul;
+          o.ints = {swap_a ? 1 : 0, swap_b ? 0 : 1};
+        }
+      }
+      const bool b_activation = o.inputs.size() == 2 && !is_weight(o.inputs[1]);
+      if (o.kind == Kind::einsum &&
+          (y.empty() || y[0] != a[0] || (b_activation && e.operands[1][0] != a[0])))
         r.fail(n, "equation '" + eq +
-                      "': only batched products (leading axes alike, one axis "
-                      "summed, as 'bhid,bhjd->bhij') are imported");
-      // The product reads a as (..., i, k) and b as (..., k, j): a's kept axis first, b's last.
-      o.ints = {swap_a ? 1 : 0, swap_b ? 0 : 1};
+                      "': the batch axis (each activation's first letter) must stay the "
+                      "output's first");
     } else if (op == "MaxPool" || op == "AveragePool") {
       // 1-D, 2-D, or 3-D with an axis 1 wide (F.local_response_norm's (size, 1, 1) average).
       o.kind = op == "MaxPool" ? Kind::max_pool : Kind::avg_pool;

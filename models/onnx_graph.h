@@ -57,6 +57,7 @@ enum class OnnxKind {
   reshape,       // int_inputs[0]: the target shape
   reshape_axes,  // Unsqueeze or Squeeze of an activation: int_node (its axes)
   matmul,        // MatMul or Einsum between two activations; ints: {swap a, swap b} (Einsum)
+  einsum,        // any other Einsum of one or two operands (models/onnx_einsum.h): equation
   slice,         // int_inputs: starts, ends[, axes[, steps]]
   split,         // outputs; int_inputs[0] (or ints): sizes, else equal parts
   gather,        // int_inputs[0]: indices (a scalar drops the axis); axis
@@ -125,6 +126,7 @@ struct OnnxNode {
   std::vector<std::string> outputs;     // split: every output (`output` is the first)
   int64_t axis = 1;                     // concat, split, softmax, gather (negative: from the end)
   double pad_value = 0;
+  std::string equation;  // einsum
   PadMode pad_mode = PadMode::constant;
   bool legacy = false;            // softmax of opset < 13
   OnnxLstm lstm;                  // LSTM: its direction, hidden size and optional inputs

@@ -46,6 +46,7 @@
 #include "layers/transpose.h"
 #include "layers/upsample2d.h"
 #include "models/onnx.h"
+#include "models/onnx_einsum.h"
 #include "models/onnx_graph.h"
 #include "models/onnx_layout.h"
 #include "models/onnx_scatter.h"
@@ -890,6 +891,9 @@ Value record_onnx(const OnnxModel& model, Value images) {
           y = record_matmul(a, b);
           break;
         }
+        case Kind::einsum:
+          y = record_einsum(parse_einsum(n.equation), in);
+          break;
         case Kind::reshape_axes: {
           IntNode k = n.int_node;  // the axes arithmetic over the activation's dims
           if (k.op == IntOp::squeeze && k.ints.empty() && k.attrs.empty())

@@ -36,7 +36,7 @@ GroupNorm's export), group_norm_lookalike_net.onnx (GroupNorm's five nodes over 
 that is no grouping), prelu_net.onnx (PReLU per channel and shared), activation_net.onnx (ELU, SELU, Mish, Softplus, Exp, Neg, Log,
 Reciprocal), elu_net.onnx (ELU and CELU with alphas of their own), var_net.onnx (torch.var and std),
 trig_net.onnx (sin, cos, atan, sign, LPPool2d), nearest_net.onnx (nearest resizing to any
-size), pixel_net.onnx (PixelShuffle, PixelUnshuffle, GlobalMaxPool, LogSoftmax),
+size), einsum2_net.onnx (torch.einsum beyond batched products), pixel_net.onnx (PixelShuffle, PixelUnshuffle, GlobalMaxPool, LogSoftmax),
 lrn_net.onnx (LocalResponseNorm), minmax_net.onnx (torch.maximum, minimum, clamp by tensors),
 lrn_torch_net.onnx (LocalResponseNorm as PyTorch exports it: an If) and pool_window_net.onnx
 (rectangular, 1-D and 3-D pools):
@@ -1723,6 +1723,39 @@ def nearest_net(out):
     export_with_output(net, x, out, "nearest_net", 13)
 
 
+def einsum2_net(out):
+    """torch.einsum beyond batched products: a per-channel gate ('nchw,nc->nchw', a broadcast
+    product), a 1x1 convolution by a weight ('nchw,kc->nkhw'), channel similarities over pixels
+    ('nchw,nkhw->nck'), a sum over an operand's own axis ('nchw,nc->nh'), and one operand
+    transposed and summed ('nchw->nwc'), into a head; tests/data/onnx/einsum2_net.onnx with
+    PyTorch's float32 output."""
+
+    import torch
+    from torch import nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 4, 3, padding=1)
+            self.w = nn.Parameter(torch.randn(6, 4) * 0.5)
+            self.fc = nn.Linear(4 + 6 * 4 + 6 + 5 * 4, 5)
+
+        def forward(self, x):
+            x = self.conv(x)
+            g = torch.einsum("nchw,nc->nchw", x, torch.sigmoid(x.mean((2, 3))))
+            k = torch.einsum("nchw,kc->nkhw", g, self.w)
+            s = torch.einsum("nchw,nkhw->nck", g, k)
+            h = torch.einsum("nchw,nc->nh", x, g.mean((2, 3)))
+            t = torch.einsum("nchw->nwc", k)
+            feats = [g.mean((2, 3)), s.flatten(1), h, t.mean(2)[:, :5].repeat(1, 4)]
+            return self.fc(torch.cat(feats, 1))
+
+    torch.manual_seed(19)
+    net = Net().eval()
+    x = torch.rand(2, 3, 6, 5) * 4 - 2
+    export_with_output(net, x, out, "einsum2_net", 13)
+
+
 def pixel_net(out):
     """nn.PixelShuffle (DepthToSpace, CRD mode) and nn.PixelUnshuffle as PyTorch exports them,
     CBAM's channel attention (nn.AdaptiveMaxPool2d(1): GlobalMaxPool, beside the average),
@@ -2152,6 +2185,7 @@ if __name__ == "__main__":
         var_net(sys.argv[2])
         trig_net(sys.argv[2])
         nearest_net(sys.argv[2])
+        einsum2_net(sys.argv[2])
         pixel_net(sys.argv[2])
         lrn_net(sys.argv[2])
         minmax_net(sys.argv[2])

@@ -88,7 +88,8 @@ const char* const kFixtures[] = {"residual_net",
                                  "elu_net",
                                  "var_net",
                                  "trig_net",
-                                 "nearest_net"};
+                                 "nearest_net",
+                                 "einsum2_net"};
 
 TEST_CASE("onnx: imported models give ONNX's reference outputs") {
   // focus_net: PyTorch's output; slices with steps (YOLOv5's focus layer, x[:, 1::3]).
@@ -179,6 +180,9 @@ TEST_CASE("onnx: imported models give ONNX's reference outputs") {
   // p = 2 and 3 (Sign, Abs and Relu around an AveragePool of powers).
   // nearest_net: PyTorch's output; F.interpolate in nearest mode to 11x13 and 5x3 from 6x8
   // and by scales of 1.5 and 0.5 (two gathers each).
+  // einsum2_net: PyTorch's output; torch.einsum beyond batched products (a gate, a 1x1
+  // convolution by a weight, similarities over pixels, a sum over one operand's own axis, one
+  // operand transposed and summed).
   // unet_seg: PyTorch's own eval-mode output (scripts/onnx_fixtures.py --segmentation --small),
   // a U-Net whose F.pad to the skip's size exports as shape arithmetic (ConstantOfShape, integer
   // Reshape, Slice with step -1, Transpose) and whose output is per pixel.

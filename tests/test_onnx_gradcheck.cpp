@@ -80,6 +80,17 @@ TEST_CASE("onnx: gradcheck of Einsum's batched products") {
   check_gradients(randomized(m, 95), {random_tensor({2, 3, 4, 6}, 21)}, {.tolerance = 1e-6});
 }
 
+// torch.einsum beyond batched products (einsum2_net: a broadcast gate, a contraction with a
+// weight, similarities over two axes, a sum over one operand's own axis, one operand), in
+// float64 against finite differences, the weight's gradient included.
+TEST_CASE("onnx: gradcheck of Einsum in general") {
+  const OnnxModel m = load_onnx((onnx_data() / "einsum2_net.onnx").string());
+  int general = 0;
+  for (const OnnxNode& n : m.graph->nodes) general += n.kind == OnnxKind::einsum;
+  CHECK(general == 5);
+  check_gradients(randomized(m, 96), {random_tensor({2, 3, 6, 5}, 22)}, {.tolerance = 1e-6});
+}
+
 // torchvision's SwinTransformer, tiny (10 x 10 images, windows of 3), in float64 against finite
 // differences: the relative position bias tables' gradients (a gather's, summed where pairs
 // share an offset), the shifted windows' mask (a constant), padding to whole windows and the
