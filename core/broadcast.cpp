@@ -38,6 +38,8 @@ const char* binary_name(BinaryKind k) {
       return "maximum";
     case BinaryKind::minimum:
       return "minimum";
+    case BinaryKind::pow:
+      return "pow";
     default:
       return "xor";
   }

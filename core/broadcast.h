@@ -5,6 +5,7 @@
 // (N,C,1,1)), a per-channel scale or shift (C,1,1), and a scalar are all this.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #if !defined(__CUDACC__)
@@ -40,10 +41,11 @@ enum class BinaryKind {
   logical_or,
   logical_xor,
   maximum,  // torch.maximum: NaN if either is; at a tie each operand gets half the gradient
-  minimum
+  minimum,
+  pow  // a^b, torch.pow of two tensors (GeM pooling's learned exponent); gradients as PyTorch's
 };
 // "add", "sub", "mul", "div", "mask", "unmask", "greater", "less", "greater_equal",
-// "less_equal", "equal", "or", "xor", "maximum", "minimum"
+// "less_equal", "equal", "or", "xor", "maximum", "minimum", "pow"
 const char* binary_name(BinaryKind k);
 // The comparisons and logical ops, whose output is 0 or 1 and has no gradient.
 FRUGAL_BROADCAST_HD inline bool binary_compares(BinaryKind k) {
@@ -71,6 +73,12 @@ struct Broadcast {
 };
 
 namespace binary_math {
+
+#if defined(__CUDA_ARCH__)
+#define FRUGAL_BINARY_MATH(f) f  // CUDA's overloads for float and double
+#else
+#define FRUGAL_BINARY_MATH(f) std::f
+#endif
 
 // Output element i (row-major) -> its operand's element index, given that operand's strides.
 FRUGAL_BROADCAST_HD inline int64_t operand_index(const Broadcast& g, const int64_t* stride,
@@ -114,6 +122,8 @@ FRUGAL_BROADCAST_HD inline T forward(BinaryKind k, T a, T b) {
       return a != a || a > b ? a : b;  // a where a is NaN, b where b is: NaN from either
     case BinaryKind::minimum:
       return a != a || a < b ? a : b;
+    case BinaryKind::pow:
+      return FRUGAL_BINARY_MATH(pow)(a, b);
     default:  // logical_xor
       return (a != T(0)) != (b != T(0)) ? T(1) : T(0);
   }
@@ -146,6 +156,8 @@ FRUGAL_BROADCAST_HD inline T grad_a(BinaryKind k, T a, T b, T dy) {
       return b != T(0) ? dy : T(0);
     case BinaryKind::unmask:
       return b != T(0) ? T(0) : dy;
+    case BinaryKind::pow:  // dy b a^(b - 1), 0 where b is 0, as PyTorch
+      return b == T(0) ? T(0) : dy * b * FRUGAL_BINARY_MATH(pow)(a, b - T(1));
     default:  // a comparison: no gradient
       return T(0);
   }
@@ -164,6 +176,10 @@ FRUGAL_BROADCAST_HD inline T grad_b(BinaryKind k, T a, T b, T dy) {
     case BinaryKind::maximum:
     case BinaryKind::minimum:
       return extreme_share(k, b, a, dy);
+    case BinaryKind::pow:  // dy a^b ln a, 0 where a is 0 and b >= 0, as PyTorch
+      return a == T(0) && b >= T(0)
+                 ? T(0)
+                 : dy * (FRUGAL_BINARY_MATH(pow)(a, b) * FRUGAL_BINARY_MATH(log)(a));
     default:  // a mask or a comparison: no gradient
       return T(0);
   }
@@ -209,6 +225,8 @@ FRUGAL_BROADCAST_HD inline T reduce_grad(BinaryKind k, const Broadcast& g, int w
   return acc;
 }
 
+#undef FRUGAL_BINARY_MATH
+
 }  // namespace binary_math
 
 // The order Backend::binary_backward writes the gradients in (0: da, 1: db): a reduced one
@@ -221,20 +239,20 @@ inline void binary_gradient_order(const Broadcast& g, int order[2]) {
   order[0] = a_last ? 1 : 0, order[1] = a_last ? 0 : 1;
 }
 
-// Whether backward needs the operands' values: mul, div, maximum and minimum do, and the masks
-// (their mask b); add and sub do not, and a comparison has no backward.
+// Whether backward needs the operands' values: mul, div, maximum, minimum and pow do, and the
+// masks (their mask b); add and sub do not, and a comparison has no backward.
 inline bool binary_backward_reads_inputs(BinaryKind k) {
   return k == BinaryKind::mul || k == BinaryKind::div || k == BinaryKind::mask ||
-         k == BinaryKind::unmask || binary_extreme(k);
+         k == BinaryKind::unmask || binary_extreme(k) || k == BinaryKind::pow;
 }
 // Whether backward reads operand `which` (0: a, 1: b) for the gradients wanted: a for db
 // (mul's a * dy, div's -dy * a / b^2), b for da (mul's b * dy, div's dy / b, a mask's
 // selection) and for div's db; both for either gradient of maximum and minimum (which operand
-// is the extreme).
+// is the extreme) and of pow.
 // BinaryOp's Roles::reads_only_for declares the same to the planner.
 inline bool binary_backward_reads_operand(BinaryKind k, int which, bool wants_da, bool wants_db) {
   if (!binary_backward_reads_inputs(k)) return false;
-  if (binary_extreme(k)) return wants_da || wants_db;
+  if (binary_extreme(k) || k == BinaryKind::pow) return wants_da || wants_db;
   if (k == BinaryKind::mask || k == BinaryKind::unmask) return which == 1 && wants_da;
   return which == 0 ? wants_db : wants_da || (k == BinaryKind::div && wants_db);
 }

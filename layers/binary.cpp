@@ -82,5 +82,8 @@ Value maximum(Value a, Value b, std::source_location where) {
 Value minimum(Value a, Value b, std::source_location where) {
   return binary(BinaryKind::minimum, a, b, where);
 }
+Value power(Value a, Value b, std::source_location where) {
+  return binary(BinaryKind::pow, a, b, where);
+}
 
 }  // namespace frugal

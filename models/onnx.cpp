@@ -261,6 +261,17 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       r.fail(n, "input 0 is an integer (shape) value; frugal imports this op over activations");
     return x;
   };
+  // The input of an elementwise function: an activation, or a weight or a value computed from
+  // weights (1 / p of GeM pooling's learned exponent), the result then computed from weights.
+  auto unary_input = [&](OnnxNode& o, const onnx::NodeProto& n) {
+    const std::string x = need(n, 0);
+    if (!is_weight(x) || is_int(x)) {
+      o.inputs = {activation_input(n)};
+      return;
+    }
+    o.inputs = {operand(n, 0)};
+    weight_values.insert(o.output);
+  };
   // An integer operand (a shape, indices, pads): a constant or a value computed from shapes.
   auto int_input = [&](const onnx::NodeProto& n, int i) -> std::string {
     const std::string name = need(n, i);
@@ -1283,7 +1294,7 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
                      : op == "Sin"  ? Activation::sin
                      : op == "Cos"  ? Activation::cos
                                     : Activation::atan;
-      o.inputs = {activation_input(n)};
+      unary_input(o, n);
     } else if (const std::optional<EluCoefficients> c = elu_coefficients(r, n)) {
       // nn.CELU, nn.ELU with an alpha other than 1, SELU with constants of its own: the ELU
       // family's op (layers/elu.h), whose backward reads y, not x.
@@ -1303,12 +1314,19 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
                      : op == "Log"      ? Activation::log
                      : op == "Neg"      ? Activation::neg
                                         : Activation::reciprocal;
-      o.inputs = {activation_input(n)};
+      unary_input(o, n);
+    } else if (op == "Pow" && !float_constants.count(need(n, 1))) {
+      // By a weight (GeM pooling's learned exponent p, an initializer: trainable, as every
+      // weight an op reads), or by a value computed from weights or activations (torch.pow of
+      // two tensors): a broadcast pow, whose backward gives the exponent its gradient too.
+      arithmetic_operands(o, n);
+      o.binary = BinaryKind::pow;
     } else if (op == "Pow") {
-      // By a constant exponent: 2 (a variance's square, as PyTorch's LayerNorm exports below
-      // opset 17) is x * x, 0.5 the square root, 1 x itself; any other a pow op.
+      // By a constant exponent (a Constant node's): 2 (a variance's square, as PyTorch's
+      // LayerNorm exports below opset 17) is x * x, 0.5 the square root, 1 x itself; any other a
+      // pow op.
       const double e = scalar(n, 1, NAN);
-      o.inputs = {activation_input(n)};
+      unary_input(o, n);
       if (e == 2) {
         o.kind = Kind::binary;
         o.binary = BinaryKind::mul;
@@ -1382,7 +1400,7 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       if (op == "HardSigmoid" && (std::abs(r.get_float(n, "alpha", 0.2) - 1.0 / 6) > 1e-6 ||
                                   r.get_float(n, "beta", 0.5) != 0.5))
         r.fail(n, "only alpha 1/6, beta 1/2 (PyTorch's hardsigmoid) is imported");
-      o.inputs = {activation_input(n)};
+      unary_input(o, n);
     } else if (op == "Clip") {
       const double lo = scalar(n, 1, -INFINITY), hi = scalar(n, 2, INFINITY);
       if (lo == 0 && hi == 6) {

@@ -36,7 +36,8 @@ GroupNorm's export), group_norm_lookalike_net.onnx (GroupNorm's five nodes over 
 that is no grouping), prelu_net.onnx (PReLU per channel and shared), activation_net.onnx (ELU, SELU, Mish, Softplus, Exp, Neg, Log,
 Reciprocal), elu_net.onnx (ELU and CELU with alphas of their own), var_net.onnx (torch.var and std),
 trig_net.onnx (sin, cos, atan, sign, LPPool2d), nearest_net.onnx (nearest resizing to any
-size), einsum2_net.onnx (torch.einsum beyond batched products), pixel_net.onnx (PixelShuffle, PixelUnshuffle, GlobalMaxPool, LogSoftmax),
+size), einsum2_net.onnx (torch.einsum beyond batched products), gem_net.onnx (a
+learned pow exponent), pixel_net.onnx (PixelShuffle, PixelUnshuffle, GlobalMaxPool, LogSoftmax),
 lrn_net.onnx (LocalResponseNorm), minmax_net.onnx (torch.maximum, minimum, clamp by tensors),
 lrn_torch_net.onnx (LocalResponseNorm as PyTorch exports it: an If) and pool_window_net.onnx
 (rectangular, 1-D and 3-D pools):
@@ -1756,6 +1757,34 @@ def einsum2_net(out):
     export_with_output(net, x, out, "einsum2_net", 13)
 
 
+def gem_net(out):
+    """Generalized-mean pooling with a learned exponent (GeM, as image retrieval heads write
+    it: x.clamp(min=eps).pow(p).mean().pow(1 / p), p an nn.Parameter: Pow by a weight, and 1 / p
+    computed from it) and torch.pow of two activations, into a head;
+    tests/data/onnx/gem_net.onnx with PyTorch's float32 output."""
+
+    import torch
+    from torch import nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 4, 3, padding=1)
+            self.p = nn.Parameter(torch.ones(1) * 3)
+            self.fc = nn.Linear(8, 5)
+
+        def forward(self, x):
+            x = self.conv(x)
+            gem = x.clamp(min=1e-6).pow(self.p).mean((2, 3), keepdim=True).pow(1.0 / self.p)
+            both = torch.pow(torch.sigmoid(x) + 0.5, torch.tanh(x)).mean((2, 3), keepdim=True)
+            return self.fc(torch.cat([gem, both], 1).flatten(1))
+
+    torch.manual_seed(20)
+    net = Net().eval()
+    x = torch.rand(2, 3, 6, 5) * 4 - 2
+    export_with_output(net, x, out, "gem_net", 13)
+
+
 def pixel_net(out):
     """nn.PixelShuffle (DepthToSpace, CRD mode) and nn.PixelUnshuffle as PyTorch exports them,
     CBAM's channel attention (nn.AdaptiveMaxPool2d(1): GlobalMaxPool, beside the average),
@@ -2186,6 +2215,7 @@ if __name__ == "__main__":
         trig_net(sys.argv[2])
         nearest_net(sys.argv[2])
         einsum2_net(sys.argv[2])
+        gem_net(sys.argv[2])
         pixel_net(sys.argv[2])
         lrn_net(sys.argv[2])
         minmax_net(sys.argv[2])

@@ -24,7 +24,8 @@ using namespace frugal::testing;
 namespace {
 
 constexpr BinaryKind kAll[] = {BinaryKind::add, BinaryKind::sub,     BinaryKind::mul,
-                               BinaryKind::div, BinaryKind::maximum, BinaryKind::minimum};
+                               BinaryKind::div, BinaryKind::maximum, BinaryKind::minimum,
+                               BinaryKind::pow};
 
 // (a, b) shapes: one shape; SE's (N,C,1,1) on either side; per-channel (C,1,1); a scalar;
 // rows against a row (N,F) and (F); both broadcast ((N,1,H,1) against (1,C,1,W)); a bias over
@@ -57,10 +58,10 @@ TEST_CASE("binary ops: finite-difference gradients in f64 over every broadcast p
       CAPTURE(std::string(binary_name(k)));
       CAPTURE(sa);
       CAPTURE(sb);
-      // Divisors kept away from zero.
+      // Divisors kept away from zero; pow's bases positive (any exponent defined there).
       Tensor b = k == BinaryKind::div ? random_tensor(sb, 2, 0.5, 1.5) : random_tensor(sb, 2);
-      check_gradients([k](auto x) { return std::vector<Value>{binary(k, x[0], x[1])}; },
-                      {random_tensor(sa, 1), b});
+      Tensor a = k == BinaryKind::pow ? random_tensor(sa, 1, 0.5, 1.5) : random_tensor(sa, 1);
+      check_gradients([k](auto x) { return std::vector<Value>{binary(k, x[0], x[1])}; }, {a, b});
     }
   // x * x: both operands one value, its gradient the sum of the two contributions.
   check_gradients([](auto x) { return std::vector<Value>{mul(x[0], x[0])}; },
@@ -81,7 +82,8 @@ TEST_CASE("binary ops: the CPU's row and broadcast loops give the shared formula
       BinaryKind::div,         BinaryKind::mask,    BinaryKind::unmask,
       BinaryKind::greater,     BinaryKind::less,    BinaryKind::greater_equal,
       BinaryKind::less_equal,  BinaryKind::equal,   BinaryKind::logical_or,
-      BinaryKind::logical_xor, BinaryKind::maximum, BinaryKind::minimum};
+      BinaryKind::logical_xor, BinaryKind::maximum, BinaryKind::minimum,
+      BinaryKind::pow};
   auto quarters = [](Tensor t, bool mask) {
     for (int64_t i = 0; i < t.numel(); ++i) {
       float& v = t.data<float>()[i];
@@ -162,6 +164,26 @@ TEST_CASE("binary ops: values and gradients by hand") {
   CHECK(r.da == std::vector<double>{0.5, 0.5, 0.25, 0.25});
   // d/db of (a0 + a1) / b0 = -(1 + 2) / 4; of (a2 + a3) / b1 = -(3 + 4) / 16.
   CHECK(r.db == std::vector<double>{-0.75, -7.0 / 16});
+}
+
+// torch.pow of two tensors, as torch 1.13 gives it in float64: at a = 0 the gradients are 0
+// where b >= 0 (b = 0: y = 1), infinite where b < 0.
+TEST_CASE("binary ops: pow by hand, zeros included") {
+  const ByHand r =
+      by_hand(BinaryKind::pow, {5}, {2, 0, 0, 4, 0}, {5}, {3, 2, 0, -0.5, -1}, {1, 1, 1, 1, 1});
+  CHECK(r.y == std::vector<double>{8, 0, 1, 0.5, INFINITY});
+  CHECK(r.da == std::vector<double>{12, 0, 0, -0.0625, -INFINITY});
+  CHECK(r.db[0] == doctest::Approx(8 * std::log(2.0)).epsilon(1e-15));
+  CHECK(r.db[1] == 0);
+  CHECK(r.db[2] == 0);
+  CHECK(r.db[3] == doctest::Approx(0.5 * std::log(4.0)).epsilon(1e-15));
+  CHECK(r.db[4] == -INFINITY);
+  // GeM's learned exponent: one p for every element, its gradient summed over them.
+  const ByHand gem = by_hand(BinaryKind::pow, {2, 2}, {1, 2, 3, 4}, {1}, {2}, {1, 1, 1, 1});
+  CHECK(gem.y == std::vector<double>{1, 4, 9, 16});
+  CHECK(gem.da == std::vector<double>{2, 4, 6, 8});
+  CHECK(gem.db[0] ==
+        doctest::Approx(4 * std::log(2.0) + 9 * std::log(3.0) + 16 * std::log(4.0)).epsilon(1e-14));
 }
 
 // torch.maximum and torch.minimum: the extreme, NaN where either operand is; the gradient to

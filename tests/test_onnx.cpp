@@ -89,7 +89,8 @@ const char* const kFixtures[] = {"residual_net",
                                  "var_net",
                                  "trig_net",
                                  "nearest_net",
-                                 "einsum2_net"};
+                                 "einsum2_net",
+                                 "gem_net"};
 
 TEST_CASE("onnx: imported models give ONNX's reference outputs") {
   // focus_net: PyTorch's output; slices with steps (YOLOv5's focus layer, x[:, 1::3]).
@@ -183,6 +184,8 @@ TEST_CASE("onnx: imported models give ONNX's reference outputs") {
   // einsum2_net: PyTorch's output; torch.einsum beyond batched products (a gate, a 1x1
   // convolution by a weight, similarities over pixels, a sum over one operand's own axis, one
   // operand transposed and summed).
+  // gem_net: PyTorch's output; GeM pooling with a learned exponent (Pow by a weight, by 1 / p
+  // computed from it) and torch.pow of two activations.
   // unet_seg: PyTorch's own eval-mode output (scripts/onnx_fixtures.py --segmentation --small),
   // a U-Net whose F.pad to the skip's size exports as shape arithmetic (ConstantOfShape, integer
   // Reshape, Slice with step -1, Transpose) and whose output is per pixel.

@@ -738,19 +738,23 @@ TEST_CASE("cuda broadcast arithmetic: the CPU's formulas and summation order, ev
        {BinaryKind::add, BinaryKind::sub, BinaryKind::mul, BinaryKind::div, BinaryKind::mask,
         BinaryKind::unmask, BinaryKind::greater, BinaryKind::less, BinaryKind::greater_equal,
         BinaryKind::less_equal, BinaryKind::equal, BinaryKind::logical_or, BinaryKind::logical_xor,
-        BinaryKind::maximum, BinaryKind::minimum})
+        BinaryKind::maximum, BinaryKind::minimum, BinaryKind::pow})
     for (const auto& [sa, sb] : {std::pair<Shape, Shape>{{2, 3, 4, 5}, {2, 3, 1, 1}},
                                  {{3, 1, 1}, {2, 3, 4, 5}},
                                  {{2, 3, 4, 5}, {2, 3, 4, 5}}}) {
       CAPTURE(std::string(binary_name(k)));
       const bool arithmetic = k == BinaryKind::add || k == BinaryKind::sub ||
-                              k == BinaryKind::mul || k == BinaryKind::div;
+                              k == BinaryKind::mul || k == BinaryKind::div || k == BinaryKind::pow;
       Shape ys;
       const Broadcast g = broadcast_of(sa, sb, &ys);
       for (DType t : kFloats) {
-        // Division keeps random operands: a grid's zeros would divide by zero.
-        Pair a = k == BinaryKind::div ? random_pair(sa, t, 94) : grid(sa, t, 94);
-        Pair b = k == BinaryKind::div ? random_pair(sb, t, 95, 0.5, 2) : grid(sb, t, 95);
+        // Division and pow keep random operands: a grid's zeros would divide by zero, its
+        // negative bases give NaN under fractional exponents.
+        const bool smooth = k == BinaryKind::div || k == BinaryKind::pow;
+        Pair a = k == BinaryKind::pow ? random_pair(sa, t, 94, 0.5, 2)
+                 : smooth             ? random_pair(sa, t, 94)
+                                      : grid(sa, t, 94);
+        Pair b = smooth ? random_pair(sb, t, 95, 0.5, 2) : grid(sb, t, 95);
         Pair dy = random_pair(ys, t, 96), y = empty_pair(ys, t);
         const bool da_wanted = binary_differentiable(k, 0), db_wanted = binary_differentiable(k, 1);
         Pair da = empty_pair(da_wanted ? sa : Shape{0}, t);
