@@ -644,6 +644,18 @@ def export_with_output(net, x, out, name, opset, fold=True, dynamic=True, fixed_
     print(f"{path}: {x.dtype}, input {tuple(x.shape)}, output {tuple(y.shape)}")
 
 
+def export_seeded(make_net, seed, shape, out, name, opset=13):
+    """The small fixtures' common tail: make_net() built right after torch.manual_seed(seed),
+    in eval mode, exported (export_with_output) at an input drawn uniform in [-2, 2) of
+    `shape` right after it."""
+    import torch
+
+    torch.manual_seed(seed)
+    net = make_net().eval()
+    x = torch.rand(*shape) * 4 - 2
+    export_with_output(net, x, out, name, opset)
+
+
 def double_net(out):
     """A small network exported by PyTorch in float64 (model.double()): a grouped convolution,
     BatchNorm in eval mode with non-trivial statistics, ReLU6, a channel shuffle (view,
@@ -1617,20 +1629,20 @@ def elu_net(out):
     and with its default 1.0), after convolutions and on a head's features;
     tests/data/onnx/elu_net.onnx with PyTorch's float32 output."""
 
-    import torch
     from torch import nn
 
-    torch.manual_seed(15)
-    net = nn.Sequential(nn.Conv2d(3, 6, 3, padding=1), nn.ELU(alpha=0.5),
-                        nn.Conv2d(6, 6, 3, padding=1), nn.CELU(alpha=2.0),
-                        nn.Conv2d(6, 4, 3, padding=1), nn.CELU(),
-                        nn.Flatten(), nn.Linear(4 * 6 * 5, 8), nn.ELU(alpha=1.7), nn.Linear(8, 5))
-    for m in net.modules():
-        if isinstance(m, nn.Conv2d):
-            nn.init.normal_(m.weight, std=0.4)
-    net.eval()
-    x = torch.rand(2, 3, 6, 5) * 4 - 2
-    export_with_output(net, x, out, "elu_net", 13)
+    def make_net():
+        net = nn.Sequential(nn.Conv2d(3, 6, 3, padding=1), nn.ELU(alpha=0.5),
+                            nn.Conv2d(6, 6, 3, padding=1), nn.CELU(alpha=2.0),
+                            nn.Conv2d(6, 4, 3, padding=1), nn.CELU(),
+                            nn.Flatten(), nn.Linear(4 * 6 * 5, 8), nn.ELU(alpha=1.7),
+                            nn.Linear(8, 5))
+        for m in net.modules():
+            if isinstance(m, nn.Conv2d):
+                nn.init.normal_(m.weight, std=0.4)
+        return net
+
+    export_seeded(make_net, 15, (2, 3, 6, 5), out, "elu_net")
 
 
 def var_net(out):
@@ -1657,10 +1669,7 @@ def var_net(out):
             x = x * x.var((1, 2, 3), keepdim=True)
             return self.fc(x.mean((2, 3)))
 
-    torch.manual_seed(16)
-    net = Net().eval()
-    x = torch.rand(2, 3, 6, 5) * 4 - 2
-    export_with_output(net, x, out, "var_net", 13)
+    export_seeded(Net, 16, (2, 3, 6, 5), out, "var_net")
 
 
 def trig_net(out):
@@ -1687,10 +1696,7 @@ def trig_net(out):
             a, b = self.lp2(x), self.lp3(x)
             return self.fc(torch.cat([a.mean((2, 3)), b.mean((2, 3))], 1))
 
-    torch.manual_seed(17)
-    net = Net().eval()
-    x = torch.rand(2, 3, 6, 8) * 4 - 2
-    export_with_output(net, x, out, "trig_net", 13)
+    export_seeded(Net, 17, (2, 3, 6, 8), out, "trig_net")
 
 
 def nearest_net(out):
@@ -1718,10 +1724,7 @@ def nearest_net(out):
             feats = [(t * t).mean((2, 3)) for t in (a, b, c, d)]
             return self.fc(torch.cat(feats, 1))
 
-    torch.manual_seed(18)
-    net = Net().eval()
-    x = torch.rand(2, 3, 6, 8) * 4 - 2
-    export_with_output(net, x, out, "nearest_net", 13)
+    export_seeded(Net, 18, (2, 3, 6, 8), out, "nearest_net")
 
 
 def einsum2_net(out):
@@ -1751,10 +1754,7 @@ def einsum2_net(out):
             feats = [g.mean((2, 3)), s.flatten(1), h, t.mean(2)[:, :5].repeat(1, 4)]
             return self.fc(torch.cat(feats, 1))
 
-    torch.manual_seed(19)
-    net = Net().eval()
-    x = torch.rand(2, 3, 6, 5) * 4 - 2
-    export_with_output(net, x, out, "einsum2_net", 13)
+    export_seeded(Net, 19, (2, 3, 6, 5), out, "einsum2_net")
 
 
 def gem_net(out):
@@ -1779,10 +1779,7 @@ def gem_net(out):
             both = torch.pow(torch.sigmoid(x) + 0.5, torch.tanh(x)).mean((2, 3), keepdim=True)
             return self.fc(torch.cat([gem, both], 1).flatten(1))
 
-    torch.manual_seed(20)
-    net = Net().eval()
-    x = torch.rand(2, 3, 6, 5) * 4 - 2
-    export_with_output(net, x, out, "gem_net", 13)
+    export_seeded(Net, 20, (2, 3, 6, 5), out, "gem_net")
 
 
 def pixel_net(out):
