@@ -10,8 +10,9 @@ namespace frugal {
 
 std::vector<int64_t> nearest_indices(int64_t in, int64_t out, double scale,
                                      ResizeCoordinates coordinates, NearestMode mode) {
-  FRUGAL_CHECK(in >= 1 && out >= 1, "nearest resize from ", in, " to ", out,
-               ": both sizes must be at least 1");
+  // (A size beyond 2^20, as resize_bilinear refuses too, is an error before any allocation.)
+  FRUGAL_CHECK(in >= 1 && out >= 1 && out <= (int64_t{1} << 20), "nearest resize from ", in, " to ",
+               out, ": sizes must be 1 to 2^20");
   const auto x_in = static_cast<double>(in), x_out = static_cast<double>(out);
   // x / scale, exactly where the scale is a ratio of sizes (a whole source coordinate stays
   // whole, so floor and the rounding ties fall where ONNX's do).

@@ -19,7 +19,7 @@ enum class NearestMode { round_prefer_floor, round_prefer_ceil, floor, ceil };
 // For output positions 0..out-1 along an axis of `in` elements: the input index each takes.
 // `scale` is the output's size over the input's, given by the file's scales, or 0 where the
 // file gives sizes (then out / in, computed exactly as in * x / out). Indices are clamped into
-// [0, in).
+// [0, in). Throws unless 1 <= in and 1 <= out <= 2^20.
 std::vector<int64_t> nearest_indices(int64_t in, int64_t out, double scale,
                                      ResizeCoordinates coordinates, NearestMode mode);
 

@@ -235,4 +235,7 @@ TEST_CASE("onnx: nearest Resize picks the rows ONNX's definition does") {
   CHECK(nearest_indices(6, 4, 0, R::asymmetric, M::floor) == V{0, 1, 3, 4});
   CHECK_THROWS_WITH_AS(nearest_indices(0, 4, 0, R::asymmetric, M::floor),
                        doctest::Contains("nearest resize from 0 to 4"), Error);
+  // A size from a file beyond 2^20 (fuzzing found one of 2^55): an error, not an allocation.
+  CHECK_THROWS_WITH_AS(nearest_indices(4, int64_t{1} << 55, 0, R::asymmetric, M::floor),
+                       doctest::Contains("sizes must be 1 to 2^20"), Error);
 }
