@@ -21,7 +21,6 @@ class EluOp final : public Op {
   Roles roles(Mode mode, const Backend& backend) const override;
   void forward(const OpContext& ctx) override;
   void backward(const OpContext& ctx) override;
-  const EluCoefficients& coefficients() const { return c_; }
 
  private:
   EluCoefficients c_;
