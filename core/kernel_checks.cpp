@@ -209,10 +209,13 @@ ChannelDims check_batchnorm(const char* op, const Tensor& x, const Tensor& y,
                             std::initializer_list<const Tensor*> per_channel,
                             const Device& device) {
   const int rank = x.shape().rank();
-  FRUGAL_CHECK(rank == 2 || rank == 4, op, ": x must be (N,C,H,W) or (N,C), got ", x.shape());
+  FRUGAL_CHECK(rank >= 2 && rank <= 5, op,
+               ": x must be (N,C), (N,C,L), (N,C,H,W) or (N,C,D,H,W), got ", x.shape());
   FRUGAL_CHECK(is_float(x), op, ": x must be f32 or f64, got ", dtype_name(x.dtype()));
   FRUGAL_CHECK(y.meta() == x.meta(), op, ": x ", x.shape(), " and y ", y.shape(), " differ");
-  const ChannelDims d{x.shape()[0], x.shape()[1], rank == 4 ? x.shape()[2] * x.shape()[3] : 1};
+  int64_t S = 1;  // the positions of a channel in a sample
+  for (int i = 2; i < rank; ++i) S *= x.shape()[i];
+  const ChannelDims d{x.shape()[0], x.shape()[1], S};
   for (const Tensor* t : per_channel) check_channel(op, *t, x, d.C, device);
   check_device(op, {&x, &y}, device);
   return d;

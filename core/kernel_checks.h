@@ -102,7 +102,8 @@ void check_maxpool_forward(const Pool2dGeometry& g, const Tensor& x, const Tenso
 void check_maxpool_backward(const Pool2dGeometry& g, const Tensor& dy, const Tensor& index,
                             const Tensor& dx, const Device& device, int bits = 8);
 
-// x (N,C,H,W) or (N,C) viewed as (N,C,S); y like x; per-channel tensors (C) in x's dtype.
+// x (N,C), (N,C,L), (N,C,H,W) or (N,C,D,H,W) viewed as (N,C,S); y like x; per-channel tensors
+// (C) in x's dtype.
 struct ChannelDims {
   int64_t N, C, S;
 };

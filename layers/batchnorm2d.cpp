@@ -10,8 +10,8 @@ std::vector<TensorMeta> BatchNormOp::infer(std::span<const TensorMeta> in) {
   FRUGAL_CHECK(in.size() == 5, "batch_norm: expects 5 inputs (x, weight, bias, running_mean, ",
                "running_var), got ", in.size());
   const TensorMeta& x = in[0];
-  FRUGAL_CHECK(x.shape.rank() == 4 || x.shape.rank() == 2,
-               "batch_norm: input must be (N,C,H,W) or (N,C), got ", x.shape);
+  FRUGAL_CHECK(x.shape.rank() >= 2 && x.shape.rank() <= 5,
+               "batch_norm: input must be (N,C), (N,C,L), (N,C,H,W) or (N,C,D,H,W), got ", x.shape);
   FRUGAL_CHECK(x.dtype == DType::f32 || x.dtype == DType::f64,
                "batch_norm: input must be f32 or f64, got ", dtype_name(x.dtype), " (x ", x.shape,
                ")");
@@ -116,8 +116,9 @@ void BatchNormSync::reduce_backward(const OpContext& ctx, int64_t C) const {
 
 Value batch_norm(Value x, const BatchNormOptions& o, std::source_location where) {
   Tape& t = x.tape();
-  FRUGAL_CHECK(x.shape().rank() == 4 || x.shape().rank() == 2, source_line(where),
-               ": batch_norm: input must be (N,C,H,W) or (N,C), got ", x.shape());
+  FRUGAL_CHECK(x.shape().rank() >= 2 && x.shape().rank() <= 5, source_line(where),
+               ": batch_norm: input must be (N,C), (N,C,L), (N,C,H,W) or (N,C,D,H,W), got ",
+               x.shape());
   const std::string name = o.name.empty() ? t.unique_name("batch_norm") : o.name;
   const Shape C{x.shape()[1]};
   Value gamma = t.param(name + ".weight", C, Init::ones(), true);

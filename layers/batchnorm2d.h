@@ -56,7 +56,8 @@ class BatchNormOp final : public Op {
   BatchNormSync sync_;
 };
 
-// y = gamma (x - mean) / sqrt(var + eps) + beta per channel, x (N,C,H,W) or (N,C). Creates
+// y = gamma (x - mean) / sqrt(var + eps) + beta per channel, x (N,C,H,W), (N,C), (N,C,L)
+// (BatchNorm1d) or (N,C,D,H,W) (BatchNorm3d): the same kernels over (N,C,S). Creates
 // "<name>.weight" (ones), "<name>.bias" (zeros), "<name>.running_mean" (zeros) and
 // "<name>.running_var" (ones) as PyTorch's BatchNorm2d.
 Value batch_norm(Value x, const BatchNormOptions& o = {},

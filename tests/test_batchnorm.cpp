@@ -1,10 +1,12 @@
-// BatchNorm2d: gradient checks (input, gamma, beta; (N,C,H,W) and (N,C)), training vs
+// BatchNorm2d: gradient checks (input, gamma, beta; (N,C,H,W), (N,C), (N,C,L), (N,C,D,H,W)),
+// BatchNorm1d's and 3d's shapes the (N,C,1,S) one bit for bit, training vs
 // inference outputs and the running-statistics update against hand-computed values, roles,
 // in-place inference equal to out-of-place bitwise, the rebuild from saved statistics equal to
 // the training forward bitwise, determinism and error messages.
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <utility>
 
 #include "check/gradcheck.h"
@@ -27,7 +29,8 @@ double at(const Tensor& t, int64_t i) {
 TEST_CASE("gradcheck batch_norm") {
   // Non-trivial gamma and beta; input, gamma and beta are all checked (running statistics are
   // not differentiable). Training mode: the batch statistics depend on x.
-  for (Shape shape : {Shape{4, 3, 3, 2}, Shape{6, 4}, Shape{2, 2, 1, 1}}) {
+  for (Shape shape :
+       {Shape{4, 3, 3, 2}, Shape{6, 4}, Shape{2, 2, 1, 1}, Shape{3, 2, 5}, Shape{2, 2, 2, 3, 2}}) {
     INFO("x ", shape);
     check_gradients(
         [](std::span<const Value> x) {
@@ -44,6 +47,41 @@ TEST_CASE("gradcheck batch_norm") {
         return std::vector<Value>{batch_norm(relu(batch_norm(x[0])), {.momentum = 0.5})};
       },
       {random_tensor({3, 2, 2, 3}, 9, -2, 2)});
+}
+
+// BatchNorm1d over (N,C,L) and BatchNorm3d over (N,C,D,H,W) are the kernels over (N,C,S):
+// outputs, input and parameter gradients and running statistics equal those of the same
+// values as (N,C,1,S), bit for bit.
+TEST_CASE("batch_norm over (N,C,L) and (N,C,D,H,W) is the (N,C,1,S) one bitwise") {
+  auto step = [](const Shape& shape) {
+    ParamStore store;
+    Tape tape(store);
+    Value x = tape.input("x", shape, DType::f32, true);
+    Value y = batch_norm(x, {.momentum = 0.3, .name = "bn"});
+    randomize_param(tape, "bn.weight", 3, 0.5, 1.5);
+    randomize_param(tape, "bn.bias", 4, -1, 1);
+    Executor ex(tape, cpu_backend(),
+                {.poison = true, .keep = {y}, .keep_param_grads = true, .optimizer = std::nullopt});
+    ex.set_input(x, random_tensor({shape.numel()}, 11, -2, 2, DType::f32).reshape(shape));
+    ex.forward();
+    std::pair<Value, Tensor> seed{
+        y, random_tensor({shape.numel()}, 12, -1, 1, DType::f32).reshape(shape)};
+    ex.backward(std::span<const std::pair<Value, Tensor>>(&seed, 1));
+    std::vector<Tensor> out{clone(ex.value(y)), clone(ex.grad(x))};
+    for (const char* p : {"bn.weight", "bn.bias"})
+      out.push_back(clone(ex.grad(param_value(tape, p))));
+    for (const char* p : {"bn.running_mean", "bn.running_var"})
+      out.push_back(clone(store.find(p)->value));
+    return out;
+  };
+  for (const auto& [shape, flat] : {std::pair{Shape{3, 4, 7}, Shape{3, 4, 1, 7}},
+                                    std::pair{Shape{2, 4, 3, 2, 5}, Shape{2, 4, 1, 30}}}) {
+    INFO("x ", shape);
+    const std::vector<Tensor> a = step(shape), b = step(flat);
+    REQUIRE(a.size() == b.size());
+    for (size_t i = 0; i < a.size(); ++i)
+      CHECK(std::memcmp(a[i].raw(), b[i].raw(), a[i].bytes()) == 0);
+  }
 }
 
 TEST_CASE("batch_norm hand-computed: training step then running statistics then inference") {
@@ -234,10 +272,11 @@ TEST_CASE("batch_norm kernels give the same bits with one thread and with all") 
 TEST_CASE("batch_norm errors name the op and the shapes") {
   ParamStore store;
   Tape tape(store);
-  Value v3 = tape.input("v3", {2, 3, 4}, DType::f32);
-  CHECK_THROWS_WITH_AS(
-      batch_norm(v3),
-      doctest::Contains("batch_norm: input must be (N,C,H,W) or (N,C), got [2,3,4]"), Error);
+  Value v6 = tape.input("v6", {2, 3, 1, 1, 1, 4}, DType::f32);
+  CHECK_THROWS_WITH_AS(batch_norm(v6),
+                       doctest::Contains("batch_norm: input must be (N,C), (N,C,L), (N,C,H,W) or "
+                                         "(N,C,D,H,W), got [2,3,1,1,1,4]"),
+                       Error);
   // Per-channel inputs that do not match x's channels.
   Value x = tape.input("x", {2, 4, 5, 5}, DType::f32);
   Value c3 = tape.param("c3", {3}, Init::ones());
