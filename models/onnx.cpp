@@ -1418,6 +1418,18 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       o.inputs = {activation_input(n)};
     } else if (op == "Dropout" || op == "Identity") {
       const std::string x = need(n, 0);
+      if (op == "Identity" && graph->initializers.count(x) &&
+          !graph->initializers.count(o.output)) {
+        // torch.onnx.export (eval mode) keeps one of several parameters that hold equal values
+        // (a fresh model's BatchNorm weights and running variances, all ones) and names the
+        // others with an Identity of it; tied weights are one name read twice, never an
+        // Identity. So the Identity's output is a parameter of its own, starting from those
+        // values: read as one, a BatchNorm's running statistics would be written into its
+        // weight while training, and the layers' weights would train as one.
+        graph->initializers[o.output] = graph->initializers.at(x);
+        defined.insert(o.output);
+        continue;
+      }
       if (graph->initializers.count(x) || int_constants.count(x) || float_constants.count(x) ||
           int_values.count(x)) {
         alias[o.output] = x;  // another name for a weight or constant
