@@ -37,12 +37,20 @@ Value softmax_cross_entropy(Value logits, Value labels, std::source_location whe
 Value pixel_cross_entropy(Value logits, Value labels, std::source_location where) {
   const Shape& x = logits.shape();
   const Shape& l = labels.shape();
-  FRUGAL_CHECK(x.rank() == 4 && l.rank() == 3 && l[0] == x[0] && l[1] == x[2] && l[2] == x[3],
-               source_line(where), ": pixel_cross_entropy: logits ", x, " and labels ", l,
-               ", expected (N,K,H,W) and (N,H,W)");
-  const int64_t pixels = x[0] * x[2] * x[3];
-  Value rows = reshape(transpose(logits, {0, 2, 3, 1}, where), Shape{pixels, x[1]}, where);
-  return softmax_cross_entropy(rows, reshape(labels, Shape{pixels}, where), where);
+  bool fits = x.rank() >= 3 && l.rank() == x.rank() - 1 && l[0] == x[0];
+  for (int i = 1; fits && i < l.rank(); ++i) fits = l[i] == x[i + 1];
+  FRUGAL_CHECK(fits, source_line(where), ": pixel_cross_entropy: logits ", x, " and labels ", l,
+               ", expected (N,K,d1,...) and (N,d1,...): (N,K,L), (N,K,H,W), (N,K,D,H,W)");
+  // The classes axis moved last, every position a row.
+  std::vector<int64_t> order{0};
+  int64_t positions = x[0];
+  for (int i = 2; i < x.rank(); ++i) {
+    order.push_back(i);
+    positions *= x[i];
+  }
+  order.push_back(1);
+  Value rows = reshape(transpose(logits, order, where), Shape{positions, x[1]}, where);
+  return softmax_cross_entropy(rows, reshape(labels, Shape{positions}, where), where);
 }
 
 }  // namespace frugal

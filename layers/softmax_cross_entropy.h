@@ -27,7 +27,8 @@ Value softmax_cross_entropy(Value logits, Value labels,
 // Per-pixel cross-entropy for segmentation (PyTorch's CrossEntropyLoss on (N,K,H,W) logits
 // and (N,H,W) labels, reduction mean): the mean over the N H W pixels of logsumexp over the K
 // classes minus the labelled logit. Recorded as the logits moved to (N H W, K) rows (one
-// transposing copy of the logits) and softmax_cross_entropy on those rows.
+// transposing copy of the logits) and softmax_cross_entropy on those rows. Any positions as
+// CrossEntropyLoss takes them: (N,K,L) with (N,L), (N,K,D,H,W) with (N,D,H,W).
 Value pixel_cross_entropy(Value logits, Value labels,
                           std::source_location where = std::source_location::current());
 

@@ -143,17 +143,20 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
     graph->input = v.name();
     const auto& shape = v.type().tensor_type().shape();
     const int elem = v.type().tensor_type().elem_type();
-    FRUGAL_CHECK((elem == onnx::TensorProto::FLOAT || elem == onnx::TensorProto::DOUBLE) &&
-                     shape.dim_size() == 4,
-                 path, ": input '", v.name(), "' must be float or double (N, C, H, W)");
+    FRUGAL_CHECK(elem == onnx::TensorProto::FLOAT || elem == onnx::TensorProto::DOUBLE, path,
+                 ": input '", v.name(), "' must be float or double");
+    // (N, F) features, (N, C, L) signals, (N, C, H, W) images, (N, C, D, H, W) volumes.
+    FRUGAL_CHECK(shape.dim_size() >= 2 && shape.dim_size() <= 5, path, ": input '", v.name(),
+                 "' has ", shape.dim_size(),
+                 " axes; frugal imports (N, F), (N, C, L), (N, C, H, W) or (N, C, D, H, W)");
     model.dtype = elem == onnx::TensorProto::DOUBLE ? DType::f64 : DType::f32;
     std::vector<int64_t> chw;
-    for (int i = 1; i < 4; ++i) {
+    for (int i = 1; i < shape.dim_size(); ++i) {
       const auto& d = shape.dim(i);
       FRUGAL_CHECK(d.has_dim_value() && d.dim_value() >= 1 && d.dim_value() <= 65536, path,
                    ": input '", v.name(), "' dimension ", i, " is ",
                    d.has_dim_value() ? std::to_string(d.dim_value()) : d.dim_param(),
-                   "; C, H and W must be fixed (only the batch may be dynamic)");
+                   "; every dimension but the batch's must be fixed, 1 to 65536");
       chw.push_back(d.dim_value());
     }
     model.input = Shape(chw);
@@ -443,9 +446,10 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
         r.fail(n, "output_shape is not imported (export with pads and output_padding)");
       std::vector<int64_t> op_pad = r.get_ints(n, "output_padding");
       if (op_pad.empty()) op_pad = {0, 0};
+      if (op_pad.size() == 1) op_pad.insert(op_pad.begin(), 0);  // 1-D: a height of 1
       if (op_pad.size() != 2 || op_pad[0] < 0 || op_pad[1] < 0 || op_pad[0] >= o.conv.stride_h ||
           op_pad[1] >= o.conv.stride_w)
-        r.fail(n, "output_padding must be two values, each below its stride");
+        r.fail(n, "output_padding must be two values (one in 1-D), each below its stride");
       o.output_padding_h = op_pad[0], o.output_padding_w = op_pad[1];
       o.inputs = {activation_input(n), param(n, 1, true)};
       if (n.input_size() > 2 && !n.input(2).empty()) o.inputs.push_back(param(n, 2, true));
@@ -464,16 +468,21 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
         if (auto it = graph->initializers.find(s); it != graph->initializers.end()) t = &it->second;
         if (t == nullptr) r.fail(n, "scales must be a float constant");
         if (t != nullptr && t->numel() > 0) {
-          if (t->numel() != 4) r.fail(n, "scales must be four values (1, 1, s_h, s_w)");
-          for (int64_t k = 0; k < 4; ++k) scales[k] = element_as_double(*t, k);
+          // (1, 1, s_h, s_w), or (1, 1, s) over (N, C, L) (nn.Upsample of a signal), read as
+          // (1, 1, 1, s) over (N, C, 1, L).
+          if (t->numel() != 4 && t->numel() != 3)
+            r.fail(n, "scales must be four values (1, 1, s_h, s_w) or three (1, 1, s)");
+          for (int64_t k = 0; k < t->numel(); ++k)
+            scales[k + (t->numel() == 3 && k == 2 ? 1 : 0)] = element_as_double(*t, k);
+          if (t->numel() == 3) scales[2] = 1;
         }
       }
-      if (scales[2] == 0) {  // no scales: the sizes (N, C, H, W), constant or from shapes
+      if (scales[2] == 0) {  // no scales: the sizes (N, C, H, W) or (N, C, L), constant or not
         if (input(3).empty()) r.fail(n, "needs constant scales or sizes (N, C, H, W)");
         o.int_inputs = {int_input(n, 3)};
       } else if (scales[0] != 1 || scales[1] != 1 || !(scales[2] > 0 && scales[2] <= 4096) ||
                  !(scales[3] > 0 && scales[3] <= 4096)) {
-        r.fail(n, "scales must be (1, 1, s_h, s_w) with s_h and s_w in (0, 4096]");
+        r.fail(n, "scales must be (1, 1, s_h, s_w) or (1, 1, s) with each s in (0, 4096]");
       }
       // The coordinate transformation, in any mode PyTorch writes.
       static const std::map<std::string, ResizeCoordinates> transformations = {
@@ -1508,18 +1517,22 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
   // A batch-1 recording on a shapes-only store: shape errors now, and the class count.
   ParamStore shapes = ParamStore::shapes_only();
   Tape tape(shapes, model.dtype);
-  Value x =
-      tape.input("images", Shape({1, model.input[0], model.input[1], model.input[2]}), model.dtype);
+  std::vector<int64_t> one{1};
+  for (int64_t d : model.input.dims()) one.push_back(d);
+  Value x = tape.input("images", Shape(one), model.dtype);
   const Value y = record_onnx(model, x);
-  FRUGAL_CHECK(y.shape().rank() == 2 || y.shape().rank() == 4, path, ": the output '",
+  FRUGAL_CHECK(y.shape().rank() >= 2 && y.shape().rank() <= 5, path, ": the output '",
                graph->output, "' is ", y.shape(),
-               "; frugal imports classifiers whose output is (N, classes) and segmentation "
-               "models whose output is (N, classes, H, W)");
+               "; frugal imports classifiers whose output is (N, classes) and models that label "
+               "each position, (N, classes, L), (N, classes, H, W) or (N, classes, D, H, W)");
   FRUGAL_CHECK(y.shape()[0] == 1, path, ": the output '", graph->output, "' is ", y.shape(),
                " for a batch of 1: its first axis must be the batch's (reshapes and transposes "
                "may move the batch axis on the way, but it must come back first)");
   model.classes = y.shape()[1];
-  if (y.shape().rank() == 4) model.label_shape = Shape{y.shape()[2], y.shape()[3]};
+  // A label per position: (L), (H, W) or (D, H, W), as PyTorch's CrossEntropyLoss takes them.
+  if (y.shape().rank() > 2)
+    model.label_shape =
+        Shape(std::vector<int64_t>(y.shape().dims().begin() + 2, y.shape().dims().end()));
   return model;
 }
 

@@ -24,9 +24,11 @@ struct OnnxGraph;  // the checked nodes and initializers (models/onnx.cpp)
 
 struct OnnxModel {
   std::string path;
-  Shape input;          // one sample (C, H, W)
-  int64_t classes = 0;  // the output's features (N, classes), or its channels (N, classes, H, W)
-  Shape label_shape;    // segmentation models (output (N, classes, H, W)): (H, W); else empty
+  Shape input;          // one sample: (F), (C, L), (C, H, W) or (C, D, H, W)
+  int64_t classes = 0;  // the output's features (N, classes), or its channels (N, classes, ...)
+  // Models that label each position (output (N, classes, L), (N, classes, H, W) or
+  // (N, classes, D, H, W)): the labels' (L), (H, W) or (D, H, W); classifiers: empty.
+  Shape label_shape;
   DType dtype = DType::f32;  // the input's and weights' type: f64 for an export of model.double()
   std::shared_ptr<const OnnxGraph> graph;
 };
@@ -40,7 +42,8 @@ OnnxModel load_onnx(const std::string& path, bool keep_weights = true);
 OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size,
                           bool keep_weights = true);
 
-// Records the model's forward over `images` (N, C, H, W) on images' tape; returns (N, classes).
+// Records the model's forward over `images` (the batch, then `input`) on images' tape; returns
+// (N, classes) or (N, classes, then label_shape).
 Value record_onnx(const OnnxModel& model, Value images);
 
 // Copies the file's initializer values into the store's parameters of the same names (a

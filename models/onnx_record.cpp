@@ -398,8 +398,10 @@ Value record_prelu(const Value& x, const Value& slope, std::source_location wher
 
 // Conv1d over (N, C, L) with a weight (K, C/groups, k): the 2-D convolution of the window
 // conv_window read (a height of 1) over (N, C, 1, L) and (K, C/groups, 1, k), back to
-// (N, K, L'). ECA's channel attention (timm's ECA-ResNets) convolves so.
-Value record_conv1d(const OnnxNode& n, std::span<const Value> in, std::source_location where) {
+// (N, K, L'). ECA's channel attention (timm's ECA-ResNets) convolves so. ConvTranspose1d
+// (`transposed`, a weight (C, K/groups, k)) the same way.
+Value record_conv1d(const OnnxNode& n, std::span<const Value> in, bool transposed,
+                    std::source_location where) {
   // Copies: a reference into the tape's values dangles once an op is recorded (found by
   // fuzz_onnx: tests/fuzz/regressions/onnx/conv1d-shape-after-reshape.onnx).
   const Shape x = in[0].shape(), w = in[1].shape();
@@ -411,7 +413,12 @@ Value record_conv1d(const OnnxNode& n, std::span<const Value> in, std::source_lo
   std::vector<Value> args{reshape(in[0], Shape{x[0], x[1], 1, x[2]}),
                           reshape(in[1], Shape{w[0], w[1], 1, w[2]})};
   if (in.size() > 2) args.push_back(in[2]);
-  const Value y = in[0].tape().record(std::make_unique<Conv2dOp>(n.conv), args, where)[0];
+  std::unique_ptr<Op> op;
+  if (transposed)
+    op = std::make_unique<ConvTranspose2dOp>(n.conv, 0, n.output_padding_w);
+  else
+    op = std::make_unique<Conv2dOp>(n.conv);
+  const Value y = in[0].tape().record(std::move(op), args, where)[0];
   const Shape s = y.shape();
   return reshape(y, Shape{s[0], s[1], s[3]});
 }
@@ -652,7 +659,7 @@ Value record_onnx(const OnnxModel& model, Value images) {
         case Kind::conv: {
           const Shape& w = in[1].shape();
           if (in[0].shape().rank() == 3 && w.rank() == 3) {
-            y = record_conv1d(n, in, where);
+            y = record_conv1d(n, in, false, where);
             break;
           }
           if (n.unit_axis != 0) {
@@ -669,6 +676,10 @@ Value record_onnx(const OnnxModel& model, Value images) {
         }
         case Kind::conv_transpose: {
           const Shape& w = in[1].shape();
+          if (in[0].shape().rank() == 3 && w.rank() == 3) {
+            y = record_conv1d(n, in, true, where);
+            break;
+          }
           FRUGAL_CHECK(
               w.rank() != 4 || n.kernel_h == 0 || (w[2] == n.kernel_h && w[3] == n.kernel_w),
               "kernel_shape ", n.kernel_h, "x", n.kernel_w, " but the weight is ", w);
@@ -679,14 +690,22 @@ Value record_onnx(const OnnxModel& model, Value images) {
         }
         case Kind::upsample_nearest:
         case Kind::resize: {
-          const Shape x = in[0].shape();  // a copy: recording may move the tape's values
-          FRUGAL_CHECK(x.rank() == 4, "resizes (N, C, H, W) values, got ", x);
+          const Shape given = in[0].shape();  // a copy: recording may move the tape's values
+          FRUGAL_CHECK(given.rank() == 4 || given.rank() == 3,
+                       "resizes (N, C, H, W) or (N, C, L) values, got ", given);
+          // A signal (N, C, L) as the image (N, C, 1, L), its scale on H 1 (models/onnx.cpp).
+          const bool line = given.rank() == 3;
+          const Value src =
+              line ? reshape(in[0], Shape{given[0], given[1], 1, given[2]}, where) : in[0];
+          const Shape x = src.shape();
           int64_t out_h = 0, out_w = 0;  // from the sizes, or 0: from the scales
           if (!n.int_inputs.empty()) {
-            const Ints& s = ints.at(n.int_inputs[0]).values;
+            Ints s = ints.at(n.int_inputs[0]).values;
+            if (line && s.size() == 3) s.insert(s.begin() + 2, 1);
             // (a constant's N is the export's batch: it stands for the batch, as in Reshape)
-            FRUGAL_CHECK(s.size() == 4 && s[1] == x[1] && s[2] >= 1 && s[3] >= 1, "sizes ", str(s),
-                         " for ", x, ": expected (N, C, H, W) with C kept");
+            FRUGAL_CHECK(s.size() == 4 && s[1] == x[1] && s[2] >= 1 && s[3] >= 1, "sizes ",
+                         str(ints.at(n.int_inputs[0]).values), " for ", given, ": expected ",
+                         line ? "(N, C, L)" : "(N, C, H, W)", " with C kept");
             out_h = s[2], out_w = s[3];
           }
           if (out_h == 0) {  // ONNX: floor(input * scale)
@@ -701,9 +720,9 @@ Value record_onnx(const OnnxModel& model, Value images) {
                 out_w % x[3] == 0)
               sh = out_h / x[2], sw = out_w / x[3];
             if (sh > 0) {
-              y = tape.record(std::make_unique<UpsampleNearestOp>(sh, sw), in, where)[0];
+              y = tape.record(std::make_unique<UpsampleNearestOp>(sh, sw), {src}, where)[0];
             } else {  // the rows, then the columns ONNX's definition picks
-              y = gather(in[0], 2,
+              y = gather(src, 2,
                          nearest_indices(x[2], out_h, n.resize_scale_h, n.resize_mode, n.nearest),
                          {out_h}, where);
               y = gather(y, 3,
@@ -717,9 +736,10 @@ Value record_onnx(const OnnxModel& model, Value images) {
                                   .scale_h = n.resize_scale_h,
                                   .scale_w = n.resize_scale_w,
                                   .cubic_a = n.cubic_a};
-            y = n.resize_method == ResizeMethod::cubic ? resize_bicubic(in[0], o)
-                                                       : resize_bilinear(in[0], o);
+            y = n.resize_method == ResizeMethod::cubic ? resize_bicubic(src, o)
+                                                       : resize_bilinear(src, o);
           }
+          if (line) y = reshape(y, Shape{given[0], given[1], y.shape()[3]}, where);
           break;
         }
         case Kind::batch_norm:
@@ -751,12 +771,17 @@ Value record_onnx(const OnnxModel& model, Value images) {
           break;
         case Kind::global_avg_pool: {
           const Shape s = in[0].shape();  // a copy: recorded over below
-          FRUGAL_CHECK(s.rank() == 3 || s.rank() == 4, "global average pooling of ", s,
-                       ": (N, C, L) or (N, C, H, W) only");
-          if (s.rank() == 3) {  // nn.AdaptiveAvgPool1d(1) (Swin's pooler): as (N, C, 1, L)
-            y = avg_pool2d(reshape(in[0], Shape{s[0], s[1], 1, s[2]}),
-                           {.kernel = 1, .kernel_w = s[2]});
-            y = reshape(y, Shape{s[0], s[1], 1});
+          FRUGAL_CHECK(s.rank() >= 3 && s.rank() <= 5, "global average pooling of ", s,
+                       ": (N, C, L), (N, C, H, W) or (N, C, D, H, W) only");
+          if (s.rank() != 4) {
+            // nn.AdaptiveAvgPool1d(1) (Swin's pooler) and AdaptiveAvgPool3d(1) (video nets):
+            // the positions as one row, (N, C, 1, L) or (N, C, 1, D H W).
+            const int64_t positions = s.numel() / (s[0] * s[1]);
+            y = avg_pool2d(reshape(in[0], Shape{s[0], s[1], 1, positions}),
+                           {.kernel = 1, .kernel_w = positions});
+            std::vector<int64_t> ones(static_cast<size_t>(s.rank()), 1);
+            ones[0] = s[0], ones[1] = s[1];
+            y = reshape(y, Shape(ones));
           } else {
             y = avg_pool2d(in[0], {.kernel = s[2], .kernel_w = s[3]});
           }

@@ -39,8 +39,10 @@ trig_net.onnx (sin, cos, atan, sign, LPPool2d), nearest_net.onnx (nearest resizi
 size), einsum2_net.onnx (torch.einsum beyond batched products), gem_net.onnx (a
 learned pow exponent), pixel_net.onnx (PixelShuffle, PixelUnshuffle, GlobalMaxPool, LogSoftmax),
 lrn_net.onnx (LocalResponseNorm), minmax_net.onnx (torch.maximum, minimum, clamp by tensors),
-lrn_torch_net.onnx (LocalResponseNorm as PyTorch exports it: an If) and pool_window_net.onnx
-(rectangular, 1-D and 3-D pools):
+lrn_torch_net.onnx (LocalResponseNorm as PyTorch exports it: an If), pool_window_net.onnx
+(rectangular, 1-D and 3-D pools), signal_net.onnx (a 1-D network over (N, C, L) labelling each
+position), features_net.onnx (an MLP over (N, F)) and video_net.onnx (factored 3-D
+convolutions over (N, C, D, H, W) labelling each voxel):
 
     /usr/bin/python3 scripts/onnx_fixtures.py --pytorch tests/data/onnx
 
@@ -1782,6 +1784,87 @@ def gem_net(out):
     export_seeded(Net, 20, (2, 3, 6, 5), out, "gem_net")
 
 
+def signal_net(out):
+    """A 1-D network over (N, C, L) signals labelling each position (output (N, K, L)):
+    Conv1d with dilation and stride, BatchNorm1d, MaxPool1d with ceil_mode, nearest and linear
+    1-D upsampling (Resize with three scales), ConvTranspose1d with output_padding, an
+    AdaptiveAvgPool1d(1) gate; tests/data/onnx/signal_net.onnx with PyTorch's float32 output."""
+
+    import torch
+    from torch import nn
+    from torch.nn import functional as F
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c1 = nn.Conv1d(3, 8, 5, padding=2)
+            self.bn = nn.BatchNorm1d(8)
+            self.c2 = nn.Conv1d(8, 8, 3, stride=2, padding=2, dilation=2)
+            self.up = nn.ConvTranspose1d(8, 6, 3, stride=2, padding=1, output_padding=1)
+            self.head = nn.Conv1d(14, 5, 1)
+
+        def forward(self, x):
+            a = F.relu(self.bn(self.c1(x)))
+            b = F.max_pool1d(F.relu(self.c2(a)), 3, stride=2, ceil_mode=True)
+            u = self.up(F.interpolate(b, scale_factor=2.0, mode="nearest"))
+            s = F.interpolate(F.avg_pool1d(a, 2), scale_factor=2.0, mode="linear",
+                              align_corners=False)
+            g = torch.sigmoid(F.adaptive_avg_pool1d(s, 1))
+            return self.head(torch.cat([s * g, u], 1))
+
+    export_seeded(Net, 21, (2, 3, 16), out, "signal_net")
+
+
+def features_net(out):
+    """A network over feature vectors (N, F), as for tabular data: Linear, BatchNorm1d, ReLU,
+    Dropout, LayerNorm, GELU and a residual; tests/data/onnx/features_net.onnx with PyTorch's
+    float32 output."""
+
+    import torch
+    from torch import nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Sequential(nn.Linear(12, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Dropout(0.1))
+            self.b = nn.Sequential(nn.LayerNorm(16), nn.Linear(16, 16), nn.GELU())
+            self.head = nn.Linear(16, 4)
+
+        def forward(self, x):
+            h = self.a(x)
+            return self.head(h + self.b(h))
+
+    export_seeded(Net, 22, (2, 12), out, "features_net")
+
+
+def video_net(out):
+    """A network over volumes or clips (N, C, D, H, W) labelling each voxel (output
+    (N, K, D, H, W)): R(2+1)D's factored Conv3d, (1, 3, 3) then (3, 1, 1), BatchNorm3d, a
+    squeeze-and-excitation gate from AdaptiveAvgPool3d(1) (GlobalAveragePool of 5-D values),
+    a 1x1x1 head; tests/data/onnx/video_net.onnx with PyTorch's float32 output."""
+
+    import torch
+    from torch import nn
+    from torch.nn import functional as F
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.spatial = nn.Conv3d(2, 6, (1, 3, 3), padding=(0, 1, 1))
+            self.bn = nn.BatchNorm3d(6)
+            self.temporal = nn.Conv3d(6, 6, (3, 1, 1), padding=(1, 0, 0))
+            self.gate = nn.Conv3d(6, 6, 1)
+            self.head = nn.Conv3d(6, 3, 1)
+
+        def forward(self, x):
+            x = F.relu(self.bn(self.spatial(x)))
+            x = F.relu(self.temporal(x))
+            x = x * torch.sigmoid(self.gate(F.adaptive_avg_pool3d(x, 1)))
+            return self.head(x)
+
+    export_seeded(Net, 23, (2, 2, 4, 5, 6), out, "video_net")
+
+
 def pixel_net(out):
     """nn.PixelShuffle (DepthToSpace, CRD mode) and nn.PixelUnshuffle as PyTorch exports them,
     CBAM's channel attention (nn.AdaptiveMaxPool2d(1): GlobalMaxPool, beside the average),
@@ -2218,6 +2301,9 @@ if __name__ == "__main__":
         minmax_net(sys.argv[2])
         lrn_torch_net(sys.argv[2])
         pool_window_net(sys.argv[2])
+        signal_net(sys.argv[2])
+        features_net(sys.argv[2])
+        video_net(sys.argv[2])
         sys.exit(0)
     if len(sys.argv) > 2 and sys.argv[1] == "--segmentation":
         # The U-Net of docs/TRAINING.md's segmentation run, and a small one for the tests

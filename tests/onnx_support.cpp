@@ -6,6 +6,7 @@
 
 #include "check/gradcheck.h"
 #include "layers/softmax_cross_entropy.h"
+#include "models/onnx_graph.h"
 
 namespace frugal::testing {
 
@@ -21,10 +22,16 @@ std::vector<float> read_floats(const std::filesystem::path& path) {
   return out;
 }
 
+Shape onnx_batch_shape(const OnnxModel& m, int64_t n) {
+  std::vector<int64_t> dims{n};
+  for (int64_t d : m.input.dims()) dims.push_back(d);
+  return Shape(dims);
+}
+
 std::vector<float> onnx_forward(const OnnxModel& m, const std::vector<float>& x) {
   ParamStore store(1);
   Tape tape(store);
-  Value in = tape.input("x", Shape({2, m.input[0], m.input[1], m.input[2]}), DType::f32);
+  Value in = tape.input("x", onnx_batch_shape(m, 2), DType::f32);
   Value y = record_onnx(m, in);
   load_onnx_weights(store, m);
   Executor ex(tape, cpu_backend(), {.mode = Mode::inference, .keep = {y}});
@@ -39,9 +46,10 @@ std::vector<float> onnx_forward(const OnnxModel& m, const std::vector<float>& x)
 std::vector<Tensor> onnx_train(const OnnxModel& m, MemoryMode memory) {
   ParamStore store(1);
   Tape tape(store);
-  const Shape shape({4, m.input[0], m.input[1], m.input[2]});
+  const Shape shape = onnx_batch_shape(m, 4);
   Value x = tape.input("x", shape, DType::f32, true);
-  // Segmentation models (output (N, K, H, W)) take a label per pixel and the per-pixel loss.
+  // Models that label each position (output (N, K, L), (N, K, H, W), (N, K, D, H, W)) take a
+  // label per position and the per-position loss.
   std::vector<int64_t> label_dims{4};
   for (int64_t d : m.label_shape.dims()) label_dims.push_back(d);
   const Shape label_shape(label_dims);
@@ -73,6 +81,16 @@ std::vector<Tensor> onnx_train(const OnnxModel& m, MemoryMode memory) {
   return out;
 }
 
-// A model of one Conv (4 -> 2 channels, 3x3) and a Gemm head, for the error cases to edit.
+std::function<std::vector<Value>(std::span<const Value>)> randomized(const OnnxModel& m,
+                                                                     uint64_t seed) {
+  return [&m, seed](std::span<const Value> in) {
+    Value y = record_onnx(m, in[0]);
+    load_onnx_weights(y.tape().params(), m);
+    uint64_t s = seed;
+    for (const auto& [name, trainable] : m.graph->params)
+      if (trainable) randomize_param(y.tape(), name, s++, -1, 1);
+    return std::vector<Value>{y};
+  };
+}
 
 }  // namespace frugal::testing

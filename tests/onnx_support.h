@@ -1,8 +1,12 @@
-// What the ONNX tests share (tests/test_onnx.cpp, tests/test_onnx_torchvision.cpp): the
-// fixtures' folder, their float files, and a model's forward and two training steps.
+// What the ONNX tests share (tests/test_onnx.cpp, tests/test_onnx_torchvision.cpp, the
+// gradchecks): the fixtures' folder, their float files, a model's input shape, its forward and
+// two training steps, and its function for check_gradients.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <span>
 #include <vector>
 
 #include "core/tensor.h"
@@ -15,10 +19,17 @@ namespace frugal::testing {
 std::filesystem::path onnx_data();
 // A file of little-endian float32 values.
 std::vector<float> read_floats(const std::filesystem::path& path);
+// The model's input at a batch of n: (n, F), (n, C, L), (n, C, H, W) or (n, C, D, H, W).
+Shape onnx_batch_shape(const OnnxModel& m, int64_t n);
 // The model's forward on x (batch 2, inference) with the file's weights.
 std::vector<float> onnx_forward(const OnnxModel& m, const std::vector<float>& x);
 // Two SGD steps of the model with a softmax cross-entropy head at batch 4: losses, d x, every
 // parameter gradient and every parameter and running statistic after them.
 std::vector<Tensor> onnx_train(const OnnxModel& m, MemoryMode memory);
+// check_gradients' function of an imported model: m recorded over the input, its constants
+// (attention's scale, say) the file's, every trainable weight drawn in [-1, 1] (from `seed`
+// on), away from the file's values.
+std::function<std::vector<Value>(std::span<const Value>)> randomized(const OnnxModel& m,
+                                                                     uint64_t seed);
 
 }  // namespace frugal::testing

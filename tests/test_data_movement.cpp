@@ -157,6 +157,13 @@ TEST_CASE("data movement: finite-difference gradients in f64") {
   Tensor labels = random_labels(2 * 3 * 2, 4, 13).reshape(Shape{2, 3, 2});
   check_gradients([](auto x) { return one(pixel_cross_entropy(x[0], x[1])); },
                   {random_tensor({2, 4, 3, 2}, 14, -3, 3), labels});
+  // A label per position of a signal (N, K, L) and of a volume (N, K, D, H, W).
+  check_gradients(
+      [](auto x) { return one(pixel_cross_entropy(x[0], x[1])); },
+      {random_tensor({2, 4, 5}, 15, -3, 3), random_labels(2 * 5, 4, 16).reshape(Shape{2, 5})});
+  check_gradients([](auto x) { return one(pixel_cross_entropy(x[0], x[1])); },
+                  {random_tensor({2, 3, 2, 2, 3}, 17, -3, 3),
+                   random_labels(2 * 2 * 2 * 3, 3, 18).reshape(Shape{2, 2, 2, 3})});
 }
 
 TEST_CASE("data movement: by hand") {
@@ -263,6 +270,19 @@ TEST_CASE("data movement: pixel cross-entropy equals the mean of per-pixel losse
   Value bad = tape.input("b", {1, 2, 2}, DType::i32);
   CHECK_THROWS_WITH_AS(pixel_cross_entropy(x, bad),
                        doctest::Contains("logits [1,3,1,2] and labels [1,2,2], expected"), Error);
+  // The same logits as a signal (1, 3, 2) with labels (1, 2): the same loss, bit for bit.
+  Value x1 = tape.input("x1", {1, 3, 2}, DType::f64);
+  Value l1 = tape.input("l1", {1, 2}, DType::i32);
+  Value loss1 = pixel_cross_entropy(x1, l1);
+  Executor ex1(tape, cpu_backend(), {.mode = Mode::inference, .keep = {loss, loss1}});
+  ex1.set_input(x, xt);
+  ex1.set_input(l, lt);
+  ex1.set_input(x1, xt.reshape(Shape{1, 3, 2}));
+  ex1.set_input(l1, lt.reshape(Shape{1, 2}));
+  ex1.forward();
+  CHECK(ex1.value(loss1).data<double>()[0] == ex1.value(loss).data<double>()[0]);
+  CHECK_THROWS_WITH_AS(pixel_cross_entropy(x1, l),
+                       doctest::Contains("logits [1,3,2] and labels [1,1,2], expected"), Error);
 }
 
 TEST_CASE("data movement: planned equals baseline bitwise") {

@@ -90,7 +90,10 @@ const char* const kFixtures[] = {"residual_net",
                                  "trig_net",
                                  "nearest_net",
                                  "einsum2_net",
-                                 "gem_net"};
+                                 "gem_net",
+                                 "signal_net",
+                                 "features_net",
+                                 "video_net"};
 
 TEST_CASE("onnx: imported models give ONNX's reference outputs") {
   // focus_net: PyTorch's output; slices with steps (YOLOv5's focus layer, x[:, 1::3]).
@@ -186,6 +189,12 @@ TEST_CASE("onnx: imported models give ONNX's reference outputs") {
   // operand transposed and summed).
   // gem_net: PyTorch's output; GeM pooling with a learned exponent (Pow by a weight, by 1 / p
   // computed from it) and torch.pow of two activations.
+  // signal_net: PyTorch's output; a 1-D network over (N, C, L) labelling each position
+  // (output (N, K, L)): dilated and strided Conv1d, MaxPool1d with ceil_mode, nearest and
+  // linear 1-D upsampling, ConvTranspose1d with output_padding, an AdaptiveAvgPool1d(1) gate.
+  // features_net: PyTorch's output; an MLP over (N, F): Linear, BatchNorm1d, LayerNorm, GELU.
+  // video_net: PyTorch's output; R(2+1)D's factored Conv3d over (N, C, D, H, W), an
+  // AdaptiveAvgPool3d(1) gate, labelling each voxel (output (N, K, D, H, W)).
   // unet_seg: PyTorch's own eval-mode output (scripts/onnx_fixtures.py --segmentation --small),
   // a U-Net whose F.pad to the skip's size exports as shape arithmetic (ConstantOfShape, integer
   // Reshape, Slice with step -1, Transpose) and whose output is per pixel.
@@ -321,7 +330,7 @@ TEST_CASE("onnx: a float64 export gives PyTorch's float64 output within 1e-10") 
   for (DType t : {DType::f64, DType::f32}) {  // recorded in f64, and rounded to f32
     ParamStore store(1);
     Tape tape(store, t);
-    Value x = tape.input("x", Shape({2, m.input[0], m.input[1], m.input[2]}), t);
+    Value x = tape.input("x", onnx_batch_shape(m, 2), t);
     Value y = record_onnx(m, x);
     load_onnx_weights(store, m);
     Executor ex(tape, cpu_backend(), {.mode = Mode::inference, .keep = {y}});

@@ -88,8 +88,8 @@ TEST_CASE("onnx: bad files, unsupported ops and attributes are errors naming wha
     for (auto& n : *padded.mutable_graph()->mutable_node())
       if (n.name() == "up2") attribute(&n, "output_padding")->set_ints(0, 2);
     CHECK(error_for(padded) ==
-          "m.onnx: node 'up2' (ConvTranspose): output_padding must be two values, each below its "
-          "stride");
+          "m.onnx: node 'up2' (ConvTranspose): output_padding must be two values (one in 1-D), "
+          "each below its stride");
     // Resize: an unknown mode, nearest_mode or coordinate transformation is refused; cubic, a
     // fractional scale in nearest mode and asymmetric rounding are imported.
     onnx::ModelProto linear = m, fraction = m, rounded = m, cubic = m, even = m, crop = m;
@@ -340,8 +340,17 @@ TEST_CASE("onnx: bad files, unsupported ops and attributes are errors naming wha
     auto* d = m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type();
     d->mutable_shape()->mutable_dim(2)->set_dim_param("H");
     CHECK(error_for(m) ==
-          "m.onnx: input 'x' dimension 2 is H; C, H and W must be fixed (only the batch may be "
-          "dynamic)");
+          "m.onnx: input 'x' dimension 2 is H; every dimension but the batch's must be fixed, 1 "
+          "to 65536");
+  }
+  {
+    onnx::ModelProto m = tiny();
+    auto* d = m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type();
+    d->mutable_shape()->add_dim()->set_dim_value(2);
+    d->mutable_shape()->add_dim()->set_dim_value(2);
+    CHECK(error_for(m) ==
+          "m.onnx: input 'x' has 6 axes; frugal imports (N, F), (N, C, L), (N, C, H, W) or (N, C, "
+          "D, H, W)");
   }
   {
     onnx::ModelProto m = tiny();  // the head expects 18 features; the conv gives 2 x 3 x 3

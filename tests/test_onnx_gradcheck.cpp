@@ -17,24 +17,6 @@
 using namespace frugal;
 using namespace frugal::testing;
 
-namespace {
-
-// check_gradients' function of an imported model: m recorded over the input, its constants
-// (attention's scale, say) the file's, every trainable weight drawn in [-1, 1] (from `seed`
-// on), away from the file's values.
-auto randomized(const OnnxModel& m, uint64_t seed) {
-  return [&m, seed](std::span<const Value> in) {
-    Value y = record_onnx(m, in[0]);
-    load_onnx_weights(y.tape().params(), m);
-    uint64_t s = seed;
-    for (const auto& [name, trainable] : m.graph->params)
-      if (trainable) randomize_param(y.tape(), name, s++, -1, 1);
-    return std::vector<Value>{y};
-  };
-}
-
-}  // namespace
-
 // The imported instance and group normalizations in float64 against finite differences, the
 // weights drawn away from the file's (input gradients and every weight's).
 TEST_CASE("onnx: gradcheck of an imported model's instance and group norms") {
