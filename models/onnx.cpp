@@ -432,7 +432,7 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
     }
     if (op == "Conv") {
       o.kind = Kind::conv;
-      r.conv_window(n, o, true);
+      r.conv_window(n, o, true, true);
       // Over a weight or constant (XCiT's position grid, folded in an export at a fixed
       // batch): computed from weights, without a batch axis.
       const bool of_weight = is_weight(need(n, 0));

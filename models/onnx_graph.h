@@ -97,6 +97,10 @@ struct OnnxNode {
   int64_t kernel = 1;   // lrn: its size; depth_to_space, space_to_depth: the blocksize
   Conv2dParams conv{};  // Conv, and its kernel_shape (0 where absent); pools' windows alike
   int unit_axis = 0;    // Conv with a 3-D window: its axis (2 to 4) 1 wide, `conv` the others'
+  // Conv with a 3-D window 1 wide along no axis (depth_kernel > 0): its depth (axis 2)
+  // window, `conv` the window of H and W (models/onnx_record.cpp's record_conv3d_depth).
+  int64_t depth_kernel = 0, depth_stride = 1, depth_dilation = 1, depth_pad_begin = 0,
+          depth_pad_end = 0;
   int64_t kernel_h = 0, kernel_w = 0;
   int64_t output_padding_h = 0, output_padding_w = 0;  // ConvTranspose
   // Resize in nearest mode by whole scales (upsample_nearest2d), or 0: by gathers of the

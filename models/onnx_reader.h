@@ -70,7 +70,10 @@ struct OnnxReader {
   // weight, which kernel_shape (optional) must agree with when the weight is recorded.
   // A 1-D window (Conv1d over (N, C, L): one value each, two pads) is taken as 2-D with a
   // height of 1, the recorder running it over (N, C, 1, L).
-  void conv_window(const onnx::NodeProto& n, OnnxNode& o, bool unit_axis_3d = false) const {
+  // With depth_3d (Conv), a 3-D window 1 wide along no axis keeps its depth window in
+  // o.depth_* and the window of its last two axes in o.conv.
+  void conv_window(const onnx::NodeProto& n, OnnxNode& o, bool unit_axis_3d = false,
+                   bool depth_3d = false) const {
     size_t dims = !get_ints(n, "kernel_shape").empty() ? get_ints(n, "kernel_shape").size()
                   : !get_ints(n, "strides").empty()    ? get_ints(n, "strides").size()
                   : !get_ints(n, "dilations").empty()  ? get_ints(n, "dilations").size()
@@ -89,13 +92,33 @@ struct OnnxReader {
           o.unit_axis = static_cast<int>(a) + 2;
           break;
         }
-      if (o.unit_axis == 0)
-        fail(n,
-             "a 3-D window is imported where one axis is 1 wide with stride 1 and no "
-             "padding (kernel_shape written); this one has none");
+      if (o.unit_axis == 0 && depth_3d && k.size() == 3) {
+        const std::vector<int64_t> d = get_ints(n, "dilations");
+        auto at = [](const std::vector<int64_t>& v, size_t i, int64_t fallback) {
+          return v.size() == 3 ? v[i] : fallback;
+        };
+        o.depth_kernel = k[0];
+        o.depth_stride = at(st, 0, 1), o.depth_dilation = at(d, 0, 1);
+        o.depth_pad_begin = pads.size() == 6 ? pads[0] : 0;
+        o.depth_pad_end = pads.size() == 6 ? pads[3] : 0;
+        if (o.depth_kernel < 1 || o.depth_kernel > kMaxWindow || o.depth_stride < 1 ||
+            o.depth_stride > kMaxWindow || o.depth_dilation < 1 || o.depth_dilation > kMaxWindow ||
+            o.depth_pad_begin < 0 || o.depth_pad_begin > kMaxWindow || o.depth_pad_end < 0 ||
+            o.depth_pad_end > kMaxWindow || (!st.empty() && st.size() != 3) ||
+            (!d.empty() && d.size() != 3) || (!pads.empty() && pads.size() != 6))
+          fail(n, "a 3-D window's depth: kernel, stride and dilation 1.." +
+                      std::to_string(kMaxWindow) + ", pads 0.." + std::to_string(kMaxWindow) +
+                      ", three values each (six pads)");
+        unit_drop = {1, 2};
+      } else {
+        if (o.unit_axis == 0)
+          fail(n,
+               "a 3-D window is imported where one axis is 1 wide with stride 1 and no "
+               "padding (kernel_shape written); this one has none");
+        for (size_t a = 0; a < 3; ++a)
+          if (static_cast<int>(a) + 2 != o.unit_axis) unit_drop.push_back(a);
+      }
       dims = 2;
-      for (size_t a = 0; a < 3; ++a)
-        if (static_cast<int>(a) + 2 != o.unit_axis) unit_drop.push_back(a);
     }
     auto pair = [&](const char* name, int64_t lo) {
       std::vector<int64_t> v = get_ints(n, name);

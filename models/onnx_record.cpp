@@ -46,6 +46,7 @@
 #include "layers/transpose.h"
 #include "layers/upsample2d.h"
 #include "models/onnx.h"
+#include "models/onnx_conv3d.h"
 #include "models/onnx_einsum.h"
 #include "models/onnx_graph.h"
 #include "models/onnx_layout.h"
@@ -484,6 +485,16 @@ Value record_conv3d(const OnnxNode& n, std::span<const Value> in, std::source_lo
     if (a != u) perm.push_back(a), wd.push_back(w[a]);
   FRUGAL_CHECK(n.kernel_h == 0 || (wd[2] == n.kernel_h && wd[3] == n.kernel_w), "kernel_shape ",
                n.kernel_h, "x", n.kernel_w, " (the axes other than ", u, ") but the weight is ", w);
+  const Conv2dParams& c = n.conv;
+  if (u == 4 && w[3] == 1 && c.stride_w == 1 && c.pad_left == 0 && c.pad_right == 0) {
+    // 1 wide along H too (R(2+1)D's (3, 1, 1) temporal convolution): H and W merged, the
+    // convolution of (D, H*W) by a (kd, 1) window over x as it lies, no moved copy.
+    std::vector<Value> args{reshape(in[0], Shape{x[0], x[1], x[2], x[3] * x[4]}),
+                            reshape(in[1], Shape{w[0], w[1], w[2], 1})};
+    if (in.size() > 2) args.push_back(in[2]);
+    const Value y = in[0].tape().record(std::make_unique<Conv2dOp>(c), args, where)[0];
+    return reshape(y, Shape{x[0], y.shape()[1], y.shape()[2], x[3], x[4]});
+  }
   const Value moved = transpose(in[0], perm);  // (N, Du, C, Da, Db)
   std::vector<Value> args{reshape(moved, Shape{x[0] * x[u], x[1], x[perm[3]], x[perm[4]]}),
                           reshape(in[1], Shape(wd))};
@@ -660,6 +671,10 @@ Value record_onnx(const OnnxModel& model, Value images) {
           const Shape& w = in[1].shape();
           if (in[0].shape().rank() == 3 && w.rank() == 3) {
             y = record_conv1d(n, in, false, where);
+            break;
+          }
+          if (n.depth_kernel > 0) {
+            y = record_conv3d_depth(n, in, where);
             break;
           }
           if (n.unit_axis != 0) {

@@ -41,8 +41,9 @@ learned pow exponent), pixel_net.onnx (PixelShuffle, PixelUnshuffle, GlobalMaxPo
 lrn_net.onnx (LocalResponseNorm), minmax_net.onnx (torch.maximum, minimum, clamp by tensors),
 lrn_torch_net.onnx (LocalResponseNorm as PyTorch exports it: an If), pool_window_net.onnx
 (rectangular, 1-D and 3-D pools), signal_net.onnx (a 1-D network over (N, C, L) labelling each
-position), features_net.onnx (an MLP over (N, F)) and video_net.onnx (factored 3-D
-convolutions over (N, C, D, H, W) labelling each voxel):
+position), features_net.onnx (an MLP over (N, F)), video_net.onnx (factored 3-D
+convolutions over (N, C, D, H, W) labelling each voxel) and conv3d_full_net.onnx (3-D windows
+1 wide along no axis):
 
     /usr/bin/python3 scripts/onnx_fixtures.py --pytorch tests/data/onnx
 
@@ -1865,6 +1866,33 @@ def video_net(out):
     export_seeded(Net, 23, (2, 2, 4, 5, 6), out, "video_net")
 
 
+def conv3d_full_net(out):
+    """Conv3d with windows 1 wide along no axis, as torchvision's r3d_18 writes them: 3x3x3
+    padded, strided by 2 and grouped, dilated along depth with a bias, and a (1, 1, 1)
+    downsampling with stride 2 along every axis; tests/data/onnx/conv3d_full_net.onnx with
+    PyTorch's float32 output."""
+
+    import torch
+    from torch import nn
+    from torch.nn import functional as F
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Conv3d(2, 4, 3, padding=1, bias=False)
+            self.b = nn.Conv3d(4, 6, 3, stride=2, padding=1, groups=2)
+            self.c = nn.Conv3d(6, 6, 3, padding=(2, 1, 1), dilation=(2, 1, 1))
+            self.down = nn.Conv3d(4, 6, 1, stride=2, bias=False)
+            self.fc = nn.Linear(6, 4)
+
+        def forward(self, x):
+            a = F.relu(self.a(x))
+            y = self.c(F.relu(self.b(a))) + self.down(a)
+            return self.fc(F.adaptive_avg_pool3d(F.relu(y), 1).flatten(1))
+
+    export_seeded(Net, 24, (2, 2, 5, 6, 6), out, "conv3d_full_net")
+
+
 def pixel_net(out):
     """nn.PixelShuffle (DepthToSpace, CRD mode) and nn.PixelUnshuffle as PyTorch exports them,
     CBAM's channel attention (nn.AdaptiveMaxPool2d(1): GlobalMaxPool, beside the average),
@@ -2304,6 +2332,7 @@ if __name__ == "__main__":
         signal_net(sys.argv[2])
         features_net(sys.argv[2])
         video_net(sys.argv[2])
+        conv3d_full_net(sys.argv[2])
         sys.exit(0)
     if len(sys.argv) > 2 and sys.argv[1] == "--segmentation":
         # The U-Net of docs/TRAINING.md's segmentation run, and a small one for the tests

@@ -93,7 +93,8 @@ const char* const kFixtures[] = {"residual_net",
                                  "gem_net",
                                  "signal_net",
                                  "features_net",
-                                 "video_net"};
+                                 "video_net",
+                                 "conv3d_full_net"};
 
 TEST_CASE("onnx: imported models give ONNX's reference outputs") {
   // focus_net: PyTorch's output; slices with steps (YOLOv5's focus layer, x[:, 1::3]).
@@ -195,6 +196,8 @@ TEST_CASE("onnx: imported models give ONNX's reference outputs") {
   // features_net: PyTorch's output; an MLP over (N, F): Linear, BatchNorm1d, LayerNorm, GELU.
   // video_net: PyTorch's output; R(2+1)D's factored Conv3d over (N, C, D, H, W), an
   // AdaptiveAvgPool3d(1) gate, labelling each voxel (output (N, K, D, H, W)).
+  // conv3d_full_net: PyTorch's output; Conv3d 1 wide along no axis (r3d_18's 3x3x3): padded,
+  // strided and grouped, dilated along depth, a (1, 1, 1) downsampling by 2 along every axis.
   // unet_seg: PyTorch's own eval-mode output (scripts/onnx_fixtures.py --segmentation --small),
   // a U-Net whose F.pad to the skip's size exports as shape arithmetic (ConstantOfShape, integer
   // Reshape, Slice with step -1, Transpose) and whose output is per pixel.

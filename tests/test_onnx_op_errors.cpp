@@ -290,7 +290,7 @@ TEST_CASE("onnx: timm's ops where they do not fit are errors naming what is wron
   attribute(node(flat, "Flatten"), "axis")->set_i(0);
   CHECK(error_for(flat).ends_with(
       "(Flatten): axis 0 would move the batch axis; frugal imports axes from 1 on"));
-  // ECA's 1-D convolution with a 3-D window, none of whose axes is 1 wide.
+  // ECA's 1-D convolution given a 3-D window (kernel_shape) but the pads of a 1-D one.
   onnx::ModelProto cube = m;
   for (auto& n : *cube.mutable_graph()->mutable_node())
     if (n.op_type() == "Conv" && attribute(&n, "kernel_shape")->ints_size() == 1) {
@@ -298,8 +298,8 @@ TEST_CASE("onnx: timm's ops where they do not fit are errors naming what is wron
       attribute(&n, "kernel_shape")->add_ints(3);
     }
   CHECK(error_for(cube).ends_with(
-      "(Conv): a 3-D window is imported where one axis is 1 wide with stride 1 and no padding "
-      "(kernel_shape written); this one has none"));
+      "(Conv): a 3-D window's depth: kernel, stride and dilation 1..4096, pads 0..4096, three "
+      "values each (six pads)"));
   // torch.clamp(t, -1.5, 2) with its bounds crossed: min 3 above max 2.
   onnx::ModelProto crossed = m;
   std::string low;
@@ -386,11 +386,11 @@ TEST_CASE("onnx: a 3-D convolution frugal does not import is an error naming wha
     return error_for(e);
   };
   CHECK(with_window({3, 3, 1}, {1, 1, 0, 1, 1, 0}).empty());
-  const std::string none =
-      "(Conv): a 3-D window is imported where one axis is 1 wide with stride 1 and no padding "
-      "(kernel_shape written); this one has none";
-  CHECK(with_window({3, 3, 2}, {1, 1, 0, 1, 1, 0}).ends_with(none));
-  CHECK(with_window({3, 3, 1}, {1, 1, 1, 1, 1, 0}).ends_with(none));  // padded along it
+  // 1 wide along no axis: the general 3-D path (models/onnx_conv3d.h), whose window must be
+  // the weight's; padded along its 1-wide axis, it imports that way too.
+  CHECK(with_window({3, 3, 2}, {1, 1, 0, 1, 1, 0})
+            .ends_with("(Conv): kernel_shape (3, 3, 2) but the weight is [2,1,3,3,1]"));
+  CHECK(with_window({3, 3, 1}, {1, 1, 1, 1, 1, 0}).empty());
   CHECK(with_window({1, 3, 3}, {0, 0, 0, 0, 0, 0})
             .ends_with("(Conv): a 3-D convolution of [1,1,4,6,7] with weight [2,1,3,3,1]: the "
                        "window is 1 wide along axis 2 in kernel_shape, not in the weight"));

@@ -73,6 +73,17 @@ TEST_CASE("onnx: gradcheck of an imported 3-D network") {
                   {.tolerance = 1e-6});
 }
 
+// Conv3d 1 wide along no axis (models/onnx_conv3d.h): padded 3x3x3, strided and grouped,
+// dilated along depth with a bias, a (1, 1, 1) window strided along every axis.
+TEST_CASE("onnx: gradcheck of imported 3-D convolutions 1 wide along no axis") {
+  const OnnxModel m = fixture("conv3d_full_net");
+  int depth = 0;
+  for (const OnnxNode& n : m.graph->nodes) depth += n.kind == OnnxKind::conv && n.depth_kernel > 0;
+  CHECK(depth == 4);
+  check_gradients(randomized(m, 190), {random_tensor({2, 2, 5, 6, 6}, 68, -2, 2)},
+                  {.tolerance = 1e-6});
+}
+
 // A training step of the 1-D model: its loss is the mean over every (sample, position) of
 // the cross-entropy of that position's K logits, here recomputed by hand from the output.
 TEST_CASE("onnx: a signal model's loss is the mean over its positions") {
