@@ -210,6 +210,18 @@ for _name in TORCHVISION:
     NETS["tv-" + _name] = (lambda d, bn, seg, n=_name: torchvision_model(n), (3, 224, 224), 1000,
                            False)
 
+# torchvision's video networks (Kinetics-400's 400 classes) on clips of 8 frames of 112 x 112:
+# r3d_18's and mc3_18's 3x3x3 convolutions, R(2+1)D's factored ones (--set video).
+def video_model(name):
+    import torchvision
+
+    return getattr(torchvision.models.video, name)(num_classes=400)
+
+
+for _name in ("r3d_18", "mc3_18", "r2plus1d_18"):
+    NETS["tv-" + _name] = (lambda d, bn, seg, n=_name: video_model(n), (3, 8, 112, 112), 400,
+                           False)
+
 # timm's models as users bring them (--set timm: `pip install --no-deps timm==0.9.16
 # huggingface_hub safetensors` beside Debian's PyTorch; not a dependency of anything else):
 # ViT-S/16, ResNet-50-D, NF-ResNet-26 (its weights standardized in the graph), Sequencer2d-S

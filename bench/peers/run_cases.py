@@ -43,6 +43,10 @@ TIMM_CASES = [(f"tm-{n}", f"tm-{n}", 32, "training", "f32", [], 3, 1)
                         "sequencer2d_s", "xcit_nano_12_p16_224")]
 TIMM_CASES += [(f"tm-{n}", f"tm-{n}", b, "inference", "f32", [], 3, 1)
                for n in ("vit_small_patch16_224", "resnet50d") for b in (1, 32)]
+# torchvision's video networks (--set video) on clips (3, 8, 112, 112), batch 8: Conv3d
+# windows 1 wide along no axis (r3d_18, mc3_18) and R(2+1)D's factored ones.
+VIDEO_CASES = [(f"tv-{n}", f"tv-{n}", 8, "training", "f32", [], 3, 1)
+               for n in ("r3d_18", "mc3_18", "r2plus1d_18")]
 # Issue 16, op-level recomputation on the torchvision models (--set recompute): frugal with
 # --recompute cheap against PyTorch's plain step, and DenseNet-121 also against torchvision's
 # densenet121(memory_efficient=True), which checkpoints each dense layer's concat-BN-ReLU-conv.
@@ -128,15 +132,15 @@ def main():
     p.add_argument("--torch-max-isa", choices=["avx2"], default="",
                    help="hold PyTorch's kernels to this instruction set (compare with a frugal "
                    "built for it)")
-    p.add_argument("--set", choices=["bundled", "torchvision", "recompute", "timm"],
+    p.add_argument("--set", choices=["bundled", "torchvision", "recompute", "timm", "video"],
                    default="bundled",
                    help="the bundled networks, torchvision's through ONNX, those with "
-                   "--recompute cheap, or timm's through ONNX")
+                   "--recompute cheap, timm's through ONNX, or torchvision's video networks")
     o = p.parse_args()
 
     only = set(filter(None, o.only.split(",")))
     cases = {"torchvision": TORCHVISION_CASES, "recompute": RECOMPUTE_CASES,
-             "timm": TIMM_CASES}.get(o.set, CASES)
+             "timm": TIMM_CASES, "video": VIDEO_CASES}.get(o.set, CASES)
     onnx_dir = os.path.join(os.path.dirname(os.path.abspath(o.out)), "peers-onnx")
     start = time.time()
     with open(o.out, "w") as out:
