@@ -441,12 +441,19 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       if (of_weight) weight_values.insert(o.output);
     } else if (op == "ConvTranspose") {
       o.kind = Kind::conv_transpose;
-      r.conv_window(n, o);
+      // 3-D (ConvTranspose3d): its depth window in o.depth_* (models/onnx_conv3d.h).
+      r.conv_window(n, o, false, true);
       if (!r.get_ints(n, "output_shape").empty())
         r.fail(n, "output_shape is not imported (export with pads and output_padding)");
       std::vector<int64_t> op_pad = r.get_ints(n, "output_padding");
       if (op_pad.empty()) op_pad = {0, 0};
       if (op_pad.size() == 1) op_pad.insert(op_pad.begin(), 0);  // 1-D: a height of 1
+      if (op_pad.size() == 3 && o.depth_kernel > 0) {            // 3-D: depth's, then (H, W)'s
+        o.depth_output_padding = op_pad[0];
+        if (op_pad[0] < 0 || op_pad[0] >= std::max(o.depth_stride, o.depth_dilation))
+          r.fail(n, "output_padding along depth must be below its stride or dilation");
+        op_pad.erase(op_pad.begin());
+      }
       if (op_pad.size() != 2 || op_pad[0] < 0 || op_pad[1] < 0 || op_pad[0] >= o.conv.stride_h ||
           op_pad[1] >= o.conv.stride_w)
         r.fail(n, "output_padding must be two values (one in 1-D), each below its stride");
@@ -469,12 +476,19 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
         if (t == nullptr) r.fail(n, "scales must be a float constant");
         if (t != nullptr && t->numel() > 0) {
           // (1, 1, s_h, s_w), or (1, 1, s) over (N, C, L) (nn.Upsample of a signal), read as
-          // (1, 1, 1, s) over (N, C, 1, L).
-          if (t->numel() != 4 && t->numel() != 3)
-            r.fail(n, "scales must be four values (1, 1, s_h, s_w) or three (1, 1, s)");
-          for (int64_t k = 0; k < t->numel(); ++k)
-            scales[k + (t->numel() == 3 && k == 2 ? 1 : 0)] = element_as_double(*t, k);
+          // (1, 1, 1, s) over (N, C, 1, L), or (1, 1, s_d, s_h, s_w) over (N, C, D, H, W).
+          if (t->numel() < 3 || t->numel() > 5)
+            r.fail(n,
+                   "scales must be four values (1, 1, s_h, s_w), three (1, 1, s) or five "
+                   "(1, 1, s_d, s_h, s_w)");
+          const int64_t skip = t->numel() == 5 ? 1 : 0;  // depth's, kept apart
+          for (int64_t k = 0; k + skip < t->numel() && k < 4; ++k)
+            scales[k + (t->numel() == 3 && k == 2 ? 1 : 0)] =
+                element_as_double(*t, k < 2 ? k : k + skip);
           if (t->numel() == 3) scales[2] = 1;
+          o.resize_scale_d = t->numel() == 5 ? element_as_double(*t, 2) : 1;
+          if (!(o.resize_scale_d > 0 && o.resize_scale_d <= 4096))
+            r.fail(n, "scales must be (1, 1, s_d, s_h, s_w) with each s in (0, 4096]");
         }
       }
       if (scales[2] == 0) {  // no scales: the sizes (N, C, H, W) or (N, C, L), constant or not
@@ -518,6 +532,10 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
             scales[2] == std::floor(scales[2]) && scales[3] == std::floor(scales[3])) {
           o.scale_h = static_cast<int64_t>(scales[2]);
           o.scale_w = static_cast<int64_t>(scales[3]);
+          if (o.resize_scale_d >= 1 && o.resize_scale_d == std::floor(o.resize_scale_d))
+            o.scale_d = static_cast<int64_t>(o.resize_scale_d);
+          else
+            o.scale_h = o.scale_w = 0;  // a fractional depth scale: every axis by gathers
         }
       } else if (mode == "linear" || mode == "cubic") {
         o.kind = Kind::resize;
@@ -640,10 +658,16 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       const std::vector<int64_t> k = r.get_ints(n, "kernel_shape");
       if (k.empty() || k.size() > 3) r.fail(n, "kernel_shape must have 1 to 3 values");
       o.ints = {static_cast<int64_t>(k.size())};
-      r.conv_window(n, o, true);
+      // A 3-D window 1 wide along no axis (MaxPool3d(2)): the 2-D pool of every depth plane,
+      // then one along depth (record_pool).
+      r.conv_window(n, o, true, true);
       const Conv2dParams& c = o.conv;
-      if (c.dilation_h != 1 || c.dilation_w != 1)
+      if (c.dilation_h != 1 || c.dilation_w != 1 || o.depth_dilation != 1)
         r.fail(n, "dilations other than 1 are not imported");
+      if (o.depth_pad_begin != o.depth_pad_end || o.depth_pad_begin * 2 > o.depth_kernel)
+        r.fail(n,
+               "a 3-D window's depth padding must be alike at both ends, at most half its "
+               "kernel");
       if (c.pad_top != c.pad_bottom || c.pad_left != c.pad_right)
         r.fail(
             n,

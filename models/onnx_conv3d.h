@@ -9,7 +9,7 @@
 // keeps x; the partial sums, kd times the output, live only until they are added up. At depth
 // stride 1 the multiply-adds are conv3d's (plus the padding planes' share); at stride sd every
 // input plane's taps are computed, about sd times conv3d's, except for a (1, kh, kw) window,
-// whose planes are picked first.
+// whose planes are picked first. ConvTranspose3d likewise (record_conv_transpose3d_depth).
 #pragma once
 
 #include <source_location>
@@ -25,5 +25,14 @@ namespace frugal {
 // Returns (N, K, Do, Ho, Wo).
 Value record_conv3d_depth(const OnnxNode& n, std::span<const Value> in,
                           std::source_location where = std::source_location::current());
+
+// ConvTranspose3d (3-D U-Nets' up-convolutions) the same way: every input depth plane
+// through the 2-D transposed convolution by all kd taps at once (the weight (C, K/groups, kd,
+// kh, kw) read as (C, K/groups*kd, kh, kw)), then tap i's partial sums of input plane d placed
+// at output plane d*sd + i*dd - pad (zero planes between them where sd > 1) and the taps added
+// in order. in: x (N, C, D, H, W), the weight, an optional bias (K); returns
+// (N, K, (D-1)*sd - pads + dd*(kd-1) + 1 + output_padding, Ho, Wo).
+Value record_conv_transpose3d_depth(const OnnxNode& n, std::span<const Value> in,
+                                    std::source_location where = std::source_location::current());
 
 }  // namespace frugal

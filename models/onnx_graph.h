@@ -98,21 +98,22 @@ struct OnnxNode {
   Conv2dParams conv{};  // Conv, and its kernel_shape (0 where absent); pools' windows alike
   int unit_axis = 0;    // Conv with a 3-D window: its axis (2 to 4) 1 wide, `conv` the others'
   // Conv with a 3-D window 1 wide along no axis (depth_kernel > 0): its depth (axis 2)
-  // window, `conv` the window of H and W (models/onnx_record.cpp's record_conv3d_depth).
+  // window, `conv` the window of H and W (models/onnx_conv3d.h; pools: record_pool).
   int64_t depth_kernel = 0, depth_stride = 1, depth_dilation = 1, depth_pad_begin = 0,
-          depth_pad_end = 0;
+          depth_pad_end = 0, depth_output_padding = 0;  // the last: ConvTranspose
   int64_t kernel_h = 0, kernel_w = 0;
   int64_t output_padding_h = 0, output_padding_w = 0;  // ConvTranspose
   // Resize in nearest mode by whole scales (upsample_nearest2d), or 0: by gathers of the
   // rows and columns `nearest` picks (models/onnx_resize.h), or its sizes by whole factors
   // where nearest_whole (the pixels picked are upsample_nearest2d's);
-  int64_t scale_h = 0, scale_w = 0;
+  int64_t scale_h = 0, scale_w = 0, scale_d = 0;  // scale_d: along depth, of (N, C, D, H, W)
   NearestMode nearest = NearestMode::floor;
   bool nearest_whole = false;
   ResizeCoordinates resize_mode = ResizeCoordinates::half_pixel;  // Resize in any mode
   ResizeMethod resize_method = ResizeMethod::linear;              // or cubic mode,
   double cubic_a = -0.75;                                         // its cubic_coeff_a
   double resize_scale_h = 0, resize_scale_w = 0;                  // scales, or 0: sizes
+  double resize_scale_d = 0;  // along depth, of (N, C, D, H, W): 1 for other ranks
   bool ceil = false, count_include_pad = true;
   double eps = 1e-5, momentum = 0.1, alpha = 0;
   double clip_lo = 0, clip_hi = 0;       // clamp

@@ -70,8 +70,9 @@ struct OnnxReader {
   // weight, which kernel_shape (optional) must agree with when the weight is recorded.
   // A 1-D window (Conv1d over (N, C, L): one value each, two pads) is taken as 2-D with a
   // height of 1, the recorder running it over (N, C, 1, L).
-  // With depth_3d (Conv), a 3-D window 1 wide along no axis keeps its depth window in
-  // o.depth_* and the window of its last two axes in o.conv.
+  // With depth_3d (Conv, ConvTranspose, pools), a 3-D window 1 wide along no axis (along any,
+  // for ConvTranspose: unit_axis_3d false) keeps its depth window in o.depth_* and the window
+  // of its last two axes in o.conv.
   void conv_window(const onnx::NodeProto& n, OnnxNode& o, bool unit_axis_3d = false,
                    bool depth_3d = false) const {
     size_t dims = !get_ints(n, "kernel_shape").empty() ? get_ints(n, "kernel_shape").size()
@@ -83,10 +84,10 @@ struct OnnxReader {
     // (k, k, 1) over (N, 1, H, W, V)): the 2-D window of the other two, that axis recorded
     // into the batch (o.unit_axis, 2 to 4).
     std::vector<size_t> unit_drop;  // the attribute entries of the other two axes
-    if (dims == 3 && unit_axis_3d) {
+    if (dims == 3 && (unit_axis_3d || depth_3d)) {
       const std::vector<int64_t> k = get_ints(n, "kernel_shape"), st = get_ints(n, "strides"),
                                  pads = get_ints(n, "pads");
-      for (size_t a = 3; a-- > 0 && k.size() == 3;)
+      for (size_t a = 3; unit_axis_3d && a-- > 0 && k.size() == 3;)
         if (k[a] == 1 && (st.empty() || (st.size() == 3 && st[a] == 1)) &&
             (pads.empty() || (pads.size() == 6 && pads[a] == 0 && pads[a + 3] == 0))) {
           o.unit_axis = static_cast<int>(a) + 2;

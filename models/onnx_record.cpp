@@ -424,6 +424,33 @@ Value record_conv1d(const OnnxNode& n, std::span<const Value> in, bool transpose
   return reshape(y, Shape{s[0], s[1], s[3]});
 }
 
+// Resize (nearest, linear or cubic mode) of (N, C, H, W) x to out_h x out_w; scale_h and
+// scale_w the file's scales (0: from the sizes), whole_h and whole_w upsample_nearest2d's
+// whole factors where the import found them (0: none).
+Value record_resize2d(const OnnxNode& n, Value x, int64_t out_h, int64_t out_w, double scale_h,
+                      double scale_w, int64_t whole_h, int64_t whole_w,
+                      std::source_location where) {
+  const Shape s = x.shape();  // a copy (record_conv1d says why)
+  if (n.kind == OnnxKind::upsample_nearest) {
+    if (whole_h == 0 && n.nearest_whole && scale_h == 0 && out_h % s[2] == 0 && out_w % s[3] == 0)
+      whole_h = out_h / s[2], whole_w = out_w / s[3];
+    if (whole_h > 0)
+      return x.tape().record(std::make_unique<UpsampleNearestOp>(whole_h, whole_w), {x}, where)[0];
+    // the rows, then the columns ONNX's definition picks
+    const Value rows = gather(x, 2, nearest_indices(s[2], out_h, scale_h, n.resize_mode, n.nearest),
+                              {out_h}, where);
+    return gather(rows, 3, nearest_indices(s[3], out_w, scale_w, n.resize_mode, n.nearest), {out_w},
+                  where);
+  }
+  const ResizeOptions o{.height = out_h,
+                        .width = out_w,
+                        .mode = n.resize_mode,
+                        .scale_h = scale_h,
+                        .scale_w = scale_w,
+                        .cubic_a = n.cubic_a};
+  return n.resize_method == ResizeMethod::cubic ? resize_bicubic(x, o) : resize_bilinear(x, o);
+}
+
 // MaxPool or AveragePool as the 2-D pool: over (N, C, L) as (N, C, 1, L); over
 // (N, C, D2, D3, D4) with the window 1 wide along axis u (conv_window: stride 1, no padding
 // there) as the pool of the other two axes over (N, C * Du, Da, Db), pooling being per channel:
@@ -453,6 +480,25 @@ Value record_pool(const OnnxNode& n, Value x) {
     return reshape(y, Shape{s[0], s[1], y.shape()[3]});
   }
   if (window == 2) return pool(x);
+  if (n.depth_kernel > 0) {
+    // 1 wide along no axis (MaxPool3d(2)): a box's maximum or mean is that along depth of its
+    // planes' (H, W) windows', their valid positions counted per axis alike. The 2-D pool of
+    // every plane, then the pool of (N, C, D, H'*W') by a (kd, 1) window; a tie goes to the
+    // first in (d, h, w) order, as in PyTorch's max_pool3d.
+    const Value planes = pool(reshape(x, Shape{s[0], s[1] * s[2], s[3], s[4]}));
+    const int64_t h = planes.shape()[2], w = planes.shape()[3];
+    const Pool2dOptions d{.kernel = n.depth_kernel,
+                          .kernel_w = 1,
+                          .stride = n.depth_stride,
+                          .pad = n.depth_pad_begin,
+                          .stride_w = 1,
+                          .pad_w = 0,
+                          .ceil = n.ceil,
+                          .count_include_pad = n.count_include_pad};
+    const Value depth = reshape(planes, Shape{s[0], s[1], s[2], h * w});
+    const Value y = n.kind == Kind::max_pool ? max_pool2d(depth, d) : avg_pool2d(depth, d);
+    return reshape(y, Shape{s[0], s[1], y.shape()[2], h, w});
+  }
   const int u = n.unit_axis;
   if (u == 2) {
     const Value y = pool(reshape(x, Shape{s[0], s[1] * s[2], s[3], s[4]}));
@@ -691,6 +737,10 @@ Value record_onnx(const OnnxModel& model, Value images) {
         }
         case Kind::conv_transpose: {
           const Shape& w = in[1].shape();
+          if (n.depth_kernel > 0) {
+            y = record_conv_transpose3d_depth(n, in, where);
+            break;
+          }
           if (in[0].shape().rank() == 3 && w.rank() == 3) {
             y = record_conv1d(n, in, true, where);
             break;
@@ -706,55 +756,56 @@ Value record_onnx(const OnnxModel& model, Value images) {
         case Kind::upsample_nearest:
         case Kind::resize: {
           const Shape given = in[0].shape();  // a copy: recording may move the tape's values
-          FRUGAL_CHECK(given.rank() == 4 || given.rank() == 3,
-                       "resizes (N, C, H, W) or (N, C, L) values, got ", given);
-          // A signal (N, C, L) as the image (N, C, 1, L), its scale on H 1 (models/onnx.cpp).
-          const bool line = given.rank() == 3;
+          const int rank = given.rank();
+          FRUGAL_CHECK(rank >= 3 && rank <= 5,
+                       "resizes (N, C, L), (N, C, H, W) or (N, C, D, H, W) values, got ", given);
+          // A signal (N, C, L) as the image (N, C, 1, L), its scale on H 1 (models/onnx.cpp);
+          // a volume's planes first as (N, C*D, H, W), then its depth (below).
           const Value src =
-              line ? reshape(in[0], Shape{given[0], given[1], 1, given[2]}, where) : in[0];
+              rank == 3 ? reshape(in[0], Shape{given[0], given[1], 1, given[2]}, where)
+              : rank == 5
+                  ? reshape(in[0], Shape{given[0], given[1] * given[2], given[3], given[4]}, where)
+                  : in[0];
           const Shape x = src.shape();
-          int64_t out_h = 0, out_w = 0;  // from the sizes, or 0: from the scales
+          int64_t out_d = rank == 5 ? 0 : 1, out_h = 0, out_w = 0;  // sizes, or 0: scales
           if (!n.int_inputs.empty()) {
             Ints s = ints.at(n.int_inputs[0]).values;
-            if (line && s.size() == 3) s.insert(s.begin() + 2, 1);
+            if (rank == 3 && s.size() == 3) s.insert(s.begin() + 2, 1);
+            if (rank == 5 && s.size() == 5) {
+              out_d = s[2];
+              s.erase(s.begin() + 2);
+            }
             // (a constant's N is the export's batch: it stands for the batch, as in Reshape)
-            FRUGAL_CHECK(s.size() == 4 && s[1] == x[1] && s[2] >= 1 && s[3] >= 1, "sizes ",
-                         str(ints.at(n.int_inputs[0]).values), " for ", given, ": expected ",
-                         line ? "(N, C, L)" : "(N, C, H, W)", " with C kept");
+            FRUGAL_CHECK(s.size() == 4 && s[1] == given[1] && out_d >= 1 && s[2] >= 1 && s[3] >= 1,
+                         "sizes ", str(ints.at(n.int_inputs[0]).values), " for ", given,
+                         ": expected ",
+                         rank == 3   ? "(N, C, L)"
+                         : rank == 4 ? "(N, C, H, W)"
+                                     : "(N, C, D, H, W)",
+                         " with C kept");
             out_h = s[2], out_w = s[3];
           }
           if (out_h == 0) {  // ONNX: floor(input * scale)
             out_h = static_cast<int64_t>(std::floor(double(x[2]) * n.resize_scale_h));
             out_w = static_cast<int64_t>(std::floor(double(x[3]) * n.resize_scale_w));
-            FRUGAL_CHECK(out_h >= 1 && out_w >= 1, "scales ", n.resize_scale_h, " and ",
-                         n.resize_scale_w, " leave no pixels of ", x);
+            if (rank == 5)
+              out_d = static_cast<int64_t>(std::floor(double(given[2]) * n.resize_scale_d));
+            FRUGAL_CHECK(out_d >= 1 && out_h >= 1 && out_w >= 1, "scales ", n.resize_scale_h,
+                         " and ", n.resize_scale_w, " leave no pixels of ", given);
           }
-          if (n.kind == Kind::upsample_nearest) {
-            int64_t sh = n.scale_h, sw = n.scale_w;
-            if (sh == 0 && n.nearest_whole && n.resize_scale_h == 0 && out_h % x[2] == 0 &&
-                out_w % x[3] == 0)
-              sh = out_h / x[2], sw = out_w / x[3];
-            if (sh > 0) {
-              y = tape.record(std::make_unique<UpsampleNearestOp>(sh, sw), {src}, where)[0];
-            } else {  // the rows, then the columns ONNX's definition picks
-              y = gather(src, 2,
-                         nearest_indices(x[2], out_h, n.resize_scale_h, n.resize_mode, n.nearest),
-                         {out_h}, where);
-              y = gather(y, 3,
-                         nearest_indices(x[3], out_w, n.resize_scale_w, n.resize_mode, n.nearest),
-                         {out_w}, where);
-            }
-          } else {
-            const ResizeOptions o{.height = out_h,
-                                  .width = out_w,
-                                  .mode = n.resize_mode,
-                                  .scale_h = n.resize_scale_h,
-                                  .scale_w = n.resize_scale_w,
-                                  .cubic_a = n.cubic_a};
-            y = n.resize_method == ResizeMethod::cubic ? resize_bicubic(src, o)
-                                                       : resize_bilinear(src, o);
+          y = record_resize2d(n, src, out_h, out_w, n.resize_scale_h, n.resize_scale_w, n.scale_h,
+                              n.scale_w, where);
+          if (rank == 3) y = reshape(y, Shape{given[0], given[1], y.shape()[3]}, where);
+          if (rank == 5) {
+            // Along depth: (N, C, D, H'*W') resized to (D', H'*W'), its width as it is (scale
+            // 1: every element taken whole), separable as trilinear and nearest resizing are.
+            const Value planes =
+                reshape(y, Shape{given[0], given[1], given[2], out_h * out_w}, where);
+            y = record_resize2d(n, planes, out_d, out_h * out_w, n.resize_scale_d,
+                                n.resize_scale_d == 0 ? 0 : 1, n.scale_d, n.scale_d > 0 ? 1 : 0,
+                                where);
+            y = reshape(y, Shape{given[0], given[1], out_d, out_h, out_w}, where);
           }
-          if (line) y = reshape(y, Shape{given[0], given[1], y.shape()[3]}, where);
           break;
         }
         case Kind::batch_norm:

@@ -42,8 +42,9 @@ lrn_net.onnx (LocalResponseNorm), minmax_net.onnx (torch.maximum, minimum, clamp
 lrn_torch_net.onnx (LocalResponseNorm as PyTorch exports it: an If), pool_window_net.onnx
 (rectangular, 1-D and 3-D pools), signal_net.onnx (a 1-D network over (N, C, L) labelling each
 position), features_net.onnx (an MLP over (N, F)), video_net.onnx (factored 3-D
-convolutions over (N, C, D, H, W) labelling each voxel) and conv3d_full_net.onnx (3-D windows
-1 wide along no axis):
+convolutions over (N, C, D, H, W) labelling each voxel), conv3d_full_net.onnx (3-D windows
+1 wide along no axis) and unet3d_net.onnx (a 3-D U-Net: 3-D pools, transposed convolutions
+and resizing):
 
     /usr/bin/python3 scripts/onnx_fixtures.py --pytorch tests/data/onnx
 
@@ -1893,6 +1894,44 @@ def conv3d_full_net(out):
     export_seeded(Net, 24, (2, 2, 5, 6, 6), out, "conv3d_full_net")
 
 
+def unet3d_net(out):
+    """A 3-D U-Net over volumes (N, C, D, H, W) labelling each voxel: Conv3d 3x3x3 with
+    BatchNorm3d and SiLU (smooth: no ReLU zeros tied in the max pools for the gradcheck), MaxPool3d(2) and one padded with ceil_mode, ConvTranspose3d by 2 (the
+    up-convolution) and a grouped one with padding and output_padding, AvgPool3d, trilinear
+    resizing by a scale and to a size with align_corners, nearest resizing by 2;
+    tests/data/onnx/unet3d_net.onnx with PyTorch's float32 output."""
+
+    import torch
+    from torch import nn
+    from torch.nn import functional as F
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.e1 = nn.Sequential(nn.Conv3d(1, 4, 3, padding=1), nn.BatchNorm3d(4), nn.SiLU())
+            self.e2 = nn.Sequential(nn.Conv3d(4, 8, 3, padding=1), nn.BatchNorm3d(8), nn.SiLU())
+            self.up = nn.ConvTranspose3d(8, 4, 2, stride=2)
+            self.up2 = nn.ConvTranspose3d(8, 4, 3, stride=2, padding=1, output_padding=1,
+                                          groups=2)
+            self.d1 = nn.Sequential(nn.Conv3d(12, 4, 3, padding=1), nn.SiLU())
+            self.head = nn.Conv3d(4, 3, 1)
+
+        def forward(self, x):
+            a = self.e1(x)
+            b = self.e2(F.max_pool3d(a, 2))
+            c = F.max_pool3d(b, 3, stride=2, padding=1, ceil_mode=True)
+            d = self.d1(torch.cat([a, self.up(b), self.up2(F.interpolate(c, size=b.shape[2:],
+                                                                         mode="nearest"))], 1))
+            d = d + F.interpolate(F.avg_pool3d(d, 2), scale_factor=2.0, mode="trilinear",
+                                  align_corners=False)
+            s = F.interpolate(F.max_pool3d(d, 2), size=(3, 5, 7), mode="trilinear",
+                              align_corners=True)
+            d = d + F.interpolate(s, size=d.shape[2:], mode="nearest")
+            return self.head(d)
+
+    export_seeded(Net, 25, (2, 1, 4, 8, 8), out, "unet3d_net")
+
+
 def pixel_net(out):
     """nn.PixelShuffle (DepthToSpace, CRD mode) and nn.PixelUnshuffle as PyTorch exports them,
     CBAM's channel attention (nn.AdaptiveMaxPool2d(1): GlobalMaxPool, beside the average),
@@ -2333,6 +2372,7 @@ if __name__ == "__main__":
         features_net(sys.argv[2])
         video_net(sys.argv[2])
         conv3d_full_net(sys.argv[2])
+        unet3d_net(sys.argv[2])
         sys.exit(0)
     if len(sys.argv) > 2 and sys.argv[1] == "--segmentation":
         # The U-Net of docs/TRAINING.md's segmentation run, and a small one for the tests

@@ -94,7 +94,8 @@ const char* const kFixtures[] = {"residual_net",
                                  "signal_net",
                                  "features_net",
                                  "video_net",
-                                 "conv3d_full_net"};
+                                 "conv3d_full_net",
+                                 "unet3d_net"};
 
 TEST_CASE("onnx: imported models give ONNX's reference outputs") {
   // focus_net: PyTorch's output; slices with steps (YOLOv5's focus layer, x[:, 1::3]).
@@ -198,6 +199,9 @@ TEST_CASE("onnx: imported models give ONNX's reference outputs") {
   // AdaptiveAvgPool3d(1) gate, labelling each voxel (output (N, K, D, H, W)).
   // conv3d_full_net: PyTorch's output; Conv3d 1 wide along no axis (r3d_18's 3x3x3): padded,
   // strided and grouped, dilated along depth, a (1, 1, 1) downsampling by 2 along every axis.
+  // unet3d_net: PyTorch's output; a 3-D U-Net labelling each voxel: MaxPool3d (and one padded
+  // with ceil_mode), ConvTranspose3d (by 2; grouped with padding and output_padding),
+  // AvgPool3d, trilinear resizing by a scale and to a size, nearest resizing to a size.
   // unet_seg: PyTorch's own eval-mode output (scripts/onnx_fixtures.py --segmentation --small),
   // a U-Net whose F.pad to the skip's size exports as shape arithmetic (ConstantOfShape, integer
   // Reshape, Slice with step -1, Transpose) and whose output is per pixel.

@@ -1,8 +1,8 @@
 // ONNX import of If (its condition computed from shapes: the branch taken is known once shapes
 // are) and of pools beyond square 2-D windows (rectangular windows, strides and padding, 1-D
-// pools, 3-D pools 1 wide along an axis): outputs against ONNX's definitions, and the errors
-// for what is not imported. PyTorch's own outputs are lrn_torch_net's and pool_window_net's
-// (tests/test_onnx.cpp).
+// pools, 3-D pools 1 wide along an axis or along none): outputs against ONNX's definitions,
+// and the errors for what is not imported. PyTorch's own outputs are lrn_torch_net's and
+// pool_window_net's (tests/test_onnx.cpp).
 #include <doctest/doctest.h>
 #include <onnx/onnx_pb.h>
 
@@ -344,6 +344,10 @@ TEST_CASE("onnx: pools of rectangular, 1-D and 3-D windows give ONNX's definitio
       {"MaxPool", {2, 3, 6, 5}, {2, 3, 1}, {1, 2, 1}, {1, 1, 0}},      // axis 4
       {"AveragePool", {2, 5, 3, 4}, {3, 1, 1}, {1, 1, 1}, {0, 0, 0}},  // axes 3 and 4
       {"MaxPool", {2, 4, 3, 6}, {2, 1, 3}, {2, 1, 1}, {1, 0, 1}},      // axis 3
+      {"MaxPool", {2, 4, 6, 6}, {2, 2, 2}, {2, 2, 2}, {0, 0, 0}},      // 1 wide along none
+      {"MaxPool", {2, 5, 4, 7}, {3, 3, 2}, {2, 1, 2}, {1, 1, 0}},
+      {"AveragePool", {2, 5, 4, 7}, {3, 2, 3}, {2, 2, 1}, {1, 0, 1}},
+      {"AveragePool", {2, 5, 4, 7}, {3, 2, 3}, {2, 2, 1}, {1, 0, 1}, true},
   };
   for (const Case& c : cases) {
     CAPTURE(std::string(c.op));
@@ -374,9 +378,11 @@ TEST_CASE("onnx: pools that are not imported are errors naming the node") {
         "m.onnx: node 'node0' (MaxPool): padding above half the kernel");
   CHECK(error_for(one_node("AveragePool", {3, 6, 6}, pool_attrs({}, {1, 1}, {}))) ==
         "m.onnx: node 'node0' (AveragePool): kernel_shape must have 1 to 3 values");
-  CHECK(error_for(pool_model("AveragePool", {3, 4, 4, 4}, pool_attrs({2, 2, 2}, {}, {}))) ==
-        "m.onnx: node 'node0' (AveragePool): a 3-D window is imported where one axis is 1 wide "
-        "with stride 1 and no padding (kernel_shape written); this one has none");
+  CHECK(error_for(pool_model("AveragePool", {3, 4, 4, 4}, pool_attrs({2, 2, 2}, {}, {}))).empty());
+  CHECK(error_for(pool_model("AveragePool", {3, 4, 4, 4},
+                             pool_attrs({3, 2, 2}, {}, {1, 0, 0, 0, 0, 0}))) ==
+        "m.onnx: node 'node0' (AveragePool): a 3-D window's depth padding must be alike at both "
+        "ends, at most half its kernel");
   CHECK(error_for(one_node("MaxPool", {3, 6, 6}, [](onnx::NodeProto* n) {
           pool_attrs({2, 2}, {}, {})(n);
           auto* d = attribute(n, "dilations");

@@ -1,12 +1,16 @@
 // Imported models over inputs other than images: signals (N, C, L) labelled at each position,
-// feature vectors (N, F), volumes or clips (N, C, D, H, W) labelled at each voxel. What the
+// feature vectors (N, F), volumes or clips (N, C, D, H, W) labelled at each voxel (factored and
+// full 3-D convolutions, a 3-D U-Net's pools, transposed convolutions and resizing). What the
 // import makes of their shapes (the sample, the classes, the labels), their 1-D and 3-D ops
 // in float64 against finite differences (the weights drawn away from the file's), a training
-// step with the per-position loss against a loss over the same rows by hand, and the errors
-// for inputs it does not take. Their outputs against PyTorch's and planned == baseline are in
+// step with the per-position loss against a loss over the same rows by hand, the parameters
+// an export deduplicated, and the errors for 3-D windows it refuses. Their outputs against PyTorch's and planned == baseline are in
 // tests/test_onnx.cpp's fixture list.
 #include <doctest/doctest.h>
+#include <onnx/onnx_pb.h>
 
+#include <fstream>
+#include <functional>
 #include <map>
 #include <string>
 
@@ -14,6 +18,7 @@
 #include "layers/softmax_cross_entropy.h"
 #include "models/onnx.h"
 #include "models/onnx_graph.h"
+#include "tests/onnx_edit.h"
 #include "tests/onnx_support.h"
 
 using namespace frugal;
@@ -23,6 +28,23 @@ namespace {
 
 OnnxModel fixture(const char* name) {
   return load_onnx((onnx_data() / (std::string(name) + ".onnx")).string());
+}
+
+// As randomized(), but only the biases and normalization weights drawn in [-1, 1]: the
+// convolutions keep the file's weights, scaled to their fan-in as PyTorch initializes them.
+// Deeper networks of 3x3x3 windows with every weight in [-1, 1] grow about tenfold a layer,
+// and at outputs near 1e4 float64 central differences lose the digits the check needs.
+std::function<std::vector<Value>(std::span<const Value>)> small_randomized(const OnnxModel& m,
+                                                                           uint64_t seed) {
+  return [&m, seed](std::span<const Value> in) {
+    Value y = record_onnx(m, in[0]);
+    load_onnx_weights(y.tape().params(), m);
+    uint64_t s = seed;
+    for (const auto& [name, trainable] : m.graph->params)
+      if (trainable && m.graph->metas.at(name).shape.rank() <= 1)
+        randomize_param(y.tape(), name, s++, -1, 1);
+    return std::vector<Value>{y};
+  };
 }
 
 }  // namespace
@@ -81,6 +103,24 @@ TEST_CASE("onnx: gradcheck of imported 3-D convolutions 1 wide along no axis") {
   for (const OnnxNode& n : m.graph->nodes) depth += n.kind == OnnxKind::conv && n.depth_kernel > 0;
   CHECK(depth == 4);
   check_gradients(randomized(m, 190), {random_tensor({2, 2, 5, 6, 6}, 68, -2, 2)},
+                  {.tolerance = 1e-6});
+}
+
+// A 3-D U-Net: MaxPool3d and AvgPool3d as the 2-D pool of every plane and one along depth;
+// ConvTranspose3d as every plane's 2-D one and the taps' partial sums placed along depth;
+// trilinear and nearest resizing of the planes, then along depth.
+TEST_CASE("onnx: gradcheck of an imported 3-D U-Net") {
+  const OnnxModel m = fixture("unet3d_net");
+  int transposed = 0, pools = 0, resizes = 0;
+  for (const OnnxNode& n : m.graph->nodes) {
+    transposed += n.kind == OnnxKind::conv_transpose && n.depth_kernel > 0;
+    pools += (n.kind == OnnxKind::max_pool || n.kind == OnnxKind::avg_pool) && n.depth_kernel > 0;
+    resizes += n.kind == OnnxKind::resize || n.kind == OnnxKind::upsample_nearest;
+  }
+  CHECK(transposed == 2);
+  CHECK(pools == 4);
+  CHECK(resizes == 4);
+  check_gradients(small_randomized(m, 200), {random_tensor({2, 1, 4, 8, 8}, 69, -2, 2)},
                   {.tolerance = 1e-6});
 }
 
@@ -151,4 +191,32 @@ TEST_CASE("onnx: an export's Identities of equal parameters are parameters of th
   }
   CHECK(apart == 16);
   CHECK(trained >= 12);  // a ReLU may leave a channel without gradient
+}
+
+// What the 3-D paths refuse, by node: an output_padding along depth not below the stride, a
+// window the weight does not have, an input of too few axes for a 3-D window.
+TEST_CASE("onnx: 3-D transposed convolutions and windows frugal refuses name what is wrong") {
+  onnx::ModelProto m;
+  std::ifstream in(onnx_data() / "unet3d_net.onnx", std::ios::binary);
+  REQUIRE(m.ParseFromIstream(&in));
+  REQUIRE(error_for(m).empty());
+  auto edited = [&](const std::function<void(onnx::NodeProto*)>& edit) {
+    onnx::ModelProto e = m;
+    for (auto& n : *e.mutable_graph()->mutable_node())
+      if (n.op_type() == "ConvTranspose") {
+        edit(&n);
+        break;
+      }
+    return error_for(e);
+  };
+  CHECK(edited([](onnx::NodeProto* n) {
+          auto* p = attribute(n, "output_padding");
+          p->set_type(onnx::AttributeProto::INTS);
+          for (int64_t v : {2, 0, 0}) p->add_ints(v);
+        })
+            .ends_with("(ConvTranspose): output_padding along depth must be below its stride or "
+                       "dilation"));
+  CHECK(edited([](onnx::NodeProto* n) {
+          attribute(n, "kernel_shape")->set_ints(0, 3);
+        }).ends_with("(ConvTranspose): kernel_shape (3, 2, 2) but the weight is [8,4,2,2,2]"));
 }
