@@ -82,13 +82,14 @@ std::vector<Tensor> onnx_train(const OnnxModel& m, MemoryMode memory) {
 }
 
 std::function<std::vector<Value>(std::span<const Value>)> randomized(const OnnxModel& m,
-                                                                     uint64_t seed) {
-  return [&m, seed](std::span<const Value> in) {
+                                                                     uint64_t seed, int max_rank) {
+  return [&m, seed, max_rank](std::span<const Value> in) {
     Value y = record_onnx(m, in[0]);
     load_onnx_weights(y.tape().params(), m);
     uint64_t s = seed;
     for (const auto& [name, trainable] : m.graph->params)
-      if (trainable) randomize_param(y.tape(), name, s++, -1, 1);
+      if (trainable && m.graph->metas.at(name).shape.rank() <= max_rank)
+        randomize_param(y.tape(), name, s++, -1, 1);
     return std::vector<Value>{y};
   };
 }

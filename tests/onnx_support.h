@@ -27,9 +27,10 @@ std::vector<float> onnx_forward(const OnnxModel& m, const std::vector<float>& x)
 // parameter gradient and every parameter and running statistic after them.
 std::vector<Tensor> onnx_train(const OnnxModel& m, MemoryMode memory);
 // check_gradients' function of an imported model: m recorded over the input, its constants
-// (attention's scale, say) the file's, every trainable weight drawn in [-1, 1] (from `seed`
-// on), away from the file's values.
+// (attention's scale, say) the file's, every trainable weight of at most `max_rank` axes
+// drawn in [-1, 1] (from `seed` on), away from the file's values; the others the file's.
 std::function<std::vector<Value>(std::span<const Value>)> randomized(const OnnxModel& m,
-                                                                     uint64_t seed);
+                                                                     uint64_t seed,
+                                                                     int max_rank = 8);
 
 }  // namespace frugal::testing
