@@ -549,7 +549,12 @@ def torchvision_models(out, only=()):
              ("swin_t", torchvision.models.swin_t, 64, 17, False),
              # MaxViT-T (224 px: its windows and grids of 7 must divide every stage's map):
              # attention as Einsum, MBConv blocks with squeeze-and-excitation.
-             ("maxvit_t", torchvision.models.maxvit_t, 224, 17, True)]
+             ("maxvit_t", torchvision.models.maxvit_t, 224, 17, True),
+             # Video networks over clips (3, 4, 32, 32): Conv3d 1 wide along no axis (r3d_18,
+             # mc3_18) and R(2+1)D's factored windows, BatchNorm3d folded, AdaptiveAvgPool3d.
+             ("r3d_18", torchvision.models.video.r3d_18, (3, 4, 32, 32), 13, True),
+             ("mc3_18", torchvision.models.video.mc3_18, (3, 4, 32, 32), 13, True),
+             ("r2plus1d_18", torchvision.models.video.r2plus1d_18, (3, 4, 32, 32), 13, True)]
     # Not here: MNASNet 0.5 and Inception v3 import and match PyTorch's float64 gradients
     # (--torchvision-training), but at these sizes their float32 eval outputs and input
     # gradients are off PyTorch's past this comparison's bounds (Inception v3's output by 2e-4
@@ -565,6 +570,11 @@ def torchvision_models(out, only=()):
         export_eval_with_grad(net.eval(), out, name, side, opset, fold=not name.startswith("swin"))
 
 
+def sample_shape(side):
+    """One sample's shape: 3 x side x side images, or the shape itself (a clip's)."""
+    return tuple(side) if isinstance(side, tuple) else (3, side, side)
+
+
 def calibrate_batch_norm(net, side):
     """Runs a few random batches in training mode so that BatchNorm's running statistics fit
     the data (a plain average over them)."""
@@ -576,7 +586,7 @@ def calibrate_batch_norm(net, side):
     net.train()
     with torch.no_grad():
         for _ in range(4):
-            net(torch.rand(16, 3, side, side) * 2 - 1)
+            net(torch.rand(16, *sample_shape(side)) * 2 - 1)
 
 
 def export_eval_with_grad(net, out, name, side, opset, fold=True):
@@ -590,7 +600,7 @@ def export_eval_with_grad(net, out, name, side, opset, fold=True):
 
     import torch
 
-    x = torch.rand(2, 3, side, side) * 2 - 1
+    x = torch.rand(2, *sample_shape(side)) * 2 - 1
     with torch.no_grad():
         y = net(x)
     path = f"{out}/{name}.onnx"
