@@ -20,6 +20,7 @@
 #include "models/onnx_einsum.h"
 #include "models/onnx_graph.h"
 #include "models/onnx_reader.h"
+#include "models/step.h"
 
 namespace frugal {
 
@@ -481,12 +482,12 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
             r.fail(n,
                    "scales must be four values (1, 1, s_h, s_w), three (1, 1, s) or five "
                    "(1, 1, s_d, s_h, s_w)");
-          const int64_t skip = t->numel() == 5 ? 1 : 0;  // depth's, kept apart
-          for (int64_t k = 0; k + skip < t->numel() && k < 4; ++k)
-            scales[k + (t->numel() == 3 && k == 2 ? 1 : 0)] =
-                element_as_double(*t, k < 2 ? k : k + skip);
-          if (t->numel() == 3) scales[2] = 1;
-          o.resize_scale_d = t->numel() == 5 ? element_as_double(*t, 2) : 1;
+          std::vector<double> v;
+          for (int64_t k = 0; k < t->numel(); ++k) v.push_back(element_as_double(*t, k));
+          if (v.size() == 3) v.insert(v.begin() + 2, 1);  // H of a signal: 1
+          o.resize_scale_d = v.size() == 5 ? v[2] : 1;
+          if (v.size() == 5) v.erase(v.begin() + 2);  // depth's, kept apart
+          std::copy(v.begin(), v.end(), scales);
           if (!(o.resize_scale_d > 0 && o.resize_scale_d <= 4096))
             r.fail(n, "scales must be (1, 1, s_d, s_h, s_w) with each s in (0, 4096]");
         }
@@ -1541,9 +1542,7 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
   // A batch-1 recording on a shapes-only store: shape errors now, and the class count.
   ParamStore shapes = ParamStore::shapes_only();
   Tape tape(shapes, model.dtype);
-  std::vector<int64_t> one{1};
-  for (int64_t d : model.input.dims()) one.push_back(d);
-  Value x = tape.input("images", Shape(one), model.dtype);
+  Value x = tape.input("images", batched(1, model.input), model.dtype);
   const Value y = record_onnx(model, x);
   FRUGAL_CHECK(y.shape().rank() >= 2 && y.shape().rank() <= 5, path, ": the output '",
                graph->output, "' is ", y.shape(),

@@ -93,23 +93,23 @@ struct OnnxReader {
           o.unit_axis = static_cast<int>(a) + 2;
           break;
         }
-      if (o.unit_axis == 0 && depth_3d && k.size() == 3) {
+      if (o.unit_axis == 0 && depth_3d) {
         const std::vector<int64_t> d = get_ints(n, "dilations");
-        auto at = [](const std::vector<int64_t>& v, size_t i, int64_t fallback) {
-          return v.size() == 3 ? v[i] : fallback;
-        };
+        if (k.size() != 3 || (!st.empty() && st.size() != 3) || (!d.empty() && d.size() != 3) ||
+            (!pads.empty() && pads.size() != 6))
+          fail(n,
+               "a 3-D window needs kernel_shape of three values, strides and dilations of three "
+               "where written, and six pads");
         o.depth_kernel = k[0];
-        o.depth_stride = at(st, 0, 1), o.depth_dilation = at(d, 0, 1);
-        o.depth_pad_begin = pads.size() == 6 ? pads[0] : 0;
-        o.depth_pad_end = pads.size() == 6 ? pads[3] : 0;
-        if (o.depth_kernel < 1 || o.depth_kernel > kMaxWindow || o.depth_stride < 1 ||
-            o.depth_stride > kMaxWindow || o.depth_dilation < 1 || o.depth_dilation > kMaxWindow ||
-            o.depth_pad_begin < 0 || o.depth_pad_begin > kMaxWindow || o.depth_pad_end < 0 ||
-            o.depth_pad_end > kMaxWindow || (!st.empty() && st.size() != 3) ||
-            (!d.empty() && d.size() != 3) || (!pads.empty() && pads.size() != 6))
+        o.depth_stride = st.empty() ? 1 : st[0], o.depth_dilation = d.empty() ? 1 : d[0];
+        o.depth_pad_begin = pads.empty() ? 0 : pads[0],
+        o.depth_pad_end = pads.empty() ? 0 : pads[3];
+        auto outside = [](int64_t v, int64_t lo) { return v < lo || v > kMaxWindow; };
+        if (outside(o.depth_kernel, 1) || outside(o.depth_stride, 1) ||
+            outside(o.depth_dilation, 1) || outside(o.depth_pad_begin, 0) ||
+            outside(o.depth_pad_end, 0))
           fail(n, "a 3-D window's depth: kernel, stride and dilation 1.." +
-                      std::to_string(kMaxWindow) + ", pads 0.." + std::to_string(kMaxWindow) +
-                      ", three values each (six pads)");
+                      std::to_string(kMaxWindow) + ", pads 0.." + std::to_string(kMaxWindow));
         unit_drop = {1, 2};
       } else {
         if (o.unit_axis == 0)

@@ -415,8 +415,8 @@ Value record_conv1d(const OnnxNode& n, std::span<const Value> in, bool transpose
                           reshape(in[1], Shape{w[0], w[1], 1, w[2]})};
   if (in.size() > 2) args.push_back(in[2]);
   std::unique_ptr<Op> op;
-  if (transposed)
-    op = std::make_unique<ConvTranspose2dOp>(n.conv, 0, n.output_padding_w);
+  if (transposed)  // output_padding_h is 0: the import read one value, for L
+    op = std::make_unique<ConvTranspose2dOp>(n.conv, n.output_padding_h, n.output_padding_w);
   else
     op = std::make_unique<Conv2dOp>(n.conv);
   const Value y = in[0].tape().record(std::move(op), args, where)[0];
@@ -790,8 +790,10 @@ Value record_onnx(const OnnxModel& model, Value images) {
             out_w = static_cast<int64_t>(std::floor(double(x[3]) * n.resize_scale_w));
             if (rank == 5)
               out_d = static_cast<int64_t>(std::floor(double(given[2]) * n.resize_scale_d));
-            FRUGAL_CHECK(out_d >= 1 && out_h >= 1 && out_w >= 1, "scales ", n.resize_scale_h,
-                         " and ", n.resize_scale_w, " leave no pixels of ", given);
+            FRUGAL_CHECK(out_d >= 1 && out_h >= 1 && out_w >= 1, "scales ",
+                         rank == 5 ? std::to_string(n.resize_scale_d) + ", " : std::string(),
+                         n.resize_scale_h, " and ", n.resize_scale_w, " leave no pixels of ",
+                         given);
           }
           y = record_resize2d(n, src, out_h, out_w, n.resize_scale_h, n.resize_scale_w, n.scale_h,
                               n.scale_w, where);

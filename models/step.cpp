@@ -7,10 +7,14 @@
 
 namespace frugal {
 
-Shape model_input_shape(const ModelSpec& spec, int64_t batch) {
+Shape batched(int64_t batch, const Shape& sample) {
   std::vector<int64_t> dims{batch};
-  for (int64_t d : spec.input.dims()) dims.push_back(d);
+  dims.insert(dims.end(), sample.dims().begin(), sample.dims().end());
   return Shape(dims);
+}
+
+Shape model_input_shape(const ModelSpec& spec, int64_t batch) {
+  return batched(batch, spec.input);
 }
 
 ModelStep record_model_step(Tape& tape, const ModelSpec& spec, int64_t batch, Mode mode,
@@ -18,11 +22,8 @@ ModelStep record_model_step(Tape& tape, const ModelSpec& spec, int64_t batch, Mo
   FRUGAL_CHECK(batch > 0, spec.name, ": batch must be positive, got ", batch);
   ModelStep s;
   s.images = tape.input("images", model_input_shape(spec, batch), tape.dtype());
-  if (mode == Mode::training) {
-    std::vector<int64_t> labels{batch};
-    for (int64_t d : spec.label_shape.dims()) labels.push_back(d);
-    s.labels = tape.input("labels", Shape(labels), DType::i32);
-  }
+  if (mode == Mode::training)
+    s.labels = tape.input("labels", batched(batch, spec.label_shape), DType::i32);
   s.logits = spec.build(s.images, config);
   if (mode == Mode::training) s.loss = model_loss(spec, s.logits, s.labels);
   return s;

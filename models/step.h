@@ -18,6 +18,8 @@ struct ModelStep {
   Value out() const { return loss.valid() ? loss : logits; }
 };
 
+// (batch, then sample's axes): a batch of inputs or of labels from one sample's shape.
+Shape batched(int64_t batch, const Shape& sample);
 // The images input of `spec` over a batch of `batch`: (batch, spec.input...).
 Shape model_input_shape(const ModelSpec& spec, int64_t batch);
 

@@ -22,16 +22,10 @@ std::vector<float> read_floats(const std::filesystem::path& path) {
   return out;
 }
 
-Shape onnx_batch_shape(const OnnxModel& m, int64_t n) {
-  std::vector<int64_t> dims{n};
-  for (int64_t d : m.input.dims()) dims.push_back(d);
-  return Shape(dims);
-}
-
 std::vector<float> onnx_forward(const OnnxModel& m, const std::vector<float>& x) {
   ParamStore store(1);
   Tape tape(store);
-  Value in = tape.input("x", onnx_batch_shape(m, 2), DType::f32);
+  Value in = tape.input("x", batched(2, m.input), DType::f32);
   Value y = record_onnx(m, in);
   load_onnx_weights(store, m);
   Executor ex(tape, cpu_backend(), {.mode = Mode::inference, .keep = {y}});
@@ -46,13 +40,11 @@ std::vector<float> onnx_forward(const OnnxModel& m, const std::vector<float>& x)
 std::vector<Tensor> onnx_train(const OnnxModel& m, MemoryMode memory) {
   ParamStore store(1);
   Tape tape(store);
-  const Shape shape = onnx_batch_shape(m, 4);
+  const Shape shape = batched(4, m.input);
   Value x = tape.input("x", shape, DType::f32, true);
   // Models that label each position (output (N, K, L), (N, K, H, W), (N, K, D, H, W)) take a
   // label per position and the per-position loss.
-  std::vector<int64_t> label_dims{4};
-  for (int64_t d : m.label_shape.dims()) label_dims.push_back(d);
-  const Shape label_shape(label_dims);
+  const Shape label_shape = batched(4, m.label_shape);
   Value labels = tape.input("labels", label_shape, DType::i32);
   Value y = record_onnx(m, x);
   Value loss =

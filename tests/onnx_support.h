@@ -11,6 +11,7 @@
 
 #include "core/tensor.h"
 #include "models/onnx.h"
+#include "models/step.h"
 #include "run/executor.h"
 
 namespace frugal::testing {
@@ -19,8 +20,6 @@ namespace frugal::testing {
 std::filesystem::path onnx_data();
 // A file of little-endian float32 values.
 std::vector<float> read_floats(const std::filesystem::path& path);
-// The model's input at a batch of n: (n, F), (n, C, L), (n, C, H, W) or (n, C, D, H, W).
-Shape onnx_batch_shape(const OnnxModel& m, int64_t n);
 // The model's forward on x (batch 2, inference) with the file's weights.
 std::vector<float> onnx_forward(const OnnxModel& m, const std::vector<float>& x);
 // Two SGD steps of the model with a softmax cross-entropy head at batch 4: losses, d x, every

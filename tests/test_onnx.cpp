@@ -337,7 +337,7 @@ TEST_CASE("onnx: a float64 export gives PyTorch's float64 output within 1e-10") 
   for (DType t : {DType::f64, DType::f32}) {  // recorded in f64, and rounded to f32
     ParamStore store(1);
     Tape tape(store, t);
-    Value x = tape.input("x", onnx_batch_shape(m, 2), t);
+    Value x = tape.input("x", batched(2, m.input), t);
     Value y = record_onnx(m, x);
     load_onnx_weights(store, m);
     Executor ex(tape, cpu_backend(), {.mode = Mode::inference, .keep = {y}});

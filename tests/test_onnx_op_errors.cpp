@@ -298,8 +298,8 @@ TEST_CASE("onnx: timm's ops where they do not fit are errors naming what is wron
       attribute(&n, "kernel_shape")->add_ints(3);
     }
   CHECK(error_for(cube).ends_with(
-      "(Conv): a 3-D window's depth: kernel, stride and dilation 1..4096, pads 0..4096, three "
-      "values each (six pads)"));
+      "(Conv): a 3-D window needs kernel_shape of three values, strides and dilations of three "
+      "where written, and six pads"));
   // torch.clamp(t, -1.5, 2) with its bounds crossed: min 3 above max 2.
   onnx::ModelProto crossed = m;
   std::string low;

@@ -40,7 +40,7 @@ TEST_CASE("onnx: GeM's learned exponent is a trainable weight") {
   // One SGD step moves p (from the file's 3) by lr times its gradient, as PyTorch's would.
   ParamStore store(1);
   Tape tape(store);
-  const Shape shape = onnx_batch_shape(m, 4);
+  const Shape shape = batched(4, m.input);
   Value x = tape.input("x", shape, DType::f32);
   Value labels = tape.input("labels", {4}, DType::i32);
   Value loss = softmax_cross_entropy(record_onnx(m, x), labels);

@@ -117,7 +117,7 @@ TEST_CASE("onnx: a signal model's loss is the mean over its positions") {
   const OnnxModel m = fixture("signal_net");
   ParamStore store(1);
   Tape tape(store, DType::f64);
-  Value x = tape.input("x", onnx_batch_shape(m, 2), DType::f64);
+  Value x = tape.input("x", batched(2, m.input), DType::f64);
   Value labels = tape.input("labels", Shape{2, 16}, DType::i32);
   Value y = record_onnx(m, x);
   Value loss = pixel_cross_entropy(y, labels);
@@ -157,7 +157,7 @@ TEST_CASE("onnx: an export's Identities of equal parameters are parameters of th
   CHECK_FALSE(params.at("a.1.running_mean"));
   ParamStore store(1);
   Tape tape(store);
-  Value x = tape.input("x", onnx_batch_shape(m, 4), DType::f32);
+  Value x = tape.input("x", batched(4, m.input), DType::f32);
   Value labels = tape.input("labels", Shape{4}, DType::i32);
   Value loss = softmax_cross_entropy(record_onnx(m, x), labels);
   load_onnx_weights(store, m);
@@ -181,7 +181,7 @@ TEST_CASE("onnx: an export's Identities of equal parameters are parameters of th
 }
 
 // What the 3-D paths refuse, by node: an output_padding along depth not below the stride, a
-// window the weight does not have, an input of too few axes for a 3-D window.
+// window the weight does not have, a depth stride out of range, four strides.
 TEST_CASE("onnx: 3-D transposed convolutions and windows frugal refuses name what is wrong") {
   onnx::ModelProto m;
   std::ifstream in(onnx_data() / "unet3d_net.onnx", std::ios::binary);
@@ -206,4 +206,11 @@ TEST_CASE("onnx: 3-D transposed convolutions and windows frugal refuses name wha
   CHECK(edited([](onnx::NodeProto* n) {
           attribute(n, "kernel_shape")->set_ints(0, 3);
         }).ends_with("(ConvTranspose): kernel_shape (3, 2, 2) but the weight is [8,4,2,2,2]"));
+  CHECK(
+      edited([](onnx::NodeProto* n) { attribute(n, "strides")->set_ints(0, 5000); })
+          .ends_with("(ConvTranspose): a 3-D window's depth: kernel, stride and dilation 1..4096, "
+                     "pads 0..4096"));
+  CHECK(edited([](onnx::NodeProto* n) { attribute(n, "strides")->add_ints(1); })
+            .ends_with("(ConvTranspose): a 3-D window needs kernel_shape of three values, strides "
+                       "and dilations of three where written, and six pads"));
 }

@@ -99,7 +99,7 @@ TEST_CASE(
       set_cpu_direct_conv(direct);
       ParamStore store(1);
       Tape tape(store);
-      Value x = tape.input("x", onnx_batch_shape(m, 2), DType::f32, true);
+      Value x = tape.input("x", batched(2, m.input), DType::f32, true);
       Value y = record_onnx(m, x);
       load_onnx_weights(store, m);
       Executor ex(tape, cpu_backend(), {.memory = MemoryMode::planned, .keep = {x, y}});
@@ -184,7 +184,7 @@ TEST_CASE(
       const double tolerance = t == DType::f32 ? 1e-4 : 1e-6;
       ParamStore store(1);
       Tape tape(store, t);
-      Value x = tape.input("x", onnx_batch_shape(m, 4), t);
+      Value x = tape.input("x", batched(4, m.input), t);
       Value labels = tape.input("labels", {4}, DType::i32);
       Value loss = softmax_cross_entropy(record_onnx(m, x), labels);
       load_onnx_weights(store, m);
