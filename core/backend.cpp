@@ -26,6 +26,21 @@ bool conv_is_plain(const Conv2dGeometry& g) {
          g.pad_w_end == g.pad_w;
 }
 
+bool pool_windows_hold_input(const Pool2dGeometry& g) {
+  // Along one axis: the first tap of window o at or after 0 lies before `in`.
+  auto axis = [](int64_t out, int64_t in, int64_t k, int64_t stride, int64_t pad, int64_t dil) {
+    if (k < 1 || stride < 1 || dil < 1) return false;
+    for (int64_t o = 0; o < out; ++o) {
+      const int64_t start = o * stride - pad;
+      const int64_t i = start >= 0 ? 0 : (-start + dil - 1) / dil;
+      if (i >= k || start + i * dil >= in) return false;
+    }
+    return true;
+  };
+  return axis(g.P, g.H, g.kernel_h, g.stride_h, g.pad_h, g.dilation_h) &&
+         axis(g.Q, g.W, g.kernel_w, g.stride_w, g.pad_w, g.dilation_w);
+}
+
 const Tensor& to_host(Backend& be, const Tensor& t, Tensor& staging) {
   if (t.device().is_host()) return t;
   if (!staging.defined() || staging.meta() != t.meta())

@@ -41,13 +41,18 @@ bool conv_is_plain(const Conv2dGeometry& g);
 // x (N,C,H,W)  y (N,C,P,Q); padding counts as -inf for max and as 0 for average, whose
 // divisor counts it (count_include_pad, as Torch's SpatialAveragePooling) unless
 // count_include_pad is false (then the window's elements inside the input only); ceil mode is
-// folded into P,Q.
+// folded into P,Q. Padding is pad_h rows above and pad_h_end below (pad_w, pad_w_end: left and
+// right); window tap (i, j) of output (p, q) reads input (p*stride_h - pad_h + i*dilation_h,
+// q*stride_w - pad_w + j*dilation_w). Average pools take no dilation.
 struct Pool2dGeometry {
   int64_t N = 0, C = 0, H = 0, W = 0;
   int64_t P = 0, Q = 0;
   int64_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
   bool count_include_pad = true;
+  int64_t pad_h_end = 0, pad_w_end = 0, dilation_h = 1, dilation_w = 1;
 };
+// Whether every window of g holds at least one input element (its taps are not all padding).
+bool pool_windows_hold_input(const Pool2dGeometry& g);
 
 // The argmax index of a max pool in `bits` (8: (N,C,P,Q) u8; 4: (N*C, ceil(P*Q/2)) u8).
 TensorMeta maxpool_index_meta(const Pool2dGeometry& g, int bits);

@@ -2,6 +2,8 @@
 // kernel's checks in one file, by design, hence past 400 lines.
 #include "core/kernel_checks.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 
 namespace frugal {
@@ -183,6 +185,33 @@ void check_pool(const char* op, const Pool2dGeometry& g, const Tensor& x, const 
                " ", dtype_name(y.dtype()), "; expected ", xs, " and ", ys,
                ", both f32 or both f64");
   check_device(op, {&x, &y}, device);
+}
+
+namespace {
+// A pool's window: pads at either end at most half the kernel (PyTorch's rule; as ONNX's, a
+// pad below the kernel), dilations >= 1, and no window of padding only.
+void check_pool_window(const char* op, const Pool2dGeometry& g) {
+  FRUGAL_CHECK(g.pad_h >= 0 && g.pad_w >= 0 && g.pad_h_end >= 0 && g.pad_w_end >= 0 &&
+                   2 * std::max(g.pad_h, g.pad_h_end) <= g.kernel_h &&
+                   2 * std::max(g.pad_w, g.pad_w_end) <= g.kernel_w,
+               op, ": pads ", g.pad_h, ",", g.pad_w, ",", g.pad_h_end, ",", g.pad_w_end,
+               " (top, left, bottom, right) must be >= 0 and at most half the kernel ", g.kernel_h,
+               "x", g.kernel_w);
+  FRUGAL_CHECK(g.dilation_h >= 1 && g.dilation_w >= 1 && g.stride_h >= 1 && g.stride_w >= 1, op,
+               ": dilation ", g.dilation_h, "x", g.dilation_w, " and stride ", g.stride_h, "x",
+               g.stride_w, " must be >= 1");
+  FRUGAL_CHECK(pool_windows_hold_input(g), op, ": a ", g.kernel_h, "x", g.kernel_w,
+               " window (dilation ", g.dilation_h, "x", g.dilation_w, ") of the ", g.P, "x", g.Q,
+               " outputs over ", g.H, "x", g.W, " lies in the padding only");
+}
+}  // namespace
+
+void check_avgpool(const char* op, const Pool2dGeometry& g, const Tensor& x, const Tensor& y,
+                   const Device& device) {
+  check_pool(op, g, x, y, device);
+  check_pool_window(op, g);
+  FRUGAL_CHECK(g.dilation_h == 1 && g.dilation_w == 1, op, ": dilation ", g.dilation_h, "x",
+               g.dilation_w, ": average pools take none");
 }
 
 void check_upsample(const char* op, const Pool2dGeometry& g, const Tensor& x, const Tensor& y,
@@ -555,15 +584,14 @@ void check_maxpool_index(const char* op, const Pool2dGeometry& g, const Tensor& 
 void check_maxpool_forward(const Pool2dGeometry& g, const Tensor& x, const Tensor& y,
                            const Tensor& index, const Device& device, int bits) {
   check_pool("max_pool2d", g, x, y, device);
-  // Every window must hold an input element (ceil mode drops windows starting in padding).
-  FRUGAL_CHECK(2 * g.pad_h <= g.kernel_h && 2 * g.pad_w <= g.kernel_w, "max_pool2d: pad ", g.pad_h,
-               "x", g.pad_w, " exceeds half the kernel ", g.kernel_h, "x", g.kernel_w);
+  check_pool_window("max_pool2d", g);
   if (index.defined()) check_maxpool_index("max_pool2d", g, index, device, bits);
 }
 
 void check_maxpool_backward(const Pool2dGeometry& g, const Tensor& dy, const Tensor& index,
                             const Tensor& dx, const Device& device, int bits) {
   check_pool("max_pool2d backward", g, dx, dy, device);
+  check_pool_window("max_pool2d backward", g);
   check_maxpool_index("max_pool2d backward", g, index, device, bits);
 }
 

@@ -94,7 +94,12 @@ void check_pool(const char* op, const Pool2dGeometry& g, const Tensor& x, const 
 // Nearest upsampling: as check_pool, with P = H kernel_h and Q = W kernel_w, both factors >= 1.
 void check_upsample(const char* op, const Pool2dGeometry& g, const Tensor& x, const Tensor& y,
                     const Device& device);
-// Max pooling forward: as check_pool; every window holds an input element; index, if defined,
+// Average pooling, forward (x, y) or backward (dx, dy): as check_pool; pads at most half the
+// kernel, no dilation, and every window holds an input element.
+void check_avgpool(const char* op, const Pool2dGeometry& g, const Tensor& x, const Tensor& y,
+                   const Device& device);
+// Max pooling forward: as check_pool; pads at most half the kernel, dilations >= 1, every
+// window holds an input element; index, if defined,
 // maxpool_index_meta(g, bits), and the window fits `bits`.
 void check_maxpool_forward(const Pool2dGeometry& g, const Tensor& x, const Tensor& y,
                            const Tensor& index, const Device& device, int bits = 8);

@@ -16,31 +16,39 @@ __host__ __device__ inline int64_t max64(int64_t a, int64_t b) {
   return a > b ? a : b;
 }
 
-// Window of output (p, q), as the CPU twin: [h0, h1) x [w0, w1) clipped to the input; hs, ws the
-// unclipped start; area counts padding up to H + pad, W + pad (count_include_pad), or only the
-// elements inside the input.
+// Window of output (p, q), as the CPU twin: taps [i0, i1) x [j0, j1) inside the input, tap
+// (i, j) at (hs + i*dilation_h, ws + j*dilation_w); area counts padding up to H + pad_h_end,
+// W + pad_w_end (count_include_pad), or only the elements inside the input.
 struct Window {
-  int64_t hs, ws, h0, h1, w0, w1, area;
+  int64_t hs, ws, i0, i1, j0, j1, area;
 };
+
+__device__ void taps_inside(int64_t s, int64_t k, int64_t dil, int64_t in, int64_t& t0,
+                            int64_t& t1) {
+  t0 = s >= 0 ? 0 : min64(k, (-s + dil - 1) / dil);
+  t1 = in - s <= 0 ? t0 : max64(t0, min64(k, (in - s + dil - 1) / dil));
+}
 
 __device__ Window window(const Pool2dGeometry& g, int64_t p, int64_t q) {
   Window v;
   v.hs = p * g.stride_h - g.pad_h;
   v.ws = q * g.stride_w - g.pad_w;
-  const int64_t he = min64(v.hs + g.kernel_h, g.H + g.pad_h);
-  const int64_t we = min64(v.ws + g.kernel_w, g.W + g.pad_w);
-  v.h0 = max64(v.hs, 0), v.h1 = min64(he, g.H);
-  v.w0 = max64(v.ws, 0), v.w1 = min64(we, g.W);
-  v.area = g.count_include_pad ? (he - v.hs) * (we - v.ws) : (v.h1 - v.h0) * (v.w1 - v.w0);
+  taps_inside(v.hs, g.kernel_h, g.dilation_h, g.H, v.i0, v.i1);
+  taps_inside(v.ws, g.kernel_w, g.dilation_w, g.W, v.j0, v.j1);
+  const int64_t he = min64(v.hs + g.kernel_h, g.H + g.pad_h_end);
+  const int64_t we = min64(v.ws + g.kernel_w, g.W + g.pad_w_end);
+  v.area = g.count_include_pad ? (he - v.hs) * (we - v.ws) : (v.i1 - v.i0) * (v.j1 - v.j0);
   return v;
 }
 
-// Outputs [lo, hi) along one axis whose windows (start o*stride - pad, size k) hold input i.
+// Outputs [lo, hi) along one axis whose windows (start o*stride - pad, k taps dil apart) span
+// input i (a superset where dil > 1: the callers test the tap).
 struct Range {
   int64_t lo, hi;
 };
-__device__ Range covering(int64_t i, int64_t out, int64_t k, int64_t stride, int64_t pad) {
-  const int64_t a = i + pad - k + 1;  // o*stride >= a
+__device__ Range covering(int64_t i, int64_t out, int64_t k, int64_t stride, int64_t pad,
+                          int64_t dil) {
+  const int64_t a = i + pad - (k - 1) * dil;  // o*stride >= a
   return {a <= 0 ? 0 : (a + stride - 1) / stride, min64(out, (i + pad) / stride + 1)};
 }
 
@@ -54,18 +62,18 @@ __global__ void maxpool2d_forward_kernel(Pool2dGeometry g, const T* x, T* y, uin
   const int64_t q = o % g.Q, p = o / g.Q % g.P, nc = o / (g.P * g.Q);
   const Window v = window(g, p, q);
   const T* xp = x + nc * g.H * g.W;
-  int64_t best = v.h0 * g.W + v.w0;
-  T m = xp[best];
-  for (int64_t h = v.h0; h < v.h1; ++h)
-    for (int64_t w = v.w0; w < v.w1; ++w) {
-      const T val = xp[h * g.W + w];
+  int64_t best = v.i0 * g.kernel_w + v.j0;
+  T m = xp[(v.hs + v.i0 * g.dilation_h) * g.W + v.ws + v.j0 * g.dilation_w];
+  for (int64_t i = v.i0; i < v.i1; ++i)
+    for (int64_t j = v.j0; j < v.j1; ++j) {
+      const T val = xp[(v.hs + i * g.dilation_h) * g.W + v.ws + j * g.dilation_w];
       if (val > m || isnan(val)) {
         m = val;
-        best = h * g.W + w;
+        best = i * g.kernel_w + j;
       }
     }
   y[o] = m;
-  if (index) index[o] = static_cast<uint8_t>((best / g.W - v.hs) * g.kernel_w + best % g.W - v.ws);
+  if (index) index[o] = static_cast<uint8_t>(best);
 }
 
 // dy (N,C,P,Q)  index (N,C,P,Q)  dx (N,C,H,W): dx = sum of dy over the outputs whose argmax is
@@ -76,15 +84,15 @@ __global__ void maxpool2d_backward_kernel(Pool2dGeometry g, const T* dy, const u
   const int64_t i = thread_index();
   if (i >= n) return;
   const int64_t w = i % g.W, h = i / g.W % g.H, nc = i / (g.H * g.W);
-  const Range ps = covering(h, g.P, g.kernel_h, g.stride_h, g.pad_h);
-  const Range qs = covering(w, g.Q, g.kernel_w, g.stride_w, g.pad_w);
+  const Range ps = covering(h, g.P, g.kernel_h, g.stride_h, g.pad_h, g.dilation_h);
+  const Range qs = covering(w, g.Q, g.kernel_w, g.stride_w, g.pad_w, g.dilation_w);
   T sum = 0;
   for (int64_t p = ps.lo; p < ps.hi; ++p)
     for (int64_t q = qs.lo; q < qs.hi; ++q) {
       const int64_t o = (nc * g.P + p) * g.Q + q;
       const int64_t k = index[o];
-      if (p * g.stride_h - g.pad_h + k / g.kernel_w == h &&
-          q * g.stride_w - g.pad_w + k % g.kernel_w == w)
+      if (p * g.stride_h - g.pad_h + k / g.kernel_w * g.dilation_h == h &&
+          q * g.stride_w - g.pad_w + k % g.kernel_w * g.dilation_w == w)
         sum += dy[o];
     }
   dx[i] = sum;
@@ -98,9 +106,9 @@ __global__ void avgpool2d_forward_kernel(Pool2dGeometry g, const T* x, T* y, int
   const int64_t q = o % g.Q, p = o / g.Q % g.P, nc = o / (g.P * g.Q);
   const Window v = window(g, p, q);
   const T* xp = x + nc * g.H * g.W;
-  T sum = 0;
-  for (int64_t h = v.h0; h < v.h1; ++h)
-    for (int64_t w = v.w0; w < v.w1; ++w) sum += xp[h * g.W + w];
+  T sum = 0;  // no dilation (check_avgpool)
+  for (int64_t h = v.hs + v.i0; h < v.hs + v.i1; ++h)
+    for (int64_t w = v.ws + v.j0; w < v.ws + v.j1; ++w) sum += xp[h * g.W + w];
   y[o] = sum / static_cast<T>(v.area);
 }
 
@@ -110,8 +118,8 @@ __global__ void avgpool2d_backward_kernel(Pool2dGeometry g, const T* dy, T* dx, 
   const int64_t i = thread_index();
   if (i >= n) return;
   const int64_t w = i % g.W, h = i / g.W % g.H, nc = i / (g.H * g.W);
-  const Range ps = covering(h, g.P, g.kernel_h, g.stride_h, g.pad_h);
-  const Range qs = covering(w, g.Q, g.kernel_w, g.stride_w, g.pad_w);
+  const Range ps = covering(h, g.P, g.kernel_h, g.stride_h, g.pad_h, 1);
+  const Range qs = covering(w, g.Q, g.kernel_w, g.stride_w, g.pad_w, 1);
   T sum = 0;
   for (int64_t p = ps.lo; p < ps.hi; ++p)
     for (int64_t q = qs.lo; q < qs.hi; ++q)
@@ -171,7 +179,7 @@ void CudaBackend::maxpool2d_backward(const Pool2dGeometry& g, const Tensor& dy, 
 }
 
 void CudaBackend::avgpool2d_forward(const Pool2dGeometry& g, const Tensor& x, Tensor& y) {
-  check_pool("avg_pool2d", g, x, y, device());
+  check_avgpool("avg_pool2d", g, x, y, device());
   const int64_t n = y.numel();
   if (x.dtype() == DType::f32)
     launch(n, avgpool2d_forward_kernel<float>, g, x.device_data<float>(), y.device_data<float>(),

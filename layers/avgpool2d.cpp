@@ -6,6 +6,8 @@ namespace frugal {
 
 std::vector<TensorMeta> AvgPool2dOp::infer(std::span<const TensorMeta> in) {
   g_ = pool2d_geometry("avg_pool2d", in, options_);
+  FRUGAL_CHECK(g_.dilation_h == 1 && g_.dilation_w == 1, "avg_pool2d: dilation ", g_.dilation_h,
+               "x", g_.dilation_w, ": average pools take none");
   x_dtype_ = in[0].dtype;
   return {{Shape{g_.N, g_.C, g_.P, g_.Q}, in[0].dtype}};
 }

@@ -444,8 +444,11 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       o.kind = Kind::conv_transpose;
       // 3-D (ConvTranspose3d): its depth window in o.depth_* (models/onnx_conv3d.h).
       r.conv_window(n, o, false, true);
-      if (!r.get_ints(n, "output_shape").empty())
-        r.fail(n, "output_shape is not imported (export with pads and output_padding)");
+      // output_shape: the pads that give it, computed once the input's sizes are known.
+      o.output_shape = r.get_ints(n, "output_shape");
+      for (int64_t v : o.output_shape)
+        if (v < 1 || v > kMaxWindow * kMaxWindow)
+          r.fail(n, "output_shape " + std::to_string(v) + " out of range");
       std::vector<int64_t> op_pad = r.get_ints(n, "output_padding");
       if (op_pad.empty()) op_pad = {0, 0};
       if (op_pad.size() == 1) op_pad.insert(op_pad.begin(), 0);  // 1-D: a height of 1
@@ -663,18 +666,15 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       // then one along depth (record_pool).
       r.conv_window(n, o, true, true);
       const Conv2dParams& c = o.conv;
-      if (c.dilation_h != 1 || c.dilation_w != 1 || o.depth_dilation != 1)
-        r.fail(n, "dilations other than 1 are not imported");
-      if (o.depth_pad_begin != o.depth_pad_end || o.depth_pad_begin * 2 > o.depth_kernel)
-        r.fail(n,
-               "a 3-D window's depth padding must be alike at both ends, at most half its "
-               "kernel");
-      if (c.pad_top != c.pad_bottom || c.pad_left != c.pad_right)
-        r.fail(
-            n,
-            "asymmetric padding is not imported (a pad at an axis's start differs from its end)");
-      if (c.pad_top * 2 > o.kernel_h || c.pad_left * 2 > o.kernel_w)
-        r.fail(n, "padding above half the kernel");
+      // Dilated windows: MaxPool2d(dilation=...); AveragePool has dilations from opset 19 on.
+      if (op == "AveragePool" && (c.dilation_h != 1 || c.dilation_w != 1 || o.depth_dilation != 1))
+        r.fail(n, "an AveragePool with dilations is not imported (MaxPool's are)");
+      // Pads may differ at an axis's two ends (TensorFlow's SAME: the odd one at the end), each
+      // at most half the kernel, as PyTorch's pools.
+      if (std::max(o.depth_pad_begin, o.depth_pad_end) * 2 > o.depth_kernel ||
+          std::max(c.pad_top, c.pad_bottom) * 2 > o.kernel_h ||
+          std::max(c.pad_left, c.pad_right) * 2 > o.kernel_w)
+        r.fail(n, "a pad above half the kernel");
       if (n.output_size() > 1 && !n.output(1).empty())
         r.fail(n, "the Indices output is not imported");
       if (r.get_int(n, "storage_order", 0) != 0) r.fail(n, "storage_order 1 is not imported");

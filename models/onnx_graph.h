@@ -103,6 +103,11 @@ struct OnnxNode {
           depth_pad_end = 0, depth_output_padding = 0;  // the last: ConvTranspose
   int64_t kernel_h = 0, kernel_w = 0;
   int64_t output_padding_h = 0, output_padding_w = 0;  // ConvTranspose
+  // Conv, ConvTranspose and pools with auto_pad SAME_UPPER or SAME_LOWER, and ConvTranspose
+  // with output_shape (its spatial sizes): pads computed from the input's sizes while recording
+  // (padded_window in models/onnx_record.cpp).
+  enum class AutoPad { none, same_upper, same_lower } auto_pad = AutoPad::none;
+  std::vector<int64_t> output_shape;
   // Resize in nearest mode by whole scales (upsample_nearest2d), or 0: by gathers of the
   // rows and columns `nearest` picks (models/onnx_resize.h), or its sizes by whole factors
   // where nearest_whole (the pixels picked are upsample_nearest2d's);

@@ -160,9 +160,16 @@ struct OnnxReader {
               .dilation_h = d[0],
               .dilation_w = d[1],
               .groups = group};
+    // SAME_UPPER, SAME_LOWER (TensorFlow's SAME, as tf2onnx writes it): pads computed once the
+    // input's sizes are known; VALID: none.
     const std::string auto_pad = get_string(n, "auto_pad", "NOTSET");
-    if (auto_pad != "NOTSET")
-      fail(n, "auto_pad " + auto_pad + " is not imported (export with explicit pads)");
+    if (auto_pad != "NOTSET" && !get_ints(n, "pads").empty())
+      fail(n, "auto_pad " + auto_pad + " with pads: ONNX allows one or the other");
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER")
+      o.auto_pad =
+          auto_pad == "SAME_UPPER" ? OnnxNode::AutoPad::same_upper : OnnxNode::AutoPad::same_lower;
+    else if (auto_pad != "NOTSET" && auto_pad != "VALID")
+      fail(n, "auto_pad " + auto_pad + " is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID");
   }
 
   // TensorProto -> host tensor: FLOAT as f32, DOUBLE as f64, INT64 and INT32 (and BOOL) as

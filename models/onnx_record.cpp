@@ -451,6 +451,78 @@ Value record_resize2d(const OnnxNode& n, Value x, int64_t out_h, int64_t out_w, 
   return n.resize_method == ResizeMethod::cubic ? resize_bicubic(x, o) : resize_bilinear(x, o);
 }
 
+// n with the pads auto_pad SAME_UPPER / SAME_LOWER or a ConvTranspose's output_shape asks for,
+// over x (N, C, spatial...) and, for Conv and ConvTranspose, weight w (pools: an empty shape;
+// their kernel_shape is written). SAME: ceil(in / stride) outputs (ConvTranspose: in * stride),
+// the total padding split with its odd element at the end (UPPER) or the start (LOWER).
+OnnxNode padded_window(const OnnxNode& n, const Shape& x, const Shape& w) {
+  if (n.auto_pad == OnnxNode::AutoPad::none && n.output_shape.empty()) return n;
+  OnnxNode o = n;
+  const bool transposed = n.kind == OnnxKind::conv_transpose;
+  const int rank = x.rank() - 2;
+  FRUGAL_CHECK(rank >= 1 && rank <= 3 && (w.rank() == 0 || w.rank() == x.rank()), "auto_pad over ",
+               x, " with weight ", w, ": expected (N, C, L), (N, C, H, W) or (N, C, D, H, W)");
+  FRUGAL_CHECK(n.output_shape.empty() || static_cast<int>(n.output_shape.size()) == rank ||
+                   static_cast<int>(n.output_shape.size()) == rank + 2,
+               "output_shape of ", n.output_shape.size(), " values for ", rank, " spatial axes of ",
+               x);
+  struct Axis {
+    int64_t kernel, stride, dilation, *begin, *end;
+  };
+  Conv2dParams& c = o.conv;
+  const int64_t kh = n.kernel_h > 0 ? n.kernel_h : w.rank() > 0 ? w[x.rank() - 2] : 0;
+  const int64_t kw = n.kernel_w > 0 ? n.kernel_w : w.rank() > 0 ? w[x.rank() - 1] : 0;
+  std::vector<Axis> axes;  // x's spatial axes in order
+  int64_t unit_begin = 0, unit_end = 0;
+  if (rank == 1) {
+    axes = {{kw, c.stride_w, c.dilation_w, &c.pad_left, &c.pad_right}};
+  } else if (rank == 2 || n.depth_kernel > 0) {
+    if (rank == 3)
+      axes.push_back(
+          {n.depth_kernel, n.depth_stride, n.depth_dilation, &o.depth_pad_begin, &o.depth_pad_end});
+    axes.push_back({kh, c.stride_h, c.dilation_h, &c.pad_top, &c.pad_bottom});
+    axes.push_back({kw, c.stride_w, c.dilation_w, &c.pad_left, &c.pad_right});
+  } else {  // 3-D, 1 wide along unit_axis (stride 1: SAME pads it by nothing)
+    for (int a = 2, other = 0; a < 5; ++a)
+      if (a == n.unit_axis)
+        axes.push_back({1, 1, 1, &unit_begin, &unit_end});
+      else if (other++ == 0)
+        axes.push_back({kh, c.stride_h, c.dilation_h, &c.pad_top, &c.pad_bottom});
+      else
+        axes.push_back({kw, c.stride_w, c.dilation_w, &c.pad_left, &c.pad_right});
+  }
+  const int64_t out_padding[3] = {rank == 3 ? n.depth_output_padding : 0,
+                                  rank == 1 ? n.output_padding_w : n.output_padding_h,
+                                  n.output_padding_w};
+  for (int a = 0; a < rank; ++a) {
+    const Axis& ax = axes[static_cast<size_t>(a)];
+    FRUGAL_CHECK(ax.kernel >= 1, "auto_pad needs the window's size (kernel_shape or a weight)");
+    const int64_t in = x[a + 2], span = ax.dilation * (ax.kernel - 1) + 1;
+    int64_t total;
+    if (transposed) {
+      const int64_t want =
+          !n.output_shape.empty()
+              ? n.output_shape[n.output_shape.size() - static_cast<size_t>(rank - a)]
+              : in * ax.stride;
+      const int64_t pad_index = rank == 3 ? a : rank == 1 ? 1 : a + 1;
+      total = ax.stride * (in - 1) + out_padding[pad_index] + span - want;
+      FRUGAL_CHECK(total >= 0, "output_shape ", want, " along axis ", a + 2, " of ", x,
+                   ": more than the ", want + total,
+                   " the window and output_padding reach (not imported)");
+    } else {
+      const int64_t out = (in + ax.stride - 1) / ax.stride;
+      total = std::max<int64_t>(0, (out - 1) * ax.stride + span - in);
+    }
+    // ConvTranspose's output_shape without auto_pad splits as SAME_LOWER does (ONNX's rule).
+    const bool upper = n.auto_pad == OnnxNode::AutoPad::same_upper;
+    *ax.begin = upper ? total / 2 : total - total / 2;
+    *ax.end = total - *ax.begin;
+  }
+  o.auto_pad = OnnxNode::AutoPad::none;
+  o.output_shape.clear();
+  return o;
+}
+
 // MaxPool or AveragePool as the 2-D pool: over (N, C, L) as (N, C, 1, L); over
 // (N, C, D2, D3, D4) with the window 1 wide along axis u (conv_window: stride 1, no padding
 // there) as the pool of the other two axes over (N, C * Du, Da, Db), pooling being per channel:
@@ -471,7 +543,11 @@ Value record_pool(const OnnxNode& n, Value x) {
                   .stride_w = c.stride_w,
                   .pad_w = c.pad_left,
                   .ceil = n.ceil,
-                  .count_include_pad = n.count_include_pad};
+                  .count_include_pad = n.count_include_pad,
+                  .pad_end = c.pad_bottom,
+                  .pad_w_end = c.pad_right,
+                  .dilation = c.dilation_h,
+                  .dilation_w = c.dilation_w};
   auto pool = [&](Value v) {
     return n.kind == Kind::max_pool ? max_pool2d(v, o) : avg_pool2d(v, o);
   };
@@ -494,7 +570,10 @@ Value record_pool(const OnnxNode& n, Value x) {
                           .stride_w = 1,
                           .pad_w = 0,
                           .ceil = n.ceil,
-                          .count_include_pad = n.count_include_pad};
+                          .count_include_pad = n.count_include_pad,
+                          .pad_end = n.depth_pad_end,
+                          .dilation = n.depth_dilation,
+                          .dilation_w = 1};
     const Value depth = reshape(planes, Shape{s[0], s[1], s[2], h * w});
     const Value y = n.kind == Kind::max_pool ? max_pool2d(depth, d) : avg_pool2d(depth, d);
     return reshape(y, Shape{s[0], s[1], y.shape()[2], h, w});
@@ -715,41 +794,43 @@ Value record_onnx(const OnnxModel& model, Value images) {
       switch (n.kind) {
         case Kind::conv: {
           const Shape& w = in[1].shape();
+          const OnnxNode p = padded_window(n, in[0].shape(), w);
           if (in[0].shape().rank() == 3 && w.rank() == 3) {
-            y = record_conv1d(n, in, false, where);
+            y = record_conv1d(p, in, false, where);
             break;
           }
-          if (n.depth_kernel > 0) {
-            y = record_conv3d_depth(n, in, where);
+          if (p.depth_kernel > 0) {
+            y = record_conv3d_depth(p, in, where);
             break;
           }
-          if (n.unit_axis != 0) {
+          if (p.unit_axis != 0) {
             FRUGAL_CHECK(in[0].shape().rank() == 5 && w.rank() == 5, "a 3-D window over ",
                          in[0].shape(), " with weight ", w, ": expected (N, C, D, H, W)");
-            y = record_conv3d(n, in, where);
+            y = record_conv3d(p, in, where);
             break;
           }
           FRUGAL_CHECK(
-              w.rank() != 4 || n.kernel_h == 0 || (w[2] == n.kernel_h && w[3] == n.kernel_w),
-              "kernel_shape ", n.kernel_h, "x", n.kernel_w, " but the weight is ", w);
-          y = tape.record(std::make_unique<Conv2dOp>(n.conv), in, where)[0];
+              w.rank() != 4 || p.kernel_h == 0 || (w[2] == p.kernel_h && w[3] == p.kernel_w),
+              "kernel_shape ", p.kernel_h, "x", p.kernel_w, " but the weight is ", w);
+          y = tape.record(std::make_unique<Conv2dOp>(p.conv), in, where)[0];
           break;
         }
         case Kind::conv_transpose: {
           const Shape& w = in[1].shape();
-          if (n.depth_kernel > 0) {
-            y = record_conv_transpose3d_depth(n, in, where);
+          const OnnxNode p = padded_window(n, in[0].shape(), w);
+          if (p.depth_kernel > 0) {
+            y = record_conv_transpose3d_depth(p, in, where);
             break;
           }
           if (in[0].shape().rank() == 3 && w.rank() == 3) {
-            y = record_conv1d(n, in, true, where);
+            y = record_conv1d(p, in, true, where);
             break;
           }
           FRUGAL_CHECK(
-              w.rank() != 4 || n.kernel_h == 0 || (w[2] == n.kernel_h && w[3] == n.kernel_w),
-              "kernel_shape ", n.kernel_h, "x", n.kernel_w, " but the weight is ", w);
+              w.rank() != 4 || p.kernel_h == 0 || (w[2] == p.kernel_h && w[3] == p.kernel_w),
+              "kernel_shape ", p.kernel_h, "x", p.kernel_w, " but the weight is ", w);
           y = tape.record(
-              std::make_unique<ConvTranspose2dOp>(n.conv, n.output_padding_h, n.output_padding_w),
+              std::make_unique<ConvTranspose2dOp>(p.conv, p.output_padding_h, p.output_padding_w),
               in, where)[0];
           break;
         }
@@ -835,7 +916,7 @@ Value record_onnx(const OnnxModel& model, Value images) {
         }
         case Kind::max_pool:
         case Kind::avg_pool:
-          y = record_pool(n, in[0]);
+          y = record_pool(padded_window(n, in[0].shape(), Shape{}), in[0]);
           break;
         case Kind::global_avg_pool: {
           const Shape s = in[0].shape();  // a copy: recorded over below

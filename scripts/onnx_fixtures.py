@@ -40,9 +40,11 @@ size), einsum2_net.onnx (torch.einsum beyond batched products), gem_net.onnx (a
 learned pow exponent), pixel_net.onnx (PixelShuffle, PixelUnshuffle, GlobalMaxPool, LogSoftmax),
 lrn_net.onnx (LocalResponseNorm), minmax_net.onnx (torch.maximum, minimum, clamp by tensors),
 lrn_torch_net.onnx (LocalResponseNorm as PyTorch exports it: an If), pool_window_net.onnx
-(rectangular, 1-D and 3-D pools), signal_net.onnx (a 1-D network over (N, C, L) labelling each
-position), features_net.onnx (an MLP over (N, F)), video_net.onnx (factored 3-D
-convolutions over (N, C, D, H, W) labelling each voxel), conv3d_full_net.onnx (3-D windows
+(rectangular, 1-D and 3-D pools), pool_pad_net.onnx (pools padded unevenly, a dilated max
+pool), same_pad_net.onnx (auto_pad SAME and VALID, ConvTranspose's output_shape),
+signal_net.onnx (a 1-D network over (N, C, L) labelling each position), features_net.onnx
+(an MLP over (N, F)), video_net.onnx (factored 3-D convolutions over (N, C, D, H, W)
+labelling each voxel), conv3d_full_net.onnx (3-D windows
 1 wide along no axis) and unet3d_net.onnx (a 3-D U-Net: 3-D pools, transposed convolutions
 and resizing):
 
@@ -2136,6 +2138,174 @@ def pool_window_net(out):
     export_with_output(net, x, out, "pool_window_net", 13)
 
 
+def pool_pad_net(out):
+    """Pools PyTorch's exports never write: pads that differ at an axis's two ends (TensorFlow's
+    SAME, the odd pad at the end, as tf2onnx writes it; other ways round), in MaxPool, in
+    AveragePool with the padding counted and not, and in a 1-D MaxPool; a dilated MaxPool
+    (MaxPool2d(dilation=2)). The graph is written here with onnx.helper around the weights of
+    PyTorch modules; the reference pads explicitly (-inf for the max, zeros for the average,
+    whose uncounted padding divides by a pooled map of ones) and pools in PyTorch;
+    tests/data/onnx/pool_pad_net.onnx with its float32 output."""
+
+    import os
+
+    import onnx
+    import torch
+    from onnx import TensorProto, helper, numpy_helper
+    from torch import nn
+    from torch.nn import functional as F
+
+    torch.manual_seed(19)
+    conv, fc = nn.Conv2d(3, 6, 3, padding=1), nn.Linear(30, 5)
+    x = torch.rand(2, 3, 9, 10) * 2 - 1
+
+    def padded(v, pads, value=0.0):  # ONNX's (top, left, bottom, right)
+        return F.pad(v, (pads[1], pads[3], pads[0], pads[2]), value=value)
+
+    def average(v, k, s, pads, counted):
+        total = F.avg_pool2d(padded(v, pads), k, s, divisor_override=1)
+        if counted:
+            return total / (k[0] * k[1])
+        return total / F.avg_pool2d(padded(torch.ones_like(v), pads), k, s, divisor_override=1)
+
+    with torch.no_grad():
+        t = torch.tanh(conv(x))  # (N, 6, 9, 10)
+        p1 = F.max_pool2d(padded(t, [0, 0, 1, 1], -float("inf")), 3, 2)  # (N, 6, 4, 5)
+        p2 = F.max_pool2d(padded(t, [1, 1, 1, 1], -float("inf")), 3, 1, dilation=2)  # 7x8
+        p3 = average(t, (3, 4), (1, 2), [0, 1, 1, 2], False)  # (N, 6, 8, 5)
+        p4 = average(t, (2, 2), (2, 2), [1, 0, 0, 1], True)  # (N, 6, 5, 5)
+        flat = t.reshape(2, 6, 90)
+        p5 = F.max_pool1d(F.pad(flat, (1, 2), value=-float("inf")), 4, 3)  # (N, 6, 30)
+        feats = [p.mean((2, 3)) for p in (p1, p2, p3, p4)] + [p5.mean(2)]
+        y = fc(torch.cat(feats, 1))
+    inits = [numpy_helper.from_array(conv.weight.detach().numpy(), "conv.weight"),
+             numpy_helper.from_array(conv.bias.detach().numpy(), "conv.bias"),
+             numpy_helper.from_array(fc.weight.detach().numpy(), "fc.weight"),
+             numpy_helper.from_array(fc.bias.detach().numpy(), "fc.bias"),
+             numpy_helper.from_array(torch.tensor([0, 6, -1]).numpy(), "flat_shape")]
+    node = helper.make_node
+    nodes = [
+        node("Conv", ["x", "conv.weight", "conv.bias"], ["c"], name="conv", kernel_shape=[3, 3],
+             pads=[1, 1, 1, 1]),
+        node("Tanh", ["c"], ["t"], name="tanh"),
+        node("MaxPool", ["t"], ["p1"], name="same_max", kernel_shape=[3, 3], strides=[2, 2],
+             pads=[0, 0, 1, 1]),
+        node("MaxPool", ["t"], ["p2"], name="dilated_max", kernel_shape=[3, 3],
+             dilations=[2, 2], pads=[1, 1, 1, 1]),
+        node("AveragePool", ["t"], ["p3"], name="uncounted_avg", kernel_shape=[3, 4],
+             strides=[1, 2], pads=[0, 1, 1, 2], count_include_pad=0),
+        node("AveragePool", ["t"], ["p4"], name="counted_avg", kernel_shape=[2, 2],
+             strides=[2, 2], pads=[1, 0, 0, 1], count_include_pad=1),
+        node("Reshape", ["t", "flat_shape"], ["flat"], name="flatten"),
+        node("MaxPool", ["flat"], ["p5"], name="max_1d", kernel_shape=[4], strides=[3],
+             pads=[1, 2]),
+    ]
+    for i in range(1, 5):
+        nodes.append(node("ReduceMean", [f"p{i}"], [f"m{i}"], name=f"mean{i}", axes=[2, 3],
+                          keepdims=0))
+    nodes += [
+        node("ReduceMean", ["p5"], ["m5"], name="mean5", axes=[2], keepdims=0),
+        node("Concat", [f"m{i}" for i in range(1, 6)], ["f"], name="cat", axis=1),
+        node("Gemm", ["f", "fc.weight", "fc.bias"], ["y"], name="fc", transB=1),
+    ]
+    graph = helper.make_graph(
+        nodes, "pool_pad_net",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 9, 10])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 5])], inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
+                          producer_name="frugal scripts/onnx_fixtures.py")
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    path = f"{out}/pool_pad_net.onnx"
+    onnx.save(m, path + ".tmp")
+    os.replace(path + ".tmp", path)
+    with open(f"{out}/pool_pad_net.io", "wb") as f:
+        f.write(x.numpy().astype("<f4").tobytes())
+        f.write(y.numpy().astype("<f4").tobytes())
+    print(f"{path}: torch.float32, input {tuple(x.shape)}, output {tuple(y.shape)}")
+
+
+def same_pad_net(out):
+    """Windows whose pads the file does not write: auto_pad SAME_UPPER and SAME_LOWER on Conv,
+    MaxPool and AveragePool (TensorFlow's SAME, as tf2onnx writes it), VALID on a Conv, and
+    ConvTranspose with output_shape and with auto_pad SAME_UPPER. The graph is written here with
+    onnx.helper around the weights of PyTorch modules; the reference pads explicitly as ONNX's
+    definition computes (ceil(in / stride) outputs; a transposed convolution's full output
+    cropped), then convolves and pools in PyTorch; tests/data/onnx/same_pad_net.onnx with its
+    float32 output."""
+
+    import os
+
+    import onnx
+    import torch
+    from onnx import TensorProto, helper, numpy_helper
+    from torch import nn
+    from torch.nn import functional as F
+
+    torch.manual_seed(20)
+    c1, c2 = nn.Conv2d(3, 4, 3), nn.Conv2d(4, 4, 3)
+    t1, t2 = nn.ConvTranspose2d(4, 3, 3), nn.ConvTranspose2d(4, 2, 3)
+    fc = nn.Linear(13, 5)
+    x = torch.rand(2, 3, 9, 10) * 2 - 1
+
+    def padded(v, top, left, bottom, right, value=0.0):
+        return F.pad(v, (left, right, top, bottom), value=value)
+
+    with torch.no_grad():
+        r1 = torch.relu(F.conv2d(padded(x, 1, 0, 1, 1), c1.weight, c1.bias, stride=2))  # 5x5
+        p1 = F.max_pool2d(padded(r1, 0, 0, 1, 1, -float("inf")), 2, 2)  # SAME_UPPER: 3x3
+        ones = torch.ones_like(r1)
+        p2 = (F.avg_pool2d(padded(r1, 1, 2, 0, 1), (2, 4), 1, divisor_override=1) /
+              F.avg_pool2d(padded(ones, 1, 2, 0, 1), (2, 4), 1, divisor_override=1))  # 5x5
+        v = F.conv2d(p2, c2.weight, c2.bias)  # VALID: 3x3
+        y1 = F.conv_transpose2d(v, t1.weight, t1.bias, stride=2)[:, :, 1:7, 0:7]  # 6x7
+        y2 = F.conv_transpose2d(p1, t2.weight, t2.bias, stride=2)[:, :, 0:6, 0:6]  # 6x6
+        y = fc(torch.cat([t.mean((2, 3)) for t in (p1, p2, y1, y2)], 1))
+    inits = [numpy_helper.from_array(t.detach().numpy(), name) for name, t in [
+        ("c1.weight", c1.weight), ("c1.bias", c1.bias), ("c2.weight", c2.weight),
+        ("c2.bias", c2.bias), ("t1.weight", t1.weight), ("t1.bias", t1.bias),
+        ("t2.weight", t2.weight), ("t2.bias", t2.bias), ("fc.weight", fc.weight),
+        ("fc.bias", fc.bias)]]
+    node = helper.make_node
+    nodes = [
+        node("Conv", ["x", "c1.weight", "c1.bias"], ["c1"], name="same_conv", strides=[2, 2],
+             auto_pad="SAME_UPPER"),
+        node("Relu", ["c1"], ["r1"], name="relu"),
+        node("MaxPool", ["r1"], ["p1"], name="same_max", kernel_shape=[2, 2], strides=[2, 2],
+             auto_pad="SAME_UPPER"),
+        node("AveragePool", ["r1"], ["p2"], name="same_lower_avg", kernel_shape=[2, 4],
+             auto_pad="SAME_LOWER"),
+        node("Conv", ["p2", "c2.weight", "c2.bias"], ["v"], name="valid_conv",
+             kernel_shape=[3, 3], auto_pad="VALID"),
+        node("ConvTranspose", ["v", "t1.weight", "t1.bias"], ["y1"], name="shaped_up",
+             strides=[2, 2], output_shape=[6, 7]),
+        node("ConvTranspose", ["p1", "t2.weight", "t2.bias"], ["y2"], name="same_up",
+             strides=[2, 2], auto_pad="SAME_UPPER"),
+    ]
+    for i, t in enumerate(["p1", "p2", "y1", "y2"]):
+        nodes.append(node("ReduceMean", [t], [f"m{i}"], name=f"mean{i}", axes=[2, 3],
+                          keepdims=0))
+    nodes += [
+        node("Concat", [f"m{i}" for i in range(4)], ["f"], name="cat", axis=1),
+        node("Gemm", ["f", "fc.weight", "fc.bias"], ["y"], name="fc", transB=1),
+    ]
+    graph = helper.make_graph(
+        nodes, "same_pad_net",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 9, 10])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 5])], inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
+                          producer_name="frugal scripts/onnx_fixtures.py")
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    path = f"{out}/same_pad_net.onnx"
+    onnx.save(m, path + ".tmp")
+    os.replace(path + ".tmp", path)
+    with open(f"{out}/same_pad_net.io", "wb") as f:
+        f.write(x.numpy().astype("<f4").tobytes())
+        f.write(y.numpy().astype("<f4").tobytes())
+    print(f"{path}: torch.float32, input {tuple(x.shape)}, output {tuple(y.shape)}")
+
+
 def norm_net(out):
     """LayerNorm as ConvNeXt uses it, exported at opset 17 (LayerNormalization) as norm_net and
     at opset 13 (nine nodes: ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add, fused
@@ -2378,6 +2548,8 @@ if __name__ == "__main__":
         minmax_net(sys.argv[2])
         lrn_torch_net(sys.argv[2])
         pool_window_net(sys.argv[2])
+        pool_pad_net(sys.argv[2])
+        same_pad_net(sys.argv[2])
         signal_net(sys.argv[2])
         features_net(sys.argv[2])
         video_net(sys.argv[2])

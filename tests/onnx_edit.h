@@ -1,7 +1,7 @@
 // Editing ONNX models in the tests (tests/test_onnx*.cpp): a tiny model of one Conv and a Gemm
 // head to edit into error cases, the loader's message for a model, an attribute of a node to
-// set, an empty model to build others from, and a chain of nodes over x. Header-only: built only
-// where ONNX is.
+// set, an empty model to build others from, a chain of nodes over x, and nodes and int64
+// constants added to a graph. Header-only: built only where ONNX is.
 #pragma once
 
 #include <onnx/onnx_pb.h>
@@ -123,6 +123,30 @@ inline onnx::ModelProto one_node(const std::string& op, const std::vector<int64_
 inline OnnxModel load_model(const onnx::ModelProto& m) {
   const std::string bytes = m.SerializeAsString();
   return load_onnx_bytes("m.onnx", bytes.data(), bytes.size());
+}
+
+// A node `op` named `name` reading `in`, writing `out`.
+inline onnx::NodeProto* add_node(onnx::GraphProto* g, const std::string& op,
+                                 const std::string& name, const std::vector<std::string>& in,
+                                 const std::string& out) {
+  onnx::NodeProto* n = g->add_node();
+  n->set_name(name);
+  n->set_op_type(op);
+  for (const std::string& i : in) *n->add_input() = i;
+  *n->add_output() = out;
+  return n;
+}
+
+// A Constant node of int64 values (a scalar where `scalar`).
+inline void add_ints(onnx::GraphProto* g, const std::string& out,
+                     const std::vector<int64_t>& values, bool scalar = false) {
+  onnx::NodeProto* n = add_node(g, "Constant", out, {}, out);
+  auto* a = attribute(n, "value");
+  a->set_type(onnx::AttributeProto::TENSOR);
+  onnx::TensorProto* t = a->mutable_t();
+  t->set_data_type(onnx::TensorProto::INT64);
+  if (!scalar) t->add_dims(static_cast<int64_t>(values.size()));
+  for (int64_t v : values) t->add_int64_data(v);
 }
 
 // Two samples of distinct values.

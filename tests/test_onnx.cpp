@@ -85,6 +85,8 @@ const char* const kFixtures[] = {"residual_net",
                                  "minmax_net",
                                  "lrn_torch_net",
                                  "pool_window_net",
+                                 "pool_pad_net",
+                                 "same_pad_net",
                                  "elu_net",
                                  "var_net",
                                  "trig_net",
@@ -179,6 +181,11 @@ TEST_CASE("onnx: imported models give ONNX's reference outputs") {
   // it: a 5-D view, a Pad by computed pads, a (size, 1, 1) AveragePool, an If around a squeeze.
   // pool_window_net: PyTorch's output; MaxPool and AveragePool with rectangular windows,
   // strides and padding, over (N, C, L), and 3-D ones 1 wide along each of the three axes.
+  // pool_pad_net: PyTorch's pools of explicitly padded maps for MaxPool and AveragePool (padding
+  // counted and not) whose pads differ at an axis's two ends, and a dilated MaxPool.
+  // same_pad_net: PyTorch's convolutions and pools of maps padded as auto_pad SAME_UPPER and
+  // SAME_LOWER ask (Conv, MaxPool, AveragePool), a VALID Conv, and transposed convolutions
+  // cropped to a ConvTranspose's output_shape and to auto_pad SAME_UPPER's.
   // elu_net: PyTorch's output; nn.ELU with alphas 0.5 and 1.7, nn.CELU with 2.0 and 1.0.
   // var_net: PyTorch's output; torch.std and torch.var, unbiased (the count a ReduceProd of
   // sizes) and not, over pixels, channels and whole samples.

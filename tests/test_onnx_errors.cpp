@@ -80,11 +80,11 @@ TEST_CASE("onnx: bad files, unsupported ops and attributes are errors naming wha
       if (n.name() == "up") {
         auto* a = attribute(&n, "output_shape");
         a->set_type(onnx::AttributeProto::INTS);
-        for (int v : {8, 8}) a->add_ints(v);
+        for (int v : {64, 8}) a->add_ints(v);
       }
     CHECK(error_for(shaped) ==
-          "m.onnx: node 'up' (ConvTranspose): output_shape is not imported (export with pads and "
-          "output_padding)");
+          "m.onnx: node 'up' (ConvTranspose): output_shape 64 along axis 2 of [1,6,4,4]: more "
+          "than the 8 the window and output_padding reach (not imported)");
     for (auto& n : *padded.mutable_graph()->mutable_node())
       if (n.name() == "up2") attribute(&n, "output_padding")->set_ints(0, 2);
     CHECK(error_for(padded) ==

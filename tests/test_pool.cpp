@@ -273,12 +273,12 @@ Reference reference(const Pool2dGeometry& g, bool max, const std::vector<double>
       double best = -std::numeric_limits<double>::infinity(), sum = 0;
       int64_t pad_rows = 0, pad_cols = 0;  // padded extent of the window (count_include_pad)
       for (int64_t i = 0; i < g.kernel_h; ++i)
-        pad_rows += g.count_include_pad ? hs + i < g.H + g.pad_h : hs + i >= 0 && hs + i < g.H;
+        pad_rows += g.count_include_pad ? hs + i < g.H + g.pad_h_end : hs + i >= 0 && hs + i < g.H;
       for (int64_t j = 0; j < g.kernel_w; ++j)
-        pad_cols += g.count_include_pad ? ws + j < g.W + g.pad_w : ws + j >= 0 && ws + j < g.W;
+        pad_cols += g.count_include_pad ? ws + j < g.W + g.pad_w_end : ws + j >= 0 && ws + j < g.W;
       for (int64_t i = 0; i < g.kernel_h; ++i)
         for (int64_t j = 0; j < g.kernel_w; ++j) {
-          const int64_t h = hs + i, w = ws + j;
+          const int64_t h = hs + i * g.dilation_h, w = ws + j * g.dilation_w;
           if (h < 0 || h >= g.H || w < 0 || w >= g.W) continue;
           sum += x[h * g.W + w];
           if (x[h * g.W + w] > best) {
@@ -290,7 +290,7 @@ Reference reference(const Pool2dGeometry& g, bool max, const std::vector<double>
       r.y[p * g.Q + q] = max ? best : sum / area;
       for (int64_t i = 0; i < g.kernel_h; ++i)
         for (int64_t j = 0; j < g.kernel_w; ++j) {
-          const int64_t h = hs + i, w = ws + j;
+          const int64_t h = hs + i * g.dilation_h, w = ws + j * g.dilation_w;
           if (h < 0 || h >= g.H || w < 0 || w >= g.W) continue;
           if (!max)
             r.dx[h * g.W + w] += dy[p * g.Q + q] / area;
@@ -301,20 +301,27 @@ Reference reference(const Pool2dGeometry& g, bool max, const std::vector<double>
   return r;
 }
 
+// Pads at the end (bottom, right) as at the start unless given; dilation (max pools) 1.
 Pool2dGeometry geometry(int64_t H, int64_t W, int64_t kh, int64_t kw, int64_t sh, int64_t sw,
-                        int64_t ph, int64_t pw, bool ceil) {
+                        int64_t ph, int64_t pw, bool ceil, int64_t ph_end = -1, int64_t pw_end = -1,
+                        int64_t dh = 1, int64_t dw = 1) {
+  ph_end = ph_end < 0 ? ph : ph_end, pw_end = pw_end < 0 ? pw : pw_end;
   Pool2dGeometry g{.N = 1,
                    .C = 1,
                    .H = H,
                    .W = W,
-                   .P = pool_output_size(H, kh, sh, ph, ceil),
-                   .Q = pool_output_size(W, kw, sw, pw, ceil),
+                   .P = pool_output_size(H, kh, sh, ph, ceil, ph_end, dh),
+                   .Q = pool_output_size(W, kw, sw, pw, ceil, pw_end, dw),
                    .kernel_h = kh,
                    .kernel_w = kw,
                    .stride_h = sh,
                    .stride_w = sw,
                    .pad_h = ph,
-                   .pad_w = pw};
+                   .pad_w = pw,
+                   .pad_h_end = ph_end,
+                   .pad_w_end = pw_end,
+                   .dilation_h = dh,
+                   .dilation_w = dw};
   return g;
 }
 
@@ -333,12 +340,21 @@ TEST_CASE("pool kernels match a naive reference with non-square kernels") {
       geometry(6, 7, 3, 2, 3, 1, 0, 1, true),   // ceil with a partial last window
       geometry(5, 5, 4, 4, 2, 2, 2, 2, true),   // pad = kernel / 2
       geometry(9, 8, 5, 4, 2, 3, 2, 1, false),  // 20 positions: one byte per index
+      // Asymmetric padding (TensorFlow's SAME: the odd pad at the end; ONNX's any way round).
+      geometry(8, 9, 3, 3, 2, 2, 0, 0, false, 1, 1),
+      geometry(7, 6, 2, 3, 2, 1, 1, 1, true, 0, 0),
+      geometry(6, 7, 4, 3, 3, 2, 2, 0, false, 1, 1),
+      // Dilated windows (max pools only): taps 2 and 3 apart, padded, ceil mode.
+      geometry(9, 11, 3, 3, 2, 2, 1, 1, false, -1, -1, 2, 2),
+      geometry(10, 9, 3, 2, 1, 3, 1, 0, true, 0, 1, 3, 2),
+      geometry(8, 8, 2, 2, 1, 1, 0, 0, false, 1, 0, 2, 3),
   };
   for (Pool2dGeometry g : cases)
     for (bool include : {true, false}) {
       g.count_include_pad = include;  // average pooling's divisor: with padding or without
       INFO("H ", g.H, " W ", g.W, " kernel ", g.kernel_h, "x", g.kernel_w, " stride ", g.stride_h,
-           "x", g.stride_w, " pad ", g.pad_h, "x", g.pad_w, " -> ", g.P, "x", g.Q,
+           "x", g.stride_w, " pad ", g.pad_h, ",", g.pad_w, ",", g.pad_h_end, ",", g.pad_w_end,
+           " dilation ", g.dilation_h, "x", g.dilation_w, " -> ", g.P, "x", g.Q,
            " count_include_pad ", include);
       for (DType t : {DType::f64, DType::f32}) {
         const Tensor x64 = distinct({1, 1, g.H, g.W}, 5), dy64 = random_tensor({1, 1, g.P, g.Q}, 6);
@@ -359,6 +375,7 @@ TEST_CASE("pool kernels match a naive reference with non-square kernels") {
         }
         const double tol = t == DType::f32 ? 1e-6 : 1e-14;
         for (bool max : {true, false}) {
+          if (!max && (g.dilation_h > 1 || g.dilation_w > 1)) continue;  // average: none
           const Reference ref = reference(g, max, values(x), values(dy));
           if (max) {
             cpu_backend().maxpool2d_forward(g, x, y, index);
@@ -384,18 +401,22 @@ TEST_CASE("max_pool2d: windows inside the row, many at once, as the window-by-wi
   // ties keep the first. Small integers (many ties), NaNs and infinities; rows of more than 64
   // such outputs, the stem's 3x3/2 with padding, ceil mode, strides wider than the kernel.
   const Pool2dGeometry cases[] = {
-      geometry(9, 150, 3, 3, 2, 2, 1, 1, false),  // ResNet's stem: 75 outputs a row
-      geometry(6, 140, 2, 2, 2, 2, 0, 0, false),  // 70 outputs, no padding
-      geometry(5, 70, 3, 3, 1, 1, 1, 1, false),   // overlapping, 70 outputs
-      geometry(7, 131, 3, 3, 2, 2, 0, 0, true),   // ceil: the last window partial
-      geometry(4, 100, 2, 1, 3, 4, 0, 0, false),  // stride wider than the kernel
+      geometry(9, 150, 3, 3, 2, 2, 1, 1, false),                // ResNet's stem: 75 outputs a row
+      geometry(6, 140, 2, 2, 2, 2, 0, 0, false),                // 70 outputs, no padding
+      geometry(5, 70, 3, 3, 1, 1, 1, 1, false),                 // overlapping, 70 outputs
+      geometry(7, 131, 3, 3, 2, 2, 0, 0, true),                 // ceil: the last window partial
+      geometry(4, 100, 2, 1, 3, 4, 0, 0, false),                // stride wider than the kernel
+      geometry(8, 141, 3, 3, 2, 2, 0, 0, false, 1, 1),          // TensorFlow's SAME
+      geometry(9, 150, 3, 3, 2, 2, 1, 1, false, -1, -1, 2, 2),  // dilated, padded
+      geometry(6, 133, 2, 3, 1, 1, 0, 1, true, 1, 0, 1, 3),     // dilated along the row
   };
   for (const Pool2dGeometry& g0 : cases) {
     Pool2dGeometry g = g0;
     g.N = 2;
     g.C = 3;
     INFO("H ", g.H, " W ", g.W, " kernel ", g.kernel_h, "x", g.kernel_w, " stride ", g.stride_h,
-         "x", g.stride_w, " pad ", g.pad_h, "x", g.pad_w);
+         "x", g.stride_w, " pad ", g.pad_h, ",", g.pad_w, ",", g.pad_h_end, ",", g.pad_w_end,
+         " dilation ", g.dilation_h, "x", g.dilation_w);
     for (DType t : {DType::f32, DType::f64}) {
       Tensor x = Tensor::empty({g.N, g.C, g.H, g.W}, t);
       Rng rng(11);
@@ -420,7 +441,7 @@ TEST_CASE("max_pool2d: windows inside the row, many at once, as the window-by-wi
             int k = -1;
             for (int64_t i = 0; i < g.kernel_h; ++i)
               for (int64_t j = 0; j < g.kernel_w; ++j) {
-                const int64_t h = hs + i, w = ws + j;
+                const int64_t h = hs + i * g.dilation_h, w = ws + j * g.dilation_w;
                 if (h < 0 || h >= g.H || w < 0 || w >= g.W) continue;
                 const double v = element_as_double(x, (nc * g.H + h) * g.W + w);
                 if (k < 0 || v > m || std::isnan(v)) {
@@ -493,7 +514,9 @@ TEST_CASE("pool kernels give the same bits with one thread and with all") {
                          .stride_h = 2,
                          .stride_w = 2,
                          .pad_h = 1,
-                         .pad_w = 1};
+                         .pad_w = 1,
+                         .pad_h_end = 1,
+                         .pad_w_end = 1};
   const Tensor x = random_tensor({3, 5, 9, 7}, 11, -1, 1, DType::f32);
   const Tensor dy = random_tensor({3, 5, 5, 4}, 12, -1, 1, DType::f32);
   auto run = [&](int threads) {

@@ -11,23 +11,30 @@ namespace frugal {
 
 namespace {
 
-// Window of output (p, q): [h0, h1) x [w0, w1) in input coordinates, clipped to the input;
-// hs, ws is the unclipped start (may lie in the top/left padding); area counts padding up to
-// the padded border (count_include_pad, clipped at H + pad as PyTorch in ceil mode), or only
-// the elements inside the input (count_include_pad false).
+// Window of output (p, q): taps [i0, i1) x [j0, j1) of its kernel_h x kernel_w, those inside
+// the input; tap (i, j) reads input (hs + i*dilation_h, ws + j*dilation_w), hs, ws the window's
+// start (may lie in the top/left padding). area (average pools, no dilation) counts padding up
+// to the padded border (count_include_pad, clipped at H + pad_h_end as PyTorch in ceil mode),
+// or only the elements inside the input (count_include_pad false).
 struct Window {
-  int64_t hs, ws, h0, h1, w0, w1, area;
+  int64_t hs, ws, i0, i1, j0, j1, area;
 };
+
+// Taps [t0, t1) of a window starting at s, k taps `dil` apart, that land in [0, in).
+void taps_inside(int64_t s, int64_t k, int64_t dil, int64_t in, int64_t& t0, int64_t& t1) {
+  t0 = s >= 0 ? 0 : std::min(k, (-s + dil - 1) / dil);
+  t1 = in - s <= 0 ? t0 : std::max(t0, std::min(k, (in - s + dil - 1) / dil));
+}
 
 Window window(const Pool2dGeometry& g, int64_t p, int64_t q) {
   Window v;
   v.hs = p * g.stride_h - g.pad_h;
   v.ws = q * g.stride_w - g.pad_w;
-  const int64_t he = std::min(v.hs + g.kernel_h, g.H + g.pad_h);
-  const int64_t we = std::min(v.ws + g.kernel_w, g.W + g.pad_w);
-  v.h0 = std::max<int64_t>(v.hs, 0), v.h1 = std::min(he, g.H);
-  v.w0 = std::max<int64_t>(v.ws, 0), v.w1 = std::min(we, g.W);
-  v.area = g.count_include_pad ? (he - v.hs) * (we - v.ws) : (v.h1 - v.h0) * (v.w1 - v.w0);
+  taps_inside(v.hs, g.kernel_h, g.dilation_h, g.H, v.i0, v.i1);
+  taps_inside(v.ws, g.kernel_w, g.dilation_w, g.W, v.j0, v.j1);
+  const int64_t he = std::min(v.hs + g.kernel_h, g.H + g.pad_h_end);
+  const int64_t we = std::min(v.ws + g.kernel_w, g.W + g.pad_w_end);
+  v.area = g.count_include_pad ? (he - v.hs) * (we - v.ws) : (v.i1 - v.i0) * (v.j1 - v.j0);
   return v;
 }
 
@@ -54,21 +61,24 @@ struct IndexLayout {
   }
 };
 
-// One output's max and argmax (row-major in the full window), as every output is defined.
+// One output's max and argmax (tap i * kernel_w + j of the full window), as every output is
+// defined: taps in row-major order.
 template <typename T>
 void max_window(const Pool2dGeometry& g, const T* xp, int64_t p, int64_t q, T& m, int64_t& k) {
   const Window v = window(g, p, q);
-  int64_t best = v.h0 * g.W + v.w0;
-  m = xp[best];
-  for (int64_t h = v.h0; h < v.h1; ++h)
-    for (int64_t w = v.w0; w < v.w1; ++w) {
-      const T val = xp[h * g.W + w];
+  auto at = [&](int64_t i, int64_t j) {
+    return xp[(v.hs + i * g.dilation_h) * g.W + v.ws + j * g.dilation_w];
+  };
+  k = v.i0 * g.kernel_w + v.j0;
+  m = at(v.i0, v.j0);
+  for (int64_t i = v.i0; i < v.i1; ++i)
+    for (int64_t j = v.j0; j < v.j1; ++j) {
+      const T val = at(i, j);
       if (val > m || std::isnan(val)) {
         m = val;
-        best = h * g.W + w;
+        k = i * g.kernel_w + j;
       }
     }
-  k = (best / g.W - v.hs) * g.kernel_w + best % g.W - v.ws;
 }
 
 // x (N,C,H,W)  y (N,C,P,Q)  index (IndexLayout) or null: argmax row-major in the full window.
@@ -79,12 +89,11 @@ void max_window(const Pool2dGeometry& g, const T* xp, int64_t p, int64_t q, T& m
 template <typename T>
 void maxpool2d_forward_t(const Pool2dGeometry& g, const T* x, T* y, uint8_t* index,
                          const IndexLayout& at) {
-  // Outputs [q_lo, q_hi) have windows inside [0, W) along the row.
+  // Outputs [q_lo, q_hi) have windows inside [0, W) along the row: their last tap, at
+  // q*stride_w - pad_w + (kernel_w - 1)*dilation_w, at most W - 1.
   const int64_t q_lo = std::min(g.Q, (g.pad_w + g.stride_w - 1) / g.stride_w);
-  const int64_t q_hi =
-      std::max(q_lo, std::min(g.Q, g.W + g.pad_w - g.kernel_w >= 0
-                                       ? (g.W + g.pad_w - g.kernel_w) / g.stride_w + 1
-                                       : int64_t{0}));
+  const int64_t last = g.W - 1 + g.pad_w - (g.kernel_w - 1) * g.dilation_w;
+  const int64_t q_hi = std::max(q_lo, std::min(g.Q, last >= 0 ? last / g.stride_w + 1 : 0));
   constexpr int64_t kChunk = 64;
 #pragma omp parallel for schedule(static)
   for (int64_t nc = 0; nc < g.N * g.C; ++nc) {
@@ -104,15 +113,16 @@ void maxpool2d_forward_t(const Pool2dGeometry& g, const T* x, T* y, uint8_t* ind
         const int64_t n = std::min(kChunk, q_hi - c0);
         T m[kChunk];
         int32_t best[kChunk];
-        const T* first = xp + v.h0 * g.W + c0 * g.stride_w - g.pad_w;
+        const T* first = xp + (v.hs + v.i0 * g.dilation_h) * g.W + c0 * g.stride_w - g.pad_w;
         for (int64_t i = 0; i < n; ++i) {
           m[i] = first[i * g.stride_w];
-          best[i] = static_cast<int32_t>((v.h0 - v.hs) * g.kernel_w);
+          best[i] = static_cast<int32_t>(v.i0 * g.kernel_w);
         }
-        for (int64_t h = v.h0; h < v.h1; ++h)
+        for (int64_t r = v.i0; r < v.i1; ++r)
           for (int64_t j = 0; j < g.kernel_w; ++j) {
-            const T* tap = xp + h * g.W + c0 * g.stride_w - g.pad_w + j;
-            const auto k = static_cast<int32_t>((h - v.hs) * g.kernel_w + j);
+            const T* tap =
+                xp + (v.hs + r * g.dilation_h) * g.W + c0 * g.stride_w - g.pad_w + j * g.dilation_w;
+            const auto k = static_cast<int32_t>(r * g.kernel_w + j);
             for (int64_t i = 0; i < n; ++i) {
               const T val = tap[i * g.stride_w];
               const bool take = (val > m[i]) | (val != val);  // NaN wins, as std::isnan
@@ -142,7 +152,8 @@ void maxpool2d_backward_t(const Pool2dGeometry& g, const T* dy, const uint8_t* i
       for (int64_t q = 0; q < g.Q; ++q) {
         const Window v = window(g, p, q);
         const int64_t k = at.get(index, nc, p * g.Q + q);
-        const int64_t h = v.hs + k / g.kernel_w, w = v.ws + k % g.kernel_w;
+        const int64_t h = v.hs + k / g.kernel_w * g.dilation_h;
+        const int64_t w = v.ws + k % g.kernel_w * g.dilation_w;
         dxp[h * g.W + w] += dy[nc * g.P * g.Q + p * g.Q + q];
       }
   }
@@ -157,9 +168,9 @@ void avgpool2d_forward_t(const Pool2dGeometry& g, const T* x, T* y) {
     for (int64_t p = 0; p < g.P; ++p)
       for (int64_t q = 0; q < g.Q; ++q) {
         const Window v = window(g, p, q);
-        T sum = 0;
-        for (int64_t h = v.h0; h < v.h1; ++h)
-          for (int64_t w = v.w0; w < v.w1; ++w) sum += xp[h * g.W + w];
+        T sum = 0;  // no dilation (check_avgpool): taps i0.. are rows hs + i0..
+        for (int64_t h = v.hs + v.i0; h < v.hs + v.i1; ++h)
+          for (int64_t w = v.ws + v.j0; w < v.ws + v.j1; ++w) sum += xp[h * g.W + w];
         y[nc * g.P * g.Q + p * g.Q + q] = sum / static_cast<T>(v.area);
       }
   }
@@ -176,8 +187,8 @@ void avgpool2d_backward_t(const Pool2dGeometry& g, const T* dy, T* dx) {
       for (int64_t q = 0; q < g.Q; ++q) {
         const Window v = window(g, p, q);
         const T d = dy[nc * g.P * g.Q + p * g.Q + q] / static_cast<T>(v.area);
-        for (int64_t h = v.h0; h < v.h1; ++h)
-          for (int64_t w = v.w0; w < v.w1; ++w) dxp[h * g.W + w] += d;
+        for (int64_t h = v.hs + v.i0; h < v.hs + v.i1; ++h)
+          for (int64_t w = v.ws + v.j0; w < v.ws + v.j1; ++w) dxp[h * g.W + w] += d;
       }
   }
 }
@@ -254,7 +265,7 @@ void CpuBackend::maxpool2d_backward(const Pool2dGeometry& g, const Tensor& dy, c
 }
 
 void CpuBackend::avgpool2d_forward(const Pool2dGeometry& g, const Tensor& x, Tensor& y) {
-  check_pool("avg_pool2d", g, x, y, device());
+  check_avgpool("avg_pool2d", g, x, y, device());
   if (x.dtype() == DType::f32)
     avgpool2d_forward_t(g, x.data<float>(), y.data<float>());
   else

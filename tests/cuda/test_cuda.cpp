@@ -335,7 +335,9 @@ TEST_CASE("cuda pooling: max (exact indices), average, nearest upsampling") {
                                         .stride_h = 2,
                                         .stride_w = 2,
                                         .pad_h = 1,
-                                        .pad_w = 1},
+                                        .pad_w = 1,
+                                        .pad_h_end = 1,
+                                        .pad_w_end = 1},
                                        {.N = 2,
                                         .C = 2,
                                         .H = 8,
@@ -347,7 +349,9 @@ TEST_CASE("cuda pooling: max (exact indices), average, nearest upsampling") {
                                         .stride_h = 2,
                                         .stride_w = 2,
                                         .pad_h = 1,
-                                        .pad_w = 1},
+                                        .pad_w = 1,
+                                        .pad_h_end = 1,
+                                        .pad_w_end = 1},
                                        {.N = 3,
                                         .C = 4,
                                         .H = 6,
@@ -359,7 +363,22 @@ TEST_CASE("cuda pooling: max (exact indices), average, nearest upsampling") {
                                         .stride_h = 2,
                                         .stride_w = 2,
                                         .pad_h = 0,
-                                        .pad_w = 0}};
+                                        .pad_w = 0},
+                                       // TensorFlow's SAME: the odd pad at the end
+                                       {.N = 2,
+                                        .C = 3,
+                                        .H = 8,
+                                        .W = 9,
+                                        .P = 4,
+                                        .Q = 5,
+                                        .kernel_h = 3,
+                                        .kernel_w = 3,
+                                        .stride_h = 2,
+                                        .stride_w = 2,
+                                        .pad_h = 0,
+                                        .pad_w = 1,
+                                        .pad_h_end = 1,
+                                        .pad_w_end = 1}};
   for (DType t : kFloats)
     for (Pool2dGeometry g : geometries)
       for (bool include : {true, false}) {  // the average's divisor with padding or without
@@ -380,6 +399,35 @@ TEST_CASE("cuda pooling: max (exact indices), average, nearest upsampling") {
         check_equal(ay, "avg_pool2d y");
         check_equal(adx, "avg_pool2d dx");
       }
+  // A dilated max pool (taps 2 apart down, 3 across), padded unevenly.
+  const Pool2dGeometry dilated{.N = 2,
+                               .C = 3,
+                               .H = 9,
+                               .W = 11,
+                               .P = 3,
+                               .Q = 5,
+                               .kernel_h = 3,
+                               .kernel_w = 2,
+                               .stride_h = 2,
+                               .stride_w = 2,
+                               .pad_h = 1,
+                               .pad_w = 1,
+                               .pad_h_end = 0,
+                               .pad_w_end = 0,
+                               .dilation_h = 2,
+                               .dilation_w = 3};
+  for (DType t : kFloats) {
+    const Shape xs{2, 3, 9, 11}, ys{2, 3, 3, 5};
+    Pair x = random_pair(xs, t, 34), dy = random_pair(ys, t, 35);
+    Pair y = empty_pair(ys, t), index = index_pair(dilated), dx = empty_pair(xs, t);
+    on_both([&](Backend& be, auto side) {
+      be.maxpool2d_forward(dilated, side(x), side(y), side(index));
+      be.maxpool2d_backward(dilated, side(dy), side(index), side(dx));
+    });
+    check_equal(y, "dilated max_pool2d y");
+    check_same_positions(dilated, index, "dilated max_pool2d index");
+    check_equal(dx, "dilated max_pool2d dx");
+  }
   // Nearest upsampling, 2x3: copies, and each block summed in the CPU's order.
   const Pool2dGeometry up{
       .N = 2, .C = 3, .H = 5, .W = 4, .P = 10, .Q = 12, .kernel_h = 2, .kernel_w = 3};
