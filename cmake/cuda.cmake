@@ -98,7 +98,7 @@ message(STATUS "frugal: NCCL ${FRUGAL_NCCL_LIBRARY}")
 # Listed, not globbed: a CPU-only fallback for the entry points may live beside them.
 set(FRUGAL_CUDA_SOURCES activation.cu affine.cu batchnorm.cu channel.cu check.cpp conv2d.cu cuda_allocator.cpp
   cuda_backend.cpp cuda_entry.cpp cudnn_handles.cpp fixed_point.cu leaky_relu.cu
-  group_norm.cu layer_norm.cu linear.cu loss.cu prelu.cu memory.cu pointwise.cu pool.cu reduce.cu relu.cu binary.cu copy.cu gather.cu softmax.cu resize.cu matmul.cu nccl_communicator.cpp)
+  group_norm.cu layer_norm.cu linear.cu loss.cu prelu.cu memory.cu pointwise.cu pool.cu reduce.cu relu.cu binary.cu copy.cu gather.cu softmax.cu resize.cu grid_sample.cu matmul.cu nccl_communicator.cpp)
 list(TRANSFORM FRUGAL_CUDA_SOURCES PREPEND ${PROJECT_SOURCE_DIR}/cuda/)
 add_library(frugal_cuda OBJECT ${FRUGAL_CUDA_SOURCES})
 target_include_directories(frugal_cuda PRIVATE ${PROJECT_SOURCE_DIR} ${FRUGAL_CUDNN_INCLUDE_DIR}

@@ -45,6 +45,12 @@ const char* activation_name(Activation a) {
       return "reciprocal";
     case Activation::sign:
       return "sign";
+    case Activation::floor:
+      return "floor";
+    case Activation::ceil:
+      return "ceil";
+    case Activation::round:
+      return "round";
     case Activation::sin:
       return "sin";
     case Activation::cos:

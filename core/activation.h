@@ -38,19 +38,23 @@ enum class Activation {
   sin,          // sin x
   cos,          // cos x
   atan,         // arctan x
+  floor,        // the largest whole number <= x (torch.floor); gradient 0, as PyTorch's
+  ceil,         // the smallest whole number >= x (torch.ceil); gradient 0
+  round,        // the nearest whole number, halves to even (torch.round, ONNX's); gradient 0
 };
 const char* activation_name(Activation a);  // "sigmoid", ...
 
 // Whether backward reads the output (sigmoid, tanh, sqrt, exp, reciprocal: the derivative is a
 // function of y; relu6: 0 < y < 6 exactly where 0 < x < 6, clamping being exact; so the op may
-// run in place), nothing (neg: dx = -dy; sign: dx = 0; in place too, nothing kept for
-// backward), or the input (the rest).
+// run in place), nothing (neg: dx = -dy; sign, floor, ceil, round: dx = 0; in place too,
+// nothing kept for backward), or the input (the rest).
 inline bool activation_backward_reads_output(Activation a) {
   return a == Activation::sigmoid || a == Activation::tanh || a == Activation::relu6 ||
          a == Activation::sqrt || a == Activation::exp || a == Activation::reciprocal;
 }
 inline bool activation_backward_reads_nothing(Activation a) {
-  return a == Activation::neg || a == Activation::sign;
+  return a == Activation::neg || a == Activation::sign || a == Activation::floor ||
+         a == Activation::ceil || a == Activation::round;
 }
 
 // PyTorch's ELU family (aten::elu): y = x > 0 ? scale x : alpha scale (e^(input_scale x) - 1).
@@ -133,6 +137,12 @@ FRUGAL_ACTIVATION_HD inline T forward(Activation a, T x) {
       return FRUGAL_MATH(cos)(x);
     case Activation::atan:
       return FRUGAL_MATH(atan)(x);
+    case Activation::floor:
+      return FRUGAL_MATH(floor)(x);
+    case Activation::ceil:
+      return FRUGAL_MATH(ceil)(x);
+    case Activation::round:  // the default rounding mode's nearest, halves to even
+      return FRUGAL_MATH(nearbyint)(x);
   }
   return x;
 }
@@ -198,6 +208,9 @@ FRUGAL_ACTIVATION_HD inline T backward(Activation a, T v, T dy) {
     case Activation::reciprocal:  // from y: -dy y^2, as PyTorch
       return -dy * (v * v);
     case Activation::sign:  // 0 everywhere, as PyTorch (v is dy: nothing is kept)
+    case Activation::floor:
+    case Activation::ceil:
+    case Activation::round:
       return T(0);
     case Activation::sin:
       return dy * FRUGAL_MATH(cos)(v);

@@ -14,6 +14,7 @@
 #include "core/broadcast.h"
 #include "core/copy_box.h"
 #include "core/device.h"
+#include "core/grid_sample.h"
 #include "core/reduce.h"
 #include "core/resize.h"
 #include "core/roles.h"
@@ -162,6 +163,17 @@ class Backend {
   // bits on any thread count).
   virtual void resize_forward(const ResizeGeometry& g, const Tensor& x, Tensor& y) = 0;
   virtual void resize_backward(const ResizeGeometry& g, const Tensor& dy, Tensor& dx) = 0;
+
+  // --- sampling at a grid's points (core/grid_sample.h): x (N,C,H,W), grid (N,P,Q,2) -> y
+  // (N,C,P,Q), each output the neighbours grid_taps (bilinear) or grid_index (nearest) pick.
+  // Backward: dx (if defined) adds each dy into those inputs, plane by plane in output order;
+  // dgrid (if defined) the derivative by each point's two coordinates, its channels summed in
+  // order (0 for nearest). The same bits on any thread count.
+  virtual void grid_sample_forward(const GridSampleGeometry& g, const Tensor& x, const Tensor& grid,
+                                   Tensor& y) = 0;
+  virtual void grid_sample_backward(const GridSampleGeometry& g, const Tensor& x,
+                                    const Tensor& grid, const Tensor& dy, Tensor& dx,
+                                    Tensor& dgrid) = 0;
 
   // c = op(a) op(b) for each batch of g (MatmulGeometry above); c overlaps neither operand.
   // One batch's product has the same bits whatever the batch count or the thread count.

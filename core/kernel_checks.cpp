@@ -3,6 +3,7 @@
 #include "core/kernel_checks.h"
 
 #include <algorithm>
+#include <tuple>
 
 #include "core/error.h"
 
@@ -667,6 +668,20 @@ void check_resize(const char* op, const ResizeGeometry& g, const Tensor& x, cons
                op, ": x ", x.shape(), " ", dtype_name(x.dtype()), " and y ", y.shape(), " ",
                dtype_name(y.dtype()), " do not fit ", g.H, "x", g.W, " -> ", g.P, "x", g.Q,
                " (scales ", g.scale_h, ", ", g.scale_w, ")");
+}
+
+void check_grid_sample(const char* op, const GridSampleGeometry& g, const Tensor& x,
+                       const Tensor& grid, const Tensor& y, const Device& device) {
+  check_device(op, {&x, &grid, &y}, device);
+  FRUGAL_CHECK(g.N >= 0 && g.C >= 0 && g.H >= 1 && g.W >= 1 && g.P >= 1 && g.Q >= 1, op,
+               ": sizes N ", g.N, " C ", g.C, " H ", g.H, " W ", g.W, " P ", g.P, " Q ", g.Q);
+  const Shape xs{g.N, g.C, g.H, g.W}, gs{g.N, g.P, g.Q, 2}, ys{g.N, g.C, g.P, g.Q};
+  const Tensor& first = x.defined() ? x : grid.defined() ? grid : y;
+  FRUGAL_CHECK(first.defined() && is_float(first), op, ": needs f32 or f64 tensors");
+  for (auto [t, want, name] : {std::tuple{&x, &xs, "x"}, {&grid, &gs, "grid"}, {&y, &ys, "y"}})
+    FRUGAL_CHECK(!t->defined() || (t->shape() == *want && t->dtype() == first.dtype()), op, ": ",
+                 name, " ", t->shape(), " ", dtype_name(t->dtype()), ", expected ", *want, " ",
+                 dtype_name(first.dtype()));
 }
 
 std::pair<int64_t, int64_t> check_gather(const char* op, const Tensor& x,

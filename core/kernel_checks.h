@@ -39,6 +39,10 @@ void check_elu_backward(const Tensor& v, bool from_output, const EluCoefficients
 void check_matmul(const MatmulGeometry& g, const Tensor& a, const Tensor& b, const Tensor& c,
                   const Device& device);
 // Bilinear resizing: x (N,C,H,W) and y (N,C,P,Q) of g, one float dtype, sizes >= 1.
+// x (N,C,H,W), grid (N,P,Q,2), y (N,C,P,Q) (or their gradients; an undefined dx or dgrid is
+// not checked), one float dtype, the geometry's sizes >= 1 (N and C >= 0).
+void check_grid_sample(const char* op, const GridSampleGeometry& g, const Tensor& x,
+                       const Tensor& grid, const Tensor& y, const Device& device);
 void check_resize(const char* op, const ResizeGeometry& g, const Tensor& x, const Tensor& y,
                   const Device& device);
 // Gather along an axis: x (O, D, I) and y (O, K, I), one float dtype, K = index.size() with O

@@ -1,7 +1,7 @@
 // The CUDA backend: Backend over cuBLAS, cuDNN and a few custom kernels, on one device and its
 // default stream. Each kernel family lives in the file named as its CPU twin in core/cpu/
 // (conv2d.cu, linear.cu, pool.cu, batchnorm.cu, relu.cu, leaky_relu.cu, fixed_point.cu,
-// affine.cu, pointwise.cu, loss.cu, memory.cu).
+// affine.cu, pointwise.cu, loss.cu, memory.cu, resize.cu, grid_sample.cu, ...).
 // Deterministic: no atomics in sums, fixed reduction trees, deterministic cuDNN algorithms only.
 #pragma once
 
@@ -118,6 +118,10 @@ class CudaBackend final : public Backend {
                       Tensor& c) override;
   void resize_forward(const ResizeGeometry& g, const Tensor& x, Tensor& y) override;
   void resize_backward(const ResizeGeometry& g, const Tensor& dy, Tensor& dx) override;
+  void grid_sample_forward(const GridSampleGeometry& g, const Tensor& x, const Tensor& grid,
+                           Tensor& y) override;
+  void grid_sample_backward(const GridSampleGeometry& g, const Tensor& x, const Tensor& grid,
+                            const Tensor& dy, Tensor& dx, Tensor& dgrid) override;
 
   void activation_forward(Activation a, const Tensor& x, Tensor& y) override;
   // The index is copied to the device on first use and kept (gather_index).

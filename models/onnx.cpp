@@ -57,9 +57,10 @@ bool over_any_activation(const std::string& op) {
 // (Neg, Abs, Sqrt, Exp and Log of an activation are activation ops), or none.
 std::optional<UnaryKind> unary_kind(const std::string& op) {
   static const std::map<std::string, UnaryKind> kinds = {
-      {"Ceil", UnaryKind::ceil}, {"Floor", UnaryKind::floor}, {"Sin", UnaryKind::sin},
-      {"Cos", UnaryKind::cos},   {"Sqrt", UnaryKind::sqrt},   {"Exp", UnaryKind::exp},
-      {"Log", UnaryKind::log},   {"Neg", UnaryKind::neg},     {"Abs", UnaryKind::abs}};
+      {"Ceil", UnaryKind::ceil},  {"Floor", UnaryKind::floor}, {"Sin", UnaryKind::sin},
+      {"Cos", UnaryKind::cos},    {"Sqrt", UnaryKind::sqrt},   {"Exp", UnaryKind::exp},
+      {"Log", UnaryKind::log},    {"Neg", UnaryKind::neg},     {"Abs", UnaryKind::abs},
+      {"Round", UnaryKind::round}};
   const auto it = kinds.find(op);
   return it == kinds.end() ? std::nullopt : std::optional<UnaryKind>(it->second);
 }
@@ -691,6 +692,29 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       o.reduction = Reduction::max;
       o.global = true;
       o.inputs = {activation_input(n)};
+    } else if (op == "GridSample") {
+      // F.grid_sample (opset 16): x sampled at an activation's grid (N, H', W', 2), such as a
+      // spatial transformer's affine grid or a flow field.
+      o.kind = Kind::grid_sample;
+      const std::string mode = r.get_string(n, "mode", "bilinear");
+      const std::string padding = r.get_string(n, "padding_mode", "zeros");
+      if (mode != "bilinear" && mode != "nearest")
+        r.fail(n, "mode " + mode + " is not imported (bilinear and nearest are)");
+      if (padding != "zeros" && padding != "border" && padding != "reflection")
+        r.fail(n, "padding_mode " + padding + " is not one of zeros, border, reflection");
+      o.grid_sample = {
+          .mode = mode == "nearest" ? GridSampleMode::nearest : GridSampleMode::bilinear,
+          .padding = padding == "zeros"    ? GridSamplePadding::zeros
+                     : padding == "border" ? GridSamplePadding::border
+                                           : GridSamplePadding::reflection,
+          .align_corners = r.get_int(n, "align_corners", 0) != 0};
+      if (n.input_size() != 2) r.fail(n, "expects two inputs, x and the grid");
+      const std::string grid = activation_input_at(n, 1);
+      if (is_weight(grid) || float_constants.count(grid))
+        r.fail(n,
+               "the grid is a weight or a constant; frugal imports grids computed from the "
+               "input (N, H', W', 2)");
+      o.inputs = {activation_input(n), grid};
     } else if (op == "LRN") {
       // nn.LocalResponseNorm (AlexNet's and GoogLeNet's as Caffe had them): x over (bias +
       // alpha/size * the sum of squares over `size` channels around each)^beta.
@@ -1319,15 +1343,19 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       o.activation = Activation::erf;
       o.inputs = {activation_input(n)};
     } else if (op == "Sqrt" || op == "Abs" || op == "Sign" || op == "Sin" || op == "Cos" ||
-               op == "Atan") {
-      // (Sign: nn.LPPool2d's export; its gradient 0, as PyTorch's)
+               op == "Atan" || op == "Floor" || op == "Ceil" || op == "Round") {
+      // (Sign: nn.LPPool2d's export; Floor, Ceil, Round: quantizers', coordinates'; their
+      // gradients 0, as PyTorch's)
       o.kind = Kind::activation;
-      o.activation = op == "Sqrt"   ? Activation::sqrt
-                     : op == "Abs"  ? Activation::abs
-                     : op == "Sign" ? Activation::sign
-                     : op == "Sin"  ? Activation::sin
-                     : op == "Cos"  ? Activation::cos
-                                    : Activation::atan;
+      o.activation = op == "Sqrt"    ? Activation::sqrt
+                     : op == "Abs"   ? Activation::abs
+                     : op == "Sign"  ? Activation::sign
+                     : op == "Sin"   ? Activation::sin
+                     : op == "Cos"   ? Activation::cos
+                     : op == "Floor" ? Activation::floor
+                     : op == "Ceil"  ? Activation::ceil
+                     : op == "Round" ? Activation::round
+                                     : Activation::atan;
       unary_input(o, n);
     } else if (const std::optional<EluCoefficients> c = elu_coefficients(r, n)) {
       // nn.CELU, nn.ELU with an alpha other than 1, SELU with constants of its own: the ELU

@@ -13,6 +13,7 @@
 #include "core/reduce.h"
 #include "core/tensor.h"
 #include "layers/conv2d.h"
+#include "layers/grid_sample.h"
 #include "layers/pad.h"
 #include "models/onnx_ints.h"
 #include "models/onnx_lstm.h"
@@ -70,8 +71,9 @@ enum class OnnxKind {
   // DepthToSpace's CRD mode (PixelShuffle's), else DCR
   depth_to_space,
   space_to_depth,
-  lrn,   // LRN (nn.LocalResponseNorm): kernel its size; alpha, lrn_beta, lrn_bias
-  lstm,  // LSTM, GRU or RNN (lstm.cell); outputs Y, Y_h(, Y_c) (empty: not read)
+  lrn,          // LRN (nn.LocalResponseNorm): kernel its size; alpha, lrn_beta, lrn_bias
+  grid_sample,  // GridSample (F.grid_sample): inputs {x, grid}; grid_sample its options
+  lstm,         // LSTM, GRU or RNN (lstm.cell); outputs Y, Y_h(, Y_c) (empty: not read)
   // Where over activations: inputs {c, a, b}, or {a, b} with int_inputs[0] the condition, computed
   // from shapes and constants
   select,
@@ -144,6 +146,7 @@ struct OnnxNode {
   bool empty_axes_noop = false;   // reduce: noop_with_empty_axes (empty axes: x itself)
   bool global = false;            // reduce: over every axis from 2 on (GlobalMaxPool)
   bool column_row_depth = false;  // depth_to_space: CRD mode
+  GridSampleOptions grid_sample;  // grid_sample: mode, padding, align_corners
   bool transpose_weight = false;  // gemm: the weight is (in, out) (Gemm transB = 0, MatMul)
   // gather, split, squeeze: of a value whose axis 0 a Transpose made not the batch
   bool batch_moved = false;

@@ -382,6 +382,8 @@ double unary_of(UnaryKind k, double v) {
       return std::ceil(v);
     case UnaryKind::floor:
       return std::floor(v);
+    case UnaryKind::round:  // halves to even, as ONNX's Round
+      return std::nearbyint(v);
     case UnaryKind::sin:
       return std::sin(v);
     case UnaryKind::cos:
@@ -617,7 +619,7 @@ IntTensor eval_ints(const IntNode& n, const std::map<std::string, IntTensor>& en
     case IntOp::unary: {
       const auto kind = static_cast<UnaryKind>(n.attrs.at(0));
       const IntTensor& x = in(0);
-      if (!x.real && unary_keeps_integers(kind)) {  // Ceil and Floor: x itself
+      if (!x.real && unary_keeps_integers(kind)) {  // Ceil, Floor and Round: x itself
         IntTensor y = x;
         if (kind == UnaryKind::neg || kind == UnaryKind::abs)
           for (int64_t& v : y.values) {

@@ -63,12 +63,12 @@ enum class IntOp {
 enum class IntReduction : int64_t { sum, prod, max, min };
 
 // The elementwise functions of `IntOp::unary`, as the ONNX ops of these names.
-enum class UnaryKind : int64_t { ceil, floor, sin, cos, sqrt, exp, log, neg, abs };
-// Whether `k` of an integer tensor is an integer tensor (Ceil, Floor, Neg, Abs); the others
-// give floats.
+enum class UnaryKind : int64_t { ceil, floor, sin, cos, sqrt, exp, log, neg, abs, round };
+// Whether `k` of an integer tensor is an integer tensor (Ceil, Floor, Round, Neg, Abs); the
+// others give floats.
 inline bool unary_keeps_integers(UnaryKind k) {
-  return k == UnaryKind::ceil || k == UnaryKind::floor || k == UnaryKind::neg ||
-         k == UnaryKind::abs;
+  return k == UnaryKind::ceil || k == UnaryKind::floor || k == UnaryKind::round ||
+         k == UnaryKind::neg || k == UnaryKind::abs;
 }
 
 struct IntNode {

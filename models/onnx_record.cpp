@@ -25,6 +25,7 @@
 #include "layers/elu.h"
 #include "layers/flatten.h"
 #include "layers/gather.h"
+#include "layers/grid_sample.h"
 #include "layers/group_norm.h"
 #include "layers/layer_norm.h"
 #include "layers/leaky_relu.h"
@@ -1106,6 +1107,9 @@ Value record_onnx(const OnnxModel& model, Value images) {
           break;
         case Kind::lrn:
           y = record_lrn(n, in[0], where);
+          break;
+        case Kind::grid_sample:
+          y = grid_sample(in[0], in[1], n.grid_sample, where);
           break;
         case Kind::depth_to_space:
         case Kind::space_to_depth:

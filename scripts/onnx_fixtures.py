@@ -42,6 +42,7 @@ lrn_net.onnx (LocalResponseNorm), minmax_net.onnx (torch.maximum, minimum, clamp
 lrn_torch_net.onnx (LocalResponseNorm as PyTorch exports it: an If), pool_window_net.onnx
 (rectangular, 1-D and 3-D pools), pool_pad_net.onnx (pools padded unevenly, a dilated max
 pool), same_pad_net.onnx (auto_pad SAME and VALID, ConvTranspose's output_shape),
+round_net.onnx (Floor, Ceil and Round of activations), grid_sample_net.onnx (F.grid_sample),
 signal_net.onnx (a 1-D network over (N, C, L) labelling each position), features_net.onnx
 (an MLP over (N, F)), video_net.onnx (factored 3-D convolutions over (N, C, D, H, W)
 labelling each voxel), conv3d_full_net.onnx (3-D windows
@@ -2035,6 +2036,32 @@ def lrn_module(first, second, pool):
     return Net().eval()
 
 
+def write_handmade(out, name, nodes, inits, x, y):
+    """A graph written with onnx.helper (opset 13, input x (N, ...), output y (N, ...)) saved as
+    {out}/{name}.onnx, with x and the reference output y as {out}/{name}.io."""
+
+    import os
+
+    import onnx
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        nodes, name,
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", *x.shape[1:]])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", *y.shape[1:]])], inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
+                          producer_name="frugal scripts/onnx_fixtures.py")
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    path = f"{out}/{name}.onnx"
+    onnx.save(m, path + ".tmp")
+    os.replace(path + ".tmp", path)
+    with open(f"{out}/{name}.io", "wb") as f:
+        f.write(x.numpy().astype("<f4").tobytes())
+        f.write(y.numpy().astype("<f4").tobytes())
+    print(f"{path}: torch.float32, input {tuple(x.shape)}, output {tuple(y.shape)}")
+
+
 def lrn_net(out):
     """LRN nodes as ONNX's model zoo has them (AlexNet, GoogLeNet, CaffeNet converted from
     Caffe: size 5 after a ReLU, and size 3 with a bias of 2 and a larger alpha after a max
@@ -2043,11 +2070,8 @@ def lrn_net(out):
     and an If), not as LRN, so the graph is written here with onnx.helper around the weights of
     a PyTorch module, whose eager output is the reference; tests/data/onnx/lrn_net.onnx."""
 
-    import os
-
-    import onnx
     import torch
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper, numpy_helper
     from torch import nn
 
     torch.manual_seed(16)
@@ -2071,20 +2095,7 @@ def lrn_net(out):
         node("ReduceMean", ["l2"], ["m"], name="mean", axes=[2, 3], keepdims=0),
         node("Gemm", ["m", "fc.weight", "fc.bias"], ["y"], name="fc", transB=1),
     ]
-    graph = helper.make_graph(
-        nodes, "lrn_net", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 6, 8])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 5])], inits)
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
-                          producer_name="frugal scripts/onnx_fixtures.py")
-    m.ir_version = 8
-    onnx.checker.check_model(m)
-    path = f"{out}/lrn_net.onnx"
-    onnx.save(m, path + ".tmp")
-    os.replace(path + ".tmp", path)
-    with open(f"{out}/lrn_net.io", "wb") as f:
-        f.write(x.numpy().astype("<f4").tobytes())
-        f.write(y.numpy().astype("<f4").tobytes())
-    print(f"{path}: torch.float32, input {tuple(x.shape)}, output {tuple(y.shape)}")
+    write_handmade(out, "lrn_net", nodes, inits, x, y)
 
 
 def lrn_torch_net(out):
@@ -2147,11 +2158,8 @@ def pool_pad_net(out):
     whose uncounted padding divides by a pooled map of ones) and pools in PyTorch;
     tests/data/onnx/pool_pad_net.onnx with its float32 output."""
 
-    import os
-
-    import onnx
     import torch
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper, numpy_helper
     from torch import nn
     from torch.nn import functional as F
 
@@ -2208,21 +2216,7 @@ def pool_pad_net(out):
         node("Concat", [f"m{i}" for i in range(1, 6)], ["f"], name="cat", axis=1),
         node("Gemm", ["f", "fc.weight", "fc.bias"], ["y"], name="fc", transB=1),
     ]
-    graph = helper.make_graph(
-        nodes, "pool_pad_net",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 9, 10])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 5])], inits)
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
-                          producer_name="frugal scripts/onnx_fixtures.py")
-    m.ir_version = 8
-    onnx.checker.check_model(m)
-    path = f"{out}/pool_pad_net.onnx"
-    onnx.save(m, path + ".tmp")
-    os.replace(path + ".tmp", path)
-    with open(f"{out}/pool_pad_net.io", "wb") as f:
-        f.write(x.numpy().astype("<f4").tobytes())
-        f.write(y.numpy().astype("<f4").tobytes())
-    print(f"{path}: torch.float32, input {tuple(x.shape)}, output {tuple(y.shape)}")
+    write_handmade(out, "pool_pad_net", nodes, inits, x, y)
 
 
 def same_pad_net(out):
@@ -2234,11 +2228,8 @@ def same_pad_net(out):
     cropped), then convolves and pools in PyTorch; tests/data/onnx/same_pad_net.onnx with its
     float32 output."""
 
-    import os
-
-    import onnx
     import torch
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper, numpy_helper
     from torch import nn
     from torch.nn import functional as F
 
@@ -2289,21 +2280,74 @@ def same_pad_net(out):
         node("Concat", [f"m{i}" for i in range(4)], ["f"], name="cat", axis=1),
         node("Gemm", ["f", "fc.weight", "fc.bias"], ["y"], name="fc", transB=1),
     ]
-    graph = helper.make_graph(
-        nodes, "same_pad_net",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 9, 10])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 5])], inits)
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
-                          producer_name="frugal scripts/onnx_fixtures.py")
-    m.ir_version = 8
-    onnx.checker.check_model(m)
-    path = f"{out}/same_pad_net.onnx"
-    onnx.save(m, path + ".tmp")
-    os.replace(path + ".tmp", path)
-    with open(f"{out}/same_pad_net.io", "wb") as f:
-        f.write(x.numpy().astype("<f4").tobytes())
-        f.write(y.numpy().astype("<f4").tobytes())
-    print(f"{path}: torch.float32, input {tuple(x.shape)}, output {tuple(y.shape)}")
+    write_handmade(out, "same_pad_net", nodes, inits, x, y)
+
+
+def round_net(out):
+    """torch.floor, torch.ceil and torch.round of activations (Floor, Ceil, Round; their
+    gradients 0, as PyTorch's), a uniform quantizer's grid among them. (A straight-through
+    estimator's detach() is not in an ONNX file: exported, h + (q - h).detach() is h + q - h,
+    whose gradient is q's, 0.) tests/data/onnx/round_net.onnx with PyTorch's float32 output."""
+
+    import torch
+    from torch import nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 4, 3, padding=1)
+            self.fc = nn.Linear(4, 5)
+
+        def forward(self, x):
+            h = self.conv(x)
+            q = torch.round(h * 4) / 4  # a uniform quantizer's grid (halves to even)
+            z = q * torch.floor(h * 2) + torch.ceil(h) * h
+            return self.fc(z.mean((2, 3)))
+
+    torch.manual_seed(21)
+    net = Net().eval()
+    x = torch.rand(2, 3, 6, 7) * 2 - 1
+    export_with_output(net, x, out, "round_net", 13)
+
+
+def grid_sample_net(out):
+    """F.grid_sample (GridSample, opset 16) at a grid the network computes, a flow field in
+    [-1, 1] scaled 2 to 3.5 times, far past the image's edges: bilinear with zeros, border and reflection padding,
+    nearest with border padding, align_corners both ways; tests/data/onnx/grid_sample_net.onnx
+    with PyTorch's float32 output."""
+
+    import torch
+    from torch import nn
+    from torch.nn import functional as F
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.features = nn.Conv2d(3, 4, 3, padding=1)
+            self.flow = nn.Conv2d(3, 2, 3, padding=1)
+            self.fc = nn.Linear(20, 5)
+
+        def forward(self, x):
+            f = torch.tanh(self.features(x))
+            grid = torch.tanh(self.flow(x)).permute(0, 2, 3, 1)  # (N, H, W, 2)
+            samples = [
+                F.grid_sample(f, grid * 2, mode="bilinear", padding_mode="zeros",
+                              align_corners=False),
+                F.grid_sample(f, grid * 2.5 + 0.05, mode="nearest", padding_mode="border",
+                              align_corners=True),
+                F.grid_sample(f, grid * 3, mode="bilinear", padding_mode="reflection",
+                              align_corners=True),
+                F.grid_sample(f, grid * 3.5, mode="bilinear", padding_mode="reflection",
+                              align_corners=False),
+                F.grid_sample(f, grid * 2.5, mode="bilinear", padding_mode="border",
+                              align_corners=False),
+            ]
+            return self.fc(torch.cat([t.mean((2, 3)) for t in samples], 1))
+
+    torch.manual_seed(22)
+    net = Net().eval()
+    x = torch.rand(2, 3, 8, 9) * 2 - 1
+    export_with_output(net, x, out, "grid_sample_net", 16)
 
 
 def norm_net(out):
@@ -2550,6 +2594,8 @@ if __name__ == "__main__":
         pool_window_net(sys.argv[2])
         pool_pad_net(sys.argv[2])
         same_pad_net(sys.argv[2])
+        round_net(sys.argv[2])
+        grid_sample_net(sys.argv[2])
         signal_net(sys.argv[2])
         features_net(sys.argv[2])
         video_net(sys.argv[2])

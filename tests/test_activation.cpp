@@ -32,7 +32,8 @@ constexpr Activation kAll[] = {
     Activation::gelu_tanh, Activation::erf,      Activation::hardsigmoid, Activation::hardswish,
     Activation::relu6,     Activation::abs,      Activation::elu,         Activation::selu,
     Activation::softplus,  Activation::softsign, Activation::exp,         Activation::neg,
-    Activation::sign,      Activation::sin,      Activation::cos,         Activation::atan};
+    Activation::sign,      Activation::sin,      Activation::cos,         Activation::atan,
+    Activation::floor,     Activation::ceil,     Activation::round};
 
 // f64 inputs in [-5, 8) at least 0.05 from every kink (-3, 0, 3, 6).
 Tensor away_from_kinks(Shape shape, uint64_t seed) {
@@ -139,6 +140,9 @@ TEST_CASE("activations: values by hand, the derivative at the kinks, NaN kept") 
        {-1.1071487177940904, 0, 0.4636476090008061, 1.2490457723982544},
        {0.2, 1, 0.8, 0.1}},
       {Activation::sign, {-2, 0, 0.5, 3}, {-1, 0, 1, 1}, {0, 0, 0, 0}},
+      {Activation::floor, {-2.5, 0, 0.5, 3}, {-3, 0, 0, 3}, {0, 0, 0, 0}},
+      {Activation::ceil, {-2.5, 0, 0.5, 3}, {-2, 0, 1, 3}, {0, 0, 0, 0}},
+      {Activation::round, {-2.5, 0.5, 1.5, 2.4}, {-2, 0, 2, 2}, {0, 0, 0, 0}},  // halves to even
   };
   for (const Case& c : cases) {
     CAPTURE(std::string(activation_name(c.a)));
@@ -152,9 +156,11 @@ TEST_CASE("activations: values by hand, the derivative at the kinks, NaN kept") 
     auto [ny, ndx] = run(c.a, {nan, 1.0});
     CHECK(std::isnan(ny[0]) == (c.a != Activation::sign));  // torch.sign(nan) is 0
     // ELU's and SELU's right piece and Neg pass dy on without reading x: PyTorch's gradient at
-    // NaN is dy scaled there too; Sign's is 0.
+    // NaN is dy scaled there too; Sign's, Floor's, Ceil's and Round's are 0.
     const bool passes_dy = c.a == Activation::elu || c.a == Activation::selu ||
-                           c.a == Activation::neg || c.a == Activation::sign;
+                           c.a == Activation::neg || c.a == Activation::sign ||
+                           c.a == Activation::floor || c.a == Activation::ceil ||
+                           c.a == Activation::round;
     CHECK(std::isnan(ndx[0]) != passes_dy);
     CHECK_FALSE(std::isnan(ny[1]));
   }

@@ -87,6 +87,8 @@ const char* const kFixtures[] = {"residual_net",
                                  "pool_window_net",
                                  "pool_pad_net",
                                  "same_pad_net",
+                                 "round_net",
+                                 "grid_sample_net",
                                  "elu_net",
                                  "var_net",
                                  "trig_net",
@@ -186,6 +188,9 @@ TEST_CASE("onnx: imported models give ONNX's reference outputs") {
   // same_pad_net: PyTorch's convolutions and pools of maps padded as auto_pad SAME_UPPER and
   // SAME_LOWER ask (Conv, MaxPool, AveragePool), a VALID Conv, and transposed convolutions
   // cropped to a ConvTranspose's output_shape and to auto_pad SAME_UPPER's.
+  // round_net: PyTorch's output; torch.floor, torch.ceil and torch.round of activations.
+  // grid_sample_net: PyTorch's output; F.grid_sample at a computed flow field, bilinear (zeros,
+  // border, reflection padding) and nearest, align_corners both ways.
   // elu_net: PyTorch's output; nn.ELU with alphas 0.5 and 1.7, nn.CELU with 2.0 and 1.0.
   // var_net: PyTorch's output; torch.std and torch.var, unbiased (the count a ReduceProd of
   // sizes) and not, over pixels, channels and whole samples.

@@ -2,9 +2,9 @@
 // file's: instance and group normalization (InstanceNormalization, GroupNorm's five nodes),
 // PReLU (its slopes folded, or through Unsqueeze), a class token expanded over the batch and a
 // tiny vision transformer; pixel shuffles, GlobalMaxPool, LogSoftmax, LRN, Max and Min;
-// PyTorch's LocalResponseNorm export (an If), rectangular, 1-D and 3-D pools; ELU and CELU
-// with their own alphas; torch.std and torch.var; Sin, Cos, Atan, Sign and LPPool2d; nearest
-// resizing to any size.
+// PyTorch's LocalResponseNorm export (an If); ELU and CELU
+// with their own alphas; torch.std and torch.var; Sin, Cos, Atan, Sign and LPPool2d; Floor,
+// Ceil, Round; GridSample; nearest resizing to any size.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -316,18 +316,26 @@ TEST_CASE("onnx: gradcheck of PyTorch's LocalResponseNorm export (If, 3-D Averag
                   {.tolerance = 1e-6});
 }
 
-// MaxPool and AveragePool beyond square 2-D windows (pool_window_net: rectangular windows,
-// strides and padding, 1-D pools over (N, C, L), 3-D pools 1 wide along each axis in turn) in
-// float64 against finite differences.
-TEST_CASE("onnx: gradcheck of rectangular, 1-D and 3-D pools") {
-  const OnnxModel m = load_onnx((onnx_data() / "pool_window_net.onnx").string());
-  int by_rank[4] = {};
+// torch.floor, ceil and round of activations (round_net: gradients 0, beside the products
+// that carry the convolution's) in float64 against finite differences.
+TEST_CASE("onnx: gradcheck of Floor, Ceil and Round") {
+  const OnnxModel m = load_onnx((onnx_data() / "round_net.onnx").string());
+  int rounded = 0;
   for (const OnnxNode& n : m.graph->nodes)
-    if (n.kind == OnnxKind::max_pool || n.kind == OnnxKind::avg_pool) ++by_rank[n.ints.at(0)];
-  CHECK(by_rank[1] == 2);
-  CHECK(by_rank[2] == 2);
-  CHECK(by_rank[3] == 3);
-  check_gradients(randomized(m, 160), {random_tensor({2, 3, 8, 10}, 47)}, {.tolerance = 1e-6});
+    for (Activation a : {Activation::floor, Activation::ceil, Activation::round})
+      rounded += n.kind == OnnxKind::activation && n.activation == a;
+  CHECK(rounded == 3);
+  check_gradients(randomized(m, 167), {random_tensor({2, 3, 6, 7}, 50)}, {.tolerance = 1e-6});
+}
+
+// F.grid_sample at a flow field the network computes (grid_sample_net: both modes, every
+// padding, align_corners both ways) in float64 against finite differences.
+TEST_CASE("onnx: gradcheck of GridSample") {
+  const OnnxModel m = load_onnx((onnx_data() / "grid_sample_net.onnx").string());
+  int samples = 0;
+  for (const OnnxNode& n : m.graph->nodes) samples += n.kind == OnnxKind::grid_sample;
+  CHECK(samples == 5);
+  check_gradients(randomized(m, 168), {random_tensor({2, 3, 8, 9}, 51)}, {.tolerance = 1e-6});
 }
 
 // nn.ELU and nn.CELU with alphas of their own (elu_net: Elu 0.5 and 1.7, Celu 2.0 and 1.0; the

@@ -262,3 +262,17 @@ TEST_CASE("onnx: gradcheck of unevenly padded and dilated pools, auto_pad and ou
   const OnnxModel same = load_onnx((onnx_data() / "same_pad_net.onnx").string());
   check_gradients(randomized(same, 166), {random_tensor({2, 3, 9, 10}, 49)}, {.tolerance = 1e-6});
 }
+
+// MaxPool and AveragePool beyond square 2-D windows (pool_window_net: rectangular windows,
+// strides and padding, 1-D pools over (N, C, L), 3-D pools 1 wide along each axis in turn) in
+// float64 against finite differences.
+TEST_CASE("onnx: gradcheck of rectangular, 1-D and 3-D pools") {
+  const OnnxModel m = load_onnx((onnx_data() / "pool_window_net.onnx").string());
+  int by_rank[4] = {};
+  for (const OnnxNode& n : m.graph->nodes)
+    if (n.kind == OnnxKind::max_pool || n.kind == OnnxKind::avg_pool) ++by_rank[n.ints.at(0)];
+  CHECK(by_rank[1] == 2);
+  CHECK(by_rank[2] == 2);
+  CHECK(by_rank[3] == 3);
+  check_gradients(randomized(m, 160), {random_tensor({2, 3, 8, 10}, 47)}, {.tolerance = 1e-6});
+}

@@ -368,6 +368,19 @@ void SimBackend::resize_backward(const ResizeGeometry& g, const Tensor& dy, Tens
   cpu_.resize_backward(g, view(dy), view(dx));
 }
 
+void SimBackend::grid_sample_forward(const GridSampleGeometry& g, const Tensor& x,
+                                     const Tensor& grid, Tensor& y) {
+  Views view(alloc_, "grid_sample_forward");
+  cpu_.grid_sample_forward(g, view(x), view(grid), view(y));
+}
+
+void SimBackend::grid_sample_backward(const GridSampleGeometry& g, const Tensor& x,
+                                      const Tensor& grid, const Tensor& dy, Tensor& dx,
+                                      Tensor& dgrid) {
+  Views view(alloc_, "grid_sample_backward");
+  cpu_.grid_sample_backward(g, view(x), view(grid), view(dy), view(dx), view(dgrid));
+}
+
 void SimBackend::batched_matmul(const MatmulGeometry& g, const Tensor& a, const Tensor& b,
                                 Tensor& c) {
   Views view(alloc_, "batched_matmul");

@@ -102,6 +102,10 @@ class SimBackend final : public Backend {
                       Tensor& c) override;
   void resize_forward(const ResizeGeometry& g, const Tensor& x, Tensor& y) override;
   void resize_backward(const ResizeGeometry& g, const Tensor& dy, Tensor& dx) override;
+  void grid_sample_forward(const GridSampleGeometry& g, const Tensor& x, const Tensor& grid,
+                           Tensor& y) override;
+  void grid_sample_backward(const GridSampleGeometry& g, const Tensor& x, const Tensor& grid,
+                            const Tensor& dy, Tensor& dx, Tensor& dgrid) override;
   void activation_forward(Activation a, const Tensor& x, Tensor& y) override;
   void binary_forward(BinaryKind k, const Broadcast& g, const Tensor& a, const Tensor& b,
                       Tensor& y) override;

@@ -559,11 +559,12 @@ TEST_CASE("cuda leaky_relu: exact, mask bit for bit, in place") {
 TEST_CASE("cuda activations: the CPU's formulas within rounding, in place") {
   const Shape s{7, 143};
   for (Activation a :
-       {Activation::sigmoid, Activation::tanh, Activation::silu, Activation::gelu,
-        Activation::gelu_tanh, Activation::erf, Activation::hardsigmoid, Activation::hardswish,
-        Activation::relu6, Activation::abs, Activation::elu, Activation::selu, Activation::softplus,
-        Activation::softsign, Activation::neg, Activation::sign, Activation::sin, Activation::cos,
-        Activation::atan}) {
+       {Activation::sigmoid,   Activation::tanh,     Activation::silu,        Activation::gelu,
+        Activation::gelu_tanh, Activation::erf,      Activation::hardsigmoid, Activation::hardswish,
+        Activation::relu6,     Activation::abs,      Activation::elu,         Activation::selu,
+        Activation::softplus,  Activation::softsign, Activation::neg,         Activation::sign,
+        Activation::sin,       Activation::cos,      Activation::atan,        Activation::floor,
+        Activation::ceil,      Activation::round}) {
     CAPTURE(std::string(activation_name(a)));
     for (DType t : kFloats) {
       Pair x = random_pair(s, t, 92), dy = random_pair(s, t, 93);
@@ -1023,6 +1024,35 @@ TEST_CASE("cuda strided copy, softmax, bilinear and bicubic resize, batched matm
         check_close(c, "batched matmul");
       }
   }
+}
+
+TEST_CASE("cuda grid_sample: the CPU's samples and gradients, every mode and padding") {
+  for (DType t : kFloats)
+    for (GridSampleMode mode : {GridSampleMode::bilinear, GridSampleMode::nearest})
+      for (GridSamplePadding padding :
+           {GridSamplePadding::zeros, GridSamplePadding::border, GridSamplePadding::reflection})
+        for (bool align : {false, true}) {
+          const GridSampleGeometry g{.N = 2,
+                                     .C = 3,
+                                     .H = 5,
+                                     .W = 6,
+                                     .P = 4,
+                                     .Q = 7,
+                                     .mode = mode,
+                                     .padding = padding,
+                                     .align_corners = align};
+          Pair x = random_pair({2, 3, 5, 6}, t, 130),
+               grid = random_pair({2, 4, 7, 2}, t, 131, -1.5, 1.5);
+          Pair dy = random_pair({2, 3, 4, 7}, t, 132), y = empty_pair({2, 3, 4, 7}, t);
+          Pair dx = empty_pair({2, 3, 5, 6}, t), dgrid = empty_pair({2, 4, 7, 2}, t);
+          on_both([&](Backend& be, auto side) {
+            be.grid_sample_forward(g, side(x), side(grid), side(y));
+            be.grid_sample_backward(g, side(x), side(grid), side(dy), side(dx), side(dgrid));
+          });
+          check_close(y, "grid_sample y");
+          check_close(dx, "grid_sample dx");  // summed in the CPU's order
+          check_close(dgrid, "grid_sample dgrid");
+        }
 }
 
 TEST_CASE("cuda gather: the CPU's rows, and repeated indices summed in its order") {
