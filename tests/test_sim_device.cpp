@@ -398,6 +398,7 @@ TEST_CASE("sim device: a checkpoint saved on sim resumes bit for bit and equals 
 TEST_CASE("sim device: a memory budget's checkpointed ResNet-20 plans and trains as on the CPU") {
   TrainingStep step{.model = "resnet20", .batch = 4, .keep_logits = true};
   const size_t budget = size_t{9} << 19;  // 4.5 MiB
+  set_cpu_threads(2);  // the trainers' threads: the scratch of a convolution is per thread
   const BudgetSchedule on_cpu = fit_step_budget(step, budget);
   step.backend = &sim_backend();
   const BudgetSchedule on_sim = fit_step_budget(step, budget);
