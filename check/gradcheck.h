@@ -13,6 +13,10 @@ struct GradcheckOptions {
   double eps = 1e-6;        // central difference step
   double tolerance = 1e-6;  // on |analytic - numeric| / max(1, |analytic|, |numeric|)
   uint64_t seed = 1;        // parameters and the random upstream gradient
+  // Elements compared per tensor: all when 0 or when the tensor has no more; otherwise the
+  // first, the last and one at a seeded place in each of the stretches between (every
+  // tensor still checked, each region of it, at a bounded count of forward passes).
+  int64_t max_elements = 0;
 };
 
 // Records `build` over leaf inputs holding `inputs` (f64 tensors are differentiable; i32

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <string>
 
 #include "check/gradcheck.h"
 #include "layers/relu.h"
@@ -23,6 +24,34 @@ TEST_CASE("gradcheck relu") {
         return std::vector<Value>{y};
       },
       {kink_free({7, 3}, 4)});
+}
+
+// The gradient check itself must fail where analytic and numeric differ: at ReLU's kink, x = 0,
+// backward gives 0 and central differences 1/2. With max_elements it still compares the first
+// and the last element, and one in every stretch between.
+TEST_CASE("gradcheck finds a wrong gradient, sampling elements or not") {
+  auto build = [](std::span<const Value> x) { return std::vector<Value>{relu(x[0])}; };
+  auto kink_at = [](int64_t at) {
+    Tensor t = kink_free({1000}, 5);
+    t.data<double>()[at] = 0;
+    return t;
+  };
+  for (int64_t most : {int64_t{0}, int64_t{10}, int64_t{2}})
+    for (int64_t at : {int64_t{0}, int64_t{999}}) {
+      CAPTURE(most);
+      CAPTURE(at);
+      const std::string where = "input 0 element " + std::to_string(at);
+      CHECK_THROWS_WITH_AS(check_gradients(build, {kink_at(at)}, {.max_elements = most}),
+                           doctest::Contains(where.c_str()), Error);
+    }
+  // Kinks at every element from 1 to 998 are found by whichever the sample lands on; a kink-free
+  // input passes sampled; a sample without both ends is refused.
+  Tensor zeros = kink_free({1000}, 6);
+  for (int64_t i = 1; i < 999; ++i) zeros.data<double>()[i] = 0;
+  CHECK_THROWS_AS(check_gradients(build, {zeros}, {.max_elements = 10}), Error);
+  CHECK_NOTHROW(check_gradients(build, {kink_free({1000}, 7)}, {.max_elements = 10}));
+  CHECK_THROWS_WITH_AS(check_gradients(build, {kink_free({1000}, 7)}, {.max_elements = 1}),
+                       doctest::Contains("max_elements 1"), Error);
 }
 
 TEST_CASE("relu hand-computed") {
