@@ -172,4 +172,55 @@ FRUGAL_GRID_HD inline void grid_slopes(const T* xp, const GridSampleGeometry& g,
   *sy = (sw - nw) * wx0 + (se - ne) * t.fx;
 }
 
+// The input gradient of plane nc of sample n (dxp, H x W): zeroed, then each output's dy
+// (dyp: plane nc of dy, P x Q) added at its taps, walking the outputs in order (the same sums in
+// the same order on every device and thread count).
+template <typename T>
+FRUGAL_GRID_HD inline void grid_plane_grad(const GridSampleGeometry& g, const T* grid, const T* dyp,
+                                           int64_t n, T* dxp) {
+  auto add = [&](int64_t row, int64_t col, T v) {
+    if (grid_inside(row, col, g.H, g.W)) dxp[row * g.W + col] += v;
+  };
+  for (int64_t i = 0; i < g.H * g.W; ++i) dxp[i] = T(0);
+  for (int64_t p = 0; p < g.P; ++p)
+    for (int64_t q = 0; q < g.Q; ++q) {
+      const GridSource<T> s = grid_point(g, grid, n, p, q);
+      const T d = dyp[p * g.Q + q];
+      if (g.mode == GridSampleMode::nearest) {
+        add(grid_index(s.iy, true), grid_index(s.ix, true), d);
+        continue;
+      }
+      const GridTaps<T> t = grid_taps(s.ix, s.iy);
+      const T wx0 = T(1) - t.fx, wy0 = T(1) - t.fy;
+      add(t.y0, t.x0, d * (wx0 * wy0));
+      add(t.y0, t.x0 + 1, d * (t.fx * wy0));
+      add(t.y0 + 1, t.x0, d * (wx0 * t.fy));
+      add(t.y0 + 1, t.x0 + 1, d * (t.fx * t.fy));
+    }
+}
+
+// The gradient of grid point (n, p, q)'s two coordinates (dg[0], dg[1]): its channels' slopes
+// times dy summed in channel order, times the source's derivatives; 0 in nearest mode
+// (piecewise constant, as PyTorch).
+template <typename T>
+FRUGAL_GRID_HD inline void grid_point_grad(const GridSampleGeometry& g, const T* x, const T* grid,
+                                           const T* dy, int64_t n, int64_t p, int64_t q, T* dg) {
+  if (g.mode == GridSampleMode::nearest) {
+    dg[0] = dg[1] = T(0);
+    return;
+  }
+  const GridSource<T> s = grid_point(g, grid, n, p, q);
+  const GridTaps<T> t = grid_taps(s.ix, s.iy);
+  T gx = 0, gy = 0;
+  for (int64_t c = 0; c < g.C; ++c) {
+    T sx, sy;
+    grid_slopes(x + (n * g.C + c) * g.H * g.W, g, t, &sx, &sy);
+    const T d = dy[(n * g.C + c) * g.P * g.Q + p * g.Q + q];
+    gx += d * sx;
+    gy += d * sy;
+  }
+  dg[0] = gx * s.dix;
+  dg[1] = gy * s.diy;
+}
+
 }  // namespace frugal

@@ -11,11 +11,6 @@ namespace frugal {
 namespace {
 
 template <typename T>
-__device__ void add_at(T* dxp, const GridSampleGeometry& g, int64_t row, int64_t col, T v) {
-  if (grid_inside(row, col, g.H, g.W)) dxp[row * g.W + col] += v;
-}
-
-template <typename T>
 __global__ void forward_kernel(GridSampleGeometry g, const T* x, const T* grid, T* y) {
   const int64_t i = thread_index();
   if (i >= g.N * g.C * g.P * g.Q) return;
@@ -33,24 +28,7 @@ template <typename T>
 __global__ void input_grad_kernel(GridSampleGeometry g, const T* grid, const T* dy, T* dx) {
   const int64_t nc = thread_index();
   if (nc >= g.N * g.C) return;
-  const int64_t n = nc / g.C, plane = g.H * g.W;
-  T* dxp = dx + nc * plane;
-  for (int64_t i = 0; i < plane; ++i) dxp[i] = T(0);
-  for (int64_t p = 0; p < g.P; ++p)
-    for (int64_t q = 0; q < g.Q; ++q) {
-      const GridSource<T> s = grid_point(g, grid, n, p, q);
-      const T d = dy[nc * g.P * g.Q + p * g.Q + q];
-      if (g.mode == GridSampleMode::nearest) {
-        add_at(dxp, g, grid_index(s.iy, true), grid_index(s.ix, true), d);
-        continue;
-      }
-      const GridTaps<T> t = grid_taps(s.ix, s.iy);
-      const T wx0 = T(1) - t.fx, wy0 = T(1) - t.fy;
-      add_at(dxp, g, t.y0, t.x0, d * (wx0 * wy0));
-      add_at(dxp, g, t.y0, t.x0 + 1, d * (t.fx * wy0));
-      add_at(dxp, g, t.y0 + 1, t.x0, d * (wx0 * t.fy));
-      add_at(dxp, g, t.y0 + 1, t.x0 + 1, d * (t.fx * t.fy));
-    }
+  grid_plane_grad(g, grid, dy + nc * g.P * g.Q, nc / g.C, dx + nc * g.H * g.W);
 }
 
 template <typename T>
@@ -58,24 +36,7 @@ __global__ void grid_grad_kernel(GridSampleGeometry g, const T* x, const T* grid
                                  T* dgrid) {
   const int64_t i = thread_index();
   if (i >= g.N * g.P * g.Q) return;
-  const int64_t q = i % g.Q, p = i / g.Q % g.P, n = i / (g.P * g.Q);
-  T* dg = dgrid + i * 2;
-  if (g.mode == GridSampleMode::nearest) {
-    dg[0] = dg[1] = T(0);
-    return;
-  }
-  const GridSource<T> s = grid_point(g, grid, n, p, q);
-  const GridTaps<T> t = grid_taps(s.ix, s.iy);
-  T gx = 0, gy = 0;
-  for (int64_t c = 0; c < g.C; ++c) {
-    T sx, sy;
-    grid_slopes(x + (n * g.C + c) * g.H * g.W, g, t, &sx, &sy);
-    const T d = dy[(n * g.C + c) * g.P * g.Q + p * g.Q + q];
-    gx += d * sx;
-    gy += d * sy;
-  }
-  dg[0] = gx * s.dix;
-  dg[1] = gy * s.diy;
+  grid_point_grad(g, x, grid, dy, i / (g.P * g.Q), i / g.Q % g.P, i % g.Q, dgrid + i * 2);
 }
 
 template <typename T>

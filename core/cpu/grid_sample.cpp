@@ -31,60 +31,20 @@ void forward_t(const GridSampleGeometry& g, const T* x, const T* grid, T* y) {
 }
 
 template <typename T>
-void add_at(T* dxp, const GridSampleGeometry& g, int64_t row, int64_t col, T v) {
-  if (grid_inside(row, col, g.H, g.W)) dxp[row * g.W + col] += v;
-}
-
-template <typename T>
 void backward_t(const GridSampleGeometry& g, const T* x, const T* grid, const T* dy, T* dx,
                 T* dgrid) {
   const int64_t plane = g.H * g.W, out = g.P * g.Q;
   if (dx) {  // planes in parallel, each walking the outputs in order
 #pragma omp parallel for schedule(static)
-    for (int64_t nc = 0; nc < g.N * g.C; ++nc) {
-      const int64_t n = nc / g.C;
-      T* dxp = dx + nc * plane;
-      std::fill(dxp, dxp + plane, T(0));
-      for (int64_t p = 0; p < g.P; ++p)
-        for (int64_t q = 0; q < g.Q; ++q) {
-          const GridSource<T> s = grid_point(g, grid, n, p, q);
-          const T d = dy[nc * out + p * g.Q + q];
-          if (g.mode == GridSampleMode::nearest) {
-            add_at(dxp, g, grid_index(s.iy, true), grid_index(s.ix, true), d);
-            continue;
-          }
-          const GridTaps<T> t = grid_taps(s.ix, s.iy);
-          const T wx0 = T(1) - t.fx, wy0 = T(1) - t.fy;
-          add_at(dxp, g, t.y0, t.x0, d * (wx0 * wy0));
-          add_at(dxp, g, t.y0, t.x0 + 1, d * (t.fx * wy0));
-          add_at(dxp, g, t.y0 + 1, t.x0, d * (wx0 * t.fy));
-          add_at(dxp, g, t.y0 + 1, t.x0 + 1, d * (t.fx * t.fy));
-        }
-    }
+    for (int64_t nc = 0; nc < g.N * g.C; ++nc)
+      grid_plane_grad(g, grid, dy + nc * out, nc / g.C, dx + nc * plane);
   }
   if (!dgrid) return;
 #pragma omp parallel for collapse(2) schedule(static)
   for (int64_t n = 0; n < g.N; ++n)
     for (int64_t p = 0; p < g.P; ++p)
-      for (int64_t q = 0; q < g.Q; ++q) {
-        T* dg = dgrid + ((n * g.P + p) * g.Q + q) * 2;
-        if (g.mode == GridSampleMode::nearest) {  // piecewise constant: 0, as PyTorch
-          dg[0] = dg[1] = T(0);
-          continue;
-        }
-        const GridSource<T> s = grid_point(g, grid, n, p, q);
-        const GridTaps<T> t = grid_taps(s.ix, s.iy);
-        T gx = 0, gy = 0;
-        for (int64_t c = 0; c < g.C; ++c) {
-          T sx, sy;
-          grid_slopes(x + (n * g.C + c) * plane, g, t, &sx, &sy);
-          const T d = dy[(n * g.C + c) * out + p * g.Q + q];
-          gx += d * sx;
-          gy += d * sy;
-        }
-        dg[0] = gx * s.dix;
-        dg[1] = gy * s.diy;
-      }
+      for (int64_t q = 0; q < g.Q; ++q)
+        grid_point_grad(g, x, grid, dy, n, p, q, dgrid + ((n * g.P + p) * g.Q + q) * 2);
 }
 
 }  // namespace
