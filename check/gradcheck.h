@@ -15,17 +15,23 @@ struct GradcheckOptions {
   uint64_t seed = 1;        // parameters and the random upstream gradient
   // Elements compared per tensor: all when 0 or when the tensor has no more; otherwise the
   // first, the last and one at a seeded place in each of the stretches between (every
-  // tensor still checked, each region of it, at a bounded count of forward passes).
+  // tensor still checked, each region of it, at a bounded count of forward passes). 1 and
+  // negative counts are errors.
   int64_t max_elements = 0;
 };
 
 // Records `build` over leaf inputs holding `inputs` (f64 tensors are differentiable; i32
 // tensors such as labels are not), seeds every f32/f64 output with a random upstream
 // gradient R, and compares d(sum R*out)/d(every input and parameter) with central
-// differences. Throws frugal::Error naming the worst element of every mismatching tensor.
+// differences. Throws frugal::Error naming the worst compared element of every mismatching
+// tensor.
 // Runs with poisoned buffers, so an undeclared backward read shows up as NaN.
 void check_gradients(const std::function<std::vector<Value>(std::span<const Value>)>& build,
                      const std::vector<Tensor>& inputs, GradcheckOptions options = {});
+
+// The elements check_gradients compares in a tensor of n (GradcheckOptions::max_elements
+// `most`), in increasing order; `seed` places the one in each stretch.
+std::vector<int64_t> gradcheck_sample(int64_t n, int64_t most, uint64_t seed);
 
 // An f64 tensor of the given shape, uniform in [lo, hi), from `seed`.
 Tensor random_tensor(Shape shape, uint64_t seed, double lo = -1.0, double hi = 1.0,

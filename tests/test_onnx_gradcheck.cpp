@@ -78,7 +78,7 @@ TEST_CASE("onnx: gradcheck of Einsum in general") {
 // differences: the relative position bias tables' gradients (a gather's, summed where pairs
 // share an offset), the shifted windows' mask (a constant), padding to whole windows and the
 // cyclic shift; every weight and the input, 96 elements of each (both ends and one per stretch
-// between: a sixth of the forward passes of all 9,400).
+// between: about a quarter of the forward passes of all 9,400).
 TEST_CASE("onnx: gradcheck of a tiny Swin transformer") {
   const OnnxModel m = load_onnx((onnx_data() / "swin_net.onnx").string());
   int tables = 0;

@@ -107,7 +107,7 @@ TEST_CASE("onnx: gradcheck of an imported 3-D U-Net") {
   // file's weights, scaled to their fan-in as PyTorch initializes them. With every weight in
   // [-1, 1] this deeper stack of 3x3x3 windows grows about tenfold a layer, and at outputs near
   // 1e4 float64 central differences lose the digits the check needs. 96 elements of each
-  // tensor (both ends and one per stretch between): a fifth of the forward passes.
+  // tensor (both ends and one per stretch between): about a sixth of the forward passes.
   check_gradients(randomized(m, 200, 1), {random_tensor({2, 1, 4, 8, 8}, 69, -2, 2)},
                   {.tolerance = 1e-6, .max_elements = 96});
 }

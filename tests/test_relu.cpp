@@ -1,10 +1,13 @@
-// ReLU: gradient check, a hand-computed case, mask vs output encodings, NaN kept as PyTorch.
+// ReLU: gradient check, a hand-computed case, mask vs output encodings, NaN kept as PyTorch;
+// and the gradient check's own checks at ReLU's kink, its sample of a tensor's elements.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "check/gradcheck.h"
 #include "layers/relu.h"
@@ -52,6 +55,29 @@ TEST_CASE("gradcheck finds a wrong gradient, sampling elements or not") {
   CHECK_NOTHROW(check_gradients(build, {kink_free({1000}, 7)}, {.max_elements = 10}));
   CHECK_THROWS_WITH_AS(check_gradients(build, {kink_free({1000}, 7)}, {.max_elements = 1}),
                        doctest::Contains("max_elements 1"), Error);
+}
+
+// The sample itself: min(n, most) elements, increasing, both ends, one in each stretch.
+TEST_CASE("gradcheck's sample of a large tensor's elements") {
+  for (int64_t most : {0, 2, 3, 10, 96})
+    for (int64_t n : {int64_t{1}, most - 1, most, most + 1, int64_t{1000}}) {
+      if (n < 1) continue;
+      CAPTURE(most);
+      CAPTURE(n);
+      const std::vector<int64_t> e = gradcheck_sample(n, most, 3);
+      REQUIRE(static_cast<int64_t>(e.size()) == (most == 0 ? n : std::min(n, most)));
+      CHECK(e.front() == 0);
+      CHECK(e.back() == n - 1);
+      for (size_t k = 1; k < e.size(); ++k) CHECK(e[k - 1] < e[k]);
+      if (most == 0 || n <= most) continue;
+      for (int64_t k = 0; k < most - 2; ++k) {  // element k + 1 lies in stretch k of 1 .. n-2
+        const int64_t at = e[static_cast<size_t>(k + 1)];
+        CHECK(at >= 1 + k * (n - 2) / (most - 2));
+        CHECK(at < 1 + (k + 1) * (n - 2) / (most - 2));
+      }
+    }
+  // Another seed places the middle elements elsewhere.
+  CHECK(gradcheck_sample(1000, 10, 3) != gradcheck_sample(1000, 10, 4));
 }
 
 TEST_CASE("relu hand-computed") {
