@@ -13,7 +13,8 @@ if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
   cuda_build="${build}-cuda"
   cmake -S . -B "$cuda_build" -DCMAKE_BUILD_TYPE=Release -DFRUGAL_CUDA=ON \
     -DFRUGAL_APPS=OFF -DFRUGAL_BENCH=OFF
-  # Only the CUDA tests' binary: the main configuration below builds everything else.
+  # Only the CUDA tests' binary (against the CUDA-enabled library); the CPU suite, apps and
+  # benchmarks are built and run by the CPU-only configuration below.
   cmake --build "$cuda_build" -j2 --target frugal_cuda_tests
   ctest --test-dir "$cuda_build" --output-on-failure -L cuda
 else

@@ -91,7 +91,7 @@ void max_window(const Pool2dGeometry& g, const T* xp, int64_t p, int64_t q, T& m
 // comparisons of one output form a chain; those of many outputs are independent, and
 // vectorize), with the same taps in the same order per output as max_window. Dilated: false
 // where both dilations are 1, whose taps' addresses then take no multiplications (the pools of
-// every bundled network and CNN export run 10-15% faster so).
+// every bundled network and CNN export run faster so: docs/BENCHMARKS.md, bench_pool).
 template <typename T, bool Dilated>
 void maxpool2d_forward_t(const Pool2dGeometry& g, const T* x, T* y, uint8_t* index,
                          const IndexLayout& at) {
