@@ -9,6 +9,7 @@
 
 #include "core/backend.h"
 #include "core/rng.h"
+#include "layers/pool_geometry.h"
 
 using namespace frugal;
 
@@ -29,12 +30,10 @@ double median(std::vector<double> v) {
 }
 
 void run(const Case& c, int rounds) {
-  Pool2dGeometry g{.N = c.N, .C = c.C, .H = c.H, .W = c.H};
-  g.kernel_h = g.kernel_w = c.kernel;
-  g.stride_h = g.stride_w = c.stride;
-  g.pad_h = g.pad_w = g.pad_h_end = g.pad_w_end = c.pad;
-  g.dilation_h = g.dilation_w = c.dilation;
-  g.P = g.Q = (c.H + 2 * c.pad - c.dilation * (c.kernel - 1) - 1) / c.stride + 1;
+  const TensorMeta xm{{c.N, c.C, c.H, c.H}, DType::f32};
+  const Pool2dGeometry g = pool2d_geometry(
+      "max_pool2d", {&xm, 1},
+      {.kernel = c.kernel, .stride = c.stride, .pad = c.pad, .dilation = c.dilation});
   Backend& b = cpu_backend();
   Tensor x = Tensor::empty({c.N, c.C, c.H, c.H}, DType::f32);
   Tensor dx = Tensor::empty(x.shape(), DType::f32);

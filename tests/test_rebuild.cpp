@@ -1,7 +1,9 @@
 // Op-level recomputation: outputs dropped after forward and rebuilt in backward, just before
 // their first backward reader. Lifetimes on a small chain, the cheap choice, memory budgets
 // (convolutions rebuilt), cut values, forward-only plans, and bitwise equality with the step
-// that keeps everything on every bundled network, on random DAGs and with dropout.
+// that keeps everything on every bundled network, on random DAGs and with dropout. Past 400
+// lines: each case is the one property (rebuilt == stored, bit for bit, or a plan's bytes) on
+// another kind of graph, sharing this file's train and plan helpers.
 #include <doctest/doctest.h>
 
 #include <limits>
