@@ -1,4 +1,5 @@
-// Conv3d as per-plane 2-D convolutions and a sum over depth taps (models/onnx_conv3d.h).
+// Conv3d as frugal's Conv3dOp; ConvTranspose3d as per-plane 2-D transposed convolutions and
+// the depth taps' partial sums placed and added (models/onnx_conv3d.h).
 #include "models/onnx_conv3d.h"
 
 #include <memory>
@@ -7,7 +8,7 @@
 #include "core/error.h"
 #include "layers/add.h"
 #include "layers/binary.h"
-#include "layers/conv2d.h"
+#include "layers/conv3d.h"
 #include "layers/conv_transpose2d.h"
 #include "layers/pad.h"
 #include "layers/reshape.h"
@@ -18,50 +19,20 @@ namespace frugal {
 
 Value record_conv3d_depth(const OnnxNode& n, std::span<const Value> in,
                           std::source_location where) {
-  // Copies: a reference into the tape's values dangles once an op is recorded.
-  const Shape x = in[0].shape(), w = in[1].shape();
+  const Shape x = in[0].shape(), w = in[1].shape();  // copies
   FRUGAL_CHECK(x.rank() == 5 && w.rank() == 5, "a 3-D convolution of ", x, " with weight ", w,
                ": expected x (N, C, D, H, W) and a weight (K, C/groups, kd, kh, kw)");
-  const int64_t N = x[0], C = x[1], D = x[2], H = x[3], W = x[4], K = w[0], kd = w[2];
-  FRUGAL_CHECK(
-      kd == n.depth_kernel && (n.kernel_h == 0 || (w[3] == n.kernel_h && w[4] == n.kernel_w)),
-      "kernel_shape (", n.depth_kernel, ", ", n.kernel_h, ", ", n.kernel_w, ") but the weight is ",
-      w);
-  int64_t sd = n.depth_stride;
-  const int64_t dd = n.depth_dilation, pb = n.depth_pad_begin, pe = n.depth_pad_end;
-  const int64_t span = dd * (kd - 1) + 1, padded = D + pb + pe;
-  FRUGAL_CHECK(padded >= span, "a 3-D convolution of ", x, ": its depth window spans ", span,
-               " planes, more than the ", padded, " of the padded input");
-  const int64_t Do = (padded - span) / sd + 1;
-  Value v = in[0];
-  int64_t planes = D;
-  if (kd == 1 && pb == 0 && pe == 0 && sd > 1) {  // the planes the outputs read, first
-    v = slice(v, 2, 0, sd * (Do - 1) + 1, sd, where);
-    planes = Do, sd = 1;
-  }
-  // Every plane convolved by every tap: (N * planes, C, H, W) by (K * kd, C/groups, kh, kw).
-  const Value moved =
-      reshape(transpose(v, {0, 2, 1, 3, 4}, where), Shape{N * planes, C, H, W}, where);
-  const Value taps =
-      reshape(transpose(in[1], {0, 2, 1, 3, 4}, where), Shape{K * kd, w[1], w[3], w[4]}, where);
-  const Value z = in[0].tape().record(std::make_unique<Conv2dOp>(n.conv), {moved, taps}, where)[0];
-  const Shape zs = z.shape();  // (N * planes, K * kd, Ho, Wo)
-  const int64_t Ho = zs[2], Wo = zs[3];
-  Value partial = reshape(z, Shape{N, planes, K, kd, Ho * Wo}, where);
-  if (pb > 0 || pe > 0)  // zero planes where the window reaches into the padding
-    partial = pad(partial, {.before = {0, pb, 0, 0, 0}, .after = {0, pe, 0, 0, 0}}, where);
-  Value sum;
-  for (int64_t i = 0; i < kd; ++i) {
-    Value t = partial;
-    if (kd > 1) t = slice(t, 3, i, i + 1, 1, where);
-    const int64_t first = i * dd, last = first + sd * (Do - 1) + 1;
-    if (first != 0 || last != planes + pb + pe || sd != 1) t = slice(t, 1, first, last, sd, where);
-    sum = i == 0 ? t : add(sum, t, where);
-  }
-  Value y = transpose(reshape(sum, Shape{N, Do, K, Ho, Wo}, where), {0, 2, 1, 3, 4}, where);
-  if (in.size() > 2)
-    y = binary(BinaryKind::add, y, reshape(in[2], Shape{1, K, 1, 1, 1}, where), where);
-  return y;
+  const bool deep = n.depth_kernel > 0;  // else 1 deep: unit_axis 2
+  FRUGAL_CHECK((deep ? w[2] == n.depth_kernel : w[2] == 1) &&
+                   (n.kernel_h == 0 || (w[3] == n.kernel_h && w[4] == n.kernel_w)),
+               "kernel_shape (", deep ? n.depth_kernel : 1, ", ", n.kernel_h, ", ", n.kernel_w,
+               ") but the weight is ", w);
+  Conv3dParams p{.plane = n.conv};
+  if (deep)
+    p.stride_d = n.depth_stride, p.pad_front = n.depth_pad_begin, p.pad_back = n.depth_pad_end,
+    p.dilation_d = n.depth_dilation;
+  return in[0].tape().record(std::make_unique<Conv3dOp>(p),
+                             std::vector<Value>(in.begin(), in.end()), where)[0];
 }
 
 Value record_conv_transpose3d_depth(const OnnxNode& n, std::span<const Value> in,

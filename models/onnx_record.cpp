@@ -598,7 +598,8 @@ Value record_pool(const OnnxNode& n, Value x) {
 }
 
 // Conv3d over (N, C, D2, D3, D4) whose window is 1 wide along axis u (conv_window: stride 1,
-// no padding there; LambdaNetworks' (k, k, 1) position lambdas): axis u moved next to the
+// no padding there; LambdaNetworks' (k, k, 1) position lambdas; a window 1 deep, u = 2, is
+// recorded as Conv3dOp instead, models/onnx_conv3d.h): axis u moved next to the
 // batch and merged into it, the 2-D convolution of the other two axes over (N * Du, C, Da, Db)
 // with the weight's unit axis dropped, then back to (N, K, ...) with Du where it was.
 Value record_conv3d(const OnnxNode& n, std::span<const Value> in, std::source_location where) {
@@ -800,7 +801,7 @@ Value record_onnx(const OnnxModel& model, Value images) {
             y = record_conv1d(p, in, false, where);
             break;
           }
-          if (p.depth_kernel > 0) {
+          if (p.depth_kernel > 0 || (p.unit_axis == 2 && in[0].shape().rank() == 5)) {
             y = record_conv3d_depth(p, in, where);
             break;
           }
