@@ -14,21 +14,7 @@ std::vector<TensorMeta> Conv2dOp::infer(std::span<const TensorMeta> in) {
                "conv2d: expects x (N,C,H,W) and w (K,C,R,S), got x ", x, ", w ", w);
   const Conv2dParams& p = p_;
   check_conv_params("conv2d", p);
-  FRUGAL_CHECK(x[1] % p.groups == 0 && w[0] % p.groups == 0, "conv2d: ", p.groups,
-               " groups do not divide the ", x[1], " input and ", w[0], " output channels (x ", x,
-               ", w ", w, ")");
-  FRUGAL_CHECK(x[1] == w[1] * p.groups, "conv2d: input channels ", x[1], " != weight channels ",
-               w[1], p.groups > 1 ? detail::concat(" x ", p.groups, " groups") : "", " (x ", x,
-               ", w ", w, ")");
-  FRUGAL_CHECK(in[0].dtype == DType::f32 || in[0].dtype == DType::f64,
-               "conv2d: input must be f32 or f64, got ", dtype_name(in[0].dtype));
-  FRUGAL_CHECK(in[1].dtype == in[0].dtype, "conv2d: input is ", dtype_name(in[0].dtype),
-               " but the weight is ", dtype_name(in[1].dtype));
-  bias_ = in.size() == 3;
-  if (bias_)
-    FRUGAL_CHECK(in[2].shape == Shape{w[0]} && in[2].dtype == in[0].dtype, "conv2d: bias ",
-                 in[2].shape, " ", dtype_name(in[2].dtype), " for weight ", w, " ",
-                 dtype_name(in[1].dtype));
+  bias_ = check_conv_operands("conv2d", in, p.groups);
   g_ = {.N = x[0], .C = x[1], .H = x[2], .W = x[3], .K = w[0], .R = w[2], .S = w[3]};
   g_.stride_h = p.stride_h, g_.stride_w = p.stride_w;
   g_.pad_h = p.pad_top, g_.pad_w = p.pad_left, g_.pad_h_end = p.pad_bottom;
@@ -67,6 +53,26 @@ void check_conv_params(const char* op, const Conv2dParams& p) {
                op, ": stride ", p.stride_h, "x", p.stride_w, ", dilation ", p.dilation_h, "x",
                p.dilation_w, " and groups ", p.groups, " must be >= 1, pads ", p.pad_top, ",",
                p.pad_left, ",", p.pad_bottom, ",", p.pad_right, " >= 0");
+}
+
+bool check_conv_operands(const char* op, std::span<const TensorMeta> in, int64_t groups) {
+  const Shape &x = in[0].shape, &w = in[1].shape;
+  FRUGAL_CHECK(x[1] % groups == 0 && w[0] % groups == 0, op, ": ", groups,
+               " groups do not divide the ", x[1], " input and ", w[0], " output channels (x ", x,
+               ", w ", w, ")");
+  FRUGAL_CHECK(x[1] == w[1] * groups, op, ": input channels ", x[1], " != weight channels ", w[1],
+               groups > 1 ? detail::concat(" x ", groups, " groups") : "", " (x ", x, ", w ", w,
+               ")");
+  FRUGAL_CHECK(in[0].dtype == DType::f32 || in[0].dtype == DType::f64, op,
+               ": input must be f32 or f64, got ", dtype_name(in[0].dtype));
+  FRUGAL_CHECK(in[1].dtype == in[0].dtype, op, ": input is ", dtype_name(in[0].dtype),
+               " but the weight is ", dtype_name(in[1].dtype));
+  const bool bias = in.size() == 3;
+  if (bias)
+    FRUGAL_CHECK(in[2].shape == Shape{w[0]} && in[2].dtype == in[0].dtype, op, ": bias ",
+                 in[2].shape, " ", dtype_name(in[2].dtype), " for weight ", w, " ",
+                 dtype_name(in[1].dtype));
+  return bias;
 }
 
 void set_conv_rebuildable(Roles& r, const Conv2dGeometry& g, DType t, bool bias) {

@@ -40,6 +40,11 @@ struct Conv2dParams {
 // Throws, naming `op`, unless strides, dilations and groups are >= 1 and pads >= 0.
 void check_conv_params(const char* op, const Conv2dParams& p);
 
+// Throws, naming `op`, unless x's channels (in[0].shape[1]) and the weight's first two extents
+// (K, C/groups) fit `groups`, x and the weight are both f32 or both f64, and a bias (in[2],
+// where given) is (K) of their type. Returns whether there is a bias.
+bool check_conv_operands(const char* op, std::span<const TensorMeta> in, int64_t groups);
+
 // Marks r rebuildable by forward under a memory budget (Roles::rebuild_expensive): from x, w
 // (and b), at 2 flops per multiply-add of the convolution g. conv2d and conv_transpose2d (whose
 // g is the convolution it is the adjoint of) share it.

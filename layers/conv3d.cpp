@@ -66,22 +66,7 @@ std::vector<TensorMeta> Conv3dOp::infer(std::span<const TensorMeta> in) {
   FRUGAL_CHECK(p_.stride_d >= 1 && p_.dilation_d >= 1 && p_.pad_front >= 0 && p_.pad_back >= 0,
                "conv3d: depth stride ", p_.stride_d, " and dilation ", p_.dilation_d,
                " must be >= 1, pads ", p_.pad_front, ",", p_.pad_back, " >= 0");
-  const int64_t groups = p_.plane.groups;
-  FRUGAL_CHECK(x[1] % groups == 0 && w[0] % groups == 0, "conv3d: ", groups,
-               " groups do not divide the ", x[1], " input and ", w[0], " output channels (x ", x,
-               ", w ", w, ")");
-  FRUGAL_CHECK(x[1] == w[1] * groups, "conv3d: input channels ", x[1], " != weight channels ", w[1],
-               groups > 1 ? detail::concat(" x ", groups, " groups") : "", " (x ", x, ", w ", w,
-               ")");
-  FRUGAL_CHECK(in[0].dtype == DType::f32 || in[0].dtype == DType::f64,
-               "conv3d: input must be f32 or f64, got ", dtype_name(in[0].dtype));
-  FRUGAL_CHECK(in[1].dtype == in[0].dtype, "conv3d: input is ", dtype_name(in[0].dtype),
-               " but the weight is ", dtype_name(in[1].dtype));
-  bias_ = in.size() == 3;
-  if (bias_)
-    FRUGAL_CHECK(in[2].shape == Shape{w[0]} && in[2].dtype == in[0].dtype, "conv3d: bias ",
-                 in[2].shape, " ", dtype_name(in[2].dtype), " for weight ", w, " ",
-                 dtype_name(in[1].dtype));
+  bias_ = check_conv_operands("conv3d", in, p_.plane.groups);
   dtype_ = in[0].dtype;
   N_ = x[0], C_ = x[1], D_ = x[2], H_ = x[3], W_ = x[4], K_ = w[0], kd_ = w[2], kh_ = w[3],
   kw_ = w[4];
