@@ -1,19 +1,12 @@
-// Conv3d as frugal's Conv3dOp; ConvTranspose3d as per-plane 2-D transposed convolutions and
-// the depth taps' partial sums placed and added (models/onnx_conv3d.h).
+// Conv3d and ConvTranspose3d as frugal's Conv3dOp and ConvTranspose3dOp (models/onnx_conv3d.h).
 #include "models/onnx_conv3d.h"
 
 #include <memory>
 #include <vector>
 
 #include "core/error.h"
-#include "layers/add.h"
-#include "layers/binary.h"
 #include "layers/conv3d.h"
-#include "layers/conv_transpose2d.h"
-#include "layers/pad.h"
-#include "layers/reshape.h"
-#include "layers/slice.h"
-#include "layers/transpose.h"
+#include "layers/conv_transpose3d.h"
 
 namespace frugal {
 
@@ -41,42 +34,18 @@ Value record_conv_transpose3d_depth(const OnnxNode& n, std::span<const Value> in
   FRUGAL_CHECK(x.rank() == 5 && w.rank() == 5, "a 3-D transposed convolution of ", x,
                " with weight ", w,
                ": expected x (N, C, D, H, W) and a weight (C, K/groups, kd, kh, kw)");
-  const int64_t N = x[0], C = x[1], D = x[2], H = x[3], W = x[4], kd = w[2];
-  const int64_t K = w[1] * n.conv.groups;
   FRUGAL_CHECK(
-      kd == n.depth_kernel && (n.kernel_h == 0 || (w[3] == n.kernel_h && w[4] == n.kernel_w)),
+      w[2] == n.depth_kernel && (n.kernel_h == 0 || (w[3] == n.kernel_h && w[4] == n.kernel_w)),
       "kernel_shape (", n.depth_kernel, ", ", n.kernel_h, ", ", n.kernel_w, ") but the weight is ",
       w);
-  const int64_t sd = n.depth_stride, dd = n.depth_dilation, pb = n.depth_pad_begin;
-  const int64_t out =
-      (D - 1) * sd - pb - n.depth_pad_end + dd * (kd - 1) + 1 + n.depth_output_padding;
-  FRUGAL_CHECK(out >= 1, "a 3-D transposed convolution of ", x, ": its padding leaves ", out,
-               " output planes");
-  const Value moved =
-      reshape(transpose(in[0], {0, 2, 1, 3, 4}, where), Shape{N * D, C, H, W}, where);
-  const Value taps = reshape(in[1], Shape{C, w[1] * kd, w[3], w[4]}, where);
-  const Value z = in[0].tape().record(
-      std::make_unique<ConvTranspose2dOp>(n.conv, n.output_padding_h, n.output_padding_w),
-      {moved, taps}, where)[0];
-  const Shape zs = z.shape();  // (N * D, K * kd, Ho, Wo)
-  const int64_t Ho = zs[2], Wo = zs[3], plane = K * Ho * Wo;
-  const Value partial = reshape(z, Shape{N, D, K, kd, Ho * Wo}, where);
-  Value sum;
-  for (int64_t i = 0; i < kd; ++i) {
-    Value t = kd > 1 ? slice(partial, 3, i, i + 1, 1, where) : partial;
-    t = reshape(t, Shape{N, D, 1, plane}, where);
-    if (sd > 1)  // input plane d at d*sd, zero planes between
-      t = pad(t, {.before = {0, 0, 0, 0}, .after = {0, 0, sd - 1, 0}}, where);
-    t = reshape(t, Shape{N, D * sd, plane}, where);
-    // Plane d*sd lands at d*sd + i*dd - pb; the output runs over [0, out).
-    const int64_t shift = i * dd - pb;
-    t = pad(t, {.before = {0, shift, 0}, .after = {0, out - (D * sd + shift), 0}}, where);
-    sum = i == 0 ? t : add(sum, t, where);
-  }
-  Value y = transpose(reshape(sum, Shape{N, out, K, Ho, Wo}, where), {0, 2, 1, 3, 4}, where);
-  if (in.size() > 2)
-    y = binary(BinaryKind::add, y, reshape(in[2], Shape{1, K, 1, 1, 1}, where), where);
-  return y;
+  const Conv3dParams p{.stride_d = n.depth_stride,
+                       .pad_front = n.depth_pad_begin,
+                       .pad_back = n.depth_pad_end,
+                       .dilation_d = n.depth_dilation,
+                       .plane = n.conv};
+  return in[0].tape().record(std::make_unique<ConvTranspose3dOp>(
+                                 p, n.depth_output_padding, n.output_padding_h, n.output_padding_w),
+                             std::vector<Value>(in.begin(), in.end()), where)[0];
 }
 
 }  // namespace frugal

@@ -2,8 +2,8 @@
 // (3, 7, 7) windows; R(2+1)D's (1, 1, 1) downsampling with stride 2 along every axis) or 1 deep
 // ((1, k, k): mc3_18's and R(2+1)D's spatial convolutions), recorded as frugal's Conv3dOp
 // (layers/conv3d.h), which keeps x itself for backward as PyTorch's conv3d does.
-// ConvTranspose3d (3-D U-Nets' up-convolutions) as frugal's 2-D transposed convolution and data
-// movement (record_conv_transpose3d_depth).
+// ConvTranspose3d (3-D U-Nets' up-convolutions) as frugal's ConvTranspose3dOp
+// (layers/conv_transpose3d.h), which keeps x itself as well.
 #pragma once
 
 #include <source_location>
@@ -20,12 +20,8 @@ namespace frugal {
 Value record_conv3d_depth(const OnnxNode& n, std::span<const Value> in,
                           std::source_location where = std::source_location::current());
 
-// ConvTranspose3d: every input depth plane, moved to (N*D, C, H, W), through the 2-D transposed
-// convolution by all kd taps at once (the weight (C, K/groups, kd, kh, kw) read as (C, K/groups*kd,
-// kh, kw)), then tap i's partial sums of input plane d placed at output plane d*sd + i*dd - pad
-// (zero planes between them where sd > 1) and the taps added in order. in: x (N, C, D, H, W), the
-// weight, an optional bias (K); returns (N, K, (D-1)*sd - pads + dd*(kd-1) + 1 + output_padding,
-// Ho, Wo).
+// ConvTranspose3d: in: x (N, C, D, H, W), the weight (C, K/groups, kd, kh, kw), an optional
+// bias (K); returns (N, K, (D-1)*sd - pads + dd*(kd-1) + 1 + output_padding, Ho, Wo).
 Value record_conv_transpose3d_depth(const OnnxNode& n, std::span<const Value> in,
                                     std::source_location where = std::source_location::current());
 
