@@ -297,8 +297,44 @@ class UNet(nn.Module):
 # A segmentation peer (issue 17): the U-Net above at 3 x 128 x 128, 32 base channels, 4 classes
 # per pixel (labels (N, H, W), the per-pixel cross-entropy), through a training-mode export.
 NETS["tv-unet"] = (lambda d, bn, seg: UNet(base=32), (3, 128, 128), 4, False)
-# Segmentation models: each sample's labels (H, W).
-LABEL_SHAPE = {"tv-unet": (128, 128)}
+
+
+class UNet3d(nn.Module):
+    """A 3-D U-Net as volumetric segmentation writes it (3-D U-Net, Cicek et al.): two 3x3x3
+    convolutions with BatchNorm3d and ReLU per level, MaxPool3d(2) down, ConvTranspose3d(2,
+    stride 2) up, skips joined by torch.cat, a 1x1x1 head over `classes`."""
+
+    def __init__(self, base=16, classes=3, channels=1):
+        super().__init__()
+
+        def block(i, o):
+            return nn.Sequential(nn.Conv3d(i, o, 3, padding=1, bias=False), nn.BatchNorm3d(o),
+                                 nn.ReLU(inplace=True), nn.Conv3d(o, o, 3, padding=1, bias=False),
+                                 nn.BatchNorm3d(o), nn.ReLU(inplace=True))
+
+        self.enc1, self.enc2 = block(channels, base), block(base, 2 * base)
+        self.enc3 = block(2 * base, 4 * base)
+        self.pool = nn.MaxPool3d(2)
+        self.up2 = nn.ConvTranspose3d(4 * base, 2 * base, 2, stride=2)
+        self.dec2 = block(4 * base, 2 * base)
+        self.up1 = nn.ConvTranspose3d(2 * base, base, 2, stride=2)
+        self.dec1 = block(2 * base, base)
+        self.head = nn.Conv3d(base, classes, 1)
+
+    def forward(self, x):
+        e1 = self.enc1(x)
+        e2 = self.enc2(self.pool(e1))
+        e3 = self.enc3(self.pool(e2))
+        d2 = self.dec2(torch.cat([self.up2(e3), e2], 1))
+        d1 = self.dec1(torch.cat([self.up1(d2), e1], 1))
+        return self.head(d1)
+
+
+# A volumetric segmentation peer (--set video): the 3-D U-Net above over 1 x 48 x 64 x 64
+# volumes, 16 base channels, 3 classes per voxel (labels (N, D, H, W)).
+NETS["tv-unet3d"] = (lambda d, bn, seg: UNet3d(), (1, 48, 64, 64), 3, False)
+# Segmentation models: each sample's labels (H, W), or (D, H, W).
+LABEL_SHAPE = {"tv-unet": (128, 128), "tv-unet3d": (48, 64, 64)}
 
 
 def build(name, dropout=True, batch_norm=True, segments=0):

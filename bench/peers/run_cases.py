@@ -47,9 +47,12 @@ TIMM_CASES += [(f"tm-{n}", f"tm-{n}", b, "inference", "f32", [], 3, 1)
 # windows 1 wide along no axis (r3d_18, mc3_18) and R(2+1)D's factored ones.
 VIDEO_CASES = [(f"tv-{n}", f"tv-{n}", 8, "training", "f32", [], 3, 1)
                for n in ("r3d_18", "mc3_18", "r2plus1d_18")]
-# and with --recompute cheap on frugal's side (REBUILD, below), against PyTorch's plain step.
-VIDEO_CASES += [(f"tv-{n}-rebuild", f"tv-{n}", 8, "training", "f32", ["--recompute", "cheap"], 3,
-                 1) for n in ("r3d_18", "mc3_18", "r2plus1d_18")]
+# A 3-D U-Net (pytorch_nets.UNet3d) on volumes 1 x 48 x 64 x 64, batch 4.
+VIDEO_CASES += [("tv-unet3d", "tv-unet3d", 4, "training", "f32", [], 3, 1)]
+# Each again with --recompute cheap on frugal's side (REBUILD, below), against PyTorch's plain
+# step.
+VIDEO_CASES += [(f"{c[0]}-rebuild", c[1], c[2], c[3], c[4], ["--recompute", "cheap"], c[6], c[7])
+                for c in list(VIDEO_CASES)]
 # Issue 16, op-level recomputation on the torchvision models (--set recompute): frugal with
 # --recompute cheap against PyTorch's plain step, and DenseNet-121 also against torchvision's
 # densenet121(memory_efficient=True), which checkpoints each dense layer's concat-BN-ReLU-conv.
