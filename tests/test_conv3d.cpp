@@ -16,6 +16,7 @@
 #include "layers/conv_transpose3d.h"
 #include "layers/relu.h"
 #include "run/executor.h"
+#include "train/step_budget.h"
 
 using namespace frugal;
 using namespace frugal::testing;
@@ -191,6 +192,16 @@ TEST_CASE("conv3d: planned equals baseline bitwise") {
         return relu(binary(BinaryKind::add, b, d));
       },
       {4, 2, 6, 6, 6});
+}
+
+TEST_CASE("conv3d: a step's forward cost counts its multiply-adds") {
+  // What a memory budget weighs recomputation by: 2 flops per multiply-add, 3 * 27 of them
+  // for each of the 2 * 4 * 4 * 5 * 5 outputs.
+  ParamStore store;
+  Tape tape(store);
+  Value x = tape.input("x", {2, 3, 4, 5, 5}, DType::f32);
+  conv3d(x, {.out = 4, .kernel = 3, .pad = 1, .bias = false});
+  CHECK(forward_flops(tape) == 2.0 * 800 * 81);
 }
 
 TEST_CASE("conv3d: errors name what is wrong") {

@@ -109,8 +109,9 @@ double forward_flops(const Tape& tape) {
     const std::string name = node.op->name();
     for (int out : node.outputs) {
       const double elements = static_cast<double>(tape.value(out).meta.shape.numel());
-      if ((name == "conv2d" || name == "linear") && node.inputs.size() >= 2) {
-        const Shape& w = tape.value(node.inputs[1]).meta.shape;  // (K, C, R, S) or (K, C)
+      if ((name == "conv2d" || name == "conv3d" || name == "linear") && node.inputs.size() >= 2) {
+        // (K, C, R, S), (K, C, kd, kh, kw) or (K, C)
+        const Shape& w = tape.value(node.inputs[1]).meta.shape;
         flops += 2.0 * elements * static_cast<double>(w.numel() / w[0]);
       } else {
         flops += elements;

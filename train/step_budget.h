@@ -39,7 +39,7 @@ struct TrainingStep {
 // The planned arena of the step recorded with step.config (step.backend, nothing allocated):
 // what the executor of the same step binds, network inputs aside.
 size_t planned_step_peak(const TrainingStep& step);
-// Forward cost of a tape: 2 flops per multiply-add of conv2d and linear, one per output
+// Forward cost of a tape: 2 flops per multiply-add of conv2d, conv3d and linear, one per output
 // element of every other op (a checkpoint or reversible op too: what runs inside it is not
 // counted, so stored minus recomputing tape is the recompute).
 double forward_flops(const Tape& tape);
