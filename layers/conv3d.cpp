@@ -3,8 +3,6 @@
 
 #include <cmath>
 
-#include "core/broadcast.h"
-
 namespace frugal {
 
 std::vector<TensorMeta> Conv3dOp::infer(std::span<const TensorMeta> in) {
@@ -26,15 +24,7 @@ Roles Conv3dOp::roles(Mode mode, const Backend& backend) const {
     r.backward_reads_inputs = {0, 1};
     r.grad_takes_input = {0};  // each chunk of x is read before its dx is written over it
     r.backward_scratch = planes_.backward_scratch(backend, true, true);
-    const Shape y = planes_.output();
-    const Conv2dGeometry& g = planes_.plane_geometry();
-    std::vector<int> reads{0, 1};
-    if (bias_) reads.push_back(2);
-    const double weights = static_cast<double>(g.K * g.C / g.groups * g.R * g.S);
-    set_rebuildable(r, std::move(reads), 2 * planes_.macs(),
-                    static_cast<double>(dtype_size(dtype_)) *
-                        (static_cast<double>(planes_.input().numel() + y.numel()) + weights));
-    r.rebuild_expensive = true;
+    set_conv3d_rebuildable(r, planes_, dtype_, bias_);
   }
   return r;
 }
@@ -44,23 +34,14 @@ void Conv3dOp::forward(const OpContext& ctx) {
   Backend& b = ctx.backend();
   Tensor& y = ctx.output(0);
   planes_.forward(b, ctx.input(0), ctx.input(1), y, ctx.scratch());
-  if (bias_) {
-    Shape out;
-    const Broadcast bc = broadcast_of(y.shape(), Shape{1, y.shape()[1], 1, 1, 1}, &out);
-    b.binary_forward(BinaryKind::add, bc, y, ctx.input(2), y);
-  }
+  if (bias_) add_channel_bias(b, y, ctx.input(2));
 }
 
 // db = the sum of dy over (N, Do, Ho, Wo); dw from x, then dx (over x's bytes, chunk by chunk).
 void Conv3dOp::backward(const OpContext& ctx) {
   Backend& b = ctx.backend();
   const Tensor& dy = ctx.grad_output(0);
-  if (bias_ && ctx.needs_grad_input(2)) {
-    Shape out;
-    const Broadcast bc = broadcast_of(dy.shape(), Shape{1, dy.shape()[1], 1, 1, 1}, &out);
-    Tensor none, db = ctx.grad_input(2);
-    b.binary_backward(BinaryKind::add, bc, none, none, dy, none, db);
-  }
+  if (bias_ && ctx.needs_grad_input(2)) channel_bias_grad(b, dy, ctx.grad_input(2));
   Tensor* dx = ctx.needs_grad_input(0) ? &ctx.grad_input(0) : nullptr;
   Tensor* dw = ctx.needs_grad_input(1) ? &ctx.grad_input(1) : nullptr;
   if (dx || dw) planes_.backward(b, ctx.input(0), dy, ctx.input(1), dx, dw, ctx.scratch());

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "core/broadcast.h"
 #include "core/copy_box.h"
 
 namespace frugal {
@@ -261,6 +262,30 @@ void Conv3dPlanes::backward(Backend& b, const Tensor& x, const Tensor& dy, const
                         {Cg * kd_ * kk, kk, kd_ * kk, 1}, 0, 0),
                    dwt, *dw);
   }
+}
+
+void set_conv3d_rebuildable(Roles& r, const Conv3dPlanes& c, DType t, bool bias) {
+  const Conv2dGeometry& g = c.plane_geometry();
+  std::vector<int> reads{0, 1};
+  if (bias) reads.push_back(2);
+  const double weights = static_cast<double>(g.K * g.C / g.groups * g.R * g.S);
+  set_rebuildable(r, std::move(reads), 2 * c.macs(),
+                  static_cast<double>(dtype_size(t)) *
+                      (static_cast<double>(c.input().numel() + c.output().numel()) + weights));
+  r.rebuild_expensive = true;
+}
+
+void add_channel_bias(Backend& be, Tensor& y, const Tensor& b) {
+  Shape out;
+  const Broadcast g = broadcast_of(y.shape(), Shape{1, y.shape()[1], 1, 1, 1}, &out);
+  be.binary_forward(BinaryKind::add, g, y, b, y);
+}
+
+void channel_bias_grad(Backend& be, const Tensor& dy, Tensor& db) {
+  Shape out;
+  const Broadcast g = broadcast_of(dy.shape(), Shape{1, dy.shape()[1], 1, 1, 1}, &out);
+  Tensor none;
+  be.binary_backward(BinaryKind::add, g, none, none, dy, none, db);
 }
 
 }  // namespace frugal

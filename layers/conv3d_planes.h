@@ -16,6 +16,7 @@
 #include <cstddef>
 
 #include "core/backend.h"
+#include "core/roles.h"
 #include "core/tensor.h"
 #include "layers/conv2d.h"
 
@@ -79,5 +80,15 @@ class Conv3dPlanes {
   int64_t chunk_ = 1;
   Conv2dGeometry g_;  // one full chunk's planes: N = chunk_ * planes_, K = K_ * kd_
 };
+
+// Marks r rebuildable by forward under a memory budget (Roles::rebuild_expensive), from x, w
+// (and b), at 2 flops per multiply-add of the convolution c. conv3d and conv_transpose3d
+// (whose c is the convolution it is the adjoint of) share it.
+void set_conv3d_rebuildable(Roles& r, const Conv3dPlanes& c, DType t, bool bias);
+
+// y (N, K, D, H, W) += b (K) per channel, and db = the sum of dy (N, K, D, H, W) per channel:
+// the bias of conv3d and conv_transpose3d.
+void add_channel_bias(Backend& be, Tensor& y, const Tensor& b);
+void channel_bias_grad(Backend& be, const Tensor& dy, Tensor& db);
 
 }  // namespace frugal

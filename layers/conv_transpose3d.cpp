@@ -5,8 +5,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/broadcast.h"
-
 namespace frugal {
 
 std::vector<TensorMeta> ConvTranspose3dOp::infer(std::span<const TensorMeta> in) {
@@ -62,15 +60,7 @@ Roles ConvTranspose3dOp::roles(Mode mode, const Backend& backend) const {
     r.backward_reads_inputs = {0, 1};
     r.backward_scratch =
         std::max(planes_.forward_scratch(backend), planes_.backward_scratch(backend, false, true));
-    const Conv2dGeometry& g = planes_.plane_geometry();
-    std::vector<int> reads{0, 1};
-    if (bias_) reads.push_back(2);
-    const double weights = static_cast<double>(g.K * g.C / g.groups * g.R * g.S);
-    set_rebuildable(
-        r, std::move(reads), 2 * planes_.macs(),
-        static_cast<double>(dtype_size(dtype_)) *
-            (static_cast<double>(planes_.input().numel() + planes_.output().numel()) + weights));
-    r.rebuild_expensive = true;
+    set_conv3d_rebuildable(r, planes_, dtype_, bias_);
   }
   return r;
 }
@@ -80,11 +70,7 @@ void ConvTranspose3dOp::forward(const OpContext& ctx) {
   Backend& b = ctx.backend();
   Tensor none, &y = ctx.output(0);
   planes_.backward(b, none, ctx.input(0), ctx.input(1), &y, nullptr, ctx.scratch());
-  if (bias_) {
-    Shape out;
-    const Broadcast bc = broadcast_of(y.shape(), Shape{1, y.shape()[1], 1, 1, 1}, &out);
-    b.binary_forward(BinaryKind::add, bc, y, ctx.input(2), y);
-  }
+  if (bias_) add_channel_bias(b, y, ctx.input(2));
 }
 
 // d x = the convolution of d y; d w = its filter gradient with x as the output gradient; d b =
@@ -96,12 +82,7 @@ void ConvTranspose3dOp::backward(const OpContext& ctx) {
     planes_.forward(b, dy, ctx.input(1), ctx.grad_input(0), ctx.scratch());
   if (ctx.needs_grad_input(1))
     planes_.backward(b, dy, ctx.input(0), ctx.input(1), nullptr, &ctx.grad_input(1), ctx.scratch());
-  if (bias_ && ctx.needs_grad_input(2)) {
-    Shape out;
-    const Broadcast bc = broadcast_of(dy.shape(), Shape{1, dy.shape()[1], 1, 1, 1}, &out);
-    Tensor none, db = ctx.grad_input(2);
-    b.binary_backward(BinaryKind::add, bc, none, none, dy, none, db);
-  }
+  if (bias_ && ctx.needs_grad_input(2)) channel_bias_grad(b, dy, ctx.grad_input(2));
 }
 
 Value conv_transpose3d(Value x, const ConvTranspose3dOptions& o, std::source_location where) {
