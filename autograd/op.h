@@ -39,6 +39,8 @@ class OpContext {
   Tensor& saved(int k) const;
   Tensor& scratch() const;
   bool has_scratch() const { return scratch_ != nullptr && scratch_->defined(); }
+  // The scratch the plan gave the op, else an undefined tensor (a pass that needs none).
+  Tensor scratch_or_none() const { return has_scratch() ? *scratch_ : Tensor(); }
   // Backward only.
   const Tensor& grad_output(int j) const;
   bool needs_grad_input(int i) const;

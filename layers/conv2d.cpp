@@ -87,16 +87,9 @@ void set_conv_rebuildable(Roles& r, const Conv2dGeometry& g, DType t, bool bias)
   r.rebuild_expensive = true;
 }
 
-namespace {
-// The scratch the plan gave the op, else an undefined tensor.
-Tensor scratch_of(const OpContext& ctx) {
-  return ctx.has_scratch() ? ctx.scratch() : Tensor();
-}
-}  // namespace
-
 // y = w * x + b  (scratch: the backend's, e.g. padded tiles or the im2col columns of a chunk)
 void Conv2dOp::forward(const OpContext& ctx) {
-  Tensor none, scratch = scratch_of(ctx);
+  Tensor none, scratch = ctx.scratch_or_none();
   ctx.backend().conv2d_forward(g_, ctx.input(0), ctx.input(1), bias_ ? ctx.input(2) : none,
                                ctx.output(0), scratch);
 }
@@ -104,7 +97,7 @@ void Conv2dOp::forward(const OpContext& ctx) {
 // dw = dy * cols(x)^T and db = sum over N,P,Q of dy, then dx = w^T * dy (col2im of the
 // columns): dx may be written over x (Roles::grad_takes_input).
 void Conv2dOp::backward(const OpContext& ctx) {
-  Tensor none, scratch = scratch_of(ctx);
+  Tensor none, scratch = ctx.scratch_or_none();
   const bool dw = ctx.needs_grad_input(1), db = bias_ && ctx.needs_grad_input(2);
   if (dw || db)
     ctx.backend().conv2d_backward_filter(g_, ctx.input(0), ctx.grad_output(0),

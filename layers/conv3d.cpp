@@ -11,6 +11,7 @@ std::vector<TensorMeta> Conv3dOp::infer(std::span<const TensorMeta> in) {
   const Shape &x = in[0].shape, &w = in[1].shape;
   FRUGAL_CHECK(x.rank() == 5 && w.rank() == 5,
                "conv3d: expects x (N,C,D,H,W) and w (K,C/groups,kd,kh,kw), got x ", x, ", w ", w);
+  check_conv_params("conv3d", p_.plane);
   bias_ = check_conv_operands("conv3d", in, p_.plane.groups);
   dtype_ = in[0].dtype;
   planes_ = Conv3dPlanes("conv3d", x, w, p_, dtype_);
@@ -33,7 +34,7 @@ Roles Conv3dOp::roles(Mode mode, const Backend& backend) const {
 void Conv3dOp::forward(const OpContext& ctx) {
   Backend& b = ctx.backend();
   Tensor& y = ctx.output(0);
-  planes_.forward(b, ctx.input(0), ctx.input(1), y, ctx.scratch());
+  planes_.forward(b, ctx.input(0), ctx.input(1), y, ctx.scratch_or_none());
   if (bias_) add_channel_bias(b, y, ctx.input(2));
 }
 
@@ -44,7 +45,7 @@ void Conv3dOp::backward(const OpContext& ctx) {
   if (bias_ && ctx.needs_grad_input(2)) channel_bias_grad(b, dy, ctx.grad_input(2));
   Tensor* dx = ctx.needs_grad_input(0) ? &ctx.grad_input(0) : nullptr;
   Tensor* dw = ctx.needs_grad_input(1) ? &ctx.grad_input(1) : nullptr;
-  if (dx || dw) planes_.backward(b, ctx.input(0), dy, ctx.input(1), dx, dw, ctx.scratch());
+  if (dx || dw) planes_.backward(b, ctx.input(0), dy, ctx.input(1), dx, dw, ctx.scratch_or_none());
 }
 
 Value conv3d(Value x, const Conv3dOptions& o, std::source_location where) {

@@ -72,13 +72,15 @@ Conv3dPlanes::Conv3dPlanes(const char* op, const Shape& x, const Shape& w, const
                ", w ", w, ")");
   if (kd_ == 1) {  // only the planes the outputs read: o * sd - pf for o in [lo, hi)
     const int64_t lo = (pf + sd - 1) / sd, hi = std::min(Do_, (D_ - 1 + pf) / sd + 1);
-    FRUGAL_CHECK(hi > lo, op, ": every output plane of x ", x, " reads the depth padding (", pf,
-                 ", ", p.pad_back, ")");
-    planes_ = hi - lo, first_plane_ = lo * sd - pf, plane_stride_ = sd, plane_step_ = 1;
+    // hi <= lo: every output plane reads the padding (zeros, the bias alone), as PyTorch gives.
+    planes_ = std::max<int64_t>(hi - lo, 0), first_plane_ = lo * sd - pf, plane_stride_ = sd;
+    plane_step_ = 1;
   } else {
     planes_ = D_, first_plane_ = 0, plane_stride_ = 1, plane_step_ = sd;
   }
-  chunk_ = std::min(N_, std::max<int64_t>(1, (kChunkPlanes + planes_ - 1) / planes_));
+  chunk_ = planes_ == 0
+               ? N_
+               : std::min(N_, std::max<int64_t>(1, (kChunkPlanes + planes_ - 1) / planes_));
   g_ = chunk_geometry(chunk_);
   FRUGAL_CHECK(g_.P >= 1 && g_.Q >= 1, op, ": kernel ", kh_, "x", kw_,
                " is larger than the padded input planes ",
@@ -120,6 +122,7 @@ size_t Conv3dPlanes::weight_bytes() const {
 }
 
 size_t Conv3dPlanes::forward_scratch(const Backend& backend) const {
+  if (planes_ == 0) return 0;
   const size_t e = dtype_size(dtype_);
   const int64_t out = Do_ * chunk_ * K_ * g_.P * g_.Q;
   size_t conv = backend.conv2d_forward_scratch(g_, dtype_);
@@ -131,7 +134,7 @@ size_t Conv3dPlanes::forward_scratch(const Backend& backend) const {
 }
 
 size_t Conv3dPlanes::backward_scratch(const Backend& backend, bool data, bool filter) const {
-  if (!data && !filter) return 0;
+  if ((!data && !filter) || planes_ == 0) return 0;
   const size_t e = dtype_size(dtype_);
   size_t conv = backend.conv2d_backward_scratch(g_, dtype_);
   if (N_ % chunk_ != 0)
@@ -147,6 +150,10 @@ size_t Conv3dPlanes::backward_scratch(const Backend& backend, bool data, bool fi
 // padding); y's chunk is sum moved back to (samples, K, Do, Ho*Wo).
 void Conv3dPlanes::forward(Backend& b, const Tensor& x, const Tensor& w, Tensor& y,
                            const Tensor& scratch) const {
+  if (planes_ == 0) {  // every output reads the depth padding
+    b.fill(y, 0.0);
+    return;
+  }
   const int64_t Cg = C_ / p_.plane.groups, R = g_.R, S = g_.S, HW = H_ * W_, HoWo = g_.P * g_.Q,
                 kk = R * S;
   Carve carve(scratch, dtype_, op_);
@@ -202,6 +209,11 @@ void Conv3dPlanes::backward(Backend& b, const Tensor& x, const Tensor& dy, const
                             Tensor* dx, Tensor* dw, const Tensor& scratch) const {
   const bool want_dx = dx != nullptr, want_dw = dw != nullptr;
   if (!want_dx && !want_dw) return;
+  if (planes_ == 0) {  // no output reads x
+    if (want_dx) b.fill(*dx, 0.0);
+    if (want_dw) b.fill(*dw, 0.0);
+    return;
+  }
   const int64_t Cg = C_ / p_.plane.groups, R = g_.R, S = g_.S, HW = H_ * W_, HoWo = g_.P * g_.Q,
                 kk = R * S;
   Carve carve(scratch, dtype_, op_);

@@ -74,8 +74,9 @@ class Conv3dPlanes {
   DType dtype_ = DType::f32;
   int64_t N_ = 0, C_ = 0, D_ = 0, H_ = 0, W_ = 0, K_ = 0, kd_ = 0, kh_ = 0, kw_ = 0, Do_ = 0;
   // The input planes convolved: first_plane_ + j * plane_stride_ for j in [0, planes_) (every
-  // plane, or for a window 1 deep those the outputs read); output plane o's tap i reads plane
-  // index o * plane_step_ + tap_offset(i).
+  // plane, or for a window 1 deep those the outputs read: none where every output reads the
+  // depth padding, whose passes write zeros); output plane o's tap i reads plane index
+  // o * plane_step_ + tap_offset(i).
   int64_t planes_ = 0, first_plane_ = 0, plane_stride_ = 1, plane_step_ = 1;
   int64_t chunk_ = 1;
   Conv2dGeometry g_;  // one full chunk's planes: N = chunk_ * planes_, K = K_ * kd_

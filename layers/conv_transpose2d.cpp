@@ -65,9 +65,6 @@ Roles ConvTranspose2dOp::roles(Mode mode, const Backend& backend) const {
 }
 
 namespace {
-Tensor scratch_of(const OpContext& ctx) {
-  return ctx.has_scratch() ? ctx.scratch() : Tensor();
-}
 // The bias (K) as (1,K,1,1), for the broadcast kernels.
 Tensor channel_view(const Tensor& b) {
   return Tensor(b.storage(), b.offset(), Shape{1, b.numel(), 1, 1}, b.dtype());
@@ -76,7 +73,7 @@ Tensor channel_view(const Tensor& b) {
 
 // y = the convolution's data gradient of x through w, then + b per channel.
 void ConvTranspose2dOp::forward(const OpContext& ctx) {
-  Tensor scratch = scratch_of(ctx);
+  Tensor scratch = ctx.scratch_or_none();
   Backend& be = ctx.backend();
   Tensor& y = ctx.output(0);
   be.conv2d_backward_data(g_, ctx.input(0), ctx.input(1), y, scratch);
@@ -86,7 +83,7 @@ void ConvTranspose2dOp::forward(const OpContext& ctx) {
 // d x = the convolution of d y; d w = its filter gradient with x as the output gradient; d b =
 // the sum of d y per channel.
 void ConvTranspose2dOp::backward(const OpContext& ctx) {
-  Tensor none, scratch = scratch_of(ctx);
+  Tensor none, scratch = ctx.scratch_or_none();
   Backend& be = ctx.backend();
   const Tensor& dy = ctx.grad_output(0);
   if (ctx.needs_grad_input(0))

@@ -69,7 +69,7 @@ Roles ConvTranspose3dOp::roles(Mode mode, const Backend& backend) const {
 void ConvTranspose3dOp::forward(const OpContext& ctx) {
   Backend& b = ctx.backend();
   Tensor none, &y = ctx.output(0);
-  planes_.backward(b, none, ctx.input(0), ctx.input(1), &y, nullptr, ctx.scratch());
+  planes_.backward(b, none, ctx.input(0), ctx.input(1), &y, nullptr, ctx.scratch_or_none());
   if (bias_) add_channel_bias(b, y, ctx.input(2));
 }
 
@@ -79,9 +79,10 @@ void ConvTranspose3dOp::backward(const OpContext& ctx) {
   Backend& b = ctx.backend();
   const Tensor& dy = ctx.grad_output(0);
   if (ctx.needs_grad_input(0))
-    planes_.forward(b, dy, ctx.input(1), ctx.grad_input(0), ctx.scratch());
+    planes_.forward(b, dy, ctx.input(1), ctx.grad_input(0), ctx.scratch_or_none());
   if (ctx.needs_grad_input(1))
-    planes_.backward(b, dy, ctx.input(0), ctx.input(1), nullptr, &ctx.grad_input(1), ctx.scratch());
+    planes_.backward(b, dy, ctx.input(0), ctx.input(1), nullptr, &ctx.grad_input(1),
+                     ctx.scratch_or_none());
   if (bias_ && ctx.needs_grad_input(2)) channel_bias_grad(b, dy, ctx.grad_input(2));
 }
 

@@ -120,6 +120,8 @@ TEST_CASE("conv3d: the forward matches a direct loop") {
       {{2, 3, 4, 5, 5}, 4, 1, 3, 3, params(1, 0, 0, 1, plain)},  // (1, 3, 3): mc3_18, R(2+1)D
       {{2, 2, 5, 3, 3}, 3, 1, 1, 1, params(2, 2, 1, 1, plain)},  // 1 deep, planes in the padding
       {{1, 2, 3, 4, 4}, 2, 3, 1, 1, params(1, 1, 1, 1, Conv2dParams::uniform(1, 0))},  // (3,1,1)
+      // 1 deep, every output plane in the padding: the bias alone, as PyTorch gives
+      {{5, 4, 1, 4, 2}, 4, 1, 2, 1, params(3, 1, 1, 1, Conv2dParams::uniform(1, 0, 1, 2))},
   };
   for (const Case& c : cases) check_against_loop(c);
 }
@@ -158,6 +160,63 @@ TEST_CASE("conv3d: finite-difference gradients in f64") {
                         {x[0], w}, std::source_location::current());
       },
       {random_tensor({2, 2, 5, 5, 5}, 5)});
+  // Every output plane in the depth padding: no gradient reaches x or w, db counts outputs.
+  check_gradients(
+      [](auto x) {
+        Tape& t = x[0].tape();
+        Value w = t.param("w", {3, 2, 1, 1, 2}, Init::normal(0.5));
+        Value b = t.param("b", {3}, Init::normal(0.5));
+        return t.record(std::make_unique<Conv3dOp>(params(3, 1, 1, 1, Conv2dParams{})),
+                        {x[0], w, b}, std::source_location::current());
+      },
+      {random_tensor({2, 2, 1, 2, 3}, 9)});
+}
+
+namespace {
+
+// dx, dw and y of a conv3d at x's and w's shapes (pad 1 where 3 deep), in `t`, through the
+// direct kernels or im2col, from seeded data: every output as doubles.
+std::vector<double> conv3d_pass(bool direct, DType t, const Shape& xs, const Shape& ws) {
+  set_cpu_direct_conv(direct);
+  ParamStore store(1);
+  Tape tape(store, t);
+  Value x = tape.input("x", xs, t, true);
+  Value w = tape.input("w", ws, t, true);
+  const int64_t pd = ws[2] == 3 ? 1 : 0;
+  Value y =
+      tape.record(std::make_unique<Conv3dOp>(params(1, pd, pd, 1, Conv2dParams::uniform(1, 1))),
+                  {x, w}, std::source_location::current())[0];
+  Executor ex(tape, cpu_backend(), {.memory = MemoryMode::planned, .keep = {x, w, y}});
+  ex.set_input(x, random_tensor(xs, 1, -1, 1, t));
+  ex.set_input(w, random_tensor(ws, 2, -1, 1, t));
+  ex.forward();
+  std::pair<Value, Tensor> seed{y, random_tensor(y.shape(), 3, -1, 1, t)};
+  ex.backward(std::span<const std::pair<Value, Tensor>>(&seed, 1));
+  set_cpu_direct_conv(true);
+  std::vector<double> out;
+  for (const Tensor* v : {&ex.value(y), &ex.grad(x), &ex.grad(w)})
+    for (int64_t i = 0; i < v->numel(); ++i) out.push_back(element_as_double(*v, i));
+  return out;
+}
+
+double relative_l2(const std::vector<double>& a, const std::vector<double>& b) {
+  double d = 0, n = 0;
+  for (size_t i = 0; i < a.size(); ++i) d += (a[i] - b[i]) * (a[i] - b[i]), n += b[i] * b[i];
+  return std::sqrt(d / n);
+}
+
+}  // namespace
+
+TEST_CASE(
+    "conv3d: f32 through the direct kernels and through im2col is float64's within rounding") {
+  // R(2+1)D's (1, 3, 3) layer and r3d_18's 3x3x3, small: y, dx and dw together.
+  for (const auto& [xs, ws] : {std::pair<Shape, Shape>{{2, 16, 4, 8, 8}, {24, 16, 1, 3, 3}},
+                               {{2, 8, 4, 8, 8}, {8, 8, 3, 3, 3}}}) {
+    INFO("x ", xs, " w ", ws);
+    const std::vector<double> exact = conv3d_pass(false, DType::f64, xs, ws);
+    CHECK(relative_l2(conv3d_pass(true, DType::f32, xs, ws), exact) <= 2e-6);
+    CHECK(relative_l2(conv3d_pass(false, DType::f32, xs, ws), exact) <= 2e-6);
+  }
 }
 
 TEST_CASE("conv3d: a temporal sum by hand") {
@@ -222,12 +281,13 @@ TEST_CASE("conv3d: errors name what is wrong") {
   Value flat = tape.input("flat", {2, 6, 8, 8}, DType::f32);
   CHECK_THROWS_WITH_AS(conv3d(flat, {.out = 4, .kernel = 3}),
                        doctest::Contains("conv3d: expects x (N,C,D,H,W)"), Error);
-  // A window 1 deep whose every output plane lies in the padding.
+  // Groups of 0, through the op (the builder refuses them first): an error, not a division.
   Value w1 = tape.param("w1", {4, 6, 1, 1, 1}, Init::zeros());
+  Conv3dParams none = params(1, 0, 0, 1, Conv2dParams{});
+  none.plane.groups = 0;
   CHECK_THROWS_WITH_AS(
-      tape.record(std::make_unique<Conv3dOp>(params(5, 1, 0, 1, Conv2dParams{})), {x, w1},
-                  std::source_location::current()),
-      doctest::Contains("every output plane of x [2,6,4,8,8] reads the depth padding"), Error);
+      tape.record(std::make_unique<Conv3dOp>(none), {x, w1}, std::source_location::current()),
+      doctest::Contains("conv3d: stride 1x1, dilation 1x1 and groups 0 must be >= 1"), Error);
 }
 
 namespace {
@@ -311,8 +371,11 @@ TEST_CASE("conv_transpose3d: the forward matches a direct scatter") {
       {{1, 4, 3, 3, 2}, 6, 3, 3, 2, params(2, 1, 1, 1, uneven), {1, 1, 0}},  // grouped, padded
       {{9, 2, 2, 2, 2}, 2, 2, 2, 2, params(2, 0, 0, 1, two), {1, 1, 1}},  // chunks, output padding
       {{2, 2, 4, 3, 3}, 3, 1, 2, 2, params(1, 0, 0, 1, two), {0, 0, 0}},  // (1, 2, 2)
-      {{2, 2, 3, 3, 3}, 2, 2, 1, 1, params(3, 1, 0, 2, Conv2dParams{}), {2, 0, 0}},  // gaps,
-                                                                                     // dilated
+      // gaps between the taps' planes, dilated
+      {{2, 2, 3, 3, 3}, 2, 2, 1, 1, params(3, 1, 0, 2, Conv2dParams{}), {2, 0, 0}},
+      {{2, 2, 3, 3, 3}, 3, 1, 2, 2, params(2, 0, 0, 1, two), {1, 0, 0}},  // 1 deep, strided
+      // 1 deep, every plane of the convolution's output in its padding: the bias alone
+      {{2, 2, 1, 3, 3}, 2, 1, 2, 2, params(3, 1, 0, 1, Conv2dParams::uniform(1, 0)), {2, 0, 0}},
   };
   for (const TransposedCase& c : cases) check_transposed_against_loop(c);
 }
@@ -344,6 +407,17 @@ TEST_CASE("conv_transpose3d: finite-difference gradients in f64") {
             {x[0], w, b}, std::source_location::current());
       },
       {random_tensor({2, 2, 3, 2, 2}, 8)});
+  // 1 deep at depth stride 2: output planes between the input's get the bias alone.
+  check_gradients(
+      [](auto x) {
+        Tape& t = x[0].tape();
+        Value w = t.param("w", {2, 3, 1, 2, 2}, Init::normal(0.5));
+        Value b = t.param("b", {3}, Init::normal(0.5));
+        return t.record(std::make_unique<ConvTranspose3dOp>(
+                            params(2, 0, 0, 1, Conv2dParams::uniform(2, 0)), 1, 0, 1),
+                        {x[0], w, b}, std::source_location::current());
+      },
+      {random_tensor({2, 2, 3, 2, 2}, 10)});
 }
 
 TEST_CASE("conv_transpose3d: the adjoint of conv3d") {
