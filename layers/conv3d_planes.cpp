@@ -70,28 +70,18 @@ Conv3dPlanes::Conv3dPlanes(const char* op, const Shape& x, const Shape& w, const
   FRUGAL_CHECK(Do_ >= 1, op, ": a depth window of ", kd_, " (dilation ", dd,
                ") is deeper than the padded input's ", D_ + pf + p.pad_back, " planes (x ", x,
                ", w ", w, ")");
-  if (kd_ == 1) {  // only the planes the outputs read: o * sd - pf for o in [lo, hi)
-    const int64_t lo = (pf + sd - 1) / sd, hi = std::min(Do_, (D_ - 1 + pf) / sd + 1);
-    // hi <= lo: every output plane reads the padding (zeros, the bias alone), as PyTorch gives.
-    planes_ = std::max<int64_t>(hi - lo, 0), first_plane_ = lo * sd - pf, plane_stride_ = sd;
-    plane_step_ = 1;
-  } else {
-    planes_ = D_, first_plane_ = 0, plane_stride_ = 1, plane_step_ = sd;
-  }
-  chunk_ = planes_ == 0
-               ? N_
-               : std::min(N_, std::max<int64_t>(1, (kChunkPlanes + planes_ - 1) / planes_));
-  g_ = chunk_geometry(chunk_);
+  const int64_t planes = std::max(D_, Do_);  // of a sample: the more of its input and output
+  chunk_ = std::min(N_, std::max<int64_t>(1, (kChunkPlanes + planes - 1) / planes));
+  g_ = chunk_geometry(chunk_, Do_);
   FRUGAL_CHECK(g_.P >= 1 && g_.Q >= 1, op, ": kernel ", kh_, "x", kw_,
                " is larger than the padded input planes ",
                H_ + p.plane.pad_top + p.plane.pad_bottom, "x",
                W_ + p.plane.pad_left + p.plane.pad_right, " (x ", x, ", w ", w, ")");
 }
 
-Conv2dGeometry Conv3dPlanes::chunk_geometry(int64_t samples) const {
+Conv2dGeometry Conv3dPlanes::chunk_geometry(int64_t samples, int64_t planes) const {
   const Conv2dParams& p = p_.plane;
-  Conv2dGeometry g{
-      .N = samples * planes_, .C = C_, .H = H_, .W = W_, .K = K_ * kd_, .R = kh_, .S = kw_};
+  Conv2dGeometry g{.N = samples * planes, .C = C_, .H = H_, .W = W_, .K = K_, .R = kh_, .S = kw_};
   g.stride_h = p.stride_h, g.stride_w = p.stride_w, g.pad_h = p.pad_top, g.pad_w = p.pad_left;
   g.pad_h_end = p.pad_bottom, g.pad_w_end = p.pad_right, g.dilation_h = p.dilation_h;
   g.dilation_w = p.dilation_w, g.groups = p.groups;
@@ -105,93 +95,106 @@ double Conv3dPlanes::macs() const {
          static_cast<double>(C_ / p_.plane.groups * kd_ * kh_ * kw_);
 }
 
-int64_t Conv3dPlanes::tap_offset(int64_t tap) const {
-  if (kd_ == 1) return -(first_plane_ + p_.pad_front) / p_.stride_d;  // plane j is output j + lo
-  return tap * p_.dilation_d - p_.pad_front;
-}
-
+// Output plane o's tap reads input plane o * sd - pf + tap * dd: those o where it lies in
+// [0, D).
 Conv3dPlanes::TapRange Conv3dPlanes::tap_range(int64_t tap) const {
-  const int64_t off = tap_offset(tap), step = plane_step_;
-  const int64_t lo = off >= 0 ? 0 : (-off + step - 1) / step;
-  const int64_t hi = planes_ - 1 - off < 0 ? 0 : (planes_ - 1 - off) / step + 1;
-  return {std::min(lo, Do_), std::clamp(hi, std::min(lo, Do_), Do_)};
+  const int64_t sd = p_.stride_d, off = tap * p_.dilation_d - p_.pad_front;
+  const int64_t lo = std::min(Do_, off >= 0 ? 0 : (-off + sd - 1) / sd);
+  const int64_t hi = D_ - 1 - off < 0 ? lo : std::clamp((D_ - 1 - off) / sd + 1, lo, Do_);
+  return {lo, hi, lo * sd + off};
 }
 
 size_t Conv3dPlanes::weight_bytes() const {
-  return aligned(dtype_size(dtype_) * static_cast<size_t>(g_.K * g_.C / g_.groups * g_.R * g_.S));
+  return aligned(dtype_size(dtype_) * static_cast<size_t>(weight_numel()));
+}
+
+// The 2-D passes' scratch at every batch of planes a chunk's taps run.
+size_t Conv3dPlanes::conv_scratch(const Backend& b, bool forward) const {
+  size_t most = 0;
+  for (int64_t samples : {chunk_, N_ % chunk_})
+    for (int64_t i = 0; samples > 0 && i < kd_; ++i) {
+      const int64_t n = tap_range(i).count();
+      if (n == 0) continue;
+      const Conv2dGeometry g = chunk_geometry(samples, n);
+      most = std::max(most, forward ? b.conv2d_forward_scratch(g, dtype_)
+                                    : b.conv2d_backward_scratch(g, dtype_));
+    }
+  return most;
 }
 
 size_t Conv3dPlanes::forward_scratch(const Backend& backend) const {
-  if (planes_ == 0) return 0;
   const size_t e = dtype_size(dtype_);
-  const int64_t out = Do_ * chunk_ * K_ * g_.P * g_.Q;
-  size_t conv = backend.conv2d_forward_scratch(g_, dtype_);
-  if (N_ % chunk_ != 0)
-    conv = std::max(conv, backend.conv2d_forward_scratch(chunk_geometry(N_ % chunk_), dtype_));
-  return weight_bytes() + aligned(e * static_cast<size_t>(g_.N * C_ * H_ * W_)) +
-         aligned(e * static_cast<size_t>(g_.N * g_.K * g_.P * g_.Q)) +
-         aligned(e * static_cast<size_t>(out)) * (kd_ > 1 ? 2 : 1) + conv;
+  const size_t in = aligned(e * static_cast<size_t>(chunk_ * Do_ * C_ * H_ * W_));
+  const size_t out = aligned(e * static_cast<size_t>(chunk_ * Do_ * K_ * g_.P * g_.Q));
+  return weight_bytes() + in + out * (kd_ > 1 ? 2 : 1) + conv_scratch(backend, true);
 }
 
 size_t Conv3dPlanes::backward_scratch(const Backend& backend, bool data, bool filter) const {
-  if ((!data && !filter) || planes_ == 0) return 0;
+  if (!data && !filter) return 0;
   const size_t e = dtype_size(dtype_);
-  size_t conv = backend.conv2d_backward_scratch(g_, dtype_);
-  if (N_ % chunk_ != 0)
-    conv = std::max(conv, backend.conv2d_backward_scratch(chunk_geometry(N_ % chunk_), dtype_));
-  const size_t weights = (data ? 1 : 0) + (filter ? (N_ > chunk_ ? 2 : 1) : 0);
-  return weights * weight_bytes() + aligned(e * static_cast<size_t>(g_.N * C_ * H_ * W_)) +
-         aligned(e * static_cast<size_t>(g_.N * g_.K * g_.P * g_.Q)) + conv;
+  const size_t tap = aligned(e * static_cast<size_t>(weight_numel() / kd_));
+  const size_t in = aligned(e * static_cast<size_t>(chunk_ * Do_ * C_ * H_ * W_));
+  const size_t out = aligned(e * static_cast<size_t>(chunk_ * Do_ * K_ * g_.P * g_.Q));
+  size_t bytes = in + out + conv_scratch(backend, false);
+  if (data) {  // the taps' weights; past one tap, every input plane's sum and strided planes
+    bytes += weight_bytes();
+    if (kd_ > 1) bytes += aligned(e * static_cast<size_t>(chunk_ * C_ * D_ * H_ * W_));
+    if (kd_ > 1 && p_.stride_d > 1) bytes += in;
+  }
+  if (filter) bytes += weight_bytes() + (N_ > chunk_ ? tap : 0);
+  return bytes;
 }
 
-// Per chunk of samples: its planes moved to xs (planes, samples, C, H, W), z = every plane by
-// every (filter, tap) (planes, samples, K*kd, Ho*Wo), then sum (Do, samples, K, Ho*Wo) adds
-// tap i's partial sums of the plane output o reads, taps in order (zero where a tap reads the
-// padding); y's chunk is sum moved back to (samples, K, Do, Ho*Wo).
+namespace {
+// w (K, C/groups, kd, kh, kw) to the taps' weights (kd, K, C/groups, kh, kw), or back.
+CopyBox tap_weights(int64_t K, int64_t Cg, int64_t kd, int64_t kk, bool back) {
+  CopyBox b =
+      box4({K, Cg, kd, kk}, {Cg * kd * kk, kd * kk, kk, 1}, {Cg * kk, kk, K * Cg * kk, 1}, 0, 0);
+  if (back) std::swap(b.x_stride, b.y_stride);
+  return b;
+}
+}  // namespace
+
+// Per chunk of samples and per tap i: the input planes tap i reads moved to xs (planes,
+// samples, C, H, W) and convolved by the tap's weight into its output planes' partial sums
+// (planes, samples, K, Ho*Wo); sum (Do, samples, K, Ho*Wo) adds them, taps in order (zero
+// where no tap reaches); y's chunk is sum moved back to (samples, K, Do, Ho*Wo).
 void Conv3dPlanes::forward(Backend& b, const Tensor& x, const Tensor& w, Tensor& y,
                            const Tensor& scratch) const {
-  if (planes_ == 0) {  // every output reads the depth padding
-    b.fill(y, 0.0);
-    return;
-  }
-  const int64_t Cg = C_ / p_.plane.groups, R = g_.R, S = g_.S, HW = H_ * W_, HoWo = g_.P * g_.Q,
-                kk = R * S;
+  const int64_t Cg = C_ / p_.plane.groups, kk = kh_ * kw_, HW = H_ * W_, HoWo = g_.P * g_.Q;
+  const int64_t tap_weights_numel = K_ * Cg * kk;
   Carve carve(scratch, dtype_, op_);
-  Tensor wt = carve.next(Shape{K_ * kd_, Cg, R, S});
-  b.strided_copy(box4({K_, kd_, Cg, kk}, {Cg * kd_ * kk, kk, kd_ * kk, 1},
-                      {kd_ * Cg * kk, Cg * kk, kk, 1}, 0, 0),
-                 w, wt);
-  Tensor xs_all = carve.next(Shape{g_.N, C_, H_, W_});
-  Tensor z_all = carve.next(Shape{g_.N, g_.K, g_.P, g_.Q});
-  Tensor sum_all = carve.next(Shape{Do_ * chunk_ * K_ * HoWo});
-  Tensor tap_all = kd_ > 1 ? carve.next(Shape{Do_ * chunk_ * K_ * HoWo}) : Tensor();
+  Tensor wt = carve.next(Shape{kd_ * tap_weights_numel});
+  b.strided_copy(tap_weights(K_, Cg, kd_, kk, false), w, wt);
+  Tensor xs_all = carve.next(Shape{chunk_ * Do_ * C_ * HW});
+  Tensor sum_all = carve.next(Shape{chunk_ * Do_ * K_ * HoWo});
+  Tensor tap_all = kd_ > 1 ? carve.next(Shape{chunk_ * Do_ * K_ * HoWo}) : Tensor();
   Tensor conv_scratch = carve.rest();
+  const TapRange first = tap_range(0);
   for (int64_t n0 = 0; n0 < N_; n0 += chunk_) {
     const int64_t B = std::min(chunk_, N_ - n0);
-    const Conv2dGeometry g = chunk_geometry(B);
-    Tensor xs = xs_all.elements(0, g.N * C_ * HW).reshape(Shape{g.N, C_, H_, W_});
-    b.strided_copy(box4({planes_, B, C_, HW}, {plane_stride_ * HW, C_ * D_ * HW, D_ * HW, 1},
-                        {B * C_ * HW, C_ * HW, HW, 1}, (n0 * C_ * D_ + first_plane_) * HW, 0),
-                   x, xs);
-    Tensor z = z_all.elements(0, g.N * g.K * HoWo).reshape(Shape{g.N, g.K, g.P, g.Q});
-    Tensor none;
-    b.conv2d_forward(g, xs, wt, none, z, conv_scratch);
     const int64_t row = B * K_ * HoWo;  // one output plane of the chunk in sum
     Tensor sum = sum_all.elements(0, Do_ * row);
+    if (first.lo > 0 || first.hi < Do_) b.fill(sum, 0.0);  // planes tap 0 does not reach
     for (int64_t i = 0; i < kd_; ++i) {
       const TapRange t = tap_range(i);
-      if (i == 0 && (t.lo > 0 || t.hi < Do_)) b.fill(sum, 0.0);
-      if (t.hi <= t.lo) continue;
-      const bool first = i == 0;
-      Tensor dst = first ? sum.elements(t.lo * row, (t.hi - t.lo) * row)
-                         : tap_all.elements(0, (t.hi - t.lo) * row);
-      b.strided_copy(box4({t.hi - t.lo, B, K_, HoWo},
-                          {plane_step_ * B * g.K * HoWo, g.K * HoWo, kd_ * HoWo, 1},
-                          {row, K_ * HoWo, HoWo, 1}, (plane_of(t.lo, i) * B * g.K + i) * HoWo, 0),
-                     z, dst);
-      if (!first) {
-        Tensor part = sum.elements(t.lo * row, (t.hi - t.lo) * row);
-        b.accumulate(dst, part);
+      if (t.count() == 0) continue;
+      const Conv2dGeometry g = chunk_geometry(B, t.count());
+      Tensor xs = xs_all.elements(0, g.N * C_ * HW).reshape(Shape{g.N, C_, H_, W_});
+      b.strided_copy(box4({t.count(), B, C_, HW}, {p_.stride_d * HW, C_ * D_ * HW, D_ * HW, 1},
+                          {B * C_ * HW, C_ * HW, HW, 1}, (n0 * C_ * D_ + t.first) * HW, 0),
+                     x, xs);
+      const Tensor wi =
+          wt.elements(i * tap_weights_numel, tap_weights_numel).reshape(Shape{K_, Cg, kh_, kw_});
+      Tensor part = sum.elements(t.lo * row, t.count() * row);
+      const bool direct = i == 0;  // tap 0 writes its planes of sum itself
+      Tensor out =
+          (direct ? part : tap_all.elements(0, t.count() * row)).reshape(Shape{g.N, K_, g.P, g.Q});
+      Tensor none;
+      b.conv2d_forward(g, xs, wi, none, out, conv_scratch);
+      if (!direct) {
+        Tensor into = part.reshape(out.shape());
+        b.accumulate(out, into);
       }
     }
     b.strided_copy(box4({B, K_, Do_, HoWo}, {K_ * HoWo, HoWo, row, 1},
@@ -200,87 +203,103 @@ void Conv3dPlanes::forward(Backend& b, const Tensor& x, const Tensor& w, Tensor&
   }
 }
 
-// Per chunk: dz (planes, samples, K*kd, Ho*Wo) holds dy of output o at tap i's partial sums
-// of the plane o reads (zero where no output reads that plane through that tap); the chunk's
-// planes moved to xs; dw's taps (K*kd, C/groups, kh, kw) are the 2-D filter gradient of the
-// chunks, added chunk after chunk; dxs = the 2-D data gradient over xs's bytes, moved back to
-// dx's chunk (zero on planes no output reads).
+// Per chunk and per tap i: dz (planes, samples, K, Ho*Wo) holds dy of the output planes the tap
+// reaches; xs the input planes it reads; the tap's dw is the 2-D filter gradient, added chunk
+// after chunk; its data gradient (over xs's bytes) is added into acc (D, samples, C, H*W), the
+// chunk's every input plane, taps in order; acc (zero where no tap reads) moved back to dx's
+// chunk. A window 1 deep writes its data gradient straight to dx's planes.
 void Conv3dPlanes::backward(Backend& b, const Tensor& x, const Tensor& dy, const Tensor& w,
                             Tensor* dx, Tensor* dw, const Tensor& scratch) const {
   const bool want_dx = dx != nullptr, want_dw = dw != nullptr;
   if (!want_dx && !want_dw) return;
-  if (planes_ == 0) {  // no output reads x
-    if (want_dx) b.fill(*dx, 0.0);
-    if (want_dw) b.fill(*dw, 0.0);
-    return;
-  }
-  const int64_t Cg = C_ / p_.plane.groups, R = g_.R, S = g_.S, HW = H_ * W_, HoWo = g_.P * g_.Q,
-                kk = R * S;
+  const int64_t Cg = C_ / p_.plane.groups, kk = kh_ * kw_, HW = H_ * W_, HoWo = g_.P * g_.Q;
+  const int64_t tap_weights_numel = K_ * Cg * kk, sd = p_.stride_d;
   Carve carve(scratch, dtype_, op_);
-  const Shape taps{K_ * kd_, Cg, R, S};
-  Tensor wt = want_dx ? carve.next(taps) : Tensor();
-  Tensor dwt = want_dw ? carve.next(taps) : Tensor();
-  Tensor dwt_chunk = want_dw && N_ > chunk_ ? carve.next(taps) : Tensor();
-  Tensor xs_all = carve.next(Shape{g_.N, C_, H_, W_});
-  Tensor dz_all = carve.next(Shape{g_.N, g_.K, g_.P, g_.Q});
-  Tensor conv_scratch = carve.rest();
-  if (want_dx)
-    b.strided_copy(box4({K_, kd_, Cg, kk}, {Cg * kd_ * kk, kk, kd_ * kk, 1},
-                        {kd_ * Cg * kk, Cg * kk, kk, 1}, 0, 0),
-                   w, wt);
-  bool covered = true;  // whether every (plane, tap) is read by some output plane
-  for (int64_t i = 0; i < kd_; ++i) {
-    const TapRange t = tap_range(i);
-    const int64_t reach = t.hi - t.lo;
-    covered = covered && plane_step_ == 1 && reach == planes_;
-  }
-  for (int64_t n0 = 0; n0 < N_; n0 += chunk_) {
-    const int64_t B = std::min(chunk_, N_ - n0);
-    const Conv2dGeometry g = chunk_geometry(B);
-    Tensor dz = dz_all.elements(0, g.N * g.K * HoWo).reshape(Shape{g.N, g.K, g.P, g.Q});
-    if (!covered) b.fill(dz, 0.0);
-    for (int64_t i = 0; i < kd_; ++i) {
-      const TapRange t = tap_range(i);
-      if (t.hi <= t.lo) continue;
-      b.strided_copy(box4({t.hi - t.lo, B, K_, HoWo}, {HoWo, K_ * Do_ * HoWo, Do_ * HoWo, 1},
-                          {plane_step_ * B * g.K * HoWo, g.K * HoWo, kd_ * HoWo, 1},
-                          (n0 * K_ * Do_ + t.lo) * HoWo, (plane_of(t.lo, i) * B * g.K + i) * HoWo),
-                     dy, dz);
-    }
-    Tensor xs = xs_all.elements(0, g.N * C_ * HW).reshape(Shape{g.N, C_, H_, W_});
-    const CopyBox planes =
-        box4({planes_, B, C_, HW}, {plane_stride_ * HW, C_ * D_ * HW, D_ * HW, 1},
-             {B * C_ * HW, C_ * HW, HW, 1}, (n0 * C_ * D_ + first_plane_) * HW, 0);
-    if (want_dw) {
-      b.strided_copy(planes, x, xs);
-      Tensor none, into = n0 == 0 ? dwt : dwt_chunk;
-      b.conv2d_backward_filter(g, xs, dz, into, none, conv_scratch);
-      if (n0 > 0) b.accumulate(dwt_chunk, dwt);
-    }
-    if (want_dx) {
-      b.conv2d_backward_data(g, dz, wt, xs, conv_scratch);
-      if (planes_ < D_) {
-        Tensor part = dx->elements(n0 * C_ * D_ * HW, B * C_ * D_ * HW);
-        b.fill(part, 0.0);
-      }
-      CopyBox back = planes;  // xs's planes to their places in dx
-      std::swap(back.x_stride, back.y_stride);
-      std::swap(back.x_offset, back.y_offset);
-      b.strided_copy(back, xs, *dx);
-    }
+  Tensor xs_all = carve.next(Shape{chunk_ * Do_ * C_ * HW});
+  Tensor dz_all = carve.next(Shape{chunk_ * Do_ * K_ * HoWo});
+  // One tap writes every input plane's gradient at most once: no sums to hold.
+  const bool single = kd_ == 1;
+  Tensor wt, acc_all, strided_all, dwt, dwt_tap;
+  if (want_dx) {
+    wt = carve.next(Shape{kd_ * tap_weights_numel});
+    if (!single) acc_all = carve.next(Shape{chunk_ * C_ * D_ * HW});
+    if (!single && sd > 1) strided_all = carve.next(Shape{chunk_ * Do_ * C_ * HW});
+    b.strided_copy(tap_weights(K_, Cg, kd_, kk, false), w, wt);
   }
   if (want_dw) {
-    b.strided_copy(box4({K_, kd_, Cg, kk}, {kd_ * Cg * kk, Cg * kk, kk, 1},
-                        {Cg * kd_ * kk, kk, kd_ * kk, 1}, 0, 0),
-                   dwt, *dw);
+    dwt = carve.next(Shape{kd_ * tap_weights_numel});
+    if (N_ > chunk_) dwt_tap = carve.next(Shape{tap_weights_numel});
+    b.fill(dwt, 0.0);  // a tap that reads only padding has no gradient
   }
+  Tensor conv_scratch = carve.rest();
+  for (int64_t n0 = 0; n0 < N_; n0 += chunk_) {
+    const int64_t B = std::min(chunk_, N_ - n0);
+    const int64_t plane = B * C_ * HW;  // one input plane of the chunk in acc
+    Tensor acc = want_dx && !single ? acc_all.elements(0, D_ * plane) : Tensor();
+    if (acc.defined()) b.fill(acc, 0.0);
+    for (int64_t i = 0; i < kd_; ++i) {
+      const TapRange t = tap_range(i);
+      if (t.count() == 0) continue;
+      const Conv2dGeometry g = chunk_geometry(B, t.count());
+      Tensor dz = dz_all.elements(0, g.N * K_ * HoWo).reshape(Shape{g.N, K_, g.P, g.Q});
+      b.strided_copy(box4({t.count(), B, K_, HoWo}, {HoWo, K_ * Do_ * HoWo, Do_ * HoWo, 1},
+                          {B * K_ * HoWo, K_ * HoWo, HoWo, 1}, (n0 * K_ * Do_ + t.lo) * HoWo, 0),
+                     dy, dz);
+      Tensor xs = xs_all.elements(0, g.N * C_ * HW).reshape(Shape{g.N, C_, H_, W_});
+      const CopyBox planes = box4({t.count(), B, C_, HW}, {sd * HW, C_ * D_ * HW, D_ * HW, 1},
+                                  {B * C_ * HW, C_ * HW, HW, 1}, (n0 * C_ * D_ + t.first) * HW, 0);
+      if (want_dw) {
+        b.strided_copy(planes, x, xs);
+        Tensor mine =
+            dwt.elements(i * tap_weights_numel, tap_weights_numel).reshape(Shape{K_, Cg, kh_, kw_});
+        Tensor into = n0 == 0 ? mine : dwt_tap.reshape(Shape{K_, Cg, kh_, kw_});
+        Tensor none;
+        b.conv2d_backward_filter(g, xs, dz, into, none, conv_scratch);
+        if (n0 > 0) b.accumulate(into, mine);
+      }
+      if (want_dx) {
+        const Tensor wi =
+            wt.elements(i * tap_weights_numel, tap_weights_numel).reshape(Shape{K_, Cg, kh_, kw_});
+        b.conv2d_backward_data(g, dz, wi, xs, conv_scratch);
+        if (single) {  // straight to dx's planes (zero on the planes no output reads)
+          if (t.count() < D_) {
+            Tensor part = dx->elements(n0 * C_ * D_ * HW, B * C_ * D_ * HW);
+            b.fill(part, 0.0);
+          }
+          CopyBox back = planes;
+          std::swap(back.x_stride, back.y_stride);
+          std::swap(back.x_offset, back.y_offset);
+          b.strided_copy(back, xs, *dx);
+        } else if (sd == 1) {  // the planes lie together in acc
+          Tensor part = acc.elements(t.first * plane, t.count() * plane).reshape(xs.shape());
+          b.accumulate(xs, part);
+        } else {  // every sd-th plane: gathered, added to, put back
+          Tensor part = strided_all.elements(0, t.count() * plane);
+          const CopyBox every =
+              box4({t.count(), plane}, {sd * plane, 1}, {plane, 1}, t.first * plane, 0);
+          b.strided_copy(every, acc, part);
+          Tensor into = part.reshape(xs.shape());
+          b.accumulate(xs, into);
+          CopyBox back = every;
+          std::swap(back.x_stride, back.y_stride);
+          std::swap(back.x_offset, back.y_offset);
+          b.strided_copy(back, part, acc);
+        }
+      }
+    }
+    if (acc.defined())  // acc (D, samples, C, H*W) to dx's chunk (samples, C, D, H*W)
+      b.strided_copy(box4({D_, B, C_, HW}, {plane, C_ * HW, HW, 1}, {HW, C_ * D_ * HW, D_ * HW, 1},
+                          0, n0 * C_ * D_ * HW),
+                     acc, *dx);
+  }
+  if (want_dx && single && tap_range(0).count() == 0) b.fill(*dx, 0.0);  // no output reads x
+  if (want_dw) b.strided_copy(tap_weights(K_, Cg, kd_, kk, true), dwt, *dw);
 }
 
 void set_conv3d_rebuildable(Roles& r, const Conv3dPlanes& c, DType t, bool bias) {
-  const Conv2dGeometry& g = c.plane_geometry();
   std::vector<int> reads{0, 1};
   if (bias) reads.push_back(2);
-  const double weights = static_cast<double>(g.K * g.C / g.groups * g.R * g.S);
+  const double weights = static_cast<double>(c.weight_numel());
   set_rebuildable(r, std::move(reads), 2 * c.macs(),
                   static_cast<double>(dtype_size(t)) *
                       (static_cast<double>(c.input().numel() + c.output().numel()) + weights));

@@ -1,16 +1,16 @@
 // The passes of a 3-D convolution over (N, C, D, H, W) run as the backend's 2-D convolution of
 // depth planes in scratch: forward, and the data and filter gradients. Conv3dOp runs them as
 // they are, ConvTranspose3dOp (the adjoint) the other way round, as the 2-D ops share the 2-D
-// kernels. A chunk of samples at a time, its planes are moved to (planes, samples, C, H, W)
-// and convolved over (H, W) by every depth tap of every filter at once (the weight (K,
-// C/groups, kd, kh, kw) moved to (K*kd, C/groups, kh, kw)); output plane o adds the partial
-// sums of tap i from input plane o*sd + i*dd - pad, taps in order. The gradients place dy
-// where each tap's partial sums were and run the 2-D filter and data gradients over them. So a
-// pass reads the tensors as they lie, and its moved planes and partial sums (kd times a chunk's
-// output) live in its scratch only. The chunk is a function of the geometry alone (at least
-// kChunkPlanes planes), so every memory mode and device runs the same arithmetic in the same
-// order. At depth stride sd > 1 every input plane's taps are computed (about sd times the
-// multiply-adds), except for a window 1 deep, whose planes are picked first.
+// kernels. A chunk of samples at a time, and one depth tap i at a time (taps in order): the
+// input planes that tap reads for the output planes [lo_i, hi_i) whose window reaches into the
+// input are moved to (planes, samples, C, H, W) and convolved over (H, W) by the weight's tap
+// (K, C/groups, kh, kw), giving those output planes' partial sums in (planes, samples, K, Ho,
+// Wo), which add up over the taps. Backward moves dy's planes the same way and runs the 2-D
+// filter and data gradients per tap, the data gradients added into each input plane in tap
+// order. So a pass reads the tensors as they lie, its moved planes live in its scratch only,
+// and it computes exactly conv3d's multiply-adds, none for taps that read the padding. The
+// chunk is a function of the geometry alone (at least kChunkPlanes input or output planes), so
+// every memory mode and device runs the same arithmetic in the same order.
 #pragma once
 
 #include <cstddef>
@@ -30,7 +30,8 @@ struct Conv3dParams {
 
 class Conv3dPlanes {
  public:
-  // Depth planes a chunk holds at least (fewer where the batch ends first).
+  // Depth planes (of its input or output, the more) a chunk holds at least (fewer where the
+  // batch ends first).
   static constexpr int64_t kChunkPlanes = 16;
 
   Conv3dPlanes() = default;
@@ -38,11 +39,12 @@ class Conv3dPlanes {
   // the parameters are out of range or a window is larger than its padded axis.
   Conv3dPlanes(const char* op, const Shape& x, const Shape& w, const Conv3dParams& p, DType t);
 
+  int64_t weight_numel() const { return K_ * C_ / p_.plane.groups * kd_ * kh_ * kw_; }
   Shape input() const { return Shape{N_, C_, D_, H_, W_}; }
   Shape output() const { return Shape{N_, K_, Do_, g_.P, g_.Q}; }
   // Multiply-adds of one pass over the batch, as a plain 3-D convolution counts them.
   double macs() const;
-  // The 2-D convolution of one full chunk's planes, and the samples in a chunk.
+  // One tap's 2-D convolution over a full chunk's output planes, and the samples in a chunk.
   const Conv2dGeometry& plane_geometry() const { return g_; }
   int64_t chunk_samples() const { return chunk_; }
 
@@ -58,28 +60,23 @@ class Conv3dPlanes {
                 Tensor* dw, const Tensor& scratch) const;
 
  private:
-  // The output planes [lo, hi) whose tap i reads an input plane.
+  // The output planes [lo, hi) whose tap reads an input plane, from input plane `first` on
+  // (first + (o - lo) * stride_d for output plane o).
   struct TapRange {
-    int64_t lo = 0, hi = 0;
+    int64_t lo = 0, hi = 0, first = 0;
+    int64_t count() const { return hi - lo; }
   };
   TapRange tap_range(int64_t tap) const;
-  // Index among the convolved planes of the plane that output plane o's tap i reads.
-  int64_t plane_of(int64_t o, int64_t tap) const { return o * plane_step_ + tap_offset(tap); }
-  int64_t tap_offset(int64_t tap) const;
-  Conv2dGeometry chunk_geometry(int64_t samples) const;
+  Conv2dGeometry chunk_geometry(int64_t samples, int64_t planes) const;
   size_t weight_bytes() const;
+  size_t conv_scratch(const Backend& b, bool forward) const;
 
   const char* op_ = "conv3d";
   Conv3dParams p_;
   DType dtype_ = DType::f32;
   int64_t N_ = 0, C_ = 0, D_ = 0, H_ = 0, W_ = 0, K_ = 0, kd_ = 0, kh_ = 0, kw_ = 0, Do_ = 0;
-  // The input planes convolved: first_plane_ + j * plane_stride_ for j in [0, planes_) (every
-  // plane, or for a window 1 deep those the outputs read: none where every output reads the
-  // depth padding, whose passes write zeros); output plane o's tap i reads plane index
-  // o * plane_step_ + tap_offset(i).
-  int64_t planes_ = 0, first_plane_ = 0, plane_stride_ = 1, plane_step_ = 1;
   int64_t chunk_ = 1;
-  Conv2dGeometry g_;  // one full chunk's planes: N = chunk_ * planes_, K = K_ * kd_
+  Conv2dGeometry g_;  // one tap over a full chunk's output planes: N = chunk_ * Do_
 };
 
 // Marks r rebuildable by forward under a memory budget (Roles::rebuild_expensive), from x, w
