@@ -242,6 +242,19 @@ TEST_CASE("sim device: concat_batch_norm equals the CPU's and concat then batch_
   }
 }
 
+TEST_CASE("sim device: conv3d's and conv_transpose3d's steps equal the CPU's bitwise") {
+  // 5 volumes of 4 planes: chunks of 4 samples and 1 in the first layers.
+  for (MemoryMode memory : {MemoryMode::baseline, MemoryMode::planned}) {
+    CAPTURE(memory_mode_name(memory));
+    check_all_bitwise(train_on(cpu_backend(), volume_net, {5, 2, 4, 6, 6}, 5, memory, 2),
+                      train_on(sim_backend(), volume_net, {5, 2, 4, 6, 6}, 5, memory, 2));
+  }
+  check_all_bitwise(
+      train_on(cpu_backend(), volume_net, {5, 2, 4, 6, 6}, 5, MemoryMode::baseline, 2),
+      train_on(sim_backend(), volume_net, {5, 2, 4, 6, 6}, 5, MemoryMode::planned, 2,
+               OptimizerKind::sgd, Recompute::all));
+}
+
 TEST_CASE("sim device: AdamW steps of ResNet-20 equal the CPU's bitwise, baseline and planned") {
   const Shape shape{2, 3, 32, 32};
   for (MemoryMode memory : {MemoryMode::baseline, MemoryMode::planned}) {

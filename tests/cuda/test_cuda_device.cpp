@@ -82,6 +82,13 @@ TEST_CASE("cuda device: planned steps equal baseline steps bitwise, and repeat e
     check_all_bitwise(train_on(gpu(), dense_net(false), {2, 3, 6, 6}, 5, memory, 2),
                       train_on(gpu(), dense_net(true), {2, 3, 6, 6}, 5, memory, 2));
   }
+  // conv3d and conv_transpose3d: planned == baseline on the device, and the same bits again.
+  const std::vector<Tensor> volume =
+      train_on(gpu(), volume_net, {5, 2, 4, 6, 6}, 5, MemoryMode::baseline, 2);
+  check_all_bitwise(volume,
+                    train_on(gpu(), volume_net, {5, 2, 4, 6, 6}, 5, MemoryMode::planned, 2));
+  check_all_bitwise(volume,
+                    train_on(gpu(), volume_net, {5, 2, 4, 6, 6}, 5, MemoryMode::baseline, 2));
   // AdamW: planned == baseline on the device, and the same bits again.
   const Shape shape{2, 3, 32, 32};
   const std::vector<Tensor> adamw =

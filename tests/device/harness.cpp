@@ -5,9 +5,12 @@
 
 #include "check/gradcheck.h"
 #include "layers/batchnorm2d.h"
+#include "layers/binary.h"
 #include "layers/concat.h"
 #include "layers/concat_batch_norm.h"
 #include "layers/conv2d.h"
+#include "layers/conv3d.h"
+#include "layers/conv_transpose3d.h"
 #include "layers/fixed_point.h"
 #include "layers/flatten.h"
 #include "layers/leaky_relu.h"
@@ -130,6 +133,14 @@ Network dense_net(bool fused) {
     Value f2 = conv2d(norm({x, f1}), {.out = 2, .kernel = 1});
     return linear(flatten(norm({x, f1, f2})), {.out = 5});
   };
+}
+
+Value volume_net(Value x) {
+  Value a = relu(conv3d(x, {.out = 3, .kernel = 3, .pad = 1}));
+  Value d = relu(conv3d(a, {.out = 4, .kernel = 3, .stride = 2, .pad = 1}));
+  Value u = conv_transpose3d(d, {.out = 3, .kernel = 2, .stride = 2});
+  Value h = relu(binary(BinaryKind::add, a, u));
+  return linear(flatten(h), {.out = 5});
 }
 
 }  // namespace frugal::testing

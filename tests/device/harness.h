@@ -51,4 +51,8 @@ Value coupling_net(Value x);
 // concat_batch_norm (`fused`) or as concat then batch_norm: the same bits on every device.
 Network dense_net(bool fused);
 
+// Volumes (N, C, D, H, W) through conv3d, a strided conv3d, conv_transpose3d back up and a
+// skip added, then a linear head: the 3-D convolutions' scratch passes on a device.
+Value volume_net(Value x);
+
 }  // namespace frugal::testing
