@@ -146,14 +146,29 @@ size_t Conv3dPlanes::backward_scratch(const Backend& backend, bool data, bool fi
 }
 
 namespace {
-// w (K, C/groups, kd, kh, kw) to the taps' weights (kd, K, C/groups, kh, kw), or back.
+// w (K, C/groups, kd, kh, kw), as (K, C/groups, kd, kh*kw), to the taps' weights (kd, K,
+// C/groups, kh*kw), and back.
 CopyBox tap_weights(int64_t K, int64_t Cg, int64_t kd, int64_t kk, bool back) {
-  CopyBox b =
-      box4({K, Cg, kd, kk}, {Cg * kd * kk, kd * kk, kk, 1}, {Cg * kk, kk, K * Cg * kk, 1}, 0, 0);
-  if (back) std::swap(b.x_stride, b.y_stride);
+  static constexpr int64_t to_taps[] = {2, 0, 1, 3}, from_taps[] = {1, 2, 0, 3};
+  return back ? permute_box(Shape{kd, K, Cg, kk}, from_taps)
+              : permute_box(Shape{K, Cg, kd, kk}, to_taps);
+}
+
+// A chunk's every plane laid (planes, samples, C, H*W) moved to (samples, C, planes, H*W), the
+// chunk's place in the (N, C, planes, H, W) tensor from element `at` on.
+CopyBox planes_back(int64_t planes, int64_t samples, int64_t C, int64_t HW, int64_t at) {
+  static constexpr int64_t order[] = {1, 2, 0, 3};
+  CopyBox b = permute_box(Shape{planes, samples, C, HW}, order);
+  b.y_offset = at;
   return b;
 }
 }  // namespace
+
+CopyBox Conv3dPlanes::input_planes(const TapRange& t, int64_t n0, int64_t samples) const {
+  const int64_t HW = H_ * W_;
+  return box4({t.count(), samples, C_, HW}, {p_.stride_d * HW, C_ * D_ * HW, D_ * HW, 1},
+              {samples * C_ * HW, C_ * HW, HW, 1}, (n0 * C_ * D_ + t.first) * HW, 0);
+}
 
 // Per chunk of samples and per tap i: the input planes tap i reads moved to xs (planes,
 // samples, C, H, W) and convolved by the tap's weight into its output planes' partial sums
@@ -181,9 +196,7 @@ void Conv3dPlanes::forward(Backend& b, const Tensor& x, const Tensor& w, Tensor&
       if (t.count() == 0) continue;
       const Conv2dGeometry g = chunk_geometry(B, t.count());
       Tensor xs = xs_all.elements(0, g.N * C_ * HW).reshape(Shape{g.N, C_, H_, W_});
-      b.strided_copy(box4({t.count(), B, C_, HW}, {p_.stride_d * HW, C_ * D_ * HW, D_ * HW, 1},
-                          {B * C_ * HW, C_ * HW, HW, 1}, (n0 * C_ * D_ + t.first) * HW, 0),
-                     x, xs);
+      b.strided_copy(input_planes(t, n0, B), x, xs);
       const Tensor wi =
           wt.elements(i * tap_weights_numel, tap_weights_numel).reshape(Shape{K_, Cg, kh_, kw_});
       Tensor part = sum.elements(t.lo * row, t.count() * row);
@@ -197,9 +210,7 @@ void Conv3dPlanes::forward(Backend& b, const Tensor& x, const Tensor& w, Tensor&
         b.accumulate(out, into);
       }
     }
-    b.strided_copy(box4({B, K_, Do_, HoWo}, {K_ * HoWo, HoWo, row, 1},
-                        {K_ * Do_ * HoWo, Do_ * HoWo, HoWo, 1}, 0, n0 * K_ * Do_ * HoWo),
-                   sum, y);
+    b.strided_copy(planes_back(Do_, B, K_, HoWo, n0 * K_ * Do_ * HoWo), sum, y);
   }
 }
 
@@ -246,8 +257,7 @@ void Conv3dPlanes::backward(Backend& b, const Tensor& x, const Tensor& dy, const
                           {B * K_ * HoWo, K_ * HoWo, HoWo, 1}, (n0 * K_ * Do_ + t.lo) * HoWo, 0),
                      dy, dz);
       Tensor xs = xs_all.elements(0, g.N * C_ * HW).reshape(Shape{g.N, C_, H_, W_});
-      const CopyBox planes = box4({t.count(), B, C_, HW}, {sd * HW, C_ * D_ * HW, D_ * HW, 1},
-                                  {B * C_ * HW, C_ * HW, HW, 1}, (n0 * C_ * D_ + t.first) * HW, 0);
+      const CopyBox planes = input_planes(t, n0, B);
       if (want_dw) {
         b.strided_copy(planes, x, xs);
         Tensor mine =
@@ -288,9 +298,7 @@ void Conv3dPlanes::backward(Backend& b, const Tensor& x, const Tensor& dy, const
       }
     }
     if (acc.defined())  // acc (D, samples, C, H*W) to dx's chunk (samples, C, D, H*W)
-      b.strided_copy(box4({D_, B, C_, HW}, {plane, C_ * HW, HW, 1}, {HW, C_ * D_ * HW, D_ * HW, 1},
-                          0, n0 * C_ * D_ * HW),
-                     acc, *dx);
+      b.strided_copy(planes_back(D_, B, C_, HW, n0 * C_ * D_ * HW), acc, *dx);
   }
   if (want_dx && single && tap_range(0).count() == 0) b.fill(*dx, 0.0);  // no output reads x
   if (want_dw) b.strided_copy(tap_weights(K_, Cg, kd_, kk, true), dwt, *dw);

@@ -16,6 +16,7 @@
 #include <cstddef>
 
 #include "core/backend.h"
+#include "core/copy_box.h"
 #include "core/roles.h"
 #include "core/tensor.h"
 #include "layers/conv2d.h"
@@ -44,8 +45,7 @@ class Conv3dPlanes {
   Shape output() const { return Shape{N_, K_, Do_, g_.P, g_.Q}; }
   // Multiply-adds of one pass over the batch, as a plain 3-D convolution counts them.
   double macs() const;
-  // One tap's 2-D convolution over a full chunk's output planes, and the samples in a chunk.
-  const Conv2dGeometry& plane_geometry() const { return g_; }
+  // The samples in a chunk.
   int64_t chunk_samples() const { return chunk_; }
 
   size_t forward_scratch(const Backend& b) const;
@@ -67,6 +67,8 @@ class Conv3dPlanes {
     int64_t count() const { return hi - lo; }
   };
   TapRange tap_range(int64_t tap) const;
+  // Tap t's input planes of samples [n0, n0 + samples) in x, to (planes, samples, C, H*W).
+  CopyBox input_planes(const TapRange& t, int64_t n0, int64_t samples) const;
   Conv2dGeometry chunk_geometry(int64_t samples, int64_t planes) const;
   size_t weight_bytes() const;
   size_t conv_scratch(const Backend& b, bool forward) const;
