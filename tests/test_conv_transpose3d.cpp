@@ -1,7 +1,8 @@
 // ConvTranspose3d: the forward against a direct scatter in f64 (output padding, groups, chunks,
 // gaps between the taps' planes, windows 1 deep, outputs reached by no tap); finite-difference
 // gradients in f64; the adjoint identity with conv3d; planned == baseline bitwise on a small 3-D
-// U-Net; errors that name what is wrong.
+// U-Net; the forward cost budgets weigh it (and conv_transpose2d) by; errors that name what is
+// wrong.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -12,10 +13,12 @@
 #include "check/modecheck.h"
 #include "layers/binary.h"
 #include "layers/conv3d.h"
+#include "layers/conv_transpose2d.h"
 #include "layers/conv_transpose3d.h"
 #include "layers/relu.h"
 #include "run/executor.h"
 #include "tests/conv3d_cases.h"
+#include "train/step_budget.h"
 
 using namespace frugal;
 using namespace frugal::testing;
@@ -186,6 +189,20 @@ TEST_CASE("conv_transpose3d: planned equals baseline bitwise") {
         return relu(binary(BinaryKind::add, a, u));
       },
       {4, 2, 6, 6, 6});
+}
+
+TEST_CASE("conv_transpose2d and conv_transpose3d: a step's forward cost counts multiply-adds") {
+  // Each input element meets out/groups * window weights: 2 * 3 * 100 elements times 4 * 27,
+  // and 2 * 4 * 25 times 3 * 9 (groups of 2), not one flop per output element.
+  ParamStore store;
+  Tape tape3(store);
+  conv_transpose3d(tape3.input("x", {2, 3, 4, 5, 5}, DType::f32),
+                   {.out = 4, .kernel = 3, .bias = false});
+  CHECK(forward_flops(tape3) == 2.0 * 600 * 108);
+  Tape tape2(store);
+  conv_transpose2d(tape2.input("x", {2, 4, 5, 5}, DType::f32),
+                   {.out = 6, .kernel = 3, .stride = 2, .groups = 2, .bias = false});
+  CHECK(forward_flops(tape2) == 2.0 * 200 * 27);
 }
 
 TEST_CASE("conv_transpose3d: errors name what is wrong") {

@@ -107,6 +107,15 @@ double forward_flops(const Tape& tape) {
   double flops = 0;
   for (const OpNode& node : tape.ops()) {
     const std::string name = node.op->name();
+    const bool transposed = name == "conv_transpose2d" || name == "conv_transpose3d";
+    if (transposed && node.inputs.size() >= 2) {
+      // Each input element meets (C, K/g, kh, kw[, kd])'s K/g * window weights: the
+      // multiply-adds the adjoint of a convolution with that weight does.
+      const Shape& w = tape.value(node.inputs[1]).meta.shape;
+      const double inputs = static_cast<double>(tape.value(node.inputs[0]).meta.shape.numel());
+      flops += 2.0 * inputs * static_cast<double>(w.numel() / w[0]);
+      continue;
+    }
     for (int out : node.outputs) {
       const double elements = static_cast<double>(tape.value(out).meta.shape.numel());
       if ((name == "conv2d" || name == "conv3d" || name == "linear") && node.inputs.size() >= 2) {

@@ -39,9 +39,9 @@ struct TrainingStep {
 // The planned arena of the step recorded with step.config (step.backend, nothing allocated):
 // what the executor of the same step binds, network inputs aside.
 size_t planned_step_peak(const TrainingStep& step);
-// Forward cost of a tape: 2 flops per multiply-add of conv2d, conv3d and linear, one per output
-// element of every other op (a checkpoint or reversible op too: what runs inside it is not
-// counted, so stored minus recomputing tape is the recompute).
+// Forward cost of a tape: 2 flops per multiply-add of conv2d, conv3d, their transposes and
+// linear, one per output element of every other op (a checkpoint or reversible op too: what runs
+// inside it is not counted, so stored minus recomputing tape is the recompute).
 double forward_flops(const Tape& tape);
 // The forward flops that checkpoint ops inside checkpoint ops of `tape` run again in backward
 // (BlockRun::inner), beyond what forward_flops of the tape without them tells: an inner
