@@ -34,6 +34,7 @@ void record_model(RecordedModel& r, const MemoryOptions& o, const ModelConfig& c
   const ModelStep step = record_model_step(*r.tape, spec, o.batch, o.mode, config);
   r.images = step.images;
   r.labels = step.labels;
+  r.extra_inputs = step.extra_inputs;
   r.out = step.out();
 }
 
@@ -187,6 +188,11 @@ StepRun run_step(const MemoryOptions& o, const ModelConfig& config, MemoryMode m
   ex.set_input(rec.images, x);
   ex.set_input(rec.labels, labels);
   run.inputs = x.bytes() + labels.bytes();
+  const std::vector<Tensor> extra = random_extra_inputs(rec.extra_inputs, 11);
+  for (size_t i = 0; i < extra.size(); ++i) {
+    ex.set_input(rec.extra_inputs[i], extra[i]);
+    run.inputs += extra[i].bytes();
+  }
   // Planned: the first step makes the optimizer state; the second should allocate nothing.
   for (int step = 0; step < (m == MemoryMode::planned ? 2 : 1); ++step) {
     const size_t settled = alloc.current_bytes();

@@ -81,6 +81,7 @@ struct RecordedModel {
   ParamStore store;
   std::unique_ptr<Tape> tape;
   Value images, labels, out;
+  std::vector<Value> extra_inputs = {};  // the network's other inputs (ModelStep::extra_inputs)
 };
 // Records options.model over a batch of options.batch, with `config` or as the options give
 // it (recompute_config, else stored_config). Throws frugal::Error on bad options.

@@ -70,6 +70,7 @@ void run_predict(const PredictOptions& o) {
   ParamStore params(0, be);
   Tape tape(params);
   const int64_t N = static_cast<int64_t>(o.images.size());
+  check_images_only(model, "predict");
   const ModelStep step =
       record_model_step(tape, model, N, Mode::inference, ModelConfig{.classes = classes});
   load_weights(params, file, o.weights, model.name, false);

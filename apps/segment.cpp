@@ -76,6 +76,7 @@ void run_segment(const SegmentOptions& o) {
   Backend& be = backend_named(t.device);
   ParamStore params(t.seed, be);
   Tape tape(params);
+  check_images_only(spec, "segment");
   const ModelStep step = record_model_step(tape, spec, t.batch, Mode::training);
   load_onnx_weights(params, model);
   Executor ex(tape, be,

@@ -135,35 +135,60 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       int_constants[t.name()] =
           IntTensor{.dims = {t.dims().begin(), t.dims().end()}, .values = ints};
   }
-  // The image input: the one graph input that is not an initializer.
+  // The image input: the first graph input that is not an initializer; the others (a
+  // timestep, a second image, a mask) are extra inputs of the same float type, batch first.
   OnnxModel model;
   model.path = path;
   for (const onnx::ValueInfoProto& v : g.input()) {
     if (graph->initializers.count(v.name()) || int_constants.count(v.name())) continue;
-    FRUGAL_CHECK(graph->input.empty(), path, ": inputs '", graph->input, "' and '", v.name(),
-                 "'; frugal imports models with one image input");
-    graph->input = v.name();
+    const bool image = graph->input.empty();
+    FRUGAL_CHECK(v.name() != graph->input &&
+                     std::none_of(model.extra_inputs.begin(), model.extra_inputs.end(),
+                                  [&](const OnnxInput& e) { return e.name == v.name(); }),
+                 path, ": input '", v.name(), "' is named twice");
     const auto& shape = v.type().tensor_type().shape();
     const int elem = v.type().tensor_type().elem_type();
     FRUGAL_CHECK(elem == onnx::TensorProto::FLOAT || elem == onnx::TensorProto::DOUBLE, path,
                  ": input '", v.name(), "' must be float or double");
-    // (N, F) features, (N, C, L) signals, (N, C, H, W) images, (N, C, D, H, W) volumes.
-    FRUGAL_CHECK(shape.dim_size() >= 2 && shape.dim_size() <= 5, path, ": input '", v.name(),
-                 "' has ", shape.dim_size(),
-                 " axes; frugal imports (N, F), (N, C, L), (N, C, H, W) or (N, C, D, H, W)");
-    model.dtype = elem == onnx::TensorProto::DOUBLE ? DType::f64 : DType::f32;
-    std::vector<int64_t> chw;
+    const DType dtype = elem == onnx::TensorProto::DOUBLE ? DType::f64 : DType::f32;
+    if (image) {
+      // (N, F) features, (N, C, L) signals, (N, C, H, W) images, (N, C, D, H, W) volumes.
+      FRUGAL_CHECK(shape.dim_size() >= 2 && shape.dim_size() <= 5, path, ": input '", v.name(),
+                   "' has ", shape.dim_size(),
+                   " axes; frugal imports (N, F), (N, C, L), (N, C, H, W) or (N, C, D, H, W)");
+      model.dtype = dtype;
+    } else {
+      FRUGAL_CHECK(shape.dim_size() >= 1 && shape.dim_size() <= 5, path, ": input '", v.name(),
+                   "' has ", shape.dim_size(), " axes; an input besides the image input '",
+                   graph->input, "' must have the batch axis first and at most 5 axes");
+      FRUGAL_CHECK(dtype == model.dtype, path, ": input '", v.name(), "' is ", dtype_name(dtype),
+                   " and the input '", graph->input, "' ", dtype_name(model.dtype),
+                   "; frugal imports models of one float type");
+    }
+    std::vector<int64_t> sample;
     for (int i = 1; i < shape.dim_size(); ++i) {
       const auto& d = shape.dim(i);
       FRUGAL_CHECK(d.has_dim_value() && d.dim_value() >= 1 && d.dim_value() <= 65536, path,
                    ": input '", v.name(), "' dimension ", i, " is ",
                    d.has_dim_value() ? std::to_string(d.dim_value()) : d.dim_param(),
                    "; every dimension but the batch's must be fixed, 1 to 65536");
-      chw.push_back(d.dim_value());
+      sample.push_back(d.dim_value());
     }
-    model.input = Shape(chw);
     const auto& batch = shape.dim(0);
-    if (batch.has_dim_value() && batch.dim_value() >= 1) graph->export_batch = batch.dim_value();
+    if (batch.has_dim_value() && batch.dim_value() >= 1) {
+      FRUGAL_CHECK(graph->export_batch == 0 || graph->export_batch == batch.dim_value(), path,
+                   ": input '", v.name(), "' has a batch of ", batch.dim_value(),
+                   " and an input before it ", graph->export_batch,
+                   "; every input's first axis is the batch");
+      graph->export_batch = batch.dim_value();
+    }
+    if (image) {
+      graph->input = v.name();
+      model.input = Shape(sample);
+    } else {
+      graph->extra_inputs.push_back(v.name());
+      model.extra_inputs.push_back({.name = v.name(), .sample = Shape(sample)});
+    }
   }
   FRUGAL_CHECK(!graph->input.empty(), path, ": the graph has no image input");
   for (const auto& [name, t] : graph->initializers)
@@ -175,6 +200,7 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
   graph->output = g.output(0).name();
 
   std::set<std::string> defined = {graph->input};
+  defined.insert(graph->extra_inputs.begin(), graph->extra_inputs.end());
   for (const auto& [name, t] : graph->initializers) defined.insert(name);
   // Identity over a weight or constant (PyTorch writes one where two names share a tensor):
   // its output names that tensor.

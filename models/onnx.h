@@ -2,7 +2,8 @@
 // a graph of frugal ops, then recorded onto a tape like any bundled network, so the planner,
 // the executor and every command work on it. Initializers become parameters named as in the
 // file (their values are loaded with load_onnx_weights); the graph's image input becomes the
-// tape's input at the batch size asked for.
+// tape's input at the batch size asked for, and its other inputs (a timestep, a second image)
+// inputs of the same batch.
 //
 // What it imports: the ops of README.md's ONNX list (convolutions of any groups, dilation and
 // padding, normalizations, pooling, resizing, attention's products and softmax, data movement
@@ -13,7 +14,9 @@
 
 #include <cstddef>
 #include <memory>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "autograd/tape.h"
 #include "models/registry.h"
@@ -22,9 +25,19 @@ namespace frugal {
 
 struct OnnxGraph;  // the checked nodes and initializers (models/onnx.cpp)
 
+// A graph input besides the image input: its name in the file and one sample's shape (the
+// axes after the batch's; empty for one value a sample, a diffusion model's timestep).
+struct OnnxInput {
+  std::string name;
+  Shape sample;
+};
+
 struct OnnxModel {
   std::string path;
-  Shape input;          // one sample: (F), (C, L), (C, H, W) or (C, D, H, W)
+  Shape input;  // one sample: (F), (C, L), (C, H, W) or (C, D, H, W)
+  // The graph's other inputs, in the file's order, of the model's float type with the batch
+  // first: models of several inputs (an image and a timestep, two images, an image and a mask).
+  std::vector<OnnxInput> extra_inputs;
   int64_t classes = 0;  // the output's features (N, classes), or its channels (N, classes, ...)
   // Models that label each position (output (N, classes, L), (N, classes, H, W) or
   // (N, classes, D, H, W)): the labels' (L), (H, W) or (D, H, W); classifiers: empty.
@@ -43,8 +56,13 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
                           bool keep_weights = true);
 
 // Records the model's forward over `images` (the batch, then `input`) on images' tape; returns
-// (N, classes) or (N, classes, then label_shape).
+// (N, classes) or (N, classes, then label_shape). The model's extra inputs become inputs of the
+// tape named as in the file, of images' batch (onnx_extra_inputs finds them again).
 Value record_onnx(const OnnxModel& model, Value images);
+// The same over every input: images, then one value per extra input (N, sample...).
+Value record_onnx(const OnnxModel& model, Value images, std::span<const Value> extra);
+// The tape inputs record_onnx(model, images) made for the model's extra inputs, in order.
+std::vector<Value> onnx_extra_inputs(const OnnxModel& model, Tape& tape);
 
 // Copies the file's initializer values into the store's parameters of the same names (a
 // shapes-only store is left alone; a model loaded without its weights reads the file again). Throws

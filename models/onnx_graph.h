@@ -173,7 +173,9 @@ struct OnnxGraph {
   std::map<std::string, bool> params;              // initializer -> trainable, for those ops read
   std::map<std::string, IntTensor> int_constants;  // int64 initializers and Constants
   std::string input, output;
-  int64_t export_batch = 0;  // the input's batch where the file fixes it, else 0 (dynamic)
+  // The graph's other inputs, in the file's order (a timestep, a second image, a mask).
+  std::vector<std::string> extra_inputs;
+  int64_t export_batch = 0;  // the inputs' batch where the file fixes it, else 0 (dynamic)
 };
 
 // Fuses patterns into frugal's ops after checking: x * sigmoid(x) into SiLU,

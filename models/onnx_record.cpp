@@ -52,6 +52,7 @@
 #include "models/onnx_graph.h"
 #include "models/onnx_layout.h"
 #include "models/onnx_scatter.h"
+#include "models/step.h"
 
 namespace frugal {
 
@@ -696,9 +697,41 @@ Value record_group_norm(const OnnxNode& add, std::span<const OnnxNode* const> ch
 }  // namespace
 
 Value record_onnx(const OnnxModel& model, Value images) {
+  std::vector<Value> extra;
+  for (const OnnxInput& e : model.extra_inputs)
+    extra.push_back(
+        images.tape().input(e.name, batched(images.shape()[0], e.sample), images.dtype()));
+  return record_onnx(model, images, extra);
+}
+
+std::vector<Value> onnx_extra_inputs(const OnnxModel& model, Tape& tape) {
+  std::vector<Value> found;
+  for (const OnnxInput& e : model.extra_inputs) {
+    const auto& values = tape.values();
+    auto it = std::find_if(values.begin(), values.end(), [&](const ValueNode& v) {
+      return v.kind == ValueKind::input && v.name == e.name;
+    });
+    FRUGAL_CHECK(it != values.end(), model.path, ": the tape has no input '", e.name, "'");
+    found.emplace_back(&tape, static_cast<int>(it - values.begin()));
+  }
+  return found;
+}
+
+Value record_onnx(const OnnxModel& model, Value images, std::span<const Value> extra) {
   const OnnxGraph& g = *model.graph;
   Tape& tape = images.tape();
+  FRUGAL_CHECK(extra.size() == model.extra_inputs.size(), model.path, ": ",
+               1 + model.extra_inputs.size(), " inputs, ", 1 + extra.size(), " given");
   std::map<std::string, Value> env{{g.input, images}};
+  for (size_t i = 0; i < extra.size(); ++i) {
+    const OnnxInput& e = model.extra_inputs[i];
+    const Shape want = batched(images.shape()[0], e.sample);
+    FRUGAL_CHECK(
+        &extra[i].tape() == &tape && extra[i].shape() == want && extra[i].dtype() == images.dtype(),
+        model.path, ": input '", e.name, "' must be ", want, " ", dtype_name(images.dtype()),
+        " on the images' tape, got ", extra[i].shape(), " ", dtype_name(extra[i].dtype()));
+    env.emplace(g.extra_inputs[i], extra[i]);
+  }
   std::map<std::string, IntTensor> ints = g.int_constants;
   // Expands that broadcasting arithmetic alone reads (OnnxNode::broadcast_only): recorded only
   // where a reader needs the expanded shape.
@@ -1264,6 +1297,12 @@ void load_onnx_weights(ParamStore& store, const OnnxModel& model) {
 }
 
 namespace {
+std::vector<std::string> extra_names(const OnnxModel& model) {
+  std::vector<std::string> names;
+  for (const OnnxInput& e : model.extra_inputs) names.push_back(e.name);
+  return names;
+}
+
 struct Cached {
   std::shared_ptr<const OnnxModel> model;
   ModelSpec spec;
@@ -1285,7 +1324,8 @@ Cached& cached(const std::string& path) {
                   .log_softmax_output = false,
                   .build = [model](Value images,
                                    const ModelConfig&) { return record_onnx(*model, images); },
-                  .label_shape = model->label_shape}});
+                  .label_shape = model->label_shape,
+                  .extra_inputs = extra_names(*model)}});
   }
   return *c;
 }

@@ -103,6 +103,14 @@ const ModelSpec& find_model(const std::string& name) {
   throw Error("unknown model '" + name + "'; valid names: " + names);
 }
 
+void check_images_only(const ModelSpec& spec, const std::string& command) {
+  if (spec.extra_inputs.empty()) return;
+  std::string names;
+  for (const std::string& n : spec.extra_inputs) names += (names.empty() ? "'" : ", '") + n + "'";
+  throw Error(command + ": " + spec.name + " reads inputs " + names + " besides its images; " +
+              command + " feeds images alone (frugal memory and frugal bench fill every input)");
+}
+
 Value model_loss(const ModelSpec& spec, Value output, Value labels) {
   if (spec.label_shape.rank() > 0) return pixel_cross_entropy(output, labels);
   return spec.log_softmax_output ? nll_loss(output, labels) : softmax_cross_entropy(output, labels);

@@ -29,7 +29,14 @@ struct ModelSpec {
   // Segmentation models (ONNX imports whose output is (N, classes, H, W)): the labels' shape
   // per image, (H, W), scored per pixel (pixel_cross_entropy). Empty: one label per image.
   Shape label_shape = {};
+  // Inputs the network reads besides the images (an ONNX model's timestep or second image):
+  // `build` makes them inputs of the images' tape and batch, named so. Commands that feed
+  // images from data refuse such models (check_images_only); memory and bench fill them.
+  std::vector<std::string> extra_inputs = {};
 };
+
+// Throws, naming `command` and the inputs, when the network reads more than images.
+void check_images_only(const ModelSpec& spec, const std::string& command);
 
 // All bundled networks, in a fixed order: small-cnn, alexnet, vgg-a, vgg16, vgg19,
 // googlenet, resnet20, resnet32, resnet56, resnet110, revnet38, revnet110, revnet164, resnet1001,

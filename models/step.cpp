@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/rng.h"
 
 namespace frugal {
 
@@ -17,6 +18,22 @@ Shape model_input_shape(const ModelSpec& spec, int64_t batch) {
   return batched(batch, spec.input);
 }
 
+std::vector<Tensor> random_extra_inputs(std::span<const Value> inputs, uint64_t seed) {
+  std::vector<Tensor> out;
+  Rng rng(seed);
+  for (const Value& v : inputs) {
+    Tensor t = Tensor::empty(v.shape(), v.dtype());
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      if (t.dtype() == DType::f64)
+        t.data<double>()[i] = rng.normal();
+      else
+        t.data<float>()[i] = static_cast<float>(rng.normal());
+    }
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
 ModelStep record_model_step(Tape& tape, const ModelSpec& spec, int64_t batch, Mode mode,
                             const ModelConfig& config) {
   FRUGAL_CHECK(batch > 0, spec.name, ": batch must be positive, got ", batch);
@@ -24,7 +41,14 @@ ModelStep record_model_step(Tape& tape, const ModelSpec& spec, int64_t batch, Mo
   s.images = tape.input("images", model_input_shape(spec, batch), tape.dtype());
   if (mode == Mode::training)
     s.labels = tape.input("labels", batched(batch, spec.label_shape), DType::i32);
+  const size_t before = tape.values().size();
   s.logits = spec.build(s.images, config);
+  for (size_t v = before; v < tape.values().size(); ++v)
+    if (tape.values()[v].kind == ValueKind::input)
+      s.extra_inputs.emplace_back(&tape, static_cast<int>(v));
+  FRUGAL_CHECK(s.extra_inputs.size() == spec.extra_inputs.size(), spec.name, ": ",
+               s.extra_inputs.size(), " inputs made besides the images, the model names ",
+               spec.extra_inputs.size());
   if (mode == Mode::training) s.loss = model_loss(spec, s.logits, s.labels);
   return s;
 }

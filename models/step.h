@@ -3,8 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
+#include <vector>
 
 #include "autograd/tape.h"
+#include "core/tensor.h"
 #include "models/registry.h"
 
 namespace frugal {
@@ -14,6 +17,8 @@ struct ModelStep {
   Value labels;  // (N) i32; training only
   Value logits;  // the network's output
   Value loss;    // training only: model_loss(spec, logits, labels)
+  // The inputs the network made besides images and labels (spec.extra_inputs), in order.
+  std::vector<Value> extra_inputs;
   // What the step reads back: the loss in training, the logits in inference.
   Value out() const { return loss.valid() ? loss : logits; }
 };
@@ -22,6 +27,10 @@ struct ModelStep {
 Shape batched(int64_t batch, const Shape& sample);
 // The images input of `spec` over a batch of `batch`: (batch, spec.input...).
 Shape model_input_shape(const ModelSpec& spec, int64_t batch);
+
+// Seeded standard-normal host tensors for a step's extra inputs, in order (frugal memory
+// --run and frugal bench: a timestep or a second image of random values, as the images are).
+std::vector<Tensor> random_extra_inputs(std::span<const Value> inputs, uint64_t seed);
 
 // Records `spec` with `config` over a batch of `batch` images; in training also the labels
 // (recorded before the network) and the loss. Throws frugal::Error naming the batch if it is

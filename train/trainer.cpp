@@ -125,6 +125,7 @@ Trainer::Trainer(const TrainOptions& o, const Dataset& train, const Dataset& tes
   FRUGAL_CHECK(mine_.size() >= 1, "train: a global batch of ", o.batch, " over ", ranks(),
                " ranks leaves rank ", rank(), " no sample; use --batch ", ranks(), " or more");
   set_cpu_threads(o.threads);
+  check_images_only(model_, "train");
   const ModelStep step = record_model_step(tape_, model_, mine_.size(), Mode::training,
                                            ModelConfig{.classes = train.classes,
                                                        .checkpoint_runs = o.checkpoint_runs,

@@ -1,0 +1,219 @@
+// Models of several inputs (tests/data/onnx/inputs_net.onnx: images, a diffusion model's
+// timestep and a mask): PyTorch's output, planned == baseline bitwise with every input's
+// gradient, f64 gradients against finite differences through all three inputs, the commands
+// that feed images alone refusing them, and errors naming the input at fault.
+#include <doctest/doctest.h>
+#include <onnx/onnx_pb.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <vector>
+
+#include "check/gradcheck.h"
+#include "layers/softmax_cross_entropy.h"
+#include "models/onnx.h"
+#include "models/onnx_graph.h"
+#include "models/registry.h"
+#include "models/step.h"
+#include "run/executor.h"
+#include "tests/onnx_edit.h"
+#include "tests/onnx_support.h"
+
+using namespace frugal;
+using namespace frugal::testing;
+
+namespace {
+
+OnnxModel inputs_net() {
+  return load_onnx((onnx_data() / "inputs_net.onnx").string());
+}
+
+Tensor host(const Shape& shape, const float* values) {
+  Tensor t = Tensor::empty(shape, DType::f32);
+  std::memcpy(t.raw(), values, t.bytes());
+  return t;
+}
+
+// Two SGD steps at batch 3: the loss, every input's gradient, every parameter gradient, then
+// every parameter and statistic.
+std::vector<Tensor> train_steps(const OnnxModel& m, MemoryMode memory) {
+  ParamStore store(1);
+  Tape tape(store);
+  Value x = tape.input("x", batched(3, m.input), DType::f32, true);
+  Value t = tape.input("t", batched(3, m.extra_inputs[0].sample), DType::f32, true);
+  Value k = tape.input("m", batched(3, m.extra_inputs[1].sample), DType::f32, true);
+  const Shape label_shape = batched(3, m.label_shape);
+  Value labels = tape.input("labels", label_shape, DType::i32);
+  const std::vector<Value> extra{t, k};
+  Value loss = pixel_cross_entropy(record_onnx(m, x, extra), labels);
+  load_onnx_weights(store, m);
+  Executor ex(tape, cpu_backend(),
+              {.memory = memory,
+               .poison = memory == MemoryMode::planned,
+               .keep = {loss},
+               .keep_param_grads = true,
+               .optimizer = OptimizerConfig{.lr = 0.1, .momentum = 0.9}});
+  std::vector<Tensor> out;
+  for (int step = 0; step < 2; ++step) {
+    ex.set_input(x, random_tensor(x.shape(), 5 + step, -1, 1, DType::f32));
+    ex.set_input(t, random_tensor(t.shape(), 7 + step, 0, 10, DType::f32));
+    ex.set_input(k, random_tensor(k.shape(), 9 + step, 0, 1, DType::f32));
+    ex.set_input(labels,
+                 random_labels(label_shape.numel(), m.classes, 11 + step).reshape(label_shape));
+    ex.forward();
+    out.push_back(clone(ex.value(loss)));
+    ex.backward(loss);
+    for (Value v : {x, t, k}) out.push_back(clone(ex.grad(v)));
+    for (size_t v = 0; v < tape.values().size(); ++v)
+      if (tape.values()[v].kind == ValueKind::param && tape.values()[v].requires_grad)
+        out.push_back(clone(ex.grad(Value(&tape, static_cast<int>(v)))));
+  }
+  for (Parameter* p : store.all()) out.push_back(clone(p->value));
+  return out;
+}
+
+// inputs_net with its second input `t` made int64, or fixed to a batch of 5 where x's is 2.
+onnx::ModelProto edited(const std::function<void(onnx::ValueInfoProto&)>& edit) {
+  onnx::ModelProto m;
+  std::ifstream in(onnx_data() / "inputs_net.onnx", std::ios::binary);
+  REQUIRE(m.ParseFromIstream(&in));
+  for (auto& v : *m.mutable_graph()->mutable_input())
+    if (v.name() == "t") edit(v);
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("onnx: a model of three inputs gives PyTorch's output") {
+  const OnnxModel m = inputs_net();
+  CHECK(m.input == Shape{3, 8, 8});
+  REQUIRE(m.extra_inputs.size() == 2);
+  CHECK(m.extra_inputs[0].name == "t");
+  CHECK(m.extra_inputs[0].sample == Shape{});
+  CHECK(m.extra_inputs[1].name == "m");
+  CHECK(m.extra_inputs[1].sample == Shape{1, 8, 8});
+  CHECK(m.label_shape == Shape{8, 8});
+  // inputs_net.io: x (2, 3, 8, 8), t (2), m (2, 1, 8, 8), then PyTorch's y (2, 4, 8, 8).
+  const std::vector<float> io = read_floats(onnx_data() / "inputs_net.io");
+  REQUIRE(io.size() == 384 + 2 + 128 + 512);
+  ParamStore store(1);
+  Tape tape(store);
+  Value x = tape.input("images", {2, 3, 8, 8}, DType::f32);
+  Value y = record_onnx(m, x);  // makes t and m inputs of the tape
+  const std::vector<Value> extra = onnx_extra_inputs(m, tape);
+  REQUIRE(extra.size() == 2);
+  CHECK(extra[0].shape() == Shape{2});
+  CHECK(extra[1].shape() == Shape{2, 1, 8, 8});
+  load_onnx_weights(store, m);
+  Executor ex(tape, cpu_backend(), {.mode = Mode::inference, .keep = {y}});
+  ex.set_input(x, host({2, 3, 8, 8}, io.data()));
+  ex.set_input(extra[0], host({2}, io.data() + 384));
+  ex.set_input(extra[1], host({2, 1, 8, 8}, io.data() + 386));
+  ex.forward();
+  const Tensor& out = ex.value(y);
+  REQUIRE(out.numel() == 512);
+  double worst = 0, scale = 0;
+  for (int64_t i = 0; i < 512; ++i) {
+    const double want = io[static_cast<size_t>(514 + i)];
+    worst = std::max(worst, std::abs(static_cast<double>(out.data<float>()[i]) - want));
+    scale = std::max(scale, std::abs(want));
+  }
+  CHECK(scale > 0.01);
+  CHECK(worst <= 1e-4 * scale);
+  MESSAGE("inputs_net: largest difference ", worst, " of outputs up to ", scale);
+}
+
+TEST_CASE("onnx: a model of three inputs trains planned == baseline bitwise") {
+  const OnnxModel m = inputs_net();
+  const std::vector<Tensor> base = train_steps(m, MemoryMode::baseline);
+  const std::vector<Tensor> planned = train_steps(m, MemoryMode::planned);
+  REQUIRE(base.size() == planned.size());
+  for (size_t i = 0; i < base.size(); ++i) {
+    CAPTURE(i);
+    REQUIRE(base[i].bytes() == planned[i].bytes());
+    CHECK(std::memcmp(base[i].raw(), planned[i].raw(), base[i].bytes()) == 0);
+  }
+  // The timestep's and the mask's gradients are not zero: both inputs reach the loss.
+  for (int i : {2, 3}) {
+    const float* g = base[static_cast<size_t>(i)].data<float>();
+    CHECK(std::any_of(g, g + base[static_cast<size_t>(i)].numel(), [](float v) { return v != 0; }));
+  }
+}
+
+TEST_CASE("onnx: gradcheck through a model's three inputs in f64") {
+  const OnnxModel m = inputs_net();
+  auto build = [&m](std::span<const Value> in) {
+    Value y = record_onnx(m, in[0], in.subspan(1));
+    load_onnx_weights(y.tape().params(), m);
+    uint64_t s = 300;
+    for (const auto& [name, trainable] : m.graph->params)
+      if (trainable) randomize_param(y.tape(), name, s++, -1, 1);
+    return std::vector<Value>{y};
+  };
+  check_gradients(build,
+                  {random_tensor({2, 3, 8, 8}, 61, -1, 1), random_tensor({2}, 62, 0, 3),
+                   random_tensor({2, 1, 8, 8}, 63, 0, 1)},
+                  {.tolerance = 1e-6});
+}
+
+TEST_CASE("onnx: a model of several inputs in the commands, and its errors") {
+  const std::string path = (onnx_data() / "inputs_net.onnx").string();
+  const ModelSpec& spec = find_model(kOnnxModelPrefix + path);
+  CHECK(spec.extra_inputs == std::vector<std::string>{"t", "m"});
+  // frugal memory and bench record it with every input; train, evaluate, predict and segment
+  // feed images alone and refuse it.
+  ParamStore store = ParamStore::shapes_only();
+  Tape tape(store);
+  const ModelStep step = record_model_step(tape, spec, 4, Mode::training);
+  REQUIRE(step.extra_inputs.size() == 2);
+  CHECK(step.extra_inputs[0].shape() == Shape{4});
+  CHECK(step.extra_inputs[1].shape() == Shape{4, 1, 8, 8});
+  const std::vector<Tensor> filled = random_extra_inputs(step.extra_inputs, 3);
+  REQUIRE(filled.size() == 2);
+  CHECK(filled[1].shape() == Shape{4, 1, 8, 8});
+  const std::string refused =
+      "train: " + path + " reads inputs 't', 'm' besides its images; train feeds images alone";
+  CHECK_THROWS_WITH_AS(check_images_only(spec, "train"), doctest::Contains(refused.c_str()), Error);
+  CHECK_NOTHROW(check_images_only(find_model("resnet20"), "train"));
+
+  const OnnxModel m = inputs_net();
+  ParamStore s2(1);
+  Tape t2(s2);
+  Value x = t2.input("x", {2, 3, 8, 8}, DType::f32);
+  Value t = t2.input("t", {3}, DType::f32);
+  Value k = t2.input("m", {2, 1, 8, 8}, DType::f32);
+  const std::vector<Value> wrong{t, k}, one{k};
+  CHECK_THROWS_WITH_AS(record_onnx(m, x, wrong),
+                       doctest::Contains("input 't' must be [2] f32 on the images' tape, got [3]"),
+                       Error);
+  CHECK_THROWS_WITH_AS(record_onnx(m, x, one), doctest::Contains("3 inputs, 2 given"), Error);
+
+  CHECK(error_for(edited([](onnx::ValueInfoProto& v) {
+          v.mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::INT64);
+        })) == "m.onnx: input 't' must be float or double");
+  CHECK(error_for(edited([](onnx::ValueInfoProto& v) {
+          v.mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::DOUBLE);
+        })) ==
+        "m.onnx: input 't' is f64 and the input 'x' f32; frugal imports models of one "
+        "float type");
+  {  // Every input's first axis is the batch: fixed, the values must agree.
+    onnx::ModelProto fixed = edited([](onnx::ValueInfoProto& v) {
+      v.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_value(5);
+    });
+    auto* x0 = fixed.mutable_graph()->mutable_input(0);
+    REQUIRE(x0->name() == "x");
+    x0->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_value(2);
+    CHECK(error_for(fixed) ==
+          "m.onnx: input 't' has a batch of 5 and an input before it 2; every input's first "
+          "axis is the batch");
+  }
+  CHECK(error_for(edited([](onnx::ValueInfoProto& v) {
+          v.mutable_type()->mutable_tensor_type()->mutable_shape()->clear_dim();
+        })) ==
+        "m.onnx: input 't' has 0 axes; an input besides the image input 'x' must have "
+        "the batch axis first and at most 5 axes");
+  CHECK(error_for(edited([](onnx::ValueInfoProto& v) { v.set_name("x"); })) ==
+        "m.onnx: input 'x' is named twice");
+}
