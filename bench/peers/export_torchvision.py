@@ -23,12 +23,16 @@ def main():
     model, shape, _, _ = pytorch_nets.build(o.model)
     model.train()
     tmp = o.out + ".tmp"
+    # Inputs after the images (a diffusion U-Net's timesteps): inputs of the file too, named
+    # "in1", "in2", ..., their batch dynamic as the images'.
+    extra = [make(2) for _, make in pytorch_nets.EXTRA_INPUTS.get(o.model, [])]
+    names = ["x"] + [f"in{i + 1}" for i in range(len(extra))]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        torch.onnx.export(model, torch.rand(2, *shape), tmp, opset_version=15,
+        torch.onnx.export(model, (torch.rand(2, *shape), *extra), tmp, opset_version=15,
                           training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
-                          input_names=["x"], output_names=["y"],
-                          dynamic_axes={"x": {0: "N"}, "y": {0: "N"}})
+                          input_names=names, output_names=["y"],
+                          dynamic_axes={**{n: {0: "N"} for n in names}, "y": {0: "N"}})
     os.replace(tmp, o.out)  # never a partial file under the final name
     print(f"{o.out}: {o.model} {tuple(shape)}")
 

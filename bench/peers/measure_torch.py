@@ -76,17 +76,19 @@ def main():
     training = o.mode == "training"
     model.train(training)
     x = torch.randn(o.batch, *shape, dtype=dtype)
+    # The model's inputs after the images (a diffusion U-Net's timesteps), drawn as it says.
+    extra = [make(o.batch).to(dtype) for _, make in pytorch_nets.EXTRA_INPUTS.get(o.model, [])]
     labels = torch.randint(0, classes, (o.batch, *pytorch_nets.LABEL_SHAPE.get(o.model, ())))
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9) if training else None
     loss_fn = F.nll_loss if log_probs else F.cross_entropy
 
     def step():
         if training:
-            loss_fn(model(x), labels).backward()
+            loss_fn(model(x, *extra), labels).backward()
             opt.step()
         else:
             with torch.no_grad():
-                model(x)
+                model(x, *extra)
 
     times = []
     for s in range(o.steps):
@@ -102,7 +104,7 @@ def main():
     state = [v for st in (opt.state.values() if training else []) for v in st.values()
              if torch.is_tensor(v)]
     params = tensor_bytes(list(model.parameters()) + list(model.buffers()))
-    inputs = tensor_bytes([x] + ([labels] if training else []))
+    inputs = tensor_bytes([x, *extra] + ([labels] if training else []))
     live_at_start = params + tensor_bytes(state) + inputs
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         step()
@@ -160,6 +162,8 @@ def measure_cuda(o):
     training = o.mode == "training"
     model.train(training)
     x = torch.randn(o.batch, *shape, dtype=dtype, device=dev)
+    extra = [make(o.batch).to(device=dev, dtype=dtype)
+             for _, make in pytorch_nets.EXTRA_INPUTS.get(o.model, [])]
     labels = torch.randint(0, classes, (o.batch, *pytorch_nets.LABEL_SHAPE.get(o.model, ())),
                            device=dev)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9) if training else None
@@ -168,11 +172,11 @@ def measure_cuda(o):
     def step():
         if training:
             opt.zero_grad(set_to_none=True)
-            loss_fn(model(x), labels).backward()
+            loss_fn(model(x, *extra), labels).backward()
             opt.step()
         else:
             with torch.no_grad():
-                model(x)
+                model(x, *extra)
 
     times = []
     driver_peak = driver_start
@@ -191,7 +195,7 @@ def measure_cuda(o):
     state = [v for st in (opt.state.values() if training else []) for v in st.values()
              if torch.is_tensor(v)]
     params = tensor_bytes(list(model.parameters()) + list(model.buffers()))
-    inputs = tensor_bytes([x] + ([labels] if training else []))
+    inputs = tensor_bytes([x, *extra] + ([labels] if training else []))
     r = {
         "framework": "pytorch",
         "torch": torch.__version__,

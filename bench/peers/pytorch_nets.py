@@ -221,6 +221,8 @@ def video_model(name):
 for _name in ("r3d_18", "mc3_18", "r2plus1d_18"):
     NETS["tv-" + _name] = (lambda d, bn, seg, n=_name: video_model(n), (3, 8, 112, 112), 400,
                            False)
+# S3D's separable 3-D convolutions end in a (2, 7, 7) average pool: clips of 16 x 224 x 224.
+NETS["tv-s3d"] = (lambda d, bn, seg: video_model("s3d"), (3, 16, 224, 224), 400, False)
 
 # timm's models as users bring them (--set timm: `pip install --no-deps timm==0.9.16
 # huggingface_hub safetensors` beside Debian's PyTorch; not a dependency of anything else):
@@ -333,8 +335,112 @@ class UNet3d(nn.Module):
 # A volumetric segmentation peer (--set video): the 3-D U-Net above over 1 x 48 x 64 x 64
 # volumes, 16 base channels, 3 classes per voxel (labels (N, D, H, W)).
 NETS["tv-unet3d"] = (lambda d, bn, seg: UNet3d(), (1, 48, 64, 64), 3, False)
+
+
+class DiffusionUNet(nn.Module):
+    """A denoising diffusion U-Net as DDPM writes it (Ho et al.; the layout of the diffusers
+    and guided-diffusion U-Nets): a sinusoidal embedding of the timestep t (N) through an MLP,
+    residual blocks of GroupNorm(32), SiLU and 3x3 convolutions with the embedding added per
+    channel, self-attention over the pixels of the 16 x 16 level, strided convolutions down,
+    nearest upsampling and a convolution up, skips joined by torch.cat. Two inputs: images and
+    timesteps."""
+
+    def __init__(self, base=64, mults=(1, 2, 2), channels=3):
+        super().__init__()
+        import math
+        half = base // 2
+        self.freqs = [math.exp(-math.log(10000.0) * i / half) for i in range(half)]
+        temb = 4 * base
+        self.temb = nn.Sequential(nn.Linear(base, temb), nn.SiLU(), nn.Linear(temb, temb))
+        self.inp = nn.Conv2d(channels, base, 3, padding=1)
+        widths = [base * m for m in mults]
+        self.down, self.downsample = nn.ModuleList(), nn.ModuleList()
+        c, skips = base, [base]
+        for i, w in enumerate(widths):
+            self.down.append(nn.ModuleList([ResBlock(c, w, temb), ResBlock(w, w, temb)]))
+            c = w
+            skips += [w, w]
+            if i + 1 < len(widths):
+                self.downsample.append(nn.Conv2d(c, c, 3, stride=2, padding=1))
+                skips.append(c)
+        self.mid = nn.ModuleList([ResBlock(c, c, temb), Attention(c), ResBlock(c, c, temb)])
+        self.up, self.upsample = nn.ModuleList(), nn.ModuleList()
+        for i, w in reversed(list(enumerate(widths))):
+            blocks = []
+            for _ in range(3):  # each block joins the latest skip left
+                blocks.append(ResBlock(c + skips.pop(), w, temb))
+                c = w
+            self.up.append(nn.ModuleList(blocks))
+            if i > 0:
+                self.upsample.append(nn.Sequential(nn.Upsample(scale_factor=2, mode="nearest"),
+                                                   nn.Conv2d(c, c, 3, padding=1)))
+        self.attn = Attention(widths[-1])
+        self.out = nn.Sequential(nn.GroupNorm(32, c), nn.SiLU(),
+                                 nn.Conv2d(c, channels, 3, padding=1))
+
+    def forward(self, x, t):
+        freqs = torch.tensor(self.freqs, dtype=x.dtype)
+        a = t[:, None] * freqs[None]
+        emb = self.temb(torch.cat([torch.sin(a), torch.cos(a)], dim=1))
+        h = self.inp(x)
+        hs = [h]
+        for i, blocks in enumerate(self.down):
+            for b in blocks:
+                h = b(h, emb)
+                hs.append(h)
+            if i < len(self.downsample):
+                h = self.downsample[i](h)
+                hs.append(h)
+        h = self.mid[2](self.mid[1](self.mid[0](h, emb)), emb)
+        for i, blocks in enumerate(self.up):
+            for b in blocks:
+                h = b(torch.cat([h, hs.pop()], 1), emb)
+            if i == 0:
+                h = self.attn(h)
+            if i < len(self.upsample):
+                h = self.upsample[i](h)
+        return self.out(h)
+
+
+class ResBlock(nn.Module):
+    def __init__(self, cin, cout, temb):
+        super().__init__()
+        self.norm1, self.conv1 = nn.GroupNorm(32, cin), nn.Conv2d(cin, cout, 3, padding=1)
+        self.emb = nn.Linear(temb, cout)
+        self.norm2, self.conv2 = nn.GroupNorm(32, cout), nn.Conv2d(cout, cout, 3, padding=1)
+        self.skip = nn.Conv2d(cin, cout, 1) if cin != cout else nn.Identity()
+
+    def forward(self, x, emb):
+        h = self.conv1(nn.functional.silu(self.norm1(x)))
+        h = h + self.emb(nn.functional.silu(emb))[:, :, None, None]
+        h = self.conv2(nn.functional.silu(self.norm2(h)))
+        return self.skip(x) + h
+
+
+class Attention(nn.Module):
+    """Single-head self-attention over the pixels, as DDPM's AttnBlock."""
+
+    def __init__(self, c):
+        super().__init__()
+        self.norm, self.qkv = nn.GroupNorm(32, c), nn.Conv2d(c, 3 * c, 1)
+        self.proj = nn.Conv2d(c, c, 1)
+
+    def forward(self, x):
+        n, c, hh, ww = x.shape
+        q, k, v = self.qkv(self.norm(x)).reshape(n, 3, c, hh * ww).unbind(1)
+        w = torch.softmax(torch.bmm(q.transpose(1, 2), k) * c ** -0.5, dim=2)
+        h = torch.bmm(v, w.transpose(1, 2)).reshape(n, c, hh, ww)
+        return x + self.proj(h)
+
+
+# A diffusion peer (issue 17, models of several inputs): the U-Net above over 3 x 64 x 64 images
+# and a timestep per image; 3 "classes" per pixel so both sides train it with the per-pixel
+# cross-entropy (frugal's commands have no mean-squared head; the loss is a sliver of the step).
+NETS["tv-ddpm-unet"] = (lambda d, bn, seg: DiffusionUNet(), (3, 64, 64), 3, False)
+# Inputs after the images: each one's sample shape and how a batch of it is drawn.
+EXTRA_INPUTS = {"tv-ddpm-unet": [((), lambda n: torch.rand(n) * 1000)]}
 # Segmentation models: each sample's labels (H, W), or (D, H, W).
-LABEL_SHAPE = {"tv-unet": (128, 128), "tv-unet3d": (48, 64, 64)}
+LABEL_SHAPE = {"tv-unet": (128, 128), "tv-unet3d": (48, 64, 64), "tv-ddpm-unet": (64, 64)}
 
 
 def build(name, dropout=True, batch_norm=True, segments=0):

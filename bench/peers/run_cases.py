@@ -49,10 +49,18 @@ VIDEO_CASES = [(f"tv-{n}", f"tv-{n}", 8, "training", "f32", [], 3, 1)
                for n in ("r3d_18", "mc3_18", "r2plus1d_18")]
 # A 3-D U-Net (pytorch_nets.UNet3d) on volumes 1 x 48 x 64 x 64, batch 4.
 VIDEO_CASES += [("tv-unet3d", "tv-unet3d", 4, "training", "f32", [], 3, 1)]
+# S3D (separable convolutions, (1, k, k) then (k, 1, 1)) on clips 3 x 16 x 224 x 224, batch 4.
+VIDEO_CASES += [("tv-s3d", "tv-s3d", 4, "training", "f32", [], 3, 1)]
 # Each again with --recompute cheap on frugal's side (REBUILD, below), against PyTorch's plain
 # step.
 VIDEO_CASES += [(f"{c[0]}-rebuild", c[1], c[2], c[3], c[4], ["--recompute", "cheap"], c[6], c[7])
                 for c in list(VIDEO_CASES)]
+# Models of several inputs (--set inputs): a denoising diffusion U-Net (pytorch_nets.
+# DiffusionUNet: images 3 x 64 x 64 and a timestep each), batch 16, plain and with --recompute
+# cheap on frugal's side.
+INPUTS_CASES = [("tv-ddpm-unet", "tv-ddpm-unet", 16, "training", "f32", [], 3, 1),
+                ("tv-ddpm-unet-rebuild", "tv-ddpm-unet", 16, "training", "f32",
+                 ["--recompute", "cheap"], 3, 1)]
 # Issue 16, op-level recomputation on the torchvision models (--set recompute): frugal with
 # --recompute cheap against PyTorch's plain step, and DenseNet-121 also against torchvision's
 # densenet121(memory_efficient=True), which checkpoints each dense layer's concat-BN-ReLU-conv.
@@ -138,15 +146,18 @@ def main():
     p.add_argument("--torch-max-isa", choices=["avx2"], default="",
                    help="hold PyTorch's kernels to this instruction set (compare with a frugal "
                    "built for it)")
-    p.add_argument("--set", choices=["bundled", "torchvision", "recompute", "timm", "video"],
+    p.add_argument("--set",
+                   choices=["bundled", "torchvision", "recompute", "timm", "video", "inputs"],
                    default="bundled",
                    help="the bundled networks, torchvision's through ONNX, those with "
-                   "--recompute cheap, timm's through ONNX, or torchvision's video networks")
+                   "--recompute cheap, timm's through ONNX, torchvision's video networks, or "
+                   "models of several inputs (a diffusion U-Net)")
     o = p.parse_args()
 
     only = set(filter(None, o.only.split(",")))
     cases = {"torchvision": TORCHVISION_CASES, "recompute": RECOMPUTE_CASES,
-             "timm": TIMM_CASES, "video": VIDEO_CASES}.get(o.set, CASES)
+             "timm": TIMM_CASES, "video": VIDEO_CASES,
+             "inputs": INPUTS_CASES}.get(o.set, CASES)
     onnx_dir = os.path.join(os.path.dirname(os.path.abspath(o.out)), "peers-onnx")
     start = time.time()
     with open(o.out, "w") as out:
