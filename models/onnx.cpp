@@ -195,9 +195,18 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
     FRUGAL_CHECK(t.dtype() == model.dtype, path, ": tensor '", name, "' is ", dtype_name(t.dtype()),
                  " and the input '", graph->input, "' ", dtype_name(model.dtype),
                  "; frugal imports models of one float type");
-  FRUGAL_CHECK(g.output_size() == 1, path, ": ", g.output_size(),
-               " outputs; frugal imports models with one");
+  // The first output is the model's; the others (GoogLeNet's and Inception's auxiliary
+  // heads in training mode) are scored against the same labels beside it.
+  FRUGAL_CHECK(g.output_size() >= 1, path, ": the graph has no output");
   graph->output = g.output(0).name();
+  for (int i = 1; i < g.output_size(); ++i) {
+    const std::string& name = g.output(i).name();
+    FRUGAL_CHECK(name != graph->output &&
+                     std::find(graph->extra_outputs.begin(), graph->extra_outputs.end(), name) ==
+                         graph->extra_outputs.end(),
+                 path, ": output '", name, "' is named twice");
+    graph->extra_outputs.push_back(name);
+  }
 
   std::set<std::string> defined = {graph->input};
   defined.insert(graph->extra_inputs.begin(), graph->extra_inputs.end());
@@ -414,6 +423,7 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
   // training-mode BatchNorm's running statistics of a weight, which timm's weight
   // standardization computes and nothing reads back), which are skipped unread.
   std::set<std::string> live = {graph->output};
+  live.insert(graph->extra_outputs.begin(), graph->extra_outputs.end());
   std::vector<bool> node_live(flat.size(), false);
   for (size_t i = flat.size(); i-- > 0;) {
     const onnx::NodeProto& n = *flat[i].node;
@@ -1582,6 +1592,10 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
   graph->output = canon(graph->output);
   FRUGAL_CHECK(defined.count(graph->output), path, ": the output '", graph->output,
                "' is produced by no node");
+  for (std::string& out : graph->extra_outputs) {
+    out = canon(out);
+    FRUGAL_CHECK(defined.count(out), path, ": the output '", out, "' is produced by no node");
+  }
   try {
     fuse_onnx_graph(*graph);
   } catch (const Error& e) {
@@ -1597,7 +1611,14 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
   ParamStore shapes = ParamStore::shapes_only();
   Tape tape(shapes, model.dtype);
   Value x = tape.input("images", batched(1, model.input), model.dtype);
-  const Value y = record_onnx(model, x);
+  const std::vector<Value> outputs = record_onnx_outputs(model, x);
+  const Value y = outputs[0];
+  for (size_t i = 1; i < outputs.size(); ++i)
+    FRUGAL_CHECK(outputs[i].shape() == y.shape(), path, ": the output '",
+                 graph->extra_outputs[i - 1], "' is ", outputs[i].shape(), " and the first, '",
+                 graph->output, "', ", y.shape(),
+                 " for a batch of 1; frugal imports several outputs of one shape, each scored "
+                 "against the same labels");
   FRUGAL_CHECK(y.shape().rank() >= 2 && y.shape().rank() <= 5, path, ": the output '",
                graph->output, "' is ", y.shape(),
                "; frugal imports classifiers whose output is (N, classes) and models that label "

@@ -61,6 +61,11 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
 Value record_onnx(const OnnxModel& model, Value images);
 // The same over every input: images, then one value per extra input (N, sample...).
 Value record_onnx(const OnnxModel& model, Value images, std::span<const Value> extra);
+// Every output of the model, the first what record_onnx returns, then the file's other outputs
+// (auxiliary heads) in its order, each of the first's shape.
+std::vector<Value> record_onnx_outputs(const OnnxModel& model, Value images);
+std::vector<Value> record_onnx_outputs(const OnnxModel& model, Value images,
+                                       std::span<const Value> extra);
 // The tape inputs record_onnx(model, images) made for the model's extra inputs, in order.
 std::vector<Value> onnx_extra_inputs(const OnnxModel& model, Tape& tape);
 

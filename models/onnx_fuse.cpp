@@ -17,6 +17,7 @@ namespace frugal {
 // MaxPool then ReLU.
 void fuse_onnx_graph(OnnxGraph& g) {
   std::map<std::string, int> uses{{g.output, 1}};
+  for (const std::string& out : g.extra_outputs) ++uses[out];
   std::map<std::string, const OnnxNode*> producer;
   for (const OnnxNode& n : g.nodes) {
     for (const std::string& in : n.inputs) ++uses[in];
@@ -256,12 +257,15 @@ void fuse_onnx_graph(OnnxGraph& g) {
       it->second = it->second && n.kind == OnnxKind::binary;
     }
   for (OnnxNode& n : g.nodes)
-    if (n.kind == OnnxKind::expand && n.output != g.output) {
+    if (n.kind == OnnxKind::expand && n.output != g.output &&
+        std::find(g.extra_outputs.begin(), g.extra_outputs.end(), n.output) ==
+            g.extra_outputs.end()) {
       auto it = binary_readers.find(n.output);
       n.broadcast_only = it != binary_readers.end() && it->second;
     }
   // Constants that only the fused patterns read are no weights of the model.
   std::set<std::string> read{g.output};
+  read.insert(g.extra_outputs.begin(), g.extra_outputs.end());
   for (const OnnxNode& n : g.nodes) read.insert(n.inputs.begin(), n.inputs.end());
   std::erase_if(g.params, [&](const auto& p) { return !p.second && !read.count(p.first); });
 }

@@ -173,6 +173,8 @@ struct OnnxGraph {
   std::map<std::string, bool> params;              // initializer -> trainable, for those ops read
   std::map<std::string, IntTensor> int_constants;  // int64 initializers and Constants
   std::string input, output;
+  // The graph's other outputs, in the file's order (auxiliary heads).
+  std::vector<std::string> extra_outputs;
   // The graph's other inputs, in the file's order (a timestep, a second image, a mask).
   std::vector<std::string> extra_inputs;
   int64_t export_batch = 0;  // the inputs' batch where the file fixes it, else 0 (dynamic)

@@ -697,11 +697,7 @@ Value record_group_norm(const OnnxNode& add, std::span<const OnnxNode* const> ch
 }  // namespace
 
 Value record_onnx(const OnnxModel& model, Value images) {
-  std::vector<Value> extra;
-  for (const OnnxInput& e : model.extra_inputs)
-    extra.push_back(
-        images.tape().input(e.name, batched(images.shape()[0], e.sample), images.dtype()));
-  return record_onnx(model, images, extra);
+  return record_onnx_outputs(model, images)[0];
 }
 
 std::vector<Value> onnx_extra_inputs(const OnnxModel& model, Tape& tape) {
@@ -718,6 +714,19 @@ std::vector<Value> onnx_extra_inputs(const OnnxModel& model, Tape& tape) {
 }
 
 Value record_onnx(const OnnxModel& model, Value images, std::span<const Value> extra) {
+  return record_onnx_outputs(model, images, extra)[0];
+}
+
+std::vector<Value> record_onnx_outputs(const OnnxModel& model, Value images) {
+  std::vector<Value> extra;
+  for (const OnnxInput& e : model.extra_inputs)
+    extra.push_back(
+        images.tape().input(e.name, batched(images.shape()[0], e.sample), images.dtype()));
+  return record_onnx_outputs(model, images, extra);
+}
+
+std::vector<Value> record_onnx_outputs(const OnnxModel& model, Value images,
+                                       std::span<const Value> extra) {
   const OnnxGraph& g = *model.graph;
   Tape& tape = images.tape();
   FRUGAL_CHECK(extra.size() == model.extra_inputs.size(), model.path, ": ",
@@ -1267,7 +1276,9 @@ Value record_onnx(const OnnxModel& model, Value images, std::span<const Value> e
     }
     record_node(n);
   }
-  return value(g.output);
+  std::vector<Value> outputs{value(g.output)};
+  for (const std::string& out : g.extra_outputs) outputs.push_back(value(out));
+  return outputs;
 }
 
 void load_onnx_weights(ParamStore& store, const OnnxModel& model) {
@@ -1317,15 +1328,21 @@ Cached& cached(const std::string& path) {
     auto model = std::make_shared<const OnnxModel>(load_onnx(path, false));
     c = std::make_unique<Cached>(Cached{
         model,
-        ModelSpec{.name = path,
-                  .description = "ONNX model " + path,
-                  .input = model->input,
-                  .classes = model->classes,
-                  .log_softmax_output = false,
-                  .build = [model](Value images,
-                                   const ModelConfig&) { return record_onnx(*model, images); },
-                  .label_shape = model->label_shape,
-                  .extra_inputs = extra_names(*model)}});
+        ModelSpec{
+            .name = path,
+            .description = "ONNX model " + path,
+            .input = model->input,
+            .classes = model->classes,
+            .log_softmax_output = false,
+            .build = [model](Value images,
+                             const ModelConfig&) { return record_onnx(*model, images); },
+            .build_outputs =
+                model->graph->extra_outputs.empty()
+                    ? std::function<std::vector<Value>(Value, const ModelConfig&)>()
+                    : [model](Value images,
+                              const ModelConfig&) { return record_onnx_outputs(*model, images); },
+            .label_shape = model->label_shape,
+            .extra_inputs = extra_names(*model)}});
   }
   return *c;
 }

@@ -22,6 +22,10 @@ struct ModelSpec {
   // Records the network over images (N, input...) and returns its output (N, classes); for
   // GoogLeNet (N, 2 classes), its two heads side by side.
   std::function<Value(Value images, const ModelConfig&)> build;
+  // Models of several outputs (an ONNX file's auxiliary heads): records the network and returns
+  // every output, the first what `build` returns; training scores each against the same labels
+  // and sums the losses (record_model_step). Empty: one output.
+  std::function<std::vector<Value>(Value images, const ModelConfig&)> build_outputs = {};
   // Blocks of the chain that ModelConfig::checkpoint_runs cuts (CIFAR ResNets); 0: none.
   int chain_blocks = 0;
   // Built of reversible units unless ModelConfig::reversible is false (RevNets).

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/rng.h"
+#include "layers/add.h"
 
 namespace frugal {
 
@@ -42,14 +43,24 @@ ModelStep record_model_step(Tape& tape, const ModelSpec& spec, int64_t batch, Mo
   if (mode == Mode::training)
     s.labels = tape.input("labels", batched(batch, spec.label_shape), DType::i32);
   const size_t before = tape.values().size();
-  s.logits = spec.build(s.images, config);
+  if (spec.build_outputs) {
+    std::vector<Value> outputs = spec.build_outputs(s.images, config);
+    s.logits = outputs.at(0);
+    s.extra_outputs.assign(outputs.begin() + 1, outputs.end());
+  } else {
+    s.logits = spec.build(s.images, config);
+  }
   for (size_t v = before; v < tape.values().size(); ++v)
     if (tape.values()[v].kind == ValueKind::input)
       s.extra_inputs.emplace_back(&tape, static_cast<int>(v));
   FRUGAL_CHECK(s.extra_inputs.size() == spec.extra_inputs.size(), spec.name, ": ",
                s.extra_inputs.size(), " inputs made besides the images, the model names ",
                spec.extra_inputs.size());
-  if (mode == Mode::training) s.loss = model_loss(spec, s.logits, s.labels);
+  if (mode == Mode::training) {
+    // Several outputs (auxiliary heads): each scored against the labels, the losses summed.
+    s.loss = model_loss(spec, s.logits, s.labels);
+    for (const Value& y : s.extra_outputs) s.loss = add(s.loss, model_loss(spec, y, s.labels));
+  }
   return s;
 }
 

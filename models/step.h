@@ -19,6 +19,9 @@ struct ModelStep {
   Value loss;    // training only: model_loss(spec, logits, labels)
   // The inputs the network made besides images and labels (spec.extra_inputs), in order.
   std::vector<Value> extra_inputs;
+  // The network's other outputs (spec.build_outputs: auxiliary heads), each of the logits'
+  // shape; in training each adds its own loss against the labels to `loss`.
+  std::vector<Value> extra_outputs;
   // What the step reads back: the loss in training, the logits in inference.
   Value out() const { return loss.valid() ? loss : logits; }
 };

@@ -1965,6 +1965,51 @@ def inputs_net(out):
           f"output {tuple(y.shape)}")
 
 
+def outputs_net(out):
+    """A classifier of two outputs, as GoogLeNet and Inception v3 train with an auxiliary head:
+    the main head after two convolutions, the auxiliary one (average pool, 1x1 convolution,
+    linear) from the first; tests/data/onnx/outputs_net.onnx with x and PyTorch's float32
+    outputs y, then aux (outputs_net.io)."""
+    import os
+    import warnings
+
+    import torch
+    from torch import nn
+    from torch.nn import functional as F
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(3, 8, 3, padding=1)
+            self.conv2 = nn.Conv2d(8, 8, 3, stride=2, padding=1)
+            self.fc = nn.Linear(8, 5)
+            self.aux_conv = nn.Conv2d(8, 4, 1)
+            self.aux_fc = nn.Linear(4 * 2 * 2, 5)
+
+        def forward(self, x):
+            a = F.relu(self.conv1(x))
+            y = self.fc(F.relu(self.conv2(a)).mean((2, 3)))
+            aux = self.aux_fc(torch.flatten(F.relu(self.aux_conv(F.adaptive_avg_pool2d(a, 2))), 1))
+            return y, aux
+
+    torch.manual_seed(43)
+    net = Net().eval()
+    x = torch.rand(2, 3, 8, 8) * 2 - 1
+    with torch.no_grad():
+        y, aux = net(x)
+    path = f"{out}/outputs_net.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(net, x, path + ".tmp", opset_version=17, input_names=["x"],
+                          output_names=["y", "aux"],
+                          dynamic_axes={"x": {0: "N"}, "y": {0: "N"}, "aux": {0: "N"}})
+    os.replace(path + ".tmp", path)
+    with open(f"{out}/outputs_net.io", "wb") as f:
+        for v in (x, y, aux):
+            f.write(v.numpy().astype("<f4").tobytes())
+    print(f"{path}: input {tuple(x.shape)}, outputs {tuple(y.shape)}, {tuple(aux.shape)}")
+
+
 def unet3d_net(out):
     """A 3-D U-Net over volumes (N, C, D, H, W) labelling each voxel: Conv3d 3x3x3 with
     BatchNorm3d and SiLU (smooth: no ReLU zeros tied in the max pools for the gradcheck), MaxPool3d(2) and one padded with ceil_mode, ConvTranspose3d by 2 (the
@@ -2465,7 +2510,8 @@ def norm_net(out):
 def torchvision_training(out, only=()):
     """Training-mode exports (BatchNorm on batch statistics, as frugal trains) with PyTorch's
     parameter gradients of one step beside each: <name>.onnx, <name>.pgrad (the f32 input
-    (4, 3, S, S), the i32 labels (4), then each parameter's gradient of the mean cross-entropy,
+    (4, 3, S, S), the i32 labels (4), then each parameter's gradient of the mean cross-entropy
+    (summed over the outputs where the model has several: an auxiliary head),
     computed in float64 and stored as f32, in the order of <name>.pgrad.txt, one "name count"
     line each). Dropout and stochastic depth are set to 0 so the step is deterministic."""
     import torch
@@ -2497,6 +2543,10 @@ def torchvision_training(out, only=()):
              ("squeezenet1_0", torchvision.models.squeezenet1_0, 96),
              ("googlenet", plain_googlenet, 64),
              ("inception_v3", plain_inception_v3, 96),
+             # With its auxiliary head (299 px, the least it takes): a file of two outputs,
+             # each scored against the labels, the losses summed.
+             ("inception_v3_aux", lambda num_classes: torchvision.models.inception_v3(
+                 num_classes=num_classes, aux_logits=True, init_weights=True), 299),
              ("efficientnet_v2_s", torchvision.models.efficientnet_v2_s, 64),
              ("swin_t", torchvision.models.swin_t, 64),
              ("maxvit_t", torchvision.models.maxvit_t, 224)]
@@ -2534,16 +2584,22 @@ def export_training_with_grads(net, out, name, side):
     net.train()
     x = torch.rand(4, 3, side, side) * 2 - 1
     labels = torch.randint(0, 10, (4,))
+
+    def loss_of(y):  # several outputs (auxiliary heads): each one's loss, summed, as frugal does
+        outs = [o for o in y if o is not None] if isinstance(y, tuple) else [y]
+        return sum(torch.nn.functional.cross_entropy(o, labels) for o in outs), len(outs)
+
+    names = ["y"] + [f"aux{i}" for i in range(1, loss_of(copy.deepcopy(net)(x))[1])]
     path = f"{out}/{name}.onnx"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.onnx.export(copy.deepcopy(net), x, path + ".tmp", opset_version=15,
                           training=torch.onnx.TrainingMode.TRAINING,
-                          do_constant_folding=False, input_names=["x"], output_names=["y"],
-                          dynamic_axes={"x": {0: "N"}, "y": {0: "N"}})
+                          do_constant_folding=False, input_names=["x"], output_names=names,
+                          dynamic_axes={"x": {0: "N"}, **{n: {0: "N"} for n in names}})
     os.replace(path + ".tmp", path)
     net64 = copy.deepcopy(net).double()
-    loss = torch.nn.functional.cross_entropy(net64(x.double()), labels)
+    loss = loss_of(net64(x.double()))[0]
     loss.backward()
     params = sorted((n, p) for n, p in net64.named_parameters() if p.grad is not None)
     with open(f"{out}/{name}.pgrad", "wb") as f:
@@ -2557,7 +2613,7 @@ def export_training_with_grads(net, out, name, side):
     # PyTorch's own float32 step against its float64 one, measured as the test measures
     # frugal's: how far rounding alone moves these gradients.
     net32 = copy.deepcopy(net)
-    torch.nn.functional.cross_entropy(net32(x), labels).backward()
+    loss_of(net32(x))[0].backward()
     got32 = dict(net32.named_parameters())
     scale = max(p.grad.abs().max().item() for _, p in params)
     worst, worst_name = max((((got32[n].grad.double() - p.grad).abs().max() /
@@ -2660,6 +2716,7 @@ if __name__ == "__main__":
         conv3d_full_net(sys.argv[2])
         unet3d_net(sys.argv[2])
         inputs_net(sys.argv[2])
+        outputs_net(sys.argv[2])
         sys.exit(0)
     if len(sys.argv) > 2 and sys.argv[1] == "--segmentation":
         # The U-Net of docs/TRAINING.md's segmentation run, and a small one for the tests

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "layers/add.h"
 #include "layers/softmax_cross_entropy.h"
 #include "models/onnx.h"
 #include "models/onnx_graph.h"
@@ -186,7 +187,11 @@ TEST_CASE(
       Tape tape(store, t);
       Value x = tape.input("x", batched(4, m.input), t);
       Value labels = tape.input("labels", {4}, DType::i32);
-      Value loss = softmax_cross_entropy(record_onnx(m, x), labels);
+      // Several outputs (auxiliary heads): each one's loss against the labels, summed.
+      const std::vector<Value> outputs = record_onnx_outputs(m, x);
+      Value loss = softmax_cross_entropy(outputs[0], labels);
+      for (size_t o = 1; o < outputs.size(); ++o)
+        loss = add(loss, softmax_cross_entropy(outputs[o], labels));
       load_onnx_weights(store, m);
       Executor ex(tape, cpu_backend(), {.memory = MemoryMode::baseline, .keep = {loss}});
       Tensor xt = Tensor::empty(x.shape(), t), lt = Tensor::empty({4}, DType::i32);
