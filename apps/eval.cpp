@@ -22,6 +22,7 @@ void run_eval(const EvalCommand& c) {
   FolderOptions folder = c.folder;
   if (folder.image_size == 0) folder.image_size = saved_image_size(file, c.weights);
   folder.resize = folder.resize || saved_resize(file, c.weights);
+  check_images_only(find_model(c.model), "eval");  // before any data is read
   const ModelSpec model = model_at_size(find_model(c.model), folder.image_size);
   const Dataset test = load_data(c.data, model, false, {.train = 1, .test = c.batch}, 1, folder);
   ParamStore params(0, backend_named(c.device));

@@ -95,6 +95,7 @@ void train_ranks(const TrainCommand& c, Communicator* comm) {
   if (!c.save.empty()) check_writable(c.save);
   o.threads = capped_threads(o.threads);
   const ModelSpec& model = find_model(o.model);
+  check_images_only(model, "train");  // before any data is read
   set_cpu_threads(o.threads);
   const SyntheticSizes synthetic{.train = o.batch * (o.steps > 0 ? o.steps : 4),
                                  .test = o.eval_batch};

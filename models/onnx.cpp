@@ -141,6 +141,7 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
   model.path = path;
   for (const onnx::ValueInfoProto& v : g.input()) {
     if (graph->initializers.count(v.name()) || int_constants.count(v.name())) continue;
+    FRUGAL_CHECK(!v.name().empty(), path, ": an input has no name");
     const bool image = graph->input.empty();
     FRUGAL_CHECK(v.name() != graph->input &&
                      std::none_of(model.extra_inputs.begin(), model.extra_inputs.end(),
@@ -174,13 +175,22 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
                    "; every dimension but the batch's must be fixed, 1 to 65536");
       sample.push_back(d.dim_value());
     }
+    // The image input's batch where the file fixes it (else 0: dynamic); every other input's
+    // first axis must be the same batch, fixed alike or dynamic alike.
     const auto& batch = shape.dim(0);
-    if (batch.has_dim_value() && batch.dim_value() >= 1) {
-      FRUGAL_CHECK(graph->export_batch == 0 || graph->export_batch == batch.dim_value(), path,
-                   ": input '", v.name(), "' has a batch of ", batch.dim_value(),
-                   " and an input before it ", graph->export_batch,
-                   "; every input's first axis is the batch");
-      graph->export_batch = batch.dim_value();
+    const int64_t fixed = batch.has_dim_value() && batch.dim_value() >= 1 ? batch.dim_value() : 0;
+    if (image) {
+      graph->export_batch = fixed;
+    } else {
+      auto said = [](int64_t b, const char* what) {
+        return b > 0 ? std::string("a ") + what + " of " + std::to_string(b)
+                     : std::string("a dynamic ") + what;
+      };
+      FRUGAL_CHECK(fixed == graph->export_batch, path, ": input '", v.name(), "' has ",
+                   said(fixed, "first axis"), " where the image input '", graph->input, "' has ",
+                   said(graph->export_batch, "batch"),
+                   "; every input's first axis is the batch (an input broadcast over the batch "
+                   "is not imported: export it with the same dynamic_axes as the images)");
     }
     if (image) {
       graph->input = v.name();
@@ -199,8 +209,10 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
   // heads in training mode) are scored against the same labels beside it.
   FRUGAL_CHECK(g.output_size() >= 1, path, ": the graph has no output");
   graph->output = g.output(0).name();
+  FRUGAL_CHECK(!graph->output.empty(), path, ": the first output has no name");
   for (int i = 1; i < g.output_size(); ++i) {
     const std::string& name = g.output(i).name();
+    FRUGAL_CHECK(!name.empty(), path, ": output ", i, " has no name");
     FRUGAL_CHECK(name != graph->output &&
                      std::find(graph->extra_outputs.begin(), graph->extra_outputs.end(), name) ==
                          graph->extra_outputs.end(),
@@ -1589,13 +1601,19 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
     for (const std::string& out : o.outputs) (integer ? int_values : defined).insert(out);
     graph->nodes.push_back(std::move(o));
   }
-  graph->output = canon(graph->output);
-  FRUGAL_CHECK(defined.count(graph->output), path, ": the output '", graph->output,
-               "' is produced by no node");
-  for (std::string& out : graph->extra_outputs) {
+  // Every output a node computes: not a graph input, not a weight.
+  auto check_output = [&](std::string& out) {
     out = canon(out);
+    FRUGAL_CHECK(out != graph->input &&
+                     std::find(graph->extra_inputs.begin(), graph->extra_inputs.end(), out) ==
+                         graph->extra_inputs.end(),
+                 path, ": the output '", out, "' is an input of the graph");
+    FRUGAL_CHECK(!graph->initializers.count(out), path, ": the output '", out,
+                 "' is a weight; frugal imports outputs that nodes compute");
     FRUGAL_CHECK(defined.count(out), path, ": the output '", out, "' is produced by no node");
-  }
+  };
+  check_output(graph->output);
+  for (std::string& out : graph->extra_outputs) check_output(out);
   try {
     fuse_onnx_graph(*graph);
   } catch (const Error& e) {
@@ -1611,14 +1629,7 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
   ParamStore shapes = ParamStore::shapes_only();
   Tape tape(shapes, model.dtype);
   Value x = tape.input("images", batched(1, model.input), model.dtype);
-  const std::vector<Value> outputs = record_onnx_outputs(model, x);
-  const Value y = outputs[0];
-  for (size_t i = 1; i < outputs.size(); ++i)
-    FRUGAL_CHECK(outputs[i].shape() == y.shape(), path, ": the output '",
-                 graph->extra_outputs[i - 1], "' is ", outputs[i].shape(), " and the first, '",
-                 graph->output, "', ", y.shape(),
-                 " for a batch of 1; frugal imports several outputs of one shape, each scored "
-                 "against the same labels");
+  const Value y = record_onnx_outputs(model, x)[0];  // checks the outputs' shapes agree
   FRUGAL_CHECK(y.shape().rank() >= 2 && y.shape().rank() <= 5, path, ": the output '",
                graph->output, "' is ", y.shape(),
                "; frugal imports classifiers whose output is (N, classes) and models that label "

@@ -67,7 +67,7 @@ std::vector<Value> record_onnx_outputs(const OnnxModel& model, Value images);
 std::vector<Value> record_onnx_outputs(const OnnxModel& model, Value images,
                                        std::span<const Value> extra);
 // The tape inputs record_onnx(model, images) made for the model's extra inputs, in order.
-std::vector<Value> onnx_extra_inputs(const OnnxModel& model, Tape& tape);
+std::vector<Value> onnx_extra_inputs(const OnnxModel& model, Value images);
 
 // Copies the file's initializer values into the store's parameters of the same names (a
 // shapes-only store is left alone; a model loaded without its weights reads the file again). Throws

@@ -700,15 +700,17 @@ Value record_onnx(const OnnxModel& model, Value images) {
   return record_onnx_outputs(model, images)[0];
 }
 
-std::vector<Value> onnx_extra_inputs(const OnnxModel& model, Tape& tape) {
+std::vector<Value> onnx_extra_inputs(const OnnxModel& model, Value images) {
   std::vector<Value> found;
+  const auto& values = images.tape().values();
   for (const OnnxInput& e : model.extra_inputs) {
-    const auto& values = tape.values();
-    auto it = std::find_if(values.begin(), values.end(), [&](const ValueNode& v) {
+    // The first input of that name made after the images (record_onnx makes them in order).
+    auto it = std::find_if(values.begin() + images.id() + 1, values.end(), [&](const ValueNode& v) {
       return v.kind == ValueKind::input && v.name == e.name;
     });
-    FRUGAL_CHECK(it != values.end(), model.path, ": the tape has no input '", e.name, "'");
-    found.emplace_back(&tape, static_cast<int>(it - values.begin()));
+    FRUGAL_CHECK(it != values.end(), model.path, ": the tape has no input '", e.name,
+                 "' after the images");
+    found.emplace_back(&images.tape(), static_cast<int>(it - values.begin()));
   }
   return found;
 }
@@ -1277,7 +1279,14 @@ std::vector<Value> record_onnx_outputs(const OnnxModel& model, Value images,
     record_node(n);
   }
   std::vector<Value> outputs{value(g.output)};
-  for (const std::string& out : g.extra_outputs) outputs.push_back(value(out));
+  for (const std::string& out : g.extra_outputs) {
+    outputs.push_back(value(out));
+    FRUGAL_CHECK(outputs.back().shape() == outputs[0].shape(), model.path, ": the output '", out,
+                 "' is ", outputs.back().shape(), " and the first, '", g.output, "', ",
+                 outputs[0].shape(),
+                 "; frugal imports several outputs of one shape, each scored against the same "
+                 "labels");
+  }
   return outputs;
 }
 

@@ -107,8 +107,10 @@ void check_images_only(const ModelSpec& spec, const std::string& command) {
   if (spec.extra_inputs.empty()) return;
   std::string names;
   for (const std::string& n : spec.extra_inputs) names += (names.empty() ? "'" : ", '") + n + "'";
-  throw Error(command + ": " + spec.name + " reads inputs " + names + " besides its images; " +
-              command + " feeds images alone (frugal memory and frugal bench fill every input)");
+  throw Error(command + ": " + spec.name + " reads " +
+              (spec.extra_inputs.size() == 1 ? "input " : "inputs ") + names +
+              " besides its images; " + command +
+              " feeds images alone (frugal memory and frugal bench fill every input)");
 }
 
 Value model_loss(const ModelSpec& spec, Value output, Value labels) {

@@ -45,7 +45,8 @@ ModelStep record_model_step(Tape& tape, const ModelSpec& spec, int64_t batch, Mo
   const size_t before = tape.values().size();
   if (spec.build_outputs) {
     std::vector<Value> outputs = spec.build_outputs(s.images, config);
-    s.logits = outputs.at(0);
+    FRUGAL_CHECK(!outputs.empty(), spec.name, ": the network returned no output");
+    s.logits = outputs[0];
     s.extra_outputs.assign(outputs.begin() + 1, outputs.end());
   } else {
     s.logits = spec.build(s.images, config);

@@ -16,7 +16,7 @@ struct ModelStep {
   Value images;  // (N, spec.input...), of the tape's dtype
   Value labels;  // (N) i32; training only
   Value logits;  // the network's output
-  Value loss;    // training only: model_loss(spec, logits, labels)
+  Value loss;    // training only: model_loss(spec, logits, labels), plus extra_outputs' own
   // The inputs the network made besides images and labels (spec.extra_inputs), in order.
   std::vector<Value> extra_inputs;
   // The network's other outputs (spec.build_outputs: auxiliary heads), each of the logits'

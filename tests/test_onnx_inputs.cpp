@@ -105,7 +105,7 @@ TEST_CASE("onnx: a model of three inputs gives PyTorch's output") {
   Tape tape(store);
   Value x = tape.input("images", {2, 3, 8, 8}, DType::f32);
   Value y = record_onnx(m, x);  // makes t and m inputs of the tape
-  const std::vector<Value> extra = onnx_extra_inputs(m, tape);
+  const std::vector<Value> extra = onnx_extra_inputs(m, x);
   REQUIRE(extra.size() == 2);
   CHECK(extra[0].shape() == Shape{2});
   CHECK(extra[1].shape() == Shape{2, 1, 8, 8});
@@ -201,16 +201,19 @@ TEST_CASE("onnx: a model of several inputs in the commands, and its errors") {
         })) ==
         "m.onnx: input 't' is f64 and the input 'x' f32; frugal imports models of one "
         "float type");
-  {  // Every input's first axis is the batch: fixed, the values must agree.
-    onnx::ModelProto fixed = edited([](onnx::ValueInfoProto& v) {
-      v.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_value(5);
+  {  // Every input's first axis is the batch, fixed alike or dynamic alike.
+    onnx::ModelProto one = edited([](onnx::ValueInfoProto& v) {
+      v.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_value(1);
     });
-    auto* x0 = fixed.mutable_graph()->mutable_input(0);
+    CHECK(error_for(one) ==
+          "m.onnx: input 't' has a first axis of 1 where the image input 'x' has a dynamic "
+          "batch; every input's first axis is the batch (an input broadcast over the batch is "
+          "not imported: export it with the same dynamic_axes as the images)");
+    auto* x0 = one.mutable_graph()->mutable_input(0);
     REQUIRE(x0->name() == "x");
     x0->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_value(2);
-    CHECK(error_for(fixed) ==
-          "m.onnx: input 't' has a batch of 5 and an input before it 2; every input's first "
-          "axis is the batch");
+    CHECK(error_for(one).starts_with(
+        "m.onnx: input 't' has a first axis of 1 where the image input 'x' has a batch of 2;"));
   }
   CHECK(error_for(edited([](onnx::ValueInfoProto& v) {
           v.mutable_type()->mutable_tensor_type()->mutable_shape()->clear_dim();
@@ -326,8 +329,15 @@ TEST_CASE("onnx: a model of several outputs, its errors") {
   // A third output of another shape: conv1's map.
   other.mutable_graph()->add_output()->set_name("/conv1/Conv_output_0");
   CHECK(error_for(other) ==
-        "m.onnx: the output '/conv1/Conv_output_0' is [1,8,8,8] and the first, 'y', [1,5] for a "
-        "batch of 1; frugal imports several outputs of one shape, each scored against the same "
-        "labels");
+        "m.onnx: the output '/conv1/Conv_output_0' is [1,8,8,8] and the first, 'y', [1,5]; frugal "
+        "imports several outputs of one shape, each scored against the same labels");
+  onnx::ModelProto input_out = m, weight_out = m, unnamed = m;
+  input_out.mutable_graph()->mutable_output(1)->set_name("x");
+  CHECK(error_for(input_out) == "m.onnx: the output 'x' is an input of the graph");
+  weight_out.mutable_graph()->mutable_output(1)->set_name("fc.bias");
+  CHECK(error_for(weight_out) ==
+        "m.onnx: the output 'fc.bias' is a weight; frugal imports outputs that nodes compute");
+  unnamed.mutable_graph()->mutable_output(1)->set_name("");
+  CHECK(error_for(unnamed) == "m.onnx: output 1 has no name");
   CHECK(error_for(m).empty());
 }

@@ -48,7 +48,7 @@ Evaluator::Evaluator(ParamStore& params, const ModelSpec& model, const Dataset& 
                 .workspace_growth = workspace_growth}) {
   FRUGAL_CHECK(model.label_shape.rank() == 0, model.name,
                " is a segmentation model; its accuracy is measured by `frugal segment`");
-  check_images_only(model, "evaluate");
+  check_images_only(model, "eval");
   FRUGAL_CHECK(batch >= 1 && data.size() >= 1, "evaluate: batch ", batch, " over ", data.size(),
                " samples: both must be positive");
   labels_ = Tensor::empty({batch_}, DType::i32);

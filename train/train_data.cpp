@@ -16,6 +16,8 @@ ModelSpec model_at_size(const ModelSpec& model, int64_t image_size) {
                ": expected 1..4096");
   FRUGAL_CHECK(model.input.rank() == 3 && model.input[0] == 3, model.name, " takes ", model.input,
                ", not 3-channel images of a chosen size");
+  FRUGAL_CHECK(model.extra_inputs.empty(), "--image-size ", image_size, ": ", model.name,
+               " reads other inputs beside its images, whose sizes --image-size cannot change");
   ModelSpec m = model;
   m.input = {3, image_size, image_size};
   return m;

@@ -28,12 +28,13 @@ def main():
     model.train()
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     x = torch.randn(o.batch, *shape)
-    y = torch.randint(0, classes, (o.batch,))
+    extra = [make(o.batch) for _, make in pytorch_nets.EXTRA_INPUTS.get(o.model, [])]
+    y = torch.randint(0, classes, (o.batch, *pytorch_nets.LABEL_SHAPE.get(o.model, ())))
     loss_of = F.nll_loss if log_probs else F.cross_entropy
 
     def step():
         opt.zero_grad(set_to_none=True)
-        loss_of(model(x), y).backward()
+        loss_of(model(x, *extra), y).backward()
         opt.step()
 
     step()

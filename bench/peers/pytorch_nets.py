@@ -379,7 +379,7 @@ class DiffusionUNet(nn.Module):
                                  nn.Conv2d(c, channels, 3, padding=1))
 
     def forward(self, x, t):
-        freqs = torch.tensor(self.freqs, dtype=x.dtype)
+        freqs = torch.tensor(self.freqs, dtype=x.dtype, device=x.device)
         a = t[:, None] * freqs[None]
         emb = self.temb(torch.cat([torch.sin(a), torch.cos(a)], dim=1))
         h = self.inp(x)
