@@ -50,12 +50,7 @@ std::vector<Tensor> onnx_train(const OnnxModel& m, MemoryMode memory) {
   Value loss =
       m.label_shape.rank() > 0 ? pixel_cross_entropy(y, labels) : softmax_cross_entropy(y, labels);
   load_onnx_weights(store, m);
-  Executor ex(tape, cpu_backend(),
-              {.memory = memory,
-               .poison = memory == MemoryMode::planned,
-               .keep = {loss},
-               .keep_param_grads = true,
-               .optimizer = OptimizerConfig{.lr = 0.1, .momentum = 0.9}});
+  Executor ex(tape, cpu_backend(), sgd_step_options(memory, loss));
   std::vector<Tensor> out;
   for (int step = 0; step < 2; ++step) {
     ex.set_input(x, random_tensor(shape, 5 + step, -1, 1, DType::f32));
@@ -71,6 +66,14 @@ std::vector<Tensor> onnx_train(const OnnxModel& m, MemoryMode memory) {
   }
   for (Parameter* p : store.all()) out.push_back(clone(p->value));
   return out;
+}
+
+ExecutorOptions sgd_step_options(MemoryMode memory, Value loss) {
+  return {.memory = memory,
+          .poison = memory == MemoryMode::planned,
+          .keep = {loss},
+          .keep_param_grads = true,
+          .optimizer = OptimizerConfig{.lr = 0.1, .momentum = 0.9}};
 }
 
 std::function<std::vector<Value>(std::span<const Value>)> randomized(const OnnxModel& m,

@@ -25,6 +25,9 @@ std::vector<float> onnx_forward(const OnnxModel& m, const std::vector<float>& x)
 // Two SGD steps of the model with a softmax cross-entropy head at batch 4: losses, d x, every
 // parameter gradient and every parameter and running statistic after them.
 std::vector<Tensor> onnx_train(const OnnxModel& m, MemoryMode memory);
+// The executor of the ONNX tests' SGD steps (lr 0.1, momentum 0.9): `memory`, test buffers
+// poisoned where planned, `loss` kept, parameter gradients kept for comparison.
+ExecutorOptions sgd_step_options(MemoryMode memory, Value loss);
 // check_gradients' function of an imported model: m recorded over the input, its constants
 // (attention's scale, say) the file's, every trainable weight of at most `max_rank` axes
 // drawn in [-1, 1] (from `seed` on), away from the file's values; the others the file's.

@@ -52,12 +52,7 @@ std::vector<Tensor> train_steps(const OnnxModel& m, MemoryMode memory) {
   const std::vector<Value> extra{t, k};
   Value loss = pixel_cross_entropy(record_onnx(m, x, extra), labels);
   load_onnx_weights(store, m);
-  Executor ex(tape, cpu_backend(),
-              {.memory = memory,
-               .poison = memory == MemoryMode::planned,
-               .keep = {loss},
-               .keep_param_grads = true,
-               .optimizer = OptimizerConfig{.lr = 0.1, .momentum = 0.9}});
+  Executor ex(tape, cpu_backend(), sgd_step_options(memory, loss));
   std::vector<Tensor> out;
   for (int step = 0; step < 2; ++step) {
     ex.set_input(x, random_tensor(x.shape(), 5 + step, -1, 1, DType::f32));
@@ -268,12 +263,7 @@ std::vector<Tensor> two_heads_step(MemoryMode memory) {
   const ModelStep step = record_model_step(tape, spec, 4, Mode::training);
   REQUIRE(step.extra_outputs.size() == 1);
   load_onnx_weights(store, onnx_model(path));
-  Executor ex(tape, cpu_backend(),
-              {.memory = memory,
-               .poison = memory == MemoryMode::planned,
-               .keep = {step.loss},
-               .keep_param_grads = true,
-               .optimizer = OptimizerConfig{.lr = 0.1, .momentum = 0.9}});
+  Executor ex(tape, cpu_backend(), sgd_step_options(memory, step.loss));
   ex.set_input(step.images, random_tensor(step.images.shape(), 21, -1, 1, DType::f32));
   ex.set_input(step.labels, random_labels(4, 5, 23));
   ex.forward();

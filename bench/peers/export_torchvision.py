@@ -5,6 +5,7 @@
 # opset 15), and a dynamic batch. `frugal bench --onnx FILE` then runs what PyTorch runs.
 #   python3 export_torchvision.py --model tv-mobilenet_v2 --out build/peers-onnx/tv-mobilenet_v2.onnx
 import argparse
+import copy
 import os
 import warnings
 
@@ -27,12 +28,16 @@ def main():
     # "in1", "in2", ..., their batch dynamic as the images'.
     extra = [make(2) for _, make in pytorch_nets.EXTRA_INPUTS.get(o.model, [])]
     names = ["x"] + [f"in{i + 1}" for i in range(len(extra))]
+    with torch.no_grad():  # several outputs (auxiliary heads): "y", then "aux1", "aux2", ...
+        out = copy.deepcopy(model)(torch.rand(2, *shape), *extra)  # running statistics kept
+    heads = len(out) if isinstance(out, tuple) else 1
+    outputs = ["y"] + [f"aux{i}" for i in range(1, heads)]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.onnx.export(model, (torch.rand(2, *shape), *extra), tmp, opset_version=15,
                           training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
-                          input_names=names, output_names=["y"],
-                          dynamic_axes={**{n: {0: "N"} for n in names}, "y": {0: "N"}})
+                          input_names=names, output_names=outputs,
+                          dynamic_axes={n: {0: "N"} for n in names + outputs})
     os.replace(tmp, o.out)  # never a partial file under the final name
     print(f"{o.out}: {o.model} {tuple(shape)}")
 

@@ -47,6 +47,14 @@ def allocator_curve(prof):
     return peak, live
 
 
+def total_loss(loss_fn, out, labels):
+    """The loss of a model's output, summed over its outputs where it has several (auxiliary
+    heads, as frugal scores them)."""
+    if isinstance(out, tuple):
+        return sum(loss_fn(o, labels) for o in out if o is not None)
+    return loss_fn(out, labels)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--model", required=True, choices=sorted(pytorch_nets.NETS))
@@ -84,7 +92,7 @@ def main():
 
     def step():
         if training:
-            loss_fn(model(x, *extra), labels).backward()
+            total_loss(loss_fn, model(x, *extra), labels).backward()
             opt.step()
         else:
             with torch.no_grad():
@@ -172,7 +180,7 @@ def measure_cuda(o):
     def step():
         if training:
             opt.zero_grad(set_to_none=True)
-            loss_fn(model(x, *extra), labels).backward()
+            total_loss(loss_fn, model(x, *extra), labels).backward()
             opt.step()
         else:
             with torch.no_grad():

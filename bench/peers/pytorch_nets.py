@@ -437,6 +437,11 @@ class Attention(nn.Module):
 # and a timestep per image; 3 "classes" per pixel so both sides train it with the per-pixel
 # cross-entropy (frugal's commands have no mean-squared head; the loss is a sliver of the step).
 NETS["tv-ddpm-unet"] = (lambda d, bn, seg: DiffusionUNet(), (3, 64, 64), 3, False)
+# Inception v3 with its auxiliary head, as it trains (a second output of the logits' shape;
+# both sides sum the two heads' losses), at its 299 x 299.
+NETS["tv-inception_v3_aux"] = (
+    lambda d, bn, seg: __import__("torchvision").models.inception_v3(
+        num_classes=1000, aux_logits=True, init_weights=True), (3, 299, 299), 1000, False)
 # Inputs after the images: each one's sample shape and how a batch of it is drawn.
 EXTRA_INPUTS = {"tv-ddpm-unet": [((), lambda n: torch.rand(n) * 1000)]}
 # Segmentation models: each sample's labels (H, W), or (D, H, W).

@@ -61,6 +61,8 @@ VIDEO_CASES += [(f"{c[0]}-rebuild", c[1], c[2], c[3], c[4], ["--recompute", "che
 INPUTS_CASES = [("tv-ddpm-unet", "tv-ddpm-unet", 16, "training", "f32", [], 3, 1),
                 ("tv-ddpm-unet-rebuild", "tv-ddpm-unet", 16, "training", "f32",
                  ["--recompute", "cheap"], 3, 1)]
+# And of several outputs: Inception v3 with its auxiliary head, batch 16 at 299 x 299.
+INPUTS_CASES += [("tv-inception_v3_aux", "tv-inception_v3_aux", 16, "training", "f32", [], 3, 1)]
 # Issue 16, op-level recomputation on the torchvision models (--set recompute): frugal with
 # --recompute cheap against PyTorch's plain step, and DenseNet-121 also against torchvision's
 # densenet121(memory_efficient=True), which checkpoints each dense layer's concat-BN-ReLU-conv.
