@@ -167,7 +167,7 @@ BenchResult run_bench(const BenchOptions& o, Communicator* comm) {
   r.inputs = ex.input(images).bytes() + (training ? ex.input(labels).bytes() : 0);
   {  // The network's other inputs (an ONNX model's timestep or second image): random too,
      // their host copies freed before the steps so the allocator holds them once.
-    const std::vector<Tensor> extra = random_extra_inputs(step.extra_inputs, 11);
+    const std::vector<Tensor> extra = random_extra_inputs(spec, step.extra_inputs, 11);
     for (size_t i = 0; i < extra.size(); ++i) {
       ex.set_input(step.extra_inputs[i], extra[i]);
       r.inputs += extra[i].bytes();

@@ -188,7 +188,7 @@ StepRun run_step(const MemoryOptions& o, const ModelConfig& config, MemoryMode m
   ex.set_input(rec.images, x);
   ex.set_input(rec.labels, labels);
   run.inputs = x.bytes() + labels.bytes();
-  const std::vector<Tensor> extra = random_extra_inputs(rec.extra_inputs, 11);
+  const std::vector<Tensor> extra = random_extra_inputs(find_model(o.model), rec.extra_inputs, 11);
   for (size_t i = 0; i < extra.size(); ++i) {
     ex.set_input(rec.extra_inputs[i], extra[i]);
     run.inputs += extra[i].bytes();

@@ -149,8 +149,11 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
                  path, ": input '", v.name(), "' is named twice");
     const auto& shape = v.type().tensor_type().shape();
     const int elem = v.type().tensor_type().elem_type();
-    FRUGAL_CHECK(elem == onnx::TensorProto::FLOAT || elem == onnx::TensorProto::DOUBLE, path,
-                 ": input '", v.name(), "' must be float or double");
+    const bool whole = elem == onnx::TensorProto::INT64 || elem == onnx::TensorProto::INT32;
+    FRUGAL_CHECK(
+        elem == onnx::TensorProto::FLOAT || elem == onnx::TensorProto::DOUBLE || (whole && !image),
+        path, ": input '", v.name(), "' must be float or double",
+        image ? "" : " (or int64 or int32, besides the image input)");
     const DType dtype = elem == onnx::TensorProto::DOUBLE ? DType::f64 : DType::f32;
     if (image) {
       // (N, F) features, (N, C, L) signals, (N, C, H, W) images, (N, C, D, H, W) volumes.
@@ -162,9 +165,9 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       FRUGAL_CHECK(shape.dim_size() >= 1 && shape.dim_size() <= 5, path, ": input '", v.name(),
                    "' has ", shape.dim_size(), " axes; an input besides the image input '",
                    graph->input, "' must have the batch axis first and at most 5 axes");
-      FRUGAL_CHECK(dtype == model.dtype, path, ": input '", v.name(), "' is ", dtype_name(dtype),
-                   " and the input '", graph->input, "' ", dtype_name(model.dtype),
-                   "; frugal imports models of one float type");
+      FRUGAL_CHECK(whole || dtype == model.dtype, path, ": input '", v.name(), "' is ",
+                   dtype_name(dtype), " and the input '", graph->input, "' ",
+                   dtype_name(model.dtype), "; frugal imports models of one float type");
     }
     std::vector<int64_t> sample;
     for (int i = 1; i < shape.dim_size(); ++i) {
@@ -197,7 +200,7 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       model.input = Shape(sample);
     } else {
       graph->extra_inputs.push_back(v.name());
-      model.extra_inputs.push_back({.name = v.name(), .sample = Shape(sample)});
+      model.extra_inputs.push_back({.name = v.name(), .sample = Shape(sample), .whole = whole});
     }
   }
   FRUGAL_CHECK(!graph->input.empty(), path, ": the graph has no image input");

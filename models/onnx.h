@@ -30,6 +30,9 @@ struct OnnxGraph;  // the checked nodes and initializers (models/onnx.cpp)
 struct OnnxInput {
   std::string name;
   Shape sample;
+  // An integer input (int64 or int32: a diffusion model's timesteps, read through a Cast to
+  // float): carried in the model's float type, whole numbers (exact below 2^24 in f32).
+  bool whole = false;
 };
 
 struct OnnxModel {

@@ -1317,9 +1317,9 @@ void load_onnx_weights(ParamStore& store, const OnnxModel& model) {
 }
 
 namespace {
-std::vector<std::string> extra_names(const OnnxModel& model) {
-  std::vector<std::string> names;
-  for (const OnnxInput& e : model.extra_inputs) names.push_back(e.name);
+std::vector<ModelInput> extra_names(const OnnxModel& model) {
+  std::vector<ModelInput> names;
+  for (const OnnxInput& e : model.extra_inputs) names.push_back({e.name, e.whole});
   return names;
 }
 

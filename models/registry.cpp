@@ -106,7 +106,8 @@ const ModelSpec& find_model(const std::string& name) {
 void check_images_only(const ModelSpec& spec, const std::string& command) {
   if (spec.extra_inputs.empty()) return;
   std::string names;
-  for (const std::string& n : spec.extra_inputs) names += (names.empty() ? "'" : ", '") + n + "'";
+  for (const ModelInput& in : spec.extra_inputs)
+    names += (names.empty() ? "'" : ", '") + in.name + "'";
   throw Error(command + ": " + spec.name + " reads " +
               (spec.extra_inputs.size() == 1 ? "input " : "inputs ") + names +
               " besides its images; " + command +

@@ -13,6 +13,15 @@
 
 namespace frugal {
 
+// An input a network reads besides its images (ModelSpec::extra_inputs): its name, and whether
+// it holds whole numbers (an ONNX file's int64 input, a diffusion model's timestep, carried in
+// the model's float type).
+struct ModelInput {
+  std::string name;
+  bool whole = false;
+  bool operator==(const ModelInput&) const = default;
+};
+
 struct ModelSpec {
   std::string name;         // "resnet110"
   std::string description;  // one line for --help and reports
@@ -36,7 +45,7 @@ struct ModelSpec {
   // Inputs the network reads besides the images (an ONNX model's timestep or second image):
   // `build` makes them inputs of the images' tape and batch, named so. Commands that feed
   // images from data refuse such models (check_images_only); memory and bench fill them.
-  std::vector<std::string> extra_inputs = {};
+  std::vector<ModelInput> extra_inputs = {};
 };
 
 // Throws, naming `command` and the inputs, when the network reads more than images.

@@ -19,16 +19,21 @@ Shape model_input_shape(const ModelSpec& spec, int64_t batch) {
   return batched(batch, spec.input);
 }
 
-std::vector<Tensor> random_extra_inputs(std::span<const Value> inputs, uint64_t seed) {
+std::vector<Tensor> random_extra_inputs(const ModelSpec& spec, std::span<const Value> inputs,
+                                        uint64_t seed) {
+  FRUGAL_CHECK(inputs.size() == spec.extra_inputs.size(), spec.name, ": ", inputs.size(),
+               " extra inputs given, the model names ", spec.extra_inputs.size());
   std::vector<Tensor> out;
   Rng rng(seed);
-  for (const Value& v : inputs) {
-    Tensor t = Tensor::empty(v.shape(), v.dtype());
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    Tensor t = Tensor::empty(inputs[k].shape(), inputs[k].dtype());
+    const bool whole = spec.extra_inputs[k].whole;
     for (int64_t i = 0; i < t.numel(); ++i) {
+      const double v = whole ? static_cast<double>(rng.below(1000)) : rng.normal();
       if (t.dtype() == DType::f64)
-        t.data<double>()[i] = rng.normal();
+        t.data<double>()[i] = v;
       else
-        t.data<float>()[i] = static_cast<float>(rng.normal());
+        t.data<float>()[i] = static_cast<float>(v);
     }
     out.push_back(std::move(t));
   }

@@ -31,9 +31,11 @@ Shape batched(int64_t batch, const Shape& sample);
 // The images input of `spec` over a batch of `batch`: (batch, spec.input...).
 Shape model_input_shape(const ModelSpec& spec, int64_t batch);
 
-// Seeded standard-normal host tensors for a step's extra inputs, in order (frugal memory
-// --run and frugal bench: a timestep or a second image of random values, as the images are).
-std::vector<Tensor> random_extra_inputs(std::span<const Value> inputs, uint64_t seed);
+// Seeded random host tensors for a step's extra inputs (spec.extra_inputs), in order (frugal
+// memory --run and frugal bench): standard normal values, as the images get, or whole numbers
+// in [0, 1000) where the input holds them (a diffusion model's timesteps).
+std::vector<Tensor> random_extra_inputs(const ModelSpec& spec, std::span<const Value> inputs,
+                                        uint64_t seed);
 
 // Records `spec` with `config` over a batch of `batch` images; in training also the labels
 // (recorded before the network) and the loss. Throws frugal::Error naming the batch if it is

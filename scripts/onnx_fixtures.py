@@ -2010,6 +2010,49 @@ def outputs_net(out):
     print(f"{path}: input {tuple(x.shape)}, outputs {tuple(y.shape)}, {tuple(aux.shape)}")
 
 
+def int_input_net(out):
+    """A model whose second input is an int64 timestep (N), as diffusers' U-Nets take theirs:
+    read through a Cast to float, a sinusoidal embedding and a linear layer, added per channel
+    to a convolution's output; tests/data/onnx/int_input_net.onnx with x, t (as float32) and
+    PyTorch's float32 output (int_input_net.io)."""
+    import os
+    import warnings
+
+    import torch
+    from torch import nn
+    from torch.nn import functional as F
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 4, 3, padding=1)
+            self.emb = nn.Linear(4, 4)
+            self.fc = nn.Linear(4, 3)
+
+        def forward(self, x, t):
+            a = t.float()[:, None] * torch.tensor([0.003, 0.01, 0.03, 0.1])
+            e = self.emb(torch.cat([torch.sin(a[:, :2]), torch.cos(a[:, 2:])], 1))
+            return self.fc(F.silu(self.conv(x) + e[:, :, None, None]).mean((2, 3)))
+
+    torch.manual_seed(53)
+    net = Net().eval()
+    x = torch.rand(2, 3, 6, 6) * 2 - 1
+    t = torch.tensor([17, 503])
+    with torch.no_grad():
+        y = net(x, t)
+    path = f"{out}/int_input_net.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(net, (x, t), path + ".tmp", opset_version=17, input_names=["x", "t"],
+                          output_names=["y"],
+                          dynamic_axes={"x": {0: "N"}, "t": {0: "N"}, "y": {0: "N"}})
+    os.replace(path + ".tmp", path)
+    with open(f"{out}/int_input_net.io", "wb") as f:
+        for v in (x, t.float(), y):
+            f.write(v.numpy().astype("<f4").tobytes())
+    print(f"{path}: inputs {tuple(x.shape)}, {tuple(t.shape)} int64, output {tuple(y.shape)}")
+
+
 def unet3d_net(out):
     """A 3-D U-Net over volumes (N, C, D, H, W) labelling each voxel: Conv3d 3x3x3 with
     BatchNorm3d and SiLU (smooth: no ReLU zeros tied in the max pools for the gradcheck), MaxPool3d(2) and one padded with ceil_mode, ConvTranspose3d by 2 (the
@@ -2717,6 +2760,7 @@ if __name__ == "__main__":
         unet3d_net(sys.argv[2])
         inputs_net(sys.argv[2])
         outputs_net(sys.argv[2])
+        int_input_net(sys.argv[2])
         sys.exit(0)
     if len(sys.argv) > 2 and sys.argv[1] == "--segmentation":
         # The U-Net of docs/TRAINING.md's segmentation run, and a small one for the tests

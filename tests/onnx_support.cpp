@@ -22,6 +22,12 @@ std::vector<float> read_floats(const std::filesystem::path& path) {
   return out;
 }
 
+Tensor host_floats(const Shape& shape, const float* values) {
+  Tensor t = Tensor::empty(shape, DType::f32);
+  std::memcpy(t.raw(), values, t.bytes());
+  return t;
+}
+
 std::vector<float> onnx_forward(const OnnxModel& m, const std::vector<float>& x) {
   ParamStore store(1);
   Tape tape(store);

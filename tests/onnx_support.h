@@ -20,6 +20,8 @@ namespace frugal::testing {
 std::filesystem::path onnx_data();
 // A file of little-endian float32 values.
 std::vector<float> read_floats(const std::filesystem::path& path);
+// A float32 host tensor of `shape` holding `values`.
+Tensor host_floats(const Shape& shape, const float* values);
 // The model's forward on x (batch 2, inference) with the file's weights.
 std::vector<float> onnx_forward(const OnnxModel& m, const std::vector<float>& x);
 // Two SGD steps of the model with a softmax cross-entropy head at batch 4: losses, d x, every

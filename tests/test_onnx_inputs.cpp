@@ -1,10 +1,9 @@
 // Models of several inputs (tests/data/onnx/inputs_net.onnx: images, a diffusion model's
 // timestep and a mask): PyTorch's output, planned == baseline bitwise with every input's
 // gradient, f64 gradients against finite differences through all three inputs, the commands
-// that feed images alone refusing them, and errors naming the input at fault. Models of several
-// outputs (outputs_net.onnx: a classifier with an auxiliary head): PyTorch's outputs, a
-// training step scoring both heads planned == baseline bitwise, f64 gradients through both,
-// errors naming the output at fault.
+// that feed images alone refusing them, and errors naming the input at fault. An int64 timestep
+// (int_input_net.onnx, read through a Cast): PyTorch's output, whole numbers drawn for it, f64
+// gradients. Several outputs: tests/test_onnx_outputs.cpp.
 #include <doctest/doctest.h>
 #include <onnx/onnx_pb.h>
 
@@ -12,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <vector>
 
 #include "check/gradcheck.h"
@@ -31,12 +31,6 @@ namespace {
 
 OnnxModel inputs_net() {
   return load_onnx((onnx_data() / "inputs_net.onnx").string());
-}
-
-Tensor host(const Shape& shape, const float* values) {
-  Tensor t = Tensor::empty(shape, DType::f32);
-  std::memcpy(t.raw(), values, t.bytes());
-  return t;
 }
 
 // Two SGD steps at batch 3: the loss, every input's gradient, every parameter gradient, then
@@ -106,9 +100,9 @@ TEST_CASE("onnx: a model of three inputs gives PyTorch's output") {
   CHECK(extra[1].shape() == Shape{2, 1, 8, 8});
   load_onnx_weights(store, m);
   Executor ex(tape, cpu_backend(), {.mode = Mode::inference, .keep = {y}});
-  ex.set_input(x, host({2, 3, 8, 8}, io.data()));
-  ex.set_input(extra[0], host({2}, io.data() + 384));
-  ex.set_input(extra[1], host({2, 1, 8, 8}, io.data() + 386));
+  ex.set_input(x, host_floats({2, 3, 8, 8}, io.data()));
+  ex.set_input(extra[0], host_floats({2}, io.data() + 384));
+  ex.set_input(extra[1], host_floats({2, 1, 8, 8}, io.data() + 386));
   ex.forward();
   const Tensor& out = ex.value(y);
   REQUIRE(out.numel() == 512);
@@ -159,7 +153,7 @@ TEST_CASE("onnx: gradcheck through a model's three inputs in f64") {
 TEST_CASE("onnx: a model of several inputs in the commands, and its errors") {
   const std::string path = (onnx_data() / "inputs_net.onnx").string();
   const ModelSpec& spec = find_model(kOnnxModelPrefix + path);
-  CHECK(spec.extra_inputs == std::vector<std::string>{"t", "m"});
+  CHECK(spec.extra_inputs == std::vector<ModelInput>{{"t", false}, {"m", false}});
   // frugal memory and bench record it with every input; train, evaluate, predict and segment
   // feed images alone and refuse it.
   ParamStore store = ParamStore::shapes_only();
@@ -168,7 +162,7 @@ TEST_CASE("onnx: a model of several inputs in the commands, and its errors") {
   REQUIRE(step.extra_inputs.size() == 2);
   CHECK(step.extra_inputs[0].shape() == Shape{4});
   CHECK(step.extra_inputs[1].shape() == Shape{4, 1, 8, 8});
-  const std::vector<Tensor> filled = random_extra_inputs(step.extra_inputs, 3);
+  const std::vector<Tensor> filled = random_extra_inputs(spec, step.extra_inputs, 3);
   REQUIRE(filled.size() == 2);
   CHECK(filled[1].shape() == Shape{4, 1, 8, 8});
   const std::string refused =
@@ -189,8 +183,10 @@ TEST_CASE("onnx: a model of several inputs in the commands, and its errors") {
   CHECK_THROWS_WITH_AS(record_onnx(m, x, one), doctest::Contains("3 inputs, 2 given"), Error);
 
   CHECK(error_for(edited([](onnx::ValueInfoProto& v) {
-          v.mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::INT64);
-        })) == "m.onnx: input 't' must be float or double");
+          v.mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::STRING);
+        })) ==
+        "m.onnx: input 't' must be float or double (or int64 or int32, besides the image "
+        "input)");
   CHECK(error_for(edited([](onnx::ValueInfoProto& v) {
           v.mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::DOUBLE);
         })) ==
@@ -219,115 +215,66 @@ TEST_CASE("onnx: a model of several inputs in the commands, and its errors") {
         "m.onnx: input 'x' is named twice");
 }
 
-TEST_CASE("onnx: a model of two outputs gives PyTorch's outputs") {
-  const OnnxModel m = load_onnx((onnx_data() / "outputs_net.onnx").string());
-  REQUIRE(m.graph->extra_outputs.size() == 1);
-  CHECK(m.classes == 5);
-  // outputs_net.io: x (2, 3, 8, 8), then PyTorch's y (2, 5) and aux (2, 5).
-  const std::vector<float> io = read_floats(onnx_data() / "outputs_net.io");
-  REQUIRE(io.size() == 384 + 10 + 10);
+TEST_CASE("onnx: an int64 timestep input, read through a Cast, gives PyTorch's output") {
+  const OnnxModel m = load_onnx((onnx_data() / "int_input_net.onnx").string());
+  REQUIRE(m.extra_inputs.size() == 1);
+  CHECK(m.extra_inputs[0].name == "t");
+  CHECK(m.extra_inputs[0].whole);  // int64 in the file, carried as whole numbers in f32
+  // int_input_net.io: x (2, 3, 6, 6), t (2) as floats (17 and 503), then PyTorch's y (2, 3).
+  const std::vector<float> io = read_floats(onnx_data() / "int_input_net.io");
+  REQUIRE(io.size() == 216 + 2 + 6);
   ParamStore store(1);
   Tape tape(store);
-  Value x = tape.input("x", {2, 3, 8, 8}, DType::f32);
-  const std::vector<Value> y = record_onnx_outputs(m, x);
-  REQUIRE(y.size() == 2);
-  CHECK(record_onnx(m, x).shape() == Shape{2, 5});  // the first output
+  Value x = tape.input("x", {2, 3, 6, 6}, DType::f32);
+  Value t = tape.input("t", {2}, DType::f32);
+  const std::vector<Value> extra{t};
+  Value y = record_onnx(m, x, extra);
   load_onnx_weights(store, m);
-  Executor ex(tape, cpu_backend(), {.mode = Mode::inference, .keep = {y[0], y[1]}});
-  ex.set_input(x, host({2, 3, 8, 8}, io.data()));
+  Executor ex(tape, cpu_backend(), {.mode = Mode::inference, .keep = {y}});
+  ex.set_input(x, host_floats({2, 3, 6, 6}, io.data()));
+  ex.set_input(t, host_floats({2}, io.data() + 216));
   ex.forward();
-  for (int o = 0; o < 2; ++o) {
-    const Tensor& got = ex.value(y[static_cast<size_t>(o)]);
-    REQUIRE(got.numel() == 10);
-    double worst = 0, scale = 0;
-    for (int64_t i = 0; i < 10; ++i) {
-      const double want = io[static_cast<size_t>(384 + 10 * o + i)];
-      worst = std::max(worst, std::abs(static_cast<double>(got.data<float>()[i]) - want));
-      scale = std::max(scale, std::abs(want));
-    }
-    CHECK(scale > 0.01);
-    CHECK(worst <= 1e-4 * scale);
-    MESSAGE("outputs_net output ", o, ": largest difference ", worst, " of ", scale);
+  double worst = 0, scale = 0;
+  for (int64_t i = 0; i < 6; ++i) {
+    const double want = io[static_cast<size_t>(218 + i)];
+    worst = std::max(worst, std::abs(static_cast<double>(ex.value(y).data<float>()[i]) - want));
+    scale = std::max(scale, std::abs(want));
   }
-}
-
-namespace {
-
-// One SGD step of outputs_net through record_model_step (both heads' losses summed): the loss,
-// every parameter gradient, then every parameter.
-std::vector<Tensor> two_heads_step(MemoryMode memory) {
-  const std::string path = (onnx_data() / "outputs_net.onnx").string();
+  CHECK(scale > 0.01);
+  CHECK(worst <= 1e-4 * scale);
+  MESSAGE("int_input_net: largest difference ", worst, " of outputs up to ", scale);
+  // What frugal memory --run and bench give it: whole numbers in [0, 1000).
+  const std::string path = (onnx_data() / "int_input_net.onnx").string();
   const ModelSpec& spec = find_model(kOnnxModelPrefix + path);
-  ParamStore store(1);
-  Tape tape(store);
-  const ModelStep step = record_model_step(tape, spec, 4, Mode::training);
-  REQUIRE(step.extra_outputs.size() == 1);
-  load_onnx_weights(store, onnx_model(path));
-  Executor ex(tape, cpu_backend(), sgd_step_options(memory, step.loss));
-  ex.set_input(step.images, random_tensor(step.images.shape(), 21, -1, 1, DType::f32));
-  ex.set_input(step.labels, random_labels(4, 5, 23));
-  ex.forward();
-  std::vector<Tensor> out{clone(ex.value(step.loss))};
-  ex.backward(step.loss);
-  for (size_t v = 0; v < tape.values().size(); ++v)
-    if (tape.values()[v].kind == ValueKind::param && tape.values()[v].requires_grad) {
-      const Value p(&tape, static_cast<int>(v));
-      CAPTURE(tape.values()[v].name);
-      const Tensor& g = ex.grad(p);
-      const float* d = g.data<float>();
-      // The auxiliary head learns too: its loss is in the sum.
-      CHECK(std::any_of(d, d + g.numel(), [](float e) { return e != 0; }));
-      out.push_back(clone(g));
-    }
-  for (Parameter* p : store.all()) out.push_back(clone(p->value));
-  return out;
-}
-
-}  // namespace
-
-TEST_CASE("onnx: a model of two outputs trains both heads, planned == baseline bitwise") {
-  const std::vector<Tensor> base = two_heads_step(MemoryMode::baseline);
-  const std::vector<Tensor> planned = two_heads_step(MemoryMode::planned);
-  REQUIRE(base.size() == planned.size());
-  for (size_t i = 0; i < base.size(); ++i) {
-    CAPTURE(i);
-    REQUIRE(base[i].bytes() == planned[i].bytes());
-    CHECK(std::memcmp(base[i].raw(), planned[i].raw(), base[i].bytes()) == 0);
+  REQUIRE(spec.extra_inputs.size() == 1);
+  CHECK(spec.extra_inputs[0].whole);
+  ParamStore shapes = ParamStore::shapes_only();
+  Tape t2(shapes);
+  const ModelStep step = record_model_step(t2, spec, 64, Mode::training);
+  const Tensor drawn = random_extra_inputs(spec, step.extra_inputs, 5).at(0);
+  REQUIRE(drawn.numel() == 64);
+  std::set<float> distinct;
+  for (int64_t i = 0; i < 64; ++i) {
+    const float v = drawn.data<float>()[i];
+    CHECK(v == std::floor(v));
+    CHECK(v >= 0);
+    CHECK(v < 1000);
+    distinct.insert(v);
   }
+  CHECK(distinct.size() > 30);
 }
 
-TEST_CASE("onnx: gradcheck through a model's two outputs in f64") {
-  const OnnxModel m = load_onnx((onnx_data() / "outputs_net.onnx").string());
+TEST_CASE("onnx: gradcheck through an int64 timestep's model in f64") {
+  const OnnxModel m = load_onnx((onnx_data() / "int_input_net.onnx").string());
   auto build = [&m](std::span<const Value> in) {
-    std::vector<Value> y = record_onnx_outputs(m, in[0]);
-    load_onnx_weights(in[0].tape().params(), m);
-    uint64_t s = 400;
+    Value y = record_onnx(m, in[0], in.subspan(1));
+    load_onnx_weights(y.tape().params(), m);
+    uint64_t s = 500;
     for (const auto& [name, trainable] : m.graph->params)
-      if (trainable) randomize_param(in[0].tape(), name, s++, -1, 1);
-    return y;
+      if (trainable) randomize_param(y.tape(), name, s++, -1, 1);
+    return std::vector<Value>{y};
   };
-  check_gradients(build, {kink_free({2, 3, 8, 8}, 71)}, {.tolerance = 1e-6});
-}
-
-TEST_CASE("onnx: a model of several outputs, its errors") {
-  onnx::ModelProto m;
-  std::ifstream in(onnx_data() / "outputs_net.onnx", std::ios::binary);
-  REQUIRE(m.ParseFromIstream(&in));
-  onnx::ModelProto twice = m, other = m;
-  twice.mutable_graph()->mutable_output(1)->set_name("y");
-  CHECK(error_for(twice) == "m.onnx: output 'y' is named twice");
-  // A third output of another shape: conv1's map.
-  other.mutable_graph()->add_output()->set_name("/conv1/Conv_output_0");
-  CHECK(error_for(other) ==
-        "m.onnx: the output '/conv1/Conv_output_0' is [1,8,8,8] and the first, 'y', [1,5]; frugal "
-        "imports several outputs of one shape, each scored against the same labels");
-  onnx::ModelProto input_out = m, weight_out = m, unnamed = m;
-  input_out.mutable_graph()->mutable_output(1)->set_name("x");
-  CHECK(error_for(input_out) == "m.onnx: the output 'x' is an input of the graph");
-  weight_out.mutable_graph()->mutable_output(1)->set_name("fc.bias");
-  CHECK(error_for(weight_out) ==
-        "m.onnx: the output 'fc.bias' is a weight; frugal imports outputs that nodes compute");
-  unnamed.mutable_graph()->mutable_output(1)->set_name("");
-  CHECK(error_for(unnamed) == "m.onnx: output 1 has no name");
-  CHECK(error_for(m).empty());
+  Tensor t = Tensor::empty({2}, DType::f64);
+  t.data<double>()[0] = 17, t.data<double>()[1] = 503;
+  check_gradients(build, {random_tensor({2, 3, 6, 6}, 81, -1, 1), t}, {.tolerance = 1e-6});
 }
