@@ -183,12 +183,15 @@ StepRun run_step(const MemoryOptions& o, const ModelConfig& config, MemoryMode m
   run.held = alloc.current_bytes() - before;
   if (cuda) run.driver_made = cuda_memory_info().used();
   Tensor x = Tensor::empty(ex.input(rec.images).shape(), o.dtype);
-  Tensor labels = Tensor::empty(ex.input(rec.labels).shape(), DType::i32);
+  // Labels only in training (inference records none).
+  const bool training = o.mode == Mode::training;
+  Tensor labels = training ? Tensor::empty(ex.input(rec.labels).shape(), DType::i32)
+                           : Tensor::empty({1}, DType::i32);
   random_batch(spec, x, labels);
   ex.set_input(rec.images, x);
-  ex.set_input(rec.labels, labels);
-  run.inputs = x.bytes() + labels.bytes();
-  const std::vector<Tensor> extra = random_extra_inputs(find_model(o.model), rec.extra_inputs, 11);
+  if (training) ex.set_input(rec.labels, labels);
+  run.inputs = x.bytes() + (training ? labels.bytes() : 0);
+  const std::vector<Tensor> extra = random_extra_inputs(spec, rec.extra_inputs, 11);
   for (size_t i = 0; i < extra.size(); ++i) {
     ex.set_input(rec.extra_inputs[i], extra[i]);
     run.inputs += extra[i].bytes();

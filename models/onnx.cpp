@@ -275,12 +275,9 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       graph->params[name] = false;
     } else if (graph->initializers.count(name)) {
       graph->params.try_emplace(name, true);
-    } else if (int_constants.count(name) && !int_values.count(name)) {
-      // An integer constant of the file beside an activation (x + 1 written with an int64 1):
-      // its values in the model's float type, fixed.
-      graph->initializers[name] = host_tensor(int_constants.at(name), model.dtype);
-      graph->params[name] = false;
     } else {
+      // An activation, or an integer constant of the file beside one (t + 1 of an int64 input
+      // t): recording reads the constant as a `constant` op in the model's float type.
       return name;
     }
     Tensor& t = graph->initializers[name];
@@ -457,6 +454,21 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       if (!(stats_unread && k >= 3)) live.insert(in[k]);
   }
 
+  // Values of whole numbers: the integer inputs, carried in the model's float type, and what
+  // exact integer arithmetic and moves make of them (value -> the input it comes from). A Cast
+  // to a float type ends them; a Cast to an integer type is an identity over them; any other
+  // reader (Div, Mod, a mean, a float function) would compute in floats where ONNX computes in
+  // integers, so it is refused.
+  std::map<std::string, std::string> whole;
+  for (const OnnxInput& e : model.extra_inputs)
+    if (e.whole) whole[e.name] = e.name;
+  static const std::set<std::string> kWholeExact = {
+      "Identity",  "Unsqueeze", "Squeeze", "Reshape", "Expand", "Flatten", "Slice",
+      "Transpose", "Concat",    "Gather",  "Add",     "Sub",    "Mul",     "Neg",
+      "Abs",       "Max",       "Min",     "Where",   "Tile"};
+  static const std::set<std::string> kCompare = {"Equal", "Less", "Greater", "LessOrEqual",
+                                                 "GreaterOrEqual"};
+
   for (size_t node_index = 0; node_index < flat.size(); ++node_index) {
     if (!node_live[node_index]) continue;
     const onnx::NodeProto& n = *flat[node_index].node;
@@ -464,6 +476,44 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
     if (!n.domain().empty() && n.domain() != "ai.onnx")
       r.fail(n, "domain '" + n.domain() + "' is not imported");
     if (n.output_size() < 1 || n.output(0).empty()) r.fail(n, "has no output");
+    bool whole_cast = false;  // a Cast of whole numbers to an integer type: an identity
+    for (int i = 0; i < n.input_size(); ++i) {
+      auto w = whole.find(canon(n.input(i)));
+      if (w == whole.end()) continue;
+      const std::string& from = w->second;
+      // Where its whole numbers may stand: data that moves, an operand of exact arithmetic or
+      // of a comparison; not an index, a shape or a condition.
+      const bool any = op == "Concat" || op == "Add" || op == "Sub" || op == "Mul" || op == "Max" ||
+                       op == "Min" || kCompare.count(op) > 0;
+      const bool data = any || (op == "Where" ? i >= 1 : i == 0);
+      if (op == "Cast") {
+        const int64_t to = r.get_int(n, "to", 0);
+        if (to != onnx::TensorProto::INT64 && to != onnx::TensorProto::INT32 &&
+            to != onnx::TensorProto::FLOAT && to != onnx::TensorProto::DOUBLE)
+          r.fail(n, "a Cast of whole numbers from the integer input '" + from +
+                        "' to other than int64, int32, float or double");
+        // To an integer type: an identity, still whole; to a float type: the Cast of an
+        // activation below (to the model's own type), after which the values are floats.
+        whole_cast = to == onnx::TensorProto::INT64 || to == onnx::TensorProto::INT32;
+      } else if (!kCompare.count(op) && !(kWholeExact.count(op) && data)) {
+        r.fail(n, "reads '" + n.input(i) + "', whole numbers from the integer input '" + from +
+                      "', " +
+                      (kWholeExact.count(op) ? std::string("as indices or a shape (an embedding "
+                                                           "of them, nn.Embedding, is not "
+                                                           "imported)")
+                                             : "in " + op) +
+                      "; frugal carries integer inputs in the model's float type and imports "
+                      "only exact integer arithmetic over them (Add, Sub, Mul, Neg, Abs, Max, "
+                      "Min, comparisons, moves) before a Cast");
+      } else if (!kCompare.count(op)) {
+        for (const std::string& out : n.output())
+          if (!out.empty()) whole[out] = from;
+      }
+    }
+    if (whole_cast) {  // the model's float type already holds the whole numbers
+      alias[n.output(0)] = canon(n.input(0));
+      continue;
+    }
     OnnxNode o;
     o.name = n.name();
     o.op_type = op;

@@ -1317,7 +1317,7 @@ void load_onnx_weights(ParamStore& store, const OnnxModel& model) {
 }
 
 namespace {
-std::vector<ModelInput> extra_names(const OnnxModel& model) {
+std::vector<ModelInput> extra_model_inputs(const OnnxModel& model) {
   std::vector<ModelInput> names;
   for (const OnnxInput& e : model.extra_inputs) names.push_back({e.name, e.whole});
   return names;
@@ -1351,7 +1351,7 @@ Cached& cached(const std::string& path) {
                     : [model](Value images,
                               const ModelConfig&) { return record_onnx_outputs(*model, images); },
             .label_shape = model->label_shape,
-            .extra_inputs = extra_names(*model)}});
+            .extra_inputs = extra_model_inputs(*model)}});
   }
   return *c;
 }

@@ -278,3 +278,96 @@ TEST_CASE("onnx: gradcheck through an int64 timestep's model in f64") {
   t.data<double>()[0] = 17, t.data<double>()[1] = 503;
   check_gradients(build, {random_tensor({2, 3, 6, 6}, 81, -1, 1), t}, {.tolerance = 1e-6});
 }
+
+namespace {
+
+// int_input_net with `prefix` nodes in front of its first (the Cast of t to float), which then
+// reads `reads` instead of t.
+onnx::ModelProto int_input_with(const std::function<void(onnx::GraphProto*)>& prefix,
+                                const std::string& reads) {
+  onnx::ModelProto m;
+  std::ifstream in(onnx_data() / "int_input_net.onnx", std::ios::binary);
+  REQUIRE(m.ParseFromIstream(&in));
+  onnx::GraphProto* g = m.mutable_graph();
+  std::vector<onnx::NodeProto> nodes(g->node().begin(), g->node().end());
+  REQUIRE(nodes[0].op_type() == "Cast");
+  nodes[0].set_input(0, reads);
+  g->clear_node();
+  prefix(g);
+  for (const onnx::NodeProto& n : nodes) *g->add_node() = n;
+  return m;
+}
+
+// The model's output at x = ramp, t = (t0, t1), its weights the file's.
+std::vector<float> int_input_forward(const onnx::ModelProto& proto, float t0, float t1) {
+  const OnnxModel m = load_model(proto);
+  ParamStore store(1);
+  Tape tape(store);
+  Value x = tape.input("x", {2, 3, 6, 6}, DType::f32);
+  Value t = tape.input("t", {2}, DType::f32);
+  const std::vector<Value> extra{t};
+  Value y = record_onnx(m, x, extra);
+  load_onnx_weights(store, m);
+  Executor ex(tape, cpu_backend(), {.mode = Mode::inference, .keep = {y}});
+  const std::vector<float> xs = ramp(216), ts{t0, t1};
+  ex.set_input(x, host_floats({2, 3, 6, 6}, xs.data()));
+  ex.set_input(t, host_floats({2}, ts.data()));
+  ex.forward();
+  return {ex.value(y).data<float>(), ex.value(y).data<float>() + 6};
+}
+
+}  // namespace
+
+TEST_CASE("onnx: integer inputs: exact arithmetic imports, the rest is refused by name") {
+  onnx::ModelProto plain;
+  {
+    std::ifstream in(onnx_data() / "int_input_net.onnx", std::ios::binary);
+    REQUIRE(plain.ParseFromIstream(&in));
+  }
+  const std::vector<float> at_18 = int_input_forward(plain, 18, 504);
+  // t + 1 with an int64 1 (a constant beside the input), then the Cast: t = (17, 503) gives
+  // what (18, 504) gives the file as it is; its weights load.
+  const onnx::ModelProto plus = int_input_with(
+      [](onnx::GraphProto* g) {
+        add_ints(g, "one", {1}, true);
+        add_node(g, "Add", "plus", {"t", "one"}, "t1");
+      },
+      "t1");
+  CHECK(int_input_forward(plus, 17, 503) == at_18);
+  // A Cast to int64 first (t.long()): an identity over whole numbers.
+  const onnx::ModelProto longs = int_input_with(
+      [](onnx::GraphProto* g) {
+        auto* to = attribute(add_node(g, "Cast", "long", {"t"}, "tl"), "to");
+        to->set_type(onnx::AttributeProto::INT);
+        to->set_i(onnx::TensorProto::INT64);
+      },
+      "tl");
+  CHECK(int_input_forward(longs, 18, 504) == at_18);
+  // Integer division computed in floats would be wrong: refused, naming the node and input.
+  const onnx::ModelProto div = int_input_with(
+      [](onnx::GraphProto* g) {
+        add_ints(g, "seven", {7}, true);
+        add_node(g, "Div", "div", {"t", "seven"}, "t7");
+      },
+      "t7");
+  CHECK(error_for(div).starts_with(
+      "m.onnx: node 'div' (Div): reads 't', whole numbers from the integer input 't', in Div; "
+      "frugal carries integer inputs in the model's float type"));
+  // As a shape (Reshape's target): refused as indices or a shape.
+  const onnx::ModelProto shape = int_input_with(
+      [](onnx::GraphProto* g) {
+        add_node(g, "Reshape", "reshape", {"t", "t"}, "tr");
+      },
+      "tr");
+  CHECK(
+      error_for(shape).starts_with("m.onnx: node 'reshape' (Reshape): reads 't', whole numbers "
+                                   "from the integer input 't', as indices or a shape"));
+  // int32 as int64; an integer image input is refused.
+  onnx::ModelProto int32 = plain;
+  int32.mutable_graph()->mutable_input(1)->mutable_type()->mutable_tensor_type()->set_elem_type(
+      onnx::TensorProto::INT32);
+  CHECK(load_model(int32).extra_inputs.at(0).whole);
+  onnx::ModelProto first = plain;
+  first.mutable_graph()->mutable_input()->SwapElements(0, 1);
+  CHECK(error_for(first) == "m.onnx: input 't' must be float or double");
+}
