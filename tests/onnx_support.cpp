@@ -85,13 +85,13 @@ ExecutorOptions sgd_step_options(MemoryMode memory, Value loss) {
 std::function<std::vector<Value>(std::span<const Value>)> randomized(const OnnxModel& m,
                                                                      uint64_t seed, int max_rank) {
   return [&m, seed, max_rank](std::span<const Value> in) {
-    Value y = record_onnx(m, in[0]);
-    load_onnx_weights(y.tape().params(), m);
+    std::vector<Value> y = record_onnx_outputs(m, in[0], in.subspan(1));
+    load_onnx_weights(in[0].tape().params(), m);
     uint64_t s = seed;
     for (const auto& [name, trainable] : m.graph->params)
       if (trainable && m.graph->metas.at(name).shape.rank() <= max_rank)
-        randomize_param(y.tape(), name, s++, -1, 1);
-    return std::vector<Value>{y};
+        randomize_param(in[0].tape(), name, s++, -1, 1);
+    return y;
   };
 }
 

@@ -30,7 +30,8 @@ std::vector<Tensor> onnx_train(const OnnxModel& m, MemoryMode memory);
 // The executor of the ONNX tests' SGD steps (lr 0.1, momentum 0.9): `memory`, test buffers
 // poisoned where planned, `loss` kept, parameter gradients kept for comparison.
 ExecutorOptions sgd_step_options(MemoryMode memory, Value loss);
-// check_gradients' function of an imported model: m recorded over the input, its constants
+// check_gradients' function of an imported model: m recorded over the inputs (the images, then
+// its extra inputs), every output returned, its constants
 // (attention's scale, say) the file's, every trainable weight of at most `max_rank` axes
 // drawn in [-1, 1] (from `seed` on), away from the file's values; the others the file's.
 std::function<std::vector<Value>(std::span<const Value>)> randomized(const OnnxModel& m,

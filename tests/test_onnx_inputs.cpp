@@ -136,14 +136,7 @@ TEST_CASE("onnx: a model of three inputs trains planned == baseline bitwise") {
 
 TEST_CASE("onnx: gradcheck through a model's three inputs in f64") {
   const OnnxModel m = inputs_net();
-  auto build = [&m](std::span<const Value> in) {
-    Value y = record_onnx(m, in[0], in.subspan(1));
-    load_onnx_weights(y.tape().params(), m);
-    uint64_t s = 300;
-    for (const auto& [name, trainable] : m.graph->params)
-      if (trainable) randomize_param(y.tape(), name, s++, -1, 1);
-    return std::vector<Value>{y};
-  };
+  const auto build = randomized(m, 300);
   check_gradients(build,
                   {random_tensor({2, 3, 8, 8}, 61, -1, 1), random_tensor({2}, 62, 0, 3),
                    random_tensor({2, 1, 8, 8}, 63, 0, 1)},
@@ -266,14 +259,7 @@ TEST_CASE("onnx: an int64 timestep input, read through a Cast, gives PyTorch's o
 
 TEST_CASE("onnx: gradcheck through an int64 timestep's model in f64") {
   const OnnxModel m = load_onnx((onnx_data() / "int_input_net.onnx").string());
-  auto build = [&m](std::span<const Value> in) {
-    Value y = record_onnx(m, in[0], in.subspan(1));
-    load_onnx_weights(y.tape().params(), m);
-    uint64_t s = 500;
-    for (const auto& [name, trainable] : m.graph->params)
-      if (trainable) randomize_param(y.tape(), name, s++, -1, 1);
-    return std::vector<Value>{y};
-  };
+  const auto build = randomized(m, 500);
   Tensor t = Tensor::empty({2}, DType::f64);
   t.data<double>()[0] = 17, t.data<double>()[1] = 503;
   check_gradients(build, {random_tensor({2, 3, 6, 6}, 81, -1, 1), t}, {.tolerance = 1e-6});

@@ -102,14 +102,7 @@ TEST_CASE("onnx: a model of two outputs trains both heads, planned == baseline b
 
 TEST_CASE("onnx: gradcheck through a model's two outputs in f64") {
   const OnnxModel m = load_onnx((onnx_data() / "outputs_net.onnx").string());
-  auto build = [&m](std::span<const Value> in) {
-    std::vector<Value> y = record_onnx_outputs(m, in[0]);
-    load_onnx_weights(in[0].tape().params(), m);
-    uint64_t s = 400;
-    for (const auto& [name, trainable] : m.graph->params)
-      if (trainable) randomize_param(in[0].tape(), name, s++, -1, 1);
-    return y;
-  };
+  const auto build = randomized(m, 400);  // both outputs
   check_gradients(build, {kink_free({2, 3, 8, 8}, 71)}, {.tolerance = 1e-6});
 }
 
