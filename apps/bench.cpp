@@ -25,6 +25,7 @@
 #include "data/batcher.h"
 #include "data/image_folder.h"
 #include "dist/communicators.h"
+#include "models/onnx.h"
 #include "models/registry.h"
 #include "models/step.h"
 #include "recompute/budget.h"
@@ -129,6 +130,8 @@ BenchResult run_bench(const BenchOptions& o, Communicator* comm) {
                                             .segments = o.segments,
                                             .checkpoint_runs = o.runs,
                                             .checkpoint_rebuilds = o.recompute});
+  if (o.model.starts_with(kOnnxModelPrefix))  // the exported weights, as PyTorch runs them
+    load_onnx_weights(params, onnx_model(o.model.substr(kOnnxModelPrefix.size())));
   const Value images = step.images, labels = step.labels, out = step.out();
   const bool training = o.mode == Mode::training;
   std::optional<OptimizerConfig> optimizer;
@@ -142,6 +145,7 @@ BenchResult run_bench(const BenchOptions& o, Communicator* comm) {
                .workspace_growth = o.workspace_growth,
                .recompute = o.recompute,
                .rebuild_budget = o.rebuild_budget,
+               .pack = o.pack,
                .comm = comm,
                .zero = comm ? o.zero : 0,
                .sync_bn_comm = o.sync_bn ? comm : nullptr,
@@ -402,6 +406,9 @@ Action add_bench_command(CLI::App& app) {
                  "bench --recompute ", recompute_name(o->recompute),
                  ": rebuilds activations for backward in planned memory; use --mode training "
                  "--memory planned");
+    FRUGAL_CHECK(!o->pack || (o->mode == Mode::training && o->memory == MemoryMode::planned),
+                 "bench --pack: keeps ReLU outputs packed for backward in planned memory; use "
+                 "--mode training --memory planned");
     if (o->memory_budget > 0) {
       FRUGAL_CHECK(o->mode == Mode::training && o->memory == MemoryMode::planned,
                    "bench --memory-budget: bounds the planned arena of a training step; use "

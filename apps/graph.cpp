@@ -93,7 +93,8 @@ Action add_graph_command(CLI::App& app) {
                       report_layout_options(o->mode, {.keep = {step.out().id()},
                                                       .workspace_limit = o->workspace_limit,
                                                       .workspace_growth = o->workspace_growth,
-                                                      .recompute = o->recompute}));
+                                                      .recompute = o->recompute,
+                                                      .pack = o->pack}));
     const GraphOptions go{.all_buffers = *all,
                           .title = o->model + ", batch " + std::to_string(o->batch) + ", " +
                                    mode_name(o->mode) + ", " + dtype_name(o->dtype)};

@@ -11,6 +11,7 @@
 
 #include "core/rng.h"
 #include "cuda/cuda_entry.h"
+#include "models/onnx.h"
 #include "models/registry.h"
 #include "models/step.h"
 #include "report/report.h"
@@ -44,7 +45,8 @@ Layout recorded_layout(RecordedModel& r, const MemoryOptions& o, MemoryMode m) {
                          .workspace_limit = o.workspace_limit,
                          .workspace_growth = o.workspace_growth,
                          .recompute = o.recompute,
-                         .rebuild_budget = o.rebuild_budget};
+                         .rebuild_budget = o.rebuild_budget,
+                         .pack = o.pack};
   return memory_layout(*r.tape, o.mode, m, backend_named(o.device),
                        report_layout_options(o.mode, ro));
 }
@@ -66,6 +68,10 @@ ordered_json mode_json(const ModeMemory& m, bool planned) {
   if (planned) {
     j["arena"] = m.arena;
     j["lower_bound"] = m.lower_bound;
+    if (m.packed_outputs > 0) {
+      j["packed_outputs"] = m.packed_outputs;
+      j["packed_dense_bytes"] = m.packed_dense;
+    }
   } else if (m.arena) {
     j["reserved"] = m.arena;
   }
@@ -123,6 +129,12 @@ void print_table(const MemoryOptions& o, const MemoryReport& r, const RecomputeS
                          : 0.0;
   std::printf("planned arena %.2f MiB, liveness lower bound %.2f MiB (arena %.2f%% above)\n",
               to_mib(r.planned.arena), to_mib(r.planned.lower_bound), gap);
+  if (r.planned.packed_outputs > 0)
+    std::printf(
+        "pack: %d ReLU outputs (%.2f MiB dense) wait for backward packed, outside the arena: "
+        "a bit per element and the nonzero values, so their bytes depend on the data (--run "
+        "measures them)\n",
+        r.planned.packed_outputs, to_mib(r.planned.packed_dense));
   std::printf("eager: caching allocator reserves %.2f MiB at peak\n", to_mib(r.eager.arena));
   std::printf(
       "(categories peak at different times in eager and planned; optimizer state is "
@@ -137,6 +149,7 @@ void print_table(const MemoryOptions& o, const MemoryReport& r, const RecomputeS
 struct StepRun {
   Tensor out;
   size_t held = 0, inputs = 0, second_step_peak = 0;
+  size_t end = 0;  // bytes allocated after the steps, beyond those before the executor
   bool driver = false;
   size_t driver_before = 0, driver_made = 0, driver_after = 0;
 };
@@ -162,6 +175,8 @@ StepRun run_step(const MemoryOptions& o, const ModelConfig& config, MemoryMode m
   // Each run from the same initial weights (the first step's update must not leak over).
   RecordedModel rec{ParamStore(1, be), nullptr, {}, {}, {}};
   record_model(rec, o, config);
+  if (o.model.starts_with(kOnnxModelPrefix))  // the exported weights, not zeros
+    load_onnx_weights(rec.store, onnx_model(o.model.substr(kOnnxModelPrefix.size())));
   std::optional<OptimizerConfig> optimizer;
   if (o.mode == Mode::training)
     optimizer = OptimizerConfig{.lr = 0.01, .momentum = 0.9, .kind = o.optimizer};
@@ -179,7 +194,8 @@ StepRun run_step(const MemoryOptions& o, const ModelConfig& config, MemoryMode m
                .workspace_limit = o.workspace_limit,
                .workspace_growth = o.workspace_growth,
                .recompute = rebuild,
-               .rebuild_budget = rebuild_budget});
+               .rebuild_budget = rebuild_budget,
+               .pack = o.pack && m == MemoryMode::planned && o.mode == Mode::training});
   run.held = alloc.current_bytes() - before;
   if (cuda) run.driver_made = cuda_memory_info().used();
   Tensor x = Tensor::empty(ex.input(rec.images).shape(), o.dtype);
@@ -205,6 +221,7 @@ StepRun run_step(const MemoryOptions& o, const ModelConfig& config, MemoryMode m
     if (o.mode == Mode::training) ex.backward(rec.out);
     be.synchronize();
     run.second_step_peak = alloc.peak_bytes() - settled;
+    run.end = alloc.current_bytes() - before;
   }
   if (cuda) run.driver_after = cuda_memory_info().used();
   return run;
@@ -216,12 +233,31 @@ double mib_signed(size_t to, size_t from) {
 
 // Checks that a planned executor allocated exactly the report's arena (plus the inputs) and
 // that a step allocates nothing more; on a CUDA device, prints what the driver saw.
-void check_planned_run(const char* name, const StepRun& run, size_t arena) {
+void check_planned_run(const char* name, const StepRun& run, size_t arena,
+                       const ModeMemory& planned) {
   std::printf(
       "run: %s executor allocated %zu bytes = arena %zu + inputs %zu (report: %s); a second "
       "step allocates %zu bytes more\n",
       name, run.held, run.held - run.inputs, run.inputs,
       run.held == arena + run.inputs ? "equal" : "DIFFERENT", run.second_step_peak);
+  if (planned.packed_outputs > 0) {
+    // Packed outputs: memory of their own, kept from step to step; at most their dense bytes,
+    // a bit per element, a header and a spare element each.
+    const size_t packed = run.end - run.held - planned.bytes.optimizer_state;
+    const double dense = static_cast<double>(planned.packed_dense);
+    std::printf(
+        "run: %s: the packed ReLU outputs hold %.2f MiB, %.1f%% of their %.2f MiB dense (the "
+        "step's data), kept for the next step, which grew them by %.2f MiB\n",
+        name, to_mib(packed), 100.0 * static_cast<double>(packed) / dense,
+        to_mib(planned.packed_dense), to_mib(run.second_step_peak));
+    FRUGAL_CHECK(run.held == arena + run.inputs &&
+                     static_cast<double>(packed) <=
+                         dense * (1 + 1.0 / 32) + 65536.0 * planned.packed_outputs,
+                 "memory --run: ", name, " measured ", run.held, " bytes and ", packed,
+                 " packed; planned ", arena + run.inputs, " and packed outputs of ",
+                 planned.packed_dense, " dense bytes");
+    return;
+  }
   if (run.driver)
     std::printf(
         "run: %s, the driver's used device memory: +%.2f MiB as the executor was made (it "
@@ -238,7 +274,7 @@ void check_planned_run(const char* name, const StepRun& run, size_t arena) {
 // run gives the baseline's loss bits.
 void run_and_compare(const MemoryOptions& o, const MemoryReport& r) {
   const StepRun planned = run_step(o, stored_config(o), MemoryMode::planned);
-  check_planned_run("planned", planned, r.planned.arena);
+  check_planned_run("planned", planned, r.planned.arena, r.planned);
   const StepRun baseline = run_step(o, stored_config(o), MemoryMode::baseline);
   std::printf("run: baseline executor allocated %zu bytes\n", baseline.held);
   const char* what = o.mode == Mode::training ? "losses" : "outputs";
@@ -249,7 +285,7 @@ void run_and_compare(const MemoryOptions& o, const MemoryReport& r) {
   const std::optional<ModelConfig> config = recompute_config(o);
   const StepRun recompute = run_step(o, config ? *config : stored_config(o), MemoryMode::planned,
                                      o.recompute, o.rebuild_budget);
-  check_planned_run("recompute", recompute, r.recompute->arena);
+  check_planned_run("recompute", recompute, r.recompute->arena, *r.recompute);
   const bool equal = bitwise_equal(recompute.out, baseline.out);
   std::printf("run: recompute and baseline %s are %s\n", what,
               equal ? "bitwise equal" : "DIFFERENT");
@@ -265,7 +301,8 @@ MemoryReport memory_report_for(const MemoryOptions& o, RecomputeSummary* summary
   MemoryReport r = memory_report(*rec.tape, o.mode, be,
                                  {.keep = {rec.out.id()},
                                   .workspace_limit = o.workspace_limit,
-                                  .workspace_growth = o.workspace_growth});
+                                  .workspace_growth = o.workspace_growth,
+                                  .pack = o.pack});
   const std::optional<ModelConfig> config = recompute_config(o);
   const bool rebuilds =
       o.mode == Mode::training && (o.recompute != Recompute::none || o.rebuild_budget > 0);
@@ -276,7 +313,8 @@ MemoryReport memory_report_for(const MemoryOptions& o, RecomputeSummary* summary
                            .workspace_limit = o.workspace_limit,
                            .workspace_growth = o.workspace_growth,
                            .recompute = rebuilds ? o.recompute : Recompute::none,
-                           .rebuild_budget = o.rebuild_budget};
+                           .rebuild_budget = o.rebuild_budget,
+                           .pack = o.pack};
     Layout layout;
     r.recompute = planned_memory(*again.tape, o.mode, be, ro, &layout);
     if (summary) {
@@ -326,6 +364,8 @@ void run_memory(const MemoryOptions& options) {
                "memory --sim-scratch-choices: made-up choices of the simulated device; add "
                "--device sim");
   set_sim_scratch_choices(o.sim_choices);
+  FRUGAL_CHECK(!o.pack || o.mode == Mode::training,
+               "memory --pack: keeps ReLU outputs packed for backward; use --mode training");
   FRUGAL_CHECK(o.recompute == Recompute::none || o.mode == Mode::training, "memory --recompute ",
                recompute_name(o.recompute),
                ": rebuilds activations for backward; use --mode training");

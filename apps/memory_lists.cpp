@@ -21,7 +21,7 @@ void print_ops(const MemoryOptions& o) {
   const Liveness& L = layout.live;
   std::FILE* out = o.json ? stderr : stdout;
   std::fprintf(out, "%5s  %-22s %-40s %10s\n", "op", "name", "its output for backward", "MiB kept");
-  int kept = 0, compact = 0, rebuilt = 0;
+  int kept = 0, compact = 0, rebuilt = 0, packed = 0;
   for (int k = 0; k < L.ops; ++k) {
     const OpNode& node = rec.tape->ops()[static_cast<size_t>(k)];
     const int v = node.outputs[0];
@@ -29,7 +29,10 @@ void print_ops(const MemoryOptions& o) {
     const int at = L.op_rebuild_step[static_cast<size_t>(k)];
     std::string what;
     double held = 0;
-    if (at >= 0) {
+    if (at >= 0 && L.packed[static_cast<size_t>(k)]) {
+      what = "packed, unpacked at step " + std::to_string(at);
+      ++packed;
+    } else if (at >= 0) {
       what = "rebuilt at step " + std::to_string(at);
       ++rebuilt;
     } else if (b.last >= L.ops) {
@@ -45,8 +48,10 @@ void print_ops(const MemoryOptions& o) {
     std::fprintf(out, "%5d  %-22s %-40s %10.2f\n", k, node.op->name().c_str(), what.c_str(),
                  held / (1024.0 * 1024.0));
   }
-  std::fprintf(out, "ops: %d kept, %d compact, %d rebuilt, %d others; planned arena %.2f MiB\n",
-               kept, compact, rebuilt, L.ops - kept - compact - rebuilt,
+  std::fprintf(out,
+               "ops: %d kept, %d compact, %d rebuilt, %d packed, %d others; planned arena %.2f "
+               "MiB\n",
+               kept, compact, rebuilt, packed, L.ops - kept - compact - rebuilt - packed,
                to_mib(layout.plan.arena_bytes));
 }
 

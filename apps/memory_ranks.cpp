@@ -36,7 +36,8 @@ RankMemory rank_memory(const MemoryOptions& options, int ranks, int zero) {
                          .workspace_limit = o.workspace_limit,
                          .workspace_growth = o.workspace_growth,
                          .recompute = o.recompute,
-                         .rebuild_budget = o.rebuild_budget};
+                         .rebuild_budget = o.rebuild_budget,
+                         .pack = o.pack};
   LayoutOptions lo = report_layout_options(Mode::training, ro);
   if (ranks > 1)
     lo.grad_bucket_bytes =

@@ -26,6 +26,14 @@ void add_recompute_option(CLI::App* c, Recompute* r) {
       ->default_str(recompute_name(*r));
 }
 
+void add_pack_option(CLI::App* c, bool* pack) {
+  c->add_flag("--pack", *pack,
+              "Planned training: ReLU outputs that backward reads leave the arena after their "
+              "last forward reader and wait for backward packed (a bit per element and the "
+              "nonzero values, in memory of their own sized by the data); nothing recomputed, "
+              "the same bits");
+}
+
 void add_levels_option(CLI::App* c, int* levels) {
   c->add_option("--checkpoint-levels", *levels,
                 "With --memory-budget on the CIFAR ResNets: 2 lets a checkpointed run checkpoint "
@@ -93,6 +101,7 @@ void add_model_options(CLI::App* c, const std::shared_ptr<ModelChoice>& o,
     add_levels_option(c, &o->checkpoint_levels);
   }
   add_recompute_option(c, &o->recompute);
+  add_pack_option(c, &o->pack);
 }
 
 }  // namespace frugal

@@ -34,6 +34,8 @@ struct ModelChoice {
   OptimizerKind optimizer = OptimizerKind::sgd;
   // Planned training: op outputs dropped after forward and rebuilt in backward.
   Recompute recompute = Recompute::none;
+  // Planned training: ReLU outputs kept packed between forward and backward (--pack).
+  bool pack = false;
   // Set by the commands from --memory-budget on a network without a chain of blocks: rebuild
   // op outputs (convolutions too, where nothing cheaper fits) until the arena fits.
   size_t rebuild_budget = 0;
@@ -59,6 +61,8 @@ struct ModelOptionSet {
 
 // Adds `--recompute none|cheap|all` writing into `*r`.
 void add_recompute_option(CLI::App* c, Recompute* r);
+// Adds `--pack` writing into `*pack`.
+void add_pack_option(CLI::App* c, bool* pack);
 // Adds `--checkpoint-levels 1|2` (the CIFAR ResNets' budgets) writing into `*levels`.
 void add_levels_option(CLI::App* c, int* levels);
 

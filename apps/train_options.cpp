@@ -105,6 +105,7 @@ Action add_train_command(CLI::App& app) {
                    "room the plan leaves free at each step",
                    /*zero_allowed=*/true);
   add_recompute_option(train, &t.recompute);
+  add_pack_option(train, &t.pack);
   train
       ->add_option("--image-size", t.image_size,
                    "Image folders and ImageNet-size networks: the side of the square input "

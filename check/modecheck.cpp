@@ -19,7 +19,7 @@ using Named = std::vector<std::pair<std::string, Tensor>>;
 
 // train_two_steps, each result named for error messages.
 Named train_named(const Net& net, MemoryMode memory, const Shape& input,
-                  Recompute recompute = Recompute::none) {
+                  Recompute recompute = Recompute::none, bool pack = false) {
   ParamStore store(3);
   Tape tape(store, DType::f32);
   const int64_t n = input[0];
@@ -32,7 +32,8 @@ Named train_named(const Net& net, MemoryMode memory, const Shape& input,
                .seed = 2,
                .keep = {loss},
                .optimizer = OptimizerConfig{.lr = 0.1, .momentum = 0.9},
-               .recompute = recompute});
+               .recompute = recompute,
+               .pack = pack});
   Named out;
   for (int s = 0; s < 2; ++s) {
     ex.set_input(x, random_tensor(input, 10 + s, -1, 1, DType::f32));
@@ -103,6 +104,9 @@ void check_planned_equals_baseline(const Net& net, const Shape& input) {
                 "planned with every rebuildable op rebuilt");
   compare_named(base, train_named(net, MemoryMode::planned, input, Recompute::cheap),
                 "planned with the cheap rebuilds");
+  // ReLU outputs packed outside the arena between forward and backward: the same bits.
+  compare_named(base, train_named(net, MemoryMode::planned, input, Recompute::none, true),
+                "planned with ReLU outputs packed");
 }
 
 }  // namespace frugal::testing

@@ -24,7 +24,8 @@ std::vector<Tensor> train_two_steps(const Net& net, MemoryMode memory,
 
 // Runs train_two_steps in baseline mode, in planned mode, and in planned mode with every
 // rebuildable op's outputs rebuilt in backward (Recompute::all) and with the cheap ones
-// (Recompute::cheap), and throws frugal::Error
+// (Recompute::cheap), and with ReLU outputs packed (ExecutorOptions::pack), and throws
+// frugal::Error
 // naming the first result (loss, d x or parameter) that differs bitwise from baseline, or
 // that is not finite in either.
 void check_planned_equals_baseline(const Net& net, const Shape& input = {4, 4, 6, 6});

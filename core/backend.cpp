@@ -71,6 +71,15 @@ void Backend::groupnorm_backward(const Tensor&, const Tensor&, const Tensor&, co
                                  const Tensor&, int64_t, Tensor&, Tensor&, Tensor&, const Tensor&) {
   throw Error("group_norm backward: no group norm kernels on " + device().str());
 }
+int64_t Backend::pack_counts(const Tensor&, std::vector<int64_t>&) {
+  throw Error("pack: no packing kernels on " + device().str());
+}
+void Backend::pack(const Tensor&, std::span<const int64_t>, Tensor&) {
+  throw Error("pack: no packing kernels on " + device().str());
+}
+void Backend::unpack(const Tensor&, Tensor&) {
+  throw Error("unpack: no packing kernels on " + device().str());
+}
 void Backend::prelu_forward(const Tensor&, const Tensor&, Tensor&) {
   throw Error("prelu: no PReLU kernels on " + device().str());
 }

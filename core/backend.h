@@ -282,6 +282,24 @@ class Backend {
   virtual void relu_backward_mask(const Tensor& dy, const Tensor& mask, Tensor& dx) = 0;
   // dx = dy where y > 0, else 0
   virtual void relu_backward_output(const Tensor& dy, const Tensor& y, Tensor& dx) = 0;
+  // --- packing: a tensor of mostly zeros (a ReLU's output that backward reads) held losslessly
+  // outside the arena between forward and backward (ExecutorOptions::pack). Its packed form, u8
+  // of packed_bytes(n, nonzero, dtype) bytes: per block of kPackBlock elements an int64, the
+  // index among all the tensor's nonzero elements of the block's first; a bit mask (bit i % 8 of
+  // byte i / 8, mask_bytes(n) rounded up to 8 bytes) set where an element's bits are not all
+  // zero (-0.0 and NaN count as nonzero, so every bit comes back); the nonzero elements in
+  // order; kPackSpare spare elements (zeros: a kernel may read past the last value). x is f32
+  // or f64.
+  // The nonzero elements of each block of x into `counts` (host memory, resized to
+  // packed_blocks(n)); returns their sum.
+  virtual int64_t pack_counts(const Tensor& x, std::vector<int64_t>& counts);
+  // Whether the three packing kernels are offered (the CPU and the simulated device).
+  virtual bool offers_packing() const { return false; }
+  // Writes x's packed form into `packed`, given pack_counts's counts of this x.
+  virtual void pack(const Tensor& x, std::span<const int64_t> counts, Tensor& packed);
+  // x = the tensor `packed` holds (packed from a tensor of x's element count and dtype).
+  virtual void unpack(const Tensor& packed, Tensor& x);
+
   // y = x <= threshold ? value : x (NaN kept); mask bit set where x > threshold.
   virtual void threshold_forward(const Tensor& x, double threshold, double value, Tensor& y,
                                  Tensor& mask) = 0;
@@ -417,6 +435,18 @@ class Backend {
 // Bytes of a bit mask over n elements (bit i % 8 of byte i / 8), as the mask kernels take it.
 inline int64_t mask_bytes(int64_t n) {
   return (n + 7) / 8;
+}
+
+// Packing (Backend::pack): elements per block, blocks of n elements, and the bytes of the
+// packed form of n elements of which `nonzero` are not all zero bits.
+constexpr int64_t kPackBlock = 16384;
+constexpr int64_t kPackSpare = 8;  // spare elements after the values
+inline int64_t packed_blocks(int64_t n) {
+  return (n + kPackBlock - 1) / kPackBlock;
+}
+inline int64_t packed_bytes(int64_t n, int64_t nonzero, DType t) {
+  return 8 * packed_blocks(n) + (mask_bytes(n) + 7) / 8 * 8 +
+         (nonzero + kPackSpare) * static_cast<int64_t>(dtype_size(t));
 }
 
 // `t` readable on the host: t itself where it is host memory, else its bytes copied through

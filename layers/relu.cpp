@@ -15,6 +15,7 @@ std::vector<TensorMeta> ReluOp::infer(std::span<const TensorMeta> in) {
 Roles ReluOp::roles(Mode mode, const Backend&) const {
   Roles r = in_place_mask_roles(mode, x_.shape.numel(), saves == Saves::mask);
   rebuild_by_forward(r, mode, {0}, static_cast<double>(x_.bytes()), x_, 1);
+  r.sparse_outputs = mode == Mode::training;
   return r;
 }
 

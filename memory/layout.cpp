@@ -199,6 +199,10 @@ Layout plan_layout(Step& step, MemoryMode memory, const LayoutOptions& options) 
                  fit.rebuild.size(), " op outputs (convolutions included)");
     lo.rebuild.insert(lo.rebuild.end(), fit.rebuild.begin(), fit.rebuild.end());
   }
+  if (memory == MemoryMode::planned && step.mode == Mode::training && !options.forward_only &&
+      options.pack)
+    for (size_t k = 0; k < step.ops.size(); ++k)
+      if (step.ops[k].roles.sparse_outputs) lo.pack.push_back(static_cast<int>(k));
   Layout l;
   l.memory = memory;
   l.live = analyze(step, lo);

@@ -41,7 +41,11 @@ struct LayoutOptions {
   size_t workspace_growth = 0;  // bytes the arena may grow for faster scratch
   Recompute recompute = Recompute::none;
   std::vector<int> rebuild = {};  // ops to rebuild besides those `recompute` chooses
-  bool forward_only = false;      // training forward without backward (LivenessOptions)
+  // Planned training: the outputs of ops with Roles::sparse_outputs (ReLUs) that backward reads
+  // leave the arena after their last forward reader and come back packed (LivenessOptions::
+  // pack); those a rebuild chose are rebuilt instead.
+  bool pack = false;
+  bool forward_only = false;  // training forward without backward (LivenessOptions)
   // Planned training: > 0 rebuilds op outputs until the arena fits this many bytes
   // (memory/rebuild.h's fit_rebuilds; convolutions only when nothing cheaper fits), or throws
   // naming the smallest arena found.

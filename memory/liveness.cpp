@@ -67,6 +67,7 @@ class Analysis {
     L_.op_rebuild_step.assign(nops, -1);
     L_.rebuilds_at.assign(static_cast<size_t>(L_.steps), {});
     L_.rebuild_scratch.assign(nops, -1);
+    L_.packed.assign(nops, false);
     rebuilt_reads_.assign(nv, 0);
     L_.first_backward_read.assign(nv, -1);
     L_.grad_buffer.assign(nv, -1);
@@ -216,7 +217,8 @@ class Analysis {
   }
 
   bool rebuild_reads(int op, int slot) const {
-    return contains(L_.roles[static_cast<size_t>(op)].rebuild_reads_inputs, slot);
+    return !L_.packed[static_cast<size_t>(op)] &&
+           contains(L_.roles[static_cast<size_t>(op)].rebuild_reads_inputs, slot);
   }
 
   // The step before whose backward each op of options.rebuild is rebuilt: the first backward
@@ -224,12 +226,16 @@ class Analysis {
   // are visited latest first, so those steps are known). Ops with nothing to rebuild for, a
   // kept output or an output a reversible block rebuilds are left out.
   void find_op_rebuilds() {
-    std::vector<bool> wanted(step_.ops.size(), false);
+    std::vector<bool> wanted(step_.ops.size(), false), pack(step_.ops.size(), false);
     for (int k : opt_.rebuild)
       if (k >= 0 && static_cast<size_t>(k) < wanted.size()) wanted[static_cast<size_t>(k)] = true;
+    for (int k : opt_.pack)
+      if (k >= 0 && static_cast<size_t>(k) < pack.size() && !wanted[static_cast<size_t>(k)] &&
+          L_.roles[static_cast<size_t>(k)].sparse_outputs)
+        pack[static_cast<size_t>(k)] = true;
     for (int p = L_.ops - 1; p >= 0; --p) {
       const size_t pi = static_cast<size_t>(p);
-      if (!wanted[pi] || !L_.roles[pi].rebuildable) continue;
+      if (!(wanted[pi] && L_.roles[pi].rebuildable) && !pack[pi]) continue;
       const StepOp& node = step_.ops[pi];
       int s = -1;
       auto need = [&](int step) { s = s < 0 ? step : std::min(s, step); };
@@ -251,6 +257,7 @@ class Analysis {
       }
       if (excluded || s < 0) continue;
       L_.op_rebuild_step[pi] = s;
+      L_.packed[pi] = pack[pi];
     }
     for (int p = 0; p < L_.ops; ++p)
       if (L_.op_rebuild_step[static_cast<size_t>(p)] >= 0)
@@ -271,7 +278,8 @@ class Analysis {
         b.index = static_cast<int>(s);
         b.first = ki;
         b.last = backward ? L_.backward_step(ki) : ki;
-        b.last = std::max(b.last, L_.op_rebuild_step[k]);  // a rebuild rewrites it
+        if (!L_.packed[k])
+          b.last = std::max(b.last, L_.op_rebuild_step[k]);  // a rebuild rewrites it
         b.label = name + " saved" + std::to_string(s);
         L_.saved_buffers[k].push_back(add(std::move(b)));
       }
@@ -286,7 +294,7 @@ class Analysis {
         b.label = name + " scratch";
         L_.fwd_scratch[k] = add(std::move(b));
       }
-      if (L_.op_rebuild_step[k] >= 0 && forward_scratch) {
+      if (L_.op_rebuild_step[k] >= 0 && !L_.packed[k] && forward_scratch) {
         Buffer b = make(BufferKind::fwd_scratch, Role::scratch, {});
         b.meta = {Shape{static_cast<int64_t>(r.forward_scratch)}, DType::u8};
         b.op = ki;

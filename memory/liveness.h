@@ -57,6 +57,11 @@ struct LivenessOptions {
   // backward (Roles::rebuildable), just before their first backward reader. Ops that are not
   // rebuildable, have a kept output or whose outputs no backward reads are left out.
   std::vector<int> rebuild;
+  // Training: ops whose outputs (Roles::sparse_outputs) die after their last forward reader
+  // as those of `rebuild` do, kept packed outside the arena meanwhile and unpacked into their
+  // rebuilt copies before their first backward reader (ExecutorOptions::pack): a rebuild that
+  // reads nothing in the arena. Ops also in `rebuild` are rebuilt, not packed.
+  std::vector<int> pack;
   // Training kernels without a backward (the forward of a sub-graph whose backward runs on
   // another plan): no gradients, and nothing lives past its last forward reader for backward.
   bool forward_only = false;
@@ -91,6 +96,7 @@ struct Liveness {
   std::vector<int> op_rebuild_step;  // op -> step before whose backward it is rebuilt, or -1
   std::vector<std::vector<int>> rebuilds_at;  // step -> ops rebuilt there, in tape order
   std::vector<int> rebuild_scratch;           // op -> its rebuild's scratch buffer or -1
+  std::vector<bool> packed;  // op -> its outputs are packed, its rebuild an unpack (`pack`)
   // value id -> the first backward step that reads it (a consumer's backward or its
   // producer's), -1 if none: where a rebuild of it would be needed at the latest.
   std::vector<int> first_backward_read;

@@ -119,6 +119,7 @@ LayoutOptions report_layout_options(Mode mode, const ReportOptions& options) {
           .workspace_limit = options.workspace_limit,
           .workspace_growth = options.workspace_growth,
           .recompute = options.recompute,
+          .pack = options.pack,
           .rebuild_budget = options.rebuild_budget};
 }
 
@@ -180,6 +181,13 @@ ModeMemory planned_memory(Tape& tape, Mode mode, const Backend& backend,
   m.arena = layout.plan.arena_bytes;
   m.lower_bound = layout.plan.lower_bound;
   m.total = layout.plan.arena_bytes + params.weights;
+  for (int k = 0; k < layout.live.ops; ++k) {
+    if (!layout.live.packed[static_cast<size_t>(k)]) continue;
+    for (int v : tape.ops()[static_cast<size_t>(k)].outputs) {
+      ++m.packed_outputs;
+      m.packed_dense += tape.value(v).meta.bytes();
+    }
+  }
   return m;
 }
 
@@ -187,7 +195,7 @@ RebuildSummary rebuild_summary(const Tape& tape, const Layout& layout) {
   RebuildSummary s;
   const Liveness& L = layout.live;
   for (int k = 0; k < L.ops; ++k) {
-    if (L.op_rebuild_step[static_cast<size_t>(k)] < 0) continue;
+    if (L.op_rebuild_step[static_cast<size_t>(k)] < 0 || L.packed[static_cast<size_t>(k)]) continue;
     const Roles& r = L.roles[static_cast<size_t>(k)];
     ++s.ops;
     s.rebuilt.push_back(k);

@@ -32,6 +32,11 @@ struct ModeMemory {
   size_t total = 0;
   size_t arena = 0;        // planned: the one arena; eager: peak reserved
   size_t lower_bound = 0;  // planned: max over time of live bytes
+  // planned with ReportOptions::pack: the op outputs that wait for backward packed outside the
+  // arena, and their dense bytes (what they hold packed depends on the data: at most these
+  // and a bit per element).
+  int packed_outputs = 0;
+  size_t packed_dense = 0;
 };
 
 struct MemoryReport {
@@ -53,6 +58,7 @@ struct ReportOptions {
   size_t workspace_growth = 0;            // bytes the arena may grow for faster scratch
   Recompute recompute = Recompute::none;  // as ExecutorOptions
   size_t rebuild_budget = 0;              // as ExecutorOptions
+  bool pack = false;                      // as ExecutorOptions
 };
 
 // The layout options memory_report plans with: an optimizer step in training, the kept values

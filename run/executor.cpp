@@ -25,6 +25,7 @@ LayoutOptions layout_options(const ExecutorOptions& o, size_t alignment, bool in
   l.workspace_limit = o.workspace_limit;
   l.workspace_growth = o.workspace_growth;
   l.recompute = o.recompute;
+  l.pack = o.pack;
   l.forward_only = o.forward_only;
   l.rebuild_budget = o.rebuild_budget;
   l.grad_bucket_bytes = o.comm ? o.grad_bucket_bytes : 0;
@@ -57,6 +58,12 @@ Executor::Executor(Tape& tape, Backend& backend, ExecutorOptions options, Alloca
                "executor: recompute '", recompute_name(opt_.recompute),
                "' rebuilds activations for backward in planned memory; this step is ",
                mode_name(opt_.mode), " in ", memory_mode_name(opt_.memory), " memory");
+  FRUGAL_CHECK(!opt_.pack || (opt_.memory == MemoryMode::planned && opt_.mode == Mode::training),
+               "executor: pack keeps ReLU outputs packed for backward in planned memory; this "
+               "step is ",
+               mode_name(opt_.mode), " in ", memory_mode_name(opt_.memory), " memory");
+  FRUGAL_CHECK(!opt_.pack || backend_.offers_packing(), "executor: pack: no packing kernels on ",
+               backend_.device().str(), "; train without packing there");
   FRUGAL_CHECK(opt_.zero == 0 || opt_.comm, "executor: ZeRO stage ", opt_.zero,
                " shards optimizer state over ranks; it needs a communicator");
   if (opt_.comm) {
@@ -140,11 +147,13 @@ void Executor::bind() {
     if (const Parameter* p = tape_.values()[v].param) param_values_[v] = p->value;
   for (const OpNode& node : tape_.ops()) names_.push_back(node.op->name());
   rebuild_ctx_.resize(static_cast<size_t>(layout_.live.ops));
+  packed_.resize(static_cast<size_t>(layout_.live.ops));
   for (int k = 0; k < layout_.live.ops; ++k) {
     forward_ctx_.push_back(context(k, Pass::forward));
     if (opt_.mode == Mode::training && !opt_.forward_only)
       backward_ctx_.push_back(context(k, Pass::backward));
-    if (layout_.live.op_rebuild_step[static_cast<size_t>(k)] >= 0)
+    if (layout_.live.op_rebuild_step[static_cast<size_t>(k)] >= 0 &&
+        !layout_.live.packed[static_cast<size_t>(k)])
       rebuild_ctx_[static_cast<size_t>(k)] = context(k, Pass::rebuild);
   }
   starts_at_.assign(static_cast<size_t>(layout_.live.steps), {});
@@ -313,6 +322,8 @@ void Executor::forward() {
     timed(op_times_[static_cast<size_t>(k)].forward_s,
           [&] { tape_.ops()[static_cast<size_t>(k)].op->forward(c); });
     if (opt_.check_finite) check_finite_after(k, false);
+    if (layout_.live.packed[static_cast<size_t>(k)])
+      timed(op_times_[static_cast<size_t>(k)].forward_s, [&] { pack_outputs(k); });
   }
   forward_done_ = true;
   if (opt_.mode == Mode::inference) ++step_, profiled_steps_ += opt_.profile;
@@ -357,6 +368,10 @@ void Executor::backward(std::span<const std::pair<Value, Tensor>> seeds) {
       }
     }
     for (int k : layout_.live.rebuilds_at[static_cast<size_t>(s)]) {
+      if (layout_.live.packed[static_cast<size_t>(k)]) {
+        timed(op_times_[static_cast<size_t>(k)].rebuild_s, [&] { unpack_outputs(k, s); });
+        continue;
+      }
       OpContext& c = rebuild_ctx_[static_cast<size_t>(k)];
       c.seed_ = step_seed();
       c.update_state_ = false;
@@ -377,6 +392,41 @@ void Executor::backward(std::span<const std::pair<Value, Tensor>> seeds) {
   forward_done_ = false;
   ++step_;
   profiled_steps_ += opt_.profile;
+}
+
+// Op k's outputs, just written, into memory of their own (ExecutorOptions::pack): the memory
+// an earlier step packed them into where it is large enough, else new memory (the old
+// released first).
+void Executor::pack_outputs(int k) {
+  const OpNode& node = tape_.ops()[static_cast<size_t>(k)];
+  PackedOutputs& p = packed_[static_cast<size_t>(k)];
+  p.memory.resize(node.outputs.size());
+  p.packed.assign(node.outputs.size(), Tensor());
+  for (size_t j = 0; j < node.outputs.size(); ++j) {
+    const Tensor& y = buffers_[static_cast<size_t>(
+        layout_.live.value_buffer[static_cast<size_t>(node.outputs[j])])];
+    const int64_t nonzero = backend_.pack_counts(y, pack_counts_);
+    const int64_t bytes = packed_bytes(y.numel(), nonzero, y.dtype());
+    std::shared_ptr<Storage>& m = p.memory[j];
+    if (!m || m->bytes() < static_cast<size_t>(bytes)) {
+      m.reset();
+      m = std::make_shared<Storage>(alloc_, static_cast<size_t>(bytes), Role::saved);
+    }
+    p.packed[j] = Tensor(m, 0, Shape{bytes}, DType::u8);
+    backend_.pack(y, pack_counts_, p.packed[j]);
+  }
+}
+
+// Op k's packed outputs into their rebuilt copies, read from step s on.
+void Executor::unpack_outputs(int k, int s) {
+  const OpNode& node = tape_.ops()[static_cast<size_t>(k)];
+  PackedOutputs& p = packed_[static_cast<size_t>(k)];
+  FRUGAL_CHECK(p.packed.size() == node.outputs.size(), "executor: op ", k, " (",
+               names_[static_cast<size_t>(k)], ") has no packed outputs to unpack");
+  for (size_t j = 0; j < node.outputs.size(); ++j)
+    backend_.unpack(p.packed[j],
+                    buffers_[static_cast<size_t>(layout_.live.value_at(node.outputs[j], s))]);
+  p.packed.clear();
 }
 
 void Executor::run_backward_step(int k) {

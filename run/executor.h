@@ -57,6 +57,14 @@ struct ExecutorOptions {
   // Planned training: rebuild op outputs until the arena fits this many bytes (LayoutOptions::
   // rebuild_budget; convolutions too where nothing cheaper fits); 0: no budget.
   size_t rebuild_budget = 0;
+  // Planned training: ReLU outputs that backward reads (Roles::sparse_outputs) leave the arena
+  // after their last forward reader; each is packed right after its forward into memory of
+  // its own (a bit per element and its nonzero elements, Backend::pack, Role::saved, as many
+  // bytes as its zeros leave) and unpacked into the arena before its first backward reader.
+  // Nothing is recomputed and the step keeps its bits. The packed bytes depend on the data;
+  // their memory stays from step to step (reused where large enough, grown where not): the
+  // step's peak, at the end of forward where every packed output is live, is the same.
+  bool pack = false;
   // Data-parallel training: each parameter gradient is summed over this communicator's ranks
   // (every rank's scaled by grad_scale first: set_grad_scale, 1/size by default) before its
   // update. The gradients live in buckets (planned buffers; each gradient a view into one)
@@ -183,6 +191,8 @@ class Executor {
   void bind();
   void start_lifetime(int step);
   void run_backward_step(int op_index);
+  void pack_outputs(int k);
+  void unpack_outputs(int k, int s);
   void optimizer_update(int value_id);
   void sync_buckets(int step);
   void sharded_update(size_t bucket);
@@ -211,7 +221,17 @@ class Executor {
   std::vector<std::shared_ptr<Storage>> owned_;  // storage held by this executor
   std::vector<std::string> names_;               // op names (contexts point into them)
   std::vector<OpContext> forward_ctx_, backward_ctx_;
-  std::vector<OpContext> rebuild_ctx_;     // op -> its rebuild's context (ops rebuilt in backward)
+  std::vector<OpContext> rebuild_ctx_;  // op -> its rebuild's context (ops rebuilt in backward)
+  // ExecutorOptions::pack: per op, the memory its outputs are packed into (kept from step to
+  // step: each step's forward reuses it where it is large enough, so no step pays the
+  // operating system's first touch of fresh pages) and the packed outputs of this step,
+  // forward to backward.
+  struct PackedOutputs {
+    std::vector<std::shared_ptr<Storage>> memory;
+    std::vector<Tensor> packed;
+  };
+  std::vector<PackedOutputs> packed_;
+  std::vector<int64_t> pack_counts_;       // Backend::pack_counts's, reused
   std::vector<CommHandle> bucket_work_;    // bucket -> its reduction in flight
   std::vector<Tensor> shard_m_, shard_v_;  // ZeRO: bucket -> this rank's chunk of the state
   double grad_scale_ = 1.0, comm_wait_seconds_ = 0;

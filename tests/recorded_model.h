@@ -52,7 +52,7 @@ inline Recorded record_model(const std::string& name, const ModelConfig& config 
 inline std::vector<Tensor> train_model(const std::string& name, MemoryMode memory, int steps,
                                        const ModelConfig& config = {},
                                        Recompute recompute = Recompute::none,
-                                       size_t rebuild_budget = 0) {
+                                       size_t rebuild_budget = 0, bool pack = false) {
   ParamStore store(7);
   Tape tape(store, DType::f32);
   const ModelSpec& spec = find_model(name);
@@ -68,7 +68,8 @@ inline std::vector<Tensor> train_model(const std::string& name, MemoryMode memor
                .keep = {loss, logits},
                .optimizer = OptimizerConfig{.lr = 0.1, .momentum = 0.9},
                .recompute = recompute,
-               .rebuild_budget = rebuild_budget});
+               .rebuild_budget = rebuild_budget,
+               .pack = pack});
   std::vector<Tensor> out;
   for (int step = 0; step < steps; ++step) {
     ex.set_input(x, random_tensor(shape, 10 + step, -1, 1, DType::f32));

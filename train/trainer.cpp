@@ -46,6 +46,8 @@ void check_train_options(const TrainOptions& o) {
   FRUGAL_CHECK(o.recompute == Recompute::none || o.memory == MemoryMode::planned,
                "train: --recompute ", recompute_name(o.recompute),
                " rebuilds activations in planned memory; use --memory planned");
+  FRUGAL_CHECK(!o.pack || o.memory == MemoryMode::planned,
+               "train: --pack keeps ReLU outputs packed in planned memory; use --memory planned");
   FRUGAL_CHECK(o.epochs >= 1 && o.batch >= 1 && o.eval_batch >= 1 && o.steps >= 0 && o.warmup >= 0,
                "train: epochs, batch and eval batch must be positive, steps and warm-up not "
                "negative");
@@ -146,6 +148,7 @@ Trainer::Trainer(const TrainOptions& o, const Dataset& train, const Dataset& tes
                                                    .workspace_growth = o.workspace_growth,
                                                    .recompute = o.recompute,
                                                    .rebuild_budget = o.rebuild_budget,
+                                                   .pack = o.pack,
                                                    .comm = o.comm,
                                                    .grad_bucket_bytes = o.bucket_bytes,
                                                    .zero = o.comm ? o.zero : 0,
@@ -167,8 +170,8 @@ void Trainer::check_same_setup() {
       optimizer_name(options_.optimizer), ' ', options_.beta1, ' ', options_.beta2, ' ',
       options_.eps, ' ', schedule_name(options_.schedule), ' ', options_.warmup, ' ',
       options_.augment, ' ', options_.seed, ' ', memory_mode_name(options_.memory), ' ',
-      recompute_name(options_.recompute), ' ', options_.bucket_bytes, ' ', options_.zero, ' ',
-      train_.size(), ' ', train_.classes, ' ', options_.image_size);
+      recompute_name(options_.recompute), ' ', options_.pack, ' ', options_.bucket_bytes, ' ',
+      options_.zero, ' ', train_.size(), ' ', train_.classes, ' ', options_.image_size);
   for (Parameter* p : params_.all()) setup += detail::concat(' ', p->name, p->meta.shape);
   uint64_t h = 1469598103934665603ull;  // FNV-1a, 53 bits kept: exact in a double
   for (unsigned char ch : setup) h = (h ^ ch) * 1099511628211ull;

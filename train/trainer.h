@@ -58,6 +58,8 @@ struct TrainOptions {
   size_t workspace_growth = 0;  // bytes the arena may grow for faster scratch
   // Planned memory: op outputs rebuilt in backward (ExecutorOptions::recompute), same bits.
   Recompute recompute = Recompute::none;
+  // Planned memory: ReLU outputs packed between forward and backward (ExecutorOptions::pack).
+  bool pack = false;
   // Planned memory: rebuild op outputs until the arena fits these bytes (ExecutorOptions::
   // rebuild_budget; the command sets it from --memory-budget on networks without a chain).
   size_t rebuild_budget = 0;

@@ -1,9 +1,9 @@
 // The CPU backend: Backend over Eigen and OpenMP. Each kernel family lives in its own file
 // in core/cpu/ (conv2d.cpp, linear.cpp, pool.cpp, batchnorm.cpp, pointwise.cpp, relu.cpp,
-// leaky_relu.cpp, fixed_point.cpp, affine.cpp, loss.cpp, memory.cpp); this header is private
-// to the library and never includes Eigen.
-// Determinism: work is split statically over threads and every reduction has a fixed order,
-// so results are the same bits on every run with the same thread count.
+// leaky_relu.cpp, fixed_point.cpp, affine.cpp, loss.cpp, memory.cpp, pack.cpp); this header is
+// private to the library and never includes Eigen. Determinism: work is split statically over
+// threads and every reduction has a fixed order, so results are the same bits on every run with the
+// same thread count.
 #pragma once
 
 #include "core/backend.h"
@@ -84,6 +84,10 @@ class CpuBackend final : public Backend {
                                const Tensor& mean, const Tensor& inv_std, const Tensor& sums,
                                double M, double scale, Tensor& dx) override;
 
+  int64_t pack_counts(const Tensor& x, std::vector<int64_t>& counts) override;
+  bool offers_packing() const override { return true; }
+  void pack(const Tensor& x, std::span<const int64_t> counts, Tensor& packed) override;
+  void unpack(const Tensor& packed, Tensor& x) override;
   void relu_forward(const Tensor& x, Tensor& y, Tensor& mask) override;
   void relu_backward_mask(const Tensor& dy, const Tensor& mask, Tensor& dx) override;
   void relu_backward_output(const Tensor& dy, const Tensor& y, Tensor& dx) override;

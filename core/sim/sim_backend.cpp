@@ -301,6 +301,21 @@ void SimBackend::batchnorm_backward_data(const Tensor& x, const Tensor& dy, cons
                                view(sums), M, scale, view(dx));
 }
 
+int64_t SimBackend::pack_counts(const Tensor& x, std::vector<int64_t>& counts) {
+  Views view(alloc_, "pack_counts");
+  return cpu_.pack_counts(view(x), counts);
+}
+
+void SimBackend::pack(const Tensor& x, std::span<const int64_t> counts, Tensor& packed) {
+  Views view(alloc_, "pack");
+  cpu_.pack(view(x), counts, view(packed));
+}
+
+void SimBackend::unpack(const Tensor& packed, Tensor& x) {
+  Views view(alloc_, "unpack");
+  cpu_.unpack(view(packed), view(x));
+}
+
 void SimBackend::relu_forward(const Tensor& x, Tensor& y, Tensor& mask) {
   Views view(alloc_, "relu_forward");
   cpu_.relu_forward(view(x), view(y), view(mask));

@@ -85,6 +85,10 @@ class SimBackend final : public Backend {
   void batchnorm_backward_data(const Tensor& x, const Tensor& dy, const Tensor& gamma,
                                const Tensor& mean, const Tensor& inv_std, const Tensor& sums,
                                double M, double scale, Tensor& dx) override;
+  int64_t pack_counts(const Tensor& x, std::vector<int64_t>& counts) override;
+  bool offers_packing() const override { return true; }
+  void pack(const Tensor& x, std::span<const int64_t> counts, Tensor& packed) override;
+  void unpack(const Tensor& packed, Tensor& x) override;
   void relu_forward(const Tensor& x, Tensor& y, Tensor& mask) override;
   void relu_backward_mask(const Tensor& dy, const Tensor& mask, Tensor& dx) override;
   void relu_backward_output(const Tensor& dy, const Tensor& y, Tensor& dx) override;

@@ -1,0 +1,266 @@
+// Packing (ExecutorOptions::pack): ReLU outputs that backward reads leave the arena after
+// their last forward reader and wait for backward packed, a bit per element and the nonzero
+// elements. The kernels give back every bit (signed zeros, NaN, subnormals; block edges; any
+// thread count); the planned step keeps the baseline's bits with a smaller arena; the packed
+// memory is what the zeros leave, allocated in forward and gone after backward.
+#include <doctest/doctest.h>
+
+#include <omp.h>
+
+#include <cstring>
+#include <limits>
+
+#include "check/modecheck.h"
+#include "core/rng.h"
+#include "layers/add.h"
+#include "layers/batchnorm2d.h"
+#include "layers/conv2d.h"
+#include "layers/relu.h"
+#include "recorded_model.h"
+#include "run/plan.h"
+
+using namespace frugal;
+using namespace frugal::testing;
+
+namespace {
+
+// n elements of type T, each zero with probability `zeros`, else a value of one of the kinds
+// packing must keep whole: normal, -0.0, NaN, a subnormal, infinity.
+template <typename T>
+Tensor sparse_tensor(int64_t n, double zeros, uint64_t seed) {
+  Tensor t = Tensor::empty({n}, std::is_same_v<T, float> ? DType::f32 : DType::f64);
+  Rng rng(seed);
+  for (int64_t i = 0; i < n; ++i) {
+    const double u = rng.uniform();
+    T v = static_cast<T>(rng.normal());
+    if (u < zeros)
+      v = T(0);
+    else if (u < zeros + 0.01)
+      v = -T(0);
+    else if (u < zeros + 0.02)
+      v = std::numeric_limits<T>::quiet_NaN();
+    else if (u < zeros + 0.03)
+      v = std::numeric_limits<T>::denorm_min();
+    else if (u < zeros + 0.04)
+      v = std::numeric_limits<T>::infinity();
+    t.data<T>()[i] = v;
+  }
+  return t;
+}
+
+template <typename T>
+void round_trip(Backend& be, int64_t n, double zeros) {
+  CAPTURE(n);
+  CAPTURE(zeros);
+  const Tensor x = sparse_tensor<T>(n, zeros, static_cast<uint64_t>(n) * 7 + 1);
+  int64_t expected = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    T v = x.data<T>()[i];
+    T zero = T(0);
+    expected += std::memcmp(&v, &zero, sizeof(T)) != 0;
+  }
+  std::vector<int64_t> counts;
+  const int64_t nonzero = be.pack_counts(x, counts);
+  CHECK(nonzero == expected);
+  CHECK(static_cast<int64_t>(counts.size()) == packed_blocks(n));
+  Tensor packed = Tensor::empty({packed_bytes(n, nonzero, x.dtype())}, DType::u8);
+  be.pack(x, counts, packed);
+  Tensor back = Tensor::empty(x.shape(), x.dtype());
+  be.fill(back, 5.0);
+  be.unpack(packed, back);
+  CHECK(std::memcmp(back.raw(), x.raw(), x.bytes()) == 0);
+}
+
+// conv -> batch_norm -> relu, then residual blocks: the ReLU outputs the convolutions read.
+Value residual_net(Value x) {
+  Value h = relu(batch_norm(conv2d(x, {.out = 6, .kernel = 3, .pad = 1})));
+  for (int b = 0; b < 2; ++b) {
+    Value y = relu(batch_norm(conv2d(h, {.out = 6, .kernel = 3, .pad = 1})));
+    y = batch_norm(conv2d(y, {.out = 6, .kernel = 3, .pad = 1}));
+    h = relu(add(y, h));
+  }
+  return h;
+}
+
+}  // namespace
+
+TEST_CASE("pack: every bit comes back, at block edges and in f32 and f64") {
+  for (int64_t n : {int64_t{1}, int64_t{7}, int64_t{8}, int64_t{9}, kPackBlock - 1, kPackBlock,
+                    kPackBlock + 1, 3 * kPackBlock + 13})
+    for (double zeros : {0.0, 0.5, 0.96}) {
+      round_trip<float>(cpu_backend(), n, zeros);
+      round_trip<double>(cpu_backend(), n, zeros);
+    }
+  // All zeros: only the header, the mask and the spare.
+  Tensor z = Tensor::empty({100}, DType::f32);
+  cpu_backend().fill(z, 0.0);
+  std::vector<int64_t> counts;
+  CHECK(cpu_backend().pack_counts(z, counts) == 0);
+  CHECK(packed_bytes(100, 0, DType::f32) == 8 + 16 + 4 * kPackSpare);
+}
+
+TEST_CASE("pack: the same bytes on one thread and on two, and on the simulated device") {
+  const Tensor x = sparse_tensor<float>(5 * kPackBlock + 3, 0.5, 9);
+  auto packed_with = [&](int threads) {
+    omp_set_num_threads(threads);
+    Backend& be = cpu_backend();
+    std::vector<int64_t> counts;
+    const int64_t nonzero = be.pack_counts(x, counts);
+    Tensor p = Tensor::empty({packed_bytes(x.numel(), nonzero, x.dtype())}, DType::u8);
+    be.pack(x, counts, p);
+    return p;
+  };
+  const Tensor one = packed_with(1), two = packed_with(2);
+  omp_set_num_threads(2);
+  REQUIRE(one.meta() == two.meta());
+  CHECK(std::memcmp(one.raw(), two.raw(), one.bytes()) == 0);
+  // On the simulated device (the CPU's kernels over memory host code cannot touch).
+  Backend& sim = sim_backend();
+  Tensor dx = Tensor::empty(x.shape(), x.dtype(), Role::output, sim.allocator());
+  sim.copy_to_device(x, dx);
+  std::vector<int64_t> counts;
+  const int64_t nonzero = sim.pack_counts(dx, counts);
+  Tensor dp = Tensor::empty({packed_bytes(x.numel(), nonzero, x.dtype())}, DType::u8, Role::saved,
+                            sim.allocator());
+  sim.pack(dx, counts, dp);
+  CHECK(std::memcmp(to_host(sim, dp).raw(), one.raw(), one.bytes()) == 0);
+  Tensor dback = Tensor::empty(x.shape(), x.dtype(), Role::output, sim.allocator());
+  sim.unpack(dp, dback);
+  CHECK(std::memcmp(to_host(sim, dback).raw(), x.raw(), x.bytes()) == 0);
+}
+
+TEST_CASE("pack: wrong counts, sizes and corrupt headers are errors") {
+  const Tensor x = sparse_tensor<float>(2 * kPackBlock, 0.5, 3);
+  std::vector<int64_t> counts;
+  const int64_t nonzero = cpu_backend().pack_counts(x, counts);
+  Tensor small = Tensor::empty({packed_bytes(x.numel(), nonzero - 1, x.dtype())}, DType::u8);
+  CHECK_THROWS_WITH(
+      cpu_backend().pack(x, counts, small),
+      doctest::Contains(("of which " + std::to_string(nonzero) + " nonzero").c_str()));
+  std::vector<int64_t> bad = counts;
+  bad[0] = kPackBlock + 1;
+  Tensor p = Tensor::empty({packed_bytes(x.numel(), nonzero, x.dtype())}, DType::u8);
+  CHECK_THROWS_WITH(cpu_backend().pack(x, bad, p), doctest::Contains("block 0 counts"));
+  CHECK_THROWS_WITH(cpu_backend().pack(x, std::vector<int64_t>{1}, p),
+                    doctest::Contains("1 block counts"));
+  cpu_backend().pack(x, counts, p);
+  Tensor other = Tensor::empty({3 * kPackBlock}, DType::f32);
+  CHECK_THROWS_WITH(cpu_backend().unpack(p, other), doctest::Contains("does not hold"));
+  static_cast<int64_t*>(p.raw())[1] = -5;  // block 1's start
+  Tensor back = Tensor::empty(x.shape(), x.dtype());
+  CHECK_THROWS_WITH(cpu_backend().unpack(p, back), doctest::Contains("block 0 holds -5"));
+  Tensor i32 = Tensor::empty({4}, DType::i32);
+  CHECK_THROWS_WITH(cpu_backend().pack_counts(i32, counts), doctest::Contains("f32 or f64"));
+}
+
+TEST_CASE("pack: the ReLU outputs leave the arena between forward and backward") {
+  ParamStore store = ParamStore::shapes_only();
+  Tape tape(store, DType::f32);
+  Value x = tape.input("x", {8, 3, 16, 16}, DType::f32);
+  conv2d(residual_net(x), {.out = 4, .kernel = 1});
+  LayoutOptions plain{.optimizer = true}, packed{.optimizer = true};
+  packed.pack = true;
+  const Layout a = memory_layout(tape, Mode::training, MemoryMode::planned, cpu_backend(), plain);
+  const Layout b = memory_layout(tape, Mode::training, MemoryMode::planned, cpu_backend(), packed);
+  int relus = 0, packs = 0;
+  for (size_t k = 0; k < tape.ops().size(); ++k) {
+    const bool relu = tape.ops()[k].op->name() == "relu";
+    relus += relu;
+    CHECK(b.live.packed[k] == relu);  // every ReLU here is read by a convolution's backward
+    CHECK_FALSE(a.live.packed[k]);
+    if (!b.live.packed[k]) continue;
+    ++packs;
+    const int v = tape.ops()[k].outputs[0];
+    const Buffer& dense = b.live.buffers[static_cast<size_t>(b.live.value_buffer[v])];
+    const Buffer& back = b.live.buffers[static_cast<size_t>(b.live.rebuilt_buffer[v])];
+    CHECK(dense.last < b.live.ops);  // dies in forward
+    CHECK(back.first == b.live.op_rebuild_step[k]);
+    CHECK(b.live.rebuild_scratch[k] == -1);
+  }
+  CHECK(relus == 5);
+  CHECK(packs == relus);
+  MESSAGE("residual net b8: planned arena ", a.plan.arena_bytes, " bytes, with packing ",
+          b.plan.arena_bytes);
+  CHECK(b.plan.arena_bytes < a.plan.arena_bytes * 0.75);
+  // Baseline and inference never pack; a rebuilt ReLU is rebuilt, not packed.
+  const Layout base =
+      memory_layout(tape, Mode::training, MemoryMode::baseline, cpu_backend(), packed);
+  for (bool p : base.live.packed) CHECK_FALSE(p);
+  LayoutOptions both = packed;
+  both.recompute = Recompute::all;
+  const Layout c = memory_layout(tape, Mode::training, MemoryMode::planned, cpu_backend(), both);
+  for (size_t k = 0; k < tape.ops().size(); ++k) CHECK_FALSE(c.live.packed[k]);
+}
+
+TEST_CASE("pack: planned with packing gives the baseline's bits, alone and with rebuilds") {
+  check_planned_equals_baseline(residual_net, {4, 3, 8, 8});
+  // Packing beside the cheap rebuilds, which rebuild some ReLUs and leave others packed.
+  const std::vector<Tensor> base = train_model("resnet20", MemoryMode::baseline, 2);
+  for (Recompute r : {Recompute::none, Recompute::cheap}) {
+    CAPTURE(recompute_name(r));
+    const std::vector<Tensor> packed =
+        train_model("resnet20", MemoryMode::planned, 2, {}, r, 0, true);
+    REQUIRE(base.size() == packed.size());
+    for (size_t i = 0; i < base.size(); ++i) {
+      CAPTURE(i);
+      CHECK(bitwise_equal(base[i], packed[i]));
+    }
+  }
+}
+
+TEST_CASE("pack: ResNet-18 and DenseNet-121 give the same bits packed") {
+  for (const char* name : {"resnet18", "densenet121"}) {
+    CAPTURE(name);
+    const std::vector<Tensor> base = train_model(name, MemoryMode::baseline, 2);
+    const std::vector<Tensor> packed =
+        train_model(name, MemoryMode::planned, 2, {}, Recompute::none, 0, true);
+    REQUIRE(base.size() == packed.size());
+    for (size_t i = 0; i < base.size(); ++i) {
+      CAPTURE(i);
+      CHECK(bitwise_equal(base[i], packed[i]));
+    }
+  }
+}
+
+TEST_CASE("pack: the packed bytes are what the zeros leave, reused by the next step") {
+  ParamStore store(1);
+  Tape tape(store, DType::f32);
+  Value x = tape.input("x", {4, 3, 16, 16}, DType::f32);
+  Value y = conv2d(residual_net(x), {.out = 4, .kernel = 1});
+  Allocator& alloc = cpu_backend().allocator();
+  Executor ex(tape, cpu_backend(),
+              {.memory = MemoryMode::planned,
+               .keep = {y},
+               .optimizer = OptimizerConfig{.lr = 0.1},
+               .pack = true});
+  ex.set_input(x, random_tensor({4, 3, 16, 16}, 1, -1, 1, DType::f32));
+  Tensor seed = Tensor::empty(y.shape(), DType::f32);
+  cpu_backend().fill(seed, 1.0);
+  std::pair<Value, Tensor> s{y, seed};
+  const size_t before = alloc.current_bytes();
+  ex.forward();
+  const size_t packed = alloc.current_bytes() - before;
+  // Five ReLU outputs of 4 x 6 x 16 x 16 floats, about half of them zero after BatchNorm.
+  const double dense = 5.0 * 4 * 6 * 16 * 16 * 4;
+  MESSAGE("packed ", packed, " bytes for ", dense, " dense");
+  CHECK(packed > 0.3 * dense);
+  CHECK(packed < 0.75 * dense);
+  ex.backward(std::span<const std::pair<Value, Tensor>>(&s, 1));
+  size_t momentum = 0;
+  for (Parameter* p : store.all())
+    if (p->momentum.defined()) momentum += p->momentum.bytes();
+  CHECK(alloc.current_bytes() - before == packed + momentum);  // kept for the next step
+  // Later steps pack into the same memory where it is large enough: the same inputs and
+  // weights that SGD moves a little, so little growth.
+  for (int step = 0; step < 2; ++step) {
+    ex.forward();
+    ex.backward(std::span<const std::pair<Value, Tensor>>(&s, 1));
+  }
+  CHECK(alloc.current_bytes() - before - momentum < packed * 1.2);
+  // A backward whose forward did not pack (a second backward) is an error, not a stale read.
+  CHECK_THROWS_WITH(ex.backward(std::span<const std::pair<Value, Tensor>>(&s, 1)),
+                    doctest::Contains("backward before forward"));
+  CHECK_THROWS_WITH(
+      Executor(tape, cpu_backend(), {.memory = MemoryMode::baseline, .keep = {y}, .pack = true}),
+      doctest::Contains("pack keeps ReLU outputs packed"));
+}
