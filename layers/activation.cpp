@@ -17,6 +17,8 @@ Roles ActivationOp::roles(Mode mode, const Backend&) const {
     Roles r = in_place_mask_roles(mode, x_.shape.numel(), /*saves_mask=*/false);
     if (activation_backward_reads_nothing(a_)) r.backward_reads_outputs.clear();
     rebuild_by_forward(r, mode, {0}, static_cast<double>(x_.bytes()), x_, 8);
+    // ReLU6 is zero wherever x <= 0: its outputs are worth packing (ExecutorOptions::pack).
+    r.sparse_outputs = mode == Mode::training && a_ == Activation::relu6;
     return r;
   }
   return input_reading_roles(mode, x_, 8);

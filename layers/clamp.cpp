@@ -16,8 +16,11 @@ std::vector<TensorMeta> ClampOp::infer(std::span<const TensorMeta> in) {
   return {x_};
 }
 
+// Clamped from 0 (ReLU6, MobileNetV2's), the output is zero wherever x <= 0: worth packing.
 Roles ClampOp::roles(Mode mode, const Backend&) const {
-  return input_reading_roles(mode, x_, 1);
+  Roles r = input_reading_roles(mode, x_, 1);
+  r.sparse_outputs = mode == Mode::training && lo_ == 0;
+  return r;
 }
 
 void ClampOp::forward(const OpContext& ctx) {

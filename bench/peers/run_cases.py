@@ -77,6 +77,13 @@ RECOMPUTE_CASES.insert(1, ("tv-densenet121-rebuild-vs-efficient", "tv-densenet12
 RECOMPUTE_CASES += [("densenet121-rebuild", "densenet121", 32, "training", "f32", REBUILD, 3, 1),
                     ("densenet121-rebuild-vs-efficient", "densenet121", 32, "training", "f32",
                      REBUILD, 3, 1)]
+# Packing (--set pack): frugal with --pack (ReLU and ReLU6 outputs kept packed between forward
+# and backward) against PyTorch's plain step, on the torchvision models of issue 17's list
+# whose activations are ReLUs (EfficientNet-B0's SiLUs have no zeros to pack).
+PACK = ["--pack"]
+PACK_CASES = [(f"tv-{n}-pack", f"tv-{n}", 32, "training", "f32", PACK, 3, 1)
+              for n in ("resnet50", "densenet121", "resnet18", "unet", "mobilenet_v2",
+                        "shufflenet_v2_x1_0", "squeezenet1_1")]
 # PyTorch's side of a case where it runs another module than frugal's model name says.
 TORCH_MODEL = {"tv-densenet121-rebuild-vs-efficient": "tv-densenet121-efficient",
                "densenet121-rebuild-vs-efficient": "tv-densenet121-efficient"}
@@ -149,17 +156,18 @@ def main():
                    help="hold PyTorch's kernels to this instruction set (compare with a frugal "
                    "built for it)")
     p.add_argument("--set",
-                   choices=["bundled", "torchvision", "recompute", "timm", "video", "inputs"],
+                   choices=["bundled", "torchvision", "recompute", "timm", "video", "inputs",
+                            "pack"],
                    default="bundled",
                    help="the bundled networks, torchvision's through ONNX, those with "
                    "--recompute cheap, timm's through ONNX, torchvision's video networks, or "
-                   "models of several inputs (a diffusion U-Net)")
+                   "models of several inputs (a diffusion U-Net), or those with --pack")
     o = p.parse_args()
 
     only = set(filter(None, o.only.split(",")))
     cases = {"torchvision": TORCHVISION_CASES, "recompute": RECOMPUTE_CASES,
              "timm": TIMM_CASES, "video": VIDEO_CASES,
-             "inputs": INPUTS_CASES}.get(o.set, CASES)
+             "inputs": INPUTS_CASES, "pack": PACK_CASES}.get(o.set, CASES)
     onnx_dir = os.path.join(os.path.dirname(os.path.abspath(o.out)), "peers-onnx")
     start = time.time()
     with open(o.out, "w") as out:
@@ -187,7 +195,7 @@ def main():
                 frugal = [o.frugal, "bench", "--memory", "planned", "--onnx", onnx, *common[2:]]
             torch = [o.python, os.path.join(HERE, "measure_torch.py"), *common,
                      "--source", o.torch_source]
-            if label in TORCH_FLAGS or flags == REBUILD:  # PyTorch's side: its own flags
+            if label in TORCH_FLAGS or flags in (REBUILD, PACK):  # PyTorch's side: its own
                 torch = [*torch[:-2 - len(flags)], *TORCH_FLAGS.get(label, []), *torch[-2:]]
             if label in TORCH_MODEL:
                 torch[torch.index("--model") + 1] = TORCH_MODEL[label]
