@@ -63,6 +63,7 @@ struct BenchResult {
   int workers = 0;
   double median_s = 0;
   size_t params = 0, optimizer_state = 0, inputs = 0, arena = 0, executor = 0;
+  size_t packed = 0;          // --pack: the packed outputs' memory after the steps
   size_t allocator_peak = 0;  // over the measured steps
   size_t rss_start = 0, rss_peak = 0;
   // Several ranks (mpirun): this rank's samples of each batch, and per measured step the
@@ -223,6 +224,7 @@ BenchResult run_bench(const BenchOptions& o, Communicator* comm) {
   r.optimizer_state = alloc.stats(Role::optimizer_state).current;
   r.arena = ex.arena_bytes();
   r.executor = ex.memory_bytes();
+  r.packed = ex.packed_bytes();
   r.rss_peak = peak_rss_bytes();
   if (o.profile) r.profile = profile_of(tape, ex, o.profile_top);
   return r;
@@ -280,6 +282,8 @@ void print_result(const BenchOptions& o, const BenchResult& r) {
                              {"input_bytes", r.inputs},
                              {"arena_bytes", r.arena},
                              {"executor_bytes", r.executor},
+                             {"pack", o.pack},
+                             {"packed_bytes", r.packed},
                              {"rss_start_bytes", r.rss_start},
                              {"rss_peak_bytes", r.rss_peak},
                              {"ranks", r.ranks},
@@ -323,11 +327,14 @@ void print_result(const BenchOptions& o, const BenchResult& r) {
         r.ranks, static_cast<long long>(r.local_batch), double(o.batch) / r.median_s,
         backward > 0 ? 100.0 * waited / backward : 0.0);
   }
+  char packed_text[64] = "";
+  if (o.pack)
+    std::snprintf(packed_text, sizeof packed_text, " + packed outputs %.2f", to_mib(r.packed));
   std::printf(
       "allocator peak %.2f MiB: params %.2f + optimizer state %.2f + executor %.2f (arena %.2f "
-      "+ inputs %.2f)\n",
+      "+ inputs %.2f%s)\n",
       to_mib(r.allocator_peak), to_mib(r.params), to_mib(r.optimizer_state), to_mib(r.executor),
-      to_mib(r.arena), to_mib(r.inputs));
+      to_mib(r.arena), to_mib(r.inputs), packed_text);
   std::printf("process peak RSS %.2f MiB (%.2f MiB before the model was recorded)\n",
               to_mib(r.rss_peak), to_mib(r.rss_start));
   if (!o.data.empty()) {
@@ -422,6 +429,7 @@ Action add_bench_command(CLI::App& app) {
       step.config = {
           .dropout = o->dropout, .batch_norm = o->batch_norm, .checkpoint_rebuilds = o->recompute};
       step.recompute = o->recompute;
+      step.pack = o->pack;
       step.backend = &backend_named(o->device);
       step.workspace_limit = o->workspace_limit;
       step.checkpoint_levels = o->checkpoint_levels;

@@ -88,6 +88,9 @@ Action add_graph_command(CLI::App& app) {
     Tape tape(store, o->dtype);
     const ModelStep step = record_model_step(tape, find_model(o->model), o->batch, o->mode,
                                              {.dropout = o->dropout, .batch_norm = o->batch_norm});
+    FRUGAL_CHECK(!o->pack || (o->mode == Mode::training && memory == MemoryMode::planned),
+                 "graph --pack: packs ReLU outputs for backward in planned memory; use --mode "
+                 "training --planned");
     const Layout layout =
         memory_layout(tape, o->mode, memory, backend_named(o->device),
                       report_layout_options(o->mode, {.keep = {step.out().id()},

@@ -149,7 +149,8 @@ void print_table(const MemoryOptions& o, const MemoryReport& r, const RecomputeS
 struct StepRun {
   Tensor out;
   size_t held = 0, inputs = 0, second_step_peak = 0;
-  size_t end = 0;  // bytes allocated after the steps, beyond those before the executor
+  // --pack: the packed outputs' memory after the first step and after the second.
+  size_t packed_first = 0, packed = 0;
   bool driver = false;
   size_t driver_before = 0, driver_made = 0, driver_after = 0;
 };
@@ -221,7 +222,7 @@ StepRun run_step(const MemoryOptions& o, const ModelConfig& config, MemoryMode m
     if (o.mode == Mode::training) ex.backward(rec.out);
     be.synchronize();
     run.second_step_peak = alloc.peak_bytes() - settled;
-    run.end = alloc.current_bytes() - before;
+    (step == 0 ? run.packed_first : run.packed) = ex.packed_bytes();
   }
   if (cuda) run.driver_after = cuda_memory_info().used();
   return run;
@@ -242,20 +243,22 @@ void check_planned_run(const char* name, const StepRun& run, size_t arena,
       run.held == arena + run.inputs ? "equal" : "DIFFERENT", run.second_step_peak);
   if (planned.packed_outputs > 0) {
     // Packed outputs: memory of their own, kept from step to step; at most their dense bytes,
-    // a bit per element, a header and a spare element each.
-    const size_t packed = run.end - run.held - planned.bytes.optimizer_state;
+    // a bit per element, a header and spare elements each. A second step allocates only what
+    // its packed outputs grew by.
     const double dense = static_cast<double>(planned.packed_dense);
+    const size_t grown = run.packed - run.packed_first;
     std::printf(
         "run: %s: the packed ReLU outputs hold %.2f MiB, %.1f%% of their %.2f MiB dense (the "
         "step's data), kept for the next step, which grew them by %.2f MiB\n",
-        name, to_mib(packed), 100.0 * static_cast<double>(packed) / dense,
-        to_mib(planned.packed_dense), to_mib(run.second_step_peak));
-    FRUGAL_CHECK(run.held == arena + run.inputs &&
-                     static_cast<double>(packed) <=
+        name, to_mib(run.packed), 100.0 * static_cast<double>(run.packed) / dense,
+        to_mib(planned.packed_dense), to_mib(grown));
+    FRUGAL_CHECK(run.held == arena + run.inputs && run.second_step_peak <= grown &&
+                     static_cast<double>(run.packed) <=
                          dense * (1 + 1.0 / 32) + 65536.0 * planned.packed_outputs,
-                 "memory --run: ", name, " measured ", run.held, " bytes and ", packed,
-                 " packed; planned ", arena + run.inputs, " and packed outputs of ",
-                 planned.packed_dense, " dense bytes");
+                 "memory --run: ", name, " measured ", run.held, " bytes, ", run.second_step_peak,
+                 " more in a second step and ", run.packed, " packed (", grown, " grown); planned ",
+                 arena + run.inputs, " and packed outputs of ", planned.packed_dense,
+                 " dense bytes");
     return;
   }
   if (run.driver)

@@ -75,6 +75,7 @@ void apply_memory_budget(MemoryOptions& o, RecomputeSummary& s) {
                           .workspace_limit = o.workspace_limit,
                           .workspace_growth = o.workspace_growth,
                           .recompute = o.recompute,
+                          .pack = o.pack,
                           .checkpoint_levels = o.checkpoint_levels};
   s.budget_bytes = o.memory_budget;
   s.budget = fit_step_budget(step, o.memory_budget);

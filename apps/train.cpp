@@ -72,6 +72,7 @@ size_t fit_budget(const TrainCommand& c, int64_t classes, TrainOptions& o) {
   step.config.classes = classes;
   step.config.checkpoint_rebuilds = o.recompute;
   step.recompute = o.recompute;
+  step.pack = o.pack;
   step.backend = &backend_named(o.device);
   step.workspace_limit = o.workspace_limit;
   step.workspace_growth = o.workspace_growth;

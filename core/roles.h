@@ -74,8 +74,8 @@ struct Roles {
   bool rebuild_expensive = false;
   std::vector<int> rebuild_reads_inputs;
   double rebuild_flops = 0;  // what one rebuild costs: arithmetic, and bytes read and written
-  double rebuild_bytes =
-      0;  // Training: the op's outputs are mostly zeros (a ReLU's), worth keeping packed (a bit per
+  double rebuild_bytes = 0;
+  // Training: the op's outputs are mostly zeros (a ReLU's), worth keeping packed (a bit per
   // element and the nonzero elements, Backend::pack) outside the arena from their last forward
   // reader to their first backward reader (ExecutorOptions::pack). Packing is lossless, so any
   // op could say so; it pays only where zeros are common.

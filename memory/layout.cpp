@@ -181,6 +181,12 @@ Layout plan_layout(Step& step, MemoryMode memory, const LayoutOptions& options) 
     if (choice == 2) choose_encodings(step, lo.keep, true);
     lo.grads_take_inputs = choice != 0;
   }
+  // Packing first, so that the rebuilds and a budget's fit are chosen over the packed step's
+  // arena (an op a rebuild takes is rebuilt, not packed; the packed bytes are outside it).
+  if (memory == MemoryMode::planned && step.mode == Mode::training && !options.forward_only &&
+      options.pack)
+    for (size_t k = 0; k < step.ops.size(); ++k)
+      if (step.ops[k].roles.sparse_outputs) lo.pack.push_back(static_cast<int>(k));
   if (memory == MemoryMode::planned && step.mode == Mode::training && !options.forward_only &&
       options.recompute != Recompute::none) {
     const std::vector<int> chosen = options.recompute == Recompute::all
@@ -199,10 +205,6 @@ Layout plan_layout(Step& step, MemoryMode memory, const LayoutOptions& options) 
                  fit.rebuild.size(), " op outputs (convolutions included)");
     lo.rebuild.insert(lo.rebuild.end(), fit.rebuild.begin(), fit.rebuild.end());
   }
-  if (memory == MemoryMode::planned && step.mode == Mode::training && !options.forward_only &&
-      options.pack)
-    for (size_t k = 0; k < step.ops.size(); ++k)
-      if (step.ops[k].roles.sparse_outputs) lo.pack.push_back(static_cast<int>(k));
   Layout l;
   l.memory = memory;
   l.live = analyze(step, lo);

@@ -68,6 +68,7 @@ class Analysis {
     L_.rebuilds_at.assign(static_cast<size_t>(L_.steps), {});
     L_.rebuild_scratch.assign(nops, -1);
     L_.packed.assign(nops, false);
+    L_.unpacked_copies.assign(nv, {});
     rebuilt_reads_.assign(nv, 0);
     L_.first_backward_read.assign(nv, -1);
     L_.grad_buffer.assign(nv, -1);
@@ -153,9 +154,11 @@ class Analysis {
       const int rebuild = op_rebuild >= 0 ? op_rebuild : block_rebuild;
       const int from = op_rebuild >= 0 ? op_rebuild : block_rebuild + 1;
       int rebuilt_last = rebuild;
+      std::vector<int> rebuilt_reads;  // the steps that read the rebuilt copy
       auto read_at = [&](int step) {
         if (rebuild >= 0 && step >= from) {
           rebuilt_last = std::max(rebuilt_last, step);
+          rebuilt_reads.push_back(step);
           ++rebuilt_reads_[v];
         } else {
           b.last = std::max(b.last, step);
@@ -184,17 +187,58 @@ class Analysis {
       }
       if (kept(static_cast<int>(v))) b.last = final_step();
       L_.value_buffer[v] = add(b);
-      if (rebuild >= 0) {
+      const bool packed = op_rebuild >= 0 && L_.packed[static_cast<size_t>(node.producer)];
+      if (packed) {
+        add_unpacked_copies(static_cast<int>(v), b.label, std::move(rebuilt_reads));
+      } else if (rebuild >= 0) {
         Buffer r = make(BufferKind::rebuilt, Role::output, node.meta);
         r.value = static_cast<int>(v);
         r.first = rebuild;
         r.last = rebuilt_last;
         r.label = b.label + " (rebuilt)";
         L_.rebuilt_buffer[v] = add(std::move(r));
+      }
+      if (rebuild >= 0) {
         L_.rebuild_step[v] = rebuild;
         L_.rebuilt_from[v] = from;
       }
     }
+  }
+
+  // A packed output is unpacked again for each run of backward steps that read it (steps at
+  // most one apart), each into a copy of its own that lives over that run only: unpacking
+  // reads nothing in the arena, so a copy need not wait for far readers (a block's input read
+  // by its shortcut's convolution first and by its first convolution a block later).
+  void add_unpacked_copies(int v, const std::string& label, std::vector<int> reads) {
+    std::sort(reads.begin(), reads.end());
+    reads.erase(std::unique(reads.begin(), reads.end()), reads.end());
+    const StepValue& node = step_.value(v);
+    std::vector<int>& copies = L_.unpacked_copies[static_cast<size_t>(v)];
+    for (size_t i = 0; i < reads.size(); ++i) {
+      if (i > 0 && reads[i] <= reads[i - 1] + 1) {
+        L_.buffers[static_cast<size_t>(copies.back())].last = reads[i];
+        continue;
+      }
+      Buffer r = make(BufferKind::rebuilt, Role::output, node.meta);
+      r.value = v;
+      r.first = r.last = reads[i];
+      r.label = label;
+      r.label += " (unpacked";
+      if (!copies.empty()) {
+        r.label += ' ';
+        r.label += std::to_string(copies.size() + 1);
+      }
+      r.label += ")";
+      copies.push_back(add(std::move(r)));
+      if (copies.size() > 1) {  // unpacked again there (the first by find_op_rebuilds)
+        std::vector<int>& at = L_.rebuilds_at[static_cast<size_t>(reads[i])];
+        if (!contains(at, node.producer)) {
+          at.push_back(node.producer);
+          std::sort(at.begin(), at.end());
+        }
+      }
+    }
+    L_.rebuilt_buffer[static_cast<size_t>(v)] = copies.empty() ? -1 : copies.front();
   }
 
   // The step at which a backward rebuilds value v (the latest op that declares it), or -1.

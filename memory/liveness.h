@@ -97,6 +97,10 @@ struct Liveness {
   std::vector<std::vector<int>> rebuilds_at;  // step -> ops rebuilt there, in tape order
   std::vector<int> rebuild_scratch;           // op -> its rebuild's scratch buffer or -1
   std::vector<bool> packed;  // op -> its outputs are packed, its rebuild an unpack (`pack`)
+  // value id -> the copies a packed output is unpacked into, in step order: one per run of
+  // backward steps that read it (rebuilt_buffer is the first; rebuilds_at lists the producer
+  // at each copy's first step).
+  std::vector<std::vector<int>> unpacked_copies;
   // value id -> the first backward step that reads it (a consumer's backward or its
   // producer's), -1 if none: where a rebuild of it would be needed at the latest.
   std::vector<int> first_backward_read;
@@ -113,7 +117,17 @@ struct Liveness {
   // The buffer that holds value v when read at `step` (its rebuilt copy after a rebuild).
   int value_at(int v, int step) const {
     const size_t i = static_cast<size_t>(v);
-    return rebuilt_buffer[i] >= 0 && step >= rebuilt_from[i] ? rebuilt_buffer[i] : value_buffer[i];
+    if (rebuilt_buffer[i] < 0 || step < rebuilt_from[i]) return value_buffer[i];
+    int at = rebuilt_buffer[i];  // a packed output's: the copy unpacked last before `step`
+    for (int c : unpacked_copies[i])
+      if (buffers[static_cast<size_t>(c)].first <= step) at = c;
+    return at;
+  }
+  // The copy of packed output v unpacked at `step`, or -1.
+  int unpacked_at(int v, int step) const {
+    for (int c : unpacked_copies[static_cast<size_t>(v)])
+      if (buffers[static_cast<size_t>(c)].first == step) return c;
+    return -1;
   }
   int final_step() const { return steps - 1; }
   // The buffer whose bytes buffer b takes: the root of its alias chain (b when unaliased).

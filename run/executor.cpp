@@ -58,7 +58,8 @@ Executor::Executor(Tape& tape, Backend& backend, ExecutorOptions options, Alloca
                "executor: recompute '", recompute_name(opt_.recompute),
                "' rebuilds activations for backward in planned memory; this step is ",
                mode_name(opt_.mode), " in ", memory_mode_name(opt_.memory), " memory");
-  FRUGAL_CHECK(!opt_.pack || (opt_.memory == MemoryMode::planned && opt_.mode == Mode::training),
+  FRUGAL_CHECK(!opt_.pack || (opt_.memory == MemoryMode::planned && opt_.mode == Mode::training &&
+                              !opt_.forward_only),
                "executor: pack keeps ReLU outputs packed for backward in planned memory; this "
                "step is ",
                mode_name(opt_.mode), " in ", memory_mode_name(opt_.memory), " memory");
@@ -306,6 +307,7 @@ void Executor::reset_op_times() {
 
 void Executor::forward() {
   const int n = layout_.live.ops;
+  forward_done_ = false;  // until this forward completes (a throw leaves no half step)
   if (opt_.borrow_inputs)
     for (size_t v = 0; v < tape_.values().size(); ++v)
       FRUGAL_CHECK(tape_.values()[v].kind != ValueKind::input ||
@@ -394,6 +396,14 @@ void Executor::backward(std::span<const std::pair<Value, Tensor>> seeds) {
   profiled_steps_ += opt_.profile;
 }
 
+size_t Executor::packed_bytes() const {
+  size_t bytes = 0;
+  for (const PackedOutputs& p : packed_)
+    for (const std::shared_ptr<Storage>& m : p.memory)
+      if (m) bytes += m->bytes();
+  return bytes;
+}
+
 // Op k's outputs, just written, into memory of their own (ExecutorOptions::pack): the memory
 // an earlier step packed them into where it is large enough, else new memory (the old
 // released first).
@@ -406,7 +416,7 @@ void Executor::pack_outputs(int k) {
     const Tensor& y = buffers_[static_cast<size_t>(
         layout_.live.value_buffer[static_cast<size_t>(node.outputs[j])])];
     const int64_t nonzero = backend_.pack_counts(y, pack_counts_);
-    const int64_t bytes = packed_bytes(y.numel(), nonzero, y.dtype());
+    const int64_t bytes = frugal::packed_bytes(y.numel(), nonzero, y.dtype());
     std::shared_ptr<Storage>& m = p.memory[j];
     if (!m || m->bytes() < static_cast<size_t>(bytes)) {
       m.reset();
@@ -417,16 +427,16 @@ void Executor::pack_outputs(int k) {
   }
 }
 
-// Op k's packed outputs into their rebuilt copies, read from step s on.
+// Op k's packed outputs into the copies unpacked at step s (Liveness::unpacked_copies: one
+// per run of backward steps that read an output). The packed outputs stay for later copies.
 void Executor::unpack_outputs(int k, int s) {
   const OpNode& node = tape_.ops()[static_cast<size_t>(k)];
   PackedOutputs& p = packed_[static_cast<size_t>(k)];
   FRUGAL_CHECK(p.packed.size() == node.outputs.size(), "executor: op ", k, " (",
                names_[static_cast<size_t>(k)], ") has no packed outputs to unpack");
   for (size_t j = 0; j < node.outputs.size(); ++j)
-    backend_.unpack(p.packed[j],
-                    buffers_[static_cast<size_t>(layout_.live.value_at(node.outputs[j], s))]);
-  p.packed.clear();
+    if (const int b = layout_.live.unpacked_at(node.outputs[j], s); b >= 0)
+      backend_.unpack(p.packed[j], buffers_[static_cast<size_t>(b)]);
 }
 
 void Executor::run_backward_step(int k) {

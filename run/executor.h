@@ -165,7 +165,9 @@ class Executor {
     opt_.optimizer = optimizer;
   }
   // Bytes held by this executor (arena or per-buffer storage), excluding parameters.
-  size_t memory_bytes() const { return held_bytes_; }
+  size_t memory_bytes() const { return held_bytes_ + packed_bytes(); }
+  // ExecutorOptions::pack: the bytes of the memory the packed outputs are held in now.
+  size_t packed_bytes() const;
   size_t arena_bytes() const { return arena_bytes_; }
   // Data-parallel training: the factor this rank's gradients take before the sum over ranks
   // (b_r / B for a global batch B of which this rank holds b_r samples).

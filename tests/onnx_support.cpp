@@ -43,7 +43,7 @@ std::vector<float> onnx_forward(const OnnxModel& m, const std::vector<float>& x)
   return {out.data<float>(), out.data<float>() + out.numel()};
 }
 
-std::vector<Tensor> onnx_train(const OnnxModel& m, MemoryMode memory) {
+std::vector<Tensor> onnx_train(const OnnxModel& m, MemoryMode memory, bool pack) {
   ParamStore store(1);
   Tape tape(store);
   const Shape shape = batched(4, m.input);
@@ -56,7 +56,9 @@ std::vector<Tensor> onnx_train(const OnnxModel& m, MemoryMode memory) {
   Value loss =
       m.label_shape.rank() > 0 ? pixel_cross_entropy(y, labels) : softmax_cross_entropy(y, labels);
   load_onnx_weights(store, m);
-  Executor ex(tape, cpu_backend(), sgd_step_options(memory, loss));
+  ExecutorOptions options = sgd_step_options(memory, loss);
+  options.pack = pack;
+  Executor ex(tape, cpu_backend(), options);
   std::vector<Tensor> out;
   for (int step = 0; step < 2; ++step) {
     ex.set_input(x, random_tensor(shape, 5 + step, -1, 1, DType::f32));

@@ -25,8 +25,9 @@ Tensor host_floats(const Shape& shape, const float* values);
 // The model's forward on x (batch 2, inference) with the file's weights.
 std::vector<float> onnx_forward(const OnnxModel& m, const std::vector<float>& x);
 // Two SGD steps of the model with a softmax cross-entropy head at batch 4: losses, d x, every
-// parameter gradient and every parameter and running statistic after them.
-std::vector<Tensor> onnx_train(const OnnxModel& m, MemoryMode memory);
+// parameter gradient and every parameter and running statistic after them; `pack`: with
+// ExecutorOptions::pack.
+std::vector<Tensor> onnx_train(const OnnxModel& m, MemoryMode memory, bool pack = false);
 // The executor of the ONNX tests' SGD steps (lr 0.1, momentum 0.9): `memory`, test buffers
 // poisoned where planned, `loss` kept, parameter gradients kept for comparison.
 ExecutorOptions sgd_step_options(MemoryMode memory, Value loss);

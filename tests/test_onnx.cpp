@@ -389,12 +389,15 @@ TEST_CASE("onnx: training an imported model is bitwise equal planned and baselin
     CAPTURE(name);
     const OnnxModel m = load_onnx((onnx_data() / (std::string(name) + ".onnx")).string());
     const std::vector<Tensor> base = onnx_train(m, MemoryMode::baseline);
-    const std::vector<Tensor> planned = onnx_train(m, MemoryMode::planned);
-    REQUIRE(base.size() == planned.size());
-    for (size_t i = 0; i < base.size(); ++i) {
-      CAPTURE(i);
-      REQUIRE(base[i].meta() == planned[i].meta());
-      CHECK(std::memcmp(base[i].raw(), planned[i].raw(), base[i].bytes()) == 0);
+    for (bool pack : {false, true}) {  // and with its ReLU outputs packed
+      CAPTURE(pack);
+      const std::vector<Tensor> planned = onnx_train(m, MemoryMode::planned, pack);
+      REQUIRE(base.size() == planned.size());
+      for (size_t i = 0; i < base.size(); ++i) {
+        CAPTURE(i);
+        REQUIRE(base[i].meta() == planned[i].meta());
+        CHECK(std::memcmp(base[i].raw(), planned[i].raw(), base[i].bytes()) == 0);
+      }
     }
   }
 }

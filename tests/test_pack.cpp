@@ -2,7 +2,7 @@
 // their last forward reader and wait for backward packed, a bit per element and the nonzero
 // elements. The kernels give back every bit (signed zeros, NaN, subnormals; block edges; any
 // thread count); the planned step keeps the baseline's bits with a smaller arena; the packed
-// memory is what the zeros leave, allocated in forward and gone after backward.
+// memory is what the zeros leave, kept from step to step.
 #include <doctest/doctest.h>
 
 #include <omp.h>
@@ -143,6 +143,14 @@ TEST_CASE("pack: wrong counts, sizes and corrupt headers are errors") {
   CHECK_THROWS_WITH(cpu_backend().pack(x, bad, p), doctest::Contains("block 0 counts"));
   CHECK_THROWS_WITH(cpu_backend().pack(x, std::vector<int64_t>{1}, p),
                     doctest::Contains("1 block counts"));
+  // Counts of another tensor: nothing written past the runs they give, and an error.
+  const Tensor other_x = sparse_tensor<float>(2 * kPackBlock, 0.2, 4);
+  CHECK_THROWS_WITH(cpu_backend().pack(other_x, counts, p),
+                    doctest::Contains("nonzero elements, its count says"));
+  const Tensor other_d = sparse_tensor<double>(2 * kPackBlock, 0.2, 4);
+  Tensor pd = Tensor::empty({packed_bytes(other_d.numel(), nonzero, DType::f64)}, DType::u8);
+  CHECK_THROWS_WITH(cpu_backend().pack(other_d, counts, pd),
+                    doctest::Contains("nonzero elements, its count says"));
   cpu_backend().pack(x, counts, p);
   Tensor other = Tensor::empty({3 * kPackBlock}, DType::f32);
   CHECK_THROWS_WITH(cpu_backend().unpack(p, other), doctest::Contains("does not hold"));

@@ -99,7 +99,8 @@ size_t planned_step_peak(const TrainingStep& step) {
                         .alignment = be.allocator().alignment(),
                         .workspace_limit = step.workspace_limit,
                         .workspace_growth = step.workspace_growth,
-                        .recompute = step.recompute})
+                        .recompute = step.recompute,
+                        .pack = step.pack})
       .plan.arena_bytes;
 }
 

@@ -32,6 +32,8 @@ struct TrainingStep {
   // the step is planned with them; the blocks' memory model stays without them and the fit's
   // correction against the real plan closes the gap.
   Recompute recompute = Recompute::none;
+  // ReLU outputs packed outside the arena (ExecutorOptions::pack): the step is planned so.
+  bool pack = false;
   // 2: a checkpoint run may checkpoint its own blocks inside it (BlockRun::inner); 1: not.
   int checkpoint_levels = 2;
 };

@@ -12,6 +12,7 @@
 #endif
 
 #include <cstring>
+#include <vector>
 
 #include "core/cpu/cpu_backend.h"
 #include "core/error.h"
@@ -55,9 +56,10 @@ int64_t block_count(const U* x, int64_t n) {
   return c;
 }
 
-// Block b: n elements of x; its bits into mask, its `count` nonzero elements into out.
+// Block b: n elements of x; its bits into mask, its nonzero elements into out, never more than
+// `count` of them. Returns how many there are (count, unless the counts were another tensor's).
 template <typename U>
-void pack_block(const U* x, int64_t n, int64_t count, uint8_t* mask, U* out) {
+int64_t pack_block(const U* x, int64_t n, int64_t count, uint8_t* mask, U* out) {
   int64_t j = 0, i = 0;
   for (; i + 8 <= n; i += 8) {
     U kept[8];
@@ -71,7 +73,10 @@ void pack_block(const U* x, int64_t n, int64_t count, uint8_t* mask, U* out) {
       bits |= static_cast<unsigned>(nz) << k;
     }
     // Eight at once while the block's run has room for them; its last ones exactly.
-    std::memcpy(out + j, kept, (j + 8 <= count ? 8 : c) * sizeof(U));
+    if (j + 8 <= count)
+      std::memcpy(out + j, kept, 8 * sizeof(U));
+    else if (j < count)
+      std::memcpy(out + j, kept, static_cast<size_t>(std::min<int64_t>(c, count - j)) * sizeof(U));
     j += c;
     mask[i / 8] = static_cast<uint8_t>(bits);
   }
@@ -79,10 +84,13 @@ void pack_block(const U* x, int64_t n, int64_t count, uint8_t* mask, U* out) {
     unsigned bits = 0;
     for (int k = 0; i + k < n; ++k) {
       const U v = x[i + k];
-      if (v != 0) out[j++] = v, bits |= 1u << k;
+      if (v == 0) continue;
+      if (j < count) out[j] = v;
+      ++j, bits |= 1u << k;
     }
     mask[i / 8] = static_cast<uint8_t>(bits);
   }
+  return j;
 }
 
 // Reads one element past the block's run at most (eight on the AVX2 path): the next block's,
@@ -122,8 +130,8 @@ struct LaneTables {
 const LaneTables kLanes;
 
 template <>
-void pack_block<uint32_t>(const uint32_t* x, int64_t n, int64_t count, uint8_t* mask,
-                          uint32_t* out) {
+int64_t pack_block<uint32_t>(const uint32_t* x, int64_t n, int64_t count, uint8_t* mask,
+                             uint32_t* out) {
   int64_t j = 0, i = 0;
   const __m256i zero = _mm256_setzero_si256();
   for (; i + 8 <= n && j + 8 <= count; i += 8) {
@@ -141,9 +149,13 @@ void pack_block<uint32_t>(const uint32_t* x, int64_t n, int64_t count, uint8_t* 
   unsigned bits = 0;
   for (; i < n; ++i) {
     const uint32_t v = x[i];
-    if (v != 0) out[j++] = v, bits |= 1u << (i % 8);
+    if (v != 0) {
+      if (j < count) out[j] = v;
+      ++j, bits |= 1u << (i % 8);
+    }
     if (i % 8 == 7 || i + 1 == n) mask[i / 8] = static_cast<uint8_t>(bits), bits = 0;
   }
+  return j;
 }
 
 template <>
@@ -190,10 +202,17 @@ void pack_t(const U* x, int64_t n, std::span<const int64_t> counts, int64_t tota
   U* values = reinterpret_cast<U*>(v.values);
   for (int k = 0; k < kPackSpare; ++k) values[total + k] = U(0);  // the spares
   std::memset(v.mask + mask_bytes(n), 0, static_cast<size_t>(v.values - v.mask - mask_bytes(n)));
+  std::vector<int64_t> found(static_cast<size_t>(blocks));
 #pragma omp parallel for schedule(static)
   for (int64_t b = 0; b < blocks; ++b)
-    pack_block(x + b * kPackBlock, std::min(kPackBlock, n - b * kPackBlock),
-               counts[static_cast<size_t>(b)], v.mask + b * (kPackBlock / 8), values + v.starts[b]);
+    found[static_cast<size_t>(b)] = pack_block(
+        x + b * kPackBlock, std::min(kPackBlock, n - b * kPackBlock),
+        counts[static_cast<size_t>(b)], v.mask + b * (kPackBlock / 8), values + v.starts[b]);
+  for (int64_t b = 0; b < blocks; ++b)
+    FRUGAL_CHECK(found[static_cast<size_t>(b)] == counts[static_cast<size_t>(b)], "pack: block ", b,
+                 " holds ", found[static_cast<size_t>(b)], " nonzero elements, its count says ",
+                 counts[static_cast<size_t>(b)],
+                 " (counts of another tensor?); the packed tensor is not valid");
 }
 
 template <typename U>
