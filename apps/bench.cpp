@@ -131,8 +131,7 @@ BenchResult run_bench(const BenchOptions& o, Communicator* comm) {
                                             .segments = o.segments,
                                             .checkpoint_runs = o.runs,
                                             .checkpoint_rebuilds = o.recompute});
-  if (o.model.starts_with(kOnnxModelPrefix))  // the exported weights, as PyTorch runs them
-    load_onnx_weights(params, onnx_model(o.model.substr(kOnnxModelPrefix.size())));
+  load_exported_weights(params, o.model);  // an ONNX model's, as PyTorch runs them
   const Value images = step.images, labels = step.labels, out = step.out();
   const bool training = o.mode == Mode::training;
   std::optional<OptimizerConfig> optimizer;

@@ -118,8 +118,7 @@ void train_ranks(const TrainCommand& c, Communicator* comm) {
     o.comm = nccl.get();
   }
   Trainer t(o, data.train, data.test);
-  if (o.model.starts_with(kOnnxModelPrefix))  // start from the exported weights
-    load_onnx_weights(t.params(), onnx_model(o.model.substr(kOnnxModelPrefix.size())));
+  load_exported_weights(t.params(), o.model);  // an ONNX model starts from the file's weights
   FRUGAL_CHECK(budget_arena == 0 || t.executor().arena_bytes() == budget_arena,
                "train --memory-budget: the executor's arena is ", t.executor().arena_bytes(),
                " bytes where the schedule planned ", budget_arena);

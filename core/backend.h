@@ -5,6 +5,7 @@
 // contract per kernel, in one interface, so this file runs past 400 lines as kernels are added.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -443,6 +444,9 @@ constexpr int64_t kPackBlock = 16384;
 constexpr int64_t kPackSpare = 8;  // spare elements after the values
 inline int64_t packed_blocks(int64_t n) {
   return (n + kPackBlock - 1) / kPackBlock;
+}
+inline int64_t packed_block_size(int64_t n, int64_t block) {  // elements in block `block`
+  return std::min(kPackBlock, n - block * kPackBlock);
 }
 inline int64_t packed_bytes(int64_t n, int64_t nonzero, DType t) {
   return 8 * packed_blocks(n) + (mask_bytes(n) + 7) / 8 * 8 +

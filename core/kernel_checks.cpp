@@ -48,6 +48,44 @@ void check_defined(const char* op, const char* what, const Tensor& t) {
   FRUGAL_CHECK(t.defined(), op, ": missing ", what);
 }
 
+void check_packable(const char* op, const Tensor& x, const Device& device) {
+  FRUGAL_CHECK(is_float(x), op, ": expects f32 or f64, got ", dtype_name(x.dtype()));
+  check_device(op, {&x}, device);
+}
+
+int64_t check_pack(const Tensor& x, std::span<const int64_t> counts, const Tensor& packed,
+                   const Device& device) {
+  check_packable("pack", x, device);
+  const int64_t n = x.numel();
+  FRUGAL_CHECK(static_cast<int64_t>(counts.size()) == packed_blocks(n), "pack: ", counts.size(),
+               " block counts for ", n, " elements, expected ", packed_blocks(n));
+  int64_t total = 0;
+  for (size_t b = 0; b < counts.size(); ++b) {
+    const int64_t in_block = packed_block_size(n, static_cast<int64_t>(b));
+    FRUGAL_CHECK(counts[b] >= 0 && counts[b] <= in_block, "pack: block ", b, " counts ", counts[b],
+                 " nonzero elements of ", in_block);
+    total += counts[b];
+  }
+  const int64_t bytes = packed_bytes(n, total, x.dtype());
+  FRUGAL_CHECK(packed.dtype() == DType::u8 && packed.numel() == bytes, "pack: packed ",
+               packed.shape(), " ", dtype_name(packed.dtype()), " for ", n, " ",
+               dtype_name(x.dtype()), " elements of which ", total, " nonzero, expected [", bytes,
+               "] u8");
+  check_device("pack", {&packed}, device);
+  return total;
+}
+
+int64_t check_unpack(const Tensor& packed, const Tensor& x, const Device& device) {
+  check_packable("unpack", x, device);
+  check_device("unpack", {&packed}, device);
+  const int64_t n = x.numel(), per = static_cast<int64_t>(dtype_size(x.dtype()));
+  const int64_t rest = packed.numel() - packed_bytes(n, 0, x.dtype());
+  FRUGAL_CHECK(packed.dtype() == DType::u8 && rest >= 0 && rest % per == 0 && rest / per <= n,
+               "unpack: packed ", packed.shape(), " ", dtype_name(packed.dtype()),
+               " does not hold ", n, " ", dtype_name(x.dtype()), " elements");
+  return rest / per;
+}
+
 void check_dropout_p(double p) {
   FRUGAL_CHECK(p >= 0 && p < 1, "dropout: p must be in [0, 1), got ", p);
 }

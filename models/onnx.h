@@ -82,5 +82,11 @@ void load_onnx_weights(ParamStore& store, const OnnxModel& model);
 const ModelSpec& onnx_model_spec(const std::string& path);
 // The file's model, loaded once without its weights (the one behind onnx_model_spec).
 const OnnxModel& onnx_model(const std::string& path);
+// For a model named "onnx:FILE" (find_model's), the file's exported weights into the store's
+// parameters (load_onnx_weights); nothing for a bundled network, whose store initializes them.
+inline void load_exported_weights(ParamStore& store, const std::string& model) {
+  if (model.starts_with(kOnnxModelPrefix))
+    load_onnx_weights(store, onnx_model(model.substr(kOnnxModelPrefix.size())));
+}
 
 }  // namespace frugal

@@ -62,7 +62,8 @@ Executor::Executor(Tape& tape, Backend& backend, ExecutorOptions options, Alloca
                               !opt_.forward_only),
                "executor: pack keeps ReLU outputs packed for backward in planned memory; this "
                "step is ",
-               mode_name(opt_.mode), " in ", memory_mode_name(opt_.memory), " memory");
+               mode_name(opt_.mode), opt_.forward_only ? " (forward only)" : "", " in ",
+               memory_mode_name(opt_.memory), " memory");
   FRUGAL_CHECK(!opt_.pack || backend_.offers_packing(), "executor: pack: no packing kernels on ",
                backend_.device().str(), "; train without packing there");
   FRUGAL_CHECK(opt_.zero == 0 || opt_.comm, "executor: ZeRO stage ", opt_.zero,

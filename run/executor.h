@@ -62,8 +62,9 @@ struct ExecutorOptions {
   // its own (a bit per element and its nonzero elements, Backend::pack, Role::saved, as many
   // bytes as its zeros leave) and unpacked into the arena before its first backward reader.
   // Nothing is recomputed and the step keeps its bits. The packed bytes depend on the data;
-  // their memory stays from step to step (reused where large enough, grown where not): the
-  // step's peak, at the end of forward where every packed output is live, is the same.
+  // their memory stays from step to step (reused where large enough, grown where not), which
+  // the step's peak, at the end of forward where every packed output is live, counts anyway,
+  // up to how much an op's largest packed size so far exceeds this step's.
   bool pack = false;
   // Data-parallel training: each parameter gradient is summed over this communicator's ranks
   // (every rank's scaled by grad_scale first: set_grad_scale, 1/size by default) before its
@@ -164,7 +165,8 @@ class Executor {
                  "executor: set_optimizer on an executor without an optimizer");
     opt_.optimizer = optimizer;
   }
-  // Bytes held by this executor (arena or per-buffer storage), excluding parameters.
+  // Bytes held by this executor (arena or per-buffer storage, and packed outputs' memory),
+  // excluding parameters.
   size_t memory_bytes() const { return held_bytes_ + packed_bytes(); }
   // ExecutorOptions::pack: the bytes of the memory the packed outputs are held in now.
   size_t packed_bytes() const;

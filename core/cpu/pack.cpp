@@ -34,21 +34,6 @@ PackedView packed_view(uint8_t* p, int64_t n) {
           p + 8 * blocks + (mask_bytes(n) + 7) / 8 * 8};
 }
 
-void check_packable(const char* op, const Tensor& x, const Device& device) {
-  FRUGAL_CHECK(x.dtype() == DType::f32 || x.dtype() == DType::f64, op, ": expects f32 or f64, got ",
-               dtype_name(x.dtype()));
-  check_device(op, {&x}, device);
-}
-
-void check_packed(const char* op, const Tensor& packed, int64_t n, int64_t nonzero, DType t,
-                  const Device& device) {
-  FRUGAL_CHECK(packed.dtype() == DType::u8 && packed.numel() == packed_bytes(n, nonzero, t), op,
-               ": packed ", packed.shape(), " ", dtype_name(packed.dtype()), " for ", n, " ",
-               dtype_name(t), " elements of which ", nonzero, " nonzero, expected [",
-               packed_bytes(n, nonzero, t), "] u8");
-  check_device(op, {&packed}, device);
-}
-
 template <typename U>
 int64_t block_count(const U* x, int64_t n) {
   int64_t c = 0;
@@ -183,8 +168,7 @@ int64_t pack_counts_t(const U* x, int64_t n, std::vector<int64_t>& counts) {
   counts.assign(static_cast<size_t>(blocks), 0);
 #pragma omp parallel for schedule(static)
   for (int64_t b = 0; b < blocks; ++b)
-    counts[static_cast<size_t>(b)] =
-        block_count(x + b * kPackBlock, std::min(kPackBlock, n - b * kPackBlock));
+    counts[static_cast<size_t>(b)] = block_count(x + b * kPackBlock, packed_block_size(n, b));
   int64_t total = 0;
   for (int64_t c : counts) total += c;
   return total;
@@ -205,9 +189,9 @@ void pack_t(const U* x, int64_t n, std::span<const int64_t> counts, int64_t tota
   std::vector<int64_t> found(static_cast<size_t>(blocks));
 #pragma omp parallel for schedule(static)
   for (int64_t b = 0; b < blocks; ++b)
-    found[static_cast<size_t>(b)] = pack_block(
-        x + b * kPackBlock, std::min(kPackBlock, n - b * kPackBlock),
-        counts[static_cast<size_t>(b)], v.mask + b * (kPackBlock / 8), values + v.starts[b]);
+    found[static_cast<size_t>(b)] =
+        pack_block(x + b * kPackBlock, packed_block_size(n, b), counts[static_cast<size_t>(b)],
+                   v.mask + b * (kPackBlock / 8), values + v.starts[b]);
   for (int64_t b = 0; b < blocks; ++b)
     FRUGAL_CHECK(found[static_cast<size_t>(b)] == counts[static_cast<size_t>(b)], "pack: block ", b,
                  " holds ", found[static_cast<size_t>(b)], " nonzero elements, its count says ",
@@ -224,25 +208,15 @@ void unpack_t(const uint8_t* p, int64_t n, int64_t total, U* x) {
   for (int64_t b = 0; b < blocks; ++b) {
     const int64_t next = b + 1 < blocks ? v.starts[b + 1] : total;
     const int64_t held = next - v.starts[b];
-    FRUGAL_CHECK(held >= 0 && held <= std::min(kPackBlock, n - b * kPackBlock),
+    FRUGAL_CHECK(held >= 0 && held <= packed_block_size(n, b),
                  "unpack: packed tensor does not hold ", n, " elements: block ", b, " holds ", held,
                  " (not a packed tensor, or overwritten)");
   }
   const U* values = reinterpret_cast<const U*>(v.values);
 #pragma omp parallel for schedule(static)
   for (int64_t b = 0; b < blocks; ++b)
-    unpack_block(v.mask + b * (kPackBlock / 8), values + v.starts[b],
-                 std::min(kPackBlock, n - b * kPackBlock), x + b * kPackBlock);
-}
-
-// The nonzero count a packed tensor of n elements of type t holds, from its byte count.
-int64_t packed_nonzero(const Tensor& packed, int64_t n, DType t) {
-  const int64_t per = static_cast<int64_t>(dtype_size(t));
-  const int64_t rest = packed.numel() - packed_bytes(n, 0, t);
-  FRUGAL_CHECK(packed.dtype() == DType::u8 && rest >= 0 && rest % per == 0 && rest / per <= n,
-               "unpack: packed ", packed.shape(), " ", dtype_name(packed.dtype()),
-               " does not hold ", n, " ", dtype_name(t), " elements");
-  return rest / per;
+    unpack_block(v.mask + b * (kPackBlock / 8), values + v.starts[b], packed_block_size(n, b),
+                 x + b * kPackBlock);
 }
 
 }  // namespace
@@ -255,28 +229,15 @@ int64_t CpuBackend::pack_counts(const Tensor& x, std::vector<int64_t>& counts) {
 }
 
 void CpuBackend::pack(const Tensor& x, std::span<const int64_t> counts, Tensor& packed) {
-  check_packable("pack", x, device());
-  const int64_t n = x.numel();
-  FRUGAL_CHECK(static_cast<int64_t>(counts.size()) == packed_blocks(n), "pack: ", counts.size(),
-               " block counts for ", n, " elements, expected ", packed_blocks(n));
-  int64_t total = 0;
-  for (size_t b = 0; b < counts.size(); ++b) {
-    const int64_t in_block = std::min(kPackBlock, n - static_cast<int64_t>(b) * kPackBlock);
-    FRUGAL_CHECK(counts[b] >= 0 && counts[b] <= in_block, "pack: block ", b, " counts ", counts[b],
-                 " nonzero elements of ", in_block);
-    total += counts[b];
-  }
-  check_packed("pack", packed, n, total, x.dtype(), device());
+  const int64_t total = check_pack(x, counts, packed, device());
   if (x.dtype() == DType::f32)
-    pack_t(static_cast<uint32_t*>(x.raw()), n, counts, total, packed.data<uint8_t>());
+    pack_t(static_cast<uint32_t*>(x.raw()), x.numel(), counts, total, packed.data<uint8_t>());
   else
-    pack_t(static_cast<uint64_t*>(x.raw()), n, counts, total, packed.data<uint8_t>());
+    pack_t(static_cast<uint64_t*>(x.raw()), x.numel(), counts, total, packed.data<uint8_t>());
 }
 
 void CpuBackend::unpack(const Tensor& packed, Tensor& x) {
-  check_packable("unpack", x, device());
-  check_device("unpack", {&packed}, device());
-  const int64_t total = packed_nonzero(packed, x.numel(), x.dtype());
+  const int64_t total = check_unpack(packed, x, device());
   if (x.dtype() == DType::f32)
     unpack_t(packed.data<uint8_t>(), x.numel(), total, static_cast<uint32_t*>(x.raw()));
   else
