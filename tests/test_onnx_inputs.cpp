@@ -66,6 +66,22 @@ std::vector<Tensor> train_steps(const OnnxModel& m, MemoryMode memory) {
   return out;
 }
 
+// int_input_net's output y (2, 3) at x (2, 3, 6, 6) and t (2), its weights the file's.
+std::vector<float> xt_forward(const OnnxModel& m, const float* xs, const float* ts) {
+  ParamStore store(1);
+  Tape tape(store);
+  Value x = tape.input("x", {2, 3, 6, 6}, DType::f32);
+  Value t = tape.input("t", {2}, DType::f32);
+  const std::vector<Value> extra{t};
+  Value y = record_onnx(m, x, extra);
+  load_onnx_weights(store, m);
+  Executor ex(tape, cpu_backend(), {.mode = Mode::inference, .keep = {y}});
+  ex.set_input(x, host_floats({2, 3, 6, 6}, xs));
+  ex.set_input(t, host_floats({2}, ts));
+  ex.forward();
+  return {ex.value(y).data<float>(), ex.value(y).data<float>() + 6};
+}
+
 // inputs_net with its second input `t` made int64, or fixed to a batch of 5 where x's is 2.
 onnx::ModelProto edited(const std::function<void(onnx::ValueInfoProto&)>& edit) {
   onnx::ModelProto m;
@@ -216,21 +232,11 @@ TEST_CASE("onnx: an int64 timestep input, read through a Cast, gives PyTorch's o
   // int_input_net.io: x (2, 3, 6, 6), t (2) as floats (17 and 503), then PyTorch's y (2, 3).
   const std::vector<float> io = read_floats(onnx_data() / "int_input_net.io");
   REQUIRE(io.size() == 216 + 2 + 6);
-  ParamStore store(1);
-  Tape tape(store);
-  Value x = tape.input("x", {2, 3, 6, 6}, DType::f32);
-  Value t = tape.input("t", {2}, DType::f32);
-  const std::vector<Value> extra{t};
-  Value y = record_onnx(m, x, extra);
-  load_onnx_weights(store, m);
-  Executor ex(tape, cpu_backend(), {.mode = Mode::inference, .keep = {y}});
-  ex.set_input(x, host_floats({2, 3, 6, 6}, io.data()));
-  ex.set_input(t, host_floats({2}, io.data() + 216));
-  ex.forward();
+  const std::vector<float> y = xt_forward(m, io.data(), io.data() + 216);
   double worst = 0, scale = 0;
   for (int64_t i = 0; i < 6; ++i) {
     const double want = io[static_cast<size_t>(218 + i)];
-    worst = std::max(worst, std::abs(static_cast<double>(ex.value(y).data<float>()[i]) - want));
+    worst = std::max(worst, std::abs(static_cast<double>(y[static_cast<size_t>(i)]) - want));
     scale = std::max(scale, std::abs(want));
   }
   CHECK(scale > 0.01);
@@ -286,20 +292,8 @@ onnx::ModelProto int_input_with(const std::function<void(onnx::GraphProto*)>& pr
 
 // The model's output at x = ramp, t = (t0, t1), its weights the file's.
 std::vector<float> int_input_forward(const onnx::ModelProto& proto, float t0, float t1) {
-  const OnnxModel m = load_model(proto);
-  ParamStore store(1);
-  Tape tape(store);
-  Value x = tape.input("x", {2, 3, 6, 6}, DType::f32);
-  Value t = tape.input("t", {2}, DType::f32);
-  const std::vector<Value> extra{t};
-  Value y = record_onnx(m, x, extra);
-  load_onnx_weights(store, m);
-  Executor ex(tape, cpu_backend(), {.mode = Mode::inference, .keep = {y}});
   const std::vector<float> xs = ramp(216), ts{t0, t1};
-  ex.set_input(x, host_floats({2, 3, 6, 6}, xs.data()));
-  ex.set_input(t, host_floats({2}, ts.data()));
-  ex.forward();
-  return {ex.value(y).data<float>(), ex.value(y).data<float>() + 6};
+  return xt_forward(load_model(proto), xs.data(), ts.data());
 }
 
 }  // namespace
