@@ -12,6 +12,7 @@
 #   GPU_PEERS_ROUNDS=3 GPU_PEERS_ONLY=resnet110-b64 scripts/gpu-check.sh
 #   GPU_SANITIZE=1 scripts/gpu-check.sh  # the kernel twins under compute-sanitizer too
 #   GPU_ONNX_PEERS=0 scripts/gpu-check.sh --onnx-only   # the ONNX fixtures only
+#   GPU_ONNX_FILES="tests/data/onnx/a.onnx ..." ...     # these fixtures instead of all of them
 # The machine needs nvcc, CMake, a C++20 compiler, cuDNN and NCCL (beside the toolkit, or the
 # nvidia-cudnn and nvidia-nccl Python wheels that PyTorch brings); the header-only libraries
 # and the image libraries come from .gpu-deps/ (scripts/gpu-bundle.sh, run on a Debian machine)
@@ -118,15 +119,65 @@ grep -E "test cases|assertions|MESSAGE|executor .* bytes|ERROR|Status| s: " "$lo
   | tee -a "$logs/gpu-check.txt"
 say "CUDA tests: exit $rc"
 [ "$rc" -ne 0 ] && failed=1
-if [ -n "${GPU_SANITIZE:-}" ] && have compute-sanitizer; then  # the kernel twins under memcheck
+fi
+# The kernel twins under memcheck run beside the ONNX fixtures (which only print the driver's
+# figures) and are waited for before the command line, whose driver figures are reported.
+sanitizer=""
+if [ "$checks" = 1 ] && [ -n "${GPU_SANITIZE:-}" ] && have compute-sanitizer; then
   compute-sanitizer --tool memcheck --error-exitcode 9 "$build/tests/cuda/frugal_cuda_tests" \
-    -tc='cuda*' -tce='cuda device*' >"$logs/sanitizer.log" 2>&1
-  rc=$?
+    -tc='cuda*' -tce='cuda device*' >"$logs/sanitizer.log" 2>&1 &
+  sanitizer=$!
+fi
+wait_sanitizer() {
+  [ -n "$sanitizer" ] || return 0
+  wait "$sanitizer"
+  local rc=$?
+  sanitizer=""
   say "compute-sanitizer memcheck over the kernel twins: exit $rc, $(grep -c 'Invalid' "$logs/sanitizer.log") invalid accesses"
   [ "$rc" -ne 0 ] && failed=1
+  return 0
+}
+if [ "$onnx_checks" = 1 ] && [ "$onnx" = 1 ]; then
+  say "== users' models: the ONNX fixtures on the device"
+  # Each fixture's training step planned and measured on the GPU: measured == planned, a
+  # second step allocating nothing, planned and baseline losses bitwise equal.
+  read -r -a onnx_files <<<"${GPU_ONNX_FILES:-$(echo tests/data/onnx/*.onnx)}"
+  total=0 passed=0
+  for f in "${onnx_files[@]}"; do
+    total=$((total + 1))
+    if timeout 120 "$frugal" memory --device cuda --onnx "$f" --batch 2 --mode training --run \
+      >"$build.onnx.log" 2>&1 && grep -q "losses are bitwise equal" "$build.onnx.log" &&
+      grep -q "(report: equal); a second step allocates 0 bytes more" "$build.onnx.log"; then
+      passed=$((passed + 1))
+    else
+      say "$(basename "$f"): $(grep -v '^$' "$build.onnx.log" | tail -2 | tr '\n' ' ')"
+      failed=1
+    fi
+  done
+  say "ONNX fixtures on the device: $passed of $total planned == measured, planned == baseline"
+  # Three training steps of each on synthetic data, the losses printed (compare them with a
+  # CPU run of the same command: the data and the weights are the same on both).
+  : >"$logs/onnx-train-cuda.txt"
+  for f in "${onnx_files[@]}"; do
+    printf '%s' "$(basename "$f")" >>"$logs/onnx-train-cuda.txt"
+    timeout 120 "$frugal" train --device cuda --onnx "$f" --data synthetic --steps 3 --batch 2 \
+      --print-every 1 2>&1 | grep -o ' loss [^ ]*' | head -3 | tr -d '\n' >>"$logs/onnx-train-cuda.txt"
+    echo >>"$logs/onnx-train-cuda.txt"
+  done
+  say "== users' models: torchvision through ONNX beside PyTorch"
+  if [ "${GPU_ONNX_PEERS:-1}" = 0 ]; then
+    say "gpu-check: GPU_ONNX_PEERS=0: the ONNX peers were not run"
+  elif [ -d .gpu-deps/onnx ] && "$python" -c 'import torch, torchvision; assert torch.cuda.is_available()' 2>/dev/null; then
+    "$python" bench/peers/gpu_peers.py --frugal "$frugal" --set onnx --onnx-dir .gpu-deps/onnx \
+      --rounds "${GPU_PEERS_ROUNDS:-1}" --markdown "$logs/gpu-peers-onnx.md" \
+      --raw "$logs/gpu-peers-onnx.json" 2>"$logs/gpu-peers-onnx.log" | tee -a "$logs/gpu-check.txt" \
+      || { say "ONNX peers FAILED"; failed=1; }
+  else
+    say "gpu-check: no exports in .gpu-deps/onnx or no PyTorch with CUDA; the ONNX peers were not run"
+  fi
 fi
 
-fi
+wait_sanitizer
 if [ "$checks" = 1 ] && [ "$cli" = 1 ]; then
 say "== the command line on the device"
 cli() {  # runs the command, keeps its output; a failure is counted
@@ -154,45 +205,6 @@ done
 cli bench --device cuda --model resnet110 --batch 64 --steps 6
 cli bench --device cuda --model resnet110 --batch 64 --steps 6 --memory baseline
 
-fi
-
-if [ "$onnx_checks" = 1 ] && [ "$onnx" = 1 ]; then
-  say "== users' models: the ONNX fixtures on the device"
-  # Each fixture's training step planned and measured on the GPU: measured == planned, a
-  # second step allocating nothing, planned and baseline losses bitwise equal.
-  total=0 passed=0
-  for f in tests/data/onnx/*.onnx; do
-    total=$((total + 1))
-    if timeout 120 "$frugal" memory --device cuda --onnx "$f" --batch 2 --mode training --run \
-      >"$build.onnx.log" 2>&1 && grep -q "losses are bitwise equal" "$build.onnx.log" &&
-      grep -q "(report: equal); a second step allocates 0 bytes more" "$build.onnx.log"; then
-      passed=$((passed + 1))
-    else
-      say "$(basename "$f"): $(grep -v '^$' "$build.onnx.log" | tail -2 | tr '\n' ' ')"
-      failed=1
-    fi
-  done
-  say "ONNX fixtures on the device: $passed of $total planned == measured, planned == baseline"
-  # Three training steps of each on synthetic data, the losses printed (compare them with a
-  # CPU run of the same command: the data and the weights are the same on both).
-  : >"$logs/onnx-train-cuda.txt"
-  for f in tests/data/onnx/*.onnx; do
-    printf '%s' "$(basename "$f")" >>"$logs/onnx-train-cuda.txt"
-    timeout 120 "$frugal" train --device cuda --onnx "$f" --data synthetic --steps 3 --batch 2 \
-      --print-every 1 2>&1 | grep -o ' loss [^ ]*' | head -3 | tr -d '\n' >>"$logs/onnx-train-cuda.txt"
-    echo >>"$logs/onnx-train-cuda.txt"
-  done
-  say "== users' models: torchvision through ONNX beside PyTorch"
-  if [ "${GPU_ONNX_PEERS:-1}" = 0 ]; then
-    say "gpu-check: GPU_ONNX_PEERS=0: the ONNX peers were not run"
-  elif [ -d .gpu-deps/onnx ] && "$python" -c 'import torch, torchvision; assert torch.cuda.is_available()' 2>/dev/null; then
-    "$python" bench/peers/gpu_peers.py --frugal "$frugal" --set onnx --onnx-dir .gpu-deps/onnx \
-      --rounds "${GPU_PEERS_ROUNDS:-1}" --markdown "$logs/gpu-peers-onnx.md" \
-      --raw "$logs/gpu-peers-onnx.json" 2>"$logs/gpu-peers-onnx.log" | tee -a "$logs/gpu-check.txt" \
-      || { say "ONNX peers FAILED"; failed=1; }
-  else
-    say "gpu-check: no exports in .gpu-deps/onnx or no PyTorch with CUDA; the ONNX peers were not run"
-  fi
 fi
 
 if [ "$peers" = 1 ]; then
