@@ -192,6 +192,41 @@ FRUGAL_BROADCAST_HD inline int64_t operand_numel(const Broadcast& g, const int64
   return n;
 }
 
+// The output elements that read one operand's element e: `count` of them, the j-th (row-major)
+// at the free coordinates j takes over the operand's broadcast axes and e's fixed coordinates.
+struct GradWalk {
+  int64_t fixed[4], free_size[4], count;
+};
+FRUGAL_BROADCAST_HD inline GradWalk grad_walk(const Broadcast& g, const int64_t* own, int64_t e) {
+  GradWalk w;
+  w.count = 1;
+  for (int d = 3; d >= 0; --d) {
+    const bool has = own[d] != 0 || g.size[d] == 1;
+    w.fixed[d] = has ? e % g.size[d] : 0;
+    if (has) e /= g.size[d];
+    w.free_size[d] = has ? 1 : g.size[d];
+    w.count *= w.free_size[d];
+  }
+  return w;
+}
+
+// The j-th term of reduce_grad's sum: grad_a (grad_b) at the j-th output element of the walk.
+template <typename T>
+FRUGAL_BROADCAST_HD inline T grad_term(BinaryKind k, const Broadcast& g, int which,
+                                       const GradWalk& w, int64_t j, const T* a, const T* b,
+                                       const T* dy) {
+  int64_t c[4];
+  for (int d = 3; d >= 0; --d) {
+    c[d] = w.free_size[d] == 1 ? w.fixed[d] : j % w.free_size[d];
+    j /= w.free_size[d];
+  }
+  const int64_t i = ((c[0] * g.size[1] + c[1]) * g.size[2] + c[2]) * g.size[3] + c[3];
+  const int64_t ai = c[0] * g.a[0] + c[1] * g.a[1] + c[2] * g.a[2] + c[3] * g.a[3];
+  const int64_t bi = c[0] * g.b[0] + c[1] * g.b[1] + c[2] * g.b[2] + c[3] * g.b[3];
+  const T av = a ? a[ai] : T(0), bv = b ? b[bi] : T(0);
+  return which == 0 ? grad_a(k, av, bv, dy[i]) : grad_b(k, av, bv, dy[i]);
+}
+
 // The gradient of one operand (which = 0: a, 1: b) at its element e: over the output elements
 // that read it, in row-major order, the sum of grad_a (grad_b); the first term as it is, so an
 // operand with the output's shape gets its one term's exact bits. a and b may be null for add
@@ -199,27 +234,10 @@ FRUGAL_BROADCAST_HD inline int64_t operand_numel(const Broadcast& g, const int64
 template <typename T>
 FRUGAL_BROADCAST_HD inline T reduce_grad(BinaryKind k, const Broadcast& g, int which, int64_t e,
                                          const T* a, const T* b, const T* dy) {
-  const int64_t* own = which == 0 ? g.a : g.b;
-  int64_t fixed[4], free_size[4], count = 1, rest = e;
-  for (int d = 3; d >= 0; --d) {
-    const bool has = own[d] != 0 || g.size[d] == 1;
-    fixed[d] = has ? rest % g.size[d] : 0;
-    if (has) rest /= g.size[d];
-    free_size[d] = has ? 1 : g.size[d];
-    count *= free_size[d];
-  }
+  const GradWalk w = grad_walk(g, which == 0 ? g.a : g.b, e);
   T acc = T(0);
-  for (int64_t j = 0; j < count; ++j) {
-    int64_t c[4], r = j;
-    for (int d = 3; d >= 0; --d) {
-      c[d] = free_size[d] == 1 ? fixed[d] : r % free_size[d];
-      r /= free_size[d];
-    }
-    const int64_t i = ((c[0] * g.size[1] + c[1]) * g.size[2] + c[2]) * g.size[3] + c[3];
-    const int64_t ai = c[0] * g.a[0] + c[1] * g.a[1] + c[2] * g.a[2] + c[3] * g.a[3];
-    const int64_t bi = c[0] * g.b[0] + c[1] * g.b[1] + c[2] * g.b[2] + c[3] * g.b[3];
-    const T av = a ? a[ai] : T(0), bv = b ? b[bi] : T(0);
-    const T term = which == 0 ? grad_a(k, av, bv, dy[i]) : grad_b(k, av, bv, dy[i]);
+  for (int64_t j = 0; j < w.count; ++j) {
+    const T term = grad_term(k, g, which, w, j, a, b, dy);
     acc = j == 0 ? term : acc + term;
   }
   return acc;

@@ -1,6 +1,7 @@
 // Broadcast arithmetic kernels of the CUDA backend: one thread per output element (forward) or
-// per gradient element (backward), over the element formulas and the summation order the CPU
-// twin uses (core/broadcast.h).
+// per gradient element (backward; a block per gradient element where each sums many terms, as a
+// squeeze-excitation scale's over H x W), over the element formulas and the summation order the
+// CPU twin uses (core/broadcast.h).
 #include "core/broadcast.h"
 #include "core/kernel_checks.h"
 #include "cuda/cuda_backend.h"
@@ -26,6 +27,16 @@ __global__ void binary_gradient_kernel(BinaryKind k, Broadcast g, int which, con
 }
 
 template <typename T>
+__global__ void binary_gradient_blocks_kernel(BinaryKind k, Broadcast g, int which, const T* a,
+                                              const T* b, const T* dy, T* dx) {
+  const int64_t e = blockIdx.x;
+  const binary_math::GradWalk w = binary_math::grad_walk(g, which == 0 ? g.a : g.b, e);
+  const T sum = ordered_block_sum<T>(
+      w.count, [&](int64_t j) { return binary_math::grad_term(k, g, which, w, j, a, b, dy); });
+  if (threadIdx.x == 0) dx[e] = sum;
+}
+
+template <typename T>
 void backward_t(BinaryKind k, const Broadcast& g, const Tensor& a, const Tensor& b,
                 const Tensor& dy, Tensor& da, Tensor& db) {
   const bool reads = binary_backward_reads_inputs(k);
@@ -37,8 +48,12 @@ void backward_t(BinaryKind k, const Broadcast& g, const Tensor& a, const Tensor&
     Tensor& dx = which == 0 ? da : db;
     if (!dx.defined()) continue;
     const int64_t n = binary_math::operand_numel(g, which == 0 ? g.a : g.b);
-    launch(n, binary_gradient_kernel<T>, k, g, which, av, bv, dy.device_data<T>(),
-           dx.device_data<T>(), n);
+    if (ordered_blocks_pay(g.numel() / std::max<int64_t>(n, 1), n))
+      launch_blocks(n, binary_gradient_blocks_kernel<T>, k, g, which, av, bv, dy.device_data<T>(),
+                    dx.device_data<T>());
+    else
+      launch(n, binary_gradient_kernel<T>, k, g, which, av, bv, dy.device_data<T>(),
+             dx.device_data<T>(), n);
   }
 }
 

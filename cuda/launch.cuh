@@ -60,6 +60,36 @@ __device__ inline double block_sum(double v) {
   return sum;
 }
 
+// Sum over j in [0, count) of term(j), in the order of a sequential loop (j = 0, 1, ...; the
+// first term as it is), so the bits are a one-thread loop's: the block computes the terms
+// kThreads at a time, each thread one (coalesced loads, the index arithmetic in parallel), and
+// thread 0 alone adds them in order. Every thread of the block calls it; thread 0 gets the sum.
+// For sums too long for one thread per sum: a loop of thousands of terms in one thread, as in a
+// global pool or a broadcast operand's gradient, left most of the GPU idle on latency.
+template <typename T, typename Term>
+__device__ T ordered_block_sum(int64_t count, Term term) {
+  __shared__ T staged[kThreads];
+  T acc = T(0);
+  for (int64_t base = 0; base < count; base += kThreads) {
+    const int64_t j = base + threadIdx.x;
+    if (j < count) staged[threadIdx.x] = term(j);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      const int m = static_cast<int>(min(count - base, static_cast<int64_t>(kThreads)));
+      for (int t = 0; t < m; ++t) acc = base + t == 0 ? staged[t] : acc + staged[t];
+    }
+    __syncthreads();
+  }
+  return acc;
+}
+
+// Whether a sum of `count` terms for each of `sums` outputs goes to ordered_block_sum (a block
+// per output) rather than one thread per output: where the terms are many and the block count
+// fits a grid.
+inline bool ordered_blocks_pay(int64_t count, int64_t sums) {
+  return count >= 512 && sums < (int64_t{1} << 31);
+}
+
 // Per-channel sums over (N,C,S) data spread over many blocks, in an order fixed by the shape
 // alone: block (b, c) sums the values j in [b chunk, (b+1) chunk) of channel c (j = n S + s) by
 // block_sum's tree into partials[(c B + b) Q + q]; channel_finish then adds the B partials of

@@ -1,4 +1,5 @@
-// Max and average pooling kernels of the CUDA backend. Forward: one thread per output. Backward:
+// Max and average pooling kernels of the CUDA backend. Forward: one thread per output (a block
+// per output for windows of hundreds of taps: global average pools). Backward:
 // one thread per input element gathers from the outputs whose windows cover it, in (p, q)
 // order: the CPU twin's scatter order, without atomics, so sums are the same bits as the CPU's.
 #include "core/kernel_checks.h"
@@ -112,6 +113,21 @@ __global__ void avgpool2d_forward_kernel(Pool2dGeometry g, const T* x, T* y, int
   y[o] = sum / static_cast<T>(v.area);
 }
 
+// The same sums for large windows (global pools): a block per output, the window's taps in
+// row-major order through ordered_block_sum. Adding them to +0 at the end gives the loop's
+// sign of zero (the loop starts from +0; ordered_block_sum from the first tap).
+template <typename T>
+__global__ void avgpool2d_forward_blocks_kernel(Pool2dGeometry g, const T* x, T* y) {
+  const int64_t o = blockIdx.x;
+  const int64_t q = o % g.Q, p = o / g.Q % g.P, nc = o / (g.P * g.Q);
+  const Window v = window(g, p, q);
+  const int64_t cols = v.j1 - v.j0;
+  const T* xp = x + nc * g.H * g.W + (v.hs + v.i0) * g.W + v.ws + v.j0;
+  const T sum = ordered_block_sum<T>((v.i1 - v.i0) * cols,
+                                     [&](int64_t t) { return xp[t / cols * g.W + t % cols]; });
+  if (threadIdx.x == 0) y[o] = (T(0) + sum) / static_cast<T>(v.area);
+}
+
 // dy (N,C,P,Q)  dx (N,C,H,W):  dx = sum of dy / area over the windows holding the element.
 template <typename T>
 __global__ void avgpool2d_backward_kernel(Pool2dGeometry g, const T* dy, T* dx, int64_t n) {
@@ -181,7 +197,14 @@ void CudaBackend::maxpool2d_backward(const Pool2dGeometry& g, const Tensor& dy, 
 void CudaBackend::avgpool2d_forward(const Pool2dGeometry& g, const Tensor& x, Tensor& y) {
   check_avgpool("avg_pool2d", g, x, y, device());
   const int64_t n = y.numel();
-  if (x.dtype() == DType::f32)
+  if (ordered_blocks_pay(g.kernel_h * g.kernel_w, n)) {
+    if (x.dtype() == DType::f32)
+      launch_blocks(n, avgpool2d_forward_blocks_kernel<float>, g, x.device_data<float>(),
+                    y.device_data<float>());
+    else
+      launch_blocks(n, avgpool2d_forward_blocks_kernel<double>, g, x.device_data<double>(),
+                    y.device_data<double>());
+  } else if (x.dtype() == DType::f32)
     launch(n, avgpool2d_forward_kernel<float>, g, x.device_data<float>(), y.device_data<float>(),
            n);
   else

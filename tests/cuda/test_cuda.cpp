@@ -399,6 +399,41 @@ TEST_CASE("cuda pooling: max (exact indices), average, nearest upsampling") {
         check_equal(ay, "avg_pool2d y");
         check_equal(adx, "avg_pool2d dx");
       }
+  // Global average pools, whose windows are summed by a block each (ordered_block_sum): the
+  // CPU's bits too, a window clipped by padding (600 of 702 taps inside) and a whole plane.
+  for (DType t : kFloats)
+    for (Pool2dGeometry g : {Pool2dGeometry{.N = 2,
+                            .C = 3,
+                            .H = 24,
+                            .W = 25,
+                            .P = 1,
+                            .Q = 1,
+                            .kernel_h = 26,
+                            .kernel_w = 27,
+                            .stride_h = 1,
+                            .stride_w = 1,
+                            .pad_h = 1,
+                            .pad_w = 1,
+                            .pad_h_end = 1,
+                            .pad_w_end = 1},
+                             Pool2dGeometry{.N = 3,
+                             .C = 5,
+                             .H = 24,
+                             .W = 24,
+                             .P = 1,
+                             .Q = 1,
+                             .kernel_h = 24,
+                             .kernel_w = 24,
+                             .stride_h = 24,
+                             .stride_w = 24,
+                             .pad_h = 0,
+                             .pad_w = 0}})
+      for (bool include : {true, false}) {
+        g.count_include_pad = include;
+        Pair x = random_pair({g.N, g.C, g.H, g.W}, t, 32), ay = empty_pair({g.N, g.C, 1, 1}, t);
+        on_both([&](Backend& be, auto side) { be.avgpool2d_forward(g, side(x), side(ay)); });
+        check_equal(ay, "global avg_pool2d y");
+      }
   // A dilated max pool (taps 2 apart down, 3 across), padded unevenly.
   const Pool2dGeometry dilated{.N = 2,
                                .C = 3,
@@ -790,7 +825,10 @@ TEST_CASE("cuda broadcast arithmetic: the CPU's formulas and summation order, ev
         BinaryKind::maximum, BinaryKind::minimum, BinaryKind::pow})
     for (const auto& [sa, sb] : {std::pair<Shape, Shape>{{2, 3, 4, 5}, {2, 3, 1, 1}},
                                  {{3, 1, 1}, {2, 3, 4, 5}},
-                                 {{2, 3, 4, 5}, {2, 3, 4, 5}}}) {
+                                 {{2, 3, 4, 5}, {2, 3, 4, 5}},
+                                 // sums of 600 and 1200 terms: a block per gradient element
+                                 {{2, 3, 24, 25}, {2, 3, 1, 1}},
+                                 {{3, 1, 1}, {2, 3, 24, 25}}}) {
       CAPTURE(std::string(binary_name(k)));
       const bool arithmetic = k == BinaryKind::add || k == BinaryKind::sub ||
                               k == BinaryKind::mul || k == BinaryKind::div || k == BinaryKind::pow;
