@@ -142,15 +142,6 @@ std::vector<size_t> live_curve(std::span<const PlanBuffer> req, int steps, size_
   return live;
 }
 
-namespace {
-// The arena the planner places for a step's liveness (what the candidates below are scored by).
-size_t arena_bytes(const Step& step, const LivenessOptions& lo, size_t alignment) {
-  const Liveness live = analyze(step, lo);
-  std::vector<int> request;
-  return plan_arena(arena_requests(live, false, request), alignment).arena_bytes;
-}
-}  // namespace
-
 Layout plan_layout(Step& step, MemoryMode memory, const LayoutOptions& options) {
   FRUGAL_CHECK(options.alignment > 0, "memory layout: alignment must be positive");
   LivenessOptions lo = liveness_options(memory, options);
@@ -158,6 +149,18 @@ Layout plan_layout(Step& step, MemoryMode memory, const LayoutOptions& options) 
   int masks = 0;
   if (choose && memory == MemoryMode::planned) masks = choose_encodings(step, lo.keep);
   if (choose && memory != MemoryMode::planned) use_full_encodings(step);
+  // Packing first, so that the candidates below, the rebuilds and a budget's fit are chosen
+  // over the packed step's arena (an op a rebuild takes is rebuilt, not packed; the packed
+  // bytes are outside it).
+  auto pack_list = [&](const Step& s) {
+    std::vector<int> packed;
+    if (memory == MemoryMode::planned && s.mode == Mode::training && !options.forward_only &&
+        options.pack)
+      for (size_t k = 0; k < s.ops.size(); ++k)
+        if (s.ops[k].roles.sparse_outputs) packed.push_back(static_cast<int>(k));
+    return packed;
+  };
+  lo.pack = pack_list(step);
   // Input gradients over inputs (Roles::grad_takes_input) change what the planner packs, and
   // with them a ReLU read by a convolution may keep a mask instead (so that the convolution's
   // input gradient can take its output's bytes): fewer bytes where backward peaks, a mask more
@@ -169,24 +172,19 @@ Layout plan_layout(Step& step, MemoryMode memory, const LayoutOptions& options) 
     LivenessOptions whole = lo;
     whole.forward_only = false;
     whole.grads_take_inputs = false;
-    size_t best = arena_bytes(step, whole, options.alignment);
+    size_t best = planned_arena_bytes(step, whole, options.alignment);
     int choice = 0;
     whole.grads_take_inputs = true;
-    if (const size_t a = arena_bytes(step, whole, options.alignment); a < best)
+    if (const size_t a = planned_arena_bytes(step, whole, options.alignment); a < best)
       best = a, choice = 1;
     Step freed = step;
-    if (choose && choose_encodings(freed, lo.keep, true) != masks &&
-        arena_bytes(freed, whole, options.alignment) < best)
-      choice = 2;
-    if (choice == 2) choose_encodings(step, lo.keep, true);
+    if (choose && choose_encodings(freed, lo.keep, true) != masks) {
+      whole.pack = pack_list(freed);
+      if (planned_arena_bytes(freed, whole, options.alignment) < best) choice = 2;
+    }
+    if (choice == 2) choose_encodings(step, lo.keep, true), lo.pack = pack_list(step);
     lo.grads_take_inputs = choice != 0;
   }
-  // Packing first, so that the rebuilds and a budget's fit are chosen over the packed step's
-  // arena (an op a rebuild takes is rebuilt, not packed; the packed bytes are outside it).
-  if (memory == MemoryMode::planned && step.mode == Mode::training && !options.forward_only &&
-      options.pack)
-    for (size_t k = 0; k < step.ops.size(); ++k)
-      if (step.ops[k].roles.sparse_outputs) lo.pack.push_back(static_cast<int>(k));
   if (memory == MemoryMode::planned && step.mode == Mode::training && !options.forward_only &&
       options.recompute != Recompute::none) {
     const std::vector<int> chosen = options.recompute == Recompute::all

@@ -16,6 +16,10 @@
 #include "layers/batchnorm2d.h"
 #include "layers/conv2d.h"
 #include "layers/relu.h"
+#include "memory/encodings.h"
+#include "memory/rebuild.h"
+#include "models/registry.h"
+#include "models/step.h"
 #include "recorded_model.h"
 #include "run/plan.h"
 
@@ -213,6 +217,31 @@ TEST_CASE("pack: planned with packing gives the baseline's bits, alone and with 
       CAPTURE(i);
       CHECK(bitwise_equal(base[i], packed[i]));
     }
+  }
+}
+
+TEST_CASE("pack: input gradients over inputs are chosen over the packed step") {
+  // Whether convolutions write their input gradients over their inputs is chosen by the
+  // arena it gives; packing changes which inputs die there (a packed ReLU output's copies),
+  // so the choice is scored with the packed step: ResNet-50's arena is the smaller of the two.
+  ParamStore store = ParamStore::shapes_only();
+  Tape tape(store, DType::f32);
+  const ModelStep st = record_model_step(tape, find_model("resnet50"), 2, Mode::training, {});
+  LayoutOptions options{.optimizer = true, .keep = {st.out().id()}};
+  options.pack = true;
+  const Layout chosen =
+      memory_layout(tape, Mode::training, MemoryMode::planned, cpu_backend(), options);
+  Step step = lower_step(tape, Mode::training, cpu_backend());
+  choose_encodings(step, options.keep);
+  LivenessOptions lo;
+  lo.optimizer = true;
+  lo.keep = options.keep;
+  for (size_t k = 0; k < step.ops.size(); ++k)
+    if (step.ops[k].roles.sparse_outputs) lo.pack.push_back(static_cast<int>(k));
+  for (bool takes : {false, true}) {
+    CAPTURE(takes);
+    lo.grads_take_inputs = takes;
+    CHECK(chosen.plan.arena_bytes <= planned_arena_bytes(step, lo, options.alignment));
   }
 }
 
