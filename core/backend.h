@@ -285,14 +285,17 @@ class Backend {
   virtual void relu_backward_output(const Tensor& dy, const Tensor& y, Tensor& dx) = 0;
   // --- packing: a tensor of mostly zeros (a ReLU's output that backward reads) held losslessly
   // outside the arena between forward and backward (ExecutorOptions::pack). Its packed form, u8
-  // of packed_bytes(n, nonzero, dtype) bytes: per block of kPackBlock elements an int64, the
-  // index among all the tensor's nonzero elements of the block's first; a bit mask (bit i % 8 of
-  // byte i / 8, mask_bytes(n) rounded up to 8 bytes) set where an element's bits are not all
-  // zero (-0.0 and NaN count as nonzero, so every bit comes back); the nonzero elements in
-  // order; kPackSpare spare elements (zeros: a kernel may read past the last value). x is f32
-  // or f64.
-  // The nonzero elements of each block of x into `counts` (host memory, resized to
-  // packed_blocks(n)); returns their sum.
+  // of packed_bytes(n, values, dtype) bytes: per block of kPackBlock elements an int64, where
+  // the block's values start (in elements of x's dtype); a bit mask (bit i % 8 of byte i / 8,
+  // mask_bytes(n) rounded up to 8 bytes) set where an element's bits are not all zero (-0.0
+  // and NaN count as nonzero, so every bit comes back); each block's nonzero elements in
+  // order, where an f32 block has no sign bit set (a ReLU's) in whole groups of kPackGroup
+  // values of 31 bits each (value i of a group in lane i % 8, each lane's 32 values one bit
+  // stream over 31 words, word w of lane l at word 8 w + l of the group) and the rest as they
+  // are (a block takes fewer elements than its nonzero count exactly where it is grouped);
+  // kPackSpare spare elements (zeros: a kernel may read past the last value). x is f32 or f64.
+  // The elements each block of x's values take into `counts` (host memory, resized to
+  // packed_blocks(n)): its nonzero count, or packed_f32_words of it; returns their sum.
   virtual int64_t pack_counts(const Tensor& x, std::vector<int64_t>& counts);
   // Whether the three packing kernels are offered (the CPU and the simulated device).
   virtual bool offers_packing() const { return false; }
@@ -439,18 +442,24 @@ inline int64_t mask_bytes(int64_t n) {
 }
 
 // Packing (Backend::pack): elements per block, blocks of n elements, and the bytes of the
-// packed form of n elements of which `nonzero` are not all zero bits.
+// packed form of n elements whose values take `values` elements (pack_counts's sum).
 constexpr int64_t kPackBlock = 16384;
-constexpr int64_t kPackSpare = 8;  // spare elements after the values
+constexpr int64_t kPackSpare = 8;    // spare elements after the values
+constexpr int64_t kPackGroup = 256;  // f32 values that take 31 bits each together
+// The words c f32 values take where none has its sign bit set: 31 bits each in whole groups of
+// kPackGroup (248 words a group), the rest 32 bits each.
+inline int64_t packed_f32_words(int64_t c) {
+  return c - c / kPackGroup * 8;
+}
 inline int64_t packed_blocks(int64_t n) {
   return (n + kPackBlock - 1) / kPackBlock;
 }
 inline int64_t packed_block_size(int64_t n, int64_t block) {  // elements in block `block`
   return std::min(kPackBlock, n - block * kPackBlock);
 }
-inline int64_t packed_bytes(int64_t n, int64_t nonzero, DType t) {
+inline int64_t packed_bytes(int64_t n, int64_t values, DType t) {
   return 8 * packed_blocks(n) + (mask_bytes(n) + 7) / 8 * 8 +
-         (nonzero + kPackSpare) * static_cast<int64_t>(dtype_size(t));
+         (values + kPackSpare) * static_cast<int64_t>(dtype_size(t));
 }
 
 // `t` readable on the host: t itself where it is host memory, else its bytes copied through

@@ -63,14 +63,14 @@ int64_t check_pack(const Tensor& x, std::span<const int64_t> counts, const Tenso
   for (size_t b = 0; b < counts.size(); ++b) {
     const int64_t in_block = packed_block_size(n, static_cast<int64_t>(b));
     FRUGAL_CHECK(counts[b] >= 0 && counts[b] <= in_block, "pack: block ", b, " counts ", counts[b],
-                 " nonzero elements of ", in_block);
+                 " elements of values for its ", in_block);
     total += counts[b];
   }
   const int64_t bytes = packed_bytes(n, total, x.dtype());
   FRUGAL_CHECK(packed.dtype() == DType::u8 && packed.numel() == bytes, "pack: packed ",
                packed.shape(), " ", dtype_name(packed.dtype()), " for ", n, " ",
-               dtype_name(x.dtype()), " elements of which ", total, " nonzero, expected [", bytes,
-               "] u8");
+               dtype_name(x.dtype()), " elements whose values take ", total,
+               " elements, expected [", bytes, "] u8");
   check_device("pack", {&packed}, device);
   return total;
 }

@@ -75,6 +75,53 @@ void round_trip(Backend& be, int64_t n, double zeros) {
   CHECK(std::memcmp(back.raw(), x.raw(), x.bytes()) == 0);
 }
 
+// A ReLU's output: zeros with probability `zeros`, else positive values of every kind packing
+// must keep whole (normal, subnormal, +inf, NaNs with a clear sign bit), so that whole groups
+// of kPackGroup values take 31 bits each.
+Tensor relu_like(int64_t n, double zeros, uint64_t seed) {
+  Tensor t = Tensor::empty({n}, DType::f32);
+  Rng rng(seed);
+  uint32_t* bits = static_cast<uint32_t*>(t.raw());
+  for (int64_t i = 0; i < n; ++i) {
+    const double u = rng.uniform();
+    float v = std::fabs(static_cast<float>(rng.normal()));
+    if (u < zeros) v = 0;
+    if (u >= zeros && u < zeros + 0.04) v = std::numeric_limits<float>::denorm_min();
+    if (u >= zeros + 0.04 && u < zeros + 0.05) v = std::numeric_limits<float>::infinity();
+    std::memcpy(&bits[i], &v, 4);
+    if (u >= zeros + 0.05 && u < zeros + 0.06) bits[i] = 0x7fc00000u;  // the quiet NaN
+    if (u >= zeros + 0.06 && u < zeros + 0.07) bits[i] = 0x7fffffffu;  // every payload bit
+  }
+  return t;
+}
+
+// The elements x's values take packed: per block its nonzero count, or packed_f32_words of
+// it where no element of the block has its sign bit set.
+int64_t expected_words(const Tensor& x) {
+  const uint32_t* bits = static_cast<const uint32_t*>(x.raw());
+  int64_t words = 0;
+  for (int64_t b = 0; b < packed_blocks(x.numel()); ++b) {
+    int64_t c = 0;
+    uint32_t any = 0;
+    for (int64_t i = b * kPackBlock; i < b * kPackBlock + packed_block_size(x.numel(), b); ++i)
+      c += bits[i] != 0, any |= bits[i];
+    words += any >> 31 ? c : packed_f32_words(c);
+  }
+  return words;
+}
+
+// Packs x, checks the values' size, unpacks into poisoned memory and compares every bit.
+void packs_back(const Tensor& x, int64_t words) {
+  std::vector<int64_t> counts;
+  CHECK(cpu_backend().pack_counts(x, counts) == words);
+  Tensor packed = Tensor::empty({packed_bytes(x.numel(), words, x.dtype())}, DType::u8);
+  cpu_backend().pack(x, counts, packed);
+  Tensor back = Tensor::empty(x.shape(), x.dtype());
+  cpu_backend().fill(back, 5.0);
+  cpu_backend().unpack(packed, back);
+  CHECK(std::memcmp(back.raw(), x.raw(), x.bytes()) == 0);
+}
+
 // conv -> batch_norm -> relu, then residual blocks: the ReLU outputs the convolutions read.
 Value residual_net(Value x) {
   Value h = relu(batch_norm(conv2d(x, {.out = 6, .kernel = 3, .pad = 1})));
@@ -103,34 +150,74 @@ TEST_CASE("pack: every bit comes back, at block edges and in f32 and f64") {
   CHECK(packed_bytes(100, 0, DType::f32) == 8 + 16 + 4 * kPackSpare);
 }
 
-TEST_CASE("pack: the same bytes on one thread and on two, and on the simulated device") {
-  const Tensor x = sparse_tensor<float>(5 * kPackBlock + 3, 0.5, 9);
-  auto packed_with = [&](int threads) {
-    omp_set_num_threads(threads);
-    Backend& be = cpu_backend();
+TEST_CASE("pack: a ReLU's values take 31 bits each in whole groups of 256, every bit back") {
+  for (int64_t n :
+       {int64_t{255}, int64_t{256}, int64_t{257}, int64_t{511}, int64_t{512}, int64_t{777},
+        kPackBlock - 1, kPackBlock, kPackBlock + 300, 3 * kPackBlock + 13})
+    for (double zeros : {0.0, 0.5, 0.97}) {
+      CAPTURE(n);
+      CAPTURE(zeros);
+      const Tensor x = relu_like(n, zeros, static_cast<uint64_t>(n) * 3 + 2);
+      const int64_t words = expected_words(x);
+      int64_t nonzero = 0;
+      for (int64_t i = 0; i < n; ++i) nonzero += static_cast<const uint32_t*>(x.raw())[i] != 0;
+      if (n <= kPackBlock) CHECK(words == packed_f32_words(nonzero));
+      CHECK(words < nonzero + (nonzero < kPackGroup || n > kPackBlock ? 1 : 0));
+      packs_back(x, words);
+    }
+  // A full block of nonzero values: 64 groups, 1/32 fewer bytes than the values themselves.
+  const Tensor full = relu_like(kPackBlock, 0.0, 11);
+  CHECK(expected_words(full) == kPackBlock / 32 * 31);
+  packs_back(full, kPackBlock / 32 * 31);
+  // One sign bit in block 1 (-0.0, then a NaN with its sign set) keeps that block's values
+  // whole; blocks 0 and 2 stay grouped.
+  for (uint32_t negative : {0x80000000u, 0xffc00001u}) {
+    Tensor x = relu_like(3 * kPackBlock, 0.5, 12);
+    static_cast<uint32_t*>(x.raw())[kPackBlock + 700] = negative;
     std::vector<int64_t> counts;
-    const int64_t nonzero = be.pack_counts(x, counts);
-    Tensor p = Tensor::empty({packed_bytes(x.numel(), nonzero, x.dtype())}, DType::u8);
-    be.pack(x, counts, p);
-    return p;
-  };
-  const Tensor one = packed_with(1), two = packed_with(2);
-  omp_set_num_threads(2);
-  REQUIRE(one.meta() == two.meta());
-  CHECK(std::memcmp(one.raw(), two.raw(), one.bytes()) == 0);
-  // On the simulated device (the CPU's kernels over memory host code cannot touch).
-  Backend& sim = sim_backend();
-  Tensor dx = Tensor::empty(x.shape(), x.dtype(), Role::output, sim.allocator());
-  sim.copy_to_device(x, dx);
-  std::vector<int64_t> counts;
-  const int64_t nonzero = sim.pack_counts(dx, counts);
-  Tensor dp = Tensor::empty({packed_bytes(x.numel(), nonzero, x.dtype())}, DType::u8, Role::saved,
-                            sim.allocator());
-  sim.pack(dx, counts, dp);
-  CHECK(std::memcmp(to_host(sim, dp).raw(), one.raw(), one.bytes()) == 0);
-  Tensor dback = Tensor::empty(x.shape(), x.dtype(), Role::output, sim.allocator());
-  sim.unpack(dp, dback);
-  CHECK(std::memcmp(to_host(sim, dback).raw(), x.raw(), x.bytes()) == 0);
+    cpu_backend().pack_counts(x, counts);
+    for (int64_t b = 0; b < 3; ++b) {
+      int64_t c = 0;
+      for (int64_t i = b * kPackBlock; i < (b + 1) * kPackBlock; ++i)
+        c += static_cast<const uint32_t*>(x.raw())[i] != 0;
+      CHECK(counts[static_cast<size_t>(b)] == (b == 1 ? c : packed_f32_words(c)));
+    }
+    packs_back(x, expected_words(x));
+  }
+}
+
+TEST_CASE("pack: the same bytes on one thread and on two, and on the simulated device") {
+  for (int grouped = 0; grouped < 2; ++grouped) {
+    CAPTURE(grouped);
+    const Tensor x = grouped ? relu_like(5 * kPackBlock + 3, 0.5, 9)
+                             : sparse_tensor<float>(5 * kPackBlock + 3, 0.5, 9);
+    auto packed_with = [&](int threads) {
+      omp_set_num_threads(threads);
+      Backend& be = cpu_backend();
+      std::vector<int64_t> counts;
+      const int64_t nonzero = be.pack_counts(x, counts);
+      Tensor p = Tensor::empty({packed_bytes(x.numel(), nonzero, x.dtype())}, DType::u8);
+      be.pack(x, counts, p);
+      return p;
+    };
+    const Tensor one = packed_with(1), two = packed_with(2);
+    omp_set_num_threads(2);
+    REQUIRE(one.meta() == two.meta());
+    CHECK(std::memcmp(one.raw(), two.raw(), one.bytes()) == 0);
+    // On the simulated device (the CPU's kernels over memory host code cannot touch).
+    Backend& sim = sim_backend();
+    Tensor dx = Tensor::empty(x.shape(), x.dtype(), Role::output, sim.allocator());
+    sim.copy_to_device(x, dx);
+    std::vector<int64_t> counts;
+    const int64_t nonzero = sim.pack_counts(dx, counts);
+    Tensor dp = Tensor::empty({packed_bytes(x.numel(), nonzero, x.dtype())}, DType::u8, Role::saved,
+                              sim.allocator());
+    sim.pack(dx, counts, dp);
+    CHECK(std::memcmp(to_host(sim, dp).raw(), one.raw(), one.bytes()) == 0);
+    Tensor dback = Tensor::empty(x.shape(), x.dtype(), Role::output, sim.allocator());
+    sim.unpack(dp, dback);
+    CHECK(std::memcmp(to_host(sim, dback).raw(), x.raw(), x.bytes()) == 0);
+  }
 }
 
 TEST_CASE("pack: wrong counts, sizes and corrupt headers are errors") {
@@ -140,7 +227,7 @@ TEST_CASE("pack: wrong counts, sizes and corrupt headers are errors") {
   Tensor small = Tensor::empty({packed_bytes(x.numel(), nonzero - 1, x.dtype())}, DType::u8);
   CHECK_THROWS_WITH(
       cpu_backend().pack(x, counts, small),
-      doctest::Contains(("of which " + std::to_string(nonzero) + " nonzero").c_str()));
+      doctest::Contains(("values take " + std::to_string(nonzero) + " elements").c_str()));
   std::vector<int64_t> bad = counts;
   bad[0] = kPackBlock + 1;
   Tensor p = Tensor::empty({packed_bytes(x.numel(), nonzero, x.dtype())}, DType::u8);
@@ -150,11 +237,11 @@ TEST_CASE("pack: wrong counts, sizes and corrupt headers are errors") {
   // Counts of another tensor: nothing written past the runs they give, and an error.
   const Tensor other_x = sparse_tensor<float>(2 * kPackBlock, 0.2, 4);
   CHECK_THROWS_WITH(cpu_backend().pack(other_x, counts, p),
-                    doctest::Contains("nonzero elements, its count says"));
+                    doctest::Contains("elements of values, its count says"));
   const Tensor other_d = sparse_tensor<double>(2 * kPackBlock, 0.2, 4);
   Tensor pd = Tensor::empty({packed_bytes(other_d.numel(), nonzero, DType::f64)}, DType::u8);
   CHECK_THROWS_WITH(cpu_backend().pack(other_d, counts, pd),
-                    doctest::Contains("nonzero elements, its count says"));
+                    doctest::Contains("elements of values, its count says"));
   cpu_backend().pack(x, counts, p);
   Tensor other = Tensor::empty({3 * kPackBlock}, DType::f32);
   CHECK_THROWS_WITH(cpu_backend().unpack(p, other), doctest::Contains("does not hold"));
