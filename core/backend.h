@@ -286,13 +286,14 @@ class Backend {
   // --- packing: a tensor of mostly zeros (a ReLU's output that backward reads) held losslessly
   // outside the arena between forward and backward (ExecutorOptions::pack). Its packed form, u8
   // of packed_bytes(n, values, dtype) bytes: per block of kPackBlock elements an int64, where
-  // the block's values start (in elements of x's dtype); a bit mask (bit i % 8 of byte i / 8,
+  // the block's values start (in elements of x's dtype), bit 62 set where they are grouped
+  // (below); a bit mask (bit i % 8 of byte i / 8,
   // mask_bytes(n) rounded up to 8 bytes) set where an element's bits are not all zero (-0.0
   // and NaN count as nonzero, so every bit comes back); each block's nonzero elements in
   // order, where an f32 block has no sign bit set (a ReLU's) in whole groups of kPackGroup
   // values of 31 bits each (value i of a group in lane i % 8, each lane's 32 values one bit
   // stream over 31 words, word w of lane l at word 8 w + l of the group) and the rest as they
-  // are (a block takes fewer elements than its nonzero count exactly where it is grouped);
+  // are;
   // kPackSpare spare elements (zeros: a kernel may read past the last value). x is f32 or f64.
   // The elements each block of x's values take into `counts` (host memory, resized to
   // packed_blocks(n)): its nonzero count, or packed_f32_words of it; returns their sum.

@@ -227,6 +227,23 @@ FRUGAL_BROADCAST_HD inline T grad_term(BinaryKind k, const Broadcast& g, int whi
   return which == 0 ? grad_a(k, av, bv, dy[i]) : grad_b(k, av, bv, dy[i]);
 }
 
+// a + b rounded once, never fused with the multiplication that made b: nvcc contracts
+// acc + dy * x into one fused multiply-add where it can, and the CPU never does.
+FRUGAL_BROADCAST_HD inline float add_unfused(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+FRUGAL_BROADCAST_HD inline double add_unfused(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+
 // The gradient of one operand (which = 0: a, 1: b) at its element e: over the output elements
 // that read it, in row-major order, the sum of grad_a (grad_b); the first term as it is, so an
 // operand with the output's shape gets its one term's exact bits. a and b may be null for add
@@ -238,7 +255,7 @@ FRUGAL_BROADCAST_HD inline T reduce_grad(BinaryKind k, const Broadcast& g, int w
   T acc = T(0);
   for (int64_t j = 0; j < w.count; ++j) {
     const T term = grad_term(k, g, which, w, j, a, b, dy);
-    acc = j == 0 ? term : acc + term;
+    acc = j == 0 ? term : add_unfused(acc, term);
   }
   return acc;
 }

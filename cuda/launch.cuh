@@ -1,6 +1,7 @@
 // Launch geometry and device helpers shared by the custom CUDA kernels (private; .cu only).
 // Every kernel runs kThreads threads per block on the default stream; reductions use one fixed
-// tree (block_sum), never atomics, so results are the same bits on every run.
+// tree (block_sum) or, where a sequential loop's bits are wanted, ordered_block_sum; never
+// atomics, so results are the same bits on every run.
 #pragma once
 
 #include <algorithm>

@@ -1,5 +1,5 @@
-// Max and average pooling kernels of the CUDA backend. Forward: one thread per output (a block
-// per output for windows of hundreds of taps: global average pools). Backward:
+// Max and average pooling kernels of the CUDA backend. Forward: one thread per output (the
+// average a block per output for windows of 512 taps or more: global pools). Backward:
 // one thread per input element gathers from the outputs whose windows cover it, in (p, q)
 // order: the CPU twin's scatter order, without atomics, so sums are the same bits as the CPU's.
 #include "core/kernel_checks.h"

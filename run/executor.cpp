@@ -416,8 +416,8 @@ void Executor::pack_outputs(int k) {
   for (size_t j = 0; j < node.outputs.size(); ++j) {
     const Tensor& y = buffers_[static_cast<size_t>(
         layout_.live.value_buffer[static_cast<size_t>(node.outputs[j])])];
-    const int64_t nonzero = backend_.pack_counts(y, pack_counts_);
-    const int64_t bytes = frugal::packed_bytes(y.numel(), nonzero, y.dtype());
+    const int64_t values = backend_.pack_counts(y, pack_counts_);
+    const int64_t bytes = frugal::packed_bytes(y.numel(), values, y.dtype());
     std::shared_ptr<Storage>& m = p.memory[j];
     if (!m || m->bytes() < static_cast<size_t>(bytes)) {
       m.reset();

@@ -59,11 +59,11 @@ struct ExecutorOptions {
   size_t rebuild_budget = 0;
   // Planned training: ReLU outputs that backward reads (Roles::sparse_outputs) leave the arena
   // after their last forward reader; each is packed right after its forward into memory of
-  // its own (a bit per element and its nonzero elements, Backend::pack, Role::saved, as many
-  // bytes as its zeros leave) and unpacked into the arena before its first backward reader.
-  // Nothing is recomputed and the step keeps its bits. The packed bytes depend on the data;
-  // their memory stays from step to step (reused where large enough, grown where not), which
-  // the step's peak, at the end of forward where every packed output is live, counts anyway,
+  // its own (a bit per element and its nonzero elements, a ReLU's 31 bits each, Backend::pack,
+  // Role::saved, as many bytes as its zeros leave) and unpacked into the arena before its first
+  // backward reader. Nothing is recomputed and the step keeps its bits. The packed bytes depend on
+  // the data; their memory stays from step to step (reused where large enough, grown where not),
+  // which the step's peak, at the end of forward where every packed output is live, counts anyway,
   // up to how much an op's largest packed size so far exceeds this step's.
   bool pack = false;
   // Data-parallel training: each parameter gradient is summed over this communicator's ranks

@@ -245,6 +245,27 @@ TEST_CASE("pack: wrong counts, sizes and corrupt headers are errors") {
   cpu_backend().pack(x, counts, p);
   Tensor other = Tensor::empty({3 * kPackBlock}, DType::f32);
   CHECK_THROWS_WITH(cpu_backend().unpack(p, other), doctest::Contains("does not hold"));
+  // A grouped block followed by a whole one, block 1's start moved by what grouping saved
+  // block 0 (so block 0 seems to hold its nonzero count), and a size a little short: errors.
+  Tensor mixed = relu_like(3 * kPackBlock, 0.4, 14);
+  static_cast<uint32_t*>(mixed.raw())[kPackBlock + 9] = 0xffc00000u;
+  std::vector<int64_t> mixed_counts;
+  const int64_t mixed_words = cpu_backend().pack_counts(mixed, mixed_counts);
+  Tensor mp = Tensor::empty({packed_bytes(mixed.numel(), mixed_words, DType::f32)}, DType::u8);
+  cpu_backend().pack(mixed, mixed_counts, mp);
+  int64_t c0 = 0;
+  for (int64_t i = 0; i < kPackBlock; ++i) c0 += static_cast<const uint32_t*>(mixed.raw())[i] != 0;
+  REQUIRE(mixed_counts[0] == packed_f32_words(c0));
+  REQUIRE(mixed_counts[0] < c0);
+  Tensor mixed_back = Tensor::empty(mixed.shape(), DType::f32);
+  static_cast<int64_t*>(mp.raw())[1] += c0 - mixed_counts[0];
+  CHECK_THROWS_WITH(cpu_backend().unpack(mp, mixed_back), doctest::Contains("grouped"));
+  static_cast<int64_t*>(mp.raw())[1] -= c0 - mixed_counts[0];
+  cpu_backend().unpack(mp, mixed_back);
+  CHECK(std::memcmp(mixed_back.raw(), mixed.raw(), mixed.bytes()) == 0);
+  Tensor short_p = Tensor::empty({mp.numel() - 32}, DType::u8);
+  std::memcpy(short_p.raw(), mp.raw(), static_cast<size_t>(short_p.numel()));
+  CHECK_THROWS_WITH(cpu_backend().unpack(short_p, mixed_back), doctest::Contains("block 2 holds"));
   static_cast<int64_t*>(p.raw())[1] = -5;  // block 1's start
   Tensor back = Tensor::empty(x.shape(), x.dtype());
   CHECK_THROWS_WITH(cpu_backend().unpack(p, back), doctest::Contains("block 0 holds -5"));

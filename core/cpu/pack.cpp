@@ -35,10 +35,27 @@ PackedView packed_view(uint8_t* p, int64_t n) {
           p + 8 * blocks + (mask_bytes(n) + 7) / 8 * 8};
 }
 
+// Set bits among the first n of mask.
 int64_t mask_popcount(const uint8_t* mask, int64_t n) {
   int64_t c = 0;
-  for (int64_t i = 0; i < mask_bytes(n); ++i) c += __builtin_popcount(mask[i]);
+  for (int64_t i = 0; i < n / 8; ++i) c += __builtin_popcount(mask[i]);
+  if (n % 8) c += __builtin_popcount(mask[n / 8] & ((1u << (n % 8)) - 1));
   return c;
+}
+
+// A block's values start at header & kStartBits; kGroupedBit is set where they are grouped
+// (f32, every sign bit clear), so a corrupt header or size is caught whichever way it falls.
+constexpr int64_t kGroupedBit = int64_t{1} << 62;
+constexpr int64_t kStartBits = kGroupedBit - 1;
+int64_t start_of(int64_t header) {  // a negative (corrupt) header as it is, for the error
+  return header < 0 ? header : header & kStartBits;
+}
+
+// A block's worth of f32 scratch for the calling thread (kPackBlock + 8 elements; on the heap,
+// so that OpenMP threads with small stacks can run the kernels).
+uint32_t* block_scratch() {
+  thread_local std::vector<uint32_t> scratch(kPackBlock + 8);
+  return scratch.data();
 }
 
 // --- f64: each nonzero element as it is.
@@ -51,7 +68,8 @@ int64_t block_count(const uint64_t* x, int64_t n) {
 
 // Block b: n elements of x; its bits into mask, its nonzero elements into out, never more than
 // `count` of them. Returns how many there are (count, unless the counts were another tensor's).
-int64_t pack_block(const uint64_t* x, int64_t n, int64_t count, uint8_t* mask, uint64_t* out) {
+int64_t pack_block(const uint64_t* x, int64_t n, int64_t count, uint8_t* mask, uint64_t* out,
+                   int64_t*) {
   int64_t j = 0;
   unsigned bits = 0;
   for (int64_t i = 0; i < n; ++i) {
@@ -92,7 +110,7 @@ struct LaneTables {
 const LaneTables kLanes;
 #endif
 
-// The nonzero elements of x[0, n) in order into kept (room for n + 8), their bits into mask,
+// The nonzero elements of x[0, n) in order into kept (room for n), their bits into mask,
 // the OR of all of them into `any`; returns how many.
 int64_t compact(const uint32_t* x, int64_t n, uint8_t* mask, uint32_t* kept, uint32_t& any) {
   int64_t j = 0, i = 0;
@@ -217,13 +235,16 @@ int64_t block_words(const uint32_t* x, int64_t n) {
   return any >> 31 ? c : packed_f32_words(c);
 }
 
-int64_t pack_block(const uint32_t* x, int64_t n, int64_t count, uint8_t* mask, uint32_t* out) {
-  alignas(32) uint32_t kept[kPackBlock + 8];
+// Sets kGroupedBit in *start where the values go grouped.
+int64_t pack_block(const uint32_t* x, int64_t n, int64_t count, uint8_t* mask, uint32_t* out,
+                   int64_t* start) {
+  uint32_t* kept = block_scratch();
   uint32_t any;
   const int64_t c = compact(x, n, mask, kept, any);
   const bool grouped = any >> 31 == 0;
   const int64_t words = grouped ? packed_f32_words(c) : c;
   if (words != count) return words;  // another tensor's counts: nothing written
+  if (grouped) *start |= kGroupedBit;
   const int64_t groups = grouped ? c / kPackGroup : 0;
   for (int64_t g = 0; g < groups; ++g)
     pack_group(kept + g * kPackGroup, out + g * (kPackGroup - 8));
@@ -232,12 +253,12 @@ int64_t pack_block(const uint32_t* x, int64_t n, int64_t count, uint8_t* mask, u
   return words;
 }
 
-// `held` words from `in` hold c values (grouped where fewer than c). Reads up to eight words
-// past them where they are not grouped (the next block's, or the spares).
-void unpack_block(const uint8_t* mask, const uint32_t* in, int64_t n, int64_t held, int64_t c,
+// The block's c values from `in`, grouped or not. Reads up to eight words past them where they
+// are not grouped (the next block's, or the spares).
+void unpack_block(const uint8_t* mask, const uint32_t* in, int64_t n, bool grouped, int64_t c,
                   uint32_t* x) {
-  if (held == c) return expand(mask, in, n, x);
-  alignas(32) uint32_t kept[kPackBlock + 8];
+  if (!grouped || c < kPackGroup) return expand(mask, in, n, x);
+  uint32_t* kept = block_scratch();
   const int64_t groups = c / kPackGroup;
   for (int64_t g = 0; g < groups; ++g)
     unpack_group(in + g * (kPackGroup - 8), kept + g * kPackGroup);
@@ -282,7 +303,7 @@ void pack_t(const U* x, int64_t n, std::span<const int64_t> counts, int64_t tota
   for (int64_t b = 0; b < blocks; ++b)
     found[static_cast<size_t>(b)] =
         pack_block(x + b * kPackBlock, packed_block_size(n, b), counts[static_cast<size_t>(b)],
-                   v.mask + b * (kPackBlock / 8), values + v.starts[b]);
+                   v.mask + b * (kPackBlock / 8), values + v.starts[b], &v.starts[b]);
   for (int64_t b = 0; b < blocks; ++b)
     FRUGAL_CHECK(found[static_cast<size_t>(b)] == counts[static_cast<size_t>(b)], "pack: block ", b,
                  " takes ", found[static_cast<size_t>(b)], " elements of values, its count says ",
@@ -294,29 +315,32 @@ template <typename U>
 void unpack_t(const uint8_t* p, int64_t n, int64_t total, U* x) {
   const PackedView v = packed_view(const_cast<uint8_t*>(p), n);
   const int64_t blocks = packed_blocks(n);
-  FRUGAL_CHECK(v.starts[0] == 0, "unpack: packed tensor does not hold ", n,
+  FRUGAL_CHECK(v.starts[0] == 0 || v.starts[0] == kGroupedBit,
+               "unpack: packed tensor does not hold ", n,
                " elements: its first block starts at value ", v.starts[0]);
-  std::vector<int64_t> held(static_cast<size_t>(blocks)), nonzero(static_cast<size_t>(blocks));
+  std::vector<int64_t> nonzero(static_cast<size_t>(blocks));
   for (int64_t b = 0; b < blocks; ++b) {
-    const int64_t next = b + 1 < blocks ? v.starts[b + 1] : total;
-    const int64_t h = next - v.starts[b];
+    const int64_t next = b + 1 < blocks ? start_of(v.starts[b + 1]) : total;
+    const int64_t held = next - start_of(v.starts[b]);
+    const bool grouped = v.starts[b] & kGroupedBit;
     const int64_t c = mask_popcount(v.mask + b * (kPackBlock / 8), packed_block_size(n, b));
-    const bool f32 = sizeof(U) == 4;
-    FRUGAL_CHECK(h >= 0 && (h == c || (f32 && h == packed_f32_words(c))),
-                 "unpack: packed tensor does not hold ", n, " elements: block ", b, " holds ", h,
-                 " elements of values for ", c, " nonzero (not a packed tensor, or overwritten)");
-    held[static_cast<size_t>(b)] = h, nonzero[static_cast<size_t>(b)] = c;
+    FRUGAL_CHECK(v.starts[b] >= 0 && (sizeof(U) == 4 || !grouped) &&
+                     held == (grouped ? packed_f32_words(c) : c),
+                 "unpack: packed tensor does not hold ", n, " elements: block ", b, " holds ", held,
+                 " elements of values for ", c, " nonzero", grouped ? " grouped" : "",
+                 " (not a packed tensor, or overwritten)");
+    nonzero[static_cast<size_t>(b)] = c;
   }
   const U* values = reinterpret_cast<const U*>(v.values);
 #pragma omp parallel for schedule(static)
   for (int64_t b = 0; b < blocks; ++b) {
     const uint8_t* mask = v.mask + b * (kPackBlock / 8);
+    const U* in = values + (v.starts[b] & kStartBits);
     if constexpr (sizeof(U) == 4)
-      unpack_block(mask, values + v.starts[b], packed_block_size(n, b),
-                   held[static_cast<size_t>(b)], nonzero[static_cast<size_t>(b)],
-                   x + b * kPackBlock);
+      unpack_block(mask, in, packed_block_size(n, b), (v.starts[b] & kGroupedBit) != 0,
+                   nonzero[static_cast<size_t>(b)], x + b * kPackBlock);
     else
-      unpack_block(mask, values + v.starts[b], packed_block_size(n, b), x + b * kPackBlock);
+      unpack_block(mask, in, packed_block_size(n, b), x + b * kPackBlock);
   }
 }
 
