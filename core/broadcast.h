@@ -229,16 +229,13 @@ FRUGAL_BROADCAST_HD inline T grad_term(BinaryKind k, const Broadcast& g, int whi
 
 // a + b rounded once, never fused with the multiplication that made b: nvcc contracts
 // acc + dy * x into one fused multiply-add where it can, and the CPU never does.
-FRUGAL_BROADCAST_HD inline float add_unfused(float a, float b) {
+template <typename T>
+FRUGAL_BROADCAST_HD inline T add_unfused(T a, T b) {
 #if defined(__CUDA_ARCH__)
-  return __fadd_rn(a, b);
-#else
-  return a + b;
-#endif
-}
-FRUGAL_BROADCAST_HD inline double add_unfused(double a, double b) {
-#if defined(__CUDA_ARCH__)
-  return __dadd_rn(a, b);
+  if constexpr (sizeof(T) == 4)
+    return __fadd_rn(a, b);
+  else
+    return __dadd_rn(a, b);
 #else
   return a + b;
 #endif
