@@ -151,16 +151,11 @@ Layout plan_layout(Step& step, MemoryMode memory, const LayoutOptions& options) 
   if (choose && memory != MemoryMode::planned) use_full_encodings(step);
   // Packing first, so that the candidates below, the rebuilds and a budget's fit are chosen
   // over the packed step's arena (an op a rebuild takes is rebuilt, not packed; the packed
-  // bytes are outside it).
-  auto pack_list = [&](const Step& s) {
-    std::vector<int> packed;
-    if (memory == MemoryMode::planned && s.mode == Mode::training && !options.forward_only &&
-        options.pack)
-      for (size_t k = 0; k < s.ops.size(); ++k)
-        if (s.ops[k].roles.sparse_outputs) packed.push_back(static_cast<int>(k));
-    return packed;
-  };
-  lo.pack = pack_list(step);
+  // bytes are outside it). Roles::sparse_outputs is the same in either saved encoding.
+  if (memory == MemoryMode::planned && step.mode == Mode::training && !options.forward_only &&
+      options.pack)
+    for (size_t k = 0; k < step.ops.size(); ++k)
+      if (step.ops[k].roles.sparse_outputs) lo.pack.push_back(static_cast<int>(k));
   // Input gradients over inputs (Roles::grad_takes_input) change what the planner packs, and
   // with them a ReLU read by a convolution may keep a mask instead (so that the convolution's
   // input gradient can take its output's bytes): fewer bytes where backward peaks, a mask more
@@ -178,11 +173,10 @@ Layout plan_layout(Step& step, MemoryMode memory, const LayoutOptions& options) 
     if (const size_t a = planned_arena_bytes(step, whole, options.alignment); a < best)
       best = a, choice = 1;
     Step freed = step;
-    if (choose && choose_encodings(freed, lo.keep, true) != masks) {
-      whole.pack = pack_list(freed);
-      if (planned_arena_bytes(freed, whole, options.alignment) < best) choice = 2;
-    }
-    if (choice == 2) choose_encodings(step, lo.keep, true), lo.pack = pack_list(step);
+    if (choose && choose_encodings(freed, lo.keep, true) != masks &&
+        planned_arena_bytes(freed, whole, options.alignment) < best)
+      choice = 2;
+    if (choice == 2) choose_encodings(step, lo.keep, true);
     lo.grads_take_inputs = choice != 0;
   }
   if (memory == MemoryMode::planned && step.mode == Mode::training && !options.forward_only &&

@@ -60,7 +60,7 @@ uint32_t* block_scratch() {
 
 // --- f64: each nonzero element as it is.
 
-int64_t block_count(const uint64_t* x, int64_t n) {
+int64_t block_words(const uint64_t* x, int64_t n) {
   int64_t c = 0;
   for (int64_t i = 0; i < n; ++i) c += x[i] != 0;
   return c;
@@ -269,10 +269,6 @@ void unpack_block(const uint8_t* mask, const uint32_t* in, int64_t n, bool group
 }
 
 // --- both
-
-int64_t block_words(const uint64_t* x, int64_t n) {
-  return block_count(x, n);
-}
 
 template <typename U>
 int64_t pack_counts_t(const U* x, int64_t n, std::vector<int64_t>& counts) {
