@@ -283,20 +283,24 @@ class Backend {
   virtual void relu_backward_mask(const Tensor& dy, const Tensor& mask, Tensor& dx) = 0;
   // dx = dy where y > 0, else 0
   virtual void relu_backward_output(const Tensor& dy, const Tensor& y, Tensor& dx) = 0;
-  // --- packing: a tensor of mostly zeros (a ReLU's output that backward reads) held losslessly
-  // outside the arena between forward and backward (ExecutorOptions::pack). Its packed form, u8
-  // of packed_bytes(n, values, dtype) bytes: per block of kPackBlock elements an int64, where
-  // the block's values start (in elements of x's dtype), bit 62 set where they are grouped
-  // (below); a bit mask (bit i % 8 of byte i / 8,
-  // mask_bytes(n) rounded up to 8 bytes) set where an element's bits are not all zero (-0.0
-  // and NaN count as nonzero, so every bit comes back); each block's nonzero elements in
-  // order, where an f32 block has no sign bit set (a ReLU's) in whole groups of kPackGroup
-  // values of 31 bits each (value i of a group in lane i % 8, each lane's 32 values one bit
-  // stream over 31 words, word w of lane l at word 8 w + l of the group) and the rest as they
-  // are;
-  // kPackSpare spare elements (zeros: a kernel may read past the last value). x is f32 or f64.
-  // The elements each block of x's values take into `counts` (host memory, resized to
-  // packed_blocks(n)): its nonzero count, or packed_f32_words of it; returns their sum.
+  // --- packing: a tensor that backward reads, held losslessly outside the arena between
+  // forward and backward (ExecutorOptions::pack): a ReLU's output (mostly zeros) or any f32
+  // activation (values that share a narrow range of exponents). Its packed form, u8 of
+  // packed_bytes(n, words, dtype) bytes: per block of kPackBlock elements an int64 header,
+  // where the block's words start (in elements of x's dtype), bit 62 (kPackMaskBit) set where
+  // the block has zeros; then the blocks' words, each block's
+  //  - where it has zeros, a bit mask over its elements (bit i % 8 of byte i / 8, set where an
+  //    element's bits are not all zero: -0.0 and NaN count as nonzero, so every bit comes
+  //    back) in packed_mask_words(block size, dtype) words, and its nonzero elements in order;
+  //    else all of its elements;
+  //  - those elements as they are in f64; in f32 whole groups of kPackGroup first, each a
+  //    header word (pack_group_header: a base exponent b, e exponent bits, s sign bits) and
+  //    then each value in w = 23 + e + s bits (mantissa, exponent - b, sign from the low bit
+  //    up; value i of the group in lane i % 8, each lane's 32 values one bit stream over w
+  //    words, word k of lane l at word 1 + 8 k + l of the group), then the rest as they are;
+  // then kPackSpare spare elements (zeros: a kernel may read past the last word). x is f32 or
+  // f64. The words each block takes into `counts` (host memory, resized to packed_blocks(n));
+  // returns their sum.
   virtual int64_t pack_counts(const Tensor& x, std::vector<int64_t>& counts);
   // Whether the three packing kernels are offered (the CPU and the simulated device).
   virtual bool offers_packing() const { return false; }
@@ -443,24 +447,34 @@ inline int64_t mask_bytes(int64_t n) {
 }
 
 // Packing (Backend::pack): elements per block, blocks of n elements, and the bytes of the
-// packed form of n elements whose values take `values` elements (pack_counts's sum).
+// packed form of n elements whose blocks take `words` elements (pack_counts's sum).
 constexpr int64_t kPackBlock = 16384;
-constexpr int64_t kPackSpare = 8;    // spare elements after the values
-constexpr int64_t kPackGroup = 256;  // f32 values that take 31 bits each together
-// The words c f32 values take where none has its sign bit set: 31 bits each in whole groups of
-// kPackGroup (248 words a group), the rest 32 bits each.
-inline int64_t packed_f32_words(int64_t c) {
-  return c - c / kPackGroup * 8;
-}
+constexpr int64_t kPackSpare = 8;    // spare elements after the words
+constexpr int64_t kPackGroup = 256;  // f32 values that share a header word and a width
+constexpr int64_t kPackMaskBit = int64_t{1} << 62;  // a block header's: the block has a mask
 inline int64_t packed_blocks(int64_t n) {
   return (n + kPackBlock - 1) / kPackBlock;
 }
 inline int64_t packed_block_size(int64_t n, int64_t block) {  // elements in block `block`
   return std::min(kPackBlock, n - block * kPackBlock);
 }
-inline int64_t packed_bytes(int64_t n, int64_t values, DType t) {
-  return 8 * packed_blocks(n) + (mask_bytes(n) + 7) / 8 * 8 +
-         (values + kPackSpare) * static_cast<int64_t>(dtype_size(t));
+// Words of a block of m elements' mask (mask_bytes(m) rounded up to whole elements).
+inline int64_t packed_mask_words(int64_t m, DType t) {
+  const int64_t size = static_cast<int64_t>(dtype_size(t));
+  return (mask_bytes(m) + size - 1) / size;
+}
+// The most words a block of m elements takes: a mask, and every element in a group of
+// 32-bit values (a header word more per group).
+inline int64_t packed_block_max_words(int64_t m, DType t) {
+  return packed_mask_words(m, t) + m + (t == DType::f32 ? m / kPackGroup : 0);
+}
+inline int64_t packed_bytes(int64_t n, int64_t words, DType t) {
+  return 8 * packed_blocks(n) + (words + kPackSpare) * static_cast<int64_t>(dtype_size(t));
+}
+// A group's header word: its values take 23 + e + s bits, their exponents base + [0, 2^e).
+constexpr uint32_t kPackGroupTag = 0xa5c30000u;
+inline uint32_t pack_group_header(uint32_t base, uint32_t e, uint32_t s) {
+  return kPackGroupTag | s << 12 | e << 8 | base;
 }
 
 // `t` readable on the host: t itself where it is host memory, else its bytes copied through

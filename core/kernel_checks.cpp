@@ -62,15 +62,16 @@ int64_t check_pack(const Tensor& x, std::span<const int64_t> counts, const Tenso
   int64_t total = 0;
   for (size_t b = 0; b < counts.size(); ++b) {
     const int64_t in_block = packed_block_size(n, static_cast<int64_t>(b));
-    FRUGAL_CHECK(counts[b] >= 0 && counts[b] <= in_block, "pack: block ", b, " counts ", counts[b],
-                 " elements of values for its ", in_block);
+    const int64_t most = packed_block_max_words(in_block, x.dtype());
+    FRUGAL_CHECK(counts[b] >= 0 && counts[b] <= most, "pack: block ", b, " counts ", counts[b],
+                 " elements of words for its ", in_block, " elements (at most ", most, ")");
     total += counts[b];
   }
   const int64_t bytes = packed_bytes(n, total, x.dtype());
   FRUGAL_CHECK(packed.dtype() == DType::u8 && packed.numel() == bytes, "pack: packed ",
                packed.shape(), " ", dtype_name(packed.dtype()), " for ", n, " ",
-               dtype_name(x.dtype()), " elements whose values take ", total,
-               " elements, expected [", bytes, "] u8");
+               dtype_name(x.dtype()), " elements whose blocks take ", total,
+               " elements of words, expected [", bytes, "] u8");
   check_device("pack", {&packed}, device);
   return total;
 }
@@ -80,7 +81,10 @@ int64_t check_unpack(const Tensor& packed, const Tensor& x, const Device& device
   check_device("unpack", {&packed}, device);
   const int64_t n = x.numel(), per = static_cast<int64_t>(dtype_size(x.dtype()));
   const int64_t rest = packed.numel() - packed_bytes(n, 0, x.dtype());
-  FRUGAL_CHECK(packed.dtype() == DType::u8 && rest >= 0 && rest % per == 0 && rest / per <= n,
+  int64_t most = 0;
+  for (int64_t b = 0; b < packed_blocks(n); ++b)
+    most += packed_block_max_words(packed_block_size(n, b), x.dtype());
+  FRUGAL_CHECK(packed.dtype() == DType::u8 && rest >= 0 && rest % per == 0 && rest / per <= most,
                "unpack: packed ", packed.shape(), " ", dtype_name(packed.dtype()),
                " does not hold ", n, " ", dtype_name(x.dtype()), " elements");
   return rest / per;

@@ -30,12 +30,12 @@ void check_required_mask(const char* op, const Tensor& mask, int64_t n, const De
 void check_defined(const char* op, const char* what, const Tensor& t);
 // Packing (Backend::pack): x f32 or f64 on the device.
 void check_packable(const char* op, const Tensor& x, const Device& device);
-// pack: x packable, one count per block of x, each within its block, and packed u8 of
-// packed_bytes(x's elements, the counts' sum); returns that sum.
+// pack: x packable, one count per block of x, each at most packed_block_max_words of its
+// block, and packed u8 of packed_bytes(x's elements, the counts' sum); returns that sum.
 int64_t check_pack(const Tensor& x, std::span<const int64_t> counts, const Tensor& packed,
                    const Device& device);
 // unpack: x packable, and packed u8 of the size a packed form of x's elements and dtype has;
-// returns the nonzero count that size says.
+// returns the words that size says.
 int64_t check_unpack(const Tensor& packed, const Tensor& x, const Device& device);
 // Dropout's probability p lies in [0, 1).
 void check_dropout_p(double p);

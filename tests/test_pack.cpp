@@ -1,8 +1,10 @@
 // Packing (ExecutorOptions::pack): ReLU outputs that backward reads leave the arena after
 // their last forward reader and wait for backward packed, a bit per element and the nonzero
-// elements. The kernels give back every bit (signed zeros, NaN, subnormals; block edges; any
-// thread count); the planned step keeps the baseline's bits with a smaller arena; the packed
-// memory is what the zeros leave, kept from step to step.
+// elements, each in as few bits as its group's exponents need. The kernels give back every
+// bit (signed zeros, NaN, subnormals; block edges; any thread count) in the words an
+// independent count of the format says; the planned step keeps the baseline's bits with a
+// smaller arena; the packed memory is what the zeros leave, kept from step to step. Past 400
+// lines: the kernels' cases share the generators and the independent word count here.
 #include <doctest/doctest.h>
 
 #include <omp.h>
@@ -52,22 +54,58 @@ Tensor sparse_tensor(int64_t n, double zeros, uint64_t seed) {
   return t;
 }
 
-template <typename T>
-void round_trip(Backend& be, int64_t n, double zeros) {
-  CAPTURE(n);
-  CAPTURE(zeros);
-  const Tensor x = sparse_tensor<T>(n, zeros, static_cast<uint64_t>(n) * 7 + 1);
-  int64_t expected = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    T v = x.data<T>()[i];
-    T zero = T(0);
-    expected += std::memcmp(&v, &zero, sizeof(T)) != 0;
+// The words the format (Backend::pack) gives x's blocks, counted here element by element: per
+// block the smaller of a mask and its nonzero elements, or all of its elements (every element
+// a value where the two tie); in f32 each whole group of kPackGroup values a header word and
+// 8 (23 + e + s) words, e the bits of its exponents' range, s 1 where a sign bit is set.
+template <typename U>
+int64_t group_words(const std::vector<U>& v) {
+  int64_t words = static_cast<int64_t>(v.size());
+  if constexpr (sizeof(U) == 4) {
+    words %= kPackGroup;
+    for (size_t g = 0; g + kPackGroup <= v.size(); g += kPackGroup) {
+      uint32_t lo = 255, hi = 0, sign = 0;
+      for (size_t i = g; i < g + kPackGroup; ++i) {
+        lo = std::min(lo, (v[i] >> 23) & 0xffu), hi = std::max(hi, (v[i] >> 23) & 0xffu);
+        sign |= v[i] >> 31;
+      }
+      int e = 0;
+      while ((1u << e) <= hi - lo) ++e;
+      words += 1 + 8 * (23 + e + static_cast<int>(sign));
+    }
   }
+  return words;
+}
+
+template <typename U>
+int64_t expected_words(const Tensor& x, std::vector<int64_t>* per_block = nullptr) {
+  const U* bits = static_cast<const U*>(x.raw());
+  int64_t words = 0;
+  for (int64_t b = 0; b < packed_blocks(x.numel()); ++b) {
+    const int64_t m = packed_block_size(x.numel(), b);
+    std::vector<U> all(bits + b * kPackBlock, bits + b * kPackBlock + m), nonzero;
+    for (U v : all)
+      if (v != 0) nonzero.push_back(v);
+    const int64_t dense = group_words(all);
+    const int64_t sparse = packed_mask_words(m, x.dtype()) + group_words(nonzero);
+    words += std::min(dense, sparse);
+    if (per_block) per_block->push_back(std::min(dense, sparse));
+  }
+  return words;
+}
+
+int64_t expected(const Tensor& x) {
+  return x.dtype() == DType::f32 ? expected_words<uint32_t>(x) : expected_words<uint64_t>(x);
+}
+
+// Packs x, checks the words against the count above, unpacks into poisoned memory and
+// compares every bit.
+void packs_back(Backend& be, const Tensor& x) {
   std::vector<int64_t> counts;
-  const int64_t nonzero = be.pack_counts(x, counts);
-  CHECK(nonzero == expected);
-  CHECK(static_cast<int64_t>(counts.size()) == packed_blocks(n));
-  Tensor packed = Tensor::empty({packed_bytes(n, nonzero, x.dtype())}, DType::u8);
+  const int64_t words = be.pack_counts(x, counts);
+  CHECK(words == expected(x));
+  CHECK(static_cast<int64_t>(counts.size()) == packed_blocks(x.numel()));
+  Tensor packed = Tensor::empty({packed_bytes(x.numel(), words, x.dtype())}, DType::u8);
   be.pack(x, counts, packed);
   Tensor back = Tensor::empty(x.shape(), x.dtype());
   be.fill(back, 5.0);
@@ -75,9 +113,15 @@ void round_trip(Backend& be, int64_t n, double zeros) {
   CHECK(std::memcmp(back.raw(), x.raw(), x.bytes()) == 0);
 }
 
+template <typename T>
+void round_trip(Backend& be, int64_t n, double zeros) {
+  CAPTURE(n);
+  CAPTURE(zeros);
+  packs_back(be, sparse_tensor<T>(n, zeros, static_cast<uint64_t>(n) * 7 + 1));
+}
+
 // A ReLU's output: zeros with probability `zeros`, else positive values of every kind packing
-// must keep whole (normal, subnormal, +inf, NaNs with a clear sign bit), so that whole groups
-// of kPackGroup values take 31 bits each.
+// must keep whole (normal, subnormal, +inf, NaNs with a clear sign bit).
 Tensor relu_like(int64_t n, double zeros, uint64_t seed) {
   Tensor t = Tensor::empty({n}, DType::f32);
   Rng rng(seed);
@@ -95,31 +139,16 @@ Tensor relu_like(int64_t n, double zeros, uint64_t seed) {
   return t;
 }
 
-// The elements x's values take packed: per block its nonzero count, or packed_f32_words of
-// it where no element of the block has its sign bit set.
-int64_t expected_words(const Tensor& x) {
-  const uint32_t* bits = static_cast<const uint32_t*>(x.raw());
-  int64_t words = 0;
-  for (int64_t b = 0; b < packed_blocks(x.numel()); ++b) {
-    int64_t c = 0;
-    uint32_t any = 0;
-    for (int64_t i = b * kPackBlock; i < b * kPackBlock + packed_block_size(x.numel(), b); ++i)
-      c += bits[i] != 0, any |= bits[i];
-    words += any >> 31 ? c : packed_f32_words(c);
+// n elements from a normal distribution of deviation 2 (no zeros; a BatchNorm's output), all
+// positive where `positive`.
+Tensor normal_tensor(int64_t n, bool positive, uint64_t seed) {
+  Tensor t = Tensor::empty({n}, DType::f32);
+  Rng rng(seed);
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = 2 * static_cast<float>(rng.normal());
+    t.data<float>()[i] = positive ? std::fabs(v) : v;
   }
-  return words;
-}
-
-// Packs x, checks the values' size, unpacks into poisoned memory and compares every bit.
-void packs_back(const Tensor& x, int64_t words) {
-  std::vector<int64_t> counts;
-  CHECK(cpu_backend().pack_counts(x, counts) == words);
-  Tensor packed = Tensor::empty({packed_bytes(x.numel(), words, x.dtype())}, DType::u8);
-  cpu_backend().pack(x, counts, packed);
-  Tensor back = Tensor::empty(x.shape(), x.dtype());
-  cpu_backend().fill(back, 5.0);
-  cpu_backend().unpack(packed, back);
-  CHECK(std::memcmp(back.raw(), x.raw(), x.bytes()) == 0);
+  return t;
 }
 
 // conv -> batch_norm -> relu, then residual blocks: the ReLU outputs the convolutions read.
@@ -142,61 +171,82 @@ TEST_CASE("pack: every bit comes back, at block edges and in f32 and f64") {
       round_trip<float>(cpu_backend(), n, zeros);
       round_trip<double>(cpu_backend(), n, zeros);
     }
-  // All zeros: only the header, the mask and the spare.
+  // All zeros: the header, the mask and the spare.
   Tensor z = Tensor::empty({100}, DType::f32);
   cpu_backend().fill(z, 0.0);
   std::vector<int64_t> counts;
-  CHECK(cpu_backend().pack_counts(z, counts) == 0);
-  CHECK(packed_bytes(100, 0, DType::f32) == 8 + 16 + 4 * kPackSpare);
+  CHECK(cpu_backend().pack_counts(z, counts) == 4);
+  CHECK(packed_bytes(100, 4, DType::f32) == 8 + 4 * (4 + kPackSpare));
+  packs_back(cpu_backend(), z);
 }
 
-TEST_CASE("pack: a ReLU's values take 31 bits each in whole groups of 256, every bit back") {
+TEST_CASE("pack: a group's values take the bits their exponents need, every bit back") {
   for (int64_t n :
        {int64_t{255}, int64_t{256}, int64_t{257}, int64_t{511}, int64_t{512}, int64_t{777},
         kPackBlock - 1, kPackBlock, kPackBlock + 300, 3 * kPackBlock + 13})
     for (double zeros : {0.0, 0.5, 0.97}) {
       CAPTURE(n);
       CAPTURE(zeros);
-      const Tensor x = relu_like(n, zeros, static_cast<uint64_t>(n) * 3 + 2);
-      const int64_t words = expected_words(x);
-      int64_t nonzero = 0;
-      for (int64_t i = 0; i < n; ++i) nonzero += static_cast<const uint32_t*>(x.raw())[i] != 0;
-      if (n <= kPackBlock) CHECK(words == packed_f32_words(nonzero));
-      CHECK(words < nonzero + (nonzero < kPackGroup || n > kPackBlock ? 1 : 0));
-      packs_back(x, words);
+      packs_back(cpu_backend(), relu_like(n, zeros, static_cast<uint64_t>(n) * 3 + 2));
+      if (zeros == 0.0)
+        for (bool positive : {false, true})
+          packs_back(cpu_backend(), normal_tensor(n, positive, 5));
     }
-  // A full block of nonzero values: 64 groups, 1/32 fewer bytes than the values themselves.
+  // Whole blocks whose widths are known: values in [1, 2) share one exponent (23 bits each);
+  // a sign bit set widens its group alone (24 bits); a subnormal next to them needs 7 exponent
+  // bits (30); a ReLU-like block with subnormals, infinities and NaNs all 8 (31 bits).
+  Tensor one = Tensor::empty({kPackBlock}, DType::f32);
+  for (int64_t i = 0; i < kPackBlock; ++i)
+    one.data<float>()[i] = 1.0f + static_cast<float>(i) / kPackBlock;
+  packs_back(cpu_backend(), one);
+  CHECK(expected(one) == kPackBlock / kPackGroup * (1 + 8 * 23));
+  one.data<float>()[300] = -1.5f;
+  CHECK(expected(one) == kPackBlock / kPackGroup * (1 + 8 * 23) + 8);
+  packs_back(cpu_backend(), one);
+  one.data<float>()[300] = 1e-40f;
+  CHECK(expected(one) == kPackBlock / kPackGroup * (1 + 8 * 23) + 8 * 7);
+  packs_back(cpu_backend(), one);
   const Tensor full = relu_like(kPackBlock, 0.0, 11);
-  CHECK(expected_words(full) == kPackBlock / 32 * 31);
-  packs_back(full, kPackBlock / 32 * 31);
-  // One sign bit in block 1 (-0.0, then a NaN with its sign set) keeps that block's values
-  // whole; blocks 0 and 2 stay grouped.
-  for (uint32_t negative : {0x80000000u, 0xffc00001u}) {
-    Tensor x = relu_like(3 * kPackBlock, 0.5, 12);
-    static_cast<uint32_t*>(x.raw())[kPackBlock + 700] = negative;
-    std::vector<int64_t> counts;
-    cpu_backend().pack_counts(x, counts);
-    for (int64_t b = 0; b < 3; ++b) {
-      int64_t c = 0;
-      for (int64_t i = b * kPackBlock; i < (b + 1) * kPackBlock; ++i)
-        c += static_cast<const uint32_t*>(x.raw())[i] != 0;
-      CHECK(counts[static_cast<size_t>(b)] == (b == 1 ? c : packed_f32_words(c)));
-    }
-    packs_back(x, expected_words(x));
+  CHECK(expected(full) == kPackBlock / kPackGroup * (1 + 8 * 31));
+  packs_back(cpu_backend(), full);
+  // A normal activation's group spans about ten binades: 28 bits a value, 27 without signs,
+  // and a block of them keeps no mask (no zeros to leave out).
+  for (bool positive : {false, true}) {
+    const Tensor x = normal_tensor(kPackBlock, positive, 17);
+    const double bits = 32.0 * static_cast<double>(expected(x)) / kPackBlock;
+    MESSAGE("normal values, ", std::string(positive ? "positive" : "signed"), ": ", bits,
+            " bits each");
+    CHECK(bits < (positive ? 27.4 : 28.4));
   }
+  // One zero in a block of normal values: the zero a value (a wider group) costs less than a
+  // mask; many zeros make the mask pay.
+  Tensor few = normal_tensor(kPackBlock, false, 18);
+  few.data<float>()[100] = 0;
+  std::vector<int64_t> counts;
+  cpu_backend().pack_counts(few, counts);
+  Tensor p = Tensor::empty({packed_bytes(kPackBlock, counts[0], DType::f32)}, DType::u8);
+  cpu_backend().pack(few, counts, p);
+  CHECK((reinterpret_cast<int64_t*>(p.data<uint8_t>())[0] & kPackMaskBit) == 0);
+  packs_back(cpu_backend(), few);
+  const Tensor half = relu_like(kPackBlock, 0.5, 19);
+  cpu_backend().pack_counts(half, counts);
+  p = Tensor::empty({packed_bytes(kPackBlock, counts[0], DType::f32)}, DType::u8);
+  cpu_backend().pack(half, counts, p);
+  CHECK((reinterpret_cast<int64_t*>(p.data<uint8_t>())[0] & kPackMaskBit) != 0);
 }
 
 TEST_CASE("pack: the same bytes on one thread and on two, and on the simulated device") {
-  for (int grouped = 0; grouped < 2; ++grouped) {
-    CAPTURE(grouped);
-    const Tensor x = grouped ? relu_like(5 * kPackBlock + 3, 0.5, 9)
-                             : sparse_tensor<float>(5 * kPackBlock + 3, 0.5, 9);
+  for (int kind = 0; kind < 3; ++kind) {
+    CAPTURE(kind);
+    const Tensor x = kind == 0   ? relu_like(5 * kPackBlock + 3, 0.5, 9)
+                     : kind == 1 ? sparse_tensor<float>(5 * kPackBlock + 3, 0.5, 9)
+                                 : normal_tensor(5 * kPackBlock + 3, false, 9);
     auto packed_with = [&](int threads) {
       omp_set_num_threads(threads);
       Backend& be = cpu_backend();
       std::vector<int64_t> counts;
-      const int64_t nonzero = be.pack_counts(x, counts);
-      Tensor p = Tensor::empty({packed_bytes(x.numel(), nonzero, x.dtype())}, DType::u8);
+      const int64_t words = be.pack_counts(x, counts);
+      Tensor p = Tensor::empty({packed_bytes(x.numel(), words, x.dtype())}, DType::u8);
       be.pack(x, counts, p);
       return p;
     };
@@ -209,8 +259,8 @@ TEST_CASE("pack: the same bytes on one thread and on two, and on the simulated d
     Tensor dx = Tensor::empty(x.shape(), x.dtype(), Role::output, sim.allocator());
     sim.copy_to_device(x, dx);
     std::vector<int64_t> counts;
-    const int64_t nonzero = sim.pack_counts(dx, counts);
-    Tensor dp = Tensor::empty({packed_bytes(x.numel(), nonzero, x.dtype())}, DType::u8, Role::saved,
+    const int64_t words = sim.pack_counts(dx, counts);
+    Tensor dp = Tensor::empty({packed_bytes(x.numel(), words, x.dtype())}, DType::u8, Role::saved,
                               sim.allocator());
     sim.pack(dx, counts, dp);
     CHECK(std::memcmp(to_host(sim, dp).raw(), one.raw(), one.bytes()) == 0);
@@ -223,52 +273,68 @@ TEST_CASE("pack: the same bytes on one thread and on two, and on the simulated d
 TEST_CASE("pack: wrong counts, sizes and corrupt headers are errors") {
   const Tensor x = sparse_tensor<float>(2 * kPackBlock, 0.5, 3);
   std::vector<int64_t> counts;
-  const int64_t nonzero = cpu_backend().pack_counts(x, counts);
-  Tensor small = Tensor::empty({packed_bytes(x.numel(), nonzero - 1, x.dtype())}, DType::u8);
+  const int64_t words = cpu_backend().pack_counts(x, counts);
+  Tensor small = Tensor::empty({packed_bytes(x.numel(), words - 1, x.dtype())}, DType::u8);
   CHECK_THROWS_WITH(
       cpu_backend().pack(x, counts, small),
-      doctest::Contains(("values take " + std::to_string(nonzero) + " elements").c_str()));
+      doctest::Contains(("blocks take " + std::to_string(words) + " elements").c_str()));
   std::vector<int64_t> bad = counts;
-  bad[0] = kPackBlock + 1;
-  Tensor p = Tensor::empty({packed_bytes(x.numel(), nonzero, x.dtype())}, DType::u8);
+  bad[0] = packed_block_max_words(kPackBlock, DType::f32) + 1;
+  Tensor p = Tensor::empty({packed_bytes(x.numel(), words, x.dtype())}, DType::u8);
   CHECK_THROWS_WITH(cpu_backend().pack(x, bad, p), doctest::Contains("block 0 counts"));
   CHECK_THROWS_WITH(cpu_backend().pack(x, std::vector<int64_t>{1}, p),
                     doctest::Contains("1 block counts"));
   // Counts of another tensor: nothing written past the runs they give, and an error.
   const Tensor other_x = sparse_tensor<float>(2 * kPackBlock, 0.2, 4);
   CHECK_THROWS_WITH(cpu_backend().pack(other_x, counts, p),
-                    doctest::Contains("elements of values, its count says"));
+                    doctest::Contains("elements of words, its count says"));
   const Tensor other_d = sparse_tensor<double>(2 * kPackBlock, 0.2, 4);
-  Tensor pd = Tensor::empty({packed_bytes(other_d.numel(), nonzero, DType::f64)}, DType::u8);
+  Tensor pd = Tensor::empty({packed_bytes(other_d.numel(), words, DType::f64)}, DType::u8);
   CHECK_THROWS_WITH(cpu_backend().pack(other_d, counts, pd),
-                    doctest::Contains("elements of values, its count says"));
+                    doctest::Contains("elements of words, its count says"));
   cpu_backend().pack(x, counts, p);
   Tensor other = Tensor::empty({3 * kPackBlock}, DType::f32);
   CHECK_THROWS_WITH(cpu_backend().unpack(p, other), doctest::Contains("does not hold"));
-  // A grouped block followed by a whole one, block 1's start moved by what grouping saved
-  // block 0 (so block 0 seems to hold its nonzero count), and a size a little short: errors.
-  Tensor mixed = relu_like(3 * kPackBlock, 0.4, 14);
-  static_cast<uint32_t*>(mixed.raw())[kPackBlock + 9] = 0xffc00000u;
-  std::vector<int64_t> mixed_counts;
-  const int64_t mixed_words = cpu_backend().pack_counts(mixed, mixed_counts);
-  Tensor mp = Tensor::empty({packed_bytes(mixed.numel(), mixed_words, DType::f32)}, DType::u8);
-  cpu_backend().pack(mixed, mixed_counts, mp);
-  int64_t c0 = 0;
-  for (int64_t i = 0; i < kPackBlock; ++i) c0 += static_cast<const uint32_t*>(mixed.raw())[i] != 0;
-  REQUIRE(mixed_counts[0] == packed_f32_words(c0));
-  REQUIRE(mixed_counts[0] < c0);
-  Tensor mixed_back = Tensor::empty(mixed.shape(), DType::f32);
-  static_cast<int64_t*>(mp.raw())[1] += c0 - mixed_counts[0];
-  CHECK_THROWS_WITH(cpu_backend().unpack(mp, mixed_back), doctest::Contains("grouped"));
-  static_cast<int64_t*>(mp.raw())[1] -= c0 - mixed_counts[0];
-  cpu_backend().unpack(mp, mixed_back);
-  CHECK(std::memcmp(mixed_back.raw(), mixed.raw(), mixed.bytes()) == 0);
-  Tensor short_p = Tensor::empty({mp.numel() - 32}, DType::u8);
-  std::memcpy(short_p.raw(), mp.raw(), static_cast<size_t>(short_p.numel()));
-  CHECK_THROWS_WITH(cpu_backend().unpack(short_p, mixed_back), doctest::Contains("block 2 holds"));
-  static_cast<int64_t*>(p.raw())[1] = -5;  // block 1's start
-  Tensor back = Tensor::empty(x.shape(), x.dtype());
-  CHECK_THROWS_WITH(cpu_backend().unpack(p, back), doctest::Contains("block 0 holds -5"));
+  // Corrupt forms of a packed ReLU output (block 0 masked, block 1 not, block 2 masked):
+  // each an error before anything is written, and the intact form unpacks again.
+  Tensor relu = relu_like(3 * kPackBlock, 0.4, 14);
+  for (int64_t i = kPackBlock; i < 2 * kPackBlock; ++i)
+    relu.data<float>()[i] = 1.0f + static_cast<float>(i % 100) / 100;
+  std::vector<int64_t> relu_counts;
+  const int64_t relu_words = cpu_backend().pack_counts(relu, relu_counts);
+  Tensor rp = Tensor::empty({packed_bytes(relu.numel(), relu_words, DType::f32)}, DType::u8);
+  cpu_backend().pack(relu, relu_counts, rp);
+  int64_t* headers = reinterpret_cast<int64_t*>(rp.data<uint8_t>());
+  REQUIRE((headers[0] & kPackMaskBit) != 0);
+  REQUIRE((headers[1] & kPackMaskBit) == 0);
+  uint32_t* words32 = reinterpret_cast<uint32_t*>(rp.data<uint8_t>() + 8 * 3);
+  Tensor back = Tensor::empty(relu.shape(), DType::f32);
+  cpu_backend().fill(back, 5.0);
+  auto fails = [&](const char* what) {
+    CHECK_THROWS_WITH(cpu_backend().unpack(rp, back), doctest::Contains(what));
+    for (int64_t i = 0; i < back.numel(); ++i) REQUIRE(back.data<float>()[i] == 5.0f);
+  };
+  headers[1] += 8;  // block 1 starts a group's width later
+  fails("block 0 holds");
+  headers[1] -= 8;
+  headers[1] |= kPackMaskBit;  // block 1 said to keep a mask
+  fails("block 1 holds");
+  headers[1] &= ~kPackMaskBit;
+  const int64_t group = headers[1];  // block 1's first group header, then its width
+  words32[group] ^= 0x10000u;
+  fails("block 1 holds");
+  words32[group] ^= 0x10000u;
+  words32[group] += 1u << 8;
+  fails("block 1 holds");
+  words32[group] -= 1u << 8;
+  headers[1] = -5;
+  fails("block 0 holds");
+  headers[1] = group;
+  Tensor short_p = Tensor::empty({rp.numel() - 32}, DType::u8);
+  std::memcpy(short_p.raw(), rp.raw(), static_cast<size_t>(short_p.numel()));
+  CHECK_THROWS_WITH(cpu_backend().unpack(short_p, back), doctest::Contains("block 2 holds"));
+  cpu_backend().unpack(rp, back);
+  CHECK(std::memcmp(back.raw(), relu.raw(), relu.bytes()) == 0);
   Tensor i32 = Tensor::empty({4}, DType::i32);
   CHECK_THROWS_WITH(cpu_backend().pack_counts(i32, counts), doctest::Contains("f32 or f64"));
 }

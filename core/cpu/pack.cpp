@@ -1,13 +1,16 @@
-// Packing kernels of the CPU backend (Backend::pack): a tensor of mostly zeros held as a bit
-// per element and its nonzero elements. Blocks of kPackBlock elements go to threads whole, each
-// writing its own bits and its own run of values (at its start from the header), so the packed
-// bytes do not depend on the thread count. Elements are compared as unsigned integers of their
-// width, so -0.0 and NaN are nonzero and come back with every bit. f32 values whose sign bits
-// are all clear (a ReLU's) take 31 bits each in groups of kPackGroup (packed_f32_words). With
-// AVX2, f32 goes eight elements at a time: a compare, a lane permutation from a table of the
-// 256 masks and one store (compacting a block), or one load, the inverse permutation and a
-// blend (expanding it; eight spare elements past the values keep that load in bounds), and a
-// group's 31-bit fields eight lanes at once. Every path writes the same bytes.
+// Packing kernels of the CPU backend (Backend::pack; the format is described there). Blocks of
+// kPackBlock elements go to threads whole, each writing its own words at its start from the
+// header, so the packed bytes do not depend on the thread count. Elements are compared as
+// unsigned integers of their width, so -0.0 and NaN are nonzero and come back with every bit.
+// A block keeps a mask where that takes fewer words than keeping its zeros as values (a ReLU's
+// output; a block of an activation without zeros has none). f32 values go in groups of
+// kPackGroup, each as narrow as its exponents' range allows: a group of a normal activation's
+// values spans about 10 binades (4 exponent bits, 28 bits a value with the sign, 27 without).
+// With AVX2, f32 goes eight elements at a time: a compare, a lane permutation from a table of
+// the 256 masks and one store (compacting a block), or one load, the inverse permutation and a
+// blend (expanding it), and a group's fields eight lanes at once. Every path writes the same
+// bytes. Past 400 lines: the count, the pack and the checks before an unpack walk the same
+// blocks and groups through the helpers here, and must agree to the word.
 #if defined(__AVX2__)
 #include <immintrin.h>
 #endif
@@ -23,16 +26,9 @@ namespace frugal {
 
 namespace {
 
-struct PackedView {
-  int64_t* starts;  // per block
-  uint8_t* mask;
-  uint8_t* values;
-};
-
-PackedView packed_view(uint8_t* p, int64_t n) {
-  const int64_t blocks = packed_blocks(n);
-  return {reinterpret_cast<int64_t*>(p), p + 8 * blocks,
-          p + 8 * blocks + (mask_bytes(n) + 7) / 8 * 8};
+constexpr int64_t kStartBits = kPackMaskBit - 1;
+int64_t start_of(int64_t header) {  // a negative (corrupt) header as it is, for the error
+  return header < 0 ? header : header & kStartBits;
 }
 
 // Set bits among the first n of mask.
@@ -43,52 +39,59 @@ int64_t mask_popcount(const uint8_t* mask, int64_t n) {
   return c;
 }
 
-// A block's values start at header & kStartBits; kGroupedBit is set where they are grouped
-// (f32, every sign bit clear), so a corrupt header or size is caught whichever way it falls.
-constexpr int64_t kGroupedBit = int64_t{1} << 62;
-constexpr int64_t kStartBits = kGroupedBit - 1;
-int64_t start_of(int64_t header) {  // a negative (corrupt) header as it is, for the error
-  return header < 0 ? header : header & kStartBits;
+// The calling thread's scratch (on the heap, so that OpenMP threads with small stacks can run
+// the kernels): a block's elements and eight more, and a block's mask.
+struct Scratch {
+  std::vector<uint32_t> values = std::vector<uint32_t>(kPackBlock + 8);
+  std::vector<uint8_t> mask = std::vector<uint8_t>(kPackBlock / 8);
+};
+Scratch& scratch() {
+  thread_local Scratch s;
+  return s;
 }
 
-// A block's worth of f32 scratch for the calling thread (kPackBlock + 8 elements; on the heap,
-// so that OpenMP threads with small stacks can run the kernels).
-uint32_t* block_scratch() {
-  thread_local std::vector<uint32_t> scratch(kPackBlock + 8);
-  return scratch.data();
-}
+// --- f64: each element as it is, the nonzero ones after a mask where that is smaller.
 
-// --- f64: each nonzero element as it is.
-
-int64_t block_words(const uint64_t* x, int64_t n) {
+int64_t nonzero_count(const uint64_t* x, int64_t n) {
   int64_t c = 0;
   for (int64_t i = 0; i < n; ++i) c += x[i] != 0;
   return c;
 }
 
-// Block b: n elements of x; its bits into mask, its nonzero elements into out, never more than
-// `count` of them. Returns how many there are (count, unless the counts were another tensor's).
-int64_t pack_block(const uint64_t* x, int64_t n, int64_t count, uint8_t* mask, uint64_t* out,
-                   int64_t*) {
-  int64_t j = 0;
-  unsigned bits = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const uint64_t v = x[i];
-    if (v != 0) {
-      if (j < count) out[j] = v;
-      ++j, bits |= 1u << (i % 8);
-    }
-    if (i % 8 == 7 || i + 1 == n) mask[i / 8] = static_cast<uint8_t>(bits), bits = 0;
+bool masked_f64(int64_t n, int64_t c) {
+  return packed_mask_words(n, DType::f64) + c < n;
+}
+
+// Block of n elements: its words into out unless they are not `count` (counts of another
+// tensor); returns how many it takes. Sets kPackMaskBit in *header where it keeps a mask.
+int64_t pack_block(const uint64_t* x, int64_t n, int64_t count, uint64_t* out, int64_t* header) {
+  const int64_t c = nonzero_count(x, n);
+  const bool masked = masked_f64(n, c);
+  const int64_t mw = masked ? packed_mask_words(n, DType::f64) : 0;
+  if (mw + (masked ? c : n) != count || !out) return mw + (masked ? c : n);
+  if (!masked) {
+    std::memcpy(out, x, static_cast<size_t>(n) * sizeof(uint64_t));
+    return count;
   }
-  return j;
-}
-
-void unpack_block(const uint8_t* mask, const uint64_t* in, int64_t n, uint64_t* x) {
+  *header |= kPackMaskBit;
+  uint8_t* mask = reinterpret_cast<uint8_t*>(out);
+  std::memset(mask, 0, static_cast<size_t>(mw) * sizeof(uint64_t));
+  uint64_t* values = out + mw;
   int64_t j = 0;
-  for (int64_t i = 0; i < n; ++i) x[i] = (mask[i / 8] >> (i % 8)) & 1u ? in[j++] : 0u;
+  for (int64_t i = 0; i < n; ++i)
+    if (x[i] != 0) values[j++] = x[i], mask[i / 8] |= static_cast<uint8_t>(1u << (i % 8));
+  return count;
 }
 
-// --- f32: compacted, then 31 bits a value in whole groups where no sign bit is set.
+void unpack_block(const uint64_t* in, int64_t n, bool masked, int64_t, uint64_t* x) {
+  if (!masked) return static_cast<void>(std::memcpy(x, in, static_cast<size_t>(n) * 8));
+  const uint8_t* mask = reinterpret_cast<const uint8_t*>(in);
+  const uint64_t* values = in + packed_mask_words(n, DType::f64);
+  int64_t j = 0;
+  for (int64_t i = 0; i < n; ++i) x[i] = (mask[i / 8] >> (i % 8)) & 1u ? values[j++] : 0u;
+}
+
+// --- f32: groups of kPackGroup values as narrow as their exponents allow.
 
 #if defined(__AVX2__)
 // For each 8-bit mask m: lanes of the kept elements in order (compact), and for each lane k the
@@ -108,19 +111,23 @@ struct LaneTables {
   }
 };
 const LaneTables kLanes;
+
+__m256i shift_left(__m256i v, int bits) {
+  return _mm256_sll_epi32(v, _mm_cvtsi32_si128(bits));
+}
+__m256i shift_right(__m256i v, int bits) {  // 0 where bits is 32
+  return _mm256_srl_epi32(v, _mm_cvtsi32_si128(bits));
+}
 #endif
 
-// The nonzero elements of x[0, n) in order into kept (room for n), their bits into mask,
-// the OR of all of them into `any`; returns how many.
-int64_t compact(const uint32_t* x, int64_t n, uint8_t* mask, uint32_t* kept, uint32_t& any) {
+// The nonzero elements of x[0, n) in order into kept (room for n), their bits into mask;
+// returns how many.
+int64_t compact(const uint32_t* x, int64_t n, uint8_t* mask, uint32_t* kept) {
   int64_t j = 0, i = 0;
-  any = 0;
 #if defined(__AVX2__)
   const __m256i zero = _mm256_setzero_si256();
-  __m256i all = zero;
   for (; i + 8 <= n; i += 8) {
     const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i));
-    all = _mm256_or_si256(all, v);
     const unsigned bits = ~static_cast<unsigned>(_mm256_movemask_ps(
                               _mm256_castsi256_ps(_mm256_cmpeq_epi32(v, zero)))) &
                           0xffu;
@@ -131,14 +138,10 @@ int64_t compact(const uint32_t* x, int64_t n, uint8_t* mask, uint32_t* kept, uin
     j += __builtin_popcount(bits);
     mask[i / 8] = static_cast<uint8_t>(bits);
   }
-  alignas(32) uint32_t lanes[8];
-  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), all);
-  for (uint32_t l : lanes) any |= l;
 #endif
   unsigned bits = 0;
   for (; i < n; ++i) {
     const uint32_t v = x[i];
-    any |= v;
     kept[j] = v;
     j += v != 0;
     bits |= static_cast<unsigned>(v != 0) << (i % 8);
@@ -167,105 +170,200 @@ void expand(const uint8_t* mask, const uint32_t* kept, int64_t n, uint32_t* x) {
   for (; i < n; ++i) x[i] = (mask[i / 8] >> (i % 8)) & 1u ? kept[j++] : 0u;
 }
 
-// One group of kPackGroup values (sign bits clear) into 31 bits each: value i goes to lane
-// i % 8, and each lane's 32 values form one bit stream, the first value in the low bits, over
-// 31 words (word w of lane l at out[8 w + l]).
-void pack_group(const uint32_t* v, uint32_t* out) {
+// How a group of kPackGroup values is held: exponents base + [0, 2^e), s sign bits (0 where
+// every sign bit is clear), w = 23 + e + s bits a value.
+struct GroupCode {
+  uint32_t base = 0, e = 0, s = 0;
+  int w() const { return static_cast<int>(23 + e + s); }
+  uint32_t header() const { return pack_group_header(base, e, s); }
+};
+
+GroupCode group_code(const uint32_t* v) {
+  uint32_t lo = 255, hi = 0, signs = 0;
 #if defined(__AVX2__)
-  __m256i acc = _mm256_setzero_si256();
-  int bits = 0;  // bits of acc in use
-  for (int i = 0, w = 0; i < 32; ++i) {
-    const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(v + 8 * i));
-    acc = _mm256_or_si256(acc, _mm256_sll_epi32(x, _mm_cvtsi32_si128(bits)));
-    if (bits == 0) {
-      bits = 31;
-      continue;
-    }
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 8 * w++), acc);
-    acc = _mm256_srl_epi32(x, _mm_cvtsi32_si128(32 - bits));
-    --bits;
+  const __m256i exponent = _mm256_set1_epi32(0xff);
+  __m256i vlo = exponent, vhi = _mm256_setzero_si256(), vs = _mm256_setzero_si256();
+  for (int i = 0; i < kPackGroup; i += 8) {
+    const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(v + i));
+    const __m256i ex = _mm256_and_si256(_mm256_srli_epi32(x, 23), exponent);
+    vlo = _mm256_min_epu32(vlo, ex), vhi = _mm256_max_epu32(vhi, ex);
+    vs = _mm256_or_si256(vs, x);
   }
+  alignas(32) uint32_t l[8], h[8], s[8];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(l), vlo);
+  _mm256_store_si256(reinterpret_cast<__m256i*>(h), vhi);
+  _mm256_store_si256(reinterpret_cast<__m256i*>(s), vs);
+  for (int k = 0; k < 8; ++k) lo = std::min(lo, l[k]), hi = std::max(hi, h[k]), signs |= s[k];
 #else
-  for (int l = 0; l < 8; ++l) {
-    uint64_t acc = 0;
-    int bits = 0;
-    for (int i = 0, w = 0; i < 32; ++i) {
-      acc |= static_cast<uint64_t>(v[8 * i + l]) << bits;
-      bits += 31;
-      if (bits >= 32) out[8 * w++ + l] = static_cast<uint32_t>(acc), acc >>= 32, bits -= 32;
-    }
+  for (int i = 0; i < kPackGroup; ++i) {
+    const uint32_t ex = (v[i] >> 23) & 0xffu;
+    lo = std::min(lo, ex), hi = std::max(hi, ex), signs |= v[i];
   }
 #endif
+  GroupCode g;
+  g.e = hi == lo ? 0 : 32 - static_cast<uint32_t>(__builtin_clz(hi - lo));
+  g.s = signs >> 31;
+  g.base = std::min(lo, 256 - (1u << g.e));  // base + 2^e - 1 <= 255 (an 8-bit range at 0)
+  return g;
 }
 
-void unpack_group(const uint32_t* in, uint32_t* v) {
-#if defined(__AVX2__)
-  const __m256i low31 = _mm256_set1_epi32(0x7fffffff);
-  __m256i acc = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in));
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(v), _mm256_and_si256(acc, low31));
-  acc = _mm256_srli_epi32(acc, 31);
-  for (int i = 1; i < 32; ++i) {  // acc holds i bits of value i
-    __m256i x = acc;
-    if (i < 31) {
-      const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + 8 * i));
-      x = _mm256_or_si256(x, _mm256_sll_epi32(w, _mm_cvtsi32_si128(i)));
-      acc = _mm256_srl_epi32(w, _mm_cvtsi32_si128(31 - i));
-    }
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(v + 8 * i), _mm256_and_si256(x, low31));
-  }
-#else
-  for (int l = 0; l < 8; ++l) {
-    uint64_t acc = 0;
-    int bits = 0;
-    for (int i = 0, w = 0; i < 32; ++i) {
-      if (bits < 31) acc |= static_cast<uint64_t>(in[8 * w++ + l]) << bits, bits += 32;
-      v[8 * i + l] = static_cast<uint32_t>(acc) & 0x7fffffffu;
-      acc >>= 31, bits -= 31;
-    }
-  }
-#endif
+// A header word that pack_group wrote, as a code; false for any other word.
+bool read_group_header(uint32_t h, GroupCode& g) {
+  if ((h & 0xffffe000u) != kPackGroupTag) return false;
+  g.base = h & 0xffu, g.e = (h >> 8) & 0xfu, g.s = (h >> 12) & 1u;
+  return g.e <= 8 && g.base + (1u << g.e) - 1 <= 255;
 }
 
-// The words n f32 elements' values take: their nonzero count, or packed_f32_words of it where
-// no element has its sign bit set.
-int64_t block_words(const uint32_t* x, int64_t n) {
-  int64_t c = 0;
-  uint32_t any = 0;
-  for (int64_t i = 0; i < n; ++i) c += x[i] != 0, any |= x[i];
-  return any >> 31 ? c : packed_f32_words(c);
-}
-
-// Sets kGroupedBit in *start where the values go grouped.
-int64_t pack_block(const uint32_t* x, int64_t n, int64_t count, uint8_t* mask, uint32_t* out,
-                   int64_t* start) {
-  uint32_t* kept = block_scratch();
-  uint32_t any;
-  const int64_t c = compact(x, n, mask, kept, any);
-  const bool grouped = any >> 31 == 0;
-  const int64_t words = grouped ? packed_f32_words(c) : c;
-  if (words != count) return words;  // another tensor's counts: nothing written
-  if (grouped) *start |= kGroupedBit;
-  const int64_t groups = grouped ? c / kPackGroup : 0;
-  for (int64_t g = 0; g < groups; ++g)
-    pack_group(kept + g * kPackGroup, out + g * (kPackGroup - 8));
-  std::memcpy(out + groups * (kPackGroup - 8), kept + groups * kPackGroup,
-              static_cast<size_t>(c - groups * kPackGroup) * sizeof(uint32_t));
+// Words that c values take: whole groups (a header word and w words a lane each) and the rest
+// as they are.
+int64_t value_words(const uint32_t* v, int64_t c) {
+  int64_t words = c % kPackGroup;
+  for (int64_t g = 0; g < c / kPackGroup; ++g) words += 1 + 8 * group_code(v + g * kPackGroup).w();
   return words;
 }
 
-// The block's c values from `in`, grouped or not. Reads up to eight words past them where they
-// are not grouped (the next block's, or the spares).
-void unpack_block(const uint8_t* mask, const uint32_t* in, int64_t n, bool grouped, int64_t c,
-                  uint32_t* x) {
-  if (!grouped || c < kPackGroup) return expand(mask, in, n, x);
-  uint32_t* kept = block_scratch();
-  const int64_t groups = c / kPackGroup;
-  for (int64_t g = 0; g < groups; ++g)
-    unpack_group(in + g * (kPackGroup - 8), kept + g * kPackGroup);
-  std::memcpy(kept + groups * kPackGroup, in + groups * (kPackGroup - 8),
-              static_cast<size_t>(c - groups * kPackGroup) * sizeof(uint32_t));
-  std::memset(kept + c, 0, 8 * sizeof(uint32_t));
-  expand(mask, kept, n, x);
+// One group of kPackGroup values into out (1 + 8 w words); returns the words written.
+int64_t pack_group(const uint32_t* v, uint32_t* out) {
+  const GroupCode g = group_code(v);
+  const int w = g.w();
+  *out++ = g.header();
+#if defined(__AVX2__)
+  const __m256i mantissa = _mm256_set1_epi32(0x7fffff), exponent = _mm256_set1_epi32(0xff);
+  const __m256i base = _mm256_set1_epi32(static_cast<int>(g.base));
+  __m256i acc = _mm256_setzero_si256();
+  int bits = 0;  // bits of acc in use
+  for (int i = 0; i < 32; ++i) {
+    const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(v + 8 * i));
+    const __m256i d = _mm256_sub_epi32(_mm256_and_si256(_mm256_srli_epi32(x, 23), exponent), base);
+    const __m256i f =
+        _mm256_or_si256(_mm256_or_si256(_mm256_and_si256(x, mantissa), _mm256_slli_epi32(d, 23)),
+                        shift_left(_mm256_srli_epi32(x, 31), static_cast<int>(23 + g.e)));
+    acc = _mm256_or_si256(acc, shift_left(f, bits));
+    bits += w;
+    if (bits >= 32) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), acc);
+      out += 8, bits -= 32;
+      acc = shift_right(f, w - bits);
+    }
+  }
+#else
+  for (int l = 0; l < 8; ++l) {
+    uint64_t acc = 0;
+    int bits = 0;
+    for (int i = 0, k = 0; i < 32; ++i) {
+      const uint32_t x = v[8 * i + l];
+      const uint64_t f = (x & 0x7fffffu) | (((x >> 23) & 0xffu) - g.base) << 23 |
+                         static_cast<uint64_t>(x >> 31) << (23 + g.e);
+      acc |= f << bits;
+      bits += w;
+      if (bits >= 32) out[8 * k++ + l] = static_cast<uint32_t>(acc), acc >>= 32, bits -= 32;
+    }
+  }
+#endif
+  return 1 + 8 * w;
+}
+
+// The group of kPackGroup values `in` holds (its header checked by values_hold) into v;
+// returns the words it takes.
+int64_t unpack_group(const uint32_t* in, uint32_t* v) {
+  GroupCode g;
+  read_group_header(*in++, g);
+  const int w = g.w();
+  const uint32_t field = w == 32 ? 0xffffffffu : (1u << w) - 1;
+#if defined(__AVX2__)
+  const __m256i mantissa = _mm256_set1_epi32(0x7fffff), fmask = _mm256_set1_epi32(int(field));
+  const __m256i emask = _mm256_set1_epi32(static_cast<int>((1u << g.e) - 1));
+  const __m256i base = _mm256_set1_epi32(static_cast<int>(g.base));
+  __m256i acc = _mm256_setzero_si256();
+  int have = 0;  // bits of acc not yet taken
+  for (int i = 0; i < 32; ++i) {
+    __m256i f;
+    if (have >= w) {
+      f = _mm256_and_si256(acc, fmask);
+      acc = shift_right(acc, w), have -= w;
+    } else {
+      const __m256i word = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in));
+      in += 8;
+      f = _mm256_and_si256(_mm256_or_si256(acc, shift_left(word, have)), fmask);
+      acc = shift_right(word, w - have), have += 32 - w;
+    }
+    const __m256i ex = _mm256_add_epi32(_mm256_and_si256(_mm256_srli_epi32(f, 23), emask), base);
+    const __m256i x =
+        _mm256_or_si256(_mm256_or_si256(_mm256_and_si256(f, mantissa), _mm256_slli_epi32(ex, 23)),
+                        _mm256_slli_epi32(shift_right(f, static_cast<int>(23 + g.e)), 31));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(v + 8 * i), x);
+  }
+#else
+  for (int l = 0; l < 8; ++l) {
+    uint64_t acc = 0;
+    int have = 0;
+    for (int i = 0, k = 0; i < 32; ++i) {
+      if (have < w) acc |= static_cast<uint64_t>(in[8 * k++ + l]) << have, have += 32;
+      const uint32_t f = static_cast<uint32_t>(acc) & field;
+      acc >>= w, have -= w;
+      const uint32_t ex = ((f >> 23) & ((1u << g.e) - 1)) + g.base;
+      v[8 * i + l] =
+          (f & 0x7fffffu) | ex << 23 | static_cast<uint32_t>(uint64_t{f} >> (23 + g.e)) << 31;
+    }
+  }
+#endif
+  return 1 + 8 * w;
+}
+
+// Checks the groups of c values at in[0, held) (every header, and that they and the rest fill
+// it exactly); false where they do not.
+bool values_hold(const uint32_t* in, int64_t held, int64_t c) {
+  int64_t at = 0;
+  for (int64_t g = 0; g < c / kPackGroup; ++g) {
+    GroupCode code;
+    if (at >= held || !read_group_header(in[at], code)) return false;
+    at += 1 + 8 * code.w();
+  }
+  return at + c % kPackGroup == held;
+}
+
+// Block of n elements: its words into out (unless out is null or they are not `count`: counts
+// of another tensor); returns how many it takes. Sets kPackMaskBit in *header where it keeps a
+// mask: where the mask and the nonzero values take fewer words than every element as a value.
+int64_t pack_block(const uint32_t* x, int64_t n, int64_t count, uint32_t* out, int64_t* header) {
+  Scratch& s = scratch();
+  uint32_t* kept = s.values.data();
+  const int64_t c = compact(x, n, s.mask.data(), kept);
+  const int64_t dense = value_words(x, n);
+  const int64_t mw = packed_mask_words(n, DType::f32);
+  const int64_t sparse = c < n ? mw + value_words(kept, c) : dense;
+  const bool masked = sparse < dense;
+  const int64_t words = masked ? sparse : dense;
+  if (words != count || !out) return words;
+  const uint32_t* v = x;
+  int64_t m = n;
+  if (masked) {
+    *header |= kPackMaskBit;
+    std::memset(out + mw - 1, 0, sizeof(uint32_t));
+    std::memcpy(out, s.mask.data(), static_cast<size_t>(mask_bytes(n)));
+    out += mw, v = kept, m = c;
+  }
+  for (int64_t g = 0; g < m / kPackGroup; ++g) out += pack_group(v + g * kPackGroup, out);
+  std::memcpy(out, v + m / kPackGroup * kPackGroup,
+              static_cast<size_t>(m % kPackGroup) * sizeof(uint32_t));
+  return words;
+}
+
+// The block of n elements that `in` holds (checked by values_hold) into x.
+void unpack_block(const uint32_t* in, int64_t n, bool masked, int64_t c, uint32_t* x) {
+  uint32_t* v = x;
+  const uint8_t* mask = reinterpret_cast<const uint8_t*>(in);
+  if (masked) in += packed_mask_words(n, DType::f32), v = scratch().values.data();
+  for (int64_t g = 0; g < c / kPackGroup; ++g) in += unpack_group(in, v + g * kPackGroup);
+  std::memcpy(v + c / kPackGroup * kPackGroup, in,
+              static_cast<size_t>(c % kPackGroup) * sizeof(uint32_t));
+  if (!masked) return;
+  std::memset(v + c, 0, 8 * sizeof(uint32_t));
+  expand(mask, v, n, x);
+}
+
+bool values_hold(const uint64_t*, int64_t held, int64_t c) {
+  return held == c;
 }
 
 // --- both
@@ -276,7 +374,8 @@ int64_t pack_counts_t(const U* x, int64_t n, std::vector<int64_t>& counts) {
   counts.assign(static_cast<size_t>(blocks), 0);
 #pragma omp parallel for schedule(static)
   for (int64_t b = 0; b < blocks; ++b)
-    counts[static_cast<size_t>(b)] = block_words(x + b * kPackBlock, packed_block_size(n, b));
+    counts[static_cast<size_t>(b)] =
+        pack_block(x + b * kPackBlock, packed_block_size(n, b), -1, nullptr, nullptr);
   int64_t total = 0;
   for (int64_t c : counts) total += c;
   return total;
@@ -284,60 +383,64 @@ int64_t pack_counts_t(const U* x, int64_t n, std::vector<int64_t>& counts) {
 
 template <typename U>
 void pack_t(const U* x, int64_t n, std::span<const int64_t> counts, int64_t total, uint8_t* p) {
-  const PackedView v = packed_view(p, n);
+  int64_t* headers = reinterpret_cast<int64_t*>(p);
+  U* words = reinterpret_cast<U*>(p + 8 * packed_blocks(n));
   const int64_t blocks = packed_blocks(n);
   int64_t start = 0;
   for (int64_t b = 0; b < blocks; ++b) {
-    v.starts[b] = start;
+    headers[b] = start;
     start += counts[static_cast<size_t>(b)];
   }
-  U* values = reinterpret_cast<U*>(v.values);
-  for (int k = 0; k < kPackSpare; ++k) values[total + k] = U(0);  // the spares
-  std::memset(v.mask + mask_bytes(n), 0, static_cast<size_t>(v.values - v.mask - mask_bytes(n)));
+  for (int k = 0; k < kPackSpare; ++k) words[total + k] = U(0);  // the spares
   std::vector<int64_t> found(static_cast<size_t>(blocks));
 #pragma omp parallel for schedule(static)
   for (int64_t b = 0; b < blocks; ++b)
     found[static_cast<size_t>(b)] =
         pack_block(x + b * kPackBlock, packed_block_size(n, b), counts[static_cast<size_t>(b)],
-                   v.mask + b * (kPackBlock / 8), values + v.starts[b], &v.starts[b]);
+                   words + headers[b], &headers[b]);
   for (int64_t b = 0; b < blocks; ++b)
     FRUGAL_CHECK(found[static_cast<size_t>(b)] == counts[static_cast<size_t>(b)], "pack: block ", b,
-                 " takes ", found[static_cast<size_t>(b)], " elements of values, its count says ",
+                 " takes ", found[static_cast<size_t>(b)], " elements of words, its count says ",
                  counts[static_cast<size_t>(b)],
                  " (counts of another tensor?); the packed tensor is not valid");
 }
 
 template <typename U>
 void unpack_t(const uint8_t* p, int64_t n, int64_t total, U* x) {
-  const PackedView v = packed_view(const_cast<uint8_t*>(p), n);
+  const int64_t* headers = reinterpret_cast<const int64_t*>(p);
+  const U* words = reinterpret_cast<const U*>(p + 8 * packed_blocks(n));
   const int64_t blocks = packed_blocks(n);
-  FRUGAL_CHECK(v.starts[0] == 0 || v.starts[0] == kGroupedBit,
-               "unpack: packed tensor does not hold ", n,
-               " elements: its first block starts at value ", v.starts[0]);
-  std::vector<int64_t> nonzero(static_cast<size_t>(blocks));
-  for (int64_t b = 0; b < blocks; ++b) {
-    const int64_t next = b + 1 < blocks ? start_of(v.starts[b + 1]) : total;
-    const int64_t held = next - start_of(v.starts[b]);
-    const bool grouped = v.starts[b] & kGroupedBit;
-    const int64_t c = mask_popcount(v.mask + b * (kPackBlock / 8), packed_block_size(n, b));
-    FRUGAL_CHECK(v.starts[b] >= 0 && (sizeof(U) == 4 || !grouped) &&
-                     held == (grouped ? packed_f32_words(c) : c),
-                 "unpack: packed tensor does not hold ", n, " elements: block ", b, " holds ", held,
-                 " elements of values for ", c, " nonzero", grouped ? " grouped" : "",
-                 " (not a packed tensor, or overwritten)");
-    nonzero[static_cast<size_t>(b)] = c;
-  }
-  const U* values = reinterpret_cast<const U*>(v.values);
+  const DType t = sizeof(U) == 4 ? DType::f32 : DType::f64;
+  FRUGAL_CHECK(start_of(headers[0]) == 0, "unpack: packed tensor does not hold ", n,
+               " elements: its first block starts at word ", headers[0]);
+  // Every block's header, mask and groups checked before anything is written.
+  std::vector<int64_t> nonzero(static_cast<size_t>(blocks)), held(static_cast<size_t>(blocks));
+  std::vector<char> fine(static_cast<size_t>(blocks));
 #pragma omp parallel for schedule(static)
   for (int64_t b = 0; b < blocks; ++b) {
-    const uint8_t* mask = v.mask + b * (kPackBlock / 8);
-    const U* in = values + (v.starts[b] & kStartBits);
-    if constexpr (sizeof(U) == 4)
-      unpack_block(mask, in, packed_block_size(n, b), (v.starts[b] & kGroupedBit) != 0,
-                   nonzero[static_cast<size_t>(b)], x + b * kPackBlock);
-    else
-      unpack_block(mask, in, packed_block_size(n, b), x + b * kPackBlock);
+    const int64_t start = start_of(headers[b]);
+    const int64_t next = b + 1 < blocks ? start_of(headers[b + 1]) : total;
+    const int64_t m = packed_block_size(n, b);
+    const bool masked = headers[b] & kPackMaskBit;
+    const int64_t mw = masked ? packed_mask_words(m, t) : 0;
+    int64_t h = next - start, c = m;
+    bool ok = start >= 0 && h >= mw && next <= total;
+    if (ok && masked) c = mask_popcount(reinterpret_cast<const uint8_t*>(words + start), m);
+    ok = ok && values_hold(words + start + mw, h - mw, c);
+    nonzero[static_cast<size_t>(b)] = c, held[static_cast<size_t>(b)] = h;
+    fine[static_cast<size_t>(b)] = ok;
   }
+  for (int64_t b = 0; b < blocks; ++b)
+    FRUGAL_CHECK(fine[static_cast<size_t>(b)], "unpack: packed tensor does not hold ", n,
+                 " elements: block ", b, " holds ", held[static_cast<size_t>(b)],
+                 " elements of words for ", nonzero[static_cast<size_t>(b)],
+                 headers[b] & kPackMaskBit ? " nonzero values and a mask" : " values",
+                 " (not a packed tensor, or overwritten)");
+#pragma omp parallel for schedule(static)
+  for (int64_t b = 0; b < blocks; ++b)
+    unpack_block(words + start_of(headers[b]), packed_block_size(n, b),
+                 (headers[b] & kPackMaskBit) != 0, nonzero[static_cast<size_t>(b)],
+                 x + b * kPackBlock);
 }
 
 }  // namespace
