@@ -288,11 +288,12 @@ class Backend {
   // activation (values that share a narrow range of exponents). Its packed form, u8 of
   // packed_bytes(n, words, dtype) bytes: per block of kPackBlock elements an int64 header,
   // where the block's words start (in elements of x's dtype), bit 62 (kPackMaskBit) set where
-  // the block has zeros; then the blocks' words, each block's
-  //  - where it has zeros, a bit mask over its elements (bit i % 8 of byte i / 8, set where an
-  //    element's bits are not all zero: -0.0 and NaN count as nonzero, so every bit comes
-  //    back) in packed_mask_words(block size, dtype) words, and its nonzero elements in order;
-  //    else all of its elements;
+  // the block keeps a mask; then the blocks' words, each block's
+  //  - where a mask and its nonzero elements take fewer words than all of its elements, the
+  //    mask over its elements (bit i % 8 of byte i / 8, set where an element's bits are not
+  //    all zero: -0.0 and NaN count as nonzero, so every bit comes back) in
+  //    packed_mask_words(block size, dtype) words, and its nonzero elements in order; else
+  //    all of its elements (zeros too);
   //  - those elements as they are in f64; in f32 whole groups of kPackGroup first, each a
   //    header word (pack_group_header: a base exponent b, e exponent bits, s sign bits) and
   //    then each value in w = 23 + e + s bits (mantissa, exponent - b, sign from the low bit
@@ -463,10 +464,10 @@ inline int64_t packed_mask_words(int64_t m, DType t) {
   const int64_t size = static_cast<int64_t>(dtype_size(t));
   return (mask_bytes(m) + size - 1) / size;
 }
-// The most words a block of m elements takes: a mask, and every element in a group of
-// 32-bit values (a header word more per group).
+// The most words a block of m elements takes: every element a value, in f32 in groups of
+// 32-bit values (a header word more per group); a mask is kept only where it takes fewer.
 inline int64_t packed_block_max_words(int64_t m, DType t) {
-  return packed_mask_words(m, t) + m + (t == DType::f32 ? m / kPackGroup : 0);
+  return m + (t == DType::f32 ? m / kPackGroup : 0);
 }
 inline int64_t packed_bytes(int64_t n, int64_t words, DType t) {
   return 8 * packed_blocks(n) + (words + kPackSpare) * static_cast<int64_t>(dtype_size(t));

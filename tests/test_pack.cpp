@@ -328,7 +328,11 @@ TEST_CASE("pack: wrong counts, sizes and corrupt headers are errors") {
   fails("block 1 holds");
   words32[group] -= 1u << 8;
   headers[1] = -5;
-  fails("block 0 holds");
+  fails("block 0 holds -5");
+  headers[1] = group ^ std::numeric_limits<int64_t>::min();  // its sign bit: no overflow
+  fails("block 0 holds -9223372036854");
+  headers[1] = std::numeric_limits<int64_t>::min();
+  fails("block 0 holds -9223372036854775808");
   headers[1] = group;
   Tensor short_p = Tensor::empty({rp.numel() - 32}, DType::u8);
   std::memcpy(short_p.raw(), rp.raw(), static_cast<size_t>(short_p.numel()));

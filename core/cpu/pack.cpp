@@ -423,8 +423,10 @@ void unpack_t(const uint8_t* p, int64_t n, int64_t total, U* x) {
     const int64_t m = packed_block_size(n, b);
     const bool masked = headers[b] & kPackMaskBit;
     const int64_t mw = masked ? packed_mask_words(m, t) : 0;
-    int64_t h = next - start, c = m;
-    bool ok = start >= 0 && h >= mw && next <= total;
+    // (a negative header's own value as what the block holds, for the error: no overflow)
+    const bool signs = start >= 0 && next >= 0;
+    int64_t h = signs ? next - start : std::min(start, next), c = m;
+    bool ok = signs && h >= mw && next <= total;
     if (ok && masked) c = mask_popcount(reinterpret_cast<const uint8_t*>(words + start), m);
     ok = ok && values_hold(words + start + mw, h - mw, c);
     nonzero[static_cast<size_t>(b)] = c, held[static_cast<size_t>(b)] = h;
