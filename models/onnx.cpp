@@ -486,6 +486,16 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       const bool any = op == "Concat" || op == "Add" || op == "Sub" || op == "Mul" || op == "Max" ||
                        op == "Min" || kCompare.count(op) > 0;
       const bool data = any || (op == "Where" ? i >= 1 : i == 0);
+      // The indices of a weight table's rows (nn.Embedding): an embedding op, which checks
+      // them; such an input is drawn below the table's rows where frugal makes up its values.
+      if (op == "Gather" && i == 1 && n.input_size() == 2 &&
+          graph->initializers.count(canon(n.input(0)))) {
+        const Tensor& table = graph->initializers.at(canon(n.input(0)));
+        for (OnnxInput& e : model.extra_inputs)
+          if (e.name == from && table.shape().rank() >= 1)
+            e.below = std::min(e.below, table.shape()[0]);
+        continue;
+      }
       if (op == "Cast") {
         const int64_t to = r.get_int(n, "to", 0);
         if (to != onnx::TensorProto::INT64 && to != onnx::TensorProto::INT32 &&
@@ -498,9 +508,9 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       } else if (!kCompare.count(op) && !(kWholeExact.count(op) && data)) {
         r.fail(n, "reads '" + n.input(i) + "', whole numbers from the integer input '" + from +
                       "', " +
-                      (kWholeExact.count(op) ? std::string("as indices or a shape (an embedding "
-                                                           "of them, nn.Embedding, is not "
-                                                           "imported)")
+                      (kWholeExact.count(op) ? std::string("as indices of an activation or a "
+                                                           "shape (of a weight table's rows, "
+                                                           "nn.Embedding, they are imported)")
                                              : "in " + op) +
                       "; frugal carries integer inputs in the model's float type and imports "
                       "only exact integer arithmetic over them (Add, Sub, Mul, Neg, Abs, Max, "
@@ -1279,6 +1289,13 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
         o.batch_moved = true;
         batch_moved.insert(o.output);
       }
+    } else if (op == "Gather" && graph->initializers.count(need(n, 0)) && !constant_or_int(n, 1)) {
+      // Of a weight at an input's values (nn.Embedding of class labels or token ids, an int64
+      // input carried as whole numbers): an embedding op, whose gradient adds into the table.
+      if (r.get_int(n, "axis", 0) != 0)
+        r.fail(n, "a Gather of a weight at an activation's values is imported along axis 0 only");
+      o.kind = Kind::embedding;
+      o.inputs = {operand(n, 0), activation_input_at(n, 1)};
     } else if (op == "Gather" && graph->initializers.count(need(n, 0))) {
       // Of a weight by constant indices (Swin's relative position bias table[index]): a gather
       // op, whose gradient adds back into the table.

@@ -33,6 +33,9 @@ struct OnnxInput {
   // An integer input (int64 or int32: a diffusion model's timesteps, read through a Cast to
   // float): carried in the model's float type, whole numbers (exact below 2^24 in f32).
   bool whole = false;
+  // Whole numbers drawn for it where frugal makes up inputs (`memory --run`, `bench`) lie in
+  // [0, below): the rows of the smallest table it indexes (nn.Embedding), else 1000.
+  int64_t below = 1000;
 };
 
 struct OnnxModel {

@@ -62,6 +62,8 @@ enum class OnnxKind {
   slice,         // int_inputs: starts, ends[, axes[, steps]]
   split,         // outputs; int_inputs[0] (or ints): sizes, else equal parts
   gather,        // int_inputs[0]: indices (a scalar drops the axis); axis
+  embedding,     // Gather of a weight table's rows (axis 0) at an activation's values: inputs
+                 // {table, indices} (nn.Embedding of an int64 input, carried as floats)
   expand,        // int_inputs[0]: the shape an activation broadcasts to
   tile,          // int_inputs[0]: the repeat counts, one per axis
   pad,           // int_inputs[0]: pads (begins, then ends); pad_value

@@ -23,6 +23,7 @@
 #include "layers/conv_transpose2d.h"
 #include "layers/dropout.h"
 #include "layers/elu.h"
+#include "layers/embedding.h"
 #include "layers/flatten.h"
 #include "layers/gather.h"
 #include "layers/grid_sample.h"
@@ -1170,6 +1171,9 @@ std::vector<Value> record_onnx_outputs(const OnnxModel& model, Value images,
         case Kind::gather:
           y = record_gather(n, ints.at(n.int_inputs[0]), in[0]);
           break;
+        case Kind::embedding:
+          y = embedding(in[0], in[1]);
+          break;
         case Kind::expand: {
           Ints shape = ints.at(n.int_inputs[0]).values;
           // A weight's constant shape from an export at a fixed batch: (B, 1, D) for a class
@@ -1319,7 +1323,7 @@ void load_onnx_weights(ParamStore& store, const OnnxModel& model) {
 namespace {
 std::vector<ModelInput> extra_model_inputs(const OnnxModel& model) {
   std::vector<ModelInput> names;
-  for (const OnnxInput& e : model.extra_inputs) names.push_back({e.name, e.whole});
+  for (const OnnxInput& e : model.extra_inputs) names.push_back({e.name, e.whole, e.below});
   return names;
 }
 

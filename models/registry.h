@@ -14,11 +14,12 @@
 namespace frugal {
 
 // An input a network reads besides its images (ModelSpec::extra_inputs): its name, and whether
-// it holds whole numbers (an ONNX file's int64 input, a diffusion model's timestep, carried in
-// the model's float type).
+// it holds whole numbers (an ONNX file's int64 input, a diffusion model's timestep or class
+// labels, carried in the model's float type) and below what.
 struct ModelInput {
   std::string name;
   bool whole = false;
+  int64_t below = 1000;  // whole numbers drawn for it lie in [0, below)
   bool operator==(const ModelInput&) const = default;
 };
 

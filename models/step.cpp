@@ -29,7 +29,9 @@ std::vector<Tensor> random_extra_inputs(const ModelSpec& spec, std::span<const V
     Tensor t = Tensor::empty(inputs[k].shape(), inputs[k].dtype());
     const bool whole = spec.extra_inputs[k].whole;
     for (int64_t i = 0; i < t.numel(); ++i) {
-      const double v = whole ? static_cast<double>(rng.below(1000)) : rng.normal();
+      const double v =
+          whole ? static_cast<double>(rng.below(static_cast<uint64_t>(spec.extra_inputs[k].below)))
+                : rng.normal();
       if (t.dtype() == DType::f64)
         t.data<double>()[i] = v;
       else

@@ -2053,6 +2053,49 @@ def int_input_net(out):
     print(f"{path}: inputs {tuple(x.shape)}, {tuple(t.shape)} int64, output {tuple(y.shape)}")
 
 
+def embedding_net(out):
+    """A class-conditional model: its second input an int64 class label (N), read by an
+    nn.Embedding (a Gather of the table at the labels) and added per channel to a
+    convolution's output, as class-conditional generators and diffusion models take theirs;
+    tests/data/onnx/embedding_net.onnx with x, the labels (as float32) and PyTorch's float32
+    output (embedding_net.io)."""
+    import os
+    import warnings
+
+    import torch
+    from torch import nn
+    from torch.nn import functional as F
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 4, 3, padding=1)
+            self.classes = nn.Embedding(7, 4)
+            self.fc = nn.Linear(4, 3)
+
+        def forward(self, x, label):
+            e = self.classes(label)[:, :, None, None]
+            return self.fc(F.silu(self.conv(x) + e).mean((2, 3)))
+
+    torch.manual_seed(59)
+    net = Net().eval()
+    x = torch.rand(3, 3, 6, 6) * 2 - 1
+    label = torch.tensor([6, 0, 6])
+    with torch.no_grad():
+        y = net(x, label)
+    path = f"{out}/embedding_net.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(net, (x, label), path + ".tmp", opset_version=17,
+                          input_names=["x", "label"], output_names=["y"],
+                          dynamic_axes={"x": {0: "N"}, "label": {0: "N"}, "y": {0: "N"}})
+    os.replace(path + ".tmp", path)
+    with open(f"{out}/embedding_net.io", "wb") as f:
+        for v in (x, label.float(), y):
+            f.write(v.numpy().astype("<f4").tobytes())
+    print(f"{path}: inputs {tuple(x.shape)}, {tuple(label.shape)} int64, output {tuple(y.shape)}")
+
+
 def unet3d_net(out):
     """A 3-D U-Net over volumes (N, C, D, H, W) labelling each voxel: Conv3d 3x3x3 with
     BatchNorm3d and SiLU (smooth: no ReLU zeros tied in the max pools for the gradcheck), MaxPool3d(2) and one padded with ceil_mode, ConvTranspose3d by 2 (the
@@ -2761,6 +2804,7 @@ if __name__ == "__main__":
         inputs_net(sys.argv[2])
         outputs_net(sys.argv[2])
         int_input_net(sys.argv[2])
+        embedding_net(sys.argv[2])
         sys.exit(0)
     if len(sys.argv) > 2 and sys.argv[1] == "--segmentation":
         # The U-Net of docs/TRAINING.md's segmentation run, and a small one for the tests

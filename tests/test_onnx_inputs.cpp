@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "check/gradcheck.h"
+#include "layers/constant.h"
 #include "layers/softmax_cross_entropy.h"
 #include "models/onnx.h"
 #include "models/onnx_graph.h"
@@ -341,7 +342,9 @@ TEST_CASE("onnx: integer inputs: exact arithmetic imports, the rest is refused b
       "tr");
   CHECK(
       error_for(shape).starts_with("m.onnx: node 'reshape' (Reshape): reads 't', whole numbers "
-                                   "from the integer input 't', as indices or a shape"));
+                                   "from the integer input 't', as indices of an activation or "
+                                   "a shape (of a weight table's rows, nn.Embedding, they are "
+                                   "imported)"));
   // int32 as int64; an integer image input is refused.
   onnx::ModelProto int32 = plain;
   int32.mutable_graph()->mutable_input(1)->mutable_type()->mutable_tensor_type()->set_elem_type(
@@ -350,4 +353,129 @@ TEST_CASE("onnx: integer inputs: exact arithmetic imports, the rest is refused b
   onnx::ModelProto first = plain;
   first.mutable_graph()->mutable_input()->SwapElements(0, 1);
   CHECK(error_for(first) == "m.onnx: input 't' must be float or double");
+}
+
+namespace {
+
+// embedding_net's output (3, 3) at x (3, 3, 6, 6) and its labels (3), its weights the file's,
+// and two SGD steps at batch 4 (labels drawn below the table's 7 rows): the loss, the input's
+// and every parameter's gradient, then the parameters.
+std::vector<float> embedding_forward(const OnnxModel& m, const float* xs, const float* labels) {
+  ParamStore store(1);
+  Tape tape(store);
+  Value x = tape.input("x", {3, 3, 6, 6}, DType::f32);
+  Value c = tape.input("label", {3}, DType::f32);
+  const std::vector<Value> extra{c};
+  Value y = record_onnx(m, x, extra);
+  load_onnx_weights(store, m);
+  Executor ex(tape, cpu_backend(), {.mode = Mode::inference, .keep = {y}});
+  ex.set_input(x, host_floats({3, 3, 6, 6}, xs));
+  ex.set_input(c, host_floats({3}, labels));
+  ex.forward();
+  return {ex.value(y).data<float>(), ex.value(y).data<float>() + 9};
+}
+
+std::vector<Tensor> embedding_steps(const OnnxModel& m, MemoryMode memory) {
+  ParamStore store(1);
+  Tape tape(store);
+  Value x = tape.input("x", {4, 3, 6, 6}, DType::f32, true);
+  Value c = tape.input("label", {4}, DType::f32);
+  Value labels = tape.input("labels", {4}, DType::i32);
+  const std::vector<Value> extra{c};
+  Value loss = softmax_cross_entropy(record_onnx(m, x, extra), labels);
+  load_onnx_weights(store, m);
+  Executor ex(tape, cpu_backend(), sgd_step_options(memory, loss));
+  std::vector<Tensor> out;
+  for (int step = 0; step < 2; ++step) {
+    ex.set_input(x, random_tensor(x.shape(), 5 + step, -1, 1, DType::f32));
+    Tensor classes = Tensor::empty({4}, DType::f32);
+    for (int64_t i = 0; i < 4; ++i)
+      classes.data<float>()[i] = static_cast<float>((5 * i + 3 * step) % 7);
+    ex.set_input(c, classes);
+    ex.set_input(labels, random_labels(4, m.classes, 9 + step));
+    ex.forward();
+    out.push_back(clone(ex.value(loss)));
+    ex.backward(loss);
+    out.push_back(clone(ex.grad(x)));
+    for (size_t v = 0; v < tape.values().size(); ++v)
+      if (tape.values()[v].kind == ValueKind::param && tape.values()[v].requires_grad)
+        out.push_back(clone(ex.grad(Value(&tape, static_cast<int>(v)))));
+  }
+  for (Parameter* p : store.all()) out.push_back(clone(p->value));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("onnx: an nn.Embedding of an int64 label input gives PyTorch's output") {
+  const OnnxModel m = load_onnx((onnx_data() / "embedding_net.onnx").string());
+  REQUIRE(m.extra_inputs.size() == 1);
+  CHECK(m.extra_inputs[0].name == "label");
+  CHECK(m.extra_inputs[0].whole);
+  CHECK(m.extra_inputs[0].below == 7);  // the table's rows
+  // embedding_net.io: x (3, 3, 6, 6), the labels (3) as floats (6, 0, 6), then PyTorch's y.
+  const std::vector<float> io = read_floats(onnx_data() / "embedding_net.io");
+  REQUIRE(io.size() == 324 + 3 + 9);
+  const std::vector<float> y = embedding_forward(m, io.data(), io.data() + 324);
+  double worst = 0, scale = 0;
+  for (int64_t i = 0; i < 9; ++i) {
+    const double want = io[static_cast<size_t>(327 + i)];
+    worst = std::max(worst, std::abs(static_cast<double>(y[static_cast<size_t>(i)]) - want));
+    scale = std::max(scale, std::abs(want));
+  }
+  CHECK(scale > 0.01);
+  CHECK(worst <= 1e-4 * scale);
+  MESSAGE("embedding_net: largest difference ", worst, " of outputs up to ", scale);
+  // What frugal memory --run and bench give it: whole numbers below the table's 7 rows.
+  const ModelSpec& spec =
+      find_model(kOnnxModelPrefix + (onnx_data() / "embedding_net.onnx").string());
+  REQUIRE(spec.extra_inputs.size() == 1);
+  CHECK(spec.extra_inputs[0].below == 7);
+  ParamStore shapes = ParamStore::shapes_only();
+  Tape t2(shapes);
+  const ModelStep step = record_model_step(t2, spec, 64, Mode::training);
+  const Tensor drawn = random_extra_inputs(spec, step.extra_inputs, 5).at(0);
+  std::set<float> distinct;
+  for (int64_t i = 0; i < 64; ++i) distinct.insert(drawn.data<float>()[i]);
+  CHECK(distinct == std::set<float>{0, 1, 2, 3, 4, 5, 6});
+  // A Gather of the table along another axis: an error naming the node.
+  onnx::ModelProto proto;
+  std::ifstream in(onnx_data() / "embedding_net.onnx", std::ios::binary);
+  REQUIRE(proto.ParseFromIstream(&in));
+  onnx::NodeProto* gather = proto.mutable_graph()->mutable_node(0);
+  REQUIRE(gather->op_type() == "Gather");
+  auto* axis = attribute(gather, "axis");
+  axis->set_type(onnx::AttributeProto::INT);
+  axis->set_i(1);
+  CHECK(error_for(proto).ends_with(
+      "(Gather): a Gather of a weight at an activation's values is imported along axis 0 only"));
+  // A label outside the table: an error naming it.
+  std::vector<float> bad(io.begin(), io.end());
+  bad[325] = 7;
+  CHECK_THROWS_WITH_AS(embedding_forward(m, bad.data(), bad.data() + 324),
+                       doctest::Contains("embedding: index 7 at position 1 of the indices [3] "
+                                         "is outside the table's 7 rows"),
+                       Error);
+}
+
+TEST_CASE("onnx: an nn.Embedding's model trains planned == baseline, gradcheck in f64") {
+  const OnnxModel m = load_onnx((onnx_data() / "embedding_net.onnx").string());
+  const std::vector<Tensor> base = embedding_steps(m, MemoryMode::baseline);
+  const std::vector<Tensor> planned = embedding_steps(m, MemoryMode::planned);
+  REQUIRE(base.size() == planned.size());
+  for (size_t i = 0; i < base.size(); ++i) {
+    CAPTURE(i);
+    CHECK(bitwise_equal(base[i], planned[i]));
+  }
+  // The labels a constant of the tape (whole numbers that finite differences must not move):
+  // the table's gradient among the parameters'.
+  const auto build = randomized(m, 600);
+  Tensor labels = Tensor::empty({3}, DType::f64);
+  labels.data<double>()[0] = 6, labels.data<double>()[1] = 0, labels.data<double>()[2] = 6;
+  check_gradients(
+      [&](std::span<const Value> in) {
+        const std::vector<Value> all{in[0], constant(in[0].tape(), labels)};
+        return build(all);
+      },
+      {random_tensor({3, 3, 6, 6}, 83, -1, 1)}, {.tolerance = 1e-6});
 }
