@@ -64,16 +64,21 @@ std::vector<Tensor> onnx_train(const OnnxModel& m, MemoryMode memory, bool pack)
     ex.set_input(x, random_tensor(shape, 5 + step, -1, 1, DType::f32));
     ex.set_input(labels,
                  random_labels(label_shape.numel(), m.classes, 9 + step).reshape(label_shape));
-    ex.forward();
-    out.push_back(clone(ex.value(loss)));
-    ex.backward(loss);
-    out.push_back(clone(ex.grad(x)));
-    for (size_t v = 0; v < tape.values().size(); ++v)
-      if (tape.values()[v].kind == ValueKind::param && tape.values()[v].requires_grad)
-        out.push_back(clone(ex.grad(Value(&tape, static_cast<int>(v)))));
+    step_and_collect(ex, tape, loss, std::span<const Value>(&x, 1), out);
   }
   for (Parameter* p : store.all()) out.push_back(clone(p->value));
   return out;
+}
+
+void step_and_collect(Executor& ex, Tape& tape, Value loss, std::span<const Value> inputs,
+                      std::vector<Tensor>& out) {
+  ex.forward();
+  out.push_back(clone(ex.value(loss)));
+  ex.backward(loss);
+  for (Value v : inputs) out.push_back(clone(ex.grad(v)));
+  for (size_t v = 0; v < tape.values().size(); ++v)
+    if (tape.values()[v].kind == ValueKind::param && tape.values()[v].requires_grad)
+      out.push_back(clone(ex.grad(Value(&tape, static_cast<int>(v)))));
 }
 
 ExecutorOptions sgd_step_options(MemoryMode memory, Value loss) {

@@ -28,6 +28,10 @@ std::vector<float> onnx_forward(const OnnxModel& m, const std::vector<float>& x)
 // parameter gradient and every parameter and running statistic after them; `pack`: with
 // ExecutorOptions::pack.
 std::vector<Tensor> onnx_train(const OnnxModel& m, MemoryMode memory, bool pack = false);
+// One forward and backward of ex's training step, appended to out: the loss, the gradients of
+// `inputs`, then every trainable parameter's gradient.
+void step_and_collect(Executor& ex, Tape& tape, Value loss, std::span<const Value> inputs,
+                      std::vector<Tensor>& out);
 // The executor of the ONNX tests' SGD steps (lr 0.1, momentum 0.9): `memory`, test buffers
 // poisoned where planned, `loss` kept, parameter gradients kept for comparison.
 ExecutorOptions sgd_step_options(MemoryMode memory, Value loss);

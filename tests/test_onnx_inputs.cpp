@@ -55,32 +55,30 @@ std::vector<Tensor> train_steps(const OnnxModel& m, MemoryMode memory) {
     ex.set_input(k, random_tensor(k.shape(), 9 + step, 0, 1, DType::f32));
     ex.set_input(labels,
                  random_labels(label_shape.numel(), m.classes, 11 + step).reshape(label_shape));
-    ex.forward();
-    out.push_back(clone(ex.value(loss)));
-    ex.backward(loss);
-    for (Value v : {x, t, k}) out.push_back(clone(ex.grad(v)));
-    for (size_t v = 0; v < tape.values().size(); ++v)
-      if (tape.values()[v].kind == ValueKind::param && tape.values()[v].requires_grad)
-        out.push_back(clone(ex.grad(Value(&tape, static_cast<int>(v)))));
+    const Value grads[] = {x, t, k};
+    step_and_collect(ex, tape, loss, grads, out);
   }
   for (Parameter* p : store.all()) out.push_back(clone(p->value));
   return out;
 }
 
-// int_input_net's output y (2, 3) at x (2, 3, 6, 6) and t (2), its weights the file's.
-std::vector<float> xt_forward(const OnnxModel& m, const float* xs, const float* ts) {
+// The output of a model of an image input and one more (int_input_net: x (2, 3, 6, 6) and t
+// (2) give y (2, 3); embedding_net: x (3, 3, 6, 6) and its labels (3) give y (3, 3)), its
+// weights the file's.
+std::vector<float> xt_forward(const OnnxModel& m, const float* xs, const float* ts,
+                              const Shape& x_shape = {2, 3, 6, 6}, const Shape& t_shape = {2}) {
   ParamStore store(1);
   Tape tape(store);
-  Value x = tape.input("x", {2, 3, 6, 6}, DType::f32);
-  Value t = tape.input("t", {2}, DType::f32);
+  Value x = tape.input("x", x_shape, DType::f32);
+  Value t = tape.input(m.extra_inputs.at(0).name, t_shape, DType::f32);
   const std::vector<Value> extra{t};
   Value y = record_onnx(m, x, extra);
   load_onnx_weights(store, m);
   Executor ex(tape, cpu_backend(), {.mode = Mode::inference, .keep = {y}});
-  ex.set_input(x, host_floats({2, 3, 6, 6}, xs));
-  ex.set_input(t, host_floats({2}, ts));
+  ex.set_input(x, host_floats(x_shape, xs));
+  ex.set_input(t, host_floats(t_shape, ts));
   ex.forward();
-  return {ex.value(y).data<float>(), ex.value(y).data<float>() + 6};
+  return {ex.value(y).data<float>(), ex.value(y).data<float>() + y.shape().numel()};
 }
 
 // inputs_net with its second input `t` made int64, or fixed to a batch of 5 where x's is 2.
@@ -357,24 +355,13 @@ TEST_CASE("onnx: integer inputs: exact arithmetic imports, the rest is refused b
 
 namespace {
 
-// embedding_net's output (3, 3) at x (3, 3, 6, 6) and its labels (3), its weights the file's,
-// and two SGD steps at batch 4 (labels drawn below the table's 7 rows): the loss, the input's
-// and every parameter's gradient, then the parameters.
+// embedding_net's output (3, 3) at x (3, 3, 6, 6) and its labels (3).
 std::vector<float> embedding_forward(const OnnxModel& m, const float* xs, const float* labels) {
-  ParamStore store(1);
-  Tape tape(store);
-  Value x = tape.input("x", {3, 3, 6, 6}, DType::f32);
-  Value c = tape.input("label", {3}, DType::f32);
-  const std::vector<Value> extra{c};
-  Value y = record_onnx(m, x, extra);
-  load_onnx_weights(store, m);
-  Executor ex(tape, cpu_backend(), {.mode = Mode::inference, .keep = {y}});
-  ex.set_input(x, host_floats({3, 3, 6, 6}, xs));
-  ex.set_input(c, host_floats({3}, labels));
-  ex.forward();
-  return {ex.value(y).data<float>(), ex.value(y).data<float>() + 9};
+  return xt_forward(m, xs, labels, {3, 3, 6, 6}, {3});
 }
 
+// Two SGD steps of embedding_net at batch 4 (labels drawn below the table's 7 rows): the
+// loss, the input's and every parameter's gradient, then the parameters.
 std::vector<Tensor> embedding_steps(const OnnxModel& m, MemoryMode memory) {
   ParamStore store(1);
   Tape tape(store);
@@ -393,13 +380,7 @@ std::vector<Tensor> embedding_steps(const OnnxModel& m, MemoryMode memory) {
       classes.data<float>()[i] = static_cast<float>((5 * i + 3 * step) % 7);
     ex.set_input(c, classes);
     ex.set_input(labels, random_labels(4, m.classes, 9 + step));
-    ex.forward();
-    out.push_back(clone(ex.value(loss)));
-    ex.backward(loss);
-    out.push_back(clone(ex.grad(x)));
-    for (size_t v = 0; v < tape.values().size(); ++v)
-      if (tape.values()[v].kind == ValueKind::param && tape.values()[v].requires_grad)
-        out.push_back(clone(ex.grad(Value(&tape, static_cast<int>(v)))));
+    step_and_collect(ex, tape, loss, std::span<const Value>(&x, 1), out);
   }
   for (Parameter* p : store.all()) out.push_back(clone(p->value));
   return out;
