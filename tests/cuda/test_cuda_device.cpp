@@ -12,10 +12,14 @@
 
 #include "cuda/cuda_entry.h"
 #include "data/synthetic.h"
+#include "layers/binary.h"
+#include "layers/constant.h"
 #include "layers/conv2d.h"
+#include "layers/embedding.h"
 #include "layers/flatten.h"
 #include "layers/gather.h"
 #include "layers/linear.h"
+#include "layers/reshape.h"
 #include "layers/select.h"
 #include "tests/device/harness.h"
 #include "tests/temp_dir.h"
@@ -43,6 +47,18 @@ Value gather_where_net(Value x) {
   Value g = conv2d(h, {.out = 3, .kernel = 1});
   h = select(compare(BinaryKind::greater, h, g), h, g);
   return linear(flatten(h), {.out = 5});
+}
+
+// A class embedding added per sample and channel (nn.Embedding of labels the step is given,
+// here a constant of the tape): its indices read back from the device each step, its table's
+// gradient summed by the gather kernels.
+Value embedding_net(Value x) {
+  Value h = conv2d(x, {.out = 3, .kernel = 3, .pad = 1});
+  Tensor labels = Tensor::empty({2}, DType::f32);
+  labels.data<float>()[0] = 4, labels.data<float>()[1] = 4;
+  Value table = x.tape().param("classes", {5, 3}, Init::normal(0.5));
+  Value e = reshape(embedding(table, constant(x.tape(), labels)), Shape{2, 3, 1, 1});
+  return linear(flatten(binary(BinaryKind::add, h, e)), {.out = 5});
 }
 
 }  // namespace
@@ -75,6 +91,11 @@ TEST_CASE("cuda device: planned steps equal baseline steps bitwise, and repeat e
     CAPTURE(memory_mode_name(memory));
     check_all_bitwise(train_on(gpu(), gather_where_net, {2, 4, 6, 6}, 5, MemoryMode::baseline, 2),
                       train_on(gpu(), gather_where_net, {2, 4, 6, 6}, 5, memory, 2));
+  }
+  for (MemoryMode memory : {MemoryMode::baseline, MemoryMode::planned}) {
+    CAPTURE(memory_mode_name(memory));
+    check_all_bitwise(train_on(gpu(), embedding_net, {2, 4, 6, 6}, 5, MemoryMode::baseline, 2),
+                      train_on(gpu(), embedding_net, {2, 4, 6, 6}, 5, memory, 2));
   }
   // concat_batch_norm: the bits of concat then batch_norm on the device too.
   for (MemoryMode memory : {MemoryMode::baseline, MemoryMode::planned}) {
