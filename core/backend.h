@@ -341,6 +341,15 @@ class Backend {
   // ascending k (a repeated index sums in that order).
   virtual void gather_backward(const Tensor& dy, std::span<const int64_t> index, int64_t outer,
                                Tensor& dx);
+  // The same with outer 1 for rows that change from call to call (an embedding's indices, read
+  // each step), which a backend must not keep: by default gather_forward and gather_backward;
+  // the CUDA backend, which keeps a device copy of each gather's fixed index, overrides them.
+  virtual void embedding_forward(const Tensor& table, std::span<const int64_t> rows, Tensor& y) {
+    gather_forward(table, rows, 1, y);
+  }
+  virtual void embedding_backward(const Tensor& dy, std::span<const int64_t> rows, Tensor& dtable) {
+    gather_backward(dy, rows, 1, dtable);
+  }
 
   // --- broadcast arithmetic (core/broadcast.h) ------------------------------------------------
   // y = a op b over g: y holds g.numel() elements, a and b are read through g's strides. y may

@@ -129,6 +129,10 @@ class CudaBackend final : public Backend {
                       Tensor& y) override;
   void gather_backward(const Tensor& dy, std::span<const int64_t> index, int64_t outer,
                        Tensor& dx) override;
+  // The rows uploaded on each call into device memory kept for the next (grown where too small),
+  // nothing kept per set of rows.
+  void embedding_forward(const Tensor& table, std::span<const int64_t> rows, Tensor& y) override;
+  void embedding_backward(const Tensor& dy, std::span<const int64_t> rows, Tensor& dtable) override;
 
   void binary_forward(BinaryKind k, const Broadcast& g, const Tensor& a, const Tensor& b,
                       Tensor& y) override;
@@ -179,6 +183,9 @@ class CudaBackend final : public Backend {
   const ConvPlan& conv_plan(const Conv2dGeometry& g, DType t) const;
   // The device copy of (index into an axis of D), made on first use and kept.
   const GatherIndex& gather_index(std::span<const int64_t> index, int64_t D);
+  // (rows into an axis of D) uploaded into embedding_rows_ (cudaMemcpy on the default stream,
+  // after the kernels that read the last rows).
+  const GatherIndex& embedding_index(std::span<const int64_t> rows, int64_t D);
   // Throws (op, sample, label, x's shape) if a label lies outside [0, C) (cuda/loss.cu).
   void check_label_values(const char* op, const Tensor& labels, const Tensor& x);
   void release() noexcept;
@@ -216,6 +223,8 @@ class CudaBackend final : public Backend {
   };
   std::mutex gather_mutex_;
   std::map<GatherKey, std::shared_ptr<const GatherIndex>, GatherKeyLess> gather_indexes_;
+  std::shared_ptr<GatherIndex> embedding_rows_;  // with room for embedding_room_ (K, D)
+  std::pair<int64_t, int64_t> embedding_room_{0, 0};
 };
 
 }  // namespace frugal

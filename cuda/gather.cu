@@ -3,7 +3,8 @@
 // element of dx one thread that adds, from +0, the dy elements gathered from it in ascending k,
 // so a repeated index sums in the CPU's order and no atomics are needed. The index lives on the
 // host (the op's attribute); its device copy, with the inverse lists backward reads, is made on
-// first use and kept by the backend, as the convolution plans are.
+// first use and kept by the backend, as the convolution plans are. An embedding's rows change
+// every step: they are uploaded on each call into device memory kept for the next.
 #include <numeric>
 
 #include "core/kernel_checks.h"
@@ -58,6 +59,24 @@ void copy_up(T*& to, const std::vector<T>& from) {
   FRUGAL_CUDA_CHECK(cudaMemcpy(to, from.data(), sizeof(T) * from.size(), cudaMemcpyHostToDevice));
 }
 
+// For each d in [0, D), the k with index[k] == d, ascending, at order[offsets[d] ..
+// offsets[d + 1]): a counting sort of k by index[k], stable.
+void backward_lists(std::span<const int64_t> index, int64_t D, std::vector<int64_t>& offsets,
+                    std::vector<int64_t>& order) {
+  offsets.assign(static_cast<size_t>(D) + 1, 0);
+  order.resize(index.size());
+  for (int64_t d : index) ++offsets[static_cast<size_t>(d) + 1];
+  std::partial_sum(offsets.begin(), offsets.end(), offsets.begin());
+  std::vector<int64_t> next(offsets.begin(), offsets.end() - 1);
+  for (size_t k = 0; k < index.size(); ++k)
+    order[static_cast<size_t>(next[static_cast<size_t>(index[k])]++)] = static_cast<int64_t>(k);
+}
+
+void copy_into(int64_t* to, std::span<const int64_t> from) {
+  FRUGAL_CUDA_CHECK(
+      cudaMemcpy(to, from.data(), sizeof(int64_t) * from.size(), cudaMemcpyHostToDevice));
+}
+
 }  // namespace
 
 const GatherIndex& CudaBackend::gather_index(std::span<const int64_t> index, int64_t D) {
@@ -65,18 +84,33 @@ const GatherIndex& CudaBackend::gather_index(std::span<const int64_t> index, int
   if (auto it = gather_indexes_.find(GatherView{D, index}); it != gather_indexes_.end())
     return *it->second;
   GatherKey key{D, {index.begin(), index.end()}};
-  // Counting sort of k by index[k]: stable, so each list is ascending in k.
-  std::vector<int64_t> offsets(static_cast<size_t>(D) + 1, 0), order(index.size());
-  for (int64_t d : index) ++offsets[static_cast<size_t>(d) + 1];
-  std::partial_sum(offsets.begin(), offsets.end(), offsets.begin());
-  std::vector<int64_t> next(offsets.begin(), offsets.end() - 1);
-  for (size_t k = 0; k < index.size(); ++k)
-    order[static_cast<size_t>(next[static_cast<size_t>(index[k])]++)] = static_cast<int64_t>(k);
+  std::vector<int64_t> offsets, order;
+  backward_lists(index, D, offsets, order);
   auto g = std::make_shared<GatherIndex>();
   copy_up(g->index, key.second);
   copy_up(g->offsets, offsets);
   copy_up(g->order, order);
   return *gather_indexes_.emplace(std::move(key), std::move(g)).first->second;
+}
+
+const GatherIndex& CudaBackend::embedding_index(std::span<const int64_t> rows, int64_t D) {
+  std::lock_guard<std::mutex> lock(gather_mutex_);
+  const auto K = static_cast<int64_t>(rows.size());
+  if (!embedding_rows_ || K > embedding_room_.first || D > embedding_room_.second) {
+    embedding_room_ = {std::max(K, embedding_room_.first), std::max(D, embedding_room_.second)};
+    embedding_rows_ = std::make_shared<GatherIndex>();
+    const std::vector<int64_t> k_room(static_cast<size_t>(embedding_room_.first)),
+        d_room(static_cast<size_t>(embedding_room_.second) + 1);
+    copy_up(embedding_rows_->index, k_room);
+    copy_up(embedding_rows_->order, k_room);
+    copy_up(embedding_rows_->offsets, d_room);
+  }
+  std::vector<int64_t> offsets, order;
+  backward_lists(rows, D, offsets, order);
+  copy_into(embedding_rows_->index, rows);
+  copy_into(embedding_rows_->offsets, offsets);
+  copy_into(embedding_rows_->order, order);
+  return *embedding_rows_;
 }
 
 void CudaBackend::gather_forward(const Tensor& x, std::span<const int64_t> index, int64_t outer,
@@ -105,6 +139,33 @@ void CudaBackend::gather_backward(const Tensor& dy, std::span<const int64_t> ind
   else
     launch(n, gather_backward_kernel<double>, dy.device_data<double>(), g.offsets, g.order, D, K, I,
            dx.device_data<double>(), n);
+}
+
+void CudaBackend::embedding_forward(const Tensor& table, std::span<const int64_t> rows, Tensor& y) {
+  const auto [D, I] = check_gather("embedding", table, rows, 1, y, device());
+  const GatherIndex& g = embedding_index(rows, D);
+  const auto K = static_cast<int64_t>(rows.size());
+  const int64_t n = K * I;
+  if (table.dtype() == DType::f32)
+    launch(n, gather_kernel<float>, table.device_data<float>(), g.index, D, K, I,
+           y.device_data<float>(), n);
+  else
+    launch(n, gather_kernel<double>, table.device_data<double>(), g.index, D, K, I,
+           y.device_data<double>(), n);
+}
+
+void CudaBackend::embedding_backward(const Tensor& dy, std::span<const int64_t> rows,
+                                     Tensor& dtable) {
+  const auto [D, I] = check_gather("embedding backward", dtable, rows, 1, dy, device());
+  const GatherIndex& g = embedding_index(rows, D);
+  const auto K = static_cast<int64_t>(rows.size());
+  const int64_t n = D * I;
+  if (dtable.dtype() == DType::f32)
+    launch(n, gather_backward_kernel<float>, dy.device_data<float>(), g.offsets, g.order, D, K, I,
+           dtable.device_data<float>(), n);
+  else
+    launch(n, gather_backward_kernel<double>, dy.device_data<double>(), g.offsets, g.order, D, K, I,
+           dtable.device_data<double>(), n);
 }
 
 }  // namespace frugal

@@ -60,13 +60,13 @@ const std::vector<int64_t>& EmbeddingOp::rows_of(const OpContext& ctx) {
 }
 
 void EmbeddingOp::forward(const OpContext& ctx) {
-  ctx.backend().gather_forward(ctx.input(0), rows_of(ctx), 1, ctx.output(0));
+  ctx.backend().embedding_forward(ctx.input(0), rows_of(ctx), ctx.output(0));
 }
 
 // dtable = 0 but at the gathered rows, which sum the dy rows taken from them.
 void EmbeddingOp::backward(const OpContext& ctx) {
   if (!ctx.needs_grad_input(0)) return;
-  ctx.backend().gather_backward(ctx.grad_output(0), rows_of(ctx), 1, ctx.grad_input(0));
+  ctx.backend().embedding_backward(ctx.grad_output(0), rows_of(ctx), ctx.grad_input(0));
 }
 
 Value embedding(Value table, Value indices, std::source_location where) {

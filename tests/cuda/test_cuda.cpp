@@ -6,6 +6,7 @@
 // One test case per kernel family, with the shared pairs and comparisons above them: one file
 // past 400 lines rather than helpers shared across files.
 #define DOCTEST_CONFIG_IMPLEMENT
+#include <cuda_runtime.h>
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -1123,6 +1124,39 @@ TEST_CASE("cuda gather: the CPU's rows, and repeated indices summed in its order
   const std::vector<int64_t> bad{0, 3};
   CHECK_THROWS_WITH_AS(gpu().gather_forward(x.gpu, bad, 2, y.gpu),
                        doctest::Contains("gather: index 3 outside an axis of 3"), Error);
+}
+
+TEST_CASE("cuda embedding: rows that change every call, the CPU's bits, no device memory kept") {
+  // A table (D 7, I 5) at rows that differ from call to call (repeats, unused rows, more rows
+  // than before, then fewer: the device room grows once and is reused).
+  const std::vector<std::vector<int64_t>> calls = {
+      {4, 0, 4, 6}, {1, 1, 2}, {6, 5, 4, 3, 2, 1, 0, 0, 6}, {3}, {2, 2, 2, 5}};
+  for (DType t : kFloats)
+    for (size_t c = 0; c < calls.size(); ++c) {
+      CAPTURE(c);
+      const std::vector<int64_t>& rows = calls[c];
+      const Shape ys{static_cast<int64_t>(rows.size()), 5};
+      Pair table = random_pair({7, 5}, t, 130 + c), dy = random_pair(ys, t, 140 + c);
+      Pair y = empty_pair(ys, t), dtable = empty_pair({7, 5}, t);
+      on_both([&](Backend& be, auto side) {
+        be.embedding_forward(side(table), rows, side(y));
+        be.embedding_backward(side(dy), rows, side(dtable));
+      });
+      check_equal(y, "embedding y");
+      check_equal(dtable, "embedding dtable");
+    }
+  // Many more sets of rows of at most the size seen: no device memory more.
+  size_t free_before = 0, free_after = 0, total = 0;
+  REQUIRE(cudaMemGetInfo(&free_before, &total) == cudaSuccess);
+  Pair table = random_pair({7, 5}, DType::f32, 150), y = empty_pair({9, 5}, DType::f32);
+  for (int64_t k = 0; k < 200; ++k) {
+    std::vector<int64_t> rows(9);
+    for (size_t i = 0; i < rows.size(); ++i) rows[i] = (k * 3 + static_cast<int64_t>(i) * 5) % 7;
+    gpu().embedding_forward(table.gpu, rows, y.gpu);
+  }
+  gpu().synchronize();
+  REQUIRE(cudaMemGetInfo(&free_after, &total) == cudaSuccess);
+  CHECK(free_after == free_before);
 }
 
 TEST_CASE("cuda losses: log-softmax, nll, softmax cross-entropy") {
