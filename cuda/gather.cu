@@ -113,11 +113,11 @@ const GatherIndex& CudaBackend::embedding_index(std::span<const int64_t> rows, i
   return *embedding_rows_;
 }
 
-void CudaBackend::gather_forward(const Tensor& x, std::span<const int64_t> index, int64_t outer,
-                                 Tensor& y) {
-  const auto [D, I] = check_gather("gather", x, index, outer, y, device());
-  const GatherIndex& g = gather_index(index, D);
-  const auto K = static_cast<int64_t>(index.size());
+namespace {
+
+// y (O, K, I) from x (O, D, I) at g's index, and dx from dy through g's backward lists.
+void run_gather(const Tensor& x, const GatherIndex& g, int64_t outer, int64_t D, int64_t K,
+                int64_t I, Tensor& y) {
   const int64_t n = outer * K * I;
   if (x.dtype() == DType::f32)
     launch(n, gather_kernel<float>, x.device_data<float>(), g.index, D, K, I,
@@ -127,11 +127,8 @@ void CudaBackend::gather_forward(const Tensor& x, std::span<const int64_t> index
            y.device_data<double>(), n);
 }
 
-void CudaBackend::gather_backward(const Tensor& dy, std::span<const int64_t> index, int64_t outer,
-                                  Tensor& dx) {
-  const auto [D, I] = check_gather("gather backward", dx, index, outer, dy, device());
-  const GatherIndex& g = gather_index(index, D);
-  const auto K = static_cast<int64_t>(index.size());
+void run_gather_backward(const Tensor& dy, const GatherIndex& g, int64_t outer, int64_t D,
+                         int64_t K, int64_t I, Tensor& dx) {
   const int64_t n = outer * D * I;
   if (dx.dtype() == DType::f32)
     launch(n, gather_backward_kernel<float>, dy.device_data<float>(), g.offsets, g.order, D, K, I,
@@ -141,31 +138,31 @@ void CudaBackend::gather_backward(const Tensor& dy, std::span<const int64_t> ind
            dx.device_data<double>(), n);
 }
 
+}  // namespace
+
+void CudaBackend::gather_forward(const Tensor& x, std::span<const int64_t> index, int64_t outer,
+                                 Tensor& y) {
+  const auto [D, I] = check_gather("gather", x, index, outer, y, device());
+  run_gather(x, gather_index(index, D), outer, D, static_cast<int64_t>(index.size()), I, y);
+}
+
+void CudaBackend::gather_backward(const Tensor& dy, std::span<const int64_t> index, int64_t outer,
+                                  Tensor& dx) {
+  const auto [D, I] = check_gather("gather backward", dx, index, outer, dy, device());
+  run_gather_backward(dy, gather_index(index, D), outer, D, static_cast<int64_t>(index.size()), I,
+                      dx);
+}
+
 void CudaBackend::embedding_forward(const Tensor& table, std::span<const int64_t> rows, Tensor& y) {
   const auto [D, I] = check_gather("embedding", table, rows, 1, y, device());
-  const GatherIndex& g = embedding_index(rows, D);
-  const auto K = static_cast<int64_t>(rows.size());
-  const int64_t n = K * I;
-  if (table.dtype() == DType::f32)
-    launch(n, gather_kernel<float>, table.device_data<float>(), g.index, D, K, I,
-           y.device_data<float>(), n);
-  else
-    launch(n, gather_kernel<double>, table.device_data<double>(), g.index, D, K, I,
-           y.device_data<double>(), n);
+  run_gather(table, embedding_index(rows, D), 1, D, static_cast<int64_t>(rows.size()), I, y);
 }
 
 void CudaBackend::embedding_backward(const Tensor& dy, std::span<const int64_t> rows,
                                      Tensor& dtable) {
   const auto [D, I] = check_gather("embedding backward", dtable, rows, 1, dy, device());
-  const GatherIndex& g = embedding_index(rows, D);
-  const auto K = static_cast<int64_t>(rows.size());
-  const int64_t n = D * I;
-  if (dtable.dtype() == DType::f32)
-    launch(n, gather_backward_kernel<float>, dy.device_data<float>(), g.offsets, g.order, D, K, I,
-           dtable.device_data<float>(), n);
-  else
-    launch(n, gather_backward_kernel<double>, dy.device_data<double>(), g.offsets, g.order, D, K, I,
-           dtable.device_data<double>(), n);
+  run_gather_backward(dy, embedding_index(rows, D), 1, D, static_cast<int64_t>(rows.size()), I,
+                      dtable);
 }
 
 }  // namespace frugal
