@@ -93,8 +93,9 @@ const GatherIndex& CudaBackend::gather_index(std::span<const int64_t> index, int
   return *gather_indexes_.emplace(std::move(key), std::move(g)).first->second;
 }
 
+// Called from one thread at a time, as every kernel of this backend (the executor runs one op
+// at a time): the rows it returns are in use until the next call.
 const GatherIndex& CudaBackend::embedding_index(std::span<const int64_t> rows, int64_t D) {
-  std::lock_guard<std::mutex> lock(gather_mutex_);
   const auto K = static_cast<int64_t>(rows.size());
   if (!embedding_rows_ || K > embedding_room_.first || D > embedding_room_.second) {
     embedding_room_ = {std::max(K, embedding_room_.first), std::max(D, embedding_room_.second)};

@@ -9,12 +9,15 @@ std::vector<TensorMeta> EmbeddingOp::infer(std::span<const TensorMeta> in) {
   FRUGAL_CHECK(in.size() == 2, "embedding: expects 2 inputs (table, indices), got ", in.size());
   FRUGAL_CHECK(in[0].dtype == DType::f32 || in[0].dtype == DType::f64,
                "embedding: table must be f32 or f64, got ", dtype_name(in[0].dtype));
-  FRUGAL_CHECK(in[0].shape.rank() >= 1 && in[0].shape[0] >= 1, "embedding: table ", in[0].shape,
-               " has no rows");
+  FRUGAL_CHECK(in[0].shape.rank() >= 1 && in[0].shape.numel() >= 1, "embedding: table ",
+               in[0].shape, " is empty");
   FRUGAL_CHECK(in[1].dtype == DType::i32 || in[1].dtype == DType::f32 || in[1].dtype == DType::f64,
                "embedding: indices must be i32 or whole numbers in a float type, got ",
                dtype_name(in[1].dtype));
   FRUGAL_CHECK(in[1].shape.numel() >= 1, "embedding: indices ", in[1].shape, " are empty");
+  FRUGAL_CHECK(in[1].dtype != DType::f32 || in[0].shape[0] <= (int64_t{1} << 24),
+               "embedding: f32 indices cannot name each of the table's ", in[0].shape[0],
+               " rows exactly (above 2^24): give i32 or f64 indices");
   std::vector<int64_t> dims = in[1].shape.dims();
   dims.insert(dims.end(), in[0].shape.dims().begin() + 1, in[0].shape.dims().end());
   table_ = in[0];
@@ -51,8 +54,8 @@ const std::vector<int64_t>& EmbeddingOp::rows_of(const OpContext& ctx) {
     FRUGAL_CHECK(std::isfinite(v) && v == std::floor(v), "embedding: index ", v, " at position ", i,
                  " of the indices ", host.shape(), " is not a whole number");
     FRUGAL_CHECK(v >= -static_cast<double>(rows) && v < static_cast<double>(rows),
-                 "embedding: index ", static_cast<int64_t>(v), " at position ", i,
-                 " of the indices ", host.shape(), " is outside the table's ", rows, " rows");
+                 "embedding: index ", v, " at position ", i, " of the indices ", host.shape(),
+                 " is outside the table's ", rows, " rows");
     const int64_t k = static_cast<int64_t>(v);
     rows_[static_cast<size_t>(i)] = k < 0 ? k + rows : k;
   }

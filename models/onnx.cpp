@@ -462,6 +462,13 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
   std::map<std::string, std::string> whole;
   for (const OnnxInput& e : model.extra_inputs)
     if (e.whole) whole[e.name] = e.name;
+  // Of those, the values that only moves made of an input (its numbers unchanged), so that an
+  // embedding's table bounds what may be drawn for that input.
+  std::set<std::string> unchanged;
+  for (const auto& [name, from] : whole) unchanged.insert(name);
+  static const std::set<std::string> kMoves = {"Identity", "Unsqueeze", "Squeeze", "Reshape",
+                                               "Expand",   "Flatten",   "Slice",   "Transpose",
+                                               "Gather",   "Tile"};
   static const std::set<std::string> kWholeExact = {
       "Identity",  "Unsqueeze", "Squeeze", "Reshape", "Expand", "Flatten", "Slice",
       "Transpose", "Concat",    "Gather",  "Add",     "Sub",    "Mul",     "Neg",
@@ -487,13 +494,14 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
                        op == "Min" || kCompare.count(op) > 0;
       const bool data = any || (op == "Where" ? i >= 1 : i == 0);
       // The indices of a weight table's rows (nn.Embedding): an embedding op, which checks
-      // them; such an input is drawn below the table's rows where frugal makes up its values.
+      // them; where frugal makes up the input's values they are drawn below the table's rows,
+      // or as zeros where arithmetic made the indices of them (label + 3 may index any row).
       if (op == "Gather" && i == 1 && n.input_size() == 2 &&
           graph->initializers.count(canon(n.input(0)))) {
         const Tensor& table = graph->initializers.at(canon(n.input(0)));
+        const int64_t rows = unchanged.count(canon(n.input(1))) ? table.shape()[0] : 1;
         for (OnnxInput& e : model.extra_inputs)
-          if (e.name == from && table.shape().rank() >= 1)
-            e.below = std::min(e.below, table.shape()[0]);
+          if (e.name == from && table.shape().rank() >= 1) e.below = std::min(e.below, rows);
         continue;
       }
       if (op == "Cast") {
@@ -516,8 +524,12 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
                       "only exact integer arithmetic over them (Add, Sub, Mul, Neg, Abs, Max, "
                       "Min, comparisons, moves) before a Cast");
       } else if (!kCompare.count(op)) {
+        const bool moved = kMoves.count(op) && unchanged.count(canon(n.input(i)));
         for (const std::string& out : n.output())
-          if (!out.empty()) whole[out] = from;
+          if (!out.empty()) {
+            whole[out] = from;
+            if (moved) unchanged.insert(out);
+          }
       }
     }
     if (whole_cast) {  // the model's float type already holds the whole numbers

@@ -34,7 +34,8 @@ struct OnnxInput {
   // float): carried in the model's float type, whole numbers (exact below 2^24 in f32).
   bool whole = false;
   // Whole numbers drawn for it where frugal makes up inputs (`memory --run`, `bench`) lie in
-  // [0, below): the rows of the smallest table it indexes (nn.Embedding), else 1000.
+  // [0, below): the rows of the smallest table it indexes (nn.Embedding), 1 (zeros) where
+  // arithmetic over it gives a table's indices, else 1000.
   int64_t below = 1000;
 };
 

@@ -133,4 +133,17 @@ TEST_CASE("embedding: errors name what is wrong") {
       Error);
   ex.set_input(ids, values({2, 2}, DType::f32, {0, -5, 3, 1}));
   CHECK_THROWS_WITH_AS(ex.forward(), doctest::Contains("index -5 at position 1"), Error);
+  ex.set_input(ids, values({2, 2}, DType::f32, {0, 1e30, 3, 1}));
+  CHECK_THROWS_WITH_AS(ex.forward(), doctest::Contains("index 1e+30 at position 1"), Error);
+  // An empty table; f32 indices into more rows than f32 holds exactly (shapes only).
+  Value empty = tape.param("empty", {4, 0}, Init::zeros());
+  CHECK_THROWS_WITH_AS(embedding(empty, ids), doctest::Contains("embedding: table [4,0] is empty"),
+                       Error);
+  ParamStore shapes = ParamStore::shapes_only();
+  Tape big(shapes);
+  Value rows = big.param("rows", {(int64_t{1} << 24) + 1, 1}, Init::zeros());
+  CHECK_THROWS_WITH_AS(embedding(rows, big.input("ids", {2}, DType::f32)),
+                       doctest::Contains("f32 indices cannot name each of the table's 16777217"),
+                       Error);
+  CHECK(embedding(rows, big.input("ids64", {2}, DType::f64)).shape() == Shape{2, 1});
 }

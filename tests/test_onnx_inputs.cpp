@@ -430,6 +430,17 @@ TEST_CASE("onnx: an nn.Embedding of an int64 label input gives PyTorch's output"
   axis->set_i(1);
   CHECK(error_for(proto).ends_with(
       "(Gather): a Gather of a weight at an activation's values is imported along axis 0 only"));
+  // Indices computed from the label (label + 3): zeros drawn for it, which any table takes.
+  onnx::ModelProto plus = proto;
+  onnx::GraphProto* g = plus.mutable_graph();
+  std::vector<onnx::NodeProto> nodes(g->node().begin(), g->node().end());
+  nodes[0].clear_attribute();
+  nodes[0].set_input(1, "label3");
+  g->clear_node();
+  add_ints(g, "three", {3}, true);
+  add_node(g, "Add", "plus3", {"label", "three"}, "label3");
+  for (const onnx::NodeProto& node : nodes) *g->add_node() = node;
+  CHECK(load_model(plus).extra_inputs.at(0).below == 1);
   // A label outside the table: an error naming it.
   std::vector<float> bad(io.begin(), io.end());
   bad[325] = 7;

@@ -55,7 +55,7 @@ Value gather_where_net(Value x) {
 Value embedding_net(Value x) {
   Value h = conv2d(x, {.out = 3, .kernel = 3, .pad = 1});
   Tensor labels = Tensor::empty({2}, DType::f32);
-  labels.data<float>()[0] = 4, labels.data<float>()[1] = 4;
+  labels.data<float>()[0] = 3, labels.data<float>()[1] = -1;  // -1: the last row
   Value table = x.tape().param("classes", {5, 3}, Init::normal(0.5));
   Value e = reshape(embedding(table, constant(x.tape(), labels)), Shape{2, 3, 1, 1});
   return linear(flatten(binary(BinaryKind::add, h, e)), {.out = 5});
