@@ -27,15 +27,25 @@ bool conv_is_plain(const Conv2dGeometry& g) {
 }
 
 bool pool_windows_hold_input(const Pool2dGeometry& g) {
-  // Along one axis: the first tap of window o at or after 0 lies before `in`.
+  // Along one axis: the first tap of window o at or after 0 lies before `in`, for every o.
+  // Without a loop over the windows (a file may give an axis of billions): windows that start
+  // inside need only the last of them checked; of those that start in the padding, the first
+  // tap inside is the i-th, i = ceil((pad - o stride) / dil), largest at o = 0, at (o stride -
+  // pad) mod dil, which is below `in` wherever dil <= in and repeats with a period of at most
+  // dil windows.
   auto axis = [](int64_t out, int64_t in, int64_t k, int64_t stride, int64_t pad, int64_t dil) {
     if (k < 1 || stride < 1 || dil < 1) return false;
-    for (int64_t o = 0; o < out; ++o) {
-      const int64_t start = o * stride - pad;
-      const int64_t i = start >= 0 ? 0 : (-start + dil - 1) / dil;
-      if (i >= k || start + i * dil >= in) return false;
+    if (out <= 0) return true;
+    const int64_t before = std::min(out, (pad + stride - 1) / stride);  // start in the padding
+    if (before > 0) {
+      if ((pad + dil - 1) / dil >= k) return false;
+      if (in < dil)
+        for (int64_t o = 0; o < std::min(before, dil); ++o) {
+          const int64_t start = o * stride - pad;
+          if (start + (-start + dil - 1) / dil * dil >= in) return false;
+        }
     }
-    return true;
+    return before == out || (out - 1) * stride - pad < in;
   };
   return axis(g.P, g.H, g.kernel_h, g.stride_h, g.pad_h, g.dilation_h) &&
          axis(g.Q, g.W, g.kernel_w, g.stride_w, g.pad_w, g.dilation_w);
