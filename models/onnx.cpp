@@ -498,10 +498,10 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
       // or as zeros where arithmetic made the indices of them (label + 3 may index any row).
       if (op == "Gather" && i == 1 && n.input_size() == 2 &&
           graph->initializers.count(canon(n.input(0)))) {
-        const Tensor& table = graph->initializers.at(canon(n.input(0)));
-        const int64_t rows = unchanged.count(canon(n.input(1))) ? table.shape()[0] : 1;
+        const Shape& table = graph->initializers.at(canon(n.input(0))).shape();
+        const int64_t rows = table.rank() >= 1 && unchanged.count(canon(n.input(1))) ? table[0] : 1;
         for (OnnxInput& e : model.extra_inputs)
-          if (e.name == from && table.shape().rank() >= 1) e.below = std::min(e.below, rows);
+          if (e.name == from) e.below = std::min(e.below, rows);
         continue;
       }
       if (op == "Cast") {
