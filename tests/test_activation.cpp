@@ -173,7 +173,7 @@ TEST_CASE("activations: values by hand, the derivative at the kinks, NaN kept") 
   CHECK(run(Activation::hardswish, {-3.5}).second[0] == 0);
 }
 
-TEST_CASE("activations: in place where backward allows it; planned equals baseline bitwise") {
+TEST_CASE("activations: in place where backward allows it, planned equals baseline bitwise") {
   for (Activation a : kAll) {
     CAPTURE(std::string(activation_name(a)));
     const InPlace in_place = planned_in_place([a](Value v) { return activation(v, a); });

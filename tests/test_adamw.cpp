@@ -140,7 +140,7 @@ TEST_CASE("adamw: planned and baseline training are bitwise equal, moments inclu
     if (p->trainable) CHECK(p->second_moment.defined());
 }
 
-TEST_CASE("adamw: a resumed run continues bit for bit; SGD's checkpoint is refused") {
+TEST_CASE("adamw: a resumed run continues bit for bit, SGD's checkpoint is refused") {
   TempDir dir("frugal-adamw");
   const Dataset train = synthetic_dataset({1, 28, 28}, 9, 10, 1);
   const Dataset test = synthetic_dataset({1, 28, 28}, 5, 10, 2);

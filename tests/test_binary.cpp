@@ -206,7 +206,7 @@ TEST_CASE("binary ops: maximum and minimum by hand, ties and NaN") {
   }
 }
 
-TEST_CASE("binary ops: in place where the roles allow; planned equals baseline bitwise") {
+TEST_CASE("binary ops: in place where the roles allow, planned equals baseline bitwise") {
   // Squeeze and excitation, x * sigmoid(conv(pool(x))) with the scale on either side, then a
   // difference and a quotient by a positive per-channel divisor (1 + s^2).
   for (bool scale_first : {false, true})

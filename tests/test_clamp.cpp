@@ -55,7 +55,7 @@ TEST_CASE("clamp: by hand, as PyTorch computes it") {
   }
 }
 
-TEST_CASE("clamp: in place where it may be; planned equals baseline bitwise") {
+TEST_CASE("clamp: in place where it may be, planned equals baseline bitwise") {
   ParamStore store(1);
   Tape tape(store, DType::f32);
   Value x = tape.input("x", {2, 3, 6, 6}, DType::f32, true);

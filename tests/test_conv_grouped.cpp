@@ -106,7 +106,7 @@ std::vector<Value> one(Value v) {
 }  // namespace
 
 TEST_CASE(
-    "grouped conv2d: kernels match a direct loop; depthwise gives the same bits on any thread "
+    "grouped conv2d: kernels match a direct loop, depthwise gives the same bits on any thread "
     "count") {
   const Conv2dParams uneven{.stride_h = 1,
                             .stride_w = 2,

@@ -87,7 +87,7 @@ TEST_CASE("eager: frees come before allocations of the same step") {
   CHECK(r.peak_reserved == 20 * MiB);  // all from one 20 MiB segment, split each time
 }
 
-TEST_CASE("eager: malformed input throws; random traces keep reserved >= allocated") {
+TEST_CASE("eager: malformed input throws, random traces keep reserved >= allocated") {
   CHECK_THROWS_AS(run({{8, 2, 1}}), Error);
   std::mt19937_64 rng(7);
   for (int trial = 0; trial < 300; ++trial) {

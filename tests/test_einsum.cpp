@@ -106,7 +106,7 @@ TEST_CASE("einsum: every kind of index against a direct sum") {
   }
 }
 
-TEST_CASE("einsum: finite-difference gradients in f64; planned equals baseline") {
+TEST_CASE("einsum: finite-difference gradients in f64, planned equals baseline") {
   for (const Case& c : kCases) {
     CAPTURE(c.equation);
     const EinsumEquation e = parse_einsum(c.equation);

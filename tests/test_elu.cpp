@@ -109,7 +109,7 @@ TEST_CASE("elu family: by hand, as PyTorch computes it") {
   CHECK(dx[0] == doctest::Approx(std::exp(-1.0)).epsilon(1e-14));
 }
 
-TEST_CASE("elu family: in place where backward reads the output; planned equals baseline") {
+TEST_CASE("elu family: in place where backward reads the output, planned equals baseline") {
   for (const Member& m : kMembers) {
     CAPTURE(m.what);
     const Roles r = EluOp(m.c).roles(Mode::training, cpu_backend());

@@ -68,7 +68,7 @@ void write_folder(const fs::path& root, const std::vector<std::string>& classes,
 
 }  // namespace
 
-TEST_CASE("image: JPEG and PNG decode to RGB; grey is replicated, CMYK converted") {
+TEST_CASE("image: JPEG and PNG decode to RGB, grey is replicated, CMYK converted") {
   const RgbImage card = test_card(37, 23);  // odd sizes
   const RgbImage png = decode(test_png(card));
   CHECK(png.rgb == card.rgb);  // lossless
@@ -251,7 +251,7 @@ TEST_CASE("batcher --resize: held bytes fill the input as the image folders' res
   for (float v : big) CHECK(v == doctest::Approx(0.25f));
 }
 
-TEST_CASE("image folder: classes from train/, files sorted; bad names and layouts are errors") {
+TEST_CASE("image folder: classes from train/, files sorted, bad names and layouts are errors") {
   TempDir dir("frugal-folder");
   const fs::path root = dir.path;
   write_folder(root, {"cat", "ant", "bee"}, 3);

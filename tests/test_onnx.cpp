@@ -435,7 +435,7 @@ TEST_CASE("onnx: a training-mode export keeps BatchNorm and Dropout") {
         std::string::npos);
 }
 
-TEST_CASE("onnx: weights keep the file's names; BatchNorm statistics are not trained") {
+TEST_CASE("onnx: weights keep the file's names, BatchNorm statistics are not trained") {
   const OnnxModel m = load_onnx((onnx_data() / "residual_net.onnx").string());
   ParamStore store(1);
   Tape tape(store);

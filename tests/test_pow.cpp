@@ -74,7 +74,7 @@ TEST_CASE("pow: by hand, as PyTorch computes it") {
   }
 }
 
-TEST_CASE("pow: in place where it may be; planned equals baseline bitwise") {
+TEST_CASE("pow: in place where it may be, planned equals baseline bitwise") {
   ParamStore store(1);
   Tape tape(store, DType::f32);
   Value x = tape.input("x", {2, 3, 6, 6}, DType::f32, true);

@@ -87,7 +87,7 @@ TEST_CASE("profile: each op's passes timed, the kinds adding up to the step") {
   CHECK(j["slowest"].size() == 3);
 }
 
-TEST_CASE("profile: inference times forward only; no profile without the option") {
+TEST_CASE("profile: inference times forward only, no profile without the option") {
   Run inference(Mode::inference, true);
   inference.steps(2);
   CHECK(inference.ex->profiled_steps() == 2);

@@ -128,7 +128,7 @@ TEST_CASE("select: values and gradients by hand, every element exactly a's or b'
   CHECK(ex.grad(b).data<float>()[0] == 10);  // 4 + 6, where c is 0
 }
 
-TEST_CASE("select: no gradient through a comparison; planned equals baseline bitwise") {
+TEST_CASE("select: no gradient through a comparison, planned equals baseline bitwise") {
   ParamStore store;
   Tape tape(store, DType::f32);
   Value x = tape.input("x", {2, 3}, DType::f32, true);

@@ -331,7 +331,7 @@ TEST_CASE("train: a checkpoint of non-finite weights is refused and leaves no fi
   CHECK(!std::filesystem::exists(dir / "bad.safetensors.tmp"));
 }
 
-TEST_CASE("train: a checkpoint says how its images were read; eval and predict follow it") {
+TEST_CASE("train: a checkpoint says how its images were read, eval and predict follow it") {
   TempDir dir("frugal-train-resize");
   Dataset train = synthetic_dataset({1, 20, 20}, 4, 10, 1);
   train.resize = true;  // 1x20x20 resampled to fill resnet20's 3x32x32

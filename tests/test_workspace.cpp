@@ -98,7 +98,7 @@ TEST_CASE("workspace: growth lets the arena grow by at most that many bytes") {
   CHECK(choose(u, SIZE_MAX, any.arena - 4096).arena == any.arena);
 }
 
-TEST_CASE("workspace: the limit caps the choice; a least scratch above it is an error") {
+TEST_CASE("workspace: the limit caps the choice, a least scratch above it is an error") {
   Step s = chain({{0, 10e-3, "least"}, {1000, 5e-3, "small"}, {2000, 4e-3, "middle"}});
   const WorkspacePlan w = choose(s, 1500);
   REQUIRE(w.picks.size() == 1);
@@ -129,7 +129,7 @@ TEST_CASE("workspace: with room for one upgrade of two, the larger gain takes it
   CHECK(w.arena == w.arena_least);
 }
 
-TEST_CASE("workspace: no choices, nothing planned; the same picks for every memory mode") {
+TEST_CASE("workspace: no choices, nothing planned, the same picks for every memory mode") {
   Step none = chain({});
   const WorkspacePlan w = choose(none, SIZE_MAX);
   CHECK(w.picks.empty());

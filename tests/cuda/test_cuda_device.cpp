@@ -123,7 +123,7 @@ TEST_CASE("cuda device: planned steps equal baseline steps bitwise, and repeat e
 }
 
 TEST_CASE(
-    "cuda device: the trainer allocates nothing in a step; the device holds what is planned") {
+    "cuda device: the trainer allocates nothing in a step, the device holds what is planned") {
   const Dataset train = synthetic_dataset({3, 32, 32}, 32 * 4, 10, 5);
   const Dataset test = synthetic_dataset({3, 32, 32}, 50, 10, 6);
   TrainOptions o{.model = "resnet20", .batch = 32, .warmup = 2, .eval_batch = 25};
