@@ -174,17 +174,19 @@ TEST_CASE(
   CHECK(depthwise_conv::applies(geometry(cases[0])));
   CHECK_FALSE(depthwise_conv::applies(geometry(cases[8])));
   // Per thread, forward: the padded input plane (9 x 8 and 2 of slack) and a wide output one
-  // (7 x 8). Backward, the data gradient's, more: dy (7 x 8) behind 2 rows and 2 of zeros
-  // and above 2 zero rows, dx's padded plane and the 9 weights.
+  // (7 x 8), each rounded up to whole 64-byte lines (16 floats). Backward, the data
+  // gradient's, more: dy (7 x 8) behind 2 rows and 2 of zeros (rounded up) and above 2 zero
+  // rows (the whole rounded up), dx's padded plane and the 9 weights (rounded up).
   const size_t threads = static_cast<size_t>(cpu_backend().threads());
+  const auto lines = [](size_t n) { return (n + 15) / 16 * 16; };
   CHECK(cpu_backend().conv2d_forward_scratch(geometry(cases[0]), DType::f32) ==
-        threads * (9 * 8 + 2 + 7 * 8) * sizeof(float));
+        threads * (lines(9 * 8 + 2) + lines(7 * 8)) * sizeof(float));
   CHECK(cpu_backend().conv2d_backward_scratch(geometry(cases[0]), DType::f32) ==
-        threads * (2 * 8 + 2 + 9 * 8 + 9 * 8 + 9) * sizeof(float));
+        threads * lines(lines(lines(2 * 8 + 2) + 9 * 8) + 9 * 8 + 9) * sizeof(float));
   // At stride 2, four phase planes of the padded 11 x 10 input, 6 x 5 each, 1 of slack, and
   // the output's 5 rows 5 wide.
   CHECK(cpu_backend().conv2d_forward_scratch(geometry(cases[1]), DType::f32) ==
-        threads * (4 * 6 * 5 + 1 + 5 * 5) * sizeof(float));
+        threads * (lines(4 * 6 * 5 + 1) + lines(5 * 5)) * sizeof(float));
   CHECK_FALSE(direct_conv::applies(geometry(cases[12]), DType::f32));
   Geo same = cases[12];
   same.p = params(1, 1, 1, 1);

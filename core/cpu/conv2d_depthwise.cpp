@@ -131,15 +131,25 @@ inline void prefetch(const T* p, int64_t count) {
 // gradient's are zeros), so a tap is one shift of a whole phase plane: one long vectorized loop
 // instead of a short, strided one per row. The columns past Q read into the next row (or, on
 // the last row, up to `slack` elements past the last phase): values that are dropped.
+// n elements rounded up to whole 64-byte lines (16 f32, 128 bytes of f64): each part of a
+// thread's scratch starts on a line, so its vectors at whole-vector offsets never straddle two
+// (the filter gradient's loads of dy a row of taps at a time, the wide outputs' stores). On AVX2
+// a 16-byte offset there had half of them split, the 5x5 filter gradient 10-15% slower.
+int64_t whole_lines(int64_t n) {
+  return (n + 15) / 16 * 16;
+}
 struct Wide {
   int64_t Hs, Ws, plane, phases;  // a phase plane's rows, columns, elements; how many phases
-  int64_t padded, wide;  // elements of the phase planes and slack; of the wide output plane
+  int64_t padded, wide;  // elements of the phase planes and slack (whole lines); of the wide
+                         // output plane
+  int64_t each;          // elements of a thread's forward scratch: both, whole lines each
 };
 Wide wide_of(const Conv2dGeometry& g) {
   const int64_t Hp = g.H + g.pad_h + g.pad_h_end, Wp = g.W + g.pad_w + g.pad_w_end;
   const int64_t Hs = ceil_pos(Hp, g.stride_h), Ws = ceil_pos(Wp, g.stride_w);
   const int64_t phases = g.stride_h * g.stride_w, slack = (g.S - 1) * g.dilation_w / g.stride_w;
-  return {Hs, Ws, Hs * Ws, phases, phases * Hs * Ws + slack, g.P * Ws};
+  const int64_t padded = whole_lines(phases * Hs * Ws + slack);
+  return {Hs, Ws, Hs * Ws, phases, padded, g.P * Ws, padded + whole_lines(g.P * Ws)};
 }
 // Tap (r, s)'s phase, and its shift inside the phase plane.
 int64_t tap_phase(const Conv2dGeometry& g, int64_t r, int64_t s) {
@@ -499,15 +509,19 @@ void forward_wide(const Conv2dGeometry& g, const Wide& v, std::span<const int64_
 // the terms the tap-by-tap scatter gave it, in its order, and zeros.
 struct Gather {
   int64_t margin, zplane;      // zeros before dy's rows; the elements of zeros, dy and zeros
+                               // (both whole lines: dy's rows and dx's planes start on one)
   std::vector<int64_t> tap;    // the taps phase by phase, (r, s) order within each
   std::vector<int64_t> back;   // where each reads dyz, less the dx element's index
   std::vector<int64_t> begin;  // phase f's are [begin[f], begin[f + 1])
 };
 int64_t margin_of(const Conv2dGeometry& g, const Wide& v) {
-  return tap_shift(g, v, g.R - 1, g.S - 1);
+  return whole_lines(tap_shift(g, v, g.R - 1, g.S - 1));
+}
+int64_t zplane_of(const Conv2dGeometry& g, const Wide& v) {
+  return whole_lines(margin_of(g, v) + v.plane);
 }
 Gather gather_of(const Conv2dGeometry& g, const Wide& v) {
-  Gather z{margin_of(g, v), margin_of(g, v) + v.plane, {}, {}, {0}};
+  Gather z{margin_of(g, v), zplane_of(g, v), {}, {}, {0}};
   for (int64_t f = 0; f < v.phases; ++f) {
     for (int64_t r = 0; r < g.R; ++r)
       for (int64_t s = 0; s < g.S; ++s)
@@ -522,7 +536,7 @@ Gather gather_of(const Conv2dGeometry& g, const Wide& v) {
 // Elements of a thread's backward scratch: the filter gradient's padded and wide planes, or the
 // data gradient's dyz, dx's phase planes and a phase's weights, whichever is more.
 int64_t backward_each(const Conv2dGeometry& g, const Wide& v) {
-  return std::max(v.padded + v.wide, margin_of(g, v) + v.plane * (1 + v.phases) + g.R * g.S);
+  return std::max(v.each, whole_lines(zplane_of(g, v) + v.plane * v.phases + g.R * g.S));
 }
 
 template <typename T>
@@ -709,7 +723,8 @@ __attribute__((noinline)) void column_sums(const T* dyw, const T* x, int64_t Ws,
     // The products of x's vectors at m + e*L + c: where `checked`, those of the taps that reach
     // dy, x read only up to where one-vector steps read it (m + e*L < end).
     const auto step = [&]<bool checked>(int64_t m) __attribute__((always_inline)) {
-      V<T> xv[NE][NC];
+      V<T> xv[NE][NC] = {};  // zeros never read (a checked step reads only what it loaded):
+                             // said for GCC, which warned of their use on AVX2
 #pragma GCC unroll 8
       for (int e = 0; e < NE; ++e)
 #pragma GCC unroll 8
@@ -855,7 +870,7 @@ void forward_t(const Conv2dGeometry& g, int threads, const T* x, const T* w, con
   const std::vector<int64_t> offset = tap_offsets(g, v);
   const bool stream = streams<T>(planes * g.P * g.Q, g.Q);
   for_parts(parts(planes, threads), planes, [&](int part, int64_t u0, int64_t u1) {
-    T* xp = scratch + part * (v.padded + v.wide);
+    T* xp = scratch + part * v.each;
     std::fill(xp, xp + v.padded, T(0));
     StreamOut<T> out(y + u0 * g.P * g.Q);
     for (int64_t u = u0; u < u1; ++u) {
@@ -921,7 +936,7 @@ bool applies(const Conv2dGeometry& g) {
 
 size_t scratch_bytes(const Conv2dGeometry& g, DType t, int threads) {
   const Wide v = wide_of(g);
-  return static_cast<size_t>(threads * (v.padded + v.wide)) * dtype_size(t);
+  return static_cast<size_t>(threads * v.each) * dtype_size(t);
 }
 
 size_t backward_scratch_bytes(const Conv2dGeometry& g, DType t, int threads) {
