@@ -19,6 +19,7 @@
 #include "models/step.h"
 #include "recompute/budget.h"
 #include "run/executor.h"
+#include "tests/worst.h"
 
 namespace frugal::testing {
 
@@ -165,7 +166,7 @@ inline double relative_difference(const std::vector<Tensor>& a, const std::vecto
   for (size_t i = 0; i < a.size() && i < b.size(); ++i)
     for (int64_t j = 0; j < a[i].numel(); ++j) {
       const double x = element_as_double(a[i], j), y = element_as_double(b[i], j);
-      diff = std::max(diff, std::abs(x - y));
+      diff = worse(diff, std::abs(x - y));
       scale = std::max(scale, std::abs(y));
     }
   return a.size() == b.size() ? diff / std::max(scale, 1e-30) : 1e30;

@@ -14,6 +14,7 @@
 #include "data/batcher.h"
 #include "data/idx.h"
 #include "tests/alloc_cap.h"
+#include "tests/skip.h"
 
 namespace fs = std::filesystem;
 using namespace frugal;
@@ -246,7 +247,7 @@ TEST_CASE("batcher: seeded shuffle per epoch, one copy per batch") {
 
 TEST_CASE("fashion-mnist: the installed data set loads") {
   if (!fs::exists(kFashionMnistDir)) {
-    MESSAGE("skipped: ", kFashionMnistDir, " not installed");
+    testing::skip_case(std::string(kFashionMnistDir) + " not installed");
     return;
   }
   const Dataset test = load_fashion_mnist(kFashionMnistDir, false, 2);
