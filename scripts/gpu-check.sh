@@ -115,7 +115,7 @@ say "== CUDA tests"
 timeout "${GPU_TEST_TIMEOUT:-360}" stdbuf -oL "$build/tests/cuda/frugal_cuda_tests" -d \
   >"$logs/cuda-tests.log" 2>&1
 rc=$?
-grep -E "test cases|assertions|MESSAGE|executor .* bytes|ERROR|Status| s: " "$logs/cuda-tests.log" \
+grep -E "test cases|assertions|MESSAGE|executor .* bytes|ERROR|Status| s: |skipped" "$logs/cuda-tests.log" \
   | tee -a "$logs/gpu-check.txt"
 say "CUDA tests: exit $rc"
 [ "$rc" -ne 0 ] && failed=1

@@ -10,7 +10,8 @@ namespace frugal::testing {
 
 inline constexpr const char* kSkipMarker = "frugal test skipped: ";
 
-// Prints the marker and why; the caller returns from the case right after.
+// Prints the marker and why; the caller returns from the case right after, before checking
+// anything: CTest reports a case that printed the marker skipped whatever it did.
 inline void skip_case(const std::string& why) {
   std::printf("%s%s\n", kSkipMarker, why.c_str());
   std::fflush(stdout);

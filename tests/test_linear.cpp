@@ -122,7 +122,7 @@ TEST_CASE("linear at batch 1 over 1, 2 and 3 threads matches direct loops") {
         acc += at(x, i) * at(w, o * I + i);
         worst = worse(worst, std::abs(at(dw, o * I + i) - at(dy, o) * at(x, i)));
       }
-      worst = std::max({worst, std::abs(at(y, o) - acc), std::abs(at(db, o) - at(dy, o))});
+      worst = worse(worse(worst, std::abs(at(y, o) - acc)), std::abs(at(db, o) - at(dy, o)));
     }
     for (int64_t i = 0; i < I; ++i) {
       double acc = 0;

@@ -118,7 +118,7 @@ TEST_CASE(
       double gworst = 0, gscale = 0, diff2 = 0, norm2 = 0;
       for (int64_t i = 0; i < in; ++i) {
         const double want = g[static_cast<size_t>(out + i)];
-        gworst = std::max(gworst, std::abs(dx[i] - want));
+        gworst = worse(gworst, std::abs(dx[i] - want));
         gscale = std::max(gscale, std::abs(want));
         diff2 += (dx[i] - want) * (dx[i] - want), norm2 += want * want;
       }

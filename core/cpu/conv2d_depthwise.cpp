@@ -509,7 +509,8 @@ void forward_wide(const Conv2dGeometry& g, const Wide& v, std::span<const int64_
 // the terms the tap-by-tap scatter gave it, in its order, and zeros.
 struct Gather {
   int64_t margin, zplane;      // zeros before dy's rows; the elements of zeros, dy and zeros
-                               // (both whole lines: dy's rows and dx's planes start on one)
+                               // (both whole lines: dy's first row and dx's first phase plane
+                               // start on one)
   std::vector<int64_t> tap;    // the taps phase by phase, (r, s) order within each
   std::vector<int64_t> back;   // where each reads dyz, less the dx element's index
   std::vector<int64_t> begin;  // phase f's are [begin[f], begin[f + 1])
