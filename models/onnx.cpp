@@ -469,10 +469,12 @@ OnnxModel load_onnx_bytes(const std::string& path, const char* data, size_t size
   static const std::set<std::string> kMoves = {"Identity", "Unsqueeze", "Squeeze", "Reshape",
                                                "Expand",   "Flatten",   "Slice",   "Transpose",
                                                "Gather",   "Tile"};
-  static const std::set<std::string> kWholeExact = {
-      "Identity",  "Unsqueeze", "Squeeze", "Reshape", "Expand", "Flatten", "Slice",
-      "Transpose", "Concat",    "Gather",  "Add",     "Sub",    "Mul",     "Neg",
-      "Abs",       "Max",       "Min",     "Where",   "Tile"};
+  // Exact over whole numbers: the moves, and integer arithmetic that stays whole.
+  static const std::set<std::string> kWholeExact = [] {
+    std::set<std::string> ops = kMoves;
+    ops.insert({"Concat", "Add", "Sub", "Mul", "Neg", "Abs", "Max", "Min", "Where"});
+    return ops;
+  }();
   static const std::set<std::string> kCompare = {"Equal", "Less", "Greater", "LessOrEqual",
                                                  "GreaterOrEqual"};
 

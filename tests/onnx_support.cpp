@@ -102,4 +102,20 @@ std::function<std::vector<Value>(std::span<const Value>)> randomized(const OnnxM
   };
 }
 
+std::vector<float> two_input_forward(const OnnxModel& m, const float* xs, const float* ts,
+                                     const Shape& x_shape, const Shape& t_shape) {
+  ParamStore store(1);
+  Tape tape(store);
+  Value x = tape.input("x", x_shape, DType::f32);
+  Value t = tape.input(m.extra_inputs.at(0).name, t_shape, DType::f32);
+  const std::vector<Value> extra{t};
+  Value y = record_onnx(m, x, extra);
+  load_onnx_weights(store, m);
+  Executor ex(tape, cpu_backend(), {.mode = Mode::inference, .keep = {y}});
+  ex.set_input(x, host_floats(x_shape, xs));
+  ex.set_input(t, host_floats(t_shape, ts));
+  ex.forward();
+  return {ex.value(y).data<float>(), ex.value(y).data<float>() + y.shape().numel()};
+}
+
 }  // namespace frugal::testing

@@ -24,6 +24,12 @@ std::vector<float> read_floats(const std::filesystem::path& path);
 Tensor host_floats(const Shape& shape, const float* values);
 // The model's forward on x (batch 2, inference) with the file's weights.
 std::vector<float> onnx_forward(const OnnxModel& m, const std::vector<float>& x);
+// The forward (inference) of a model of an image input and one more, x of `x_shape` and its
+// extra input of `t_shape` (int_input_net: x (2, 3, 6, 6) and t (2); embedding_net: x
+// (3, 3, 6, 6) and its labels (3)), with the file's weights.
+std::vector<float> two_input_forward(const OnnxModel& m, const float* xs, const float* ts,
+                                     const Shape& x_shape = {2, 3, 6, 6},
+                                     const Shape& t_shape = {2});
 // Two SGD steps of the model with a softmax cross-entropy head at batch 4: losses, d x, every
 // parameter gradient and every parameter and running statistic after them; `pack`: with
 // ExecutorOptions::pack.

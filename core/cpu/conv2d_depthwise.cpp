@@ -122,6 +122,15 @@ inline void prefetch(const T* p, int64_t count) {
   for (int64_t b = 0; b < n; b += 64) __builtin_prefetch(bytes + b, 0, 2);
 }
 
+// n elements rounded up to whole 64-byte lines (16 elements: 64 bytes of f32, 128 of f64): each
+// part of a thread's scratch starts on a line, so its vectors at whole-vector offsets never
+// straddle two (the filter gradient's loads of dy a row of taps at a time, the wide outputs'
+// stores). On AVX2 a 16-byte offset there had half of them split, the 5x5 filter gradient 10-15%
+// slower.
+int64_t whole_lines(int64_t n) {
+  return (n + 15) / 16 * 16;
+}
+
 // The wide form, at any stride. The padded input plane (Hp x Wp) is split into stride_h x
 // stride_w phase planes, each Hs x Ws: padded element (i, j) lies in phase
 // (i % stride_h, j % stride_w) at (i / stride_h, j / stride_w), so at stride 1 there is one
@@ -131,13 +140,6 @@ inline void prefetch(const T* p, int64_t count) {
 // gradient's are zeros), so a tap is one shift of a whole phase plane: one long vectorized loop
 // instead of a short, strided one per row. The columns past Q read into the next row (or, on
 // the last row, up to `slack` elements past the last phase): values that are dropped.
-// n elements rounded up to whole 64-byte lines (16 f32, 128 bytes of f64): each part of a
-// thread's scratch starts on a line, so its vectors at whole-vector offsets never straddle two
-// (the filter gradient's loads of dy a row of taps at a time, the wide outputs' stores). On AVX2
-// a 16-byte offset there had half of them split, the 5x5 filter gradient 10-15% slower.
-int64_t whole_lines(int64_t n) {
-  return (n + 15) / 16 * 16;
-}
 struct Wide {
   int64_t Hs, Ws, plane, phases;  // a phase plane's rows, columns, elements; how many phases
   int64_t padded, wide;  // elements of the phase planes and slack (whole lines); of the wide
