@@ -1,12 +1,17 @@
 // What the ONNX tests share (tests/onnx_support.h).
 #include "tests/onnx_support.h"
 
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 
 #include "check/gradcheck.h"
 #include "layers/softmax_cross_entropy.h"
 #include "models/onnx_graph.h"
+#include "tests/worst.h"
 
 namespace frugal::testing {
 
@@ -20,6 +25,20 @@ std::vector<float> read_floats(const std::filesystem::path& path) {
   std::vector<float> out(bytes.size() / 4);
   std::memcpy(out.data(), bytes.data(), out.size() * 4);
   return out;
+}
+
+void check_matches_pytorch(const std::string& what, std::span<const float> got,
+                           std::span<const float> want, double tolerance) {
+  INFO(what);
+  REQUIRE(got.size() == want.size());
+  double worst = 0, scale = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    worst = worse(worst, std::abs(static_cast<double>(got[i]) - want[i]));
+    scale = std::max(scale, std::abs(static_cast<double>(want[i])));
+  }
+  MESSAGE(what, ": largest difference ", worst, " of outputs up to ", scale);
+  CHECK(scale > 0.01);
+  CHECK(worst <= tolerance * scale);
 }
 
 Tensor host_floats(const Shape& shape, const float* values) {

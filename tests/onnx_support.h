@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <functional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "core/tensor.h"
@@ -20,6 +21,11 @@ namespace frugal::testing {
 std::filesystem::path onnx_data();
 // A file of little-endian float32 values.
 std::vector<float> read_floats(const std::filesystem::path& path);
+// A forward output against PyTorch's on the same input: the largest difference (a NaN counts as
+// infinitely far) within `tolerance` of the largest expected magnitude, which must exceed 0.01
+// (not a vanishing output); reported under `what`.
+void check_matches_pytorch(const std::string& what, std::span<const float> got,
+                           std::span<const float> want, double tolerance = 1e-4);
 // A float32 host tensor of `shape` holding `values`.
 Tensor host_floats(const Shape& shape, const float* values);
 // The model's forward on x (batch 2, inference) with the file's weights.

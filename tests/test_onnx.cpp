@@ -229,16 +229,7 @@ TEST_CASE("onnx: imported models give ONNX's reference outputs") {
     const int64_t in = 2 * m.input.numel();
     REQUIRE(static_cast<int64_t>(io.size()) == in + 2 * m.classes * m.label_shape.numel());
     const std::vector<float> x(io.begin(), io.begin() + in), want(io.begin() + in, io.end());
-    const std::vector<float> got = onnx_forward(m, x);
-    REQUIRE(got.size() == want.size());
-    double worst = 0, scale = 0;
-    for (size_t i = 0; i < got.size(); ++i) {
-      worst = worse(worst, static_cast<double>(std::abs(got[i] - want[i])));
-      scale = std::max(scale, static_cast<double>(std::abs(want[i])));
-    }
-    CHECK(scale > 0.01);  // not a vanishing output
-    CHECK(worst <= 1e-4 * scale);
-    MESSAGE(std::string(name), ": largest difference ", worst, " of outputs up to ", scale);
+    check_matches_pytorch(name, onnx_forward(m, x), want);
   }
   {  // extras_net's GELU is one op (its nine nodes fused), its Erf another.
     const OnnxModel e = load_onnx((onnx_data() / "extras_net.onnx").string());

@@ -6,10 +6,9 @@
 #include <doctest/doctest.h>
 #include <onnx/onnx_pb.h>
 
-#include <algorithm>
-#include <cmath>
 #include <fstream>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -23,7 +22,6 @@
 #include "run/executor.h"
 #include "tests/onnx_edit.h"
 #include "tests/onnx_support.h"
-#include "tests/worst.h"
 
 using namespace frugal;
 using namespace frugal::testing;
@@ -72,16 +70,8 @@ TEST_CASE("onnx: an nn.Embedding of an int64 label input gives PyTorch's output"
   // embedding_net.io: x (3, 3, 6, 6), the labels (3) as floats (6, 0, 6), then PyTorch's y.
   const std::vector<float> io = read_floats(onnx_data() / "embedding_net.io");
   REQUIRE(io.size() == 324 + 3 + 9);
-  const std::vector<float> y = embedding_forward(m, io.data(), io.data() + 324);
-  double worst = 0, scale = 0;
-  for (int64_t i = 0; i < 9; ++i) {
-    const double want = io[static_cast<size_t>(327 + i)];
-    worst = worse(worst, std::abs(static_cast<double>(y[static_cast<size_t>(i)]) - want));
-    scale = std::max(scale, std::abs(want));
-  }
-  CHECK(scale > 0.01);
-  CHECK(worst <= 1e-4 * scale);
-  MESSAGE("embedding_net: largest difference ", worst, " of outputs up to ", scale);
+  check_matches_pytorch("embedding_net", embedding_forward(m, io.data(), io.data() + 324),
+                        std::span(io).subspan(327));
   // What frugal memory --run and bench give it: whole numbers below the table's 7 rows.
   const ModelSpec& spec =
       find_model(kOnnxModelPrefix + (onnx_data() / "embedding_net.onnx").string());

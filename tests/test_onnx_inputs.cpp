@@ -8,10 +8,10 @@
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <set>
+#include <span>
 #include <vector>
 
 #include "check/gradcheck.h"
@@ -24,7 +24,6 @@
 #include "run/executor.h"
 #include "tests/onnx_edit.h"
 #include "tests/onnx_support.h"
-#include "tests/worst.h"
 
 using namespace frugal;
 using namespace frugal::testing;
@@ -102,16 +101,9 @@ TEST_CASE("onnx: a model of three inputs gives PyTorch's output") {
   ex.set_input(extra[1], host_floats({2, 1, 8, 8}, io.data() + 386));
   ex.forward();
   const Tensor& out = ex.value(y);
-  REQUIRE(out.numel() == 512);
-  double worst = 0, scale = 0;
-  for (int64_t i = 0; i < 512; ++i) {
-    const double want = io[static_cast<size_t>(514 + i)];
-    worst = worse(worst, std::abs(static_cast<double>(out.data<float>()[i]) - want));
-    scale = std::max(scale, std::abs(want));
-  }
-  CHECK(scale > 0.01);
-  CHECK(worst <= 1e-4 * scale);
-  MESSAGE("inputs_net: largest difference ", worst, " of outputs up to ", scale);
+  check_matches_pytorch("inputs_net",
+                        std::span(out.data<float>(), static_cast<size_t>(out.numel())),
+                        std::span(io).subspan(514));
 }
 
 TEST_CASE("onnx: a model of three inputs trains planned == baseline bitwise") {
@@ -213,16 +205,8 @@ TEST_CASE("onnx: an int64 timestep input, read through a Cast, gives PyTorch's o
   // int_input_net.io: x (2, 3, 6, 6), t (2) as floats (17 and 503), then PyTorch's y (2, 3).
   const std::vector<float> io = read_floats(onnx_data() / "int_input_net.io");
   REQUIRE(io.size() == 216 + 2 + 6);
-  const std::vector<float> y = two_input_forward(m, io.data(), io.data() + 216);
-  double worst = 0, scale = 0;
-  for (int64_t i = 0; i < 6; ++i) {
-    const double want = io[static_cast<size_t>(218 + i)];
-    worst = worse(worst, std::abs(static_cast<double>(y[static_cast<size_t>(i)]) - want));
-    scale = std::max(scale, std::abs(want));
-  }
-  CHECK(scale > 0.01);
-  CHECK(worst <= 1e-4 * scale);
-  MESSAGE("int_input_net: largest difference ", worst, " of outputs up to ", scale);
+  check_matches_pytorch("int_input_net", two_input_forward(m, io.data(), io.data() + 216),
+                        std::span(io).subspan(218));
   // What frugal memory --run and bench give it: whole numbers in [0, 1000).
   const std::string path = (onnx_data() / "int_input_net.onnx").string();
   const ModelSpec& spec = find_model(kOnnxModelPrefix + path);
