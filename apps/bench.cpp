@@ -130,7 +130,8 @@ BenchResult run_bench(const BenchOptions& o, Communicator* comm) {
                                             .batch_norm = o.batch_norm,
                                             .segments = o.segments,
                                             .checkpoint_runs = o.runs,
-                                            .checkpoint_rebuilds = o.recompute});
+                                            .checkpoint_rebuilds = o.recompute,
+                                            .batch_norm_from_output = o.bn_from_output});
   load_exported_weights(params, o.model);  // an ONNX model's, as PyTorch runs them
   const Value images = step.images, labels = step.labels, out = step.out();
   const bool training = o.mode == Mode::training;
@@ -425,8 +426,10 @@ Action add_bench_command(CLI::App& app) {
       o->rebuild_budget = o->memory_budget;
     } else if (o->memory_budget > 0) {
       TrainingStep step{.model = o->model, .batch = o->batch, .dtype = o->dtype};
-      step.config = {
-          .dropout = o->dropout, .batch_norm = o->batch_norm, .checkpoint_rebuilds = o->recompute};
+      step.config = {.dropout = o->dropout,
+                     .batch_norm = o->batch_norm,
+                     .checkpoint_rebuilds = o->recompute,
+                     .batch_norm_from_output = o->bn_from_output};
       step.recompute = o->recompute;
       step.pack = o->pack;
       step.backend = &backend_named(o->device);

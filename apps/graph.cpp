@@ -87,7 +87,9 @@ Action add_graph_command(CLI::App& app) {
     ParamStore store = ParamStore::shapes_only();
     Tape tape(store, o->dtype);
     const ModelStep step = record_model_step(tape, find_model(o->model), o->batch, o->mode,
-                                             {.dropout = o->dropout, .batch_norm = o->batch_norm});
+                                             {.dropout = o->dropout,
+                                              .batch_norm = o->batch_norm,
+                                              .batch_norm_from_output = o->bn_from_output});
     FRUGAL_CHECK(!o->pack || (o->mode == Mode::training && memory == MemoryMode::planned),
                  "graph --pack: packs ReLU outputs for backward in planned memory; use --mode "
                  "training --planned");

@@ -38,7 +38,10 @@ ordered_json runs_json(const std::vector<BlockRun>& runs) {
 }  // namespace
 
 ModelConfig stored_config(const MemoryOptions& o) {
-  return {.dropout = o.dropout, .batch_norm = o.batch_norm, .reversible = false};
+  return {.dropout = o.dropout,
+          .batch_norm = o.batch_norm,
+          .reversible = false,
+          .batch_norm_from_output = o.bn_from_output};
 }
 
 std::optional<ModelConfig> recompute_config(const MemoryOptions& o) {

@@ -34,6 +34,14 @@ void add_pack_option(CLI::App* c, bool* pack) {
               "the same bits");
 }
 
+void add_bn_from_output_option(CLI::App* c, bool* on) {
+  c->add_flag("--bn-from-output", *on,
+              "Training: a batch norm whose output a later op's backward keeps (a SiLU, a "
+              "convolution) computes its gradients from that output instead of its input, which "
+              "then dies after forward (InPlace-ABN's trick; nothing recomputed). Gradients "
+              "round differently from the default's; a batch norm weight of 0 is an error");
+}
+
 void add_levels_option(CLI::App* c, int* levels) {
   c->add_option("--checkpoint-levels", *levels,
                 "With --memory-budget on the CIFAR ResNets: 2 lets a checkpointed run checkpoint "
@@ -102,6 +110,7 @@ void add_model_options(CLI::App* c, const std::shared_ptr<ModelChoice>& o,
   }
   add_recompute_option(c, &o->recompute);
   add_pack_option(c, &o->pack);
+  add_bn_from_output_option(c, &o->bn_from_output);
 }
 
 }  // namespace frugal

@@ -36,6 +36,9 @@ struct ModelChoice {
   Recompute recompute = Recompute::none;
   // Planned training: ReLU outputs kept packed between forward and backward (--pack).
   bool pack = false;
+  // Training: batch norms read their output in backward where it is kept anyway
+  // (--bn-from-output; ModelConfig::batch_norm_from_output).
+  bool bn_from_output = false;
   // Set by the commands from --memory-budget on a network without a chain of blocks: rebuild
   // op outputs (convolutions too, where nothing cheaper fits) until the arena fits.
   size_t rebuild_budget = 0;
@@ -63,6 +66,8 @@ struct ModelOptionSet {
 void add_recompute_option(CLI::App* c, Recompute* r);
 // Adds `--pack` writing into `*pack`.
 void add_pack_option(CLI::App* c, bool* pack);
+// Adds `--bn-from-output` writing into `*on`.
+void add_bn_from_output_option(CLI::App* c, bool* on);
 // Adds `--checkpoint-levels 1|2` (the CIFAR ResNets' budgets) writing into `*levels`.
 void add_levels_option(CLI::App* c, int* levels);
 

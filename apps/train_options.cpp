@@ -106,6 +106,7 @@ Action add_train_command(CLI::App& app) {
                    /*zero_allowed=*/true);
   add_recompute_option(train, &t.recompute);
   add_pack_option(train, &t.pack);
+  add_bn_from_output_option(train, &t.bn_from_output);
   train
       ->add_option("--image-size", t.image_size,
                    "Image folders and ImageNet-size networks: the side of the square input "

@@ -129,6 +129,12 @@ void Backend::clamp_forward(const Tensor&, double, double, Tensor&) {
 void Backend::clamp_backward(const Tensor&, double, double, const Tensor&, Tensor&) {
   throw Error("clamp backward: no clamp kernels on " + device().str());
 }
+void Backend::batchnorm_backward_from_output(const Tensor&, const Tensor&, const Tensor&,
+                                             const Tensor&, const Tensor&, Tensor&, Tensor&,
+                                             Tensor&) {
+  throw Error("batch_norm backward from its output (--bn-from-output) does not run on " +
+              device().str());
+}
 // Synchronized batch norm: only devices that run several ranks implement it.
 void Backend::batchnorm_sums(const Tensor&, const Tensor&, const Tensor&, const Tensor&, Tensor&) {
   throw Error("batchnorm_sums: synchronized batch norm (--sync-bn) does not run on " +

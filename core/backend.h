@@ -198,6 +198,14 @@ class Backend {
   virtual void batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
                                   const Tensor& mean, const Tensor& inv_std, Tensor& dx,
                                   Tensor& dgamma, Tensor& dbeta) = 0;
+  // The same gradients from the output y = gamma x^ + beta instead of x (a batch norm that
+  // keeps its output, not its input: BatchNormOptions::from_output), x^ = (y - beta) / gamma
+  // in double; every gamma must be nonzero (an error names the first that is not). Devices
+  // without the kernel throw naming themselves.
+  virtual void batchnorm_backward_from_output(const Tensor& y, const Tensor& dy,
+                                              const Tensor& gamma, const Tensor& beta,
+                                              const Tensor& inv_std, Tensor& dx, Tensor& dgamma,
+                                              Tensor& dbeta);
 
   // --- layer norm (x viewed as (R, C) rows, C = gamma's numel; gamma, beta (C); mean,
   // inv_std (R)) ------------------------------------------------------------------------------

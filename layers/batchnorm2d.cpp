@@ -1,5 +1,6 @@
 // BatchNorm2d forward and backward, with its roles. Training backward reads x, gamma and the
-// saved mean and 1/std, never y; inference forward is elementwise, so y may take x's bytes.
+// saved mean and 1/std, never y (or with from_output y, gamma, beta and 1/std, never x);
+// inference forward is elementwise, so y may take x's bytes.
 #include "layers/batchnorm2d.h"
 
 #include "core/communicator.h"
@@ -28,9 +29,16 @@ Roles BatchNormOp::roles(Mode mode, const Backend&) const {
   Roles r;
   if (mode == Mode::training) {
     const TensorMeta channel{Shape{x_.shape[1]}, x_.dtype};
-    r.saved = {channel, channel};  // mean, inv_std
-    r.backward_reads_inputs = {0, 1};
+    r.saved = {channel, channel};                  // mean, inv_std
     r.grad_aliases = {{.output = 0, .input = 0}};  // dx is written after the sums over dy
+    if (options_.from_output) {
+      r.backward_reads_inputs = {1, 2};
+      r.backward_reads_outputs = {0};
+      // Each channel's statistics are taken before it is normalized: y may take x's bytes.
+      r.aliases = {{.output = 0, .input = 0}};
+    } else {
+      r.backward_reads_inputs = {0, 1};
+    }
     // Rebuilt from x, gamma, beta and the saved statistics: one pass, no state update.
     set_rebuildable(r, {0, 1, 2}, 3.0 * static_cast<double>(x_.shape.numel()),
                     2.0 * static_cast<double>(x_.bytes()));
@@ -47,6 +55,9 @@ void BatchNormOp::forward(const OpContext& ctx) {
   Backend& b = ctx.backend();
   Tensor running_mean = ctx.input(3), running_var = ctx.input(4);  // views, updated in place
   const double momentum = ctx.update_state() ? options_.momentum : 0.0;
+  FRUGAL_CHECK(!(options_.from_output && ctx.training() && ctx.sync_comm()),
+               "batch_norm: from its output (--bn-from-output) does not run with statistics ",
+               "synchronized over ranks (--sync-bn)");
   if (ctx.training() && ctx.sync_comm()) {
     sync_.forward(ctx, ctx.input(0), ctx.input(1), ctx.input(2), running_mean, running_var,
                   momentum, options_.eps, ctx.output(0), ctx.saved(0), ctx.saved(1));
@@ -73,6 +84,11 @@ void BatchNormOp::backward(const OpContext& ctx) {
   Tensor& dx = ctx.needs_grad_input(0) ? ctx.grad_input(0) : none;
   Tensor& dgamma = ctx.needs_grad_input(1) ? ctx.grad_input(1) : none;
   Tensor& dbeta = ctx.needs_grad_input(2) ? ctx.grad_input(2) : none;
+  if (options_.from_output) {
+    b.batchnorm_backward_from_output(ctx.output(0), ctx.grad_output(0), ctx.input(1), ctx.input(2),
+                                     ctx.saved(1), dx, dgamma, dbeta);
+    return;
+  }
   // Synchronized: this rank's sums for the parameters, the ranks' sums for dx (below).
   b.batchnorm_backward(ctx.input(0), ctx.grad_output(0), ctx.input(1), ctx.saved(0), ctx.saved(1),
                        ctx.sync_comm() ? none : dx, dgamma, dbeta);
@@ -112,6 +128,30 @@ void BatchNormSync::forward(const OpContext& ctx, const Tensor& x, const Tensor&
 void BatchNormSync::reduce_backward(const OpContext& ctx, int64_t C) const {
   Tensor s = backward_sums(C);
   ctx.sync_comm()->allreduce_sum(s, ctx.sync_scale()).wait();
+}
+
+int read_batch_norm_outputs(Tape& tape, const Backend& backend) {
+  int set = 0;
+  for (OpNode& node : tape.ops()) {
+    auto* bn = dynamic_cast<BatchNormOp*>(node.op.get());
+    if (bn == nullptr || bn->from_output()) continue;
+    const ValueNode& y = tape.value(node.outputs[0]);
+    bool kept = false;
+    for (int c : y.consumers) {
+      const OpNode& reader = tape.ops()[static_cast<size_t>(c)];
+      std::vector<bool> grads;
+      for (int v : reader.inputs) grads.push_back(tape.value(v).requires_grad);
+      const Roles r = reader.op->roles(Mode::training, backend);
+      for (size_t slot = 0; slot < reader.inputs.size(); ++slot)
+        kept = kept || (reader.inputs[slot] == node.outputs[0] &&
+                        backward_reads_input(r, static_cast<int>(slot), grads));
+    }
+    if (kept) {
+      bn->set_from_output(true);
+      ++set;
+    }
+  }
+  return set;
 }
 
 Value batch_norm(Value x, const BatchNormOptions& o, std::source_location where) {

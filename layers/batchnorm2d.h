@@ -1,6 +1,9 @@
 // BatchNorm2d: per-channel normalization with learned scale and shift. Training normalizes
 // with batch statistics, saves only mean and 1/std (C each) and updates the running
-// statistics; inference uses the running statistics and may run in place.
+// statistics; inference uses the running statistics and may run in place. Training backward
+// reads the input x, or with `from_output` the output y (x^ = (y - beta) / gamma, as
+// InPlace-ABN does): where a later op's backward keeps y anyway (a SiLU's, a convolution's),
+// x then dies after forward.
 #pragma once
 
 #include <source_location>
@@ -16,6 +19,12 @@ struct BatchNormOptions {
   // Parameter prefix; empty: a fresh "batch_norm<k>". Initialized so that designated
   // initializers leaving it out draw no missing-initializer warning from GCC 12.
   std::string name = "";
+  // Training backward reads y, not x: x^ = (y - beta) / gamma in double instead of
+  // (x - mean) / std, so gradients differ from the default's by rounding (f32: about 1e-7 of
+  // |y| / |gamma| in x^), and a gamma of 0 is an error in backward. y may then take x's bytes.
+  // Not with synchronized statistics (ExecutorOptions::sync_bn_comm). Set it where y is kept
+  // anyway: read_batch_norm_outputs below.
+  bool from_output = false;
 };
 
 // A batch norm's statistics over every rank's batch (ExecutorOptions::sync_bn_comm): the
@@ -49,6 +58,8 @@ class BatchNormOp final : public Op {
   void backward(const OpContext& ctx) override;
   bool updates_state() const override { return true; }
   void rebuild(const OpContext& ctx) override;
+  bool from_output() const { return options_.from_output; }
+  void set_from_output(bool on) { options_.from_output = on; }
 
  private:
   BatchNormOptions options_;
@@ -62,5 +73,13 @@ class BatchNormOp final : public Op {
 // "<name>.running_var" (ones) as PyTorch's BatchNorm2d.
 Value batch_norm(Value x, const BatchNormOptions& o = {},
                  std::source_location where = std::source_location::current());
+
+// Training: every batch norm of `tape` whose output some consumer's backward reads (a SiLU, a
+// convolution or a product that gets a weight gradient, as each op's training roles on
+// `backend` say) reads that output in backward instead of its input (from_output), so its
+// input can die after forward; the others keep reading their input. Returns how many it set.
+// Changes the gradients' rounding (BatchNormOptions::from_output): call it on the tape before
+// any executor is made, the same way for every run to be compared bitwise.
+int read_batch_norm_outputs(Tape& tape, const Backend& backend);
 
 }  // namespace frugal

@@ -35,6 +35,10 @@ struct ModelConfig {
   // (|activations| < 2^bits; layers/fixed_point.h), so reversible and stored runs are bitwise
   // equal; 0: floating-point coupling as memcnn's, inputs rebuilt within rounding.
   int fixed_point_range = 12;
+  // Training: batch norms whose output a later backward keeps read that output instead of
+  // their input (layers/batchnorm2d.h, read_batch_norm_outputs): less memory where a SiLU or a
+  // convolution follows, gradients rounded differently (--bn-from-output).
+  bool batch_norm_from_output = false;
 };
 
 // The number of classes a builder should use: config.classes, or `fallback` when it is 0.

@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "layers/add.h"
+#include "layers/batchnorm2d.h"
 
 namespace frugal {
 
@@ -64,6 +65,8 @@ ModelStep record_model_step(Tape& tape, const ModelSpec& spec, int64_t batch, Mo
   FRUGAL_CHECK(s.extra_inputs.size() == spec.extra_inputs.size(), spec.name, ": ",
                s.extra_inputs.size(), " inputs made besides the images, the model names ",
                spec.extra_inputs.size());
+  if (mode == Mode::training && config.batch_norm_from_output)
+    read_batch_norm_outputs(tape, cpu_backend());
   if (mode == Mode::training) {
     // Several outputs (auxiliary heads): each scored against the labels, the losses summed.
     s.loss = model_loss(spec, s.logits, s.labels);

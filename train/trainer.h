@@ -58,6 +58,9 @@ struct TrainOptions {
   size_t workspace_growth = 0;  // bytes the arena may grow for faster scratch
   // Planned memory: op outputs rebuilt in backward (ExecutorOptions::recompute), same bits.
   Recompute recompute = Recompute::none;
+  // Batch norms read their output in backward where it is kept anyway
+  // (ModelConfig::batch_norm_from_output).
+  bool bn_from_output = false;
   // Planned memory: ReLU outputs packed between forward and backward (ExecutorOptions::pack).
   bool pack = false;
   // Planned memory: rebuild op outputs until the arena fits these bytes (ExecutorOptions::

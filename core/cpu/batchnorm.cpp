@@ -71,38 +71,42 @@ void batchnorm_normalize_t(const ChannelDims& d, const T* x, const T* gamma, con
     normalize_channel(d, c, x, mean[c], inv_std[c], gamma[c], beta[c], y);
 }
 
-// dx = gamma inv_std / M (M dy - sum dy - x^ sum dy x^) over channel c, element by element
-// after the sums, so dx may alias dy.
+// dx = k (M dy - sum dy - x^ sum dy x^) over channel c with k = gamma inv_std / M and
+// x^ = (v - shift) scale: v = x with (mean, inv_std), or v = y with (beta, 1 / gamma).
+// Element by element after the sums, so dx may alias dy.
 template <typename T>
-void channel_dx(const ChannelDims& d, int64_t c, const T* x, const T* dy, double mu, double inv,
-                double gamma, double M, double sum_dy, double sum_dy_xhat, T* dx) {
-  const double k = gamma * inv / M;
+void channel_dx(const ChannelDims& d, int64_t c, const T* v, const T* dy, double shift,
+                double scale, double k, double M, double sum_dy, double sum_dy_xhat, T* dx) {
   for (int64_t n = 0; n < d.N; ++n)
     for (int64_t s = 0; s < d.S; ++s) {
       const int64_t i = (n * d.C + c) * d.S + s;
-      const double xhat = (x[i] - mu) * inv;
+      const double xhat = (v[i] - shift) * scale;
       dx[i] = static_cast<T>(k * (M * dy[i] - sum_dy - xhat * sum_dy_xhat));
     }
 }
 
-// x, dy, dx (N,C,S)  gamma, mean, inv_std, dgamma, dbeta (C); with x^ = (x - mean) inv_std
+// v, dy, dx (N,C,S)  gamma, inv_std, dgamma, dbeta (C); with x^ = (v - shift) scale (v = x,
+// shift = mean, scale = inv_std; or v = y, shift = beta, scale = 1 / gamma, `from_output`)
 // and M = N*S values per channel (y = gamma x^ + beta, mean and var from the batch):
 //   dbeta = sum dy,  dgamma = sum dy x^,
 //   dx = gamma inv_std / M * (M dy - sum dy - x^ sum dy x^)
 // dx is written after both sums, element by element, so it may alias dy.
 template <typename T>
-void batchnorm_backward_t(const ChannelDims& d, const T* x, const T* dy, const T* gamma,
-                          const T* mean, const T* inv_std, T* dx, T* dgamma, T* dbeta) {
+void batchnorm_backward_t(const ChannelDims& d, const T* v, const T* dy, const T* gamma,
+                          const T* shift, const T* inv_std, bool from_output, T* dx, T* dgamma,
+                          T* dbeta) {
   const double M = static_cast<double>(d.N * d.S);
 #pragma omp parallel for schedule(static)
   for (int64_t c = 0; c < d.C; ++c) {
-    const double mu = mean[c], inv = inv_std[c];
+    const double mu = shift[c], inv = inv_std[c];
+    const double scale = from_output ? 1.0 / static_cast<double>(gamma[c]) : inv;
     const auto [sum_dy, sum_dy_xhat] = channel_sums<2>(d, c, [&](int64_t i) {
-      return std::array<double, 2>{double(dy[i]), dy[i] * ((x[i] - mu) * inv)};
+      return std::array<double, 2>{double(dy[i]), dy[i] * ((v[i] - mu) * scale)};
     });
     if (dgamma) dgamma[c] = static_cast<T>(sum_dy_xhat);
     if (dbeta) dbeta[c] = static_cast<T>(sum_dy);
-    if (dx) channel_dx(d, c, x, dy, mu, inv, gamma[c], M, sum_dy, sum_dy_xhat, dx);
+    const double k = static_cast<double>(gamma[c]) * inv / M;
+    if (dx) channel_dx(d, c, v, dy, mu, scale, k, M, sum_dy, sum_dy_xhat, dx);
   }
 }
 
@@ -152,14 +156,25 @@ void batchnorm_backward_data_t(const ChannelDims& d, const T* x, const T* dy, co
                                double scale, T* dx) {
 #pragma omp parallel for schedule(static)
   for (int64_t c = 0; c < d.C; ++c) {
-    const double mu = mean[c], inv = inv_std[c];
-    channel_dx(d, c, x, dy, mu, inv, gamma[c], M, sums[c] / scale, sums[d.C + c] / scale, dx);
+    const double mu = mean[c], inv = inv_std[c], k = static_cast<double>(gamma[c]) * inv / M;
+    channel_dx(d, c, x, dy, mu, inv, k, M, sums[c] / scale, sums[d.C + c] / scale, dx);
   }
 }
 
 template <typename T>
 T* ptr(const Tensor& t) {
   return t.defined() ? t.data<T>() : nullptr;
+}
+
+// x^ = (y - beta) / gamma needs every gamma nonzero (a zero one's channel is beta throughout).
+void check_gamma_nonzero(const Tensor& gamma) {
+  for (int64_t c = 0; c < gamma.numel(); ++c) {
+    const double g = gamma.dtype() == DType::f32 ? gamma.data<float>()[c] : gamma.data<double>()[c];
+    FRUGAL_CHECK(g != 0 && std::isfinite(g), "batch_norm backward from its output: channel ", c,
+                 "'s weight is ", g, ", so its normalized input (y - bias) / weight cannot be ",
+                 "recovered from the output; record this batch norm with from_output off ",
+                 "(frugal's commands: without --bn-from-output)");
+  }
 }
 
 }  // namespace
@@ -213,11 +228,28 @@ void CpuBackend::batchnorm_backward(const Tensor& x, const Tensor& dy, const Ten
       check_batchnorm_backward(x, dy, gamma, mean, inv_std, dx, dgamma, dbeta, device());
   if (x.dtype() == DType::f32)
     batchnorm_backward_t(d, x.data<float>(), dy.data<float>(), gamma.data<float>(),
-                         mean.data<float>(), inv_std.data<float>(), ptr<float>(dx),
+                         mean.data<float>(), inv_std.data<float>(), false, ptr<float>(dx),
                          ptr<float>(dgamma), ptr<float>(dbeta));
   else
     batchnorm_backward_t(d, x.data<double>(), dy.data<double>(), gamma.data<double>(),
-                         mean.data<double>(), inv_std.data<double>(), ptr<double>(dx),
+                         mean.data<double>(), inv_std.data<double>(), false, ptr<double>(dx),
+                         ptr<double>(dgamma), ptr<double>(dbeta));
+}
+
+void CpuBackend::batchnorm_backward_from_output(const Tensor& y, const Tensor& dy,
+                                                const Tensor& gamma, const Tensor& beta,
+                                                const Tensor& inv_std, Tensor& dx, Tensor& dgamma,
+                                                Tensor& dbeta) {
+  const ChannelDims d =
+      check_batchnorm_backward(y, dy, gamma, beta, inv_std, dx, dgamma, dbeta, device());
+  check_gamma_nonzero(gamma);
+  if (y.dtype() == DType::f32)
+    batchnorm_backward_t(d, y.data<float>(), dy.data<float>(), gamma.data<float>(),
+                         beta.data<float>(), inv_std.data<float>(), true, ptr<float>(dx),
+                         ptr<float>(dgamma), ptr<float>(dbeta));
+  else
+    batchnorm_backward_t(d, y.data<double>(), dy.data<double>(), gamma.data<double>(),
+                         beta.data<double>(), inv_std.data<double>(), true, ptr<double>(dx),
                          ptr<double>(dgamma), ptr<double>(dbeta));
 }
 

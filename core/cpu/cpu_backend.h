@@ -75,6 +75,9 @@ class CpuBackend final : public Backend {
   void batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
                           const Tensor& mean, const Tensor& inv_std, Tensor& dx, Tensor& dgamma,
                           Tensor& dbeta) override;
+  void batchnorm_backward_from_output(const Tensor& y, const Tensor& dy, const Tensor& gamma,
+                                      const Tensor& beta, const Tensor& inv_std, Tensor& dx,
+                                      Tensor& dgamma, Tensor& dbeta) override;
   void batchnorm_sums(const Tensor& x, const Tensor& mean, const Tensor& inv_std, const Tensor& dy,
                       Tensor& sums) override;
   void batchnorm_sync_stats(const Tensor& sum, const Tensor& sq, double M, double momentum,

@@ -218,6 +218,15 @@ void SimBackend::batchnorm_backward(const Tensor& x, const Tensor& dy, const Ten
                           view(dgamma), view(dbeta));
 }
 
+void SimBackend::batchnorm_backward_from_output(const Tensor& y, const Tensor& dy,
+                                                const Tensor& gamma, const Tensor& beta,
+                                                const Tensor& inv_std, Tensor& dx, Tensor& dgamma,
+                                                Tensor& dbeta) {
+  Views view(alloc_, "batchnorm_backward_from_output");
+  cpu_.batchnorm_backward_from_output(view(y), view(dy), view(gamma), view(beta), view(inv_std),
+                                      view(dx), view(dgamma), view(dbeta));
+}
+
 void SimBackend::layernorm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                    double eps, Tensor& y, Tensor& mean, Tensor& inv_std) {
   Views view(alloc_, "layernorm_forward");
