@@ -26,6 +26,9 @@ PACK_HEADING = "## frugal --pack vs PyTorch: torchvision models through ONNX"
 # Issue 17's goals again, for the rows with --pack (no recompute: the outputs are packed).
 PACK_PEAK_TARGETS = {"tv-densenet121-pack": 0.6}
 PACK_STEP_TARGETS = {"tv-resnet50-pack": 1.0, "tv-mobilenet_v2-pack": 1.0}
+BNOUT_HEADING = "## frugal --bn-from-output vs PyTorch: torchvision models through ONNX"
+# Issue 17's goals again (no recompute: the batch norms' gradients come from kept outputs).
+BNOUT_STEP_TARGETS = {"tv-mobilenet_v2-bnout": 1.0, "tv-mobilenet_v2-pack-bnout": 1.0}
 MIB = float(1 << 20)
 
 # Allocator-peak targets (frugal / PyTorch) at batch 64 in training; every other case: <= 1.
@@ -77,6 +80,15 @@ PACK_NOTE = (
     "element and the nonzero values; nothing recomputed, results bitwise equal to the step "
     "without packing); their bytes depend on the data, and the allocator peak counts them. "
     "PyTorch: its plain step.")
+
+
+BNOUT_NOTE = (
+    "frugal: `frugal bench --memory planned --bn-from-output --onnx FILE` (and `--pack` where "
+    "the label says so), the file's exported weights: a batch norm whose output a later op's "
+    "backward keeps (a SiLU's, a hardswish's, a ReLU6's, a convolution's) takes its gradients "
+    "from that output, x^ = (y - beta) / gamma, so its input dies after forward; nothing "
+    "recomputed, gradients rounded differently from the default step's (within 1e-4 of "
+    "PyTorch's, tests/test_onnx_torchvision.cpp). PyTorch: its plain step.")
 
 
 RC_NOTE = (
@@ -182,6 +194,8 @@ def section(cases, notes, o, loads):
             target = RC_PEAK_TARGETS.get(model, 0.8)
         if o.set == "pack":
             target = PACK_PEAK_TARGETS.get(model, 0.8)
+        if o.set == "bnout":
+            target = 0.8
         rows.append(
             f"| {LABELS.get(model, model)} | {batch[1:]} | {mode} {dtype} | {f['peak']:.1f} | "
             f"{t['peak']:.1f} | **{peak_r:.2f}** | {f['rss']:.0f} | {t['rss']:.0f} | {rss_r:.2f} | "
@@ -196,6 +210,8 @@ def section(cases, notes, o, loads):
             step_target = RC_STEP_TARGETS.get(model)
         if o.set == "pack":
             step_target = PACK_STEP_TARGETS.get(model, 1.2)
+        if o.set == "bnout":
+            step_target = BNOUT_STEP_TARGETS.get(model, 1.2)
         if step_target:
             s = step_target
             goals.append((f"step time, {key}", f"≤ {s:g}×", step_r, verdict(step_r, s)))
@@ -224,7 +240,7 @@ def section(cases, notes, o, loads):
            "counts this pass's own previous process, whose two threads hold it near 2 for a "
            "minute after. Memory figures do not depend on load.", "",
            *([TV_NOTE, ""] if o.set == "torchvision" else [TV_NOTE, RC_NOTE, ""]
-             if o.set == "recompute" else [TV_NOTE, PACK_NOTE, ""] if o.set == "pack" else [
+             if o.set == "recompute" else [TV_NOTE, PACK_NOTE, ""] if o.set == "pack" else [TV_NOTE, BNOUT_NOTE, ""] if o.set == "bnout" else [
            "Both sides: 2 threads, random data, training = forward, NLL (log-softmax nets) or "
            "softmax cross-entropy (ResNet), backward, SGD lr 0.01 momentum 0.9; the first step "
            "of each process is a warm-up and the step time is the median of the others (count in "
@@ -288,11 +304,11 @@ def main():
     p.add_argument("--frugal", default="", help="the frugal program, to estimate goal cases "
                    "that were not run")
     p.add_argument("--print-only", action="store_true")
-    p.add_argument("--set", choices=["bundled", "torchvision", "recompute", "pack"],
+    p.add_argument("--set", choices=["bundled", "torchvision", "recompute", "pack", "bnout"],
                    default="bundled")
     o = p.parse_args()
     o.heading = {"torchvision": TV_HEADING, "recompute": RC_HEADING,
-                 "pack": PACK_HEADING}.get(o.set, HEADING)
+                 "pack": PACK_HEADING, "bnout": BNOUT_HEADING}.get(o.set, HEADING)
     lines = [json.loads(ln) for ln in open(o.results) if ln.strip()]
     cases, notes = aggregate(lines)
     loads = [r["load_before"] for r in lines if "load_before" in r] or [0.0]

@@ -84,6 +84,14 @@ PACK = ["--pack"]
 PACK_CASES = [(f"tv-{n}-pack", f"tv-{n}", 32, "training", "f32", PACK, 3, 1)
               for n in ("resnet50", "densenet121", "resnet18", "unet", "mobilenet_v2",
                         "shufflenet_v2_x1_0", "squeezenet1_1")]
+# Batch norms from their outputs (--set bnout): frugal with --bn-from-output (a batch norm whose
+# output a SiLU, hardswish, ReLU6 or convolution keeps for backward reads that output, and its
+# input dies after forward) against PyTorch's plain step; MobileNetV2 with --pack as well.
+BNOUT = ["--bn-from-output"]
+BNOUT_CASES = [(f"tv-{n}-bnout", f"tv-{n}", 32, "training", "f32", BNOUT, 3, 1)
+               for n in ("efficientnet_b0", "mobilenet_v2", "mobilenet_v3_large")]
+BNOUT_CASES.append(("tv-mobilenet_v2-pack-bnout", "tv-mobilenet_v2", 32, "training", "f32",
+                    PACK + BNOUT, 3, 1))
 # PyTorch's side of a case where it runs another module than frugal's model name says.
 TORCH_MODEL = {"tv-densenet121-rebuild-vs-efficient": "tv-densenet121-efficient",
                "densenet121-rebuild-vs-efficient": "tv-densenet121-efficient"}
@@ -157,17 +165,19 @@ def main():
                    "built for it)")
     p.add_argument("--set",
                    choices=["bundled", "torchvision", "recompute", "timm", "video", "inputs",
-                            "pack"],
+                            "pack", "bnout"],
                    default="bundled",
                    help="the bundled networks, torchvision's through ONNX, those with "
                    "--recompute cheap, timm's through ONNX, torchvision's video networks, or "
-                   "models of several inputs (a diffusion U-Net), or those with --pack")
+                   "models of several inputs (a diffusion U-Net), or those with --pack or "
+                   "--bn-from-output")
     o = p.parse_args()
 
     only = set(filter(None, o.only.split(",")))
     cases = {"torchvision": TORCHVISION_CASES, "recompute": RECOMPUTE_CASES,
              "timm": TIMM_CASES, "video": VIDEO_CASES,
-             "inputs": INPUTS_CASES, "pack": PACK_CASES}.get(o.set, CASES)
+             "inputs": INPUTS_CASES, "pack": PACK_CASES,
+             "bnout": BNOUT_CASES}.get(o.set, CASES)
     onnx_dir = os.path.join(os.path.dirname(os.path.abspath(o.out)), "peers-onnx")
     start = time.time()
     with open(o.out, "w") as out:
