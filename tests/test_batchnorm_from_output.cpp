@@ -1,7 +1,8 @@
 // BatchNorm's backward from its output (BatchNormOptions::from_output, InPlace-ABN's trick):
 // the gradient check in f64, gradients beside the default's (from the input), the forward
 // unchanged bit for bit, its roles and which batch norms read_batch_norm_outputs switches,
-// planned == baseline bitwise, the memory it frees, and its errors.
+// planned == baseline bitwise, the memory it frees, and its errors (a zero weight, statistics
+// synchronized over ranks).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -10,6 +11,7 @@
 
 #include "check/gradcheck.h"
 #include "check/modecheck.h"
+#include "dist/communicators.h"
 #include "layers/activation.h"
 #include "layers/add.h"
 #include "layers/batchnorm2d.h"
@@ -183,4 +185,19 @@ TEST_CASE("batch_norm from its output: a zero weight is an error naming the chan
   CHECK_THROWS_WITH_AS(
       ex.backward(std::span<const std::pair<Value, Tensor>>(&seed, 1)),
       doctest::Contains("batch_norm backward from its output: channel 1's weight is 0"), Error);
+}
+
+TEST_CASE("batch_norm from its output: statistics synchronized over ranks are refused by name") {
+  std::unique_ptr<Communicator> self = self_communicator();
+  ParamStore store;
+  Tape tape(store);
+  Value x = tape.input("x", {4, 3, 2, 2}, DType::f32, true);
+  Value y = batch_norm(x, {.from_output = true});
+  Executor ex(tape, cpu_backend(),
+              {.keep = {y}, .optimizer = std::nullopt, .sync_bn_comm = self.get()});
+  ex.set_input(x, random_tensor({4, 3, 2, 2}, 5, -1, 1, DType::f32));
+  CHECK_THROWS_WITH_AS(ex.forward(),
+                       doctest::Contains("batch_norm: from its output (--bn-from-output) does not "
+                                         "run with statistics synchronized over ranks (--sync-bn)"),
+                       Error);
 }

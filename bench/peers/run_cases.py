@@ -205,7 +205,8 @@ def main():
                 frugal = [o.frugal, "bench", "--memory", "planned", "--onnx", onnx, *common[2:]]
             torch = [o.python, os.path.join(HERE, "measure_torch.py"), *common,
                      "--source", o.torch_source]
-            if label in TORCH_FLAGS or flags in (REBUILD, PACK):  # PyTorch's side: its own
+            if label in TORCH_FLAGS or flags in (REBUILD, PACK, BNOUT, PACK + BNOUT):
+                # PyTorch's side: its own flags, not frugal's
                 torch = [*torch[:-2 - len(flags)], *TORCH_FLAGS.get(label, []), *torch[-2:]]
             if label in TORCH_MODEL:
                 torch[torch.index("--model") + 1] = TORCH_MODEL[label]
