@@ -416,6 +416,9 @@ Action add_bench_command(CLI::App& app) {
     FRUGAL_CHECK(!o->pack || (o->mode == Mode::training && o->memory == MemoryMode::planned),
                  "bench --pack: keeps ReLU outputs packed for backward in planned memory; use "
                  "--mode training --memory planned");
+    FRUGAL_CHECK(!o->bn_from_output || o->mode == Mode::training,
+                 "bench --bn-from-output: changes what batch norms keep for backward; use --mode "
+                 "training");
     if (o->memory_budget > 0) {
       FRUGAL_CHECK(o->mode == Mode::training && o->memory == MemoryMode::planned,
                    "bench --memory-budget: bounds the planned arena of a training step; use "

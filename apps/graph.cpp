@@ -86,6 +86,9 @@ Action add_graph_command(CLI::App& app) {
     const MemoryMode memory = *baseline ? MemoryMode::baseline : MemoryMode::planned;
     ParamStore store = ParamStore::shapes_only();
     Tape tape(store, o->dtype);
+    FRUGAL_CHECK(!o->bn_from_output || o->mode == Mode::training,
+                 "graph --bn-from-output: changes what batch norms keep for backward; use --mode "
+                 "training");
     const ModelStep step = record_model_step(tape, find_model(o->model), o->batch, o->mode,
                                              {.dropout = o->dropout,
                                               .batch_norm = o->batch_norm,

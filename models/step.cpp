@@ -66,7 +66,7 @@ ModelStep record_model_step(Tape& tape, const ModelSpec& spec, int64_t batch, Mo
                s.extra_inputs.size(), " inputs made besides the images, the model names ",
                spec.extra_inputs.size());
   if (mode == Mode::training && config.batch_norm_from_output)
-    read_batch_norm_outputs(tape, cpu_backend());
+    s.batch_norms_from_output = read_batch_norm_outputs(tape, cpu_backend());
   if (mode == Mode::training) {
     // Several outputs (auxiliary heads): each scored against the labels, the losses summed.
     s.loss = model_loss(spec, s.logits, s.labels);

@@ -22,6 +22,9 @@ struct ModelStep {
   // The network's other outputs (spec.build_outputs: auxiliary heads), each of the logits'
   // shape; in training each adds its own loss against the labels to `loss`.
   std::vector<Value> extra_outputs;
+  // Training with ModelConfig::batch_norm_from_output: the batch norms that read their output
+  // in backward (read_batch_norm_outputs).
+  int batch_norms_from_output = 0;
   // What the step reads back: the loss in training, the logits in inference.
   Value out() const { return loss.valid() ? loss : logits; }
 };

@@ -2710,6 +2710,51 @@ def export_training_with_grads(net, out, name, side):
           f"({worst_name})")
 
 
+def mbconv_train_net(out):
+    """EfficientNet's block in small, exported in training mode with PyTorch's float64
+    parameter gradients of one step (export_training_with_grads, 10 classes, 4 x 3 x 8 x 8
+    inputs): a stem convolution, BatchNorm and SiLU, an inverted residual (1x1 expansion,
+    depthwise 3x3, each with BatchNorm and SiLU, squeeze-and-excitation, a 1x1 projection with
+    BatchNorm added to its input), and a head of 1x1 convolution, BatchNorm, hardswish, average
+    pool and linear. The batch norms' weights and biases are drawn away from 1 and 0, so that
+    a gradient taken from their outputs (--bn-from-output) divides by something;
+    tests/data/onnx/mbconv_train_net.onnx, .pgrad and .pgrad.txt."""
+    import torch
+    from torch import nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+
+            def cbn(cin, cout, k, groups=1):
+                return [nn.Conv2d(cin, cout, k, padding=k // 2, groups=groups, bias=False),
+                        nn.BatchNorm2d(cout)]
+
+            self.stem = nn.Sequential(*cbn(3, 8, 3), nn.SiLU())
+            self.expand = nn.Sequential(*cbn(8, 16, 1), nn.SiLU())
+            self.depthwise = nn.Sequential(*cbn(16, 16, 3, groups=16), nn.SiLU())
+            self.se = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Conv2d(16, 4, 1), nn.SiLU(),
+                                    nn.Conv2d(4, 16, 1), nn.Sigmoid())
+            self.project = nn.Sequential(*cbn(16, 8, 1))
+            self.head = nn.Sequential(*cbn(8, 12, 1), nn.Hardswish(), nn.AdaptiveAvgPool2d(1),
+                                      nn.Flatten(), nn.Linear(12, 10))
+
+        def forward(self, x):
+            h = self.stem(x)
+            u = self.depthwise(self.expand(h))
+            return self.head(h + self.project(u * self.se(u)))
+
+    torch.manual_seed(23)
+    net = Net()
+    with torch.no_grad():
+        for m in net.modules():
+            if isinstance(m, nn.BatchNorm2d):
+                sign = torch.where(torch.rand(m.num_features) < 0.25, -1.0, 1.0)
+                m.weight.copy_(sign * (0.5 + torch.rand(m.num_features)))
+                m.bias.copy_(torch.randn(m.num_features) * 0.5)
+    export_training_with_grads(net, out, "mbconv_train_net", 8)
+
+
 def unet_segmentation(out, base=16, side=32, name="unet"):
     """A U-Net as PyTorch users write it (two 3x3 convolutions with BatchNorm and ReLU per
     level, max-pool down, a transposed convolution up, a nearest upsampling and 1x1 convolution
@@ -2805,6 +2850,7 @@ if __name__ == "__main__":
         outputs_net(sys.argv[2])
         int_input_net(sys.argv[2])
         embedding_net(sys.argv[2])
+        mbconv_train_net(sys.argv[2])
         sys.exit(0)
     if len(sys.argv) > 2 and sys.argv[1] == "--segmentation":
         # The U-Net of docs/TRAINING.md's segmentation run, and a small one for the tests

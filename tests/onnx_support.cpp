@@ -9,6 +9,8 @@
 #include <fstream>
 
 #include "check/gradcheck.h"
+#include "layers/add.h"
+#include "layers/batchnorm2d.h"
 #include "layers/softmax_cross_entropy.h"
 #include "models/onnx_graph.h"
 #include "tests/worst.h"
@@ -41,6 +43,79 @@ void check_matches_pytorch(const std::string& what, std::span<const float> got,
   CHECK(worst <= tolerance * scale);
 }
 
+ParamGradCheck compare_parameter_gradients(const std::filesystem::path& onnx, DType t,
+                                           bool bn_from_output, double tolerance) {
+  const OnnxModel m = load_onnx(onnx.string());
+  std::filesystem::path names_file = onnx, blob = onnx;
+  names_file.replace_extension(".pgrad.txt");
+  blob.replace_extension(".pgrad");
+  std::ifstream names_in(names_file);
+  REQUIRE(names_in.good());
+  std::vector<std::pair<std::string, int64_t>> names;
+  for (std::string name; names_in >> name;) {
+    int64_t count = 0;
+    names_in >> count;
+    names.emplace_back(name, count);
+  }
+  const std::vector<float> data = read_floats(blob);  // x, labels (i32 bits), gradients
+  const int64_t in = 4 * m.input.numel();
+  int64_t total = in + 4;
+  for (const auto& [name, count] : names) total += count;
+  REQUIRE(static_cast<int64_t>(data.size()) == total);
+
+  ParamGradCheck c;
+  ParamStore store(1);
+  Tape tape(store, t);
+  Value x = tape.input("x", batched(4, m.input), t);
+  Value labels = tape.input("labels", {4}, DType::i32);
+  // Several outputs (auxiliary heads): each one's loss against the labels, summed.
+  const std::vector<Value> outputs = record_onnx_outputs(m, x);
+  Value loss = softmax_cross_entropy(outputs[0], labels);
+  for (size_t o = 1; o < outputs.size(); ++o)
+    loss = add(loss, softmax_cross_entropy(outputs[o], labels));
+  if (bn_from_output) {
+    c.switched = read_batch_norm_outputs(tape, cpu_backend());
+    if (c.switched == 0) return c;
+  }
+  load_onnx_weights(store, m);
+  Executor ex(tape, cpu_backend(), {.memory = MemoryMode::baseline, .keep = {loss}});
+  Tensor xt = Tensor::empty(x.shape(), t), lt = Tensor::empty({4}, DType::i32);
+  for (int64_t i = 0; i < xt.numel(); ++i) {
+    if (t == DType::f64)
+      xt.data<double>()[i] = data[static_cast<size_t>(i)];
+    else
+      xt.data<float>()[i] = data[static_cast<size_t>(i)];
+  }
+  std::memcpy(lt.raw(), data.data() + in, lt.bytes());
+  ex.set_input(x, xt);
+  ex.set_input(labels, lt);
+  ex.forward();
+  ex.backward(loss);
+  const float* want = data.data() + in + 4;
+  double model_scale = 0;
+  for (int64_t i = 0; i < total - in - 4; ++i)
+    model_scale = std::max(model_scale, static_cast<double>(std::abs(want[i])));
+  for (const auto& [name, count] : names) {
+    CAPTURE(name);
+    Parameter* p = store.find(name);
+    REQUIRE(p != nullptr);  // the export keeps PyTorch's parameter names
+    REQUIRE(p->value.numel() == count);
+    const Tensor& got = ex.grad(tape.param(*p));
+    double err = 0, scale = 0;
+    for (int64_t i = 0; i < count; ++i) {
+      err = worse(err, std::abs(element_as_double(got, i) - want[i]));
+      scale = std::max(scale, static_cast<double>(std::abs(want[i])));
+    }
+    c.vanishing += scale < 1e-2 * model_scale;
+    const double rel = err / std::max(scale, 1e-2 * model_scale);
+    if (!(rel <= c.worst)) c.worst = rel, c.worst_name = name;  // a NaN is the worst
+    c.over += !(rel <= tolerance);
+    ++c.params;
+    want += count;
+  }
+  return c;
+}
+
 Tensor host_floats(const Shape& shape, const float* values) {
   Tensor t = Tensor::empty(shape, DType::f32);
   std::memcpy(t.raw(), values, t.bytes());
@@ -62,7 +137,8 @@ std::vector<float> onnx_forward(const OnnxModel& m, const std::vector<float>& x)
   return {out.data<float>(), out.data<float>() + out.numel()};
 }
 
-std::vector<Tensor> onnx_train(const OnnxModel& m, MemoryMode memory, bool pack) {
+std::vector<Tensor> onnx_train(const OnnxModel& m, MemoryMode memory, bool pack,
+                               bool bn_from_output) {
   ParamStore store(1);
   Tape tape(store);
   const Shape shape = batched(4, m.input);
@@ -74,6 +150,7 @@ std::vector<Tensor> onnx_train(const OnnxModel& m, MemoryMode memory, bool pack)
   Value y = record_onnx(m, x);
   Value loss =
       m.label_shape.rank() > 0 ? pixel_cross_entropy(y, labels) : softmax_cross_entropy(y, labels);
+  if (bn_from_output) read_batch_norm_outputs(tape, cpu_backend());
   load_onnx_weights(store, m);
   ExecutorOptions options = sgd_step_options(memory, loss);
   options.pack = pack;

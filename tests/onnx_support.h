@@ -26,6 +26,24 @@ std::vector<float> read_floats(const std::filesystem::path& path);
 // (not a vanishing output); reported under `what`.
 void check_matches_pytorch(const std::string& what, std::span<const float> got,
                            std::span<const float> want, double tolerance = 1e-4);
+// One SGD step's parameter gradients of a training-mode export (scripts/onnx_fixtures.py's
+// export_training_with_grads: <name>.pgrad holds the f32 input (4, ...), the i32 labels (4)
+// and PyTorch's float64 gradients stored as f32, in the order of <name>.pgrad.txt) against
+// frugal's, recorded in `t` (the weights widened for f64), the batch norms whose output is
+// kept reading it with `bn_from_output` (read_batch_norm_outputs). Each tensor is measured by
+// its largest difference over its own largest value, or over a hundredth of the model's
+// largest gradient where its own is smaller (a gradient that vanishes in exact arithmetic is
+// rounding noise on both sides).
+struct ParamGradCheck {
+  int switched = 0;   // batch norms switched; with bn_from_output and none, nothing is compared
+  size_t params = 0;  // parameter gradients compared
+  int vanishing = 0;  // below 1% of the model's largest
+  int over = 0;       // beyond `tolerance`
+  double worst = 0;   // the largest relative difference, and whose
+  std::string worst_name;
+};
+ParamGradCheck compare_parameter_gradients(const std::filesystem::path& onnx, DType t,
+                                           bool bn_from_output, double tolerance);
 // A float32 host tensor of `shape` holding `values`.
 Tensor host_floats(const Shape& shape, const float* values);
 // The model's forward on x (batch 2, inference) with the file's weights.
@@ -38,8 +56,9 @@ std::vector<float> two_input_forward(const OnnxModel& m, const float* xs, const 
                                      const Shape& t_shape = {2});
 // Two SGD steps of the model with a softmax cross-entropy head at batch 4: losses, d x, every
 // parameter gradient and every parameter and running statistic after them; `pack`: with
-// ExecutorOptions::pack.
-std::vector<Tensor> onnx_train(const OnnxModel& m, MemoryMode memory, bool pack = false);
+// ExecutorOptions::pack; `bn_from_output`: read_batch_norm_outputs on the tape.
+std::vector<Tensor> onnx_train(const OnnxModel& m, MemoryMode memory, bool pack = false,
+                               bool bn_from_output = false);
 // One forward and backward of ex's training step, appended to out: the loss, the gradients of
 // `inputs`, then every trainable parameter's gradient.
 void step_and_collect(Executor& ex, Tape& tape, Value loss, std::span<const Value> inputs,
