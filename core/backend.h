@@ -199,9 +199,9 @@ class Backend {
                                   const Tensor& mean, const Tensor& inv_std, Tensor& dx,
                                   Tensor& dgamma, Tensor& dbeta) = 0;
   // The same gradients from the output y = gamma x^ + beta instead of x (a batch norm that
-  // keeps its output, not its input: BatchNormOptions::from_output), x^ = (y - beta) / gamma
-  // in double; every gamma must be nonzero (an error names the first that is not). Devices
-  // without the kernel throw naming themselves.
+  // keeps its output, not its input: BatchNormOptions::from_output), x^ = (y - beta) times
+  // 1 / gamma in double; every gamma must be finite and nonzero (an error names the first that
+  // is not). Devices without the kernel (offers_batchnorm_from_output) throw naming themselves.
   virtual void batchnorm_backward_from_output(const Tensor& y, const Tensor& dy,
                                               const Tensor& gamma, const Tensor& beta,
                                               const Tensor& inv_std, Tensor& dx, Tensor& dgamma,
@@ -313,6 +313,8 @@ class Backend {
   virtual int64_t pack_counts(const Tensor& x, std::vector<int64_t>& counts);
   // Whether the three packing kernels are offered (the CPU and the simulated device).
   virtual bool offers_packing() const { return false; }
+  // Whether batchnorm_backward_from_output runs here.
+  virtual bool offers_batchnorm_from_output() const { return false; }
   // Writes x's packed form into `packed`, given pack_counts's counts of this x.
   virtual void pack(const Tensor& x, std::span<const int64_t> counts, Tensor& packed);
   // x = the tensor `packed` holds (packed from a tensor of x's element count and dtype).

@@ -3,6 +3,9 @@
 // inference forward is elementwise, so y may take x's bytes.
 #include "layers/batchnorm2d.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "core/communicator.h"
 
 namespace frugal {
@@ -55,9 +58,7 @@ void BatchNormOp::forward(const OpContext& ctx) {
   Backend& b = ctx.backend();
   Tensor running_mean = ctx.input(3), running_var = ctx.input(4);  // views, updated in place
   const double momentum = ctx.update_state() ? options_.momentum : 0.0;
-  FRUGAL_CHECK(!(options_.from_output && ctx.training() && ctx.sync_comm()),
-               "batch_norm: from its output (--bn-from-output) does not run with statistics ",
-               "synchronized over ranks (--sync-bn)");
+  if (options_.from_output && ctx.training()) check_from_output(ctx);
   if (ctx.training() && ctx.sync_comm()) {
     sync_.forward(ctx, ctx.input(0), ctx.input(1), ctx.input(2), running_mean, running_var,
                   momentum, options_.eps, ctx.output(0), ctx.saved(0), ctx.saved(1));
@@ -67,6 +68,27 @@ void BatchNormOp::forward(const OpContext& ctx) {
   } else {
     b.batchnorm_forward_infer(ctx.input(0), ctx.input(1), ctx.input(2), ctx.input(3), ctx.input(4),
                               options_.eps, ctx.output(0));
+  }
+}
+
+// Before a training forward from_output: what its backward will need, so that nothing runs (and
+// no parameter is updated) before the error.
+void BatchNormOp::check_from_output(const OpContext& ctx) {
+  Backend& b = ctx.backend();
+  const std::string who = "batch_norm" + (options_.name.empty() ? "" : " " + options_.name);
+  FRUGAL_CHECK(!ctx.sync_comm(), who, ": from its output (--bn-from-output) does not run with ",
+               "statistics synchronized over ranks (--sync-bn)");
+  FRUGAL_CHECK(b.offers_batchnorm_from_output(), who,
+               ": from its output (--bn-from-output) does not run on ", b.device().str());
+  const Tensor& gamma = to_host(b, ctx.input(1), gamma_host_);
+  for (int64_t c = 0; c < gamma.numel(); ++c) {
+    const double g = element_as_double(gamma, c);
+    FRUGAL_CHECK(std::isfinite(g), who, ": weight of channel ", c, " is ", g,
+                 ": the weights diverged (train --check-finite names the op that first wrote a ",
+                 "value that is not finite)");
+    FRUGAL_CHECK(g != 0, who, ": weight of channel ", c, " is 0, so its normalized input ",
+                 "cannot be recovered from the output; record this batch norm with from_output ",
+                 "off (frugal's commands: without --bn-from-output)");
   }
 }
 
@@ -130,23 +152,49 @@ void BatchNormSync::reduce_backward(const OpContext& ctx, int64_t C) const {
   ctx.sync_comm()->allreduce_sum(s, ctx.sync_scale()).wait();
 }
 
+namespace {
+
+// Whether some consumer of value v other than op `except` reads v in its training backward, as
+// its roles say (an input read only for gradients nobody wants is not read: Step::input_grads).
+bool read_in_backward(const Tape& tape, int v, int except, const Backend& backend) {
+  for (int c : tape.value(v).consumers) {
+    if (c == except) continue;
+    const OpNode& reader = tape.ops()[static_cast<size_t>(c)];
+    std::vector<bool> grads;
+    for (size_t i = 0; i < reader.inputs.size(); ++i)
+      grads.push_back(reader.op->differentiable(static_cast<int>(i)) &&
+                      tape.value(reader.inputs[i]).requires_grad);
+    const Roles r = reader.op->roles(Mode::training, backend);
+    for (size_t slot = 0; slot < reader.inputs.size(); ++slot)
+      if (reader.inputs[slot] == v && backward_reads_input(r, static_cast<int>(slot), grads))
+        return true;
+  }
+  return false;
+}
+
+// Whether value v's producer reads it in backward with no compact alternative (a sigmoid's
+// output; a ReLU keeps a mask where nothing else reads its output).
+bool producer_keeps(const Tape& tape, int v, const Backend& backend) {
+  const ValueNode& value = tape.value(v);
+  const OpNode& producer = tape.ops()[static_cast<size_t>(value.producer)];
+  const std::vector<int> reads = producer.op->roles(Mode::training, backend).backward_reads_outputs;
+  return !producer.op->has_compact_encoding() &&
+         std::find(reads.begin(), reads.end(), value.output_index) != reads.end();
+}
+
+}  // namespace
+
 int read_batch_norm_outputs(Tape& tape, const Backend& backend) {
   int set = 0;
-  for (OpNode& node : tape.ops()) {
+  for (size_t k = 0; k < tape.ops().size(); ++k) {
+    OpNode& node = tape.ops()[k];
     auto* bn = dynamic_cast<BatchNormOp*>(node.op.get());
     if (bn == nullptr || bn->from_output()) continue;
-    const ValueNode& y = tape.value(node.outputs[0]);
-    bool kept = false;
-    for (int c : y.consumers) {
-      const OpNode& reader = tape.ops()[static_cast<size_t>(c)];
-      std::vector<bool> grads;
-      for (int v : reader.inputs) grads.push_back(tape.value(v).requires_grad);
-      const Roles r = reader.op->roles(Mode::training, backend);
-      for (size_t slot = 0; slot < reader.inputs.size(); ++slot)
-        kept = kept || (reader.inputs[slot] == node.outputs[0] &&
-                        backward_reads_input(r, static_cast<int>(slot), grads));
-    }
-    if (kept) {
+    const int self = static_cast<int>(k), x = node.inputs[0], y = node.outputs[0];
+    // Worth it only where y is kept anyway and x would die: x an op's output that no other
+    // backward reads.
+    if (tape.value(x).kind == ValueKind::op_output && !producer_keeps(tape, x, backend) &&
+        !read_in_backward(tape, x, self, backend) && read_in_backward(tape, y, self, backend)) {
       bn->set_from_output(true);
       ++set;
     }
@@ -165,7 +213,9 @@ Value batch_norm(Value x, const BatchNormOptions& o, std::source_location where)
   Value beta = t.param(name + ".bias", C, Init::zeros(), true);
   Value mean = t.param(name + ".running_mean", C, Init::zeros(), false);
   Value var = t.param(name + ".running_var", C, Init::ones(), false);
-  return t.record(std::make_unique<BatchNormOp>(o), {x, gamma, beta, mean, var}, where)[0];
+  BatchNormOptions named = o;
+  named.name = name;  // what its errors call it
+  return t.record(std::make_unique<BatchNormOp>(named), {x, gamma, beta, mean, var}, where)[0];
 }
 
 }  // namespace frugal

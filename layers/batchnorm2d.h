@@ -19,11 +19,12 @@ struct BatchNormOptions {
   // Parameter prefix; empty: a fresh "batch_norm<k>". Initialized so that designated
   // initializers leaving it out draw no missing-initializer warning from GCC 12.
   std::string name = "";
-  // Training backward reads y, not x: x^ = (y - beta) / gamma in double instead of
+  // Training backward reads y, not x: x^ = (y - beta) times 1 / gamma in double instead of
   // (x - mean) / std, so gradients differ from the default's by rounding (f32: about 1e-7 of
-  // |y| / |gamma| in x^), and a gamma of 0 is an error in backward. y may then take x's bytes.
-  // Not with synchronized statistics (ExecutorOptions::sync_bn_comm). Set it where y is kept
-  // anyway: read_batch_norm_outputs below.
+  // |y| / |gamma| in x^), and a gamma of 0 (or not finite) is an error in forward, naming the
+  // batch norm. y may then take x's bytes. Not with synchronized statistics
+  // (ExecutorOptions::sync_bn_comm), nor on a device without the kernel (CUDA). Set it where y
+  // is kept anyway and x would die: read_batch_norm_outputs below.
   bool from_output = false;
 };
 
@@ -62,9 +63,12 @@ class BatchNormOp final : public Op {
   void set_from_output(bool on) { options_.from_output = on; }
 
  private:
+  void check_from_output(const OpContext& ctx);
+
   BatchNormOptions options_;
   TensorMeta x_;
   BatchNormSync sync_;
+  Tensor gamma_host_;  // check_from_output's staging where gamma is on a device
 };
 
 // y = gamma (x - mean) / sqrt(var + eps) + beta per channel, x (N,C,H,W), (N,C), (N,C,L)
@@ -76,10 +80,12 @@ Value batch_norm(Value x, const BatchNormOptions& o = {},
 
 // Training: every batch norm of `tape` whose output some consumer's backward reads (a SiLU, a
 // convolution or a product that gets a weight gradient, as each op's training roles on
-// `backend` say) reads that output in backward instead of its input (from_output), so its
-// input can die after forward; the others keep reading their input. Returns how many it set.
-// Changes the gradients' rounding (BatchNormOptions::from_output): call it on the tape before
-// any executor is made, the same way for every run to be compared bitwise.
+// `backend` say) and whose input no other backward reads (an op's output, not a graph input)
+// reads that output in backward instead of its input (from_output), so its input can die
+// after forward; the others keep reading their input. Returns how many it set. Changes the
+// gradients' rounding (BatchNormOptions::from_output): call it on the tape before any executor
+// is made (an executor keeps the roles it read), the same way for every run to be compared
+// bitwise.
 int read_batch_norm_outputs(Tape& tape, const Backend& backend);
 
 }  // namespace frugal

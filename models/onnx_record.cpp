@@ -946,7 +946,9 @@ std::vector<Value> record_onnx_outputs(const OnnxModel& model, Value images,
                                   {.eps = n.eps, .momentum = n.momentum}, where);
           } else {
             y = tape.record(std::make_unique<BatchNormOp>(
-                                BatchNormOptions{.eps = n.eps, .momentum = n.momentum}),
+                                BatchNormOptions{.eps = n.eps,
+                                                 .momentum = n.momentum,
+                                                 .name = n.name.empty() ? "" : "'" + n.name + "'"}),
                             in, where)[0];
           }
           break;

@@ -27,14 +27,17 @@ using namespace frugal::testing;
 
 namespace {
 
-// conv -> batch norm -> SiLU -> conv -> batch norm (+ x) -> ReLU: the first batch norm's output
-// is read by SiLU's backward, the second's only by an addition.
+// conv -> batch norm -> SiLU -> conv -> batch norm (+ x) -> ReLU -> conv -> batch norm -> conv:
+// the first batch norm's output is read by SiLU's backward, the second's only by an addition,
+// the third's by a convolution (whose input gradient may take its input's bytes).
 Value block(Value x, bool from_output) {
   Value a = conv2d(x, {.out = 6, .kernel = 3, .pad = 1, .name = "c1"});
   a = silu(batch_norm(a, {.name = "bn1", .from_output = from_output}));
   Value b = conv2d(a, {.out = 4, .kernel = 3, .pad = 1, .name = "c2"});
   b = batch_norm(b, {.name = "bn2", .from_output = from_output});
-  return relu(add(b, x));
+  Value c = conv2d(relu(add(b, x)), {.out = 4, .kernel = 1, .name = "c3"});
+  c = batch_norm(c, {.name = "bn3", .from_output = from_output});
+  return conv2d(c, {.out = 4, .kernel = 3, .pad = 1, .name = "c4"});
 }
 
 // One training forward and backward of sum(R * batch_norm(x)) with R fixed: y, then the
@@ -120,13 +123,14 @@ TEST_CASE("batch_norm from its output: roles, and which batch norms read_batch_n
   std::vector<const BatchNormOp*> bns;
   for (const OpNode& n : tape.ops())
     if (auto* bn = dynamic_cast<const BatchNormOp*>(n.op.get())) bns.push_back(bn);
-  REQUIRE(bns.size() == 2);
+  REQUIRE(bns.size() == 3);
   CHECK(bns[0]->roles(Mode::training, cpu_backend()).backward_reads_inputs ==
         std::vector<int>{0, 1});
-  // SiLU reads bn1's output in backward: bn1 switches; bn2's goes to an addition: it does not.
-  CHECK(read_batch_norm_outputs(tape, cpu_backend()) == 1);
+  // SiLU reads bn1's output in backward and c4 bn3's: they switch; bn2's goes to an addition.
+  CHECK(read_batch_norm_outputs(tape, cpu_backend()) == 2);
   CHECK(bns[0]->from_output());
   CHECK_FALSE(bns[1]->from_output());
+  CHECK(bns[2]->from_output());
   CHECK(read_batch_norm_outputs(tape, cpu_backend()) == 0);  // already set
   const Roles r = bns[0]->roles(Mode::training, cpu_backend());
   CHECK(r.backward_reads_inputs == std::vector<int>{1, 2});  // gamma, beta; never x
@@ -134,13 +138,24 @@ TEST_CASE("batch_norm from its output: roles, and which batch norms read_batch_n
   REQUIRE(r.aliases.size() == 1);  // in training too: y may take x's bytes
   CHECK((r.aliases[0].output == 0 && r.aliases[0].input == 0));
   CHECK(r.rebuildable);
-  // A convolution reads its input for its weight gradient: a batch norm before one switches.
+  // A convolution reads its input for its weight gradient: a batch norm before one switches,
+  // where its own input would die.
   ParamStore store2;
   Tape tape2(store2);
-  Value x2 = tape2.input("x", {2, 3, 4, 4}, DType::f32);
-  conv2d(batch_norm(x2), {.out = 2, .kernel = 1});
-  relu(batch_norm(x2));  // ReLU's backward reads its own output (or a mask)
+  Value x2 = tape2.input("x", {2, 3, 4, 4}, DType::f32, true);
+  conv2d(batch_norm(conv2d(x2, {.out = 3, .kernel = 1}), {.name = "switches"}),
+         {.out = 2, .kernel = 1});
+  relu(batch_norm(conv2d(x2, {.out = 3, .kernel = 1}), {.name = "before_relu"}));  // output/mask
+  conv2d(batch_norm(x2, {.name = "on_input"}), {.out = 2, .kernel = 1});  // x2 lives on anyway
+  Value g = conv2d(x2, {.out = 3, .kernel = 1});
+  conv2d(batch_norm(g, {.name = "input_read"}), {.out = 2, .kernel = 1});
+  conv2d(g, {.out = 2, .kernel = 1});  // ... and so does g: this convolution's backward reads it
+  Value s = sigmoid(x2);               // sigmoid's backward reads its own output
+  conv2d(batch_norm(s, {.name = "after_sigmoid"}), {.out = 2, .kernel = 1});
   CHECK(read_batch_norm_outputs(tape2, cpu_backend()) == 1);
+  for (const OpNode& n : tape2.ops())
+    if (auto* bn = dynamic_cast<const BatchNormOp*>(n.op.get()))
+      CHECK(bn->from_output() == (tape2.value(n.inputs[1]).name == "switches.weight"));
 }
 
 TEST_CASE("batch_norm from its output: planned == baseline bitwise, rebuilt and packed too") {
@@ -171,20 +186,31 @@ TEST_CASE("batch_norm from its output: the planned arena no longer holds the inp
   CHECK(out + 3 * tensor <= plain);
 }
 
-TEST_CASE("batch_norm from its output: a zero weight is an error naming the channel") {
-  ParamStore store;
-  Tape tape(store);
-  Value x = tape.input("x", {4, 3, 2, 2}, DType::f32, true);
-  Value y = batch_norm(x, {.name = "bn", .from_output = true});
-  float* gamma = store.find("bn.weight")->value.data<float>();
-  gamma[1] = 0;
-  Executor ex(tape, cpu_backend(), {.keep = {y}, .optimizer = std::nullopt});
-  ex.set_input(x, random_tensor({4, 3, 2, 2}, 5, -1, 1, DType::f32));
-  ex.forward();
-  std::pair<Value, Tensor> seed{y, random_tensor({4, 3, 2, 2}, 6, -1, 1, DType::f32)};
-  CHECK_THROWS_WITH_AS(
-      ex.backward(std::span<const std::pair<Value, Tensor>>(&seed, 1)),
-      doctest::Contains("batch_norm backward from its output: channel 1's weight is 0"), Error);
+TEST_CASE("batch_norm from its output: a zero or non-finite weight is an error in forward") {
+  for (DType t : {DType::f32, DType::f64}) {
+    for (double bad : {0.0, std::nan("")}) {
+      CAPTURE(std::string(dtype_name(t)));
+      CAPTURE(bad);
+      ParamStore store;
+      Tape tape(store, t);
+      Value x = tape.input("x", {4, 3, 2, 2}, t, true);
+      Value y = batch_norm(x, {.name = "bn", .from_output = true});
+      Tensor& gamma = store.find("bn.weight")->value;
+      if (t == DType::f64)
+        gamma.data<double>()[1] = bad;
+      else
+        gamma.data<float>()[1] = static_cast<float>(bad);
+      Executor ex(tape, cpu_backend(), {.keep = {y}, .optimizer = std::nullopt});
+      ex.set_input(x, random_tensor({4, 3, 2, 2}, 5, -1, 1, t));
+      CHECK_THROWS_WITH_AS(ex.forward(),
+                           doctest::Contains(bad == 0 ? "batch_norm bn: weight of channel 1 is 0, "
+                                                        "so its normalized input cannot be "
+                                                        "recovered"
+                                                      : "batch_norm bn: weight of channel 1 is "
+                                                        "nan: the weights diverged"),
+                           Error);
+    }
+  }
 }
 
 TEST_CASE("batch_norm from its output: statistics synchronized over ranks are refused by name") {
@@ -196,8 +222,10 @@ TEST_CASE("batch_norm from its output: statistics synchronized over ranks are re
   Executor ex(tape, cpu_backend(),
               {.keep = {y}, .optimizer = std::nullopt, .sync_bn_comm = self.get()});
   ex.set_input(x, random_tensor({4, 3, 2, 2}, 5, -1, 1, DType::f32));
-  CHECK_THROWS_WITH_AS(ex.forward(),
-                       doctest::Contains("batch_norm: from its output (--bn-from-output) does not "
-                                         "run with statistics synchronized over ranks (--sync-bn)"),
-                       Error);
+  CHECK_THROWS_WITH_AS(
+      ex.forward(),
+      doctest::Contains("batch_norm batch_norm0: from its output (--bn-from-output) "
+                        "does not run with statistics synchronized over ranks "
+                        "(--sync-bn)"),
+      Error);
 }

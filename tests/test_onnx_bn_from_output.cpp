@@ -1,7 +1,7 @@
 // --bn-from-output on an imported model (tests/data/onnx/mbconv_train_net: EfficientNet's block
 // in small, a training-mode export with PyTorch's float64 parameter gradients of one step):
 // which batch norms switch, PyTorch's gradients in f32 and f64 either way, planned == baseline
-// bitwise with it on (packed too), and the memory it frees at batch 32.
+// bitwise with it on, and the memory it frees at batch 32.
 #include <doctest/doctest.h>
 
 #include <cstring>
@@ -50,9 +50,8 @@ TEST_CASE("onnx: batch norms from their outputs train planned == baseline bitwis
   const OnnxModel m = load_onnx(mbconv());
   const std::vector<Tensor> base = onnx_train(m, MemoryMode::baseline, false, true);
   const std::vector<Tensor> plain = onnx_train(m, MemoryMode::baseline);
-  for (bool pack : {false, true}) {
-    CAPTURE(pack);
-    const std::vector<Tensor> planned = onnx_train(m, MemoryMode::planned, pack, true);
+  {  // (Packing changes nothing here: the model has no ReLU.)
+    const std::vector<Tensor> planned = onnx_train(m, MemoryMode::planned, false, true);
     REQUIRE(base.size() == planned.size());
     size_t differ = 0;
     for (size_t i = 0; i < base.size(); ++i)

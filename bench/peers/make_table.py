@@ -85,7 +85,8 @@ PACK_NOTE = (
 BNOUT_NOTE = (
     "frugal: `frugal bench --memory planned --bn-from-output --onnx FILE` (and `--pack` where "
     "the label says so), the file's exported weights: a batch norm whose output a later op's "
-    "backward keeps (a SiLU's, a hardswish's, a ReLU6's, a convolution's) takes its gradients "
+    "backward keeps (a SiLU's, a hardswish's, a convolution's weight gradient) takes its "
+    "gradients "
     "from that output, x^ = (y - beta) / gamma, so its input dies after forward; nothing "
     "recomputed, gradients rounded differently from the default step's (within 1e-4 of "
     "PyTorch's, tests/test_onnx_torchvision.cpp). PyTorch: its plain step.")

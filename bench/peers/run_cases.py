@@ -85,8 +85,8 @@ PACK_CASES = [(f"tv-{n}-pack", f"tv-{n}", 32, "training", "f32", PACK, 3, 1)
               for n in ("resnet50", "densenet121", "resnet18", "unet", "mobilenet_v2",
                         "shufflenet_v2_x1_0", "squeezenet1_1")]
 # Batch norms from their outputs (--set bnout): frugal with --bn-from-output (a batch norm whose
-# output a SiLU, hardswish, ReLU6 or convolution keeps for backward reads that output, and its
-# input dies after forward) against PyTorch's plain step; MobileNetV2 with --pack as well.
+# output a SiLU, hardswish or convolution keeps for backward reads that output, and its input
+# dies after forward) against PyTorch's plain step; MobileNetV2 with --pack as well.
 BNOUT = ["--bn-from-output"]
 BNOUT_CASES = [(f"tv-{n}-bnout", f"tv-{n}", 32, "training", "f32", BNOUT, 3, 1)
                for n in ("efficientnet_b0", "mobilenet_v2", "mobilenet_v3_large")]

@@ -90,6 +90,7 @@ class SimBackend final : public Backend {
                                double M, double scale, Tensor& dx) override;
   int64_t pack_counts(const Tensor& x, std::vector<int64_t>& counts) override;
   bool offers_packing() const override { return true; }
+  bool offers_batchnorm_from_output() const override { return true; }
   void pack(const Tensor& x, std::span<const int64_t> counts, Tensor& packed) override;
   void unpack(const Tensor& packed, Tensor& x) override;
   void relu_forward(const Tensor& x, Tensor& y, Tensor& mask) override;
