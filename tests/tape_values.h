@@ -1,6 +1,6 @@
-// Small helpers the op tests share: an f64 tensor from values, a parameter's tape value, an
-// elementwise op's values and gradients at given points, and whether the planner runs it in
-// place in training.
+// Small helpers the op tests share: an f64 tensor from values, a parameter's tape value, a batch
+// norm's results after a step, an elementwise op's values and gradients at given points, and
+// whether the planner runs it in place in training.
 #pragma once
 
 #include <doctest/doctest.h>
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "autograd/tape.h"
+#include "check/gradcheck.h"
 #include "layers/conv2d.h"
 #include "run/executor.h"
 
@@ -31,6 +32,18 @@ inline Value param_value(Tape& tape, const std::string& name) {
       return Value(&tape, static_cast<int>(v));
   FAIL("no parameter ", name);
   return {};
+}
+
+// After a step of batch norm "bn" (y = bn(x)): y, d x, d weight and d bias, then its running
+// mean and variance, copied.
+inline std::vector<Tensor> batch_norm_results(Executor& ex, Tape& tape, ParamStore& store, Value x,
+                                              Value y) {
+  std::vector<Tensor> out{clone(ex.value(y)), clone(ex.grad(x))};
+  for (const char* p : {"bn.weight", "bn.bias"})
+    out.push_back(clone(ex.grad(param_value(tape, p))));
+  for (const char* p : {"bn.running_mean", "bn.running_var"})
+    out.push_back(clone(store.find(p)->value));
+  return out;
 }
 
 // y = op(x) and dx for dy = 1 at the points xs (one f64 vector), run on the CPU with poisoned

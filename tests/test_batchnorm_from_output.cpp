@@ -55,12 +55,7 @@ std::vector<Tensor> bn_step(DType t, bool from_output, const Tensor& input) {
   Tensor r = random_tensor(input.shape(), 11, -1, 1, t);
   std::pair<Value, Tensor> seed{y, r};
   ex.backward(std::span<const std::pair<Value, Tensor>>(&seed, 1));
-  std::vector<Tensor> out{clone(ex.value(y)), clone(ex.grad(x))};
-  for (const char* p : {"bn.weight", "bn.bias"})
-    out.push_back(clone(ex.grad(param_value(tape, p))));
-  for (const char* p : {"bn.running_mean", "bn.running_var"})
-    out.push_back(clone(store.find(p)->value));
-  return out;
+  return batch_norm_results(ex, tape, store, x, y);
 }
 
 }  // namespace
