@@ -63,8 +63,9 @@ struct BenchResult {
   int workers = 0;
   double median_s = 0;
   size_t params = 0, optimizer_state = 0, inputs = 0, arena = 0, executor = 0;
-  size_t packed = 0;          // --pack: the packed outputs' memory after the steps
-  size_t allocator_peak = 0;  // over the measured steps
+  size_t packed = 0;                // --pack: the packed outputs' memory after the steps
+  int batch_norms_from_output = 0;  // --bn-from-output: how many switched
+  size_t allocator_peak = 0;        // over the measured steps
   size_t rss_start = 0, rss_peak = 0;
   // Several ranks (mpirun): this rank's samples of each batch, and per measured step the
   // seconds of backward and of those spent waiting for gradient reductions.
@@ -132,6 +133,7 @@ BenchResult run_bench(const BenchOptions& o, Communicator* comm) {
                                             .checkpoint_runs = o.runs,
                                             .checkpoint_rebuilds = o.recompute,
                                             .batch_norm_from_output = o.bn_from_output});
+  r.batch_norms_from_output = step.batch_norms_from_output;
   load_exported_weights(params, o.model);  // an ONNX model's, as PyTorch runs them
   const Value images = step.images, labels = step.labels, out = step.out();
   const bool training = o.mode == Mode::training;
@@ -284,6 +286,8 @@ void print_result(const BenchOptions& o, const BenchResult& r) {
                              {"executor_bytes", r.executor},
                              {"pack", o.pack},
                              {"packed_bytes", r.packed},
+                             {"bn_from_output", o.bn_from_output},
+                             {"batch_norms_from_output", r.batch_norms_from_output},
                              {"rss_start_bytes", r.rss_start},
                              {"rss_peak_bytes", r.rss_peak},
                              {"ranks", r.ranks},
@@ -337,6 +341,9 @@ void print_result(const BenchOptions& o, const BenchResult& r) {
       to_mib(r.arena), to_mib(r.inputs), packed_text);
   std::printf("process peak RSS %.2f MiB (%.2f MiB before the model was recorded)\n",
               to_mib(r.rss_peak), to_mib(r.rss_start));
+  if (o.bn_from_output)
+    std::printf("bn-from-output: %d batch norms take their gradients from their outputs\n",
+                r.batch_norms_from_output);
   if (!o.data.empty()) {
     double total = 0;
     for (double t : r.step_s) total += t;
