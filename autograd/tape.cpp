@@ -39,6 +39,14 @@ Value Tape::param(Parameter& p) {
   return Value(this, static_cast<int>(values_.size()) - 1);
 }
 
+std::vector<bool> Tape::input_grads(const OpNode& node) const {
+  std::vector<bool> grads;
+  for (size_t i = 0; i < node.inputs.size(); ++i)
+    grads.push_back(node.op->differentiable(static_cast<int>(i)) &&
+                    value(node.inputs[i]).requires_grad);
+  return grads;
+}
+
 std::vector<Value> Tape::record(std::unique_ptr<Op> op, std::vector<Value> inputs,
                                 std::source_location where) {
   const std::string at = origin_.empty() ? source_line(where) : origin_;

@@ -116,6 +116,9 @@ class Tape {
   const std::vector<OpNode>& ops() const { return ops_; }
   std::vector<OpNode>& ops() { return ops_; }
   const ValueNode& value(int id) const { return values_.at(static_cast<size_t>(id)); }
+  // Which of node's input slots get a gradient: differentiable, and the value requires one
+  // (what its backward may read depends on it: backward_reads_input).
+  std::vector<bool> input_grads(const OpNode& node) const;
   const std::string& scope() const { return scope_; }
 
  private:

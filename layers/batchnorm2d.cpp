@@ -4,9 +4,9 @@
 #include "layers/batchnorm2d.h"
 
 #include <algorithm>
-#include <cmath>
 
 #include "core/communicator.h"
+#include "core/kernel_checks.h"
 
 namespace frugal {
 
@@ -80,16 +80,7 @@ void BatchNormOp::check_from_output(const OpContext& ctx) {
                "statistics synchronized over ranks (--sync-bn)");
   FRUGAL_CHECK(b.offers_batchnorm_from_output(), who,
                ": from its output (--bn-from-output) does not run on ", b.device().str());
-  const Tensor& gamma = to_host(b, ctx.input(1), gamma_host_);
-  for (int64_t c = 0; c < gamma.numel(); ++c) {
-    const double g = element_as_double(gamma, c);
-    FRUGAL_CHECK(std::isfinite(g), who, ": weight of channel ", c, " is ", g,
-                 ": the weights diverged (train --check-finite names the op that first wrote a ",
-                 "value that is not finite)");
-    FRUGAL_CHECK(g != 0, who, ": weight of channel ", c, " is 0, so its normalized input ",
-                 "cannot be recovered from the output; record this batch norm with from_output ",
-                 "off (frugal's commands: without --bn-from-output)");
-  }
+  check_invertible_weights(who, to_host(b, ctx.input(1), gamma_host_));
 }
 
 // The output again from the statistics forward saved: the same bits, running stats untouched.
@@ -155,15 +146,12 @@ void BatchNormSync::reduce_backward(const OpContext& ctx, int64_t C) const {
 namespace {
 
 // Whether some consumer of value v other than op `except` reads v in its training backward, as
-// its roles say (an input read only for gradients nobody wants is not read: Step::input_grads).
+// its roles say (an input read only for gradients nobody wants is not read: Tape::input_grads).
 bool read_in_backward(const Tape& tape, int v, int except, const Backend& backend) {
   for (int c : tape.value(v).consumers) {
     if (c == except) continue;
     const OpNode& reader = tape.ops()[static_cast<size_t>(c)];
-    std::vector<bool> grads;
-    for (size_t i = 0; i < reader.inputs.size(); ++i)
-      grads.push_back(reader.op->differentiable(static_cast<int>(i)) &&
-                      tape.value(reader.inputs[i]).requires_grad);
+    const std::vector<bool> grads = tape.input_grads(reader);
     const Roles r = reader.op->roles(Mode::training, backend);
     for (size_t slot = 0; slot < reader.inputs.size(); ++slot)
       if (reader.inputs[slot] == v && backward_reads_input(r, static_cast<int>(slot), grads))

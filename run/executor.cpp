@@ -247,10 +247,7 @@ OpContext Executor::context(int k, Pass pass) {
   auto declared = [](const std::vector<int>& slots, size_t i) {
     return std::find(slots.begin(), slots.end(), static_cast<int>(i)) != slots.end();
   };
-  std::vector<bool> grads;  // which inputs get a gradient (what backward may read depends on it)
-  for (size_t i = 0; i < node.inputs.size(); ++i)
-    grads.push_back(node.op->differentiable(static_cast<int>(i)) &&
-                    tape_.value(node.inputs[i]).requires_grad);
+  const std::vector<bool> grads = tape_.input_grads(node);
   for (size_t i = 0; i < node.inputs.size(); ++i) {
     const bool visible = backward  ? backward_reads_input(r, static_cast<int>(i), grads)
                          : rebuild ? declared(r.rebuild_reads_inputs, i)

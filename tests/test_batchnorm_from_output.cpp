@@ -208,6 +208,17 @@ TEST_CASE("batch_norm from its output: a zero or non-finite weight is an error i
   }
 }
 
+TEST_CASE("batch_norm from its output: the CPU kernel refuses a zero weight itself") {
+  const Tensor y = random_tensor({4, 3, 2, 2}, 5, -1, 1, DType::f64);
+  const Tensor dy = random_tensor({4, 3, 2, 2}, 6, -1, 1, DType::f64);
+  const Tensor gamma = from({3}, {1, 2, 0}), beta = from({3}, {0, 0, 0});
+  const Tensor inv_std = from({3}, {1, 1, 1});
+  Tensor dx = Tensor::empty({4, 3, 2, 2}, DType::f64), none;
+  CHECK_THROWS_WITH_AS(
+      cpu_backend().batchnorm_backward_from_output(y, dy, gamma, beta, inv_std, dx, none, none),
+      doctest::Contains("batch_norm backward from its output: weight of channel 2 is 0"), Error);
+}
+
 TEST_CASE("batch_norm from its output: statistics synchronized over ranks are refused by name") {
   std::unique_ptr<Communicator> self = self_communicator();
   ParamStore store;

@@ -98,15 +98,15 @@ void batchnorm_backward_t(const ChannelDims& d, const T* v, const T* dy, const T
   const double M = static_cast<double>(d.N * d.S);
 #pragma omp parallel for schedule(static)
   for (int64_t c = 0; c < d.C; ++c) {
-    const double mu = shift[c], inv = inv_std[c];
+    const double at = shift[c], inv = inv_std[c];
     const double scale = from_output ? 1.0 / static_cast<double>(gamma[c]) : inv;
     const auto [sum_dy, sum_dy_xhat] = channel_sums<2>(d, c, [&](int64_t i) {
-      return std::array<double, 2>{double(dy[i]), dy[i] * ((v[i] - mu) * scale)};
+      return std::array<double, 2>{double(dy[i]), dy[i] * ((v[i] - at) * scale)};
     });
     if (dgamma) dgamma[c] = static_cast<T>(sum_dy_xhat);
     if (dbeta) dbeta[c] = static_cast<T>(sum_dy);
     const double k = static_cast<double>(gamma[c]) * inv / M;
-    if (dx) channel_dx(d, c, v, dy, mu, scale, k, M, sum_dy, sum_dy_xhat, dx);
+    if (dx) channel_dx(d, c, v, dy, at, scale, k, M, sum_dy, sum_dy_xhat, dx);
   }
 }
 
@@ -164,17 +164,6 @@ void batchnorm_backward_data_t(const ChannelDims& d, const T* x, const T* dy, co
 template <typename T>
 T* ptr(const Tensor& t) {
   return t.defined() ? t.data<T>() : nullptr;
-}
-
-// x^ = (y - beta) / gamma needs every gamma nonzero (a zero one's channel is beta throughout).
-void check_gamma_nonzero(const Tensor& gamma) {
-  for (int64_t c = 0; c < gamma.numel(); ++c) {
-    const double g = gamma.dtype() == DType::f32 ? gamma.data<float>()[c] : gamma.data<double>()[c];
-    FRUGAL_CHECK(g != 0 && std::isfinite(g), "batch_norm backward from its output: channel ", c,
-                 "'s weight is ", g, ", so its normalized input (y - bias) / weight cannot be ",
-                 "recovered from the output; record this batch norm with from_output off ",
-                 "(frugal's commands: without --bn-from-output)");
-  }
 }
 
 }  // namespace
@@ -242,7 +231,7 @@ void CpuBackend::batchnorm_backward_from_output(const Tensor& y, const Tensor& d
                                                 Tensor& dbeta) {
   const ChannelDims d =
       check_batchnorm_backward(y, dy, gamma, beta, inv_std, dx, dgamma, dbeta, device());
-  check_gamma_nonzero(gamma);
+  check_invertible_weights("batch_norm backward from its output", gamma);
   if (y.dtype() == DType::f32)
     batchnorm_backward_t(d, y.data<float>(), dy.data<float>(), gamma.data<float>(),
                          beta.data<float>(), inv_std.data<float>(), true, ptr<float>(dx),
