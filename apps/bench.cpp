@@ -65,6 +65,7 @@ struct BenchResult {
   size_t params = 0, optimizer_state = 0, inputs = 0, arena = 0, executor = 0;
   size_t packed = 0;                // --pack: the packed outputs' memory after the steps
   int batch_norms_from_output = 0;  // --bn-from-output: how many switched
+  int layer_norms_from_output = 0;  // --ln-from-output: how many switched
   size_t allocator_peak = 0;        // over the measured steps
   size_t rss_start = 0, rss_peak = 0;
   // Several ranks (mpirun): this rank's samples of each batch, and per measured step the
@@ -132,8 +133,10 @@ BenchResult run_bench(const BenchOptions& o, Communicator* comm) {
                                             .segments = o.segments,
                                             .checkpoint_runs = o.runs,
                                             .checkpoint_rebuilds = o.recompute,
-                                            .batch_norm_from_output = o.bn_from_output});
+                                            .batch_norm_from_output = o.bn_from_output,
+                                            .layer_norm_from_output = o.ln_from_output});
   r.batch_norms_from_output = step.batch_norms_from_output;
+  r.layer_norms_from_output = step.layer_norms_from_output;
   load_exported_weights(params, o.model);  // an ONNX model's, as PyTorch runs them
   const Value images = step.images, labels = step.labels, out = step.out();
   const bool training = o.mode == Mode::training;
@@ -288,6 +291,8 @@ void print_result(const BenchOptions& o, const BenchResult& r) {
                              {"packed_bytes", r.packed},
                              {"bn_from_output", o.bn_from_output},
                              {"batch_norms_from_output", r.batch_norms_from_output},
+                             {"ln_from_output", o.ln_from_output},
+                             {"layer_norms_from_output", r.layer_norms_from_output},
                              {"rss_start_bytes", r.rss_start},
                              {"rss_peak_bytes", r.rss_peak},
                              {"ranks", r.ranks},
@@ -344,6 +349,9 @@ void print_result(const BenchOptions& o, const BenchResult& r) {
   if (o.bn_from_output)
     std::printf("bn-from-output: %d batch norms take their gradients from their outputs\n",
                 r.batch_norms_from_output);
+  if (o.ln_from_output)
+    std::printf("ln-from-output: %d layer norms take their gradients from their outputs\n",
+                r.layer_norms_from_output);
   if (!o.data.empty()) {
     double total = 0;
     for (double t : r.step_s) total += t;
@@ -423,9 +431,7 @@ Action add_bench_command(CLI::App& app) {
     FRUGAL_CHECK(!o->pack || (o->mode == Mode::training && o->memory == MemoryMode::planned),
                  "bench --pack: keeps ReLU outputs packed for backward in planned memory; use "
                  "--mode training --memory planned");
-    FRUGAL_CHECK(!o->bn_from_output || o->mode == Mode::training,
-                 "bench --bn-from-output: changes what batch norms keep for backward; use --mode "
-                 "training");
+    check_from_output_flags(*o, "bench");
     if (o->memory_budget > 0) {
       FRUGAL_CHECK(o->mode == Mode::training && o->memory == MemoryMode::planned,
                    "bench --memory-budget: bounds the planned arena of a training step; use "
@@ -439,7 +445,8 @@ Action add_bench_command(CLI::App& app) {
       step.config = {.dropout = o->dropout,
                      .batch_norm = o->batch_norm,
                      .checkpoint_rebuilds = o->recompute,
-                     .batch_norm_from_output = o->bn_from_output};
+                     .batch_norm_from_output = o->bn_from_output,
+                     .layer_norm_from_output = o->ln_from_output};
       step.recompute = o->recompute;
       step.pack = o->pack;
       step.backend = &backend_named(o->device);

@@ -86,13 +86,12 @@ Action add_graph_command(CLI::App& app) {
     const MemoryMode memory = *baseline ? MemoryMode::baseline : MemoryMode::planned;
     ParamStore store = ParamStore::shapes_only();
     Tape tape(store, o->dtype);
-    FRUGAL_CHECK(!o->bn_from_output || o->mode == Mode::training,
-                 "graph --bn-from-output: changes what batch norms keep for backward; use --mode "
-                 "training");
+    check_from_output_flags(*o, "graph");
     const ModelStep step = record_model_step(tape, find_model(o->model), o->batch, o->mode,
                                              {.dropout = o->dropout,
                                               .batch_norm = o->batch_norm,
-                                              .batch_norm_from_output = o->bn_from_output});
+                                              .batch_norm_from_output = o->bn_from_output,
+                                              .layer_norm_from_output = o->ln_from_output});
     FRUGAL_CHECK(!o->pack || (o->mode == Mode::training && memory == MemoryMode::planned),
                  "graph --pack: packs ReLU outputs for backward in planned memory; use --mode "
                  "training --planned");

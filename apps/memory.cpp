@@ -37,6 +37,7 @@ void record_model(RecordedModel& r, const MemoryOptions& o, const ModelConfig& c
   r.labels = step.labels;
   r.extra_inputs = step.extra_inputs;
   r.batch_norms_from_output = step.batch_norms_from_output;
+  r.layer_norms_from_output = step.layer_norms_from_output;
   r.out = step.out();
 }
 
@@ -141,6 +142,11 @@ void print_table(const MemoryOptions& o, const MemoryReport& r, const RecomputeS
         "bn-from-output: %d batch norms take their gradients from their outputs (which a later "
         "backward keeps), so their inputs die after forward\n",
         s->batch_norms_from_output);
+  if (s && s->layer_norms_from_output >= 0)
+    std::printf(
+        "ln-from-output: %d layer norms take their gradients from their outputs (which a later "
+        "backward keeps), so their inputs die after forward\n",
+        s->layer_norms_from_output);
   std::printf("eager: caching allocator reserves %.2f MiB at peak\n", to_mib(r.eager.arena));
   std::printf(
       "(categories peak at different times in eager and planned; optimizer state is "
@@ -299,6 +305,7 @@ MemoryReport memory_report_for(const MemoryOptions& o, RecomputeSummary* summary
   RecordedModel rec{ParamStore::shapes_only(), nullptr, {}, {}, {}};
   record_model(rec, o, stored_config(o));
   if (summary && o.bn_from_output) summary->batch_norms_from_output = rec.batch_norms_from_output;
+  if (summary && o.ln_from_output) summary->layer_norms_from_output = rec.layer_norms_from_output;
   Backend& be = backend_named(o.device);
   MemoryReport r = memory_report(*rec.tape, o.mode, be,
                                  {.keep = {rec.out.id()},
@@ -368,9 +375,7 @@ void run_memory(const MemoryOptions& options) {
   set_sim_scratch_choices(o.sim_choices);
   FRUGAL_CHECK(!o.pack || o.mode == Mode::training,
                "memory --pack: keeps ReLU outputs packed for backward; use --mode training");
-  FRUGAL_CHECK(!o.bn_from_output || o.mode == Mode::training,
-               "memory --bn-from-output: changes what batch norms keep for backward; use --mode "
-               "training");
+  check_from_output_flags(o, "memory");
   FRUGAL_CHECK(o.recompute == Recompute::none || o.mode == Mode::training, "memory --recompute ",
                recompute_name(o.recompute),
                ": rebuilds activations for backward; use --mode training");

@@ -64,6 +64,7 @@ struct RecomputeSummary {
   std::optional<BudgetSchedule> minimum;   // the lowest planned peak found (with a budget)
   std::optional<RebuildSummary> rebuilds;  // --recompute: the ops rebuilt in backward
   int batch_norms_from_output = -1;        // --bn-from-output: how many switched (-1: not asked)
+  int layer_norms_from_output = -1;        // --ln-from-output: likewise
 };
 // Fits options.memory_budget: sets options.checkpoint_runs and the summary's budget and
 // minimum. Throws when no schedule fits (naming the minimum) or the options cannot have one.
@@ -84,6 +85,7 @@ struct RecordedModel {
   Value images, labels, out;
   std::vector<Value> extra_inputs = {};  // the network's other inputs (ModelStep::extra_inputs)
   int batch_norms_from_output = 0;       // ModelStep::batch_norms_from_output
+  int layer_norms_from_output = 0;       // ModelStep::layer_norms_from_output
 };
 // Records options.model over a batch of options.batch, with `config` or as the options give
 // it (recompute_config, else stored_config). Throws frugal::Error on bad options.

@@ -41,7 +41,8 @@ ModelConfig stored_config(const MemoryOptions& o) {
   return {.dropout = o.dropout,
           .batch_norm = o.batch_norm,
           .reversible = false,
-          .batch_norm_from_output = o.bn_from_output};
+          .batch_norm_from_output = o.bn_from_output,
+          .layer_norm_from_output = o.ln_from_output};
 }
 
 std::optional<ModelConfig> recompute_config(const MemoryOptions& o) {

@@ -2,6 +2,7 @@
 #include "apps/model_options.h"
 
 #include <limits>
+#include <tuple>
 #include <vector>
 
 #include "apps/options.h"
@@ -40,6 +41,21 @@ void add_bn_from_output_option(CLI::App* c, bool* on) {
               "convolution) computes its gradients from that output instead of its input, which "
               "then dies after forward (InPlace-ABN's trick; nothing recomputed). Gradients "
               "round differently from the default's; a batch norm weight of 0 is an error");
+}
+
+void add_ln_from_output_option(CLI::App* c, bool* on) {
+  c->add_flag("--ln-from-output", *on,
+              "Training: a layer norm whose output a later op's backward keeps (a linear "
+              "layer's) computes its gradients from that output instead of its input, which then "
+              "dies after forward (nothing recomputed). Gradients round differently from the "
+              "default's; a layer norm weight of 0 is an error");
+}
+
+void check_from_output_flags(const ModelChoice& o, const char* command) {
+  for (auto [on, flag, norms] : {std::tuple{o.bn_from_output, "--bn-from-output", "batch norms"},
+                                 {o.ln_from_output, "--ln-from-output", "layer norms"}})
+    FRUGAL_CHECK(!on || o.mode == Mode::training, command, " ", flag, ": changes what ", norms,
+                 " keep for backward; use --mode training");
 }
 
 void add_levels_option(CLI::App* c, int* levels) {
@@ -111,6 +127,7 @@ void add_model_options(CLI::App* c, const std::shared_ptr<ModelChoice>& o,
   add_recompute_option(c, &o->recompute);
   add_pack_option(c, &o->pack);
   add_bn_from_output_option(c, &o->bn_from_output);
+  add_ln_from_output_option(c, &o->ln_from_output);
 }
 
 }  // namespace frugal

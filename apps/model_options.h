@@ -39,6 +39,8 @@ struct ModelChoice {
   // Training: batch norms read their output in backward where it is kept anyway
   // (--bn-from-output; ModelConfig::batch_norm_from_output).
   bool bn_from_output = false;
+  // Training: layer norms likewise (--ln-from-output; ModelConfig::layer_norm_from_output).
+  bool ln_from_output = false;
   // Set by the commands from --memory-budget on a network without a chain of blocks: rebuild
   // op outputs (convolutions too, where nothing cheaper fits) until the arena fits.
   size_t rebuild_budget = 0;
@@ -68,6 +70,11 @@ void add_recompute_option(CLI::App* c, Recompute* r);
 void add_pack_option(CLI::App* c, bool* pack);
 // Adds `--bn-from-output` writing into `*on`.
 void add_bn_from_output_option(CLI::App* c, bool* on);
+// Adds `--ln-from-output` writing into `*on`.
+void add_ln_from_output_option(CLI::App* c, bool* on);
+// --bn-from-output and --ln-from-output change what training keeps: an error naming `command`
+// (memory, bench, graph) and the flag where o.mode is inference.
+void check_from_output_flags(const ModelChoice& o, const char* command);
 // Adds `--checkpoint-levels 1|2` (the CIFAR ResNets' budgets) writing into `*levels`.
 void add_levels_option(CLI::App* c, int* levels);
 

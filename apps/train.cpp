@@ -72,6 +72,7 @@ size_t fit_budget(const TrainCommand& c, int64_t classes, TrainOptions& o) {
   step.config.classes = classes;
   step.config.checkpoint_rebuilds = o.recompute;
   step.config.batch_norm_from_output = o.bn_from_output;
+  step.config.layer_norm_from_output = o.ln_from_output;
   step.recompute = o.recompute;
   step.pack = o.pack;
   step.backend = &backend_named(o.device);

@@ -107,6 +107,7 @@ Action add_train_command(CLI::App& app) {
   add_recompute_option(train, &t.recompute);
   add_pack_option(train, &t.pack);
   add_bn_from_output_option(train, &t.bn_from_output);
+  add_ln_from_output_option(train, &t.ln_from_output);
   train
       ->add_option("--image-size", t.image_size,
                    "Image folders and ImageNet-size networks: the side of the square input "

@@ -1,6 +1,8 @@
 // Recording: shape inference at record time, gradient requirements, scopes.
 #include "autograd/tape.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 
 namespace frugal {
@@ -45,6 +47,42 @@ std::vector<bool> Tape::input_grads(const OpNode& node) const {
     grads.push_back(node.op->differentiable(static_cast<int>(i)) &&
                     value(node.inputs[i]).requires_grad);
   return grads;
+}
+
+namespace {
+
+// Whether some consumer of value v other than op `except` reads v in its training backward, as
+// its roles say (an input read only for gradients nobody wants is not read: input_grads).
+bool read_in_backward(const Tape& tape, int v, int except, const Backend& backend) {
+  for (int c : tape.value(v).consumers) {
+    if (c == except) continue;
+    const OpNode& reader = tape.ops()[static_cast<size_t>(c)];
+    const std::vector<bool> grads = tape.input_grads(reader);
+    const Roles r = reader.op->roles(Mode::training, backend);
+    for (size_t slot = 0; slot < reader.inputs.size(); ++slot)
+      if (reader.inputs[slot] == v && backward_reads_input(r, static_cast<int>(slot), grads))
+        return true;
+  }
+  return false;
+}
+
+// Whether value v's producer reads it in backward with no compact alternative (a sigmoid's
+// output; a ReLU keeps a mask where nothing else reads its output).
+bool producer_keeps(const Tape& tape, int v, const Backend& backend) {
+  const ValueNode& value = tape.value(v);
+  const OpNode& producer = tape.ops()[static_cast<size_t>(value.producer)];
+  const std::vector<int> reads = producer.op->roles(Mode::training, backend).backward_reads_outputs;
+  return !producer.op->has_compact_encoding() &&
+         std::find(reads.begin(), reads.end(), value.output_index) != reads.end();
+}
+
+}  // namespace
+
+bool Tape::output_kept_input_dies(int k, const Backend& backend) const {
+  const OpNode& node = ops_.at(static_cast<size_t>(k));
+  const int x = node.inputs[0], y = node.outputs[0];
+  return value(x).kind == ValueKind::op_output && !producer_keeps(*this, x, backend) &&
+         !read_in_backward(*this, x, k, backend) && read_in_backward(*this, y, k, backend);
 }
 
 std::vector<Value> Tape::record(std::unique_ptr<Op> op, std::vector<Value> inputs,

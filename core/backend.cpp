@@ -135,6 +135,12 @@ void Backend::batchnorm_backward_from_output(const Tensor&, const Tensor&, const
   throw Error("batch_norm backward from its output (--bn-from-output) does not run on " +
               device().str());
 }
+void Backend::layernorm_backward_from_output(const Tensor&, const Tensor&, const Tensor&,
+                                             const Tensor&, const Tensor&, Tensor&, Tensor&,
+                                             Tensor&) {
+  throw Error("layer_norm backward from its output (--ln-from-output) does not run on " +
+              device().str());
+}
 // Synchronized batch norm: only devices that run several ranks implement it.
 void Backend::batchnorm_sums(const Tensor&, const Tensor&, const Tensor&, const Tensor&, Tensor&) {
   throw Error("batchnorm_sums: synchronized batch norm (--sync-bn) does not run on " +

@@ -220,6 +220,14 @@ class Backend {
   virtual void layernorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
                                   const Tensor& mean, const Tensor& inv_std, Tensor& dx,
                                   Tensor& dgamma, Tensor& dbeta);
+  // The same gradients from the output y = x^ gamma + beta instead of x (a layer norm that keeps
+  // its output, not its input: LayerNormOptions::from_output), x^ = (y - beta) times 1 / gamma
+  // in double per column; every gamma must be finite and nonzero (an error names the first that
+  // is not). Devices without the kernel (offers_layernorm_from_output) throw naming themselves.
+  virtual void layernorm_backward_from_output(const Tensor& y, const Tensor& dy,
+                                              const Tensor& gamma, const Tensor& beta,
+                                              const Tensor& inv_std, Tensor& dx, Tensor& dgamma,
+                                              Tensor& dbeta);
 
   // --- group norm (x (N, C, S...) viewed as N x G rows of C/G channels x S, one row per
   // sample and group; gamma, beta (C); mean, inv_std (N*G)) ---------------------------------
@@ -315,6 +323,8 @@ class Backend {
   virtual bool offers_packing() const { return false; }
   // Whether batchnorm_backward_from_output runs here.
   virtual bool offers_batchnorm_from_output() const { return false; }
+  // Whether layernorm_backward_from_output runs here.
+  virtual bool offers_layernorm_from_output() const { return false; }
   // Writes x's packed form into `packed`, given pack_counts's counts of this x.
   virtual void pack(const Tensor& x, std::span<const int64_t> counts, Tensor& packed);
   // x = the tensor `packed` holds (packed from a tensor of x's element count and dtype).

@@ -308,15 +308,16 @@ ChannelDims check_batchnorm_backward(const Tensor& x, const Tensor& dy, const Te
   return d;
 }
 
-void check_invertible_weights(const std::string& who, const Tensor& gamma) {
+void check_invertible_weights(const std::string& who, const Tensor& gamma, const char* unit,
+                              const char* flag) {
   for (int64_t c = 0; c < gamma.numel(); ++c) {
     const double g = element_as_double(gamma, c);
-    FRUGAL_CHECK(std::isfinite(g), who, ": weight of channel ", c, " is ", g,
+    FRUGAL_CHECK(std::isfinite(g), who, ": weight of ", unit, " ", c, " is ", g,
                  ": the weights diverged (train --check-finite names the op that first wrote a ",
                  "value that is not finite)");
-    FRUGAL_CHECK(g != 0, who, ": weight of channel ", c, " is 0, so its normalized input ",
-                 "cannot be recovered from the output; record this batch norm with from_output ",
-                 "off (frugal's commands: without --bn-from-output)");
+    FRUGAL_CHECK(g != 0, who, ": weight of ", unit, " ", c, " is 0, so its normalized input ",
+                 "cannot be recovered from the output; record it with from_output off ",
+                 "(frugal's commands: without ", flag, ")");
   }
 }
 

@@ -136,9 +136,11 @@ ChannelDims check_batchnorm_backward(const Tensor& x, const Tensor& dy, const Te
                                      const Tensor& mean, const Tensor& inv_std, const Tensor& dx,
                                      const Tensor& dgamma, const Tensor& dbeta,
                                      const Device& device);
-// Batch norm from its output (x^ = (y - beta) / gamma): every weight of `gamma` (host memory)
-// finite and nonzero; the error names `who` (the batch norm) and the first channel that is not.
-void check_invertible_weights(const std::string& who, const Tensor& gamma);
+// A norm from its output (x^ = (y - beta) / gamma): every weight of `gamma` (host memory)
+// finite and nonzero; the error names `who` (the norm), the first `unit` (channel, element of
+// a layer norm's weight) that is not, and the command-line `flag` that asked for it.
+void check_invertible_weights(const std::string& who, const Tensor& gamma,
+                              const char* unit = "channel", const char* flag = "--bn-from-output");
 
 // Layer norm: x f32/f64 viewed as (R, C) rows, C = gamma's numel (x's trailing axes); y and,
 // where defined, dy and dx like x; gamma, beta, dgamma, dbeta (C) and mean, inv_std (R) where

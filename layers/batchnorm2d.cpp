@@ -3,8 +3,6 @@
 // inference forward is elementwise, so y may take x's bytes.
 #include "layers/batchnorm2d.h"
 
-#include <algorithm>
-
 #include "core/communicator.h"
 #include "core/kernel_checks.h"
 
@@ -143,46 +141,14 @@ void BatchNormSync::reduce_backward(const OpContext& ctx, int64_t C) const {
   ctx.sync_comm()->allreduce_sum(s, ctx.sync_scale()).wait();
 }
 
-namespace {
-
-// Whether some consumer of value v other than op `except` reads v in its training backward, as
-// its roles say (an input read only for gradients nobody wants is not read: Tape::input_grads).
-bool read_in_backward(const Tape& tape, int v, int except, const Backend& backend) {
-  for (int c : tape.value(v).consumers) {
-    if (c == except) continue;
-    const OpNode& reader = tape.ops()[static_cast<size_t>(c)];
-    const std::vector<bool> grads = tape.input_grads(reader);
-    const Roles r = reader.op->roles(Mode::training, backend);
-    for (size_t slot = 0; slot < reader.inputs.size(); ++slot)
-      if (reader.inputs[slot] == v && backward_reads_input(r, static_cast<int>(slot), grads))
-        return true;
-  }
-  return false;
-}
-
-// Whether value v's producer reads it in backward with no compact alternative (a sigmoid's
-// output; a ReLU keeps a mask where nothing else reads its output).
-bool producer_keeps(const Tape& tape, int v, const Backend& backend) {
-  const ValueNode& value = tape.value(v);
-  const OpNode& producer = tape.ops()[static_cast<size_t>(value.producer)];
-  const std::vector<int> reads = producer.op->roles(Mode::training, backend).backward_reads_outputs;
-  return !producer.op->has_compact_encoding() &&
-         std::find(reads.begin(), reads.end(), value.output_index) != reads.end();
-}
-
-}  // namespace
-
 int read_batch_norm_outputs(Tape& tape, const Backend& backend) {
   int set = 0;
   for (size_t k = 0; k < tape.ops().size(); ++k) {
     OpNode& node = tape.ops()[k];
     auto* bn = dynamic_cast<BatchNormOp*>(node.op.get());
     if (bn == nullptr || bn->from_output()) continue;
-    const int self = static_cast<int>(k), x = node.inputs[0], y = node.outputs[0];
-    // Worth it only where y is kept anyway and x would die: x an op's output that no other
-    // backward reads.
-    if (tape.value(x).kind == ValueKind::op_output && !producer_keeps(tape, x, backend) &&
-        !read_in_backward(tape, x, self, backend) && read_in_backward(tape, y, self, backend)) {
+    // Worth it only where y is kept anyway and x would die.
+    if (tape.output_kept_input_dies(static_cast<int>(k), backend)) {
       bn->set_from_output(true);
       ++set;
     }

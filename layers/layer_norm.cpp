@@ -1,6 +1,8 @@
 // LayerNorm forward and backward, with its roles.
 #include "layers/layer_norm.h"
 
+#include "core/kernel_checks.h"
+
 namespace frugal {
 
 std::vector<TensorMeta> LayerNormOp::infer(std::span<const TensorMeta> in) {
@@ -18,7 +20,7 @@ std::vector<TensorMeta> LayerNormOp::infer(std::span<const TensorMeta> in) {
                  "layer_norm: ", i == 1 ? "weight " : "bias ", in[i].shape, " ",
                  dtype_name(in[i].dtype), ", expected ", g, " ", dtype_name(in[0].dtype), " for x ",
                  x);
-  FRUGAL_CHECK(eps_ > 0, "layer_norm: eps must be positive, got ", eps_);
+  FRUGAL_CHECK(options_.eps > 0, "layer_norm: eps must be positive, got ", options_.eps);
   x_ = in[0];
   rows_ = x.numel() / g.numel();
   return {x_};
@@ -28,9 +30,15 @@ Roles LayerNormOp::roles(Mode mode, const Backend&) const {
   Roles r;
   if (mode == Mode::training) {
     const TensorMeta row{Shape{rows_}, x_.dtype};
-    r.saved = {row, row};  // mean, inv_std
-    r.backward_reads_inputs = {0, 1};
+    r.saved = {row, row};                          // mean, inv_std
     r.grad_aliases = {{.output = 0, .input = 0}};  // each row's dx is written after its sums
+    if (options_.from_output) {
+      r.backward_reads_inputs = {1, 2};
+      r.backward_reads_outputs = {0};
+      r.aliases = {{.output = 0, .input = 0}};  // rows normalized after their sums
+    } else {
+      r.backward_reads_inputs = {0, 1};
+    }
     // Forward again gives the same bits (no state): two passes over x and one write.
     rebuild_by_forward(r, mode, {0, 1, 2}, 2.0 * static_cast<double>(x_.bytes()), x_, 8);
   } else {
@@ -41,8 +49,17 @@ Roles LayerNormOp::roles(Mode mode, const Backend&) const {
 
 void LayerNormOp::forward(const OpContext& ctx) {
   Tensor none;
-  ctx.backend().layernorm_forward(ctx.input(0), ctx.input(1), ctx.input(2), eps_, ctx.output(0),
-                                  ctx.training() ? ctx.saved(0) : none,
+  if (options_.from_output && ctx.training()) {
+    // What backward will need, before anything runs (or a parameter is updated).
+    Backend& b = ctx.backend();
+    const std::string who = "layer_norm" + (options_.name.empty() ? "" : " " + options_.name);
+    FRUGAL_CHECK(b.offers_layernorm_from_output(), who,
+                 ": from its output (--ln-from-output) does not run on ", b.device().str());
+    check_invertible_weights(who, to_host(b, ctx.input(1), gamma_host_), "element",
+                             "--ln-from-output");
+  }
+  ctx.backend().layernorm_forward(ctx.input(0), ctx.input(1), ctx.input(2), options_.eps,
+                                  ctx.output(0), ctx.training() ? ctx.saved(0) : none,
                                   ctx.training() ? ctx.saved(1) : none);
 }
 
@@ -52,8 +69,25 @@ void LayerNormOp::backward(const OpContext& ctx) {
   Tensor& dx = ctx.needs_grad_input(0) ? ctx.grad_input(0) : none;
   Tensor& dgamma = ctx.needs_grad_input(1) ? ctx.grad_input(1) : none;
   Tensor& dbeta = ctx.needs_grad_input(2) ? ctx.grad_input(2) : none;
-  ctx.backend().layernorm_backward(ctx.input(0), ctx.grad_output(0), ctx.input(1), ctx.saved(0),
-                                   ctx.saved(1), dx, dgamma, dbeta);
+  if (options_.from_output)
+    ctx.backend().layernorm_backward_from_output(ctx.output(0), ctx.grad_output(0), ctx.input(1),
+                                                 ctx.input(2), ctx.saved(1), dx, dgamma, dbeta);
+  else
+    ctx.backend().layernorm_backward(ctx.input(0), ctx.grad_output(0), ctx.input(1), ctx.saved(0),
+                                     ctx.saved(1), dx, dgamma, dbeta);
+}
+
+int read_layer_norm_outputs(Tape& tape, const Backend& backend) {
+  int set = 0;
+  for (size_t k = 0; k < tape.ops().size(); ++k) {
+    auto* ln = dynamic_cast<LayerNormOp*>(tape.ops()[k].op.get());
+    if (ln == nullptr || ln->from_output()) continue;
+    if (tape.output_kept_input_dies(static_cast<int>(k), backend)) {
+      ln->set_from_output(true);
+      ++set;
+    }
+  }
+  return set;
 }
 
 Value layer_norm(Value x, int axes, const LayerNormOptions& o, std::source_location where) {
@@ -65,7 +99,9 @@ Value layer_norm(Value x, int axes, const LayerNormOptions& o, std::source_locat
   const Shape normalized(std::vector<int64_t>(s.dims().end() - axes, s.dims().end()));
   Value gamma = t.param(name + ".weight", normalized, Init::ones(), true);
   Value beta = t.param(name + ".bias", normalized, Init::zeros(), true);
-  return t.record(std::make_unique<LayerNormOp>(o.eps), {x, gamma, beta}, where)[0];
+  LayerNormOptions named = o;
+  named.name = name;  // what its errors call it
+  return t.record(std::make_unique<LayerNormOp>(named), {x, gamma, beta}, where)[0];
 }
 
 }  // namespace frugal

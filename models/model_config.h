@@ -39,6 +39,10 @@ struct ModelConfig {
   // their input (layers/batchnorm2d.h, read_batch_norm_outputs): less memory where a SiLU or a
   // convolution follows, gradients rounded differently (--bn-from-output).
   bool batch_norm_from_output = false;
+  // Training: layer norms whose output a later backward keeps (a linear layer's) read that
+  // output instead of their input (layers/layer_norm.h, read_layer_norm_outputs): less memory in
+  // transformers and ConvNeXt, gradients rounded differently (--ln-from-output).
+  bool layer_norm_from_output = false;
 };
 
 // The number of classes a builder should use: config.classes, or `fallback` when it is 0.

@@ -1009,7 +1009,9 @@ std::vector<Value> record_onnx_outputs(const OnnxModel& model, Value images,
           FRUGAL_CHECK(in[1].shape().rank() == rank - a, "scale ", in[1].shape(), " for axes ", a,
                        " to ", rank - 1, " of ", in[0].shape(),
                        ": frugal imports a scale of the normalized axes' shape");
-          y = tape.record(std::make_unique<LayerNormOp>(n.eps), in, where)[0];
+          y = tape.record(std::make_unique<LayerNormOp>(LayerNormOptions{
+                              .eps = n.eps, .name = n.name.empty() ? "" : "'" + n.name + "'"}),
+                          in, where)[0];
           break;
         }
         case Kind::instance_norm:

@@ -7,6 +7,7 @@
 #include "core/rng.h"
 #include "layers/add.h"
 #include "layers/batchnorm2d.h"
+#include "layers/layer_norm.h"
 
 namespace frugal {
 
@@ -67,6 +68,8 @@ ModelStep record_model_step(Tape& tape, const ModelSpec& spec, int64_t batch, Mo
                spec.extra_inputs.size());
   if (mode == Mode::training && config.batch_norm_from_output)
     s.batch_norms_from_output = read_batch_norm_outputs(tape, cpu_backend());
+  if (mode == Mode::training && config.layer_norm_from_output)
+    s.layer_norms_from_output = read_layer_norm_outputs(tape, cpu_backend());
   if (mode == Mode::training) {
     // Several outputs (auxiliary heads): each scored against the labels, the losses summed.
     s.loss = model_loss(spec, s.logits, s.labels);

@@ -25,6 +25,8 @@ struct ModelStep {
   // Training with ModelConfig::batch_norm_from_output: the batch norms that read their output
   // in backward (read_batch_norm_outputs).
   int batch_norms_from_output = 0;
+  // With ModelConfig::layer_norm_from_output: the layer norms that do (read_layer_norm_outputs).
+  int layer_norms_from_output = 0;
   // What the step reads back: the loss in training, the logits in inference.
   Value out() const { return loss.valid() ? loss : logits; }
 };

@@ -2755,6 +2755,58 @@ def mbconv_train_net(out):
     export_training_with_grads(net, out, "mbconv_train_net", 8)
 
 
+def layer_norm_train_net(out):
+    """A vision transformer's blocks and ConvNeXt's in small, exported in training mode with
+    PyTorch's float64 parameter gradients of one step (export_training_with_grads, 10 classes,
+    4 x 3 x 8 x 8 inputs): a 2x2 patch embedding into 16 tokens of 12 features, a pre-norm
+    attention block (LayerNorm, one head, the residual) and MLP block (LayerNorm, Linear, GELU,
+    Linear, the residual), then the tokens back into a 4x4 map for a ConvNeXt block (7x7
+    depthwise convolution, channels-last LayerNorm, Linear, GELU, Linear, the residual), and a
+    head of LayerNorm, mean over the tokens and Linear. The layer norms' weights and biases are
+    drawn away from 1 and 0, so that a gradient taken from their outputs (--ln-from-output)
+    divides by something; tests/data/onnx/layer_norm_train_net.onnx, .pgrad and .pgrad.txt."""
+    import torch
+    from torch import nn
+
+    D = 12
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Conv2d(3, D, 2, stride=2)
+            self.ln1 = nn.LayerNorm(D)
+            self.qkv = nn.Linear(D, 3 * D)
+            self.proj = nn.Linear(D, D)
+            self.ln2 = nn.LayerNorm(D)
+            self.mlp = nn.Sequential(nn.Linear(D, 2 * D), nn.GELU(), nn.Linear(2 * D, D))
+            self.dw = nn.Conv2d(D, D, 7, padding=3, groups=D)
+            self.ln3 = nn.LayerNorm(D, eps=1e-6)
+            self.pw = nn.Sequential(nn.Linear(D, 2 * D), nn.GELU(), nn.Linear(2 * D, D))
+            self.head_norm = nn.LayerNorm(D)
+            self.head = nn.Linear(D, 10)
+
+        def forward(self, x):
+            t = self.embed(x).flatten(2).transpose(1, 2)  # (N, 16, D)
+            q, k, v = self.qkv(self.ln1(t)).chunk(3, dim=-1)
+            a = torch.softmax(q @ k.transpose(1, 2) / D ** 0.5, dim=-1) @ v
+            t = t + self.proj(a)
+            t = t + self.mlp(self.ln2(t))
+            m = t.transpose(1, 2).reshape(-1, D, 4, 4)
+            c = self.dw(m).permute(0, 2, 3, 1)  # channels last
+            m = m + self.pw(self.ln3(c)).permute(0, 3, 1, 2)
+            return self.head(self.head_norm(m.flatten(2).transpose(1, 2)).mean(1))
+
+    torch.manual_seed(29)
+    net = Net()
+    with torch.no_grad():
+        for m in net.modules():
+            if isinstance(m, nn.LayerNorm):
+                sign = torch.where(torch.rand(D) < 0.25, -1.0, 1.0)
+                m.weight.copy_(sign * (0.5 + torch.rand(D)))
+                m.bias.copy_(torch.randn(D) * 0.5)
+    export_training_with_grads(net, out, "layer_norm_train_net", 8)
+
+
 def unet_segmentation(out, base=16, side=32, name="unet"):
     """A U-Net as PyTorch users write it (two 3x3 convolutions with BatchNorm and ReLU per
     level, max-pool down, a transposed convolution up, a nearest upsampling and 1x1 convolution
@@ -2851,6 +2903,7 @@ if __name__ == "__main__":
         int_input_net(sys.argv[2])
         embedding_net(sys.argv[2])
         mbconv_train_net(sys.argv[2])
+        layer_norm_train_net(sys.argv[2])
         sys.exit(0)
     if len(sys.argv) > 2 and sys.argv[1] == "--segmentation":
         # The U-Net of docs/TRAINING.md's segmentation run, and a small one for the tests

@@ -11,6 +11,7 @@
 #include "check/gradcheck.h"
 #include "layers/add.h"
 #include "layers/batchnorm2d.h"
+#include "layers/layer_norm.h"
 #include "layers/softmax_cross_entropy.h"
 #include "models/onnx_graph.h"
 #include "tests/worst.h"
@@ -44,7 +45,8 @@ void check_matches_pytorch(const std::string& what, std::span<const float> got,
 }
 
 ParamGradCheck compare_parameter_gradients(const std::filesystem::path& onnx, DType t,
-                                           bool bn_from_output, double tolerance) {
+                                           bool bn_from_output, double tolerance,
+                                           bool ln_from_output) {
   const OnnxModel m = load_onnx(onnx.string());
   std::filesystem::path names_file = onnx, blob = onnx;
   names_file.replace_extension(".pgrad.txt");
@@ -73,8 +75,9 @@ ParamGradCheck compare_parameter_gradients(const std::filesystem::path& onnx, DT
   Value loss = softmax_cross_entropy(outputs[0], labels);
   for (size_t o = 1; o < outputs.size(); ++o)
     loss = add(loss, softmax_cross_entropy(outputs[o], labels));
-  if (bn_from_output) {
-    c.switched = read_batch_norm_outputs(tape, cpu_backend());
+  if (bn_from_output || ln_from_output) {
+    if (bn_from_output) c.switched += read_batch_norm_outputs(tape, cpu_backend());
+    if (ln_from_output) c.switched += read_layer_norm_outputs(tape, cpu_backend());
     if (c.switched == 0) return c;
   }
   load_onnx_weights(store, m);
@@ -137,8 +140,15 @@ std::vector<float> onnx_forward(const OnnxModel& m, const std::vector<float>& x)
   return {out.data<float>(), out.data<float>() + out.numel()};
 }
 
+size_t differing(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
+  REQUIRE(a.size() == b.size());
+  size_t n = 0;
+  for (size_t i = 0; i < a.size(); ++i) n += std::memcmp(a[i].raw(), b[i].raw(), a[i].bytes()) != 0;
+  return n;
+}
+
 std::vector<Tensor> onnx_train(const OnnxModel& m, MemoryMode memory, bool pack,
-                               bool bn_from_output) {
+                               bool bn_from_output, bool ln_from_output) {
   ParamStore store(1);
   Tape tape(store);
   const Shape shape = batched(4, m.input);
@@ -151,6 +161,7 @@ std::vector<Tensor> onnx_train(const OnnxModel& m, MemoryMode memory, bool pack,
   Value loss =
       m.label_shape.rank() > 0 ? pixel_cross_entropy(y, labels) : softmax_cross_entropy(y, labels);
   if (bn_from_output) read_batch_norm_outputs(tape, cpu_backend());
+  if (ln_from_output) read_layer_norm_outputs(tape, cpu_backend());
   load_onnx_weights(store, m);
   ExecutorOptions options = sgd_step_options(memory, loss);
   options.pack = pack;

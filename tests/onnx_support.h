@@ -35,7 +35,7 @@ void check_matches_pytorch(const std::string& what, std::span<const float> got,
 // largest gradient where its own is smaller (a gradient that vanishes in exact arithmetic is
 // rounding noise on both sides).
 struct ParamGradCheck {
-  int switched = 0;   // batch norms switched; with bn_from_output and none, nothing is compared
+  int switched = 0;   // norms switched; with a *_from_output and none, nothing is compared
   size_t params = 0;  // parameter gradients compared
   int vanishing = 0;  // below 1% of the model's largest
   int over = 0;       // beyond `tolerance`
@@ -43,7 +43,8 @@ struct ParamGradCheck {
   std::string worst_name;
 };
 ParamGradCheck compare_parameter_gradients(const std::filesystem::path& onnx, DType t,
-                                           bool bn_from_output, double tolerance);
+                                           bool bn_from_output, double tolerance,
+                                           bool ln_from_output = false);
 // A float32 host tensor of `shape` holding `values`.
 Tensor host_floats(const Shape& shape, const float* values);
 // The model's forward on x (batch 2, inference) with the file's weights.
@@ -58,7 +59,10 @@ std::vector<float> two_input_forward(const OnnxModel& m, const float* xs, const 
 // parameter gradient and every parameter and running statistic after them; `pack`: with
 // ExecutorOptions::pack; `bn_from_output`: read_batch_norm_outputs on the tape.
 std::vector<Tensor> onnx_train(const OnnxModel& m, MemoryMode memory, bool pack = false,
-                               bool bn_from_output = false);
+                               bool bn_from_output = false, bool ln_from_output = false);
+// How many of two runs' tensors (onnx_train's) differ bitwise; a failed check where their counts
+// differ.
+size_t differing(const std::vector<Tensor>& a, const std::vector<Tensor>& b);
 // One forward and backward of ex's training step, appended to out: the loss, the gradients of
 // `inputs`, then every trainable parameter's gradient.
 void step_and_collect(Executor& ex, Tape& tape, Value loss, std::span<const Value> inputs,

@@ -1,6 +1,6 @@
-// Small helpers the op tests share: an f64 tensor from values, a parameter's tape value, a batch
-// norm's results after a step, an elementwise op's values and gradients at given points, and
-// whether the planner runs it in place in training.
+// Small helpers the op tests share: an f64 tensor from values, a parameter's tape value, a norm's
+// roles from its output, a batch norm's results after a step, an elementwise op's values and
+// gradients at given points, and whether the planner runs it in place in training.
 #pragma once
 
 #include <doctest/doctest.h>
@@ -32,6 +32,17 @@ inline Value param_value(Tape& tape, const std::string& name) {
       return Value(&tape, static_cast<int>(v));
   FAIL("no parameter ", name);
   return {};
+}
+
+// The training roles of a norm {x, gamma, beta, ...} that reads its output in backward (batch
+// norm's and layer norm's from_output): gamma and beta, never x; y, which may take x's bytes;
+// rebuildable.
+inline void check_from_output_roles(const Roles& r) {
+  CHECK(r.backward_reads_inputs == std::vector<int>{1, 2});
+  CHECK(r.backward_reads_outputs == std::vector<int>{0});
+  REQUIRE(r.aliases.size() == 1);  // in training too
+  CHECK((r.aliases[0].output == 0 && r.aliases[0].input == 0));
+  CHECK(r.rebuildable);
 }
 
 // After a step of batch norm "bn" (y = bn(x)): y, d x, d weight and d bias, then its running

@@ -127,12 +127,7 @@ TEST_CASE("batch_norm from its output: roles, and which batch norms read_batch_n
   CHECK_FALSE(bns[1]->from_output());
   CHECK(bns[2]->from_output());
   CHECK(read_batch_norm_outputs(tape, cpu_backend()) == 0);  // already set
-  const Roles r = bns[0]->roles(Mode::training, cpu_backend());
-  CHECK(r.backward_reads_inputs == std::vector<int>{1, 2});  // gamma, beta; never x
-  CHECK(r.backward_reads_outputs == std::vector<int>{0});
-  REQUIRE(r.aliases.size() == 1);  // in training too: y may take x's bytes
-  CHECK((r.aliases[0].output == 0 && r.aliases[0].input == 0));
-  CHECK(r.rebuildable);
+  check_from_output_roles(bns[0]->roles(Mode::training, cpu_backend()));
   // A convolution reads its input for its weight gradient: a batch norm before one switches,
   // where its own input would die.
   ParamStore store2;

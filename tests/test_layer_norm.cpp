@@ -142,8 +142,8 @@ TEST_CASE("layer_norm: errors name what is wrong") {
                        doctest::Contains("layer_norm: 3 trailing axes of x [2,3,4]"), Error);
   Value w = tape.param("w", Shape{3}, Init::ones(), true);
   Value b = tape.param("b", Shape{3}, Init::zeros(), true);
-  CHECK_THROWS_WITH_AS(tape.record(std::make_unique<LayerNormOp>(1e-5), std::vector<Value>{x, w, b},
-                                   std::source_location::current()),
+  CHECK_THROWS_WITH_AS(tape.record(std::make_unique<LayerNormOp>(LayerNormOptions{}),
+                                   std::vector<Value>{x, w, b}, std::source_location::current()),
                        doctest::Contains("layer_norm: weight [3] is not the trailing axes of x "
                                          "[2,3,4]"),
                        Error);

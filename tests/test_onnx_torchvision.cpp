@@ -160,7 +160,8 @@ TEST_CASE(
     // BatchNorm output, +2.07e-6 in f32 and -6.8e-7 in f64, moves one channel's shift gradient
     // by 1.3e-3 and every earlier layer's by up to 4.5% of its scale; PyTorch's own f32 step
     // crosses none there.) Each again with the batch norms whose output is kept reading it in
-    // backward (--bn-from-output): the same bounds.
+    // backward (--bn-from-output), and the layer norms likewise (--ln-from-output): the same
+    // bounds.
     for (const auto& [t, from_output] : {std::pair{DType::f32, false},
                                          {DType::f64, false},
                                          {DType::f32, true},
@@ -168,10 +169,11 @@ TEST_CASE(
       CAPTURE(std::string(dtype_name(t)));
       CAPTURE(from_output);
       const double tolerance = t == DType::f32 ? 1e-4 : 1e-6;
-      const ParamGradCheck c = compare_parameter_gradients(f, t, from_output, tolerance);
-      if (from_output && c.switched == 0) continue;  // no batch norm's output is kept
+      const ParamGradCheck c =
+          compare_parameter_gradients(f, t, from_output, tolerance, from_output);
+      if (from_output && c.switched == 0) continue;  // no norm's output is kept
       MESSAGE(f.filename().string(), " in ", std::string(dtype_name(t)),
-              from_output ? " (" + std::to_string(c.switched) + " batch norms from their outputs)"
+              from_output ? " (" + std::to_string(c.switched) + " norms from their outputs)"
                           : std::string(),
               ": ", c.params, " parameter gradients (", c.vanishing,
               " below 1% of the largest); the worst differs by ", c.worst, " of its scale (",

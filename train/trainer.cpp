@@ -133,7 +133,8 @@ Trainer::Trainer(const TrainOptions& o, const Dataset& train, const Dataset& tes
                                                        .checkpoint_runs = o.checkpoint_runs,
                                                        .checkpoint_rebuilds = o.recompute,
                                                        .fixed_point_range = o.fixed_point_range,
-                                                       .batch_norm_from_output = o.bn_from_output});
+                                                       .batch_norm_from_output = o.bn_from_output,
+                                                       .layer_norm_from_output = o.ln_from_output});
   images_ = step.images;
   labels_ = step.labels;
   logits_ = step.logits;

@@ -61,6 +61,8 @@ struct TrainOptions {
   // Batch norms read their output in backward where it is kept anyway
   // (ModelConfig::batch_norm_from_output).
   bool bn_from_output = false;
+  // Layer norms likewise (ModelConfig::layer_norm_from_output).
+  bool ln_from_output = false;
   // Planned memory: ReLU outputs packed between forward and backward (ExecutorOptions::pack).
   bool pack = false;
   // Planned memory: rebuild op outputs until the arena fits these bytes (ExecutorOptions::

@@ -92,6 +92,12 @@ BNOUT_CASES = [(f"tv-{n}-bnout", f"tv-{n}", 32, "training", "f32", BNOUT, 3, 1)
                for n in ("efficientnet_b0", "mobilenet_v2", "mobilenet_v3_large")]
 BNOUT_CASES.append(("tv-mobilenet_v2-pack-bnout", "tv-mobilenet_v2", 32, "training", "f32",
                     PACK + BNOUT, 3, 1))
+# Layer norms from their outputs (--set lnout): frugal with --ln-from-output (a layer norm whose
+# output a linear layer keeps for backward reads that output, and its input dies after forward)
+# against PyTorch's plain step.
+LNOUT = ["--ln-from-output"]
+LNOUT_CASES = [(f"tv-{n}-lnout", f"tv-{n}", 32, "training", "f32", LNOUT, 2, 1)
+               for n in ("vit_b_16", "swin_t", "convnext_tiny")]
 # PyTorch's side of a case where it runs another module than frugal's model name says.
 TORCH_MODEL = {"tv-densenet121-rebuild-vs-efficient": "tv-densenet121-efficient",
                "densenet121-rebuild-vs-efficient": "tv-densenet121-efficient"}
@@ -165,19 +171,19 @@ def main():
                    "built for it)")
     p.add_argument("--set",
                    choices=["bundled", "torchvision", "recompute", "timm", "video", "inputs",
-                            "pack", "bnout"],
+                            "pack", "bnout", "lnout"],
                    default="bundled",
                    help="the bundled networks, torchvision's through ONNX, those with "
                    "--recompute cheap, timm's through ONNX, torchvision's video networks, or "
-                   "models of several inputs (a diffusion U-Net), or those with --pack or "
-                   "--bn-from-output")
+                   "models of several inputs (a diffusion U-Net), or those with --pack, "
+                   "--bn-from-output or --ln-from-output")
     o = p.parse_args()
 
     only = set(filter(None, o.only.split(",")))
     cases = {"torchvision": TORCHVISION_CASES, "recompute": RECOMPUTE_CASES,
              "timm": TIMM_CASES, "video": VIDEO_CASES,
              "inputs": INPUTS_CASES, "pack": PACK_CASES,
-             "bnout": BNOUT_CASES}.get(o.set, CASES)
+             "bnout": BNOUT_CASES, "lnout": LNOUT_CASES}.get(o.set, CASES)
     onnx_dir = os.path.join(os.path.dirname(os.path.abspath(o.out)), "peers-onnx")
     start = time.time()
     with open(o.out, "w") as out:
@@ -205,7 +211,7 @@ def main():
                 frugal = [o.frugal, "bench", "--memory", "planned", "--onnx", onnx, *common[2:]]
             torch = [o.python, os.path.join(HERE, "measure_torch.py"), *common,
                      "--source", o.torch_source]
-            if label in TORCH_FLAGS or flags in (REBUILD, PACK, BNOUT, PACK + BNOUT):
+            if label in TORCH_FLAGS or flags in (REBUILD, PACK, BNOUT, PACK + BNOUT, LNOUT):
                 # PyTorch's side: its own flags, not frugal's
                 torch = [*torch[:-2 - len(flags)], *TORCH_FLAGS.get(label, []), *torch[-2:]]
             if label in TORCH_MODEL:

@@ -241,6 +241,15 @@ void SimBackend::layernorm_backward(const Tensor& x, const Tensor& dy, const Ten
                           view(dgamma), view(dbeta));
 }
 
+void SimBackend::layernorm_backward_from_output(const Tensor& y, const Tensor& dy,
+                                                const Tensor& gamma, const Tensor& beta,
+                                                const Tensor& inv_std, Tensor& dx, Tensor& dgamma,
+                                                Tensor& dbeta) {
+  Views view(alloc_, "layernorm_backward_from_output");
+  cpu_.layernorm_backward_from_output(view(y), view(dy), view(gamma), view(beta), view(inv_std),
+                                      view(dx), view(dgamma), view(dbeta));
+}
+
 void SimBackend::groupnorm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                    int64_t groups, double eps, Tensor& y, Tensor& mean,
                                    Tensor& inv_std) {

@@ -53,6 +53,9 @@ class SimBackend final : public Backend {
   void layernorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
                           const Tensor& mean, const Tensor& inv_std, Tensor& dx, Tensor& dgamma,
                           Tensor& dbeta) override;
+  void layernorm_backward_from_output(const Tensor& y, const Tensor& dy, const Tensor& gamma,
+                                      const Tensor& beta, const Tensor& inv_std, Tensor& dx,
+                                      Tensor& dgamma, Tensor& dbeta) override;
   void groupnorm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta, int64_t groups,
                          double eps, Tensor& y, Tensor& mean, Tensor& inv_std) override;
   void groupnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
@@ -91,6 +94,7 @@ class SimBackend final : public Backend {
   int64_t pack_counts(const Tensor& x, std::vector<int64_t>& counts) override;
   bool offers_packing() const override { return true; }
   bool offers_batchnorm_from_output() const override { return true; }
+  bool offers_layernorm_from_output() const override { return true; }
   void pack(const Tensor& x, std::span<const int64_t> counts, Tensor& packed) override;
   void unpack(const Tensor& packed, Tensor& x) override;
   void relu_forward(const Tensor& x, Tensor& y, Tensor& mask) override;

@@ -663,6 +663,27 @@ TEST_CASE("cuda layer norm: the CPU's statistics and gradients within rounding, 
   }
 }
 
+TEST_CASE("cuda norms from their outputs: no kernel yet, refused by name") {
+  CHECK_FALSE(gpu().offers_batchnorm_from_output());
+  CHECK_FALSE(gpu().offers_layernorm_from_output());
+  Pair y = random_pair({4, 3}, DType::f32, 1), dy = random_pair({4, 3}, DType::f32, 2);
+  Pair gamma = random_pair({3}, DType::f32, 3, 0.5, 1.5), beta = random_pair({3}, DType::f32, 4);
+  Pair inv_rows = random_pair({4}, DType::f32, 5, 0.5, 1.5);
+  Pair inv_channels = random_pair({3}, DType::f32, 6, 0.5, 1.5),
+       dx = empty_pair({4, 3}, DType::f32);
+  Tensor none;
+  CHECK_THROWS_WITH_AS(gpu().layernorm_backward_from_output(y.gpu, dy.gpu, gamma.gpu, beta.gpu,
+                                                            inv_rows.gpu, dx.gpu, none, none),
+                       doctest::Contains("layer_norm backward from its output (--ln-from-output) "
+                                         "does not run on cuda"),
+                       Error);
+  CHECK_THROWS_WITH_AS(gpu().batchnorm_backward_from_output(y.gpu, dy.gpu, gamma.gpu, beta.gpu,
+                                                            inv_channels.gpu, dx.gpu, none, none),
+                       doctest::Contains("batch_norm backward from its output (--bn-from-output) "
+                                         "does not run on cuda"),
+                       Error);
+}
+
 TEST_CASE("cuda group norm: the CPU's statistics and gradients within rounding, in place") {
   // Groups of one channel and of all of them; rows shorter and longer than a block.
   struct Case {
