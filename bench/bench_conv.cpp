@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/backend.h"
@@ -38,6 +39,29 @@ double time_median(const std::function<void()>& f, const Budget& budget) {
   }
   std::sort(times.begin(), times.end());
   return times[times.size() / 2];
+}
+
+// Median seconds of one call of f and of one of g, taking turns (f, g, f, g, ...) after a warm-up
+// call of each, so that a drift in the machine's speed moves both alike.
+std::pair<double, double> time_pair(const std::function<void()>& f, const std::function<void()>& g,
+                                    const Budget& budget) {
+  using clock = std::chrono::steady_clock;
+  f();
+  g();
+  std::vector<double> tf, tg;
+  const auto start = clock::now();
+  while (static_cast<int>(tf.size()) < budget.min_reps ||
+         std::chrono::duration<double>(clock::now() - start).count() < 2 * budget.min_seconds) {
+    const auto t0 = clock::now();
+    f();
+    const auto t1 = clock::now();
+    g();
+    tf.push_back(std::chrono::duration<double>(t1 - t0).count());
+    tg.push_back(std::chrono::duration<double>(clock::now() - t1).count());
+  }
+  std::sort(tf.begin(), tf.end());
+  std::sort(tg.begin(), tg.end());
+  return {tf[tf.size() / 2], tg[tg.size() / 2]};
 }
 
 double median(std::vector<double> v) {
@@ -101,7 +125,8 @@ ConvResult bench_conv(const ConvCase& c, const Budget& budget) {
 
 // Depthwise convolution is bound by memory, not arithmetic: each pass's time against the time
 // the machine needs to read its input and write its output once, at the rate the backend's
-// copy reaches over a buffer of the same size (read + write).
+// copy reaches over a buffer of the same size (read + write), the copy and the pass taking turns
+// (time_pair).
 struct DepthwiseCase {
   std::string name;
   int64_t N, C, H, R, stride;
@@ -123,14 +148,20 @@ std::array<double, 6> bench_depthwise(const DepthwiseCase& c, const Budget& budg
       std::max(be.conv2d_forward_scratch(g, DType::f32), be.conv2d_backward_scratch(g, DType::f32));
   Tensor scratch = Tensor::empty({static_cast<int64_t>(std::max<size_t>(bytes, 1))}, DType::u8);
   Tensor big = random({x.numel() + y.numel()}, 5), copy = Tensor::empty(big.shape(), DType::f32);
-  // The copy reads and writes x + y bytes: twice what one pass must move.
-  const double bound = time_median([&] { be.copy(big, copy); }, budget) / 2;
-  return {time_median([&] { be.conv2d_forward(g, x, w, b, y, scratch); }, budget),
-          time_median([&] { be.conv2d_backward_data(g, dy, w, dx, scratch); }, budget),
-          time_median([&] { be.conv2d_backward_filter(g, x, dy, dw, none, scratch); }, budget),
-          bound,
-          bound,
-          bound};
+  // The copy reads and writes x + y bytes: twice what one pass must move. Each pass takes turns
+  // with it, so that both are timed at the same speed of the machine.
+  const std::function<void()> passes[3] = {
+      [&] { be.conv2d_forward(g, x, w, b, y, scratch); },
+      [&] { be.conv2d_backward_data(g, dy, w, dx, scratch); },
+      [&] { be.conv2d_backward_filter(g, x, dy, dw, none, scratch); }};
+  std::array<double, 6> out{};
+  for (int k = 0; k < 3; ++k) {
+    const auto [pass, copied] = time_pair(
+        passes[k], [&] { be.copy(big, copy); }, budget);
+    out[static_cast<size_t>(k)] = pass;
+    out[static_cast<size_t>(k) + 3] = copied / 2;
+  }
+  return out;
 }
 
 }  // namespace
@@ -257,7 +288,8 @@ int main(int argc, char** argv) {
   }
   std::printf(
       "\ndepthwise conv2d, f32: milliseconds per pass and its multiple of the time to read its "
-      "input and write its output once (at the rate of a copy of as many bytes), median of %d "
+      "input and write its output once (at the rate of a copy of as many bytes, timed in turns "
+      "with the pass), median of %d "
       "rounds\n",
       rounds);
   std::printf("%-38s %3s   %-16s %-16s %-16s\n", "", "thr", "forward", "backward data",

@@ -129,6 +129,17 @@ CASES = [
 ]
 
 
+# Debian's python3-torch multiplies matrices with the system's libblas.so.3: the reference BLAS
+# where OpenBLAS is not installed, about 25x slower (bench/peers/run_peers.sh installs
+# libopenblas0-pthread). Its name where that is the case, else None.
+def reference_blas(python):
+    lib = "/usr/lib/x86_64-linux-gnu/libblas.so.3"
+    if not python.startswith("/usr/bin/") or not os.path.exists(lib):
+        return None
+    target = os.path.realpath(lib)
+    return target if os.sep + "blas" + os.sep in target else None
+
+
 # --torch-max-isa avx2: PyTorch's libraries held to AVX2, as on a machine without AVX-512 (the
 # frugal side is then a -march=haswell build): oneDNN's convolutions, ATen's own kernels,
 # OpenBLAS and MKL, each by its documented switch.
@@ -166,6 +177,8 @@ def main():
     p.add_argument("--only", default="",
                    help="comma-separated labels ('vgg-a') or cases ('vgg-a b1 inference f64')")
     p.add_argument("--timeout", type=int, default=900, help="seconds per process")
+    p.add_argument("--any-blas", action="store_true",
+                   help="run PyTorch even on the reference BLAS (its steps are then not its own)")
     p.add_argument("--torch-max-isa", choices=["avx2"], default="",
                    help="hold PyTorch's kernels to this instruction set (compare with a frugal "
                    "built for it)")
@@ -178,6 +191,11 @@ def main():
                    "models of several inputs (a diffusion U-Net), or those with --pack, "
                    "--bn-from-output or --ln-from-output")
     o = p.parse_args()
+    slow = reference_blas(o.python)
+    if slow and not o.any_blas:
+        sys.exit(f"run_cases: PyTorch ({o.python}) would multiply matrices with the reference "
+                 f"BLAS ({slow}), some 25x slower than OpenBLAS: install libopenblas0-pthread "
+                 "(bench/peers/run_peers.sh does), or pass --any-blas to run anyway")
 
     only = set(filter(None, o.only.split(",")))
     cases = {"torchvision": TORCHVISION_CASES, "recompute": RECOMPUTE_CASES,
