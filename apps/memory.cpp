@@ -99,6 +99,10 @@ ordered_json memory_report_json(const MemoryOptions& o, const MemoryReport& r,
                    {"planned", mode_json(r.planned, true)},
                    {"recompute", recompute}}}};
   if (!r.recompute && s) j["recompute_note"] = s->none;
+  if (s && s->batch_norms_from_output >= 0)
+    j["batch_norms_from_output"] = s->batch_norms_from_output;
+  if (s && s->layer_norms_from_output >= 0)
+    j["layer_norms_from_output"] = s->layer_norms_from_output;
   return j;
 }
 

@@ -81,7 +81,9 @@ bool producer_keeps(const Tape& tape, int v, const Backend& backend) {
 bool Tape::output_kept_input_dies(int k, const Backend& backend) const {
   const OpNode& node = ops_.at(static_cast<size_t>(k));
   const int x = node.inputs[0], y = node.outputs[0];
-  return value(x).kind == ValueKind::op_output && !producer_keeps(*this, x, backend) &&
+  const std::vector<bool> grads = input_grads(node);  // no gradient wanted: no backward to change
+  return std::find(grads.begin(), grads.end(), true) != grads.end() &&
+         value(x).kind == ValueKind::op_output && !producer_keeps(*this, x, backend) &&
          !read_in_backward(*this, x, k, backend) && read_in_backward(*this, y, k, backend);
 }
 

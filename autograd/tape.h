@@ -120,9 +120,10 @@ class Tape {
   // (what its backward may read depends on it: backward_reads_input).
   std::vector<bool> input_grads(const OpNode& node) const;
   // Whether op `k`, reading its input 0 (x) in training backward, would free memory by reading
-  // its output 0 (y) instead (a norm from its output): y is read by some consumer's training
-  // backward anyway (as its roles on `backend` say), and x would then die after forward: an
-  // op's output, no other backward reads it, nor its producer (without a compact encoding).
+  // its output 0 (y) instead (a norm from its output): some input of k gets a gradient (k's
+  // backward runs), y is read by some consumer's training backward anyway (as its roles on
+  // `backend` say), and x would then die after forward: an op's output, no other backward
+  // reads it, nor its producer (without a compact encoding).
   bool output_kept_input_dies(int k, const Backend& backend) const;
   const std::string& scope() const { return scope_; }
 

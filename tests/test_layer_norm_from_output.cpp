@@ -156,6 +156,13 @@ TEST_CASE("layer_norm from its output: roles, and which layer norms read_layer_n
   linear(layer_norm(g, 1, {.name = "input_read"}), {.out = 4});
   linear(g, {.out = 4});  // this linear layer's backward reads g
   linear(layer_norm(sigmoid(x2), 1, {.name = "after_sigmoid"}), {.out = 4});
+  // ... nor where nothing needs the layer norm's gradients (no backward to change).
+  Value frozen = relu(tape2.input("z", {2, 3, 8}, DType::f32, false));
+  Value fw = tape2.param("frozen.weight", {8}, Init::ones(), false);
+  Value fb = tape2.param("frozen.bias", {8}, Init::zeros(), false);
+  linear(tape2.record(std::make_unique<LayerNormOp>(LayerNormOptions{}),
+                      std::vector<Value>{frozen, fw, fb}, std::source_location::current())[0],
+         {.out = 4});
   CHECK(read_layer_norm_outputs(tape2, cpu_backend()) == 1);
   for (const OpNode& n : tape2.ops())
     if (auto* ln = dynamic_cast<const LayerNormOp*>(n.op.get()))

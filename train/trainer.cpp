@@ -139,6 +139,8 @@ Trainer::Trainer(const TrainOptions& o, const Dataset& train, const Dataset& tes
   labels_ = step.labels;
   logits_ = step.logits;
   loss_ = step.loss;
+  norms_from_output_[0] = step.batch_norms_from_output;
+  norms_from_output_[1] = step.layer_norms_from_output;
   ex_ = std::make_unique<Executor>(tape_, backend_,
                                    ExecutorOptions{.mode = Mode::training,
                                                    .memory = o.memory,
@@ -172,8 +174,9 @@ void Trainer::check_same_setup() {
       optimizer_name(options_.optimizer), ' ', options_.beta1, ' ', options_.beta2, ' ',
       options_.eps, ' ', schedule_name(options_.schedule), ' ', options_.warmup, ' ',
       options_.augment, ' ', options_.seed, ' ', memory_mode_name(options_.memory), ' ',
-      recompute_name(options_.recompute), ' ', options_.pack, ' ', options_.bucket_bytes, ' ',
-      options_.zero, ' ', train_.size(), ' ', train_.classes, ' ', options_.image_size);
+      recompute_name(options_.recompute), ' ', options_.pack, ' ', options_.bn_from_output, ' ',
+      options_.ln_from_output, ' ', options_.bucket_bytes, ' ', options_.zero, ' ', train_.size(),
+      ' ', train_.classes, ' ', options_.image_size);
   for (Parameter* p : params_.all()) setup += detail::concat(' ', p->name, p->meta.shape);
   uint64_t h = 1469598103934665603ull;  // FNV-1a, 53 bits kept: exact in a double
   for (unsigned char ch : setup) h = (h ^ ch) * 1099511628211ull;

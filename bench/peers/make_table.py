@@ -27,8 +27,8 @@ PACK_HEADING = "## frugal --pack vs PyTorch: torchvision models through ONNX"
 PACK_PEAK_TARGETS = {"tv-densenet121-pack": 0.6}
 PACK_STEP_TARGETS = {"tv-resnet50-pack": 1.0, "tv-mobilenet_v2-pack": 1.0}
 BNOUT_HEADING = "## frugal --bn-from-output vs PyTorch: torchvision models through ONNX"
-# Issue 17's goals again (no recompute: the batch norms' gradients come from kept outputs).
 LNOUT_HEADING = "## frugal --ln-from-output vs PyTorch: torchvision's transformers and ConvNeXt"
+# Issue 17's goals again (no recompute: the batch norms' gradients come from kept outputs).
 BNOUT_STEP_TARGETS = {"tv-mobilenet_v2-bnout": 1.0, "tv-mobilenet_v2-pack-bnout": 1.0}
 MIB = float(1 << 20)
 

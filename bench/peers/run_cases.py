@@ -131,13 +131,23 @@ CASES = [
 
 # Debian's python3-torch multiplies matrices with the system's libblas.so.3: the reference BLAS
 # where OpenBLAS is not installed, about 25x slower (bench/peers/run_peers.sh installs
-# libopenblas0-pthread). Its name where that is the case, else None.
+# libopenblas0-pthread). Asked of the interpreter itself (a venv over Debian's packages, a wheel
+# with a BLAS of its own): the reference libblas its process maps after a product, else None.
+BLAS_PROBE = ("import torch; torch.ones(64, 64) @ torch.ones(64, 64); "
+              "print('\\n'.join(sorted({ln.split()[-1] for ln in open('/proc/self/maps') "
+              "if 'blas' in ln or 'mkl' in ln})))")
+
+
 def reference_blas(python):
-    lib = "/usr/lib/x86_64-linux-gnu/libblas.so.3"
-    if not python.startswith("/usr/bin/") or not os.path.exists(lib):
+    try:
+        p = subprocess.run([python, "-c", BLAS_PROBE], capture_output=True, text=True,
+                           timeout=300)
+    except (OSError, subprocess.TimeoutExpired):
         return None
-    target = os.path.realpath(lib)
-    return target if os.sep + "blas" + os.sep in target else None
+    # The GEMM comes from libblas.so.3 even where OpenBLAS's LAPACK is mapped beside it.
+    reference = [lib for lib in p.stdout.split() if os.sep + "blas" + os.sep in lib and
+                 os.path.basename(lib).startswith("libblas")]
+    return reference[0] if reference else None
 
 
 # --torch-max-isa avx2: PyTorch's libraries held to AVX2, as on a machine without AVX-512 (the

@@ -6,6 +6,9 @@
 # of the library. Usage: bench/peers/run_peers.sh [--only resnet110,alexnet] [--budget-minutes N]
 #   bench/peers/run_peers.sh --set torchvision   # torchvision's models through ONNX (issue 17)
 #   bench/peers/run_peers.sh --set recompute     # the same with --recompute cheap (issue 16)
+#   bench/peers/run_peers.sh --set lnout         # --ln-from-output (also timm, video, inputs,
+#                                                # pack, bnout: each set its own results file
+#                                                # and section)
 #   FRUGAL_BUILD=build-peers bench/peers/run_peers.sh   # another build directory
 set -euo pipefail
 
@@ -70,9 +73,13 @@ fi
 say "$memcnn"
 
 "$py" bench/peers/pytorch_nets.py  # parameter counts equal frugal's, or stop here
-results="$build/peers-results.jsonl"
-[[ " $* " == *" --set torchvision "* ]] && results="$build/peers-results-torchvision.jsonl"
-[[ " $* " == *" --set recompute "* ]] && results="$build/peers-results-recompute.jsonl"
+# --set NAME: its own results file, and make_table.py's section of that name.
+set_name=""
+args=("$@")
+for ((i = 0; i + 1 < ${#args[@]}; ++i)); do
+  [[ "${args[i]}" == "--set" ]] && set_name="${args[i + 1]}"
+done
+results="$build/peers-results${set_name:+-$set_name}.jsonl"
 "$py" bench/peers/run_cases.py --frugal "$frugal" --python "$py" --torch-source "$source" \
   --out "$results" "$@"
 cmdline="bench/peers/run_peers.sh"
@@ -81,9 +88,17 @@ cmdline="bench/peers/run_peers.sh"
 commit="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 git diff --quiet HEAD 2>/dev/null || commit="$commit + uncommitted changes"
 set_args=()
-[[ " $* " == *" --set torchvision "* ]] && set_args=(--set torchvision)
-[[ " $* " == *" --set recompute "* ]] && set_args=(--set recompute)
+case "$set_name" in
+  "") ;;
+  torchvision | recompute | pack | bnout | lnout) set_args=(--set "$set_name") ;;
+  # Sets without a section of their own in make_table.py: their table printed, not written.
+  *) set_args=(--set torchvision --print-only) ;;
+esac
 "$py" bench/peers/make_table.py "$results" --doc docs/BENCHMARKS.md "${set_args[@]}" \
   --command "$cmdline" --torch-source "$source" --memcnn "$memcnn" \
   --commit "$commit" --frugal "$frugal"
-say "results in $results; table in docs/BENCHMARKS.md"
+if [[ " ${set_args[*]} " == *" --print-only "* ]]; then
+  say "results in $results; the table above (make_table.py has no section for --set $set_name)"
+else
+  say "results in $results; table in docs/BENCHMARKS.md"
+fi

@@ -152,6 +152,7 @@ void CpuBackend::layernorm_backward_from_output(const Tensor& y, const Tensor& d
     check_defined(op, what, *t);
   FRUGAL_CHECK(!dx.defined() || dx.meta() == y.meta(), op, ": dx ", dx.shape(), " for y ",
                y.shape());
+  if (dx.defined()) check_device(op, {&dx}, device());
   check_invertible_weights(op, gamma, "element", "--ln-from-output");
   auto run = [&]<typename T>() {
     std::vector<double> inv_gamma(static_cast<size_t>(d.C));  // C values, freed on return
