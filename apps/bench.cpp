@@ -346,12 +346,8 @@ void print_result(const BenchOptions& o, const BenchResult& r) {
       to_mib(r.arena), to_mib(r.inputs), packed_text);
   std::printf("process peak RSS %.2f MiB (%.2f MiB before the model was recorded)\n",
               to_mib(r.rss_peak), to_mib(r.rss_start));
-  if (o.bn_from_output)
-    std::printf("bn-from-output: %d batch norms take their gradients from their outputs\n",
-                r.batch_norms_from_output);
-  if (o.ln_from_output)
-    std::printf("ln-from-output: %d layer norms take their gradients from their outputs\n",
-                r.layer_norms_from_output);
+  print_norms_from_output(o.bn_from_output ? r.batch_norms_from_output : -1,
+                          o.ln_from_output ? r.layer_norms_from_output : -1);
   if (!o.data.empty()) {
     double total = 0;
     for (double t : r.step_s) total += t;

@@ -141,16 +141,7 @@ void print_table(const MemoryOptions& o, const MemoryReport& r, const RecomputeS
         "a bit per element and the nonzero values, so their bytes depend on the data (--run "
         "measures them)\n",
         r.planned.packed_outputs, to_mib(r.planned.packed_dense));
-  if (s && s->batch_norms_from_output >= 0)
-    std::printf(
-        "bn-from-output: %d batch norms take their gradients from their outputs (which a later "
-        "backward keeps), so their inputs die after forward\n",
-        s->batch_norms_from_output);
-  if (s && s->layer_norms_from_output >= 0)
-    std::printf(
-        "ln-from-output: %d layer norms take their gradients from their outputs (which a later "
-        "backward keeps), so their inputs die after forward\n",
-        s->layer_norms_from_output);
+  if (s) print_norms_from_output(s->batch_norms_from_output, s->layer_norms_from_output);
   std::printf("eager: caching allocator reserves %.2f MiB at peak\n", to_mib(r.eager.arena));
   std::printf(
       "(categories peak at different times in eager and planned; optimizer state is "

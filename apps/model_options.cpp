@@ -1,6 +1,7 @@
 // The bundled-network options of `frugal memory`, `frugal bench` and `frugal graph`.
 #include "apps/model_options.h"
 
+#include <cstdio>
 #include <limits>
 #include <tuple>
 #include <vector>
@@ -56,6 +57,16 @@ void check_from_output_flags(const ModelChoice& o, const char* command) {
                                  {o.ln_from_output, "--ln-from-output", "layer norms"}})
     FRUGAL_CHECK(!on || o.mode == Mode::training, command, " ", flag, ": changes what ", norms,
                  " keep for backward; use --mode training");
+}
+
+void print_norms_from_output(int batch_norms, int layer_norms) {
+  for (auto [n, flag, norms] :
+       {std::tuple{batch_norms, "bn", "batch"}, {layer_norms, "ln", "layer"}})
+    if (n >= 0)
+      std::printf(
+          "%s-from-output: %d %s norms take their gradients from their outputs (which a "
+          "later backward keeps), so their inputs die after forward\n",
+          flag, n, norms);
 }
 
 void add_levels_option(CLI::App* c, int* levels) {

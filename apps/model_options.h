@@ -75,6 +75,9 @@ void add_ln_from_output_option(CLI::App* c, bool* on);
 // --bn-from-output and --ln-from-output change what training keeps: an error naming `command`
 // (memory, bench, graph) and the flag where o.mode is inference.
 void check_from_output_flags(const ModelChoice& o, const char* command);
+// The lines memory, bench and train print for --bn-from-output and --ln-from-output: how many
+// norms switched (-1: the flag was not given, no line).
+void print_norms_from_output(int batch_norms, int layer_norms);
 // Adds `--checkpoint-levels 1|2` (the CIFAR ResNets' budgets) writing into `*levels`.
 void add_levels_option(CLI::App* c, int* levels);
 

@@ -145,12 +145,8 @@ void train_ranks(const TrainCommand& c, Communicator* comm) {
                             " samples of each batch on rank 0)")
                  .c_str()
            : "");
-  if (o.bn_from_output)
-    std::printf("bn-from-output: %d batch norms take their gradients from their outputs\n",
-                t.batch_norms_from_output());
-  if (o.ln_from_output)
-    std::printf("ln-from-output: %d layer norms take their gradients from their outputs\n",
-                t.layer_norms_from_output());
+  print_norms_from_output(o.bn_from_output ? t.batch_norms_from_output() : -1,
+                          o.ln_from_output ? t.layer_norms_from_output() : -1);
   std::fflush(stdout);
 
   std::ofstream log;

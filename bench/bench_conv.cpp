@@ -41,6 +41,11 @@ double time_median(const std::function<void()>& f, const Budget& budget) {
   return times[times.size() / 2];
 }
 
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
 // Median seconds of one call of f and of one of g, taking turns (f, g, f, g, ...) after a warm-up
 // call of each, so that a drift in the machine's speed moves both alike.
 std::pair<double, double> time_pair(const std::function<void()>& f, const std::function<void()>& g,
@@ -59,14 +64,7 @@ std::pair<double, double> time_pair(const std::function<void()>& f, const std::f
     tf.push_back(std::chrono::duration<double>(t1 - t0).count());
     tg.push_back(std::chrono::duration<double>(clock::now() - t1).count());
   }
-  std::sort(tf.begin(), tf.end());
-  std::sort(tg.begin(), tg.end());
-  return {tf[tf.size() / 2], tg[tg.size() / 2]};
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
+  return {median(tf), median(tg)};
 }
 
 Tensor random(Shape s, uint64_t seed) {
