@@ -125,7 +125,7 @@ TEST_CASE("grouped conv2d: depthwise passes add each output's terms as the tap-b
   // for any CPU, the library for this one). GCC once left one multiply-add of the filter
   // gradient's one-column pass unfused: taps one rounding off.
   const Geo stride1[] = {
-      {3, 5, 7, 8, 5, 5, 5, params(1, 2, 1, 5)},     // rows of 12: columns of 2, 2 and 1
+      {3, 5, 7, 8, 5, 5, 5, params(1, 2, 1, 5)},     // rows of 12: f64 columns in 2 sweeps
       {3, 5, 14, 16, 10, 5, 5, params(1, 2, 1, 5)},  // 2 filters per channel
       {2, 4, 28, 28, 4, 5, 5, params(1, 2, 1, 4)},   // EfficientNet's 28x28 5x5
       {2, 4, 14, 14, 4, 3, 3, params(1, 1, 1, 4)},   // MobileNet's 14x14 3x3

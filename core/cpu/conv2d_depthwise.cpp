@@ -703,7 +703,8 @@ bool columns_apply(const Conv2dGeometry& g, const Wide& v, int64_t full, int64_t
 // (x's vectors at m + e*L): a column alone (NC = 1) would keep only R chains of multiply-adds in
 // flight, fewer than the FMA units take, and two vectors of sums double them (there only the
 // first and last rows' steps check which taps reach dy, the rest run without a branch; with one
-// vector the branches cost nothing measurable and the split slowed short planes). Not inlined:
+// vector the branches cost nothing measurable and the split slowed short planes; the extra
+// column below needs it all the same). Not inlined:
 // inside filter_wide GCC kept one of AVX2's 10 sums on the stack, a store and a load in its chain
 // of multiply-adds at every step (the EfficientNet layer's filter gradient 40% slower).
 // Rows [XA, XB) may also take the taps of one more column, whose x starts at `xe` + r*Ws
@@ -752,7 +753,7 @@ __attribute__((noinline)) void column_sums(const T* dyw, const T* x, int64_t Ws,
           keep_in_register<T>(d);
 #pragma GCC unroll 8
           for (int c = 0; c < NC; ++c) acc[r][c][e] = vmadd<T>(d, xv[e][c], acc[r][c][e]);
-          if (XA <= r && r < XB) {
+          if (XA <= r && r < XB) {  // NE is 1 here: e is 0, at[r][0] this row's vector
             // Loaded afresh by each row (GCC would hold it in a register, taking one from x's
             // columns, which it would then reload for every row).
             const T* xr = xe + m;
@@ -789,9 +790,9 @@ __attribute__((noinline)) void column_sums(const T* dyw, const T* x, int64_t Ws,
 // with column 4's rows 0-2, then columns 2-3 with its rows 3-4 (13 and 12 sums, two vectors of
 // x and one of dy: the 16 registers). Column 4 alone, two vectors of sums at a time, loaded 6
 // vectors for 5 multiply-adds; now each pass loads 10 for 13 and 9 for 12, and the plane is
-// swept twice. The EfficientNet layer's filter gradient: 0.82-0.92 of the three passes' time on
-// 2 threads, 0.94 on 1 (both in one process, taking turns); 1.79x its bound in bench_conv
-// (median of 7 runs) against 2.04x.
+// swept twice (docs/BENCHMARKS.md, "the AVX2 5x5 filter gradient in two sweeps": EfficientNet's
+// 28x28 layer 0.82-0.92 of the three sweeps' time on 2 threads). Its smaller planes (14x14, 7x7)
+// have rows of 18 and 11, not whole vectors in f32, and do not come here.
 template <int R, typename T>
 void all_column_sums(int64_t S, const T* dyw, const T* xp, int64_t Ws, int64_t full,
                      T (*lanes)[kSum]) {
