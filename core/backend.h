@@ -519,6 +519,9 @@ Tensor clone_to_host(Backend& be, const Tensor& t);
 Backend& cpu_backend();
 // The simulated device (core/sim/): the CPU's kernels over memory host code cannot touch.
 Backend& sim_backend();
+// The same device offering none of the optional kernels (packing, norms from their outputs), as
+// a GPU without them: to test what refuses them, on any machine.
+Backend& sim_backend_without_optional_kernels();
 // Whether the simulated device offers each convolution pass three scratch choices as cuDNN's
 // algorithms do (its least, one input more, and an FFT-sized one, each faster by a factor the
 // geometry fixes), so that the workspace choice (memory/workspace.h) runs at a network's scale

@@ -2,7 +2,7 @@
 // the gradient check in f64, gradients beside the default's (from the input), the forward
 // unchanged bit for bit, its roles and which batch norms read_batch_norm_outputs switches,
 // planned == baseline bitwise, the memory it frees, and its errors (a zero weight, statistics
-// synchronized over ranks).
+// synchronized over ranks; a device without the kernel: tests/test_optional_kernels.cpp).
 #include <doctest/doctest.h>
 
 #include <cmath>

@@ -2,7 +2,7 @@
 // f64, gradients beside the default's (from the input), the forward unchanged bit for bit, its
 // roles and which layer norms read_layer_norm_outputs switches, planned == baseline bitwise,
 // the memory it frees, and its errors (a zero or diverged weight, the kernel's arguments; a
-// device without the kernel: tests/cuda/test_cuda.cpp).
+// device without the kernel: tests/test_optional_kernels.cpp, tests/cuda/test_cuda.cpp).
 #include <doctest/doctest.h>
 
 #include <cmath>

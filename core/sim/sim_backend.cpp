@@ -59,6 +59,11 @@ Backend& sim_backend() {
   return b;
 }
 
+Backend& sim_backend_without_optional_kernels() {
+  static SimBackend b(cpu_backend(), sim_allocator(), false);
+  return b;
+}
+
 void SimBackend::copy_to_device(const Tensor& host, Tensor& dev) {
   check_host_side("copy_to_device", host);
   Views view(alloc_, "copy_to_device");
@@ -222,6 +227,8 @@ void SimBackend::batchnorm_backward_from_output(const Tensor& y, const Tensor& d
                                                 const Tensor& gamma, const Tensor& beta,
                                                 const Tensor& inv_std, Tensor& dx, Tensor& dgamma,
                                                 Tensor& dbeta) {
+  if (!optional_kernels_)
+    return Backend::batchnorm_backward_from_output(y, dy, gamma, beta, inv_std, dx, dgamma, dbeta);
   Views view(alloc_, "batchnorm_backward_from_output");
   cpu_.batchnorm_backward_from_output(view(y), view(dy), view(gamma), view(beta), view(inv_std),
                                       view(dx), view(dgamma), view(dbeta));
@@ -245,6 +252,8 @@ void SimBackend::layernorm_backward_from_output(const Tensor& y, const Tensor& d
                                                 const Tensor& gamma, const Tensor& beta,
                                                 const Tensor& inv_std, Tensor& dx, Tensor& dgamma,
                                                 Tensor& dbeta) {
+  if (!optional_kernels_)
+    return Backend::layernorm_backward_from_output(y, dy, gamma, beta, inv_std, dx, dgamma, dbeta);
   Views view(alloc_, "layernorm_backward_from_output");
   cpu_.layernorm_backward_from_output(view(y), view(dy), view(gamma), view(beta), view(inv_std),
                                       view(dx), view(dgamma), view(dbeta));
@@ -320,16 +329,19 @@ void SimBackend::batchnorm_backward_data(const Tensor& x, const Tensor& dy, cons
 }
 
 int64_t SimBackend::pack_counts(const Tensor& x, std::vector<int64_t>& counts) {
+  if (!optional_kernels_) return Backend::pack_counts(x, counts);
   Views view(alloc_, "pack_counts");
   return cpu_.pack_counts(view(x), counts);
 }
 
 void SimBackend::pack(const Tensor& x, std::span<const int64_t> counts, Tensor& packed) {
+  if (!optional_kernels_) return Backend::pack(x, counts, packed);
   Views view(alloc_, "pack");
   cpu_.pack(view(x), counts, view(packed));
 }
 
 void SimBackend::unpack(const Tensor& packed, Tensor& x) {
+  if (!optional_kernels_) return Backend::unpack(packed, x);
   Views view(alloc_, "unpack");
   cpu_.unpack(view(packed), view(x));
 }

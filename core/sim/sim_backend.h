@@ -11,7 +11,11 @@ namespace frugal {
 
 class SimBackend final : public Backend {
  public:
-  SimBackend(Backend& cpu, SimAllocator& alloc) : cpu_(cpu), alloc_(alloc) {}
+  // Without `optional_kernels` the device offers none of the kernels a device may lack (packing,
+  // batch and layer norms from their outputs), as CUDA's does not: what asks for them is refused
+  // as it would be there (sim_backend_without_optional_kernels()).
+  SimBackend(Backend& cpu, SimAllocator& alloc, bool optional_kernels = true)
+      : cpu_(cpu), alloc_(alloc), optional_kernels_(optional_kernels) {}
 
   Device device() const override { return alloc_.device(); }
   int threads() const override { return cpu_.threads(); }
@@ -92,9 +96,9 @@ class SimBackend final : public Backend {
                                const Tensor& mean, const Tensor& inv_std, const Tensor& sums,
                                double M, double scale, Tensor& dx) override;
   int64_t pack_counts(const Tensor& x, std::vector<int64_t>& counts) override;
-  bool offers_packing() const override { return true; }
-  bool offers_batchnorm_from_output() const override { return true; }
-  bool offers_layernorm_from_output() const override { return true; }
+  bool offers_packing() const override { return optional_kernels_; }
+  bool offers_batchnorm_from_output() const override { return optional_kernels_; }
+  bool offers_layernorm_from_output() const override { return optional_kernels_; }
   void pack(const Tensor& x, std::span<const int64_t> counts, Tensor& packed) override;
   void unpack(const Tensor& packed, Tensor& x) override;
   void relu_forward(const Tensor& x, Tensor& y, Tensor& mask) override;
@@ -165,6 +169,7 @@ class SimBackend final : public Backend {
  private:
   Backend& cpu_;
   SimAllocator& alloc_;
+  bool optional_kernels_;
 };
 
 }  // namespace frugal
