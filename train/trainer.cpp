@@ -139,8 +139,8 @@ Trainer::Trainer(const TrainOptions& o, const Dataset& train, const Dataset& tes
   labels_ = step.labels;
   logits_ = step.logits;
   loss_ = step.loss;
-  norms_from_output_[0] = step.batch_norms_from_output;
-  norms_from_output_[1] = step.layer_norms_from_output;
+  batch_norms_from_output_ = step.batch_norms_from_output;
+  layer_norms_from_output_ = step.layer_norms_from_output;
   ex_ = std::make_unique<Executor>(tape_, backend_,
                                    ExecutorOptions{.mode = Mode::training,
                                                    .memory = o.memory,

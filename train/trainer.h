@@ -159,8 +159,8 @@ class Trainer {
   size_t eval_memory_bytes() const;
   // The step's norms that read their output in backward (ModelStep::batch_norms_from_output,
   // layer_norms_from_output).
-  int batch_norms_from_output() const { return norms_from_output_[0]; }
-  int layer_norms_from_output() const { return norms_from_output_[1]; }
+  int batch_norms_from_output() const { return batch_norms_from_output_; }
+  int layer_norms_from_output() const { return layer_norms_from_output_; }
   // Image folders: seconds the steps waited for decoded batches, and files replaced.
   double data_wait_seconds() const { return batches_.data_wait_seconds(); }
   int64_t skipped_files() const { return batches_.skipped_files(); }
@@ -180,7 +180,7 @@ class Trainer {
   ParamStore params_;
   Tape tape_;
   Value images_, labels_, logits_, loss_;
-  int norms_from_output_[2] = {0, 0};  // batch norms, layer norms
+  int batch_norms_from_output_ = 0, layer_norms_from_output_ = 0;
   std::unique_ptr<Executor> ex_;
   std::unique_ptr<Evaluator> eval_;
   Batcher batches_;
